@@ -1,0 +1,411 @@
+"""Plain functions returning data (STYLE 7): what the CLI, the language server and
+pre-commit all call. No printing here."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from . import __version__
+from .config import (
+    Config,
+    ConfigError,
+    Selection,
+    effective_target,
+    find_config,
+    load_config_file,
+    per_file_ignores,
+    select_rules,
+    validate_selectors,
+)
+from .discovery import Candidate, discover, mentions_tensorflow
+from .types import TARGETS, Diagnostic, FileResult
+
+PARALLEL_MIN_FILES = 6
+
+
+@dataclass
+class CheckOptions:
+    selection: Selection = field(default_factory=Selection)
+    target: str | None = None
+    fix: bool = False
+    unsafe_fixes: bool = False
+    diff: bool = False  # compute fixes but write nothing
+    use_cache: bool = True
+    cores: int | None = None
+    batch_size: int | None = None
+    config_file: Path | None = None
+    isolated: bool = False  # ignore every pyproject.toml
+    jobs: int | None = None
+    force_exclude: bool = False
+    cache_dir: Path | None = None
+
+
+@dataclass
+class RunResult:
+    files: list[FileResult]
+    prefiltered: int = 0
+    elapsed: float = 0.0
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for f in self.files for d in f.diagnostics]
+
+    @property
+    def errors(self) -> list[FileResult]:
+        return [f for f in self.files if f.error]
+
+
+# ---- settings ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileSettings:
+    """Everything that decides one file's result (picklable: sent to workers)."""
+
+    codes: tuple[str, ...]
+    target: str
+    options: tuple[tuple[str, Any], ...]
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(repr((__version__, _rules_fingerprint(), self)).encode()).hexdigest()[:16]
+
+    def lint_settings(self):
+        from .engine import LintSettings
+        from .registry import all_rules
+
+        rules = all_rules()
+        return LintSettings([rules[c] for c in self.codes], TARGETS[self.target], dict(self.options))
+
+
+@lru_cache(maxsize=1)
+def _rules_fingerprint() -> str:
+    """Changes whenever a rule module changes, so a cached result is never stale."""
+    from .registry import all_rules
+
+    h = hashlib.sha256()
+    for code, rule in all_rules().items():
+        mod = sys.modules.get(rule.__module__)
+        f = getattr(mod, "__file__", None)
+        if f:
+            st = os.stat(f)
+            h.update(f"{code}:{f}:{st.st_mtime_ns}:{st.st_size}".encode())
+    engine_dir = Path(__file__).parent
+    for name in ("engine.py", "context.py", "symbols.py", "rule.py"):
+        st = os.stat(engine_dir / name)
+        h.update(f"{name}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return h.hexdigest()
+
+
+class Resolver:
+    """Finds each file's config once per directory and turns it into FileSettings."""
+
+    def __init__(self, options: CheckOptions) -> None:
+        from .registry import all_rules
+
+        self.options = options
+        self.rules = all_rules()
+        self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
+        cli = options.selection
+        for sel in (cli.select or [], cli.extend_select, cli.ignore):
+            validate_selectors(list(sel), self.rules, "command line")
+        if options.target is not None:
+            effective_target(options.target, Config())
+        self._by_config: dict[int, tuple] = {}
+
+    def config_for(self, directory: Path) -> Config:
+        if self._explicit is not None:
+            return self._explicit
+        if self.options.isolated:
+            return _DEFAULT_CONFIG
+        return find_config(directory) or _DEFAULT_CONFIG
+
+    def settings_for(self, path: Path) -> FileSettings:
+        cfg = self.config_for(path.parent)
+        extra = per_file_ignores(cfg, path)
+        key = (id(cfg), tuple(extra))
+        cached = self._by_config.get(key)
+        if cached is None:
+            where = str(cfg.source or "config")
+            sel = self.options.selection.merged_over(cfg)
+            for s in (sel.select or [], sel.extend_select, sel.ignore, extra):
+                validate_selectors(list(s), self.rules, where)
+            target = effective_target(self.options.target, cfg)
+            family = TARGETS[target].family
+            chosen = select_rules(self.rules, sel, family, list(extra))
+            opts = {}
+            cores = self.options.cores or cfg.cores
+            batch = self.options.batch_size or cfg.batch_size
+            if cores:
+                opts["cores"] = cores
+            if batch:
+                opts["batch_size"] = batch
+            cached = FileSettings(tuple(r.code for r in chosen), target, tuple(sorted(opts.items())))
+            self._by_config[key] = cached
+        return cached
+
+    def excludes_for(self, directory: Path):
+        cfg = self.config_for(directory)
+        return cfg.excludes(), cfg.root.resolve()
+
+
+_DEFAULT_CONFIG = Config()
+
+
+# ---- cache ---------------------------------------------------------------------------
+
+
+class Cache:
+    """Content-hash cache of check results (like ruff's): one JSON file per project."""
+
+    VERSION = 1
+
+    def __init__(self, directory: Path | None) -> None:
+        self.dir = directory
+        self.path = directory / f"results-v{self.VERSION}.json" if directory else None
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.dirty = False
+        if self.path is not None and self.path.is_file():
+            try:
+                data = json.loads(self.path.read_text())
+                if data.get("kerasfit") == __version__:
+                    self.entries = data.get("files", {})
+            except (OSError, ValueError):
+                self.entries = {}
+
+    @staticmethod
+    def key(data: bytes, settings: FileSettings) -> str:
+        return hashlib.sha256(data).hexdigest()[:32] + ":" + settings.fingerprint()
+
+    def get(self, path: Path, key: str) -> list[Diagnostic] | None:
+        e = self.entries.get(str(path.resolve()))
+        if e is None or e.get("key") != key:
+            return None
+        return [Diagnostic.from_dict(d) for d in e["diagnostics"]]
+
+    def put(self, path: Path, key: str, diags: list[Diagnostic]) -> None:
+        if self.path is None:
+            return
+        self.entries[str(path.resolve())] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty or self.path is None:
+            return
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            gitignore = self.dir / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n")
+            atomic_write(self.path, json.dumps({"kerasfit": __version__, "files": self.entries}))
+        except OSError:
+            pass  # a read-only tree still gets its results, just not cached
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("KERASFIT_CACHE_DIR")
+    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
+
+
+# ---- files ------------------------------------------------------------------------
+
+
+class FileReadError(Exception):
+    pass
+
+
+def read_source(path: Path) -> tuple[bytes, str]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileReadError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise FileReadError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise FileReadError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in data:
+        raise FileReadError(f"{path}: binary file (contains NUL bytes), skipped")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FileReadError(f"{path}: not valid UTF-8 (byte {exc.start}), skipped") from None
+    return data, text
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write via a temporary file in the same directory and rename over the original."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kerasfit-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        except OSError:
+            pass
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- checking ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Job:
+    path: str
+    settings: FileSettings
+    fix: bool
+    unsafe: bool
+
+
+def _run_job(job: _Job, text: str) -> FileResult:
+    from .engine import fix_source, lint_source
+
+    settings = job.settings.lint_settings()
+    res = FileResult(job.path)
+    bom = text.startswith("\ufeff")
+    body = text[1:] if bom else text
+    try:
+        if job.fix:
+            outcome = fix_source(body, job.path, settings, unsafe=job.unsafe)
+            res.diagnostics = outcome.diagnostics
+            if outcome.error:
+                res.error = outcome.error
+            if outcome.source != body:
+                res.fixed_source = ("\ufeff" if bom else "") + outcome.source
+                res.fixes_applied = outcome.applied
+        else:
+            res.diagnostics = lint_source(body, job.path, settings).diagnostics
+    except RecursionError:
+        res.error = f"{job.path}: too deeply nested to check, skipped"
+    return res
+
+
+def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
+    return [_run_job(job, text) for job, text in batch]
+
+
+def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
+    """Check files and directories; with ``options.fix`` compute (and unless ``diff``, write) fixes."""
+    t0 = time.perf_counter()
+    resolver = Resolver(options)
+    use_cache = options.use_cache and not (options.fix or options.diff)
+    cache = Cache((options.cache_dir or default_cache_dir()) if use_cache else None)
+    results: list[FileResult] = []
+    pending: list[tuple[_Job, str, bytes]] = []
+    prefiltered = 0
+    for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
+        path = cand.path
+        try:
+            data, text = read_source(path)
+        except FileReadError as exc:
+            results.append(FileResult(str(path), error=str(exc)))
+            continue
+        if not mentions_tensorflow(data):
+            prefiltered += 1
+            results.append(FileResult(str(path), skipped=True))
+            continue
+        settings = resolver.settings_for(path)
+        job = _Job(str(path), settings, options.fix or options.diff, options.unsafe_fixes)
+        if cache.path is not None:
+            hit = cache.get(path, Cache.key(data, settings))
+            if hit is not None:
+                results.append(FileResult(str(path), diagnostics=hit, cached=True))
+                continue
+        pending.append((job, text, data))
+
+    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
+    for (job, _, data), res in zip(pending, fresh):
+        results.append(res)
+        if cache.path is not None and res.error is None:
+            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics)
+    cache.save()
+
+    if options.fix and not options.diff:
+        for res in results:
+            if res.fixed_source is not None:
+                try:
+                    atomic_write(Path(res.filename), res.fixed_source)
+                except OSError as exc:
+                    res.error = f"{res.filename}: cannot write fixes: {exc.strerror or exc}"
+                    res.fixed_source = None
+    results.sort(key=lambda r: r.filename)
+    return RunResult(results, prefiltered, time.perf_counter() - t0)
+
+
+def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]:
+    n = jobs if jobs is not None else (os.cpu_count() or 1)
+    if os.environ.get("KERASFIT_NO_PARALLEL"):
+        n = 1
+    if n <= 1 or len(work) < PARALLEL_MIN_FILES:
+        return _worker(work)
+    import multiprocessing as mp
+
+    import libcst  # noqa: F401  - imported before fork so workers inherit it
+
+    from .registry import all_rules
+
+    all_rules()
+    # Interleave big and small files across workers; one chunk each keeps IPC low.
+    order = sorted(range(len(work)), key=lambda i: -len(work[i][1]))
+    chunks: list[list[int]] = [[] for _ in range(n)]
+    for k, i in enumerate(order):
+        chunks[k % n].append(i)
+    chunks = [c for c in chunks if c]
+    try:
+        ctx = mp.get_context("fork")
+    except ValueError:  # pragma: no cover - platforms without fork
+        return _worker(work)
+    with ctx.Pool(len(chunks)) as pool:
+        outs = pool.map(_worker, [[work[i] for i in c] for c in chunks])
+    results: list[FileResult | None] = [None] * len(work)
+    for c, out in zip(chunks, outs):
+        for i, r in zip(c, out):
+            results[i] = r
+    return results  # type: ignore[return-value]
+
+
+def check_source(
+    source: str, filename: str | Path, options: CheckOptions | None = None, *, fix: bool = False, unsafe: bool = False
+) -> FileResult:
+    """Check text that may not be saved (the language server's case); never writes."""
+    options = options or CheckOptions()
+    resolver = Resolver(options)
+    settings = resolver.settings_for(Path(filename))
+    return _run_job(_Job(str(filename), settings, fix, unsafe), source)
+
+
+def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:
+    return Resolver(options or CheckOptions()).settings_for(Path(path))
+
+
+__all__ = [
+    "CheckOptions",
+    "ConfigError",
+    "RunResult",
+    "check_paths",
+    "check_source",
+    "settings_for",
+    "atomic_write",
+    "Candidate",
+]
+
+
+def iter_diagnostics(results: Iterable[FileResult]) -> Iterable[Diagnostic]:
+    for r in results:
+        yield from r.diagnostics

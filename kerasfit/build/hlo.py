@@ -1,0 +1,411 @@
+"""Read XLA HLO text: every live ``convolution`` and ``dot``, and the ``pad`` ops feeding them.
+
+Pure Python on purpose: the child process produces the text (TPU_FACTS 20, the
+pre-optimization ``stage="hlo"`` module), this module turns it into plain records,
+and the tests exercise it on captured text without TensorFlow.
+
+Every contraction is described in the MXU's terms (TPU_FACTS 5: matmuls are lowered
+to convolutions): ``m`` rows that stream through (the conv's output batch, a dot's
+non-contracted lhs dims), ``k`` the contracted dim, ``n`` the produced features. Which
+of those is the training batch depends on the pass, decided by :func:`classify_pass`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+FORWARD = "forward"
+INPUT_GRAD = "input-gradient"
+KERNEL_GRAD = "kernel-gradient"
+PASSES = (FORWARD, INPUT_GRAD, KERNEL_GRAD)
+
+_COMMENT = re.compile(r"/\*.*?\*/")
+_HEAD = re.compile(r"^\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
+_SHAPE = re.compile(r"^([a-z]+\d*)\[([^\]]*)\]")
+_OPERAND = re.compile(r"%([^\s,()]+)")
+_CALLED = re.compile(
+    r"\b(?:to_apply|calls|body|condition|true_computation|false_computation)=%?([\w.\-]+)"
+)
+_CALLED_LIST = re.compile(r"\b(?:branch_computations|called_computations)=\{([^}]*)\}")
+_COMPUTATION = re.compile(r"^\s*(ENTRY\s+)?%?([\w.\-]+)\s*\(.*\{\s*$")
+
+DTYPE_BYTES = {"pred": 1, "s8": 1, "u8": 1, "bf16": 2, "f16": 2, "s16": 2, "u16": 2,
+               "f32": 4, "s32": 4, "u32": 4, "f64": 8, "s64": 8, "u64": 8, "c64": 8}
+
+
+@dataclass
+class Instr:
+    name: str
+    opcode: str
+    type_text: str
+    operands: list[str]
+    attrs: str
+    called: list[str]
+    args: str = ""  # raw text between the parentheses (a constant's literal)
+
+    @property
+    def dtype(self) -> str:
+        m = _SHAPE.match(self.type_text)
+        return m.group(1) if m else ""
+
+    @property
+    def shape(self) -> list[int]:
+        return parse_shape(self.type_text)
+
+
+@dataclass
+class HloOp:
+    """One convolution or dot: shapes, the roles of its dims, FLOPs and metadata."""
+
+    name: str
+    opcode: str  # "convolution" | "dot"
+    op_type: str
+    op_name: str
+    dtype: str
+    shape: list[int]  # result
+    lhs_shape: list[int]
+    rhs_shape: list[int]
+    lhs: str  # operand instruction names (for activation bookkeeping)
+    rhs: str
+    # Positions of the m / k / n dims in each tensor ("lhs", "rhs", "out").
+    roles: dict[str, dict[str, list[int]]]
+    m: int
+    k: int
+    n: int
+    flops: int
+    dim_labels: str = ""
+    window: str = ""
+    feature_group_count: int = 1
+    batch_group_count: int = 1
+    grad_x: bool = False
+    grad_y: bool = False
+    pass_: str = ""  # filled by classify_pass
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["pass"] = d.pop("pass_")
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> HloOp:
+        d = dict(d)
+        d["pass_"] = d.pop("pass", "")
+        return cls(**d)
+
+
+@dataclass
+class PadOp:
+    """An HLO ``pad`` whose result reaches a convolution (KF103's evidence)."""
+
+    name: str
+    op_name: str
+    shape: list[int]  # input
+    padded_shape: list[int]
+    padding: str
+    zero: bool  # padding value is the constant 0
+    consumers: list[str]  # convolutions reading the padded tensor
+
+
+def parse_shape(type_text: str) -> list[int]:
+    m = _SHAPE.match(type_text.strip())
+    if not m or not m.group(2).strip():
+        return []
+    return [int(d.replace("<=", "")) for d in m.group(2).split(",") if d.strip() != "?"]
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the parenthesis group opening at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def _parse_instr(line: str) -> tuple[Instr, bool] | None:
+    head = _HEAD.match(line)
+    if not head:
+        return None
+    pos = head.end()
+    if line[pos : pos + 1] == "(":
+        end = _balanced(line, pos)
+    else:
+        end = line.find(" ", pos)
+        if end < 0:
+            return None
+    type_text = line[pos:end].strip()
+    rest = line[end:].lstrip()
+    op = re.match(r"([\w\-]+)\(", rest)
+    if not op:
+        return None
+    close = _balanced(rest, op.end() - 1)
+    operands_text = rest[op.end() : close - 1]
+    attrs = rest[close:]
+    called = _CALLED.findall(attrs)
+    for group in _CALLED_LIST.findall(attrs):
+        called += [c.strip().lstrip("%") for c in group.split(",") if c.strip()]
+    instr = Instr(head.group(2), op.group(1), type_text, _OPERAND.findall(operands_text), attrs,
+                  called, operands_text)
+    return instr, bool(head.group(1))
+
+
+@dataclass
+class Computation:
+    name: str
+    instrs: dict[str, Instr] = field(default_factory=dict)
+    root: str = ""
+
+
+def parse_module(text: str) -> tuple[dict[str, Computation], str]:
+    comps: dict[str, Computation] = {}
+    entry = ""
+    current: Computation | None = None
+    for raw in text.splitlines():
+        line = _COMMENT.sub("", raw)
+        if current is None:
+            m = _COMPUTATION.match(line)
+            if m:
+                current = comps.setdefault(m.group(2), Computation(m.group(2)))
+                if m.group(1):
+                    entry = m.group(2)
+            continue
+        if line.strip() == "}":
+            current = None
+            continue
+        parsed = _parse_instr(line)
+        if parsed is None:
+            continue
+        instr, is_root = parsed
+        current.instrs[instr.name] = instr
+        if is_root:
+            current.root = instr.name
+    return comps, entry
+
+
+def _live(comps: dict[str, Computation], entry: str) -> set[tuple[str, str]]:
+    """(computation, instruction) pairs whose value reaches the entry's result.
+
+    The pre-optimization module still holds dead code, e.g. the input gradient of the
+    first layer that a GradientTape computes and nobody reads; XLA removes it before
+    it reaches the TPU, so the simulator must not count it.
+    """
+    live: set[tuple[str, str]] = set()
+    work: list[tuple[str, str]] = []
+
+    def visit_comp(name: str) -> None:
+        comp = comps.get(name)
+        if comp is not None and comp.root:
+            work.append((name, comp.root))
+
+    if entry:
+        visit_comp(entry)
+    while work:
+        key = work.pop()
+        if key in live:
+            continue
+        comp = comps[key[0]]
+        instr = comp.instrs.get(key[1])
+        if instr is None:
+            continue
+        live.add(key)
+        work.extend((key[0], o) for o in instr.operands if o in comp.instrs)
+        for c in instr.called:
+            visit_comp(c)
+    return live
+
+
+def _attr(attrs: str, name: str) -> str:
+    m = re.search(r"\b" + name + r"=(\{[^}]*\}|[^,\s]+)", attrs)
+    return m.group(1) if m else ""
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"\d+", text)]
+
+
+def _metadata(attrs: str, key: str) -> str:
+    m = re.search(r"\b" + key + r'="((?:[^"\\]|\\.)*)"', attrs)
+    return m.group(1) if m else ""
+
+
+def _conv(instr: Instr, lhs: Instr, rhs: Instr) -> HloOp | None:
+    labels = _attr(instr.attrs, "dim_labels")
+    m = re.match(r"(\w+)_(\w+)->(\w+)", labels)
+    if not m:
+        return None
+    lhs_l, rhs_l, out_l = m.groups()
+    out, rs = instr.shape, rhs.shape
+    if len(lhs_l) != len(lhs.shape) or len(rhs_l) != len(rs) or len(out_l) != len(out):
+        return None
+    window = _attr(instr.attrs, "window").strip("{}")
+    size = re.search(r"size=([\dx]+)", window)
+    win = [int(s) for s in size.group(1).split("x")] if size else []
+    fgc = int(_attr(instr.attrs, "feature_group_count") or 1)
+    bgc = int(_attr(instr.attrs, "batch_group_count") or 1)
+    roles = {
+        "lhs": {"m": [lhs_l.index("b")], "k": [lhs_l.index("f")]},
+        "rhs": {"k": [rhs_l.index("i")], "n": [rhs_l.index("o")]},
+        "out": {"m": [out_l.index("b")], "n": [out_l.index("f")]},
+    }
+    k = rs[rhs_l.index("i")]
+    flops = 2 * math.prod(out) * math.prod(win) * k
+    return HloOp(
+        name=instr.name, opcode="convolution", op_type="", op_name="", dtype=instr.dtype,
+        shape=out, lhs_shape=lhs.shape, rhs_shape=rs, lhs=lhs.name, rhs=rhs.name, roles=roles,
+        m=out[out_l.index("b")], k=k, n=out[out_l.index("f")], flops=flops,
+        dim_labels=labels, window=window, feature_group_count=fgc, batch_group_count=bgc,
+    )
+
+
+def _dot(instr: Instr, lhs: Instr, rhs: Instr) -> HloOp:
+    ls, rs, out = lhs.shape, rhs.shape, instr.shape
+    lb = _ints(_attr(instr.attrs, "lhs_batch_dims"))
+    lc = _ints(_attr(instr.attrs, "lhs_contracting_dims"))
+    rb = _ints(_attr(instr.attrs, "rhs_batch_dims"))
+    rc = _ints(_attr(instr.attrs, "rhs_contracting_dims"))
+    lf = [i for i in range(len(ls)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rs)) if i not in rb and i not in rc]
+    # XLA's dot result order: batch dims, lhs free dims, rhs free dims.
+    nb = len(lb)
+    roles = {
+        "lhs": {"m": lf, "k": lc},
+        "rhs": {"k": rc, "n": rf},
+        "out": {"m": list(range(nb, nb + len(lf))), "n": list(range(nb + len(lf), len(out)))},
+    }
+    k = math.prod(ls[i] for i in lc)
+    return HloOp(
+        name=instr.name, opcode="dot", op_type="", op_name="", dtype=instr.dtype,
+        shape=out, lhs_shape=ls, rhs_shape=rs, lhs=lhs.name, rhs=rhs.name, roles=roles,
+        m=math.prod(ls[i] for i in lf), k=k, n=math.prod(rs[i] for i in rf),
+        flops=2 * math.prod(out) * k,
+    )
+
+
+# Ops that only relabel or re-layout a tensor: a pad seen through them still feeds the conv.
+_TRIVIAL = {"reshape", "bitcast", "copy", "convert", "transpose"}
+
+
+def parse_hlo(text: str) -> tuple[list[HloOp], list[PadOp]]:
+    """All live convolutions/dots (module order) and the zero/non-zero pads feeding them."""
+    comps, entry = parse_module(text)
+    live = _live(comps, entry) if entry else {(c, i) for c in comps for i in comps[c].instrs}
+    ops: list[HloOp] = []
+    pads: list[PadOp] = []
+    for cname, comp in comps.items():
+        users: dict[str, list[Instr]] = {}
+        for instr in comp.instrs.values():
+            for o in instr.operands:
+                users.setdefault(o, []).append(instr)
+        for instr in comp.instrs.values():
+            if (cname, instr.name) not in live:
+                continue
+            if instr.opcode in ("convolution", "dot") and len(instr.operands) >= 2:
+                lhs = comp.instrs.get(instr.operands[0])
+                rhs = comp.instrs.get(instr.operands[1])
+                if lhs is None or rhs is None:
+                    continue
+                op = _conv(instr, lhs, rhs) if instr.opcode == "convolution" else _dot(instr, lhs, rhs)
+                if op is None:
+                    continue
+                op.op_type = _metadata(instr.attrs, "op_type")
+                op.op_name = _metadata(instr.attrs, "op_name")
+                op.grad_x = 'grad_x="true"' in instr.attrs
+                op.grad_y = 'grad_y="true"' in instr.attrs
+                ops.append(op)
+            elif instr.opcode == "pad" and instr.operands:
+                src = comp.instrs.get(instr.operands[0])
+                value = comp.instrs.get(instr.operands[1]) if len(instr.operands) > 1 else None
+                zero = (
+                    value is not None
+                    and value.opcode == "constant"
+                    and re.fullmatch(r"\s*-?0(\.0*)?\s*", value.args) is not None
+                )
+                consumers = _conv_consumers(instr.name, users, comp, live, cname)
+                if consumers:
+                    pads.append(PadOp(
+                        name=instr.name, op_name=_metadata(instr.attrs, "op_name"),
+                        shape=src.shape if src else [], padded_shape=instr.shape,
+                        padding=_attr(instr.attrs, "padding"), zero=zero, consumers=consumers,
+                    ))
+    return ops, pads
+
+
+def _conv_consumers(name: str, users: dict[str, list[Instr]], comp: Computation,
+                    live: set[tuple[str, str]], cname: str) -> list[str]:
+    found: list[str] = []
+    work, seen = [name], set()
+    while work:
+        cur = work.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for u in users.get(cur, []):
+            if (cname, u.name) not in live:
+                continue
+            if u.opcode == "convolution":
+                found.append(u.name)
+            elif u.opcode in _TRIVIAL:
+                work.append(u.name)
+    return sorted(found)
+
+
+# Gradient scopes: TF2's GradientTape and TF1's tf.gradients (gradients, gradients_1 ...).
+_GRAD_SCOPE = re.compile(r"(^|/)(gradient_tape|gradients(_\d+)?)/|_grad/")
+_FILTER_GRAD = ("BackpropFilter",)
+_INPUT_GRAD = ("BackpropInput",)
+
+
+def is_gradient(op_name: str) -> bool:
+    return bool(_GRAD_SCOPE.search(op_name))
+
+
+def classify_pass(op: HloOp, variable_shapes: list[list[int]] = ()) -> str:
+    """forward / input-gradient / kernel-gradient, from the op's name first.
+
+    The gradient scope decides forward vs backward: a Conv2DTranspose's forward op is
+    itself a Conv2DBackpropInput, but it is not under a gradient scope. Inside one, TF's
+    op types and MatMul's grad_x/grad_y attributes name the pass; for anything else
+    (einsum, batched matmul) the result having a trainable variable's shape means it is
+    a weight update.
+    """
+    if not is_gradient(op.op_name):
+        return FORWARD
+    if any(s in op.op_type for s in _FILTER_GRAD):
+        return KERNEL_GRAD
+    if any(s in op.op_type for s in _INPUT_GRAD):
+        return INPUT_GRAD
+    if op.grad_y:
+        return KERNEL_GRAD
+    if op.grad_x:
+        return INPUT_GRAD
+    if op.opcode == "convolution" and re.search(r"->\d", op.dim_labels):
+        # Output starting with spatial dims ("->01bf") is a kernel layout.
+        return KERNEL_GRAD
+    shape = sorted(op.shape)
+    if any(sorted(v) == shape for v in variable_shapes if v):
+        return KERNEL_GRAD
+    return INPUT_GRAD
+
+
+_PREFIXES = re.compile(r"^((Stateful)?PartitionedCall(_\d+)?|gradient_tape|gradients(_\d+)?)/")
+
+
+def strip_scopes(op_name: str) -> str:
+    """The forward op path behind an HLO op_name: no call wrappers, no gradient scopes."""
+    name = op_name
+    while True:
+        new = _PREFIXES.sub("", name)
+        if new == name:
+            break
+        name = new
+    # TF1: gradients/scope/conv/Conv2D_grad/Conv2DBackpropFilter -> scope/conv/Conv2D
+    return re.sub(r"_grad(/.*)?$", "", name)

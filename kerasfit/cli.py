@@ -1,0 +1,363 @@
+"""The command line (a thin front end over kerasfit.api, STYLE 7).
+
+Exit codes: 0 nothing left to report, 1 findings (or unreadable files) remain,
+2 usage, configuration or internal error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import __version__
+
+app = typer.Typer(
+    name="kerasfit",
+    help="Find and fix Keras/TensorFlow code that wastes TPU, GPU tensor-core and Gaudi matrix units.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+    lsp = "lsp"
+
+
+class ReportFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class ListFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _split(values: Optional[list[str]]) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"kerasfit: error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"kerasfit {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    pass
+
+
+TARGET_HELP = "Hardware target: tpu-v4, tpu-v5e, tpu-v6e, gpu, gaudi (default from config, else tpu-v5e)."
+
+
+@app.command()
+def check(
+    paths: Annotated[Optional[list[Path]], typer.Argument(help="Files or directories (default: .); '-' reads stdin.")] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Apply safe fixes in place.")] = False,
+    unsafe_fixes: Annotated[bool, typer.Option("--unsafe-fixes", help="Also apply / offer fixes that change the model.")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff of the fixes; write nothing.")] = False,
+    select: Annotated[Optional[list[str]], typer.Option("--select", help="Rule codes or prefixes to enable (ALL for every rule).")] = None,
+    extend_select: Annotated[Optional[list[str]], typer.Option("--extend-select", help="Enable these in addition.")] = None,
+    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Rule codes or prefixes to disable.")] = None,
+    target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    config: Annotated[Optional[Path], typer.Option("--config", help="Use this pyproject.toml / kerasfit.toml only.")] = None,
+    isolated: Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")] = False,
+    show_fixes: Annotated[bool, typer.Option("--show-fixes", help="Show each finding's fix title.")] = False,
+    force_exclude: Annotated[bool, typer.Option("--force-exclude", help="Apply excludes to files named on the command line too (pre-commit).")] = False,
+    stdin_filename: Annotated[Optional[str], typer.Option("--stdin-filename", help="The name of the file read from stdin.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", min=1, help="Worker processes (default: CPU count).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print findings only, no summary.")] = False,
+    build: Annotated[bool, typer.Option("--build", help="Also build the model in a child process and cross-check findings against simulated TPU padding.")] = False,
+    entry: Annotated[Optional[str], typer.Option("--entry", help="With --build: 'module:function' or an expression that builds the model.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Global batch size (rules and --build).")] = None,
+    cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="With --build: float32 or bfloat16.")] = "float32",
+    build_timeout: Annotated[float, typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped.")] = 300.0,
+) -> None:
+    """Check files for accelerator-unfriendly patterns (and fix them)."""
+    from .api import CheckOptions, check_paths, check_source
+    from .config import ConfigError, Selection
+
+    options = CheckOptions(
+        selection=Selection(select=_split(select) or None, extend_select=_split(extend_select), ignore=_split(ignore)),
+        target=target,
+        fix=fix,
+        unsafe_fixes=unsafe_fixes,
+        diff=diff,
+        use_cache=not no_cache,
+        cores=cores,
+        batch_size=batch_size,
+        config_file=config,
+        isolated=isolated,
+        jobs=jobs,
+        force_exclude=force_exclude,
+    )
+    path_list = list(paths) if paths else [Path(".")]
+    try:
+        if [str(p) for p in path_list] == ["-"]:
+            from .types import FileResult
+
+            name = stdin_filename or "<stdin>"
+            source = sys.stdin.read()
+            res = check_source(source, name, options, fix=fix or diff, unsafe=unsafe_fixes)
+            if fix and not diff:
+                sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
+                raise typer.Exit(1 if res.diagnostics and not exit_zero else 0)
+            from .api import RunResult
+
+            result = RunResult([res])
+        else:
+            missing = [p for p in path_list if not p.exists()]
+            if missing:
+                _fail(f"{missing[0]}: no such file or directory")
+            result = check_paths(path_list, options)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+
+    files = result.files
+    if build:
+        files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
+
+    fixed = sum(f.fixes_applied for f in files)
+    if diff:
+        text = _diffs(files)
+        if text:
+            sys.stdout.write(text)
+        typer.echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
+        for f in files:
+            if f.error:
+                typer.echo(f"error: {f.error}", err=True)
+        raise typer.Exit(0 if exit_zero or not text else 1)
+
+    _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
+    if statistics:
+        from .reporters import statistics as stats
+
+        typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
+    remaining = any(f.diagnostics for f in files)
+    errors = any(f.error for f in files)
+    raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
+
+
+def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
+    from . import reporters
+
+    if fmt is OutputFormat.text:
+        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
+        if quiet:
+            out = "\n".join(line for line in out.splitlines() if ": KF" in line or line.startswith("error:"))
+        if out:
+            typer.echo(out)
+    elif fmt is OutputFormat.json:
+        typer.echo(reporters.json_report(files))
+    elif fmt is OutputFormat.sarif:
+        from .registry import all_rules
+
+        typer.echo(reporters.sarif(files, all_rules()))
+    elif fmt is OutputFormat.github:
+        out = reporters.github(files)
+        if out:
+            typer.echo(out)
+    else:
+        typer.echo(reporters.lsp(files))
+    if fmt is not OutputFormat.text:
+        for f in files:
+            if f.error:
+                typer.echo(f"error: {f.error}", err=True)
+
+
+def _diffs(files) -> str:
+    chunks = []
+    for f in files:
+        if f.fixed_source is None:
+            continue
+        try:
+            old = Path(f.filename).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        chunks.extend(
+            difflib.unified_diff(
+                old.splitlines(keepends=True),
+                f.fixed_source.splitlines(keepends=True),
+                fromfile=f"a/{f.filename}",
+                tofile=f"b/{f.filename}",
+            )
+        )
+    return "".join(chunks)
+
+
+def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path):
+    from .build.api import BuildOptions
+    from .config import find_config
+
+    cfg = find_config(path.resolve().parent)
+    b = cfg.build if cfg else {}
+    return BuildOptions(
+        entry=entry or b.get("entry"),
+        batch_size=batch_size or b.get("batch-size") or (cfg.batch_size if cfg else None),
+        cores=cores or b.get("cores") or (cfg.cores if cfg else None) or 1,
+        target=target or (cfg.target if cfg and cfg.target else "tpu-v5e"),
+        dtype=dtype or b.get("dtype") or "float32",
+        timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
+        use_cache=not no_cache,
+    )
+
+
+def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeout, no_cache):
+    from .build.api import BuildError, build_report, cross_check
+
+    out = []
+    for f in files:
+        if f.skipped or f.error or not f.filename.endswith(".py"):
+            out.append(f)
+            continue
+        try:
+            opts = _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, Path(f.filename))
+            report = build_report(f.filename, opts)
+            f.diagnostics = sorted(cross_check(f.diagnostics, report, f.filename), key=lambda d: d.sort_key())
+        except BuildError as exc:
+            typer.echo(f"error: build: {exc}", err=True)
+        out.append(f)
+    return out
+
+
+@app.command()
+def report(
+    path: Annotated[Path, typer.Argument(help="The model file to build.")],
+    entry: Annotated[Optional[str], typer.Option("--entry", help="'module:function' or an expression that builds the model.")] = None,
+    batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Global batch size.")] = None,
+    cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
+    target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
+    dtype: Annotated[str, typer.Option("--dtype", help="float32 or bfloat16.")] = "float32",
+    output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
+    build_timeout: Annotated[float, typer.Option("--build-timeout", help="Seconds before the build child is stopped.")] = 300.0,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
+) -> None:
+    """Build the model (runs your code) and print the simulated TPU padding table."""
+    from .config import ConfigError, check_target
+
+    if not path.is_file():
+        _fail(f"{path}: no such file")
+    if dtype not in ("float32", "bfloat16"):
+        _fail(f"--dtype must be float32 or bfloat16, not {dtype!r}")
+    try:
+        if target:
+            check_target(target)
+        from .build.api import BuildError, build_report, render_report
+
+        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path)
+        rep = build_report(path, opts)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    except BuildError as exc:
+        typer.echo(f"kerasfit: build failed: {exc}", err=True)
+        raise typer.Exit(2)
+    typer.echo(render_report(rep, output_format.value))
+
+
+@app.command("rules")
+def rules_cmd(
+    output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
+) -> None:
+    """List every rule: code, name, summary, fix safety, targets, default on/off."""
+    from .registry import all_rules
+
+    rows = []
+    for code, r in all_rules().items():
+        rows.append(
+            {
+                "code": code,
+                "name": r.name,
+                "summary": r.summary(),
+                "fix": r.fix_safety.value if r.fix_safety else None,
+                "targets": sorted(r.targets),
+                "default": "on" if r.default_enabled else "off",
+                "severity": r.severity.value,
+                "url": f"https://kerasfit.dev/rules/{r.name}",
+            }
+        )
+    if output_format is ListFormat.json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from tabulate import tabulate
+
+    table = [[r["code"], r["name"], r["fix"] or "-", ",".join(r["targets"]), r["default"], r["summary"]] for r in rows]
+    typer.echo(tabulate(table, headers=["code", "name", "fix", "targets", "default", "summary"], tablefmt="github"))
+
+
+@app.command()
+def explain(code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm).")]) -> None:
+    """Print a rule's documentation."""
+    from .registry import rule_by_name_or_code
+
+    rule = rule_by_name_or_code(code)
+    if rule is None:
+        _fail(f"unknown rule {code!r} (see `kerasfit rules`)")
+        return
+    fix = rule.fix_safety.value if rule.fix_safety else "none"
+    head = f"# {rule.code} {rule.name}\n\n{rule.summary()}\n\nFix: {fix} · Targets: {', '.join(sorted(rule.targets))} · Default: {'on' if rule.default_enabled else 'off'}\n"
+    typer.echo(head + "\n" + rule.documentation())
+
+
+@app.command()
+def lsp(
+    tcp: Annotated[Optional[str], typer.Option("--tcp", help="Listen on HOST:PORT instead of stdio.")] = None,
+) -> None:
+    """Run the language server (stdio by default). Needs the `lsp` extra."""
+    try:
+        from .lsp.server import serve
+    except ImportError as exc:
+        _fail(f"the language server needs the 'lsp' extra: pip install 'kerasfit[lsp]' ({exc})")
+        return
+    serve(tcp)
+
+
+def main() -> None:
+    try:
+        app()
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except Exception as exc:  # an internal error is exit 2 with one line, not a traceback
+        if os.environ.get("KERASFIT_DEBUG"):
+            raise
+        print(f"kerasfit: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,236 @@
+"""``[tool.kerasfit]`` in pyproject.toml, read into typed settings (STYLE 8).
+
+The nearest pyproject.toml with a ``[tool.kerasfit]`` table, walking up from each
+file, configures that file; command-line flags override it. Unknown keys, codes and
+targets are errors with a message naming the file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .rule import Rule
+from .types import DEFAULT_TARGET, TARGETS
+
+DEFAULT_EXCLUDES = (
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
+    "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".kerasfit_cache",
+    ".eggs", "*.egg-info",
+)
+
+_KEYS = {
+    "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
+    "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
+}
+_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype"}
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing configuration error."""
+
+
+@dataclass
+class Config:
+    """Raw options from one pyproject.toml (or from the command line)."""
+
+    root: Path = field(default_factory=Path.cwd)  # directory of the pyproject.toml
+    source: Path | None = None
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    target: str | None = None
+    batch_size: int | None = None
+    cores: int | None = None
+    build: dict[str, Any] = field(default_factory=dict)
+    cache_dir: str | None = None
+    unfixable: list[str] = field(default_factory=list)
+
+    def excludes(self) -> tuple[str, ...]:
+        base = tuple(self.exclude) if self.exclude is not None else DEFAULT_EXCLUDES
+        return base + tuple(self.extend_exclude)
+
+
+def _list_of_str(value: Any, key: str, where: Path) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: [tool.kerasfit] {key} must be a list of strings")
+    return value
+
+
+def _positive_int(value: Any, key: str, where: Path) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"{where}: [tool.kerasfit] {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def parse_table(table: dict[str, Any], where: Path) -> Config:
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit]: {', '.join(unknown)}")
+    cfg = Config(root=where.parent, source=where)
+    if "select" in table:
+        cfg.select = _list_of_str(table["select"], "select", where)
+    cfg.ignore = _list_of_str(table.get("ignore", []), "ignore", where) + _list_of_str(
+        table.get("extend-ignore", []), "extend-ignore", where
+    )
+    cfg.extend_select = _list_of_str(table.get("extend-select", []), "extend-select", where)
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{where}: [tool.kerasfit] per-file-ignores must be a table of glob = [codes]")
+    cfg.per_file_ignores = {k: _list_of_str(v, f"per-file-ignores.{k}", where) for k, v in pfi.items()}
+    if "exclude" in table:
+        cfg.exclude = _list_of_str(table["exclude"], "exclude", where)
+    cfg.extend_exclude = _list_of_str(table.get("extend-exclude", []), "extend-exclude", where)
+    if "target" in table:
+        cfg.target = str(table["target"])
+        check_target(cfg.target, where)
+    if "batch-size" in table:
+        cfg.batch_size = _positive_int(table["batch-size"], "batch-size", where)
+    if "cores" in table:
+        cfg.cores = _positive_int(table["cores"], "cores", where)
+    build = table.get("build", {})
+    if not isinstance(build, dict):
+        raise ConfigError(f"{where}: [tool.kerasfit.build] must be a table")
+    bad = sorted(set(build) - _BUILD_KEYS)
+    if bad:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
+    cfg.build = dict(build)
+    cfg.cache_dir = table.get("cache-dir")
+    cfg.unfixable = _list_of_str(table.get("unfixable", []), "unfixable", where)
+    return cfg
+
+
+def check_target(target: str, where: Path | str = "--target") -> None:
+    if target not in TARGETS:
+        raise ConfigError(f"{where}: unknown target {target!r}; choose one of {', '.join(TARGETS)}")
+
+
+@lru_cache(maxsize=256)
+def _load_pyproject(path: Path) -> Config | None:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("kerasfit")
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.kerasfit] must be a table")
+    return parse_table(table, path)
+
+
+@lru_cache(maxsize=4096)
+def find_config(directory: Path) -> Config | None:
+    """The nearest [tool.kerasfit] at or above ``directory``."""
+    d = directory.resolve()
+    for candidate in (d, *d.parents):
+        p = candidate / "pyproject.toml"
+        if p.is_file():
+            cfg = _load_pyproject(p)
+            if cfg is not None:
+                return cfg
+    return None
+
+
+def load_config_file(path: Path) -> Config:
+    """``--config FILE``: a pyproject.toml or a kerasfit.toml with the table at top level."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("kerasfit", data if path.name != "pyproject.toml" else {})
+    return parse_table(table, path.resolve())
+
+
+# ---- rule selection --------------------------------------------------------------
+
+
+def _matches(code: str, selector: str) -> bool:
+    s = selector.upper()
+    return s == "ALL" or code.startswith(s)
+
+
+def validate_selectors(selectors: list[str], rules: dict[str, type[Rule]], where: str) -> None:
+    for s in selectors:
+        if s.upper() == "ALL":
+            continue
+        if not s.upper().startswith("KF") or not any(c.startswith(s.upper()) for c in rules):
+            raise ConfigError(f"{where}: unknown rule code or prefix {s!r} (see `kerasfit rules`)")
+
+
+@dataclass
+class Selection:
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+
+    def merged_over(self, cfg: Config) -> Selection:
+        """Command-line selection layered over a config's."""
+        return Selection(
+            select=self.select if self.select is not None else cfg.select,
+            extend_select=cfg.extend_select + self.extend_select,
+            ignore=cfg.ignore + self.ignore,
+        )
+
+
+def select_rules(
+    rules: dict[str, type[Rule]], sel: Selection, family: str, extra_ignores: list[str] = ()
+) -> list[type[Rule]]:
+    """Ruff's model: a base set (defaults, or ``select``), plus ``extend-select``, minus ``ignore``.
+
+    A rule off by default is on only when a selector names it or its prefix, or ALL.
+    """
+    chosen: list[type[Rule]] = []
+    for code, rule in rules.items():
+        if not rule.applies_to(family):
+            continue
+        if sel.select is None:
+            on = rule.default_enabled
+        else:
+            on = any(_matches(code, s) for s in sel.select)
+        if any(_matches(code, s) for s in sel.extend_select):
+            on = True
+        # ignore always wins over select / extend-select
+        for s in (*sel.ignore, *extra_ignores):
+            if _matches(code, s):
+                on = False
+        if on:
+            chosen.append(rule)
+    return chosen
+
+
+def per_file_ignores(cfg: Config, path: Path) -> list[str]:
+    if not cfg.per_file_ignores:
+        return []
+    try:
+        rel = path.resolve().relative_to(cfg.root).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    out: list[str] = []
+    for pattern, codes in cfg.per_file_ignores.items():
+        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
+            out.extend(codes)
+    return out
+
+
+def effective_target(cli_target: str | None, cfg: Config) -> str:
+    t = cli_target or cfg.target or DEFAULT_TARGET
+    check_target(t, "--target" if cli_target else (cfg.source or "config"))
+    return t
+
+
+def with_overrides(cfg: Config, **kw: Any) -> Config:
+    return replace(cfg, **{k: v for k, v in kw.items() if v is not None})

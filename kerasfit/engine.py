@@ -1,0 +1,452 @@
+"""Parse once, walk once, report, suppress, fix (STYLE 5).
+
+The engine knows nothing about any particular rule. It runs every enabled rule in one
+traversal of the libcst tree, turns reports into Diagnostics with positions computed
+only for the reported nodes, drops suppressed ones, and applies fixes as text edits so
+everything around them keeps its formatting.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+from .context import FileContext
+from .rule import FixSpec, Remove, Replace, Report, Rule
+from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
+
+SYNTAX_ERROR_CODE = "KF001"
+SYNTAX_ERROR_NAME = "syntax-error"
+INTERNAL_ERROR_CODE = "KF002"
+INTERNAL_ERROR_NAME = "rule-crashed"
+MAX_FIX_PASSES = 10
+
+
+@dataclass
+class LintSettings:
+    """What one file is checked with (resolved from config and flags)."""
+
+    rules: Sequence[type[Rule]]
+    target: Target = field(default_factory=lambda: TARGETS["tpu-v5e"])
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- traversal -----------------------------------------------------------------
+
+# Fields that hold only whitespace, punctuation, operators or non-reference names.
+_SKIP_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
+        "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
+        "lbracket", "rbracket", "lbrace", "rbrace", "newline", "asynchronous", "keyword", "attr",
+        "whitespace_before", "whitespace_after", "arrow", "default_indent", "default_newline",
+        "encoding", "has_trailing_newline", "indent",
+    }
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(tp: type) -> tuple[str, ...]:
+    names = _FIELDS.get(tp)
+    if names is None:
+        names = _FIELDS[tp] = tuple(
+            f.name
+            for f in dataclasses.fields(tp)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+        )
+    return names
+
+
+def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Children that can hold code (not whitespace or tokens), in source order."""
+    for name in _child_fields(type(node)):
+        v = getattr(node, name)
+        if isinstance(v, cst.CSTNode):
+            yield v
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                if isinstance(item, cst.CSTNode):
+                    yield item
+
+
+def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None]) -> None:
+    visit: dict[str, list[Callable]] = {}
+    leave: dict[str, list[Callable]] = {}
+    for rule in rules:
+        for attr in dir(type(rule)):
+            if attr.startswith("visit_"):
+                visit.setdefault(attr[6:], []).append(getattr(rule, attr))
+            elif attr.startswith("leave_"):
+                leave.setdefault(attr[6:], []).append(getattr(rule, attr))
+    if not visit and not leave:
+        return
+    anc = ctx.stack
+    anc.clear()
+    stack: list[tuple] = [(module, 0)]
+    child_fields = _child_fields
+    CSTNode = cst.CSTNode
+    while stack:
+        item = stack.pop()
+        node, depth = item[0], item[1]
+        del anc[depth:]
+        tn = type(node).__name__
+        if len(item) == 3:
+            for fn in leave[tn]:
+                _call(fn, node, on_error)
+            continue
+        fns = visit.get(tn)
+        if fns is not None:
+            for fn in fns:
+                _call(fn, node, on_error)
+        if tn in leave:
+            stack.append((node, depth, True))
+        anc.append(node)
+        kids = []
+        for name in child_fields(type(node)):
+            v = getattr(node, name)
+            if isinstance(v, CSTNode):
+                kids.append(v)
+            elif type(v) in (list, tuple):
+                for c in v:
+                    if isinstance(c, CSTNode):
+                        kids.append(c)
+        d = depth + 1
+        for c in reversed(kids):
+            stack.append((c, d))
+    anc.clear()
+
+
+def _call(fn: Callable, node: cst.CSTNode, on_error: Callable) -> None:
+    try:
+        fn(node)
+    except Exception as exc:  # one broken rule must not hide the others' findings
+        on_error(fn.__self__, exc)
+
+
+# ---- positions -----------------------------------------------------------------
+
+
+class _PositionState(CodegenState):
+    """Codegen that records offsets for a chosen set of nodes only.
+
+    libcst's PositionProvider records every node (about 2x a parse); we only need the
+    handful a rule reported or a fix touches.
+    """
+
+    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.wanted = wanted
+        self.off = 0
+        self.full: dict[int, tuple[int, int]] = {}
+        self.syntactic: dict[int, tuple[int, int]] = {}
+        self._open: dict[int, int] = {}
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.off += len(value)
+
+    def add_indent_tokens(self) -> None:
+        for t in self.indent_tokens:
+            self.tokens.append(t)
+            self.off += len(t)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.off -= len(self.tokens.pop())
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            self._open[id(node)] = self.off
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        key = id(node)
+        if key in self.wanted and key in self._open:
+            self.full[key] = (self._open.pop(key), self.off)
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        start = self.off
+        yield
+        if id(node) in self.wanted:
+            self.syntactic[id(node)] = (start, self.off)
+
+
+class Positions:
+    def __init__(self, module: cst.Module, source: str, nodes: Iterable[cst.CSTNode]) -> None:
+        wanted = {id(n) for n in nodes}
+        self.state = _PositionState(module, wanted)
+        if wanted:
+            module._codegen(self.state)
+        self.source = source
+        self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+
+    def full(self, node: cst.CSTNode) -> tuple[int, int]:
+        return self.state.full[id(node)]
+
+    def span(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The node's own text: syntactic range for statements, else the full range."""
+        s = self.state.syntactic.get(id(node))
+        if s is not None:
+            return s
+        start, end = self.state.full[id(node)]
+        # Skip leading blank lines / comments owned by the node (statements, params).
+        src = self.source
+        while start < end:
+            ch = src[start]
+            if ch in " \t\r\n\f\\":
+                start += 1
+            elif ch == "#":
+                nl = src.find("\n", start, end)
+                start = end if nl < 0 else nl + 1
+            else:
+                break
+        while end > start and src[end - 1] in " \t\r\n\f,":
+            end -= 1
+        return start, end
+
+    def row_col(self, offset: int) -> tuple[int, int]:
+        row = bisect.bisect_right(self.line_starts, offset) - 1
+        return row + 1, offset - self.line_starts[row]
+
+
+def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
+    for ch in spec.changes:
+        yield ch.node
+
+
+# ---- suppressions --------------------------------------------------------------
+
+_NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
+_IGNORE_RE = re.compile(r"#\s*kerasfit:\s*ignore(?P<file>-file)?(?:\[(?P<codes>[^\]]*)\])?", re.I)
+ALL = "*"
+
+
+@dataclass
+class Suppressions:
+    by_line: dict[int, set[str]] = field(default_factory=dict)
+    file: set[str] = field(default_factory=set)
+
+    @classmethod
+    def scan(cls, source: str) -> Suppressions:
+        sup = cls()
+        if "noqa" not in source and "kerasfit:" not in source:
+            return sup
+        for i, line in enumerate(source.splitlines(), start=1):
+            if "#" not in line:
+                continue
+            for m in _NOQA_RE.finditer(line):
+                codes = m.group("codes")
+                sup.by_line.setdefault(i, set()).update(_split_codes(codes) if codes else {ALL})
+            for m in _IGNORE_RE.finditer(line):
+                codes = _split_codes(m.group("codes")) if m.group("codes") else {ALL}
+                (sup.file if m.group("file") else sup.by_line.setdefault(i, set())).update(codes)
+        return sup
+
+    def suppressed(self, code: str, rows: Iterable[int]) -> bool:
+        if ALL in self.file or code in self.file:
+            return True
+        for r in rows:
+            s = self.by_line.get(r)
+            if s and (ALL in s or code in s):
+                return True
+        return False
+
+
+def _split_codes(text: str) -> set[str]:
+    return {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
+
+
+# ---- linting -------------------------------------------------------------------
+
+
+@dataclass
+class LintOutput:
+    diagnostics: list[Diagnostic]
+    module: cst.Module | None
+
+
+def syntax_error_diagnostic(filename: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+    msg = str(exc.message if hasattr(exc, "message") else exc).splitlines()[0]
+    msg = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", msg)
+    row, col = exc.raw_line, exc.raw_column
+    return Diagnostic(
+        SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, f"Cannot parse: {msg}", Severity.ERROR, filename, row, col, row, col
+    )
+
+
+def lint_source(source: str, filename: str, settings: LintSettings) -> LintOutput:
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        return LintOutput([syntax_error_diagnostic(filename, exc)], None)
+    return LintOutput(lint_module(module, source, filename, settings), module)
+
+
+def lint_module(module: cst.Module, source: str, filename: str, settings: LintSettings) -> list[Diagnostic]:
+    ctx = FileContext(module, filename, settings.target, settings.options, source)
+    rules = [r(ctx) for r in settings.rules]
+    crashes: list[tuple[Rule, BaseException]] = []
+    walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)))
+    reports: list[Report] = [rep for r in rules for rep in r.reports]
+    diags: list[Diagnostic] = []
+    if reports:
+        wanted: list[cst.CSTNode] = []
+        for rep in reports:
+            wanted.append(rep.node)
+            if rep.fix is not None:
+                wanted.extend(_nodes_of(rep.fix))
+        pos = Positions(module, source, wanted)
+        sup = Suppressions.scan(source)
+        seen: set[tuple] = set()
+        for rep in reports:
+            try:
+                start, end = pos.span(rep.node)
+            except KeyError:
+                continue
+            row, col = pos.row_col(start)
+            end_row, end_col = pos.row_col(end)
+            code = rep.rule.code
+            key = (code, start, end, rep.message)
+            if key in seen:
+                continue
+            seen.add(key)
+            if sup.suppressed(code, {row, end_row}):
+                continue
+            fix = _to_fix(rep.fix, pos, module) if rep.fix is not None else None
+            diags.append(
+                Diagnostic(
+                    code, rep.rule.name, rep.message, rep.severity, filename,
+                    row, col, end_row, end_col, fix, start, end,
+                )
+            )
+    for rule, exc in crashes:
+        diags.append(
+            Diagnostic(
+                INTERNAL_ERROR_CODE, INTERNAL_ERROR_NAME,
+                f"{rule.code} crashed on this file: {type(exc).__name__}: {exc}".splitlines()[0],
+                Severity.ERROR, filename, 1, 0, 1, 0,
+            )
+        )
+    diags.sort(key=Diagnostic.sort_key)
+    return diags
+
+
+def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module) -> Fix | None:
+    edits: list[Edit] = []
+    for ch in spec.changes:
+        try:
+            start, end = pos.full(ch.node)
+        except KeyError:
+            return None
+        if isinstance(ch, Replace):
+            content = ch.new if isinstance(ch.new, str) else module.code_for_node(ch.new)
+        elif isinstance(ch, Remove):
+            start, end = _removal_range(pos, ch.node, start, end)
+            content = ""
+        else:  # pragma: no cover - FixSpec only holds these two
+            raise TypeError(ch)
+        r, c = pos.row_col(start)
+        er, ec = pos.row_col(end)
+        edits.append(Edit(start, end, content, r, c, er, ec))
+    edits.sort()
+    for a, b in zip(edits, edits[1:]):
+        if b.start < a.end:
+            return None  # a rule asked for overlapping edits: show without a fix
+    return Fix(spec.applicability, spec.title, tuple(edits), spec.imports)
+
+
+def _removal_range(pos: Positions, node: cst.CSTNode, start: int, end: int) -> tuple[int, int]:
+    """Widen a statement's removal to its whole line when it stands alone there."""
+    src = pos.source
+    if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
+        s_start, s_end = pos.span(node)
+        line_start = src.rfind("\n", 0, s_start) + 1
+        line_end = src.find("\n", s_end)
+        line_end = len(src) if line_end < 0 else line_end + 1
+        before = src[line_start:s_start]
+        after = src[s_end:line_end]
+        if not before.strip() and (not after.strip() or after.strip().startswith("#")):
+            return line_start, line_end
+        return s_start, s_end
+    return start, end
+
+
+# ---- fixing --------------------------------------------------------------------
+
+
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    if fix is None or not fix.edits:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and fix.applicability is Applicability.UNSAFE
+
+
+def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, list[Fix]]:
+    """Apply non-overlapping fixes, outermost first; return the new text and what was applied."""
+    chosen: list[Fix] = []
+    taken: list[tuple[int, int]] = []
+    for fix in sorted(fixes, key=lambda f: (f.span[0], -f.span[1])):
+        if any(not (e.end <= s or e.start >= t) or (e.start == e.end == s) for e in fix.edits for s, t in taken):
+            continue
+        chosen.append(fix)
+        taken.extend((e.start, e.end) for e in fix.edits)
+    edits = sorted((e for f in chosen for e in f.edits), key=lambda e: (e.start, e.end), reverse=True)
+    out = source
+    for e in edits:
+        out = out[: e.start] + e.content + out[e.end :]
+    return out, chosen
+
+
+@dataclass
+class FixOutcome:
+    source: str
+    applied: int
+    diagnostics: list[Diagnostic]
+    error: str | None = None
+
+
+def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool = False) -> FixOutcome:
+    """Lint, apply allowed fixes, re-lint; repeat until stable (bounded)."""
+    current = source
+    applied = 0
+    out = lint_source(current, filename, settings)
+    error = None
+    for _ in range(MAX_FIX_PASSES):
+        fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe)]
+        if not fixes:
+            break
+        candidate, chosen = apply_fixes(current, fixes)
+        imports = {imp for f in chosen for imp in f.imports}
+        if imports:
+            candidate = _add_imports(candidate, imports) or candidate
+        if candidate == current:
+            break
+        new_out = lint_source(candidate, filename, settings)
+        if new_out.module is None:
+            error = f"{filename}: a fix produced code that does not parse; fixes not applied ({', '.join(sorted({d.code for d in out.diagnostics if d.fix in chosen}))})"
+            break
+        current, out = candidate, new_out
+        applied += len(chosen)
+    return FixOutcome(current, applied, out.diagnostics, error)
+
+
+def _add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError:
+        return None
+    context = CodemodContext()
+    for mod, obj, asname in sorted(imports, key=lambda t: tuple(x or "" for x in t)):
+        AddImportsVisitor.add_needed_import(context, mod, obj, asname)
+    return AddImportsVisitor(context).transform_module(module).code

@@ -1,0 +1,316 @@
+"""Output formats: text, json, sarif, github, lsp. Each takes data and returns a string."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from . import __version__
+from .types import Applicability, Diagnostic, FileResult, Severity
+
+FORMATS = ("text", "json", "sarif", "github", "lsp")
+
+
+def _fixable(d: Diagnostic, unsafe: bool) -> bool:
+    if d.fix is None or not d.fix.edits:
+        return False
+    if d.fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and d.fix.applicability is Applicability.UNSAFE
+
+
+def _hidden_unsafe(d: Diagnostic) -> bool:
+    return d.fix is not None and d.fix.applicability is Applicability.UNSAFE and bool(d.fix.edits)
+
+
+# ---- text ---------------------------------------------------------------------------
+
+
+def text(
+    files: Sequence[FileResult],
+    *,
+    unsafe: bool = False,
+    fixed: int = 0,
+    show_fixes: bool = False,
+    color: bool = False,
+) -> str:
+    lines: list[str] = []
+    diags = [d for f in files for d in f.diagnostics]
+
+    def c(s: str, code: str) -> str:
+        return f"\x1b[{code}m{s}\x1b[0m" if color else s
+
+    for d in diags:
+        mark = " [*]" if _fixable(d, unsafe) else ""
+        build = ""
+        if d.build and d.build.get("status"):
+            build = f" ({d.build['status']}" + (f": {d.build['detail']}" if d.build.get("detail") else "") + ")"
+        sev = "" if d.severity is Severity.WARNING else f" [{d.severity.value}]"
+        lines.append(
+            f"{c(d.filename, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {d.message}{build}"
+        )
+        if show_fixes and d.fix is not None:
+            lines.append(f"    fix ({d.fix.applicability.value}): {d.fix.title}")
+    for f in files:
+        if f.error:
+            lines.append(f"error: {f.error}")
+    lines.append(summary_line(files, unsafe=unsafe, fixed=fixed))
+    return "\n".join(lines)
+
+
+def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: int = 0) -> str:
+    diags = [d for f in files for d in f.diagnostics]
+    n = len(diags)
+    if n == 0:
+        head = "All checks passed!" if not fixed else f"Found {fixed} finding(s) ({fixed} fixed, 0 remaining)."
+        return head
+    fixable = sum(_fixable(d, unsafe) for d in diags)
+    hidden = 0 if unsafe else sum(_hidden_unsafe(d) for d in diags)
+    head = f"Found {n + fixed} finding(s)" + (f" ({fixed} fixed, {n} remaining)." if fixed else ".")
+    parts = [head]
+    if fixable:
+        parts.append(f"[*] {fixable} fixable with the `--fix` option.")
+    if hidden:
+        parts.append(f"({hidden} hidden fix(es) can be enabled with the `--unsafe-fixes` option.)")
+    return "\n".join(parts)
+
+
+def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float) -> str:
+    from tabulate import tabulate
+
+    counts: Counter[tuple[str, str]] = Counter((d.code, d.name) for f in files for d in f.diagnostics)
+    fixable: Counter[str] = Counter(d.code for f in files for d in f.diagnostics if d.fixable)
+    rows = [[n, code, name, "[*]" if fixable[code] else ""] for (code, name), n in counts.most_common()]
+    checked = sum(1 for f in files if not f.skipped and not f.error)
+    cached = sum(1 for f in files if f.cached)
+    out = tabulate(rows, headers=["count", "code", "name", "fix"], tablefmt="plain") if rows else "no findings"
+    out += (
+        f"\n\nfiles: {len(files)} seen, {checked} checked ({cached} from cache), "
+        f"{prefiltered} skipped by the prefilter (never mention tensorflow/keras), "
+        f"{sum(1 for f in files if f.error)} unreadable; {elapsed:.2f}s"
+    )
+    return out
+
+
+# ---- json ---------------------------------------------------------------------------
+
+
+def _loc(row: int, col: int) -> dict[str, int]:
+    return {"row": row, "column": col + 1}
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+    fix = None
+    if d.fix is not None:
+        fix = {
+            "applicability": d.fix.applicability.value,
+            "message": d.fix.title,
+            "edits": [
+                {"content": e.content, "location": _loc(e.row, e.column), "end_location": _loc(e.end_row, e.end_column)}
+                for e in d.fix.edits
+            ],
+        }
+    out = {
+        "code": d.code,
+        "name": d.name,
+        "message": d.message,
+        "severity": d.severity.value,
+        "filename": d.filename,
+        "location": _loc(d.row, d.column),
+        "end_location": _loc(d.end_row, d.end_column),
+        "fix": fix,
+        "url": d.url,
+    }
+    if d.build is not None:
+        out["build"] = d.build
+    return out
+
+
+def json_report(files: Sequence[FileResult]) -> str:
+    return json.dumps([diagnostic_json(d) for f in files for d in f.diagnostics], indent=2)
+
+
+# ---- sarif --------------------------------------------------------------------------
+
+_SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _region(row: int, col: int, end_row: int, end_col: int) -> dict[str, int]:
+    return {"startLine": max(row, 1), "startColumn": col + 1, "endLine": max(end_row, 1), "endColumn": end_col + 1}
+
+
+def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
+    diags = [d for f in files for d in f.diagnostics]
+    used = sorted({d.code for d in diags} | set(rules))
+    index = {code: i for i, code in enumerate(used)}
+    rule_objs = []
+    for code in used:
+        r = rules.get(code)
+        name = r.name if r is not None else next(d.name for d in diags if d.code == code)
+        summary = r.message if r is not None else name
+        doc = r.documentation() if r is not None else summary
+        level = _SARIF_LEVEL[r.severity] if r is not None else "error"
+        rule_objs.append(
+            {
+                "id": code,
+                "name": name,
+                "shortDescription": {"text": summary},
+                "fullDescription": {"text": doc.split("\n\n")[1] if doc.count("\n\n") else doc},
+                "help": {"text": doc, "markdown": doc},
+                "helpUri": f"https://kerasfit.dev/rules/{name}",
+                "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
+                "properties": {"targets": sorted(getattr(r, "targets", ()))},
+            }
+        )
+    results = []
+    for d in diags:
+        uri = Path(d.filename).as_posix()
+        res: dict[str, Any] = {
+            "ruleId": d.code,
+            "ruleIndex": index[d.code],
+            "level": _SARIF_LEVEL[d.severity],
+            "message": {"text": d.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri},
+                        "region": _region(d.row, d.column, d.end_row, d.end_column),
+                    }
+                }
+            ],
+        }
+        if d.fix is not None and d.fix.edits and d.fix.applicability is not Applicability.DISPLAY:
+            res["fixes"] = [
+                {
+                    "description": {"text": f"{d.fix.title} ({d.fix.applicability.value})"},
+                    "artifactChanges": [
+                        {
+                            "artifactLocation": {"uri": uri},
+                            "replacements": [
+                                {
+                                    "deletedRegion": _region(e.row, e.column, e.end_row, e.end_column),
+                                    "insertedContent": {"text": e.content},
+                                }
+                                for e in d.fix.edits
+                            ],
+                        }
+                    ],
+                }
+            ]
+        if d.build is not None:
+            res["properties"] = {"build": d.build}
+        results.append(res)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "kerasfit",
+                        "version": __version__,
+                        "informationUri": "https://kerasfit.dev",
+                        "rules": rule_objs,
+                    }
+                },
+                "results": results,
+                "invocations": [
+                    {
+                        "executionSuccessful": True,
+                        "toolExecutionNotifications": [
+                            {"level": "error", "message": {"text": f.error}} for f in files if f.error
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    return json.dumps(log, indent=2)
+
+
+# ---- github -------------------------------------------------------------------------
+
+
+def _gh_escape(s: str, prop: bool = False) -> str:
+    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        s = s.replace(":", "%3A").replace(",", "%2C")
+    return s
+
+
+def github(files: Sequence[FileResult]) -> str:
+    kind = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+    lines = []
+    for f in files:
+        for d in f.diagnostics:
+            props = (
+                f"file={_gh_escape(d.filename, True)},line={d.row},col={d.column + 1},"
+                f"endLine={d.end_row},endColumn={d.end_column + 1},title={_gh_escape(d.code + ' ' + d.name, True)}"
+            )
+            lines.append(f"::{kind[d.severity]} {props}::{_gh_escape(f'{d.code} {d.message}')}")
+        if f.error:
+            lines.append(f"::error file={_gh_escape(f.filename, True)}::{_gh_escape(f.error)}")
+    return "\n".join(lines)
+
+
+# ---- lsp ----------------------------------------------------------------------------
+
+_LSP_SEVERITY = {Severity.ERROR: 1, Severity.WARNING: 2, Severity.INFO: 3}
+
+
+def utf16_col(line: str, col: int) -> int:
+    """LSP counts columns in UTF-16 code units by default."""
+    prefix = line[:col]
+    return col + sum(1 for ch in prefix if ord(ch) > 0xFFFF)
+
+
+def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None) -> dict[str, Any]:
+    def pos(row: int, col: int) -> dict[str, int]:
+        c = utf16_col(line_text(row), col) if line_text else col
+        return {"line": max(row - 1, 0), "character": c}
+
+    data: dict[str, Any] = {"name": d.name}
+    if d.fix is not None:
+        data["fix"] = {
+            "applicability": d.fix.applicability.value,
+            "title": d.fix.title,
+            "edits": [
+                {
+                    "range": {"start": pos(e.row, e.column), "end": pos(e.end_row, e.end_column)},
+                    "newText": e.content,
+                }
+                for e in d.fix.edits
+            ],
+            "imports": [list(i) for i in d.fix.imports],
+        }
+    if d.build is not None:
+        data["build"] = d.build
+    return {
+        "range": {"start": pos(d.row, d.column), "end": pos(d.end_row, d.end_column)},
+        "severity": _LSP_SEVERITY[d.severity],
+        "code": d.code,
+        "codeDescription": {"href": d.url},
+        "source": "kerasfit",
+        "message": d.message,
+        "data": data,
+    }
+
+
+def lsp(files: Sequence[FileResult]) -> str:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in files:
+        if not f.diagnostics:
+            continue
+        path = Path(f.filename).resolve()
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            lines = []
+
+        def line_text(row: int, lines: list[str] = lines) -> str:
+            return lines[row - 1] if 0 < row <= len(lines) else ""
+
+        out[path.as_uri()] = [lsp_diagnostic(d, line_text) for d in f.diagnostics]
+    return json.dumps(out, indent=2)

@@ -1,0 +1,135 @@
+"""The rule base class (STYLE 1, 2, 4, 5).
+
+A rule declares metadata as class attributes, subscribes to node types by defining
+``visit_<Node>`` / ``leave_<Node>`` methods, and calls :meth:`Rule.report`. It never
+touches files, configuration or output formats: the engine owns those.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+
+import libcst as cst
+
+from .types import Applicability, Severity
+
+if TYPE_CHECKING:
+    from .context import FileContext
+
+ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
+CODE_RE = re.compile(r"^KF\d{3}$")
+NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_SECTIONS = ("What it does", "Why is this slow on the accelerator", "Example", "Use instead", "Fix safety", "References")
+
+
+@dataclass(frozen=True)
+class Valid:
+    code: str
+    target: str | None = None  # check under this target instead of the default
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Invalid:
+    code: str
+    expected_fix: str | None = None  # the file after applying this rule's fixes
+    count: int = 1  # how many findings the example must produce
+    unsafe: bool = False  # expected_fix needs --unsafe-fixes
+    target: str | None = None
+    message_contains: str | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Replace:
+    """Replace ``node`` with ``new`` (a node, or source text)."""
+
+    node: cst.CSTNode
+    new: cst.CSTNode | str
+
+
+@dataclass(frozen=True)
+class Remove:
+    """Remove a whole statement (its line), or an argument (with its comma)."""
+
+    node: cst.CSTNode
+
+
+@dataclass(frozen=True)
+class FixSpec:
+    changes: tuple[Replace | Remove, ...]
+    applicability: Applicability
+    title: str
+    imports: tuple[tuple[str, str | None, str | None], ...] = ()
+
+
+@dataclass
+class Report:
+    rule: Rule
+    node: cst.CSTNode
+    message: str
+    severity: Severity
+    fix: FixSpec | None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    message: ClassVar[str]
+    fix_title: ClassVar[str | None] = None
+    fix_safety: ClassVar[Applicability | None] = None
+    targets: ClassVar[frozenset[str]] = ALL_FAMILIES
+    default_enabled: ClassVar[bool] = True
+    severity: ClassVar[Severity] = Severity.WARNING
+    VALID: ClassVar[Sequence[str | Valid]] = ()
+    INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.reports: list[Report] = []
+
+    # ---- for rule authors --------------------------------------------------
+    def report(
+        self,
+        node: cst.CSTNode,
+        message: str | None = None,
+        *,
+        fix: FixSpec | None = None,
+        severity: Severity | None = None,
+    ) -> None:
+        self.reports.append(Report(self, node, message or self.message, severity or self.severity, fix))
+
+    def make_fix(
+        self,
+        *changes: Replace | Remove,
+        applicability: Applicability | None = None,
+        title: str | None = None,
+        imports: Sequence[tuple[str, str | None, str | None]] = (),
+    ) -> FixSpec:
+        return FixSpec(
+            tuple(changes),
+            applicability or self.fix_safety or Applicability.SAFE,
+            title or self.fix_title or "Apply fix",
+            tuple(imports),
+        )
+
+    # ---- metadata ----------------------------------------------------------
+    @classmethod
+    def summary(cls) -> str:
+        return cls.message
+
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def missing_doc_sections(cls) -> list[str]:
+        doc = cls.documentation()
+        return [s for s in DOC_SECTIONS if not re.search(rf"^#*\s*{re.escape(s)}\b", doc, re.M)]
+
+    @classmethod
+    def applies_to(cls, family: str) -> bool:
+        return family in cls.targets

@@ -1,0 +1,176 @@
+"""The one table of TensorFlow / Keras spellings (STYLE 9).
+
+Every raw dotted name that the resolver produces from imports (``tensorflow.keras.
+layers.Conv2D``, ``tf_keras.layers.Convolution2D``, ``tensorflow.compat.v1.layers.
+conv2d`` …) is rewritten here to one canonical name, so rules compare against a single
+spelling: ``keras.layers.Conv2D``, ``tf.layers.conv2d``, ``tf.nn.conv2d``, ``tf.pad``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+# Top-level modules whose import makes a file worth parsing (the prefilter) and whose
+# names the resolver follows.
+ROOT_MODULES = ("tensorflow", "keras", "tf_keras")
+
+# Prefix rewrites, applied in order, longest first within each step.
+_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.compat.v1.", "tf."),
+    ("tensorflow.compat.v2.", "tf."),
+    ("tensorflow._api.v2.", "tf."),
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.keras.", "keras."),
+    ("tensorflow.", "tf."),
+    ("tf.keras.", "keras."),
+    ("tf_keras.", "keras."),
+    ("keras.api.", "keras."),
+    ("keras._tf_keras.keras.", "keras."),
+    ("tf.math.", "tf."),
+    ("tf.linalg.matmul", "tf.matmul"),
+    ("tf.compat.v1.", "tf."),
+)
+
+# Keras sub-namespaces whose public members are re-exported at the family root:
+# keras.layers.convolutional.Conv2D -> keras.layers.Conv2D.
+_FAMILIES = ("layers", "regularizers", "optimizers", "ops", "backend", "losses", "activations", "mixed_precision")
+
+# Old or alternative spellings of one symbol.
+_SYNONYMS: dict[str, str] = {
+    "keras.layers.Convolution1D": "keras.layers.Conv1D",
+    "keras.layers.Convolution2D": "keras.layers.Conv2D",
+    "keras.layers.Convolution3D": "keras.layers.Conv3D",
+    "keras.layers.Convolution1DTranspose": "keras.layers.Conv1DTranspose",
+    "keras.layers.Convolution2DTranspose": "keras.layers.Conv2DTranspose",
+    "keras.layers.Convolution3DTranspose": "keras.layers.Conv3DTranspose",
+    "keras.layers.Deconvolution2D": "keras.layers.Conv2DTranspose",
+    "keras.layers.Deconvolution3D": "keras.layers.Conv3DTranspose",
+    "keras.layers.SeparableConvolution1D": "keras.layers.SeparableConv1D",
+    "keras.layers.SeparableConvolution2D": "keras.layers.SeparableConv2D",
+    "keras.layers.DepthwiseConvolution2D": "keras.layers.DepthwiseConv2D",
+    "keras.layers.MaxPool1D": "keras.layers.MaxPooling1D",
+    "keras.layers.MaxPool2D": "keras.layers.MaxPooling2D",
+    "keras.layers.MaxPool3D": "keras.layers.MaxPooling3D",
+    "keras.layers.AvgPool1D": "keras.layers.AveragePooling1D",
+    "keras.layers.AvgPool2D": "keras.layers.AveragePooling2D",
+    "keras.layers.AvgPool3D": "keras.layers.AveragePooling3D",
+    "keras.layers.experimental.SyncBatchNormalization": "keras.layers.BatchNormalization",
+    "keras.regularizers.L2": "keras.regularizers.l2",
+    "keras.regularizers.L1L2": "keras.regularizers.l1_l2",
+    "keras.backend.permute_dimensions": "keras.ops.transpose",
+    "keras.backend.concatenate": "keras.ops.concatenate",
+    "tf.layers.Conv2D": "tf.layers.conv2d",
+    "tf.layers.Dense": "tf.layers.dense",
+    "tf.layers.BatchNormalization": "tf.layers.batch_normalization",
+    "tf.random.multinomial": "tf.random.categorical",
+    "tf.multinomial": "tf.random.categorical",
+    "tf.space_to_depth": "tf.nn.space_to_depth",
+    "tf.depth_to_space": "tf.nn.depth_to_space",
+    "tf.space_to_batch": "tf.space_to_batch_nd",
+    "tf.nn.space_to_batch": "tf.space_to_batch_nd",
+    "tf.batch_to_space": "tf.batch_to_space_nd",
+    "tf.nn.batch_to_space": "tf.batch_to_space_nd",
+    "tf.concat_v2": "tf.concat",
+    "tf.nn.convolution": "tf.nn.conv2d",
+    "tf.nn.conv2d_v2": "tf.nn.conv2d",
+    "tf.nn.conv1d_v2": "tf.nn.conv1d",
+    "tf.mul": "tf.multiply",
+    "tf.div": "tf.divide",
+    "tf.truediv": "tf.divide",
+    "tf.negative": "tf.negative",
+    "tf.numpy_function": "tf.numpy_function",
+    "tf.py_func": "tf.py_func",
+    "keras.layers.Layer": "keras.layers.Layer",
+    "keras.models.Model": "keras.Model",
+    "keras.engine.training.Model": "keras.Model",
+    "keras.models.Sequential": "keras.Sequential",
+    "tf.distribute.experimental.TPUStrategy": "tf.distribute.TPUStrategy",
+    "tf.contrib.tpu.TPUEstimator": "tf.estimator.tpu.TPUEstimator",
+    "tf.compat.v1.estimator.tpu.TPUEstimator": "tf.estimator.tpu.TPUEstimator",
+}
+
+
+@lru_cache(maxsize=4096)
+def canonical(raw: str) -> str:
+    """Map a fully-qualified raw dotted name to its canonical spelling."""
+    name = raw
+    for old, new in _PREFIXES:
+        if name.startswith(old):
+            name = new + name[len(old) :]
+    if name in ("tensorflow", "tensorflow.compat.v1", "tensorflow.compat.v2"):
+        return "tf"
+    if name in ("tensorflow.keras", "tf.keras", "tf_keras"):
+        return "keras"
+    parts = name.split(".")
+    # keras.layers.convolutional.conv2d.Conv2D / keras.src.layers... -> keras.layers.Conv2D
+    if parts[0] == "keras" and len(parts) > 3:
+        rest = parts[2:] if parts[1] == "src" else parts[1:]
+        if rest and rest[0] in _FAMILIES and len(rest) > 2:
+            name = f"keras.{rest[0]}.{rest[-1]}"
+    return _SYNONYMS.get(name, name)
+
+
+def flavour(raw: str) -> str:
+    """Which Keras a raw name comes from: 'keras3', 'tf_keras', 'tf.keras' or 'tf'.
+
+    ``tf.keras`` is Keras 3 under TF >= 2.16 and tf-keras before, or with
+    ``TF_USE_LEGACY_KERAS=1`` (TPU_FACTS 22); rules that care decide per file.
+    """
+    if raw.startswith("tf_keras") or raw.startswith("tensorflow.python.keras"):
+        return "tf_keras"
+    if raw.startswith(("tensorflow.compat.v1.keras", "tensorflow.keras", "tensorflow.compat.v2.keras")):
+        return "tf.keras"
+    if raw.startswith("keras"):
+        return "keras3"
+    return "tf"
+
+
+# Convolution-like layer classes and functions and where their output-channel
+# argument sits: canonical name -> (keyword, positional index).
+CONV_LAYERS: dict[str, tuple[str, int]] = {
+    "keras.layers.Conv1D": ("filters", 0),
+    "keras.layers.Conv2D": ("filters", 0),
+    "keras.layers.Conv3D": ("filters", 0),
+    "keras.layers.Conv1DTranspose": ("filters", 0),
+    "keras.layers.Conv2DTranspose": ("filters", 0),
+    "keras.layers.Conv3DTranspose": ("filters", 0),
+    "keras.layers.SeparableConv1D": ("filters", 0),
+    "keras.layers.SeparableConv2D": ("filters", 0),
+    "keras.layers.ConvLSTM2D": ("filters", 0),
+    "tf.layers.conv1d": ("filters", 1),
+    "tf.layers.conv2d": ("filters", 1),
+    "tf.layers.conv3d": ("filters", 1),
+    "tf.layers.conv2d_transpose": ("filters", 1),
+    "tf.layers.conv3d_transpose": ("filters", 1),
+    "tf.layers.separable_conv2d": ("filters", 1),
+    "tf.layers.separable_conv1d": ("filters", 1),
+}
+DENSE_LAYERS: dict[str, tuple[str, int]] = {
+    "keras.layers.Dense": ("units", 0),
+    "tf.layers.dense": ("units", 1),
+    "keras.layers.LSTM": ("units", 0),
+    "keras.layers.GRU": ("units", 0),
+    "keras.layers.SimpleRNN": ("units", 0),
+}
+# Ops that consume a tensor as a convolution input: canonical -> (input kw, index).
+CONV_CALLS = {
+    **{k: ("inputs", 0) for k in CONV_LAYERS},
+    "keras.layers.DepthwiseConv2D": ("inputs", 0),
+    "tf.nn.conv1d": ("input", 0),
+    "tf.nn.conv2d": ("input", 0),
+    "tf.nn.conv3d": ("input", 0),
+    "tf.nn.depthwise_conv2d": ("input", 0),
+    "tf.nn.separable_conv2d": ("input", 0),
+    "tf.nn.atrous_conv2d": ("value", 0),
+}
+BATCHNORM_LAYERS = {
+    "keras.layers.BatchNormalization",
+    "tf.layers.batch_normalization",
+    "keras.layers.SyncBatchNormalization",
+}
+ZERO_PADDING_LAYERS = {
+    "keras.layers.ZeroPadding1D": 1,
+    "keras.layers.ZeroPadding2D": 2,
+    "keras.layers.ZeroPadding3D": 3,
+}
+MODEL_BASES = {"keras.Model", "keras.layers.Layer", "keras.Sequential"}

@@ -1,0 +1,154 @@
+"""Plain data shared by every layer: severities, fixes, edits, diagnostics, targets.
+
+Nothing here imports libcst, so reporters, the cache and the build cross-check can use
+these types without paying for a parser.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+DOCS_URL = "https://kerasfit.dev/rules/{name}"
+
+
+class Severity(str, enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 3, "warning": 2, "info": 1}[self.value]
+
+
+class Applicability(str, enum.Enum):
+    """How a fix may be applied (ruff's applicability levels)."""
+
+    SAFE = "safe"  # keeps the model's math identical: applied by --fix
+    UNSAFE = "unsafe"  # changes the model: only with --unsafe-fixes
+    DISPLAY = "display-only"  # advice shown to the user, never applied
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace source[start:end] (character offsets) with ``content``.
+
+    Rows are 1-based, columns 0-based character offsets within the line; the end is
+    exclusive. Offsets are what the engine applies; rows/columns are what reporters show.
+    """
+
+    start: int
+    end: int
+    content: str
+    row: int = 0
+    column: int = 0
+    end_row: int = 0
+    end_column: int = 0
+
+
+@dataclass(frozen=True)
+class Fix:
+    applicability: Applicability
+    title: str
+    edits: tuple[Edit, ...] = ()
+    # Modules/objects the fixed code needs: (module, obj or None, asname or None).
+    imports: tuple[tuple[str, str | None, str | None], ...] = ()
+
+    @property
+    def span(self) -> tuple[int, int]:
+        return (min(e.start for e in self.edits), max(e.end for e in self.edits))
+
+
+@dataclass
+class Diagnostic:
+    code: str
+    name: str
+    message: str
+    severity: Severity
+    filename: str
+    row: int
+    column: int
+    end_row: int
+    end_column: int
+    fix: Fix | None = None
+    # Character offsets of the flagged node in the file (for fixes and suppressions).
+    start: int = 0
+    end: int = 0
+    # Filled by the build cross-check: "confirmed" / "refuted" and measured shapes.
+    build: dict[str, Any] | None = None
+
+    @property
+    def url(self) -> str:
+        return DOCS_URL.format(name=self.name)
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.row, self.column, self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["severity"] = self.severity.value
+        if self.fix is not None:
+            d["fix"]["applicability"] = self.fix.applicability.value
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Diagnostic:
+        d = dict(d)
+        d["severity"] = Severity(d["severity"])
+        fix = d.get("fix")
+        if fix is not None:
+            d["fix"] = Fix(
+                applicability=Applicability(fix["applicability"]),
+                title=fix["title"],
+                edits=tuple(Edit(**e) for e in fix["edits"]),
+                imports=tuple(tuple(i) for i in fix.get("imports", ())),
+            )
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One hardware target's padding numbers (TPU_FACTS 1-3, 8, 17, 18)."""
+
+    name: str
+    family: str  # "tpu" | "gpu" | "gaudi": which rules apply
+    small: int  # the small padding multiple (sublane / tensor-core channel multiple)
+    large: int  # the large padding multiple (MXU / lane width)
+    mxu: int  # systolic array edge: 128 (v4, v5e), 256 (v6e)
+    channel_multiple: int  # what filters/units should be a multiple of (KF102)
+
+
+# TPU_FACTS 1-3 and 8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
+# TPU_FACTS 18: tensor cores want channels divisible by 8 (fp16).
+# TPU_FACTS 17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
+# counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
+TARGETS: dict[str, Target] = {
+    t.name: t
+    for t in (
+        Target("tpu-v4", "tpu", 8, 128, 128, 8),
+        Target("tpu-v5e", "tpu", 8, 128, 128, 8),
+        Target("tpu-v6e", "tpu", 8, 256, 256, 8),
+        Target("gpu", "gpu", 8, 8, 8, 8),
+        Target("gaudi", "gaudi", 8, 128, 128, 8),
+    )
+}
+DEFAULT_TARGET = "tpu-v5e"
+
+
+@dataclass
+class FileResult:
+    """What checking one file produced."""
+
+    filename: str
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    error: str | None = None  # one-line reason the file could not be read
+    fixed_source: str | None = None  # set when fixes changed the file
+    fixes_applied: int = 0
+    cached: bool = False
+    skipped: bool = False  # prefilter: never mentions tensorflow / keras
