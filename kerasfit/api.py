@@ -10,7 +10,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -76,7 +75,9 @@ class FileSettings:
     options: tuple[tuple[str, Any], ...]
 
     def fingerprint(self) -> str:
-        return hashlib.sha256(repr((__version__, _rules_fingerprint(), self)).encode()).hexdigest()[:16]
+        from .registry import fingerprint
+
+        return hashlib.sha256(repr((__version__, fingerprint(), self)).encode()).hexdigest()[:16]
 
     def lint_settings(self):
         from .engine import LintSettings
@@ -86,33 +87,15 @@ class FileSettings:
         return LintSettings([rules[c] for c in self.codes], TARGETS[self.target], dict(self.options))
 
 
-@lru_cache(maxsize=1)
-def _rules_fingerprint() -> str:
-    """Changes whenever a rule module changes, so a cached result is never stale."""
-    from .registry import all_rules
-
-    h = hashlib.sha256()
-    for code, rule in all_rules().items():
-        mod = sys.modules.get(rule.__module__)
-        f = getattr(mod, "__file__", None)
-        if f:
-            st = os.stat(f)
-            h.update(f"{code}:{f}:{st.st_mtime_ns}:{st.st_size}".encode())
-    engine_dir = Path(__file__).parent
-    for name in ("engine.py", "context.py", "symbols.py", "rule.py"):
-        st = os.stat(engine_dir / name)
-        h.update(f"{name}:{st.st_mtime_ns}:{st.st_size}".encode())
-    return h.hexdigest()
-
-
 class Resolver:
     """Finds each file's config once per directory and turns it into FileSettings."""
 
     def __init__(self, options: CheckOptions) -> None:
-        from .registry import all_rules
+        from .registry import manifest
 
         self.options = options
-        self.rules = all_rules()
+        use_cache = options.use_cache and not (options.fix or options.diff)
+        self.rules = manifest((options.cache_dir or default_cache_dir()) if use_cache else None)
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
         cli = options.selection
         for sel in (cli.select or [], cli.extend_select, cli.ignore):
@@ -226,6 +209,8 @@ def read_source(path: Path) -> tuple[bytes, str]:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
+        if path.is_symlink():
+            raise FileReadError(f"{path}: broken symbolic link (target missing), skipped") from None
         raise FileReadError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise FileReadError(f"{path}: is a directory") from None

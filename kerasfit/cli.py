@@ -123,6 +123,7 @@ def check(
         force_exclude=force_exclude,
     )
     path_list = list(paths) if paths else [Path(".")]
+    originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
     try:
         if [str(p) for p in path_list] == ["-"]:
             from .types import FileResult
@@ -130,6 +131,7 @@ def check(
             name = stdin_filename or "<stdin>"
             source = sys.stdin.read()
             res = check_source(source, name, options, fix=fix or diff, unsafe=unsafe_fixes)
+            originals[name] = source
             if fix and not diff:
                 sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
                 raise typer.Exit(1 if res.diagnostics and not exit_zero else 0)
@@ -151,7 +153,7 @@ def check(
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
-        text = _diffs(files)
+        text = _diffs(files, originals)
         if text:
             sys.stdout.write(text)
         typer.echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
@@ -198,15 +200,18 @@ def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, 
                 typer.echo(f"error: {f.error}", err=True)
 
 
-def _diffs(files) -> str:
+def _diffs(files, originals: dict[str, str] | None = None) -> str:
     chunks = []
     for f in files:
         if f.fixed_source is None:
             continue
-        try:
-            old = Path(f.filename).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
+        old = (originals or {}).get(f.filename)
+        if old is None:
+            try:
+                # bytes, not read_text: universal newlines would make every CRLF line differ
+                old = Path(f.filename).read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
         chunks.extend(
             difflib.unified_diff(
                 old.splitlines(keepends=True),

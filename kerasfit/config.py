@@ -14,7 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .rule import Rule
 from .types import DEFAULT_TARGET, TARGETS
 
 DEFAULT_EXCLUDES = (
@@ -163,7 +162,7 @@ def _matches(code: str, selector: str) -> bool:
     return s == "ALL" or code.startswith(s)
 
 
-def validate_selectors(selectors: list[str], rules: dict[str, type[Rule]], where: str) -> None:
+def validate_selectors(selectors: list[str], rules: dict[str, Any], where: str) -> None:
     for s in selectors:
         if s.upper() == "ALL":
             continue
@@ -186,14 +185,12 @@ class Selection:
         )
 
 
-def select_rules(
-    rules: dict[str, type[Rule]], sel: Selection, family: str, extra_ignores: list[str] = ()
-) -> list[type[Rule]]:
+def select_rules(rules: dict[str, Any], sel: Selection, family: str, extra_ignores: list[str] = ()) -> list[Any]:
     """Ruff's model: a base set (defaults, or ``select``), plus ``extend-select``, minus ``ignore``.
 
     A rule off by default is on only when a selector names it or its prefix, or ALL.
     """
-    chosen: list[type[Rule]] = []
+    chosen: list[Any] = []
     for code, rule in rules.items():
         if not rule.applies_to(family):
             continue

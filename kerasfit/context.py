@@ -7,13 +7,23 @@ module bindings, and per-scope binding indexes built lazily on the first questio
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import libcst as cst
 
-from .symbols import canonical, flavour
+from .symbols import (
+    HOST_CALLBACK_WRAPPERS,
+    INPUT_FN_TAKERS,
+    STEP_FN_TAKERS,
+    canonical,
+    flavour,
+    is_input_pipeline,
+    is_model_building,
+    is_tpu_symbol,
+)
 from .types import TARGETS, Target
 
 
@@ -40,6 +50,8 @@ _BINOPS = {
     cst.Modulo: operator.mod,
     cst.Power: operator.pow,
 }
+# Builtins folded when every argument is a number (and the name is not rebound).
+_BUILTIN_FOLDS = {"int": int, "round": round, "max": max, "min": min, "abs": abs}
 
 
 @dataclass
@@ -135,6 +147,11 @@ class FileContext:
         self.module_shadowed: set[str] = set()
         self._scopes: dict[int, ScopeIndex] = {}
         self.uses_legacy_keras = False
+        # reach: built lazily on the first question that needs the whole file
+        self._index: _FileIndex | None = None
+        self._call_sites: dict[int, CallSites] = {}
+        self._roles: dict[int, str] | None = None
+        self._uses_tpu: bool | None = None
         self._scan_imports()
         # Filled by the engine's walk: ancestors of the node being visited.
         self.stack: list[cst.CSTNode] = []
@@ -315,19 +332,26 @@ class FileContext:
                 return node
         return None
 
-    def lookup(self, name: str) -> Binding | None:
+    def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None) -> Binding | None:
         """The single binding of ``name`` visible here, or None when ambiguous/unknown.
 
-        Class scopes are skipped for lookups from inside their methods, as in Python.
+        ``scopes`` (innermost first, as :meth:`scopes_of` gives) looks from elsewhere
+        than the visited node. Class scopes are skipped for lookups from inside their
+        methods, as in Python.
         """
-        scopes = self.scopes()
+        return self._lookup_in(name, scopes)[0]
+
+    def _lookup_in(self, name: str, scopes: Sequence[ScopeNode] | None) -> tuple[Binding | None, Sequence[ScopeNode]]:
+        """The single binding and the scope chain it lives in (for evaluating its value)."""
+        if scopes is None:
+            scopes = self.scopes()
         for i, scope in enumerate(scopes):
             if isinstance(scope, cst.ClassDef) and i > 0:
                 continue
             bs = self.scope_index(scope).bindings.get(name)
             if bs:
-                return bs[0] if len(bs) == 1 else None
-        return None
+                return (bs[0] if len(bs) == 1 else None), scopes[i:]
+        return None, ()
 
     def binding_value(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         """For a Name bound once to an expression in a visible scope, that expression."""
@@ -338,8 +362,15 @@ class FileContext:
         return None
 
     # ---- constants ---------------------------------------------------------
-    def const(self, node: cst.BaseExpression | None, _depth: int = 0) -> Any:
-        """Fold ``node`` to a Python value, or UNKNOWN."""
+    def const(self, node: cst.BaseExpression | None, _depth: int = 0, *, scopes: Sequence[ScopeNode] | None = None) -> Any:
+        """Fold ``node`` to a Python value, or UNKNOWN.
+
+        Names follow their single binding; a parameter folds to the value every same-file
+        call site agrees on (its default where a site omits it, or where the function is
+        never called here / escapes); ``self.x``, ``config.x``, ``FLAGS.x``, ``Class.x``
+        and ``params['x']`` follow a single same-file definition (see :meth:`_deref`).
+        ``scopes`` evaluates ``node`` as if it sat elsewhere (default: the visited node).
+        """
         if node is None or _depth > 12:
             return UNKNOWN
         if isinstance(node, cst.Integer):
@@ -354,19 +385,21 @@ class FileContext:
         if isinstance(node, cst.ConcatenatedString):
             v = node.evaluated_value
             return v if v is not None else UNKNOWN
-        if isinstance(node, cst.Name):
-            if node.value in ("True", "False", "None"):
-                return {"True": True, "False": False, "None": None}[node.value]
-            b = self.lookup(node.value)
-            if b is None:
+        if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+            cands = self._deref(node, scopes)
+            if not cands:
                 return UNKNOWN
-            if b.kind == "assign":
-                return self.const(b.value, _depth + 1)
-            if b.kind == "param" and b.value is not None and self.options.get("const_through_defaults", True):
-                return self.const(b.value, _depth + 1)
-            return UNKNOWN
+            value: Any = UNKNOWN
+            for expr, where in cands:
+                v = self.const(expr, _depth + 1, scopes=where)
+                if v is UNKNOWN or (value is not UNKNOWN and (v != value or type(v) is not type(value))):
+                    return UNKNOWN
+                value = v
+            return value
         if isinstance(node, cst.UnaryOperation):
-            v = self.const(node.expression, _depth + 1)
+            v = self.const(node.expression, _depth + 1, scopes=scopes)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 if isinstance(node.operator, cst.Minus):
                     return -v
@@ -377,10 +410,10 @@ class FileContext:
             op = _BINOPS.get(type(node.operator))
             if op is None:
                 return UNKNOWN
-            a = self.const(node.left, _depth + 1)
+            a = self.const(node.left, _depth + 1, scopes=scopes)
             if a is UNKNOWN:
                 return UNKNOWN
-            b = self.const(node.right, _depth + 1)
+            b = self.const(node.right, _depth + 1, scopes=scopes)
             if b is UNKNOWN:
                 return UNKNOWN
             try:
@@ -394,16 +427,20 @@ class FileContext:
             for el in node.elements:
                 if isinstance(el, cst.StarredElement):
                     return UNKNOWN
-                v = self.const(el.value, _depth + 1)
+                v = self.const(el.value, _depth + 1, scopes=scopes)
                 if v is UNKNOWN:
                     return UNKNOWN
                 out.append(v)
             return tuple(out) if isinstance(node, cst.Tuple) else out
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("int", "round"):
-            if len(node.args) == 1:
-                v = self.const(node.args[0].value, _depth + 1)
-                if isinstance(v, (int, float)):
-                    return int(v) if node.func.value == "int" else round(v)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _BUILTIN_FOLDS:
+            if node.args and all(a.keyword is None and not a.star for a in node.args):
+                args = [self.const(a.value, _depth + 1, scopes=scopes) for a in node.args]
+                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in args):
+                    if self._lookup_in(node.func.value, scopes)[0] is None:  # not shadowed in this file
+                        try:
+                            return _BUILTIN_FOLDS[node.func.value](*args)
+                        except Exception:
+                            return UNKNOWN
         return UNKNOWN
 
     def int_const(self, node: cst.BaseExpression | None) -> int | None:
@@ -413,6 +450,468 @@ class FileContext:
         if isinstance(v, float) and v.is_integer():
             return int(v)
         return None
+
+
+    # ---- reach: one lazy index of the whole file ---------------------------
+    # Everything below looks beyond the visited node: the callers of a function, the
+    # assignment that reaches a use, the role of a function. It is built on the first
+    # question by one walk of the module (parents, source order, calls, attribute and
+    # subscript stores) and cached for the file.
+
+    @property
+    def index(self) -> _FileIndex:
+        if self._index is None:
+            self._index = _FileIndex(self.module)
+        return self._index
+
+    def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
+        """Scopes enclosing any node of this file, innermost first (module last).
+
+        A function's decorators, defaults and annotations belong to the enclosing scope.
+        """
+        return list(self.index.scopes_of(node))
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.index.parent.get(id(node))
+
+    def _deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode] | None) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        """The expressions that may give ``node`` its value, each with its scopes.
+
+        Empty when unknown. An entry's expression is None when a site's value is not
+        visible (``*args``).
+        """
+        if isinstance(node, cst.Name):
+            b, where = self._lookup_in(node.value, scopes)
+            if b is None:
+                return []
+            if b.kind == "assign":
+                return [(b.value, where)]
+            if b.kind == "param" and self.options.get("const_through_defaults", True):
+                func = where[0] if where else None
+                if isinstance(func, (cst.FunctionDef, cst.Lambda)) and isinstance(b.node, cst.Param):
+                    return self._param_candidates(func, b.node)
+            return []
+        if scopes is None:
+            scopes = self.scopes()
+        if isinstance(node, cst.Attribute):
+            return self._attr_candidates(node, scopes)
+        if isinstance(node, cst.Subscript):
+            return self._subscript_candidates(node, scopes)
+        return []
+
+    # ---- parameters and call sites -------------------------------------------
+    def call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
+        """Same-file calls of a function (or of a method through ``self.m(...)``, or of
+        a class, whose sites feed ``__init__``).
+
+        ``complete`` is False when the function is also used as a value (passed to
+        ``map``, stored, subclassed, decorated by something unknown, called on another
+        receiver), so the sites seen may not be all of them.
+        """
+        key = id(func)
+        hit = self._call_sites.get(key)
+        if hit is None:
+            hit = self._call_sites[key] = self._find_call_sites(func)
+        return hit
+
+    def _find_call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
+        idx = self.index
+        if isinstance(func, cst.FunctionDef) and func.name.value == "__init__":
+            cls = idx.method_class.get(id(func))
+            if cls is None:
+                return CallSites((), False)
+            inner = self._find_call_sites(cls)
+            return CallSites(inner.calls, inner.complete, skip_self=True)
+        name = func.name.value
+        cls = idx.method_class.get(id(func)) if isinstance(func, cst.FunctionDef) else None
+        complete = True
+        if isinstance(func, cst.FunctionDef):
+            for dec in func.decorators:
+                d = dotted_name(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
+                if d not in ("staticmethod", "classmethod", "property") and self._canonical_dotted(d, idx.def_scopes(func)) != "tf.function":
+                    complete = False
+        calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
+        skip_self = False
+        if cls is not None:
+            # a method: self.m(...) from inside the class; any other reference escapes
+            static = any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
+            skip_self = not static
+            for ref, is_call, scopes in idx.attr_refs.get(name, ()):
+                recv = ref.value
+                if is_call and isinstance(recv, cst.Name) and recv.value in ("self", "cls") and cls in scopes:
+                    calls.append((idx.parent[id(ref)], scopes))
+                else:
+                    complete = False
+        else:
+            for ref, is_call, scopes in idx.name_refs.get(name, ()):
+                b, _ = self._lookup_in(name, scopes)
+                if b is None or b.node is not func:
+                    continue
+                if is_call:
+                    calls.append((idx.parent[id(ref)], scopes))
+                else:
+                    complete = False
+        return CallSites(tuple(calls), complete, skip_self=skip_self)
+
+    def param_values(self, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> list[ParamValue]:
+        """What each same-file call site passes for ``param`` of ``func``.
+
+        One ParamValue per call site (``value`` is the argument expression, or the
+        default when that site omits it, or None when it is hidden in ``*args``), with
+        ``const`` already folded in the caller's scope. Empty when there are no sites.
+        Pair with :meth:`call_sites` to know whether the list is complete.
+        """
+        p = self._param_node(func, param)
+        if p is None or not isinstance(func, cst.FunctionDef):
+            return []
+        out = []
+        for call, scopes in self.call_sites(func).calls:
+            expr, where = self._arg_for(func, p, call, scopes)
+            out.append(ParamValue(call, expr, self.const(expr, scopes=where) if expr is not None else UNKNOWN, expr is not None and where is scopes))
+        return out
+
+    def _param_node(self, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> cst.Param | None:
+        if isinstance(param, cst.Param):
+            return param
+        ps = func.params
+        for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
+            if p.name.value == param:
+                return p
+        return None
+
+    def _arg_for(self, func: cst.FunctionDef, p: cst.Param, call: cst.Call, scopes: Sequence[ScopeNode]) -> tuple[cst.BaseExpression | None, Sequence[ScopeNode]]:
+        ps = func.params
+        positional = [*ps.posonly_params, *ps.params]
+        if self.call_sites(func).skip_self and positional:
+            positional = positional[1:]
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value == p.name.value:
+                return a.value, scopes
+        pos = next((i for i, q in enumerate(positional) if q is p), None)
+        i = 0
+        for a in call.args:
+            if a.keyword is not None:
+                break
+            if a.star:
+                return None, scopes  # *args / **kwargs: not visible
+            if i == pos:
+                return a.value, scopes
+            i += 1
+        if any(a.star == "**" for a in call.args):
+            return None, scopes
+        if p.default is not None:
+            return p.default, self.index.def_scopes(func)
+        return None, scopes
+
+    def _param_candidates(self, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        if isinstance(func, cst.FunctionDef) and p.star not in ("*", "**"):
+            sites = self.call_sites(func)
+            if sites.complete and sites.calls:
+                return [self._arg_for(func, p, call, scopes) for call, scopes in sites.calls]
+        if p.default is not None:
+            return [(p.default, self.index.def_scopes(func))]
+        return []
+
+    # ---- attributes and subscripts -------------------------------------------
+    def _attr_candidates(self, node: cst.Attribute, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        dotted = dotted_name(node)
+        if dotted is None:
+            return []
+        idx = self.index
+        head, _, rest = dotted.partition(".")
+        if head in ("self", "cls"):
+            cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
+            if cls is None:
+                return []
+            found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
+            if "." not in rest:
+                for b in self.scope_index(cls).bindings.get(rest, ()):
+                    found.append((b.value if b.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
+            return found if len(found) == 1 else []
+        b, where = self._lookup_in(head, scopes)
+        if where and not isinstance(where[0], cst.Module):
+            return []  # a local or a parameter: which object it is depends on the caller
+        stores = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if self._is_global(head, w)]
+        if stores:
+            return stores if len(stores) == 1 else []
+        if b is None or b.kind == "import":
+            if self.imports.get(head, "").endswith("FLAGS") and "." not in rest:
+                return self._flag_default(rest)
+            return []
+        if b.kind == "class" and "." not in rest:
+            inner = self.scope_index(b.node).bindings.get(rest, ())  # type: ignore[arg-type]
+            if len(inner) == 1 and inner[0].kind == "assign":
+                return [(inner[0].value, (b.node, *where))]  # type: ignore[list-item]
+            return []
+        if b.kind == "assign" and isinstance(b.value, cst.Call):
+            d = dotted_name(b.value.func) or ""
+            if d.endswith("FLAGS"):
+                return self._flag_default(rest)
+            if "." not in rest and self._is_record_ctor(b.value, where):
+                kw = get_arg(b.value, rest)
+                return [(kw.value, where)] if kw is not None else []
+        if b.kind == "assign" and b.value is not None and (dotted_name(b.value) or "").endswith("FLAGS") and "." not in rest:
+            return self._flag_default(rest)
+        return []
+
+    def _is_global(self, head: str, scopes: Sequence[ScopeNode]) -> bool:
+        b, where = self._lookup_in(head, scopes)
+        return not where or isinstance(where[0], cst.Module)
+
+    def _is_record_ctor(self, call: cst.Call, scopes: Sequence[ScopeNode]) -> bool:
+        """``HParams(a=1)``, ``ConfigDict(...)``, ``SimpleNamespace(...)``, ``Namespace(...)``."""
+        d = dotted_name(call.func) or ""
+        return d.rsplit(".", 1)[-1] in _RECORD_CTORS
+
+    def _flag_default(self, name: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        defs = self.index.flag_defaults.get(name, ())
+        return list(defs) if len(defs) == 1 else []
+
+    def _subscript_candidates(self, node: cst.Subscript, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return []
+        key_node = node.slice[0].slice.value
+        if not isinstance(key_node, cst.SimpleString):
+            return []
+        key = key_node.evaluated_value
+        base = dotted_name(node.value)
+        if base is None or not isinstance(key, str):
+            return []
+        idx = self.index
+        head = base.split(".")[0]
+        b, where = self._lookup_in(head, scopes) if "." not in base else (None, ())
+        found = list(idx.subscript_stores.get((base, key), ()))
+        if b is None and where:
+            return found if len(found) == 1 else []  # bound more than once
+        if b is not None and b.kind == "assign" and "." not in base:
+            entry = _dict_entry(b.value, key)
+            if entry is not None:
+                found.append((entry, where))
+            elif not _is_dict_ctor(b.value):
+                return found if len(found) == 1 else []
+        elif b is None or b.kind == "param":
+            # ``params['batch_size']`` in a model_fn / input_fn: the dicts this file defines
+            found.extend(idx.dict_keys.get(key, ()))
+        if not found:
+            return []
+        return found
+
+    # ---- data flow -------------------------------------------------------------
+    def reaching_bindings(self, name: cst.Name) -> list[Binding]:
+        """The bindings of a Name that may reach this use, latest first.
+
+        Within the innermost scope binding the name: the last binding before the use
+        whose block encloses the use (an unconditional one) ends the list; conditional
+        ones after it (in an ``if`` / loop / ``try`` not enclosing the use) come first.
+        A binding statement that contains the use (``x = f(x)``) does not reach it.
+        A name read inside a nested function but rebound in an outer one gives [].
+        """
+        return self._reaching(name)[0]
+
+    def _reaching(self, name: cst.Name) -> tuple[list[Binding], bool]:
+        """(bindings, exhaustive): exhaustive when one of them surely ran."""
+        idx = self.index
+        scopes = idx.scopes_of(name)
+        for i, scope in enumerate(scopes):
+            if isinstance(scope, cst.ClassDef) and i > 0:
+                continue
+            bs = self.scope_index(scope).bindings.get(name.value)
+            if not bs:
+                continue
+            if len(bs) == 1:
+                return list(bs), True
+            if i > 0:
+                return [], False  # rebound in an outer scope: depends on when it is called
+            anc = idx.ancestors(name)
+            use = idx.order.get(id(name), 0)
+            earlier = [b for b in bs if b.kind == "param" or (idx.order.get(id(b.node), 0) < use and id(b.node) not in anc)]
+            earlier.sort(key=lambda b: -1 if b.kind == "param" else idx.order.get(id(b.node), 0), reverse=True)
+            out: list[Binding] = []
+            for b in earlier:
+                out.append(b)
+                if b.kind == "param" or idx.encloses_block_of(b.node, anc):
+                    return out, True
+            return out, bool(out) and _exhaustive_if(idx, out, anc)
+        return [], False
+
+    def origins(self, expr: cst.BaseExpression, _depth: int = 0, _via: tuple[cst.Call, ...] = ()) -> list[Origin]:
+        """Every call that may have produced ``expr``'s value.
+
+        Follows a Name to the assignment(s) reaching it, and a call of a same-file
+        function into that function's ``return`` expressions (recorded in ``via``, the
+        helper calls crossed, outermost first — report at ``via[0]`` to point at the
+        caller's line). ``conditional`` marks a path that is not the only one (an
+        ``if`` may skip the assignment, or the name may still hold a parameter).
+        """
+        if _depth > 8:
+            return []
+        if isinstance(expr, cst.Call):
+            name = self._call_name_anywhere(expr)
+            if name is not None:
+                return [Origin(expr, name, _via, False)]
+            helper = self._same_file_function(expr.func, self.index.scopes_of(expr))
+            if helper is not None:
+                rets = list(_returns(helper))
+                out: list[Origin] = []
+                for r in rets:
+                    out.extend(self.origins(r, _depth + 1, _via + (expr,)))
+                return out
+            return [Origin(expr, None, _via, False)]
+        if isinstance(expr, cst.Name):
+            bs, exhaustive = self._reaching(expr)
+            bypass = not exhaustive or any(b.kind != "assign" or b.value is None for b in bs)
+            out = []
+            for b in bs:
+                if b.kind == "assign" and b.value is not None:
+                    for o in self.origins(b.value, _depth + 1, _via):
+                        out.append(o._replace(conditional=True) if bypass else o)
+            return out
+        return []
+
+    def origin(self, expr: cst.BaseExpression) -> Origin | None:
+        """The one producer of ``expr``: the first of :meth:`origins` when every path
+        agrees on the callee's canonical name (e.g. both branches of an ``if`` call
+        ``tf.pad``), else None. ``conditional`` is set when a path bypasses it."""
+        os_ = self.origins(expr)
+        if not os_ or os_[0].name is None or any(o.name != os_[0].name for o in os_):
+            return None
+        return os_[0]._replace(conditional=any(o.conditional for o in os_))
+
+    def origin_call(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """Shorthand: the call that produced ``expr`` (see :meth:`origin`)."""
+        o = self.origin(expr)
+        return o.call if o is not None else None
+
+    def call_chain(self, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.Call]:
+        """The method chain ending at ``expr``, root call first.
+
+        ``ds.shuffle(n).batch(b)`` → [root, shuffle, batch], where the chain may be split
+        over lines (``ds = ds.map(f)``), through the latest assignment reaching each
+        name, and into a same-file helper's return (``ds = make_dataset(files)``). The
+        root is the first call that is not a method call on a value: a TF symbol such as
+        ``tf.data.TFRecordDataset(...)``, ``tfds.load(...)``, or an unknown call.
+        """
+        out: list[cst.Call] = []
+        node: cst.BaseExpression | None = expr
+        depth = 0
+        while node is not None and depth < 40:
+            depth += 1
+            if isinstance(node, cst.Call):
+                out.append(node)
+                func = node.func
+                if self.raw_name_anywhere(func) is not None:
+                    break
+                helper = self._same_file_function(func, self.index.scopes_of(node)) if isinstance(func, cst.Name) else None
+                if helper is not None:
+                    out.pop()
+                    rets = list(_returns(helper))
+                    node = rets[-1] if rets else None
+                    continue
+                node = func.value if isinstance(func, cst.Attribute) else None
+            elif isinstance(node, cst.Name):
+                bs = self.reaching_bindings(node)
+                node = bs[0].value if bs and bs[0].kind == "assign" else None
+            else:
+                break
+        out.reverse()
+        return out
+
+    def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
+        """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
+        saved = self.stack
+        try:
+            self.stack = [s for s in reversed(self.index.scopes_of(node)) if not isinstance(s, cst.Module)]
+            return self.raw_name(node)
+        finally:
+            self.stack = saved
+
+    def _call_name_anywhere(self, call: cst.Call) -> str | None:
+        raw = self.raw_name_anywhere(call.func)
+        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
+                inner = self._call_name_anywhere(call.func)
+                return inner
+            return None
+        return canonical(raw)
+
+    def _canonical_dotted(self, dotted: str, scopes: Sequence[ScopeNode]) -> str | None:
+        head, _, rest = dotted.partition(".")
+        base = self.imports.get(head)
+        if base is None:
+            return None
+        raw = f"{base}.{rest}" if rest else base
+        return canonical(raw) if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+
+    def _same_file_function(self, func: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> cst.FunctionDef | None:
+        if isinstance(func, cst.Name):
+            b, _ = self._lookup_in(func.value, scopes)
+            if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef):
+                return b.node
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
+            if cls is not None:
+                b = self.scope_index(cls).bindings.get(func.attr.value)
+                if b and len(b) == 1 and b[0].kind == "def":
+                    return b[0].node  # type: ignore[return-value]
+        return None
+
+    def const_sources(self, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.BaseExpression]:
+        """The expressions a value comes from, following names, parameters (one per call
+        site), attributes and subscripts — e.g. the ``'channels_first'`` literal behind
+        ``data_format=fmt``. Report or fix at these to touch the definition once."""
+        if _depth > 12:
+            return []
+        if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) and not (
+            isinstance(expr, cst.Name) and expr.value in ("True", "False", "None")
+        ):
+            scopes = self.index.scopes_of(expr)
+            out: list[cst.BaseExpression] = []
+            for e, _ in self._deref(expr, scopes):
+                if e is None:
+                    return []
+                out.extend(self.const_sources(e, _depth + 1) or [])
+            return out
+        return [expr]
+
+    # ---- what a function is for ------------------------------------------------
+    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> str:
+        """'model' (runs on the accelerator: a Layer/Model ``call``/``build``, a
+        ``train_step``, a ``tf.function``, a TF1 ``model_fn``, a function that builds
+        layers, a ``strategy.run`` step), 'input' (the input pipeline: functions given
+        to ``Dataset.map``/``filter``/``interleave``, parsers, ``input_fn``s) or
+        'other'. Helpers without evidence of their own take their enclosing function's
+        role, else their same-file callers' when those agree. Computed once per file."""
+        if func is None:
+            return "other"
+        if self._roles is None:
+            self._roles = _compute_roles(self)
+        return self._roles.get(id(func), "other")
+
+    def enclosing_callable(self) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda around the visited node."""
+        for node in reversed(self.stack):
+            if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+                return node
+        return None
+
+    def role(self) -> str:
+        """:meth:`function_role` of the code being visited; 'module' at module level."""
+        f = self.enclosing_callable()
+        return "module" if f is None else self.function_role(f)
+
+    @property
+    def uses_tpu(self) -> bool:
+        """The file sets up a TPU: a TPU strategy / cluster resolver / TPUEstimator /
+        ``tpu.rewrite`` etc. (symbols.TPU_SYMBOLS), resolved through imports."""
+        if self._uses_tpu is None:
+            self._uses_tpu = False
+            if "tpu" in self.source.lower():
+                for call, scopes in self.index.calls:
+                    raw = self.raw_name_anywhere(call.func)
+                    if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+                        self._uses_tpu = True
+                        break
+        return self._uses_tpu
 
 
 def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:
@@ -429,4 +928,405 @@ def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) ->
             if i == position:
                 return a
             i += 1
+    return None
+
+
+# ---- reach: types and the file index --------------------------------------------
+
+
+class CallSites(NamedTuple):
+    """Same-file calls of a function, each with the scopes it sits in."""
+
+    calls: tuple[tuple[cst.Call, tuple[ScopeNode, ...]], ...]
+    complete: bool  # False: the function is also used as a value; callers may be unseen
+    skip_self: bool = False  # a method / __init__: the call passes no ``self``
+
+
+class ParamValue(NamedTuple):
+    """What one call site passes for a parameter."""
+
+    call: cst.Call
+    value: cst.BaseExpression | None  # the argument, the default when omitted, None if hidden
+    const: Any  # ``value`` folded in the caller's scope (or the def's), or UNKNOWN
+    passed: bool  # True when the site passes it explicitly (False: the default)
+
+
+class Origin(NamedTuple):
+    """The call that produced a value (see FileContext.origins)."""
+
+    call: cst.Call  # the producing call (may sit inside a same-file helper)
+    name: str | None  # its canonical TF/Keras name; for ``Layer(...)(x)`` the layer class
+    via: tuple[cst.Call, ...]  # same-file helper calls crossed, outermost first
+    conditional: bool  # another path may reach the use without this call
+
+
+# ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
+_RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
+_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
+_INDEX_SKIP = frozenset(
+    {
+        "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
+        "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
+        "lbracket", "rbracket", "lbrace", "rbrace", "newline", "asynchronous", "keyword", "attr",
+        "arrow", "default_indent", "default_newline", "encoding", "has_trailing_newline", "indent",
+    }
+)
+_INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _index_fields(tp: type) -> tuple[str, ...]:
+    names = _INDEX_FIELDS.get(tp)
+    if names is None:
+        names = _INDEX_FIELDS[tp] = tuple(
+            f.name for f in dataclasses.fields(tp) if f.name not in _INDEX_SKIP and not f.name.startswith("whitespace")
+        )
+    return names
+
+
+def _string_key(node: cst.BaseExpression | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        v = node.evaluated_value
+        return v if isinstance(v, str) else None
+    return None
+
+
+def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpression | None:
+    """``{'k': v}`` / ``dict(k=v)`` → v."""
+    if isinstance(value, cst.Dict):
+        for el in value.elements:
+            if isinstance(el, cst.DictElement) and _string_key(el.key) == key:
+                return el.value
+    elif _is_dict_ctor(value):
+        kw = get_arg(value, key)  # type: ignore[arg-type]
+        return kw.value if kw is not None else None
+    return None
+
+
+def _is_dict_ctor(value: cst.BaseExpression | None) -> bool:
+    return isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict"
+
+
+def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
+    """The values a function returns (not those of nested defs)."""
+    stack: list[Any] = [func.body]
+    while stack:
+        for stmt in iter_statements(stack.pop()):
+            if isinstance(stmt, cst.Return) and stmt.value is not None:
+                yield stmt.value
+
+
+class _FileIndex:
+    """One walk of a module: parents, source order, and the facts reach needs."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.order: dict[int, int] = {}
+        self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
+        self.name_refs: dict[str, list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]] = {}
+        self.attr_refs: dict[str, list[tuple[cst.Attribute, bool, tuple[ScopeNode, ...]]]] = {}
+        self.attr_stores: dict[str, list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
+        self.subscript_stores: dict[tuple[str, str], list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
+        self.dict_keys: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
+        self.flag_defaults: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
+        self.method_class: dict[int, cst.ClassDef] = {}
+        self.functions: list[cst.FunctionDef | cst.Lambda] = []
+        self.classes: list[cst.ClassDef] = []
+        self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
+        self._build()
+
+    def _build(self) -> None:
+        parent, order = self.parent, self.order
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = [(self.module, None, (self.module,))]
+        n = 0
+        CSTNode = cst.CSTNode
+        while stack:
+            node, par, scopes = stack.pop()
+            nid = id(node)
+            if par is not None:
+                parent[nid] = par
+            order[nid] = n
+            n += 1
+            tp = type(node)
+            if tp is cst.Call:
+                self._on_call(node, scopes)  # type: ignore[arg-type]
+            elif tp is cst.Name:
+                self._on_name(node, par, scopes)  # type: ignore[arg-type]
+            elif tp is cst.Attribute:
+                is_call = isinstance(par, cst.Call) and par.func is node
+                self.attr_refs.setdefault(node.attr.value, []).append((node, is_call, scopes))  # type: ignore[attr-defined]
+            elif tp is cst.Assign:
+                for t in node.targets:  # type: ignore[attr-defined]
+                    self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
+            elif tp is cst.AnnAssign or tp is cst.AugAssign:
+                self._on_store(node.target, node.value if tp is cst.AnnAssign else None, scopes)  # type: ignore[attr-defined]
+            elif tp is cst.Dict:
+                for el in node.elements:  # type: ignore[attr-defined]
+                    k = _string_key(el.key) if isinstance(el, cst.DictElement) else None
+                    if k is not None:
+                        self.dict_keys.setdefault(k, []).append((el.value, scopes))
+            elif tp is cst.FunctionDef or tp is cst.Lambda:
+                self.functions.append(node)  # type: ignore[arg-type]
+                if tp is cst.FunctionDef and isinstance(par, cst.IndentedBlock):
+                    gp = parent.get(id(par))
+                    if isinstance(gp, cst.ClassDef):
+                        self.method_class[nid] = gp
+            elif tp is cst.ClassDef:
+                self.classes.append(node)  # type: ignore[arg-type]
+            inner = (node, *scopes) if tp in (cst.FunctionDef, cst.ClassDef, cst.Lambda) else None
+            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
+            for name in _index_fields(tp):
+                v = getattr(node, name)
+                sc = inner if inner is not None and name == "body" else scopes
+                if isinstance(v, CSTNode):
+                    kids.append((v, node, sc))  # type: ignore[arg-type]
+                elif type(v) in (list, tuple):
+                    for c in v:
+                        if isinstance(c, CSTNode):
+                            kids.append((c, node, sc))  # type: ignore[arg-type]
+            stack.extend(reversed(kids))
+
+    def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
+        self.calls.append((node, scopes))
+        func = node.func
+        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if attr in _FLAG_DEFINERS and len(node.args) >= 2:
+            name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
+            default = get_arg(node, "default", 1)
+            if name is not None and default is not None:
+                self.flag_defaults.setdefault(name, []).append((default.value, scopes))
+        elif attr == "dict" and isinstance(func, cst.Name):
+            for a in node.args:
+                if a.keyword is not None:
+                    self.dict_keys.setdefault(a.keyword.value, []).append((a.value, scopes))
+
+    def _on_name(self, node: cst.Name, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        if isinstance(par, (cst.FunctionDef, cst.ClassDef, cst.Param)) and par.name is node:
+            return
+        if isinstance(par, (cst.ImportAlias, cst.AsName)):
+            return
+        is_call = isinstance(par, cst.Call) and par.func is node
+        self.name_refs.setdefault(node.value, []).append((node, is_call, scopes))
+
+    def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
+        if isinstance(target, cst.Attribute):
+            d = dotted_name(target)
+            if d is not None:
+                self.attr_stores.setdefault(d, []).append((value, scopes))
+        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            base, key = dotted_name(target.value), _string_key(target.slice[0].slice.value)
+            if base is not None and key is not None:
+                self.subscript_stores.setdefault((base, key), []).append((value, scopes))
+
+    # ---- queries ---------------------------------------------------------------
+    def scopes_of(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
+        hit = self._scope_cache.get(id(node))
+        if hit is not None:
+            return hit
+        out: list[ScopeNode] = []
+        child, p = node, self.parent.get(id(node))
+        while p is not None:
+            if isinstance(p, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is p.body:
+                out.append(p)
+            child, p = p, self.parent.get(id(p))
+        out.append(self.module)
+        res = tuple(out)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
+            self._scope_cache[id(node)] = res
+        return res
+
+    def def_scopes(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
+        """Where a def's defaults and decorators are evaluated: its enclosing scopes."""
+        return self.scopes_of(node)
+
+    def ancestors(self, node: cst.CSTNode) -> set[int]:
+        out = set()
+        p = self.parent.get(id(node))
+        while p is not None:
+            out.add(id(p))
+            p = self.parent.get(id(p))
+        return out
+
+    def block_of(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
+        p = self.parent.get(id(stmt))
+        while p is not None and not isinstance(p, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
+            p = self.parent.get(id(p))
+        return p
+
+    def encloses_block_of(self, stmt: cst.CSTNode, use_ancestors: set[int]) -> bool:
+        block = self.block_of(stmt)
+        return block is not None and id(block) in use_ancestors
+
+
+def _exhaustive_if(idx: _FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
+    """True when the bindings cover every branch of one ``if``/``elif``/``else`` chain
+    whose block encloses the use (so one of them always ran)."""
+    blocks = {id(idx.block_of(b.node)) for b in bindings if b.kind == "assign"}
+    top = idx.parent.get(id(idx.block_of(bindings[0].node)))
+    if not isinstance(top, (cst.If, cst.Else)):
+        return False
+    while isinstance(idx.parent.get(id(top)), (cst.If, cst.Else)):
+        top = idx.parent[id(top)]  # climb elif / else to the chain's first ``if``
+    if not isinstance(top, cst.If) or not idx.encloses_block_of(top, use_ancestors):
+        return False
+    node: cst.If | cst.Else | None = top
+    while node is not None:
+        if id(node.body) not in blocks:
+            return False
+        if isinstance(node, cst.Else):
+            return True
+        node = node.orelse
+    return False  # no ``else``: every branch may be skipped
+
+
+_MODEL_METHODS = frozenset({"call", "build"})
+_STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
+_DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
+_DRIVER_METHODS = frozenset({"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate"})
+
+
+def _compute_roles(ctx: FileContext) -> dict[int, str]:
+    """function_role for every function and lambda of the file (see FileContext)."""
+    idx = ctx.index
+    forced: dict[int, str] = {}
+    direct: dict[int, str] = {}
+    body_model: set[int] = set()
+    body_input: set[int] = set()
+    driver: set[int] = set()
+
+    def fn_of(expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
+        if isinstance(expr, cst.Lambda):
+            return expr
+        if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("partial") and expr.args:
+            return fn_of(expr.args[0].value, scopes)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return ctx._same_file_function(expr, scopes)
+        return None
+
+    for call, scopes in idx.calls:
+        func = call.func
+        raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        name = canonical(raw) if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+        owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if name is not None:
+            if owner is not None:
+                if is_model_building(name):
+                    body_model.add(id(owner))
+                elif is_input_pipeline(name):
+                    body_input.add(id(owner))
+            target = fn_of(first, scopes) or fn_of(_kw(call, "func", "fn", "map_func", "computation"), scopes)
+            if target is not None:
+                if name in HOST_CALLBACK_WRAPPERS:
+                    forced[id(target)] = "other"  # runs in Python on the host, by design
+                elif name in INPUT_FN_TAKERS:
+                    direct.setdefault(id(target), "input")
+                elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
+                    direct.setdefault(id(target), "model")
+        elif raw is not None and raw.startswith("tensorflow_datasets"):
+            if owner is not None:
+                body_input.add(id(owner))
+        elif isinstance(func, cst.Attribute) and raw is None:
+            meth = func.attr.value
+            if meth in _DATASET_FN_METHODS:
+                target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
+                if target is not None:
+                    direct[id(target)] = "input"
+            elif meth in ("run", "experimental_run_v2", "experimental_run"):
+                target = fn_of(first, scopes) or fn_of(_kw(call, "fn"), scopes)
+                if target is not None:
+                    direct.setdefault(id(target), "model")
+            elif meth in _DRIVER_METHODS and owner is not None:
+                driver.add(id(owner))
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
+                target = fn_of(a.value, scopes)
+                if target is not None:
+                    direct.setdefault(id(target), "input" if a.keyword.value == "input_fn" else "model")
+
+    keras_classes: dict[int, bool] = {}
+
+    def is_keras_class(cls: cst.ClassDef, depth: int = 0) -> bool:
+        key = id(cls)
+        if key not in keras_classes:
+            keras_classes[key] = False
+            ok = False
+            for base in cls.bases:
+                if base.keyword is not None:
+                    continue
+                raw = ctx.raw_name_anywhere(base.value)
+                if raw is not None:
+                    ok = raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and canonical(raw).startswith(("keras.", "tf.Module"))
+                else:
+                    scopes = idx.scopes_of(cls)
+                    b = ctx.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None
+                    if b is not None and b.kind == "class" and depth < 8:
+                        ok = is_keras_class(b.node, depth + 1)  # type: ignore[arg-type]
+                    else:
+                        ok = (dotted_name(base.value) or "").endswith(("Layer", "Model", "Block", "Module"))
+                if ok:
+                    break
+            keras_classes[key] = ok
+        return keras_classes[key]
+
+    roles: dict[int, str] = {}
+    undecided: list[cst.FunctionDef | cst.Lambda] = []
+    for f in idx.functions:  # source order: an enclosing function comes first
+        k = id(f)
+        role = forced.get(k) or direct.get(k)
+        if role is None and isinstance(f, cst.FunctionDef):
+            fname = f.name.value
+            cls = idx.method_class.get(k)
+            params = [p.name.value for p in f.params.params]
+            if any(ctx._canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
+                role = "model"
+            elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
+                role = "model"
+            elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
+                role = "model"
+            elif fname == "input_fn" or fname.endswith("_input_fn"):
+                role = "input"
+        if role is None:
+            m, i = k in body_model, k in body_input
+            if m and not i:
+                role = "model"
+            elif i and not m and k not in driver:
+                role = "input"
+            elif m or i or k in driver:
+                role = "other"
+        if role is None:
+            outer = next((s for s in idx.scopes_of(f) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            if outer is not None and roles.get(id(outer)) in ("model", "input"):
+                role = roles[id(outer)]
+        if role is None:
+            undecided.append(f)
+        else:
+            roles[k] = role
+    # helpers without evidence: the role all their same-file callers share
+    for _ in range(6):
+        changed = False
+        for f in undecided:
+            if id(f) in roles or not isinstance(f, cst.FunctionDef):
+                continue
+            sites = ctx.call_sites(f)
+            caller_roles = set()
+            for call, scopes in sites.calls:
+                owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+                caller_roles.add(roles.get(id(owner), "?") if owner is not None else "module")
+            if len(caller_roles) == 1 and next(iter(caller_roles)) in ("model", "input"):
+                roles[id(f)] = next(iter(caller_roles))
+                changed = True
+                # nested functions of a newly decided helper follow it
+                for g in undecided:
+                    if id(g) not in roles and f in idx.scopes_of(g):
+                        roles[id(g)] = roles[id(f)]
+        if not changed:
+            break
+    return roles
+
+
+def _kw(call: cst.Call, *names: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in names:
+            return a.value
     return None

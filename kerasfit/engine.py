@@ -8,6 +8,7 @@ everything around them keeps its formatting.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import dataclasses
 import re
@@ -272,10 +273,20 @@ class LintOutput:
     module: cst.Module | None
 
 
-def syntax_error_diagnostic(filename: str, exc: cst.ParserSyntaxError) -> Diagnostic:
+def syntax_error_diagnostic(filename: str, exc: cst.ParserSyntaxError, source: str | None = None) -> Diagnostic:
     msg = str(exc.message if hasattr(exc, "message") else exc).splitlines()[0]
     msg = re.sub(r"^(parser error: )?(error at \d+:\d+: )?", "", msg)
     row, col = exc.raw_line, exc.raw_column
+    # libcst's native parser often points at the token after the error (`def f(:` is
+    # reported on the next line); CPython's position and message are the ones users know.
+    if source is not None:
+        try:
+            compile(source, filename, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as se:
+            if se.lineno:
+                row, col, msg = se.lineno, max((se.offset or 1) - 1, 0), se.msg or msg
+        except (ValueError, RecursionError, MemoryError):
+            pass
     return Diagnostic(
         SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, f"Cannot parse: {msg}", Severity.ERROR, filename, row, col, row, col
     )
@@ -285,7 +296,7 @@ def lint_source(source: str, filename: str, settings: LintSettings) -> LintOutpu
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        return LintOutput([syntax_error_diagnostic(filename, exc)], None)
+        return LintOutput([syntax_error_diagnostic(filename, exc, source)], None)
     return LintOutput(lint_module(module, source, filename, settings), module)
 
 

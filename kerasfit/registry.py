@@ -1,25 +1,55 @@
 """Finds rules: every Rule subclass in the built-in pack and in entry-point packs.
 
 Nothing keeps a hand-written list (STYLE 1): a module under ``rules/`` is a rule.
+
+Importing the rules means importing libcst (~0.25 s). A run whose every file is
+answered from the cache needs only the rules' metadata, so that is kept in a small
+manifest keyed by the rule files' fingerprint (see ``manifest``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
+import json
+import os
 import pkgutil
+from dataclasses import asdict, dataclass
 from functools import lru_cache
+from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
-from .rule import CODE_RE, NAME_RE, Rule
+from . import __version__
+
+if TYPE_CHECKING:
+    from .rule import Rule
 
 ENTRY_POINT_GROUP = "kerasfit.rules"
+BUILTIN_PACK = "kerasfit.rules"
 
 
 class RuleRegistryError(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class RuleMeta:
+    """What selection needs to know of a rule, without importing it."""
+
+    code: str
+    name: str
+    default_enabled: bool
+    targets: tuple[str, ...]
+
+    def applies_to(self, family: str) -> bool:
+        return family in self.targets
+
+
 def _rules_in(module: ModuleType) -> list[type[Rule]]:
+    from .rule import Rule
+
     found = []
     for obj in vars(module).values():
         if isinstance(obj, type) and issubclass(obj, Rule) and obj is not Rule and obj.__module__ == module.__name__:
@@ -38,9 +68,8 @@ def _walk_package(pkg_name: str) -> list[type[Rule]]:
 
 
 @lru_cache(maxsize=1)
-def all_rules() -> dict[str, type[Rule]]:
-    """code -> rule class, for the built-in pack plus third-party packs."""
-    packages = ["kerasfit.rules"]
+def _packs() -> tuple[str, ...]:
+    packages = [BUILTIN_PACK]
     try:
         from importlib.metadata import entry_points
 
@@ -49,9 +78,17 @@ def all_rules() -> dict[str, type[Rule]]:
                 packages.append(ep.value)
     except Exception:  # a broken third-party distribution must not stop the linter
         pass
+    return tuple(packages)
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> dict[str, type[Rule]]:
+    """code -> rule class, for the built-in pack plus third-party packs."""
+    from .rule import CODE_RE, NAME_RE
+
     rules: dict[str, type[Rule]] = {}
     names: dict[str, str] = {}
-    for pkg in packages:
+    for pkg in _packs():
         for rule in _walk_package(pkg):
             if not CODE_RE.match(rule.code):
                 raise RuleRegistryError(f"rule {rule.__qualname__}: code {rule.code!r} is not KFnnn")
@@ -74,3 +111,47 @@ def rule_by_name_or_code(key: str) -> type[Rule] | None:
         if r.name == key:
             return r
     return None
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """Changes whenever kerasfit's code or any rule pack's files change (no imports)."""
+    h = hashlib.sha256(__version__.encode())
+    dirs = [Path(__file__).parent]
+    for pkg in _packs():
+        spec = importlib.util.find_spec(pkg)
+        if spec is not None and spec.submodule_search_locations:
+            dirs.extend(Path(p) for p in spec.submodule_search_locations)
+        elif spec is not None and spec.origin:
+            dirs.append(Path(spec.origin))
+    for d in dirs:
+        files = sorted(d.glob("*.py")) if d.is_dir() else [d]
+        for f in files:
+            st = f.stat()
+            h.update(f"{f}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return h.hexdigest()[:24]
+
+
+def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
+    """Rule metadata, from ``cache_dir/rules-manifest.json`` when still current."""
+    path = cache_dir / "rules-manifest.json" if cache_dir else None
+    fp = fingerprint()
+    if path is not None and path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            if data.get("fingerprint") == fp:
+                return {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    metas = {
+        code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets))) for code, r in all_rules().items()
+    }
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"fingerprint": fp, "rules": [asdict(m) for m in metas.values()]}))
+            os.replace(tmp, path)
+        except OSError:
+            pass
+    return metas

@@ -174,3 +174,143 @@ ZERO_PADDING_LAYERS = {
     "keras.layers.ZeroPadding3D": 3,
 }
 MODEL_BASES = {"keras.Model", "keras.layers.Layer", "keras.Sequential"}
+
+# Ops that consume a model's output (activations, losses, pixel shuffle): a layer
+# feeding one directly has a width fixed by the task, not by the architect (KF102).
+HEAD_CONSUMERS = {
+    "tf.nn.softmax",
+    "tf.nn.log_softmax",
+    "tf.nn.sigmoid",
+    "tf.sigmoid",
+    "keras.activations.softmax",
+    "keras.activations.sigmoid",
+    "keras.ops.softmax",
+    "keras.ops.sigmoid",
+    "keras.ops.log_softmax",
+    "tf.nn.softmax_cross_entropy_with_logits",
+    "tf.nn.softmax_cross_entropy_with_logits_v2",
+    "tf.nn.sparse_softmax_cross_entropy_with_logits",
+    "tf.nn.sigmoid_cross_entropy_with_logits",
+    "tf.nn.depth_to_space",
+}
+HEAD_ACTIVATIONS = {"softmax", "sigmoid", "log_softmax"}
+# What builds a model (or a TF1 model_fn's result) from layers (KF102 "last layer").
+MODEL_CONSTRUCTORS = {
+    "keras.Model",
+    "keras.Sequential",
+    "tf.estimator.EstimatorSpec",
+    "tf.estimator.tpu.TPUEstimatorSpec",
+}
+# L2 weight penalties (KF104): canonical callee -> keyword carrying the L2 factor.
+L2_REGULARIZERS = {
+    "keras.regularizers.l2": "l2",
+    "keras.regularizers.l1_l2": "l2",
+    "tf.contrib.layers.l2_regularizer": "scale",
+    "tf.keras.regularizers.l2": "l2",
+}
+L2_REGULARIZER_STRINGS = {"l2", "l1_l2"}
+# Layer/function arguments that take a weight regularizer (activity_regularizer
+# penalizes activations, which no optimizer setting can replace).
+WEIGHT_REGULARIZER_ARGS = (
+    "kernel_regularizer",
+    "bias_regularizer",
+    "depthwise_regularizer",
+    "pointwise_regularizer",
+    "recurrent_regularizer",
+    "embeddings_regularizer",
+    "beta_regularizer",
+    "gamma_regularizer",
+)
+REGULARIZATION_LOSS_CALLS = {"tf.losses.get_regularization_loss", "tf.losses.get_regularization_losses"}
+# Concatenations and splits (KF105): canonical -> (values kw, values index, axis kw, axis index, axis default).
+CONCAT_CALLS = {
+    "tf.concat": ("values", 0, "axis", 1, None),
+    "keras.ops.concatenate": ("xs", 0, "axis", 1, 0),
+    "keras.layers.concatenate": ("inputs", 0, "axis", 1, -1),
+}
+SPLIT_CALLS = {
+    "tf.split": ("value", 0, "axis", 2, 0),
+    "keras.ops.split": ("x", 0, "axis", 2, 0),
+    "tf.unstack": ("value", 0, "axis", 2, 0),
+    "keras.ops.unstack": ("x", 0, "axis", 2, 0),
+}
+
+# ---- reach (context.function_role / uses_tpu) and the KF106-KF109, KF2xx, KF901 pack ----
+# Calls whose presence in a function marks it as model-building code.
+_MODEL_BUILDING_PREFIXES = ("keras.layers.", "tf.layers.", "keras.applications.", "tf.contrib.layers.", "tf.nn.conv")
+_MODEL_BUILDING = {
+    "keras.Model", "keras.Sequential", "keras.Input", "tf.get_variable", "tf.GradientTape",
+    "tf.estimator.EstimatorSpec", "tf.estimator.tpu.TPUEstimatorSpec", "tf.contrib.tpu.TPUEstimatorSpec",
+}
+# Calls that mark input-pipeline code (parsing, decoding, tf.data).
+_INPUT_PREFIXES = (
+    "tf.data.", "tf.io.parse_", "tf.parse_", "tf.io.decode_", "tf.decode_", "tf.image.decode_",
+    "tf.io.read_file", "tf.read_file", "tf.io.FixedLenFeature", "tf.FixedLenFeature", "tf.io.VarLenFeature",
+    "tf.VarLenFeature", "tf.contrib.data.", "keras.utils.image_dataset_from_directory",
+    "keras.preprocessing.image_dataset_from_directory", "keras.utils.text_dataset_from_directory",
+)
+# f(fn, ...) runs fn in Python on the host (a deliberate host callback).
+HOST_CALLBACK_WRAPPERS = {
+    "tf.py_function", "tf.numpy_function", "tf.py_func", "tf.tpu.outside_compilation",
+    "tf.contrib.tpu.outside_compilation",
+}
+# f(fn, ...) runs fn as input-pipeline code.
+INPUT_FN_TAKERS = {
+    "tf.data.experimental.map_and_batch", "tf.contrib.data.map_and_batch",
+    "tf.data.experimental.parallel_interleave", "tf.contrib.data.parallel_interleave",
+}
+# f(fn, ...) compiles fn for the accelerator.
+STEP_FN_TAKERS = {
+    "tf.function", "tf.tpu.rewrite", "tf.contrib.tpu.rewrite", "tf.tpu.shard", "tf.contrib.tpu.shard",
+    "tf.tpu.replicate", "tf.contrib.tpu.replicate", "tf.tpu.batch_parallel", "tf.contrib.tpu.batch_parallel",
+}
+
+
+def is_model_building(name: str) -> bool:
+    return name in _MODEL_BUILDING or name.startswith(_MODEL_BUILDING_PREFIXES)
+
+
+def is_input_pipeline(name: str) -> bool:
+    return name.startswith(_INPUT_PREFIXES)
+
+
+def is_tpu_symbol(name: str) -> bool:
+    """TPUStrategy, TPUClusterResolver, TPUEstimator, tf.tpu.*, tf.contrib.tpu.* ..."""
+    return "tpu" in name.lower()
+
+
+# KF106: ops that move data between the (padded) feature dim and spatial / batch dims.
+SPACE_DEPTH_OPS = {
+    "tf.nn.space_to_depth", "tf.nn.depth_to_space", "tf.space_to_batch_nd", "tf.batch_to_space_nd",
+    "keras.ops.space_to_depth", "keras.ops.depth_to_space",
+}
+RESHAPE_CALLS = {"tf.reshape": ("tensor", 0, "shape", 1), "keras.ops.reshape": ("x", 0, "new_shape", 1)}
+# KF107: transposes: canonical -> (operand kw, index, perm kw, index).
+TRANSPOSE_CALLS = {
+    "tf.transpose": ("a", 0, "perm", 1),
+    "keras.ops.transpose": ("x", 0, "axes", 1),
+}
+MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
+CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}
+# KF108: samplers the TPU guide calls expensive (TPU_FACTS 14).
+EXPENSIVE_RANDOM = {"tf.random.categorical", "tf.random.stateless_categorical", "keras.random.categorical"}
+# KF109: reductions -> which elementwise ops may move into their input.
+# "linear": scaling by any constant and negation commute; "order": only scaling by a
+# positive constant does (max/min).
+REDUCTIONS = {
+    "tf.reduce_sum": "linear", "tf.reduce_mean": "linear", "keras.ops.sum": "linear", "keras.ops.mean": "linear",
+    "keras.backend.sum": "linear", "keras.backend.mean": "linear",
+    "tf.reduce_max": "order", "tf.reduce_min": "order", "keras.ops.max": "order", "keras.ops.min": "order",
+    "keras.backend.max": "order", "keras.backend.min": "order",
+}
+SCALE_CALLS = {"tf.multiply": "mul", "keras.ops.multiply": "mul", "tf.divide": "div", "keras.ops.divide": "div", "keras.ops.true_divide": "div"}
+NEGATE_CALLS = {"tf.negative", "keras.ops.negative"}
+# KF202: Python callbacks with no accelerator kernel.
+HOST_OPS = {"tf.py_function", "tf.numpy_function", "tf.py_func", "tf.contrib.eager.py_func"}
+# KF901: windowed max pooling (its gradient is a scatter; TPU_FACTS 16).
+MAX_POOLING = {
+    "keras.layers.MaxPooling1D", "keras.layers.MaxPooling2D", "keras.layers.MaxPooling3D",
+    "tf.layers.max_pooling1d", "tf.layers.max_pooling2d", "tf.layers.max_pooling3d",
+    "tf.nn.max_pool", "tf.nn.max_pool2d", "tf.nn.max_pool1d", "tf.nn.max_pool3d", "tf.nn.max_pool_v2",
+    "keras.ops.max_pool",
+}

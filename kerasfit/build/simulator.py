@@ -85,6 +85,7 @@ class OpSim:
     shape: list[int]
     padded_shape: list[int]
     multiples: tuple[int, int]  # (batch, feature)
+    tensors: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)  # real, padded
 
 
 def _role_multiples(op: HloOp, batch_mult: int, feat_mult: int) -> dict[str, int]:
@@ -115,10 +116,12 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     weights = "out" if op.pass_ == KERNEL_GRAD else "rhs"
     shapes = {"lhs": op.lhs_shape, "rhs": op.rhs_shape, "out": op.shape}
     worst = None
+    tensors = {}
     for tensor in ("out", "lhs", "rhs"):
+        padded = _padded_tensor(shapes[tensor], op.roles.get(tensor, {}), mult)
+        tensors[tensor] = (list(shapes[tensor]), padded)
         if tensor == weights:
             continue
-        padded = _padded_tensor(shapes[tensor], op.roles.get(tensor, {}), mult)
         ratio = fit_of(shapes[tensor], padded)
         if worst is None or ratio < worst[0]:
             worst = (ratio, tensor, padded)
@@ -126,7 +129,7 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     return OpSim(
         dims=dims, fit=fit, flops=op.flops, padded_flops=op.flops / fit if fit else 0.0,
         tensor=worst[1], shape=list(shapes[worst[1]]), padded_shape=worst[2],
-        multiples=(batch_mult, feat_mult),
+        multiples=(batch_mult, feat_mult), tensors=tensors,
     )
 
 
@@ -225,20 +228,23 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
 
 
 def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list[HloOp]:
-    """The step with the given ops' feature dims of size ``old`` set to ``new``."""
+    """The step with a layer's feature count ``old`` changed to ``new``.
+
+    ``names`` are the layer's own ops (both feature dims change); every other op whose
+    input features are ``old`` is taken to consume the layer's output and changes too.
+    """
     out = []
     for op in ops:
-        if op.name not in names:
-            out.append(op)
-            continue
-        clone = HloOp.from_dict(op.to_dict())
         sem = semantic_dims(op)
-        for dim in ("in_features", "out_features"):
+        dims = ("in_features", "out_features") if op.name in names else ("in_features",)
+        clone = None
+        for dim in dims:
             role = sem[dim]
-            if getattr(clone, role) == old:
+            if getattr(op, role) == old:
+                clone = clone or HloOp.from_dict(op.to_dict())
                 clone.flops = int(clone.flops * new / old)
                 setattr(clone, role, new)
-        out.append(clone)
+        out.append(clone or op)
     return out
 
 

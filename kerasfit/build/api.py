@@ -1,0 +1,393 @@
+"""The build cross-check's public API: run the child, cache, report, cross-check.
+
+Nothing here imports TensorFlow: the model is built by ``kerasfit.build.child`` in a
+subprocess with a time limit, so a crash, hang or import error in user code becomes
+one :class:`BuildError` line and never takes the static results down with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from kerasfit.types import TARGETS, Diagnostic, Severity
+
+from .hlo import FORWARD, KERNEL_GRAD
+from .report import BuildReport, OpReport, make_report, render_report
+from .simulator import LARGE_BATCH
+
+__all__ = [
+    "BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report",
+    "cross_check", "render_report",
+]
+
+CACHE_SCHEMA = 1
+# TF1 graph code needs tf-keras behind tf.compat.v1.layers (TPU_FACTS 22).
+_TF1_MARKERS = re.compile(
+    r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
+    r"disable_eager_execution|disable_v2_behavior|TF_USE_LEGACY_KERAS"
+)
+
+
+@dataclass
+class BuildOptions:
+    entry: str | None = None  # "module:function", "function", or an expression in the module
+    batch_size: int | None = None  # GLOBAL batch; default: the model's input spec or 128
+    cores: int = 1  # replicas sharing the global batch; per-core = global // cores
+    target: str = "tpu-v5e"
+    dtype: str = "float32"  # or "bfloat16"
+    timeout: float = 300.0
+    use_cache: bool = True
+
+
+class BuildError(Exception):
+    """The build failed; ``str(e)`` is one line naming the file."""
+
+
+# ---------------------------------------------------------------- running the child
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for dist in ("tensorflow", "keras", "tf-keras"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = ""
+    return out
+
+
+def is_tf1_source(source: str) -> bool:
+    return bool(_TF1_MARKERS.search(source))
+
+
+def _describe_exit(code: int, stderr: str) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        if -code == signal.SIGKILL:
+            return f"the build process was killed ({name}; out of memory?)"
+        return f"the build process crashed ({name})"
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    last = lines[-1] if lines else "no output"
+    return f"the build process exited with status {code}: {last[:300]}"
+
+
+def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | None = None,
+              probe_outputs: str | None = None, dump_hlo: str | None = None) -> dict[str, Any]:
+    """Build in a subprocess and return its raw JSON; raise BuildError on any failure."""
+    path = Path(path)
+    shown = str(path)
+    try:
+        source = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BuildError(f"{shown}: cannot read the file ({exc.strerror})") from None
+    if options.target not in TARGETS:
+        raise BuildError(f"{shown}: unknown target {options.target!r} ({', '.join(TARGETS)})")
+    with tempfile.TemporaryDirectory(prefix="kerasfit-build-") as tmp:
+        out = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-m", "kerasfit.build.child", "--file", str(path.resolve()),
+               "--out", str(out), "--cores", str(max(1, options.cores)), "--dtype", options.dtype]
+        if options.entry:
+            cmd += ["--entry", options.entry]
+        if options.batch_size:
+            cmd += ["--batch-size", str(options.batch_size)]
+        if is_tf1_source(source):
+            cmd.append("--legacy")
+        for flag, value in (("--probe-weights", probe_weights), ("--probe-outputs", probe_outputs),
+                            ("--dump-hlo", dump_hlo)):
+            if value:
+                cmd += [flag, str(value)]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        env.setdefault("PYTHONWARNINGS", "ignore")
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, env=env, start_new_session=True,
+                                text=True, errors="replace")
+        try:
+            _, stderr = proc.communicate(timeout=options.timeout)
+        except subprocess.TimeoutExpired:
+            # The whole session: user code may have started its own processes.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.communicate()
+            raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s "
+                             "(raise the build timeout)") from None
+        result = None
+        if out.exists():
+            try:
+                result = json.loads(out.read_text())
+            except ValueError:
+                result = None
+        if result is None:
+            raise BuildError(f"{shown}: {_describe_exit(proc.returncode, stderr)}")
+        if not result.get("ok"):
+            raise BuildError(f"{shown}: {result.get('error', 'unknown error')}")
+        return result
+
+
+# ---------------------------------------------------------------- cache
+
+
+def _cache_dir() -> Path:
+    return Path.cwd() / ".kerasfit_cache" / "build"
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _cache_key(digest: str, options: BuildOptions) -> str:
+    # The target is applied by the simulator in this process, so it is not part of the key.
+    parts = {"schema": CACHE_SCHEMA, "file": digest, "entry": options.entry,
+             "batch_size": options.batch_size, "cores": options.cores, "dtype": options.dtype,
+             "versions": _versions()}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _write_json(path: Path, data: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)  # readers never see half a file
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def build_report(path: str | Path, options: BuildOptions) -> BuildReport:
+    """Build the model at ``path`` (or reuse a cached build) and simulate it."""
+    path = Path(path)
+    started = time.perf_counter()
+    try:
+        digest = _file_digest(path)
+    except OSError as exc:
+        raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
+    key = _cache_key(digest, options)
+    entry = _cache_dir() / f"{key}.json"
+    raw = _read_json(entry) if options.use_cache else None
+    cached = raw is not None
+    if raw is None:
+        raw = run_child(path, options)
+        if options.use_cache:
+            _write_json(entry, raw)
+    if options.use_cache:
+        _write_json(_cache_dir() / f"latest-{digest}.json", {"key": key, "options": asdict(options)})
+    report = make_report(raw, options.target, options.dtype)
+    report.cached = cached
+    report.elapsed = time.perf_counter() - started
+    return report
+
+
+def cached_report(path: str | Path) -> BuildReport | None:
+    """The last report for this exact file content, without running anything."""
+    path = Path(path)
+    try:
+        digest = _file_digest(path)
+    except OSError:
+        return None
+    latest = _read_json(_cache_dir() / f"latest-{digest}.json")
+    if not isinstance(latest, dict):
+        return None
+    raw = _read_json(_cache_dir() / f"{latest.get('key')}.json")
+    if not isinstance(raw, dict):
+        return None
+    opts = latest.get("options") or {}
+    report = make_report(raw, opts.get("target", "tpu-v5e"), opts.get("dtype", "float32"))
+    report.cached = True
+    return report
+
+
+# ---------------------------------------------------------------- cross-check
+
+# A line whose ops waste more than half the MXU (feature padding alone) is worth a
+# diagnostic if it carries at least this share of the step's FLOPs.
+POOR_FIT = 0.5
+MIN_SHARE = 0.01
+KF301 = ("KF301", "padded-op")
+KF302 = ("KF302", "tiny-per-core-batch")
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def _ops_on(report: BuildReport, filename: str, row: int, end_row: int) -> list[OpReport]:
+    out = []
+    for op in report.ops:
+        src = op.source
+        if not src or not _same_file(src["file"], filename):
+            continue
+        if src["line"] <= max(end_row, row) and src.get("end_line", src["line"]) >= row:
+            out.append(op)
+    return out
+
+
+def _feature_fit(op: OpReport) -> float:
+    (fi, pfi), (fo, pfo) = op.dims["in_features"], op.dims["out_features"]
+    return (fi * fo) / (pfi * pfo) if pfi and pfo else 1.0
+
+
+def _x(shape) -> str:
+    return "×".join(str(d) for d in shape)
+
+
+def _confirm_channels(ops: list[OpReport]) -> dict[str, Any] | None:
+    """KF102: is the forward op's produced feature dim padded?"""
+    fwd = [op for op in ops if op.pass_ == FORWARD] or ops
+    if not fwd:
+        return None
+    padded = [op for op in fwd if op.dims["out_features"][0] != op.dims["out_features"][1]]
+    op = min(padded or fwd, key=lambda o: o.fit)
+    shape, padded_shape = op.tensors.get("out", [op.shape, op.padded_shape])
+    return {"status": "confirmed" if padded else "refuted", "shape": shape,
+            "padded_shape": padded_shape, "fit": op.fit, "layer": op.layer, "pass": op.pass_,
+            "out_features": op.dims["out_features"]}
+
+
+def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: int,
+                 end_row: int) -> dict[str, Any] | None:
+    """KF103: a zero spatial pad that feeds a convolution (TPU_FACTS 19)."""
+    conv_names = {op.name for op in ops}
+    by_name = {op.name: op for op in report.ops}
+    for pad in report.pads:
+        src = pad.get("source")
+        on_line = src and _same_file(src["file"], filename) and row <= src["line"] <= max(row, end_row)
+        if not on_line and not conv_names.intersection(pad.get("consumers", [])):
+            continue
+        shape, padded = pad["shape"], pad["padded_shape"]
+        # Spatial only: the first and last dims (batch, channels in NHWC) unchanged.
+        spatial = len(shape) > 2 and shape[0] == padded[0] and shape[-1] == padded[-1]
+        consumers = [by_name[c] for c in pad.get("consumers", []) if c in by_name]
+        kgrad = [c for c in consumers if c.pass_ == KERNEL_GRAD]
+        ref = (kgrad or consumers or [None])[0]
+        return {"status": "confirmed" if pad.get("zero") and spatial else "refuted",
+                "shape": shape, "padded_shape": padded, "fit": ref.fit if ref else None,
+                "layer": pad.get("layer"),
+                "detail": "XLA folds a zero pad into the forward conv's window only; the "
+                          "kernel-gradient conv reads the padded tensor (TPU_FACTS 19)"}
+    return None
+
+
+def _batch_evidence(report: BuildReport) -> OpReport | None:
+    batchy = [op for op in report.ops if op.dims["batch"][0] != op.dims["batch"][1]]
+    return min(batchy, key=lambda o: (o.fit, -o.padded_flops)) if batchy else None
+
+
+def _offsets(text: str | None, row: int, col: int, end_row: int, end_col: int) -> tuple[int, int]:
+    if text is None:
+        return 0, 0
+    lines = text.splitlines(keepends=True)
+    starts = [0]
+    for ln in lines:
+        starts.append(starts[-1] + len(ln))
+
+    def at(r: int, c: int) -> int:
+        r = min(max(r, 1), len(lines)) if lines else 1
+        return starts[r - 1] + min(c, len(lines[r - 1].rstrip("\r\n")) if lines else 0)
+
+    return at(row, col), at(end_row, end_col)
+
+
+def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict | None,
+              text: str | None) -> Diagnostic:
+    row = source["line"] if source else 1
+    end_row = source.get("end_line", row) if source else 1
+    col = source.get("column", 0) if source else 0
+    end_col = source.get("end_column", 0) if source else 0
+    if text is not None and end_row == row and end_col <= col:
+        lines = text.splitlines()
+        end_col = len(lines[row - 1]) if 0 < row <= len(lines) else col
+    start, end = _offsets(text, row, col, end_row, end_col)
+    return Diagnostic(code=code[0], name=code[1], message=message, severity=Severity.WARNING,
+                      filename=filename, row=row, column=col, end_row=end_row,
+                      end_column=end_col, fix=None, start=start, end=end)
+
+
+def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: str) -> list[Diagnostic]:
+    """Confirm or refute static findings with the build, and add what only it can see."""
+    try:
+        text = Path(filename).read_text(encoding="utf-8")
+    except OSError:
+        text = None
+    out = list(diagnostics)
+    claimed: set[int] = set()
+    evidence = _batch_evidence(report)
+    is_tpu = TARGETS.get(report.target) is not None and TARGETS[report.target].family == "tpu"
+    tiny = is_tpu and 0 < report.per_core_batch < LARGE_BATCH
+    for d in out:
+        if not _same_file(d.filename, filename):
+            continue
+        ops = _ops_on(report, filename, d.row, d.end_row)
+        if d.code == "KF102" and ops:
+            d.build = _confirm_channels(ops)
+        elif d.code == "KF103":
+            d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
+        elif d.code == "KF203":
+            d.build = {"status": "confirmed" if tiny else "refuted",
+                       "shape": evidence.shape if evidence else [report.per_core_batch],
+                       "padded_shape": evidence.padded_shape if evidence else [report.per_core_batch],
+                       "fit": evidence.fit if evidence else None,
+                       "per_core_batch": report.per_core_batch}
+        if d.build is not None:
+            claimed.update(range(d.row, max(d.row, d.end_row) + 1))
+    # KF301: lines whose ops are badly padded in their features, no static finding there.
+    by_line: dict[int, list[OpReport]] = {}
+    for op in report.ops:
+        if op.source and _same_file(op.source["file"], filename):
+            by_line.setdefault(op.source["line"], []).append(op)
+    static_rows = {r for d in diagnostics if _same_file(d.filename, filename)
+                   for r in range(d.row, max(d.row, d.end_row) + 1)}
+    for line, ops in sorted(by_line.items()):
+        if line in static_rows or line in claimed:
+            continue
+        share = sum(op.share for op in ops)
+        flops = sum(op.flops for op in ops) or 1
+        ffit = sum(_feature_fit(op) * op.flops for op in ops) / flops
+        if ffit >= POOR_FIT or share < MIN_SHARE:
+            continue
+        worst = min(ops, key=_feature_fit)
+        msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
+               f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
+               f"{share:.1%} of step FLOPs")
+        out.append(_new_diag(KF301, msg, filename, worst.source, text))
+    # KF302: a per-core batch under 64 flips the layout (TPU_FACTS 1, 24).
+    has_kf203 = any(d.code == "KF203" and _same_file(d.filename, filename) for d in diagnostics)
+    if tiny and not has_kf203:
+        src = evidence.source if evidence and evidence.source and _same_file(
+            evidence.source["file"], filename) else None
+        what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
+                f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
+                if evidence else "")
+        msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
+               f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
+               f"of {TARGETS[report.target].large} or more")
+        out.append(_new_diag(KF302, msg, filename, src, text))
+    return out

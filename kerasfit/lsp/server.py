@@ -1,0 +1,543 @@
+"""``kerasfit lsp``: a language server (pygls) with diagnostics, quick fixes and hover.
+
+A thin front end over :func:`kerasfit.api.check_source` (STYLE 7): the engine and the
+configuration are the CLI's, and every diagnostic goes through
+:func:`kerasfit.reporters.lsp_diagnostic`, so the server and
+``kerasfit check --output-format lsp`` publish the same objects.
+
+Linting runs on one worker thread so the event loop keeps reading messages; results
+for a document version that is no longer current are dropped, never published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from .. import __version__
+from ..api import CheckOptions, check_source
+from ..config import ConfigError, Selection, _load_pyproject, find_config
+from ..discovery import mentions_tensorflow
+from ..reporters import lsp_diagnostic
+from ..types import Applicability, Diagnostic, FileResult
+from . import edits as E
+
+log = logging.getLogger("kerasfit.lsp")
+
+FIX_ALL_KIND = "source.fixAll.kerasfit"
+DEFAULT_DEBOUNCE_MS = 200
+PYTHON_SUFFIXES = (".py", ".pyi")
+_CONVERTER = get_converter()
+
+
+# ---- settings -------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    """Editor-side settings (initializationOptions / didChangeConfiguration), over pyproject."""
+
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    target: str | None = None
+    unsafe_fixes: bool = False
+    debounce_ms: int = DEFAULT_DEBOUNCE_MS
+    batch_size: int | None = None
+    cores: int | None = None
+
+    @classmethod
+    def from_client(cls, raw: Any) -> Settings:
+        """Accepts ``{"kerasfit": {...}}`` or the inner table; camelCase or kebab-case keys."""
+        if not isinstance(raw, dict):
+            return cls()
+        if isinstance(raw.get("kerasfit"), dict):
+            raw = raw["kerasfit"]
+        norm = {k.replace("-", "").replace("_", "").lower(): v for k, v in raw.items()}
+
+        def codes(key: str) -> list[str] | None:
+            v = norm.get(key)
+            if v is None:
+                return None
+            if isinstance(v, str):
+                v = [x for x in v.replace(",", " ").split()]
+            return [str(x) for x in v]
+
+        def pos_int(key: str) -> int | None:
+            v = norm.get(key)
+            return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
+
+        debounce = norm.get("debouncems")
+        return cls(
+            select=codes("select"),
+            extend_select=codes("extendselect") or [],
+            ignore=codes("ignore") or [],
+            target=str(norm["target"]) if norm.get("target") else None,
+            unsafe_fixes=bool(norm.get("unsafefixes", False)),
+            debounce_ms=int(debounce) if isinstance(debounce, (int, float)) and debounce >= 0 else DEFAULT_DEBOUNCE_MS,
+            batch_size=pos_int("batchsize"),
+            cores=pos_int("cores"),
+        )
+
+    def check_options(self) -> CheckOptions:
+        return CheckOptions(
+            selection=Selection(select=self.select, extend_select=self.extend_select, ignore=self.ignore),
+            target=self.target,
+            unsafe_fixes=self.unsafe_fixes,
+            use_cache=False,
+            batch_size=self.batch_size,
+            cores=self.cores,
+        )
+
+
+# ---- per-document state ---------------------------------------------------------------
+
+
+@dataclass
+class Linted:
+    version: int | None
+    source: str
+    result: FileResult
+    lsp: list[dict[str, Any]]  # lsp_diagnostic dicts, parallel to result.diagnostics
+
+
+class _Protocol(LanguageServerProtocol):
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        # Columns are UTF-16 code units (the LSP default every client supports), the same
+        # unit `kerasfit check --output-format lsp` writes. Hide any other preference so
+        # pygls does not negotiate UTF-8 / UTF-32 with clients that offer them.
+        general = params.capabilities.general
+        if general is not None and general.position_encodings:
+            general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
+
+
+class KerasfitServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("kerasfit", __version__, protocol_cls=_Protocol)
+        self.settings = Settings()
+        self.pending: dict[str, asyncio.Task] = {}
+        self.linted: dict[str, Linted] = {}
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
+        self.reported_errors: set[str] = set()
+        self.docs_cache: dict[str, str] = {}
+
+    # ---- linting ----------------------------------------------------------------------
+
+    def is_python(self, uri: str) -> bool:
+        try:
+            doc = self.workspace.get_text_document(uri)
+        except Exception:
+            return False
+        return doc.language_id == "python" or uri.endswith(PYTHON_SUFFIXES)
+
+    def path_for(self, uri: str) -> str:
+        path = to_fs_path(uri)
+        if path:
+            return path
+        # untitled: buffers are configured like a file at the workspace root
+        root = self.workspace.root_path or str(Path.cwd())
+        return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
+
+    def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
+        """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
+        path = self.path_for(uri)
+        if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
+            # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
+            return Linted(version, source, FileResult(path, skipped=True), [])
+        result = check_source(source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes)
+        lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
+
+        def line_text(row: int) -> str:
+            return lines[row - 1] if 0 < row <= len(lines) else ""
+
+        diags = [lsp_diagnostic(d, line_text) for d in result.diagnostics]
+        if source.startswith("\ufeff"):
+            for d in diags:  # the engine does not count a BOM; the client does
+                _shift_bom(d)
+        return Linted(version, source, result, diags)
+
+    async def lint(self, uri: str) -> Linted | None:
+        """Lint the document's current text; None when it changed or closed meanwhile."""
+        try:
+            doc = self.workspace.get_text_document(uri)
+        except Exception:
+            return None
+        cached = self.linted.get(uri)
+        if cached is not None and cached.version == doc.version and cached.source == doc.source:
+            return cached
+        source, version = doc.source, doc.version
+        loop = asyncio.get_running_loop()
+        try:
+            linted = await loop.run_in_executor(self.executor, self.lint_now, uri, source, version)
+        except ConfigError as exc:
+            self.config_error(str(exc))
+            return None
+        except RuntimeError:  # executor shut down: the server is exiting
+            return None
+        except Exception as exc:  # an internal error must not take the server down
+            log.exception("linting %s failed", uri)
+            self.config_error(f"internal error while checking {uri}: {type(exc).__name__}: {exc}")
+            return None
+        if uri not in self.workspace.text_documents:
+            return None
+        current = self.workspace.get_text_document(uri)
+        if current.version != version or current.source != source:
+            return None  # stale: a newer change is (or will be) linted
+        self.linted[uri] = linted
+        return linted
+
+    async def publish(self, uri: str) -> None:
+        linted = await self.lint(uri)
+        if linted is None:
+            return
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(
+                uri=uri,
+                version=linted.version,
+                diagnostics=[_CONVERTER.structure(d, types.Diagnostic) for d in linted.lsp],
+            )
+        )
+
+    def schedule(self, uri: str, delay_ms: float = 0) -> None:
+        """(Re)start the document's debounce timer; a later change cancels an earlier one."""
+        if not self.is_python(uri):
+            return
+        old = self.pending.pop(uri, None)
+        if old is not None and not old.done():
+            old.cancel()
+
+        async def run() -> None:
+            if delay_ms:
+                await asyncio.sleep(delay_ms / 1000)
+            await self.publish(uri)
+
+        task = asyncio.ensure_future(run())
+        self.pending[uri] = task
+        task.add_done_callback(lambda t: self.pending.pop(uri, None) if self.pending.get(uri) is t else None)
+
+    def relint_all(self) -> None:
+        self.linted.clear()
+        self.reported_errors.clear()
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri)
+
+    def reload_config(self) -> None:
+        find_config.cache_clear()
+        _load_pyproject.cache_clear()
+        self.relint_all()
+
+    def config_error(self, message: str) -> None:
+        """Show each distinct configuration error once (not once per keystroke)."""
+        if message in self.reported_errors:
+            return
+        self.reported_errors.add(message)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"kerasfit: {message}"))
+
+    # ---- code actions / hover helpers -------------------------------------------------
+
+    def rule_paragraph(self, code: str) -> str:
+        if code not in self.docs_cache:
+            from ..registry import rule_by_name_or_code
+
+            rule = rule_by_name_or_code(code)
+            self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
+        return self.docs_cache[code]
+
+
+def _shift_bom(d: dict[str, Any]) -> None:
+    def ranges(obj: Any):
+        if isinstance(obj, dict):
+            if "start" in obj and "end" in obj and isinstance(obj["start"], dict):
+                yield obj
+            for v in obj.values():
+                yield from ranges(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                yield from ranges(v)
+
+    for r in list(ranges(d)):
+        for p in (r["start"], r["end"]):
+            if p.get("line") == 0:
+                p["character"] += 1
+
+
+server = KerasfitServer()
+
+
+# ---- lifecycle ------------------------------------------------------------------------
+
+
+@server.feature(types.INITIALIZE)
+def initialize(ls: KerasfitServer, params: types.InitializeParams) -> None:
+    ls.settings = Settings.from_client(params.initialization_options)
+
+
+@server.feature(types.INITIALIZED)
+async def initialized(ls: KerasfitServer, params: types.InitializedParams) -> None:
+    caps = ls.client_capabilities.workspace
+    watched = caps.did_change_watched_files if caps is not None else None
+    if watched is not None and watched.dynamic_registration:
+        try:
+            await ls.client_register_capability_async(
+                types.RegistrationParams(
+                    registrations=[
+                        types.Registration(
+                            id="kerasfit-pyproject-watcher",
+                            method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                            register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                            ),
+                        )
+                    ]
+                )
+            )
+        except Exception as exc:  # a client may refuse; saving pyproject.toml in the editor still reloads
+            log.info("could not register the pyproject.toml watcher: %s", exc)
+
+
+@server.feature(types.SHUTDOWN)
+def shutdown(ls: KerasfitServer, params: None) -> None:
+    for task in list(ls.pending.values()):
+        task.cancel()
+    ls.pending.clear()
+    ls.executor.shutdown(wait=False, cancel_futures=True)
+
+
+# ---- documents ------------------------------------------------------------------------
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: KerasfitServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: KerasfitServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule(params.text_document.uri, ls.settings.debounce_ms)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: KerasfitServer, params: types.DidSaveTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    if uri.endswith("/pyproject.toml"):
+        ls.reload_config()
+        return
+    ls.schedule(uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    task = ls.pending.pop(uri, None)
+    if task is not None:
+        task.cancel()
+    if ls.linted.pop(uri, None) is not None or uri.endswith(PYTHON_SUFFIXES):
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+# ---- configuration --------------------------------------------------------------------
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: KerasfitServer, params: types.DidChangeWatchedFilesParams) -> None:
+    if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+        ls.reload_config()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: KerasfitServer, params: types.DidChangeConfigurationParams) -> None:
+    raw = params.settings
+    if not raw:
+        # Pull-model clients send null and expect us to ask.
+        caps = ls.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            try:
+                got = await ls.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="kerasfit")])
+                )
+                raw = got[0] if got else None
+            except Exception as exc:
+                log.info("workspace/configuration failed: %s", exc)
+    if raw is not None:
+        ls.settings = Settings.from_client(raw)
+    ls.reload_config()
+
+
+# ---- code actions ---------------------------------------------------------------------
+
+
+def _wants(only: list[str] | None, kind: str) -> bool:
+    """LSP kinds are hierarchical: asking for "source.fixAll" includes "source.fixAll.kerasfit"."""
+    return not only or any(kind == k or kind.startswith(k + ".") for k in only)
+
+
+def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], converter) -> types.WorkspaceEdit:
+    edits = [converter.structure(e, types.TextEdit) for e in text_edits]
+    return types.WorkspaceEdit(
+        document_changes=[
+            types.TextDocumentEdit(
+                text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
+                edits=edits,
+            )
+        ]
+    )
+
+
+def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> list[dict[str, Any]] | None:
+    fix = d.fix
+    if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
+        return None
+    if not fix.imports:
+        return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
+    # A fix that needs an import: let the engine place it, then send the difference.
+    from ..engine import _add_imports, apply_fixes
+
+    src = linted.source
+    bom = src.startswith("\ufeff")
+    body = src[1:] if bom else src
+    new, chosen = apply_fixes(body, [fix])
+    if not chosen:
+        return None
+    new = _add_imports(new, set(fix.imports)) or new
+    edit = E.minimal_edit(src, ("\ufeff" if bom else "") + new)
+    return [edit] if edit else None
+
+
+@server.feature(
+    types.TEXT_DOCUMENT_CODE_ACTION,
+    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+)
+async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    uri = params.text_document.uri
+    if not ls.is_python(uri):
+        return None
+    linted = await ls.lint(uri)
+    if linted is None:
+        return None
+    conv = _CONVERTER
+    only = [str(k) for k in params.context.only] if params.context.only else None
+    want = {"start": {"line": params.range.start.line, "character": params.range.start.character},
+            "end": {"line": params.range.end.line, "character": params.range.end.character}}
+    asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
+    lines = E.split_lines(linted.source)
+    actions: list[types.CodeAction] = []
+    noqa: list[types.CodeAction] = []
+    seen_noqa: set[tuple[str, int]] = set()
+
+    if _wants(only, types.CodeActionKind.QuickFix):
+        for d, lsp_d in zip(linted.result.diagnostics, linted.lsp):
+            if (d.code, lsp_d["range"]["start"]["line"]) not in asked and not E.ranges_overlap(want, lsp_d["range"]):
+                continue
+            diag = conv.structure(lsp_d, types.Diagnostic)
+            text_edits = _quickfix_edits(linted, d, lsp_d)
+            if text_edits:
+                actions.append(
+                    types.CodeAction(
+                        title=E.quickfix_title(d),
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diag],
+                        edit=_edit(uri, linted.version, text_edits, conv),
+                        is_preferred=d.fix.applicability is Applicability.SAFE,
+                    )
+                )
+            line_no = lsp_d["range"]["start"]["line"]
+            if d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
+                continue  # a syntax error cannot be suppressed
+            seen_noqa.add((d.code, line_no))
+            noqa.append(
+                types.CodeAction(
+                    title=f"Disable {d.code} for this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    edit=_edit(uri, linted.version, [E.noqa_edit(line_no, lines[line_no], d.code)], conv),
+                )
+            )
+    actions.extend(noqa)
+
+    if _wants(only, FIX_ALL_KIND) and any(
+        d.fix is not None and d.fix.edits and (d.fix.applicability is Applicability.SAFE or (ls.settings.unsafe_fixes and d.fix.applicability is Applicability.UNSAFE))
+        for d in linted.result.diagnostics
+    ):
+        loop = asyncio.get_running_loop()
+        fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(uri, linted.source, linted.version, fix=True))
+        new = fixed.result.fixed_source
+        edit = E.minimal_edit(linted.source, new) if new is not None else None
+        if edit is not None:
+            actions.append(
+                types.CodeAction(
+                    title="kerasfit: fix all" + (" (including unsafe fixes)" if ls.settings.unsafe_fixes else " safe fixes"),
+                    kind=FIX_ALL_KIND,
+                    edit=_edit(uri, linted.version, [edit], conv),
+                )
+            )
+    return actions or None
+
+
+# ---- hover ----------------------------------------------------------------------------
+
+
+def _cached_build_report(path: str) -> Any:
+    """The build cross-check's cached report for this file, if that module provides one."""
+    try:
+        from ..build.api import cached_report  # written by the build cross-check; optional here
+    except (ImportError, AttributeError):
+        return None
+    try:
+        return cached_report(path)
+    except Exception as exc:  # never let a report problem break hover
+        log.info("cached_report(%s) failed: %s", path, exc)
+        return None
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | None:
+    uri = params.text_document.uri
+    if not ls.is_python(uri):
+        return None
+    linted = await ls.lint(uri)
+    if linted is None:
+        return None
+    line = params.position.line
+    hits = [(d, l) for d, l in zip(linted.result.diagnostics, linted.lsp)
+            if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
+    if not hits:
+        return None
+    report = _cached_build_report(ls.path_for(uri))
+    build_rows = E.build_lines_for_row(report, line + 1) if report is not None else []
+    docs = {d.code: ls.rule_paragraph(d.code) for d, _ in hits}
+    value = E.hover_markdown([d for d, _ in hits], docs, build_rows)
+    first = hits[0][1]["range"]
+    rng = types.Range(
+        start=types.Position(line=first["start"]["line"], character=first["start"]["character"]),
+        end=types.Position(line=first["end"]["line"], character=first["end"]["character"]),
+    )
+    return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=value), range=rng)
+
+
+# ---- entry point ----------------------------------------------------------------------
+
+
+def serve(tcp: str | None = None) -> None:
+    """Run until the client sends exit (stdio), or serve TCP connections on HOST:PORT."""
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kerasfit-lsp: %(levelname)s: %(message)s")
+    if tcp:
+        host, sep, port = tcp.rpartition(":")
+        if not sep or not port.isdigit():
+            raise SystemExit(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}")
+        server.start_tcp(host or "127.0.0.1", int(port))
+    else:
+        server.start_io()

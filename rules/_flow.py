@@ -1,0 +1,245 @@
+"""Light data-flow helpers shared by KF102-KF105 (not a rule: the name starts with _).
+
+All of these are local and syntactic: "the assignment that reaches this use in the same
+block", "how often a name is read", "what ``self.attr`` was set to in the class". They
+answer None whenever the answer is not certain, so rules stay precise.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from kerasfit.context import FileContext, get_arg
+
+Block = cst.IndentedBlock | cst.Module
+
+
+def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
+    """Pre-order walk of code nodes (not nested defs/classes/lambdas unless asked)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(n, cst.Attribute):
+            stack.append(n.value)
+            continue
+        if isinstance(n, cst.Arg):
+            stack.append(n.value)
+            continue
+        kids = [c for c in n.children if not isinstance(c, (cst.BaseParenthesizableWhitespace, cst.Comma))]
+        stack.extend(reversed(kids))
+
+
+def name_loads(node: cst.CSTNode, name: str) -> int:
+    """How often ``name`` is read inside ``node`` (plain assignment targets excluded)."""
+    targets: set[int] = set()
+    count = 0
+    for n in walk(node):
+        if isinstance(n, cst.Assign):
+            targets.update(id(t.target) for t in n.targets if isinstance(t.target, cst.Name))
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and isinstance(n.target, cst.Name):
+            targets.add(id(n.target))
+        elif isinstance(n, cst.Name) and n.value == name and id(n) not in targets:
+            count += 1
+    return count
+
+
+def binds(node: cst.CSTNode, name: str) -> bool:
+    """True when ``node`` (a statement) may rebind ``name``."""
+    for n in walk(node):
+        if isinstance(n, cst.AssignTarget) or isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            tgt = n.target
+            if any(isinstance(t, cst.Name) and t.value == name for t in walk(tgt)):
+                return True
+        elif isinstance(n, cst.AsName) and isinstance(n.name, cst.Name) and n.name.value == name:
+            return True
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.name.value == name:
+            return True
+        elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name) and n.target.value == name:
+            return True
+    return False
+
+
+def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:
+    """The statement line holding the visited node, its block and its index there."""
+    stack = ctx.stack
+    for i in range(len(stack) - 1, 0, -1):
+        line = stack[i]
+        if isinstance(line, cst.SimpleStatementLine):
+            block = stack[i - 1]
+            if isinstance(block, (cst.IndentedBlock, cst.Module)):
+                for j, s in enumerate(block.body):
+                    if s is line:
+                        return line, block, j
+            return None
+        if isinstance(line, (cst.BaseCompoundStatement, cst.Lambda)):
+            return None
+    return None
+
+
+def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatementLine, cst.BaseExpression] | None:
+    """The ``name = value`` statement that the current use of ``name`` reads.
+
+    Walks back through earlier statements of the same block; gives up (None) when a
+    compound statement in between may rebind the name or the block starts first.
+    Falls back to the single binding in the enclosing scope when the name is bound once.
+    """
+    cur = current_statement(ctx)
+    if cur is not None:
+        line, block, idx = cur
+        mine = list(line.body)
+        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.stack)), len(mine))
+        if any(binds(s, name) for s in mine[:pos]):
+            return None
+        for j in range(idx - 1, -1, -1):
+            stmt = block.body[j]
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in reversed(stmt.body):
+                    if (
+                        isinstance(small, cst.Assign)
+                        and len(small.targets) == 1
+                        and isinstance(small.targets[0].target, cst.Name)
+                        and small.targets[0].target.value == name
+                    ):
+                        return (stmt, small.value) if len(stmt.body) == 1 else None
+                    if binds(small, name):
+                        return None
+            elif binds(stmt, name):
+                return None
+    b = ctx.lookup(name)
+    if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
+        line = _line_of(ctx, b.node)
+        if line is not None:
+            return line, b.value
+    return None
+
+
+def _line_of(ctx: FileContext, small: cst.CSTNode) -> cst.SimpleStatementLine | None:
+    for scope in ctx.scopes():
+        if isinstance(scope, cst.Lambda):
+            continue
+        for n in walk(scope if isinstance(scope, cst.Module) else scope.body):
+            if isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1 and n.body[0] is small:
+                return n
+    return None
+
+
+def value_of(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """Follow a Name to the assignment that reaches it (once); else the expression."""
+    if isinstance(expr, cst.Name):
+        hit = reaching_assignment(ctx, expr.value)
+        if hit is not None:
+            return hit[1]
+    return expr
+
+
+def self_attr(expr: cst.BaseExpression) -> str | None:
+    """``X`` for ``self.X``."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+    """Every value assigned to ``self.<attr>`` in the methods of ``cls``."""
+    out: list[cst.BaseExpression] = []
+    for n in walk(cls.body, into_defs=True):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                if self_attr(t.target) == attr:
+                    out.append(n.value)
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and self_attr(n.target) == attr:
+            out.append(n.value if n.value is not None else cst.Name("None"))
+    return out
+
+
+def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
+    """How often ``self.<attr>`` is read in ``cls``."""
+    count = 0
+    stores: set[int] = set()
+    for n in walk(cls.body, into_defs=True):
+        if isinstance(n, cst.AssignTarget):
+            stores.add(id(n.target))
+        elif isinstance(n, cst.Attribute) and self_attr(n) == attr and id(n) not in stores:
+            count += 1
+    return count
+
+
+def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+    """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name.
+
+    Handles ``Conv2D(...)(x)``, ``conv = Conv2D(...); conv(x)`` and ``self.conv(x)`` with
+    ``self.conv = Conv2D(...)`` assigned exactly once in the class.
+    """
+    ctor: cst.BaseExpression | None = None
+    if isinstance(func, cst.Call):
+        ctor = func
+    elif isinstance(func, cst.Name):
+        ctor = value_of(ctx, func)
+    else:
+        attr = self_attr(func)
+        cls = ctx.enclosing_class()
+        if attr is not None and cls is not None:
+            values = class_attr_assignments(cls, attr)
+            if len(values) == 1:
+                ctor = values[0]
+    if isinstance(ctor, cst.Call):
+        name = ctx.call_name(ctor)
+        if name is not None:
+            return ctor, name
+    return None
+
+
+def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> tuple | None:
+    """The constant shape of a weight created by ``tf.Variable(init(shape))``,
+    ``tf.get_variable(name, shape)`` or ``self.add_weight(shape=...)``, else None."""
+    if _depth > 4:
+        return None
+    expr = value_of(ctx, expr)
+    attr = self_attr(expr)
+    if attr is not None:
+        cls = ctx.enclosing_class()
+        values = class_attr_assignments(cls, attr) if cls is not None else []
+        return shape_of_variable(ctx, values[0], _depth + 1) if len(values) == 1 else None
+    if not isinstance(expr, cst.Call):
+        return None
+    shape_arg: cst.Arg | None = None
+    name = ctx.call_name(expr)
+    if name in ("tf.get_variable", "tf.Variable", "tf.random.normal", "tf.random.truncated_normal",
+                "tf.random.uniform", "tf.random_normal", "tf.truncated_normal", "tf.random_uniform",
+                "tf.zeros", "tf.ones"):
+        if name == "tf.Variable":
+            init = get_arg(expr, "initial_value", 0)
+            return shape_of_variable(ctx, init.value, _depth + 1) if init is not None else None
+        shape_arg = get_arg(expr, "shape", 1 if name == "tf.get_variable" else 0)
+    elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "add_weight":
+        shape_arg = get_arg(expr, "shape")
+    elif isinstance(expr.func, cst.Call) and (ctx.call_name(expr.func) or "").startswith("keras.initializers."):
+        shape_arg = get_arg(expr, "shape", 0)
+    if shape_arg is None:
+        return None
+    shape = ctx.const(shape_arg.value)
+    if isinstance(shape, (list, tuple)) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        return tuple(shape)
+    return None
+
+
+def depends_on_param(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+    """True when a name in ``expr`` is (or is computed from) a function parameter:
+    its default is only what callers get when they pass nothing."""
+    if _depth > 8:
+        return True
+    for n in walk(expr):
+        if isinstance(n, cst.Name):
+            b = ctx.lookup(n.value)
+            if b is None:
+                continue
+            if b.kind == "param":
+                return True
+            if b.kind == "assign" and b.value is not None and depends_on_param(ctx, b.value, _depth + 1):
+                return True
+    return False

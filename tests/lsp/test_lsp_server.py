@@ -1,0 +1,245 @@
+"""End to end: a pytest-lsp client drives `python -m kerasfit lsp` over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsp_helpers import Doc
+from lsprotocol import types
+
+pytestmark = [pytest.mark.lsp, pytest.mark.asyncio]
+
+# The emoji before the call makes UTF-16 columns differ from character columns.
+BN = 'import tf_keras\nname = "😀"; bn = tf_keras.layers.BatchNormalization(fused=False)\n'
+TWO = (
+    "import tf_keras\n"
+    "from tf_keras import layers\n"
+    "\n"
+    "a = layers.BatchNormalization(fused=False)\n"
+    "b = tf_keras.layers.BatchNormalization(axis=1, fused=False)\n"
+)
+CLEAN = "import tf_keras\nbn = tf_keras.layers.BatchNormalization()\n"
+
+
+def kf101(diags):
+    return [d for d in diags if d.code == "KF101"]
+
+
+def whole(text: str) -> types.Range:
+    n = len(text.splitlines())
+    return types.Range(start=types.Position(line=0, character=0), end=types.Position(line=n, character=0))
+
+
+async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    diags = await doc.diagnostics(lambda ds: bool(ds))
+    assert [d.code for d in diags] == ["KF101"]
+    d = diags[0]
+    assert d.source == "kerasfit"
+    assert d.severity == types.DiagnosticSeverity.Warning
+    assert d.code_description.href == "https://kerasfit.dev/rules/unfused-batchnorm"
+    # `bn = ` starts after `name = "😀"; ` — 13 characters, 14 UTF-16 code units.
+    assert d.range.start == types.Position(line=1, character=BN.splitlines()[1].index("tf_keras") + 1)
+    assert d.data["name"] == "unfused-batchnorm"
+    assert d.data["fix"]["applicability"] == "safe"
+
+    # The server publishes exactly what `kerasfit check --output-format lsp` writes.
+    out = subprocess.run(
+        [sys.executable, "-m", "kerasfit", "check", "--no-cache", "--output-format", "lsp", str(doc.path)],
+        capture_output=True, text=True, cwd=tmp_path,
+    )
+    batch = json.loads(out.stdout)[doc.path.resolve().as_uri()]
+    from lsprotocol.converters import get_converter
+
+    published = [get_converter().unstructure(x) for x in diags]
+    assert published == batch
+
+
+async def test_quickfix_applies_and_diagnostics_clear(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    (d,) = await doc.diagnostics(lambda ds: bool(ds))
+    actions = await doc.code_actions(d.range, diags=[d])
+    titles = [a.title for a in actions]
+    assert "Use the fused batch-norm kernel" in titles
+    assert "Disable KF101 for this line" in titles
+    fix = next(a for a in actions if a.title == "Use the fused batch-norm kernel")
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred
+    assert fix.diagnostics[0].code == "KF101"
+    doc.apply(fix.edit)
+    assert "BatchNormalization(fused=True)" in doc.text
+    assert doc.text.splitlines()[1].startswith('name = "😀"; bn = tf_keras')  # nothing before it moved
+    await doc.diagnostics(lambda ds: not ds)
+
+
+async def test_code_action_at_cursor_without_context(client, tmp_path: Path):
+    """An editor asking with an empty range at the cursor still gets the fix."""
+    doc = Doc(client, tmp_path / "model.py", TWO)
+    await doc.diagnostics(lambda ds: len(ds) == 2)
+    cursor = types.Position(line=4, character=2)
+    actions = await doc.code_actions(types.Range(start=cursor, end=cursor))
+    assert [a.title for a in actions] == ["Use the fused batch-norm kernel", "Disable KF101 for this line"]
+    doc.apply(actions[0].edit)
+    rest = await doc.diagnostics(lambda ds: len(ds) == 1)
+    assert rest[0].range.start.line == 3
+
+
+async def test_fix_all(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", TWO)
+    await doc.diagnostics(lambda ds: len(ds) == 2)
+    actions = await doc.code_actions(whole(doc.text), only=["source.fixAll"])
+    assert [a.kind for a in actions] == ["source.fixAll.kerasfit"]
+    doc.apply(actions[0].edit)
+    assert doc.text.count("fused=True") == 2
+    await doc.diagnostics(lambda ds: not ds)
+    # nothing left to fix: no fixAll action offered
+    assert await doc.code_actions(whole(doc.text), only=["source.fixAll.kerasfit"]) == []
+
+
+async def test_only_quickfix_excludes_fix_all(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", TWO)
+    await doc.diagnostics(lambda ds: len(ds) == 2)
+    actions = await doc.code_actions(whole(doc.text), only=[types.CodeActionKind.QuickFix])
+    assert actions and all(a.kind == types.CodeActionKind.QuickFix for a in actions)
+
+
+async def test_noqa_action_appends_and_extends(client, tmp_path: Path):
+    text = TWO.replace("axis=1, fused=False)\n", "axis=1, fused=False)  # noqa: E501\n")
+    doc = Doc(client, tmp_path / "model.py", text)
+    diags = await doc.diagnostics(lambda ds: len(ds) == 2)
+    for d in diags:
+        actions = await doc.code_actions(d.range, diags=[d])
+        noqa = next(a for a in actions if a.title == "Disable KF101 for this line")
+        doc.apply(noqa.edit)
+    lines = doc.text.splitlines()
+    assert lines[3] == "a = layers.BatchNormalization(fused=False)  # noqa: KF101"
+    assert lines[4].endswith("fused=False)  # noqa: E501, KF101")
+    await doc.diagnostics(lambda ds: not ds)
+
+
+async def test_config_reload_on_pyproject_change(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "pkg" / "model.py", BN) if (tmp_path / "pkg").mkdir() is None else None
+    await doc.diagnostics(lambda ds: bool(kf101(ds)))
+    assert any(r.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES for r in client.registrations)
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.kerasfit]\nignore = ["KF101"]\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Created)]
+        )
+    )
+    await doc.diagnostics(lambda ds: not ds)
+    pyproject.write_text("[tool.kerasfit]\nignore = []\n")
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)]
+        )
+    )
+    await doc.diagnostics(lambda ds: bool(kf101(ds)))
+
+
+async def test_bad_pyproject_is_reported_not_fatal(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    await doc.diagnostics(lambda ds: bool(ds))
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.kerasfit]\nignore = ["KF1O1"]\n')
+    client.workspace_did_change_watched_files(
+        types.DidChangeWatchedFilesParams(changes=[types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)])
+    )
+    for _ in range(100):
+        if client.messages:
+            break
+        await asyncio.sleep(0.05)
+    assert "KF1O1" in client.messages[-1].message
+    assert client.messages[-1].type == types.MessageType.Error
+    # still serving
+    assert await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=0))
+    ) is None or True
+
+
+async def test_did_change_configuration(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    await doc.diagnostics(lambda ds: bool(ds))
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"kerasfit": {"ignore": ["KF101"]}})
+    )
+    await doc.diagnostics(lambda ds: not ds)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"kerasfit": {}}))
+    await doc.diagnostics(lambda ds: bool(ds))
+
+
+async def test_initialization_options(client_ignoring_kf101, tmp_path: Path):
+    doc = Doc(client_ignoring_kf101, tmp_path / "model.py", BN)
+    await doc.diagnostics(lambda ds: True)
+    await asyncio.sleep(0.3)
+    assert client_ignoring_kf101.diagnostics[doc.uri] == []
+
+
+async def test_syntax_error_mid_edit_then_recovery(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    await doc.diagnostics(lambda ds: bool(kf101(ds)))
+    half = BN + "def build(:\n    x = tf_keras.layers.BatchNormalization(fus"
+    doc.change(half)
+    (err,) = await doc.diagnostics(lambda ds: [d.code for d in ds] == ["KF001"])
+    assert err.severity == types.DiagnosticSeverity.Error
+    assert err.message.startswith("Cannot parse")
+    # the server is still up and answering requests on the broken text
+    assert await doc.code_actions(err.range, diags=[err]) == []
+    doc.change(BN + "def build():\n    x = tf_keras.layers.BatchNormalization(fused=False)\n")
+    diags = await doc.diagnostics(lambda ds: len(kf101(ds)) == 2)
+    assert [d.range.start.line for d in diags] == [1, 3]
+
+
+async def test_rapid_changes_publish_only_the_latest(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", CLEAN)
+    await doc.diagnostics(lambda ds: True)
+    for i in range(1, 8):  # faster than the debounce: only the last text is linted
+        doc.change(CLEAN + "a = tf_keras.layers.BatchNormalization(fused=False)\n" * i)
+    diags = await doc.diagnostics(lambda ds: len(ds) == 7)
+    assert len(diags) == 7
+
+
+async def test_hover_on_flagged_line(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", TWO)
+    await doc.diagnostics(lambda ds: len(ds) == 2)
+    hover = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=3, character=0))
+    )
+    assert hover is not None and hover.contents.kind == types.MarkupKind.Markdown
+    text = hover.contents.value
+    assert "**KF101** `unfused-batchnorm`" in text
+    assert "Flags batch normalization that does not use the fused kernel" in text  # "What it does"
+    assert "Why is this slow" not in text  # one paragraph, not the whole page
+    assert "https://kerasfit.dev/rules/unfused-batchnorm" in text
+    assert hover.range.start.line == 3
+    none = await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=3))
+    )
+    assert none is None
+
+
+async def test_non_tensorflow_file_has_no_findings(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "plain.py", "def f(:\n")
+    diags = await doc.diagnostics(lambda ds: True)
+    assert diags == []
+
+
+async def test_close_clears_diagnostics(client, tmp_path: Path):
+    doc = Doc(client, tmp_path / "model.py", BN)
+    await doc.diagnostics(lambda ds: bool(ds))
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=doc.uri)))
+    await doc.diagnostics(lambda ds: not ds)
+
+
+async def test_clean_shutdown(client, tmp_path: Path):
+    Doc(client, tmp_path / "model.py", BN)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await asyncio.wait_for(client._server.wait(), 10)
+    assert client._server.returncode == 0
+    client.capabilities = None  # already shut down: the fixture must not do it again
