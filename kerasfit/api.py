@@ -119,7 +119,8 @@ class Resolver:
         if cached is None:
             where = str(cfg.source or "config")
             sel = self.options.selection.merged_over(cfg)
-            for s in (sel.select or [], sel.extend_select, sel.ignore, extra):
+            # every per-file-ignores entry, not only the ones matching this file
+            for s in (sel.select or [], sel.extend_select, sel.ignore, *cfg.per_file_ignores.values()):
                 validate_selectors(list(s), self.rules, where)
             target = effective_target(self.options.target, cfg)
             family = TARGETS[target].family

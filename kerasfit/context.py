@@ -152,6 +152,7 @@ class FileContext:
         self._call_sites: dict[int, CallSites] = {}
         self._roles: dict[int, str] | None = None
         self._uses_tpu: bool | None = None
+        self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._scan_imports()
         # Filled by the engine's walk: ancestors of the node being visited.
         self.stack: list[cst.CSTNode] = []
@@ -253,7 +254,14 @@ class FileContext:
     def call_name(self, node: cst.CSTNode) -> str | None:
         """Canonical name of the callee when ``node`` is a call of a TF/Keras symbol."""
         if isinstance(node, cst.Call):
-            return self.resolve(node.func)
+            # every rule asks about every call: resolve each once (the entry keeps the
+            # node alive, so its id cannot be reused by a transient node)
+            hit = self._call_names.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+            name = self.resolve(node.func)
+            self._call_names[id(node)] = (node, name)
+            return name
         return None
 
     def flavour(self, node: cst.BaseExpression) -> str | None:
@@ -1182,7 +1190,10 @@ def _exhaustive_if(idx: _FileIndex, bindings: Sequence[Binding], use_ancestors: 
 _MODEL_METHODS = frozenset({"call", "build"})
 _STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
 _DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
-_DRIVER_METHODS = frozenset({"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate"})
+# Training drivers: a function calling these runs training, it is not an input pipeline.
+_DRIVER_METHODS = frozenset(
+    {"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate", "minimize", "apply_gradients", "compute_gradients"}
+)
 
 
 def _compute_roles(ctx: FileContext) -> dict[int, str]:

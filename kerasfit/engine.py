@@ -226,6 +226,7 @@ def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
 
 _NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _IGNORE_RE = re.compile(r"#\s*kerasfit:\s*ignore(?P<file>-file)?(?:\[(?P<codes>[^\]]*)\])?", re.I)
+_ANY_SUPPRESSION_RE = re.compile(r"noqa|kerasfit:", re.I)
 ALL = "*"
 
 
@@ -237,7 +238,7 @@ class Suppressions:
     @classmethod
     def scan(cls, source: str) -> Suppressions:
         sup = cls()
-        if "noqa" not in source and "kerasfit:" not in source:
+        if not _ANY_SUPPRESSION_RE.search(source):  # as case-insensitive as the patterns
             return sup
         for i, line in enumerate(source.splitlines(), start=1):
             if "#" not in line:

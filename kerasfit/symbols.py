@@ -220,6 +220,7 @@ WEIGHT_REGULARIZER_ARGS = (
     "embeddings_regularizer",
     "beta_regularizer",
     "gamma_regularizer",
+    "regularizer",  # tf.get_variable / add_weight
 )
 REGULARIZATION_LOSS_CALLS = {"tf.losses.get_regularization_loss", "tf.losses.get_regularization_losses"}
 # Concatenations and splits (KF105): canonical -> (values kw, values index, axis kw, axis index, axis default).

@@ -12,26 +12,24 @@ from typing import Iterator
 import libcst as cst
 
 from kerasfit.context import FileContext, get_arg
+from kerasfit.engine import iter_children
 
 Block = cst.IndentedBlock | cst.Module
 
 
 def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """Pre-order walk of code nodes (not nested defs/classes/lambdas unless asked)."""
+    """Pre-order walk of code nodes (not nested defs/classes/lambdas unless asked).
+
+    Uses the engine's child list, which skips whitespace, tokens, ``Attribute.attr``
+    and ``Arg.keyword`` — so every Name seen is a reference or a binding.
+    """
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
         if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        if isinstance(n, cst.Attribute):
-            stack.append(n.value)
-            continue
-        if isinstance(n, cst.Arg):
-            stack.append(n.value)
-            continue
-        kids = [c for c in n.children if not isinstance(c, (cst.BaseParenthesizableWhitespace, cst.Comma))]
-        stack.extend(reversed(kids))
+        stack.extend(reversed(list(iter_children(n))))
 
 
 def name_loads(node: cst.CSTNode, name: str) -> int:
@@ -144,29 +142,48 @@ def self_attr(expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
-    """Every value assigned to ``self.<attr>`` in the methods of ``cls``."""
-    out: list[cst.BaseExpression] = []
+def _class_index(cls: cst.ClassDef) -> tuple[dict[str, list[cst.BaseExpression]], dict[str, int]]:
+    """``self.<attr>`` assignments and reads in ``cls``, built once per class node."""
+    idx = _CLASS_INDEX.get(id(cls))
+    if idx is not None and idx[0] is cls:
+        return idx[1], idx[2]
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    reads: dict[str, int] = {}
+    stores: set[int] = set()
     for n in walk(cls.body, into_defs=True):
         if isinstance(n, cst.Assign):
             for t in n.targets:
-                if self_attr(t.target) == attr:
-                    out.append(n.value)
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and self_attr(n.target) == attr:
-            out.append(n.value if n.value is not None else cst.Name("None"))
-    return out
+                attr = self_attr(t.target)
+                if attr is not None:
+                    assigned.setdefault(attr, []).append(n.value)
+                    stores.add(id(t.target))
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
+            attr = self_attr(n.target)
+            if attr is not None:
+                assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
+                stores.add(id(n.target))
+        elif isinstance(n, cst.Attribute) and id(n) not in stores:
+            attr = self_attr(n)
+            if attr is not None:
+                reads[attr] = reads.get(attr, 0) + 1
+    if len(_CLASS_INDEX) > 256:
+        _CLASS_INDEX.clear()
+    _CLASS_INDEX[id(cls)] = (cls, assigned, reads)
+    return assigned, reads
+
+
+# id(class node) -> (node, assignments, reads); the node is kept so a reused id is detected.
+_CLASS_INDEX: dict[int, tuple[cst.ClassDef, dict, dict]] = {}
+
+
+def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+    """Every value assigned to ``self.<attr>`` in the methods of ``cls``."""
+    return _class_index(cls)[0].get(attr, [])
 
 
 def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
     """How often ``self.<attr>`` is read in ``cls``."""
-    count = 0
-    stores: set[int] = set()
-    for n in walk(cls.body, into_defs=True):
-        if isinstance(n, cst.AssignTarget):
-            stores.add(id(n.target))
-        elif isinstance(n, cst.Attribute) and self_attr(n) == attr and id(n) not in stores:
-            count += 1
-    return count
+    return _class_index(cls)[1].get(attr, 0)
 
 
 def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
@@ -243,3 +260,21 @@ def depends_on_param(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0
             if b.kind == "assign" and b.value is not None and depends_on_param(ctx, b.value, _depth + 1):
                 return True
     return False
+
+
+def label(name: str) -> str:
+    """How a finding names a callee: ``Conv2D`` for Keras layers, else the canonical name."""
+    return name.rsplit(".", 1)[-1] if name.startswith("keras.layers.") else name
+
+
+def class_attr_assignment_line(cls: cst.ClassDef, attr: str) -> cst.SimpleStatementLine | None:
+    """The line ``self.<attr> = ...`` when it is the only assignment of that attribute."""
+    found = None
+    for n in walk(cls.body, into_defs=True):
+        if isinstance(n, cst.SimpleStatementLine):
+            for small in n.body:
+                if isinstance(small, cst.Assign) and any(self_attr(t.target) == attr for t in small.targets):
+                    if found is not None or len(n.body) != 1 or len(small.targets) != 1:
+                        return None
+                    found = n
+    return found

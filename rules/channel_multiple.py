@@ -9,7 +9,7 @@ from kerasfit.rule import Invalid, Replace, Rule, Valid
 from kerasfit.symbols import CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
 from kerasfit.types import Applicability, Severity
 
-from ._flow import depends_on_param, shape_of_variable, walk
+from ._flow import depends_on_param, label, shape_of_variable, walk
 from ._util import keyword_value
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
@@ -155,6 +155,10 @@ class ChannelMultiple(Rule):
         ),
     )
 
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._facts: dict[int, tuple[set[str], bool, cst.Call | None]] = {}
+
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is None:
@@ -176,8 +180,10 @@ class ChannelMultiple(Rule):
             return
         if depends_on_param(self.ctx, expr):
             return
-        short = name.rsplit(".", 1)[-1]
+        short = label(name)
         pad, rounded, waste = self._numbers(v)
+        if v == 1:
+            unit = unit[:-1]
         where = f"{v} {unit} pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
         head = self._head_reason(call, expr, v)
         if head is not None:
@@ -210,7 +216,7 @@ class ChannelMultiple(Rule):
             return
         pad, rounded, waste = self._numbers(v)
         where = f"pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
-        short = name.rsplit(".", 1)[-1]
+        short = label(name)
         if v <= 4:
             self.report(
                 expr,
@@ -271,31 +277,38 @@ class ChannelMultiple(Rule):
             return "the model's last layer"
         return None
 
-    def _consumed_by_head_op(self, var: str) -> bool:
-        scope = self.ctx.enclosing_function() or self.ctx.module
-        for n in walk(scope):
-            if isinstance(n, cst.Call) and n.args and self.ctx.call_name(n) in HEAD_CONSUMERS:
-                for a in n.args:
-                    if isinstance(a.value, cst.Name) and a.value.value == var:
-                        # bound once, so the consumer reads this layer's result
-                        return self.ctx.lookup(var) is not None
-        return False
-
-    def _last_layer_of_model(self, call: cst.Call) -> bool:
+    def _scope_facts(self) -> tuple[set[str], bool, cst.Call | None]:
+        """For the enclosing function (or module), computed once: names passed to a
+        head op, whether it builds a model, and its last layer call."""
         fn = self.ctx.enclosing_function()
-        builds = False
-        if fn is not None and fn.name.value in ("__init__", "build"):
-            cls = self.ctx.enclosing_class()
-            if cls is not None and any(self.ctx.resolve(b.value) == "keras.Model" for b in cls.bases):
-                builds = True
         scope: cst.CSTNode = fn if fn is not None else self.ctx.module
-        last = None
-        for n in walk(scope):
-            if isinstance(n, cst.Call):
+        facts = self._facts.get(id(scope))
+        if facts is None:
+            consumed: set[str] = set()
+            builds = False
+            last = None
+            for n in walk(scope):
+                if not isinstance(n, cst.Call):
+                    continue
                 cn = self.ctx.call_name(n)
-                if cn in MODEL_CONSTRUCTORS:
+                if cn in HEAD_CONSUMERS:
+                    consumed.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+                elif cn in MODEL_CONSTRUCTORS:
                     builds = True
                 elif cn in _LAYERS:
                     last = n
+            if fn is not None and fn.name.value in ("__init__", "build"):
+                cls = self.ctx.enclosing_class()
+                if cls is not None and any(self.ctx.resolve(b.value) == "keras.Model" for b in cls.bases):
+                    builds = True
+            facts = self._facts[id(scope)] = (consumed, builds, last)
+        return facts
+
+    def _consumed_by_head_op(self, var: str) -> bool:
+        # bound once, so the consumer reads this layer's result
+        return var in self._scope_facts()[0] and self.ctx.lookup(var) is not None
+
+    def _last_layer_of_model(self, call: cst.Call) -> bool:
+        _, builds, last = self._scope_facts()
         return builds and last is call
 

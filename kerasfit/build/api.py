@@ -381,8 +381,9 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     # KF302: a per-core batch under 64 flips the layout (TPU_FACTS 1, 24).
     has_kf203 = any(d.code == "KF203" and _same_file(d.filename, filename) for d in diagnostics)
     if tiny and not has_kf203:
-        src = evidence.source if evidence and evidence.source and _same_file(
-            evidence.source["file"], filename) else None
+        # The line where the batch enters (placeholder / keras.Input), else the evidence op.
+        candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
+        src = next((s for s in candidates if _same_file(s["file"], filename)), None)
         what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
                 f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
                 if evidence else "")

@@ -227,7 +227,7 @@ def _record_scopes(layers, tf) -> dict[str, Any]:
     return scopes
 
 
-def _input_specs(model, per_core: int | None):
+def _input_specs(model):
     shapes, dtypes = [], []
     inputs = None
     try:
@@ -259,7 +259,7 @@ def _input_specs(model, per_core: int | None):
     return shapes, dtypes
 
 
-def _keras_step(model, args, tf):
+def _keras_step(model, tf):
     variables = list(model.trainable_variables)
     if not variables:
         raise ChildError("the model has no trainable variables")
@@ -277,7 +277,7 @@ def _keras_step(model, args, tf):
 
 
 def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
-    shapes, dtypes = _input_specs(model, None)
+    shapes, dtypes = _input_specs(model)
     fixed = shapes[0][0] if shapes and shapes[0] else None
     global_batch = opts.batch_size or fixed or DEFAULT_BATCH
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -287,7 +287,7 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
         args.append(tf.zeros(s, dtype=dt))
     layers = _layers_of(model)
     scopes = _record_scopes(layers, tf)
-    step, variables = _keras_step(model, args, tf)
+    step, variables = _keras_step(model, tf)
     try:
         concrete = step.get_concrete_function(*args)
         hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
@@ -297,6 +297,10 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
         raise _user_error(exc, sites, "tracing the training step failed") from None
     outs = concrete.structured_outputs[1]
     result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
+    result["output_layers"] = _output_layers(model)
+    # Where the batch enters the model: KF302 points there.
+    result["input_sites"] = [site for site in (getattr(layer, "_kerasfit_site", None)
+                                               for layer in _endpoint_layers(model, "inputs")) if site]
     result["inputs"] = [a.shape.as_list() for a in args]
     result["global_batch"] = global_batch
     result["per_core_batch"] = per_core
@@ -325,6 +329,28 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
     return hlo
 
 
+def _endpoint_layers(model, attr: str) -> list:
+    """The layers producing ``model.inputs`` / ``model.outputs`` (functional models)."""
+    layers = []
+    try:
+        tensors = getattr(model, attr) or []
+    except Exception:
+        tensors = []
+    for t in tensors:
+        history = getattr(t, "_keras_history", None)
+        layer = getattr(history, "operation", None) or getattr(history, "layer", None)
+        if layer is None and isinstance(history, tuple) and history:
+            layer = history[0]
+        if layer is not None:
+            layers.append(layer)
+    return layers
+
+
+def _output_layers(model) -> list[str]:
+    """Names of the layers producing the model's outputs: their width is the task's."""
+    return [layer.name for layer in _endpoint_layers(model, "outputs") if getattr(layer, "name", None)]
+
+
 def _probe(model, shapes, dtypes, per_core, opts, tf) -> None:
     """Save/load weights and record outputs on a fixed input (fix-equivalence tests)."""
     import numpy as np
@@ -345,7 +371,7 @@ def _probe(model, shapes, dtypes, per_core, opts, tf) -> None:
 # ---------------------------------------------------------------- TF1 graphs
 
 
-def _patch_tf1(tf, opts, state: dict) -> None:
+def _patch_tf1(tf, opts, state: dict, sites: Sites) -> None:
     """Placeholders get the per-core batch; eager-disabling calls become no-ops.
 
     The HLO must be traced at the per-core batch while TF1 code usually hard-codes the
@@ -368,6 +394,9 @@ def _patch_tf1(tf, opts, state: dict) -> None:
                     state.setdefault("declared", dims[0])
                     dims[0] = state["per_core_batch"]
                     shape = dims
+                    site = sites.from_frames()
+                    if site is not None:
+                        state.setdefault("input_sites", []).append(site)
         return original(dtype, shape=shape, name=name)
 
     v1.placeholder = placeholder
@@ -395,6 +424,8 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
         if not floats:
             raise ChildError("the entry returned no Keras model and no floating-point tensors")
         outputs_box["shapes"] = [o.shape.as_list() for o in floats]
+        # The layer scope of each returned tensor ("unet/output/BiasAdd" -> "unet/output").
+        outputs_box["layers"] = sorted({o.op.name.rsplit("/", 1)[0] for o in floats if "/" in o.op.name})
         loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in floats])
         variables = tf.compat.v1.trainable_variables()
         if not variables:
@@ -435,6 +466,8 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
         if site is not None:
             sites_by_op[op.name] = site
     result["outputs"] = outputs_box["shapes"]
+    result["output_layers"] = outputs_box["layers"]
+    result["input_sites"] = state.get("input_sites", [])
     result["inputs"] = [t.shape.as_list() for t in feeds]
     result["variables"] = outputs_box["variables"]
     result["global_batch"] = state.get("global_batch") or opts.batch_size or DEFAULT_BATCH
@@ -473,7 +506,11 @@ def run(opts) -> dict[str, Any]:
 
     tf.get_logger().setLevel("ERROR")
     _patch_layer_init(keras.layers.Layer, sites)
-    if opts.legacy:
+    try:
+        uses_tf_keras = "tf_keras" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        uses_tf_keras = False
+    if opts.legacy or uses_tf_keras:
         import tf_keras
 
         _patch_layer_init(tf_keras.layers.Layer, sites)
@@ -483,7 +520,7 @@ def run(opts) -> dict[str, Any]:
             tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
     state: dict[str, Any] = {}
     if opts.legacy:
-        _patch_tf1(tf, opts, state)
+        _patch_tf1(tf, opts, state, sites)
     result["tf_version"] = tf.__version__
     result["keras_version"] = getattr(keras, "__version__", "")
     t_import = time.perf_counter()

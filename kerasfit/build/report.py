@@ -83,6 +83,7 @@ class BuildReport:
     outputs: list[list[int | None]] = field(default_factory=list)
     inputs: list[list[int | None]] = field(default_factory=list)
     pads: list[dict[str, Any]] = field(default_factory=list)
+    input_sites: list[dict[str, Any]] = field(default_factory=list)  # where the batch enters
     notes: list[str] = field(default_factory=list)
     tf_version: str = ""
     cached: bool = False
@@ -99,6 +100,7 @@ class BuildReport:
             "ops": [op.to_dict() for op in self.ops],
             "recommendations": [r.to_dict() for r in self.recommendations],
             "outputs": self.outputs, "inputs": self.inputs, "pads": self.pads,
+            "input_sites": self.input_sites,
             "notes": self.notes, "tf_version": self.tf_version, "cached": self.cached,
             "elapsed": self.elapsed, "timings": self.timings,
         }
@@ -129,9 +131,11 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
     for rep in reports:
         if rep.layer:
             by_layer.setdefault(rep.layer, []).append(rep)
+    # An output layer's width is set by the task (classes, channels), not a free choice.
+    outputs = set(raw.get("output_layers") or ())
     for layer, reps in by_layer.items():
         fwd = [r for r in reps if r.pass_ == FORWARD]
-        if not fwd:
+        if not fwd or layer in outputs:
             continue
         n = fwd[0].dims["out_features"][0]
         candidates = {pad_to(n, t.channel_multiple)}
@@ -186,7 +190,8 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         common_batch=sim.common_batch, ops=reports, step_fit=sim.step_fit,
         hbm_expansion=sim.hbm_expansion, flops=sim.flops, padded_flops=sim.padded_flops,
         recommendations=recs, layout=lay, outputs=raw.get("outputs", []),
-        inputs=raw.get("inputs", []), pads=raw.get("pads", []), notes=notes,
+        inputs=raw.get("inputs", []), pads=raw.get("pads", []),
+        input_sites=raw.get("input_sites", []), notes=notes,
         tf_version=raw.get("tf_version", ""), timings=raw.get("timings", {}),
     )
 

@@ -8,6 +8,7 @@ negotiates UTF-16 — the encoding every client must support — so these agree 
 
 from __future__ import annotations
 
+import os
 import re
 from typing import Any, Iterable, Sequence
 
@@ -93,13 +94,14 @@ def quickfix_title(d: Diagnostic) -> str:
     return d.fix.title + (" (unsafe)" if d.fix.applicability is Applicability.UNSAFE else "")
 
 
-def ranges_overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """Inclusive overlap: a cursor (empty range) touching a diagnostic counts."""
+def lines_overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Do two LSP ranges share a line? (A range ending at character 0 does not reach its end line.)"""
 
-    def key(p: dict[str, int]) -> tuple[int, int]:
-        return (p["line"], p["character"])
+    def last(r: dict[str, Any]) -> int:
+        end = r["end"]
+        return end["line"] - 1 if end["character"] == 0 and end["line"] > r["start"]["line"] else end["line"]
 
-    return key(a["start"]) <= key(b["end"]) and key(b["start"]) <= key(a["end"])
+    return a["start"]["line"] <= last(b) and b["start"]["line"] <= last(a)
 
 
 # ---- hover ----------------------------------------------------------------------------
@@ -116,17 +118,17 @@ def rule_paragraph(doc: str) -> str:
 
 
 def _get(obj: Any, *names: str, default: Any = None) -> Any:
+    """The first of ``names`` that ``obj`` has (as a key or attribute) and that is not None."""
     for n in names:
-        if isinstance(obj, dict) and n in obj:
-            return obj[n]
-        if not isinstance(obj, dict) and hasattr(obj, n):
-            return getattr(obj, n)
+        v = obj.get(n) if isinstance(obj, dict) else getattr(obj, n, None)
+        if v is not None:
+            return v
     return default
 
 
 def _shape(v: Any) -> str:
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(str(x) for x in v) + "]"
+        return "×".join(str(x) for x in v)
     return str(v)
 
 
@@ -153,45 +155,62 @@ def build_lines_for_diagnostic(d: Diagnostic) -> list[str]:
     return out
 
 
-def _op_rows(op: Any) -> tuple[int, int] | None:
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def _op_rows(op: Any, filename: str | None) -> tuple[int, int] | None:
     src = _get(op, "source", "site")
-    line = _get(src, "line") if src is not None else _get(op, "line", "row")
+    where = src if src is not None else op
+    line = _get(where, "line", "row")
     if not isinstance(line, int):
         return None
-    end = _get(src, "end_line") if src is not None else _get(op, "end_line", "end_row")
+    file = _get(where, "file")
+    if filename and isinstance(file, str) and not _same_file(file, filename):
+        return None  # an op built from another module
+    end = _get(where, "end_line", "end_row")
     return line, end if isinstance(end, int) else line
 
 
-def build_lines_for_row(report: Any, row: int) -> list[str]:
-    """Ops of a cached build report that map to 1-based ``row``: shape → padded shape, fit.
+def build_lines_for_row(report: Any, row: int, filename: str | None = None) -> list[str]:
+    """Ops of a cached build report that map to 1-based ``row`` of ``filename``:
+    shape → padded shape, and fit.
 
-    Duck-typed on purpose: the report may be a dataclass or a dict, with ops as
-    ``(HloOp, OpSim)`` pairs or flat records.
+    Duck-typed: the report may be a dataclass (``kerasfit.build.report.BuildReport``)
+    or its ``to_dict()``, with flat op records or ``(HloOp, OpSim)`` pairs.
     """
-    ops = _get(report, "ops", default=None)
+    ops = _get(report, "ops")
     if ops is None:
-        sim = _get(report, "simulation", default=None)
-        ops = _get(sim, "ops", default=None) if sim is not None else None
+        sim = _get(report, "simulation")
+        ops = _get(sim, "ops") if sim is not None else None
     out: list[str] = []
     for item in ops or ():
         op, sim = (item if isinstance(item, tuple) and len(item) == 2 else (item, item))
-        rows = _op_rows(op) or _op_rows(sim)
+        rows = _op_rows(op, filename) or _op_rows(sim, filename)
         if rows is None or not rows[0] <= row <= rows[1]:
             continue
-        shape = _get(sim, "shape", default=None)
-        padded = _get(sim, "padded_shape", default=None)
+        shape, padded = _get(sim, "shape"), _get(sim, "padded_shape")
         if shape is None or padded is None:
             continue
         name = _get(op, "layer", "op_name", "name", default="op")
-        fit = _get(sim, "fit", default=None)
-        out.append(f"- `{name}`: {_shape(shape)} → {_shape(padded)}" + (f", fit {_fit(fit)}" if fit is not None else ""))
+        pass_ = _get(op, "pass_", "pass")
+        fit = _get(sim, "fit")
+        out.append(
+            f"- `{name}`" + (f" ({pass_})" if pass_ else "") + f": {_shape(shape)} → {_shape(padded)}"
+            + (f", fit {_fit(fit)}" if fit is not None else "")
+        )
         if len(out) >= 8:
             out.append("- …")
             break
     return out
 
 
-def hover_markdown(diags: Sequence[Diagnostic], docs: dict[str, str], build_rows: Iterable[str] = ()) -> str:
+def hover_markdown(
+    diags: Sequence[Diagnostic], docs: dict[str, str], build_rows: Iterable[str] = (), build_title: str = ""
+) -> str:
     parts = []
     for d in diags:
         text = f"**{d.code}** `{d.name}` — {d.message}"
@@ -206,5 +225,5 @@ def hover_markdown(diags: Sequence[Diagnostic], docs: dict[str, str], build_rows
         parts.append(text)
     rows = list(build_rows)
     if rows:
-        parts.append("**Build report** (cached)\n\n" + "\n".join(rows))
+        parts.append(f"**Build report** ({build_title or 'cached'})\n\n" + "\n".join(rows))
     return "\n\n---\n\n".join(parts)

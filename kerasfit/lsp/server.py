@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -124,6 +125,19 @@ class _Protocol(LanguageServerProtocol):
             general.position_encodings = [types.PositionEncodingKind.Utf16]
         return (yield from super().lsp_initialize(params))
 
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args):
+        server = self._server
+        if not getattr(server, "tcp", False):
+            return (yield from super().lsp_exit(*args))
+        # Over TCP pygls would raise SystemExit inside the connection callback (a
+        # traceback, and the listener stays up); stop the listener instead, and let
+        # serve() exit with the LSP exit code.
+        server.exit_code = 0 if self._shutdown else 1
+        if self.writer is not None:
+            self.writer.close()
+        server.shutdown()
+
 
 class KerasfitServer(LanguageServer):
     def __init__(self) -> None:
@@ -134,6 +148,8 @@ class KerasfitServer(LanguageServer):
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
         self.reported_errors: set[str] = set()
         self.docs_cache: dict[str, str] = {}
+        self.tcp = False
+        self.exit_code = 0
 
     # ---- linting ----------------------------------------------------------------------
 
@@ -440,7 +456,8 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
 
     if _wants(only, types.CodeActionKind.QuickFix):
         for d, lsp_d in zip(linted.result.diagnostics, linted.lsp):
-            if (d.code, lsp_d["range"]["start"]["line"]) not in asked and not E.ranges_overlap(want, lsp_d["range"]):
+            # Whole lines, like hover: a cursor anywhere on a flagged line gets its fixes.
+            if (d.code, lsp_d["range"]["start"]["line"]) not in asked and not E.lines_overlap(want, lsp_d["range"]):
                 continue
             diag = conv.structure(lsp_d, types.Diagnostic)
             text_edits = _quickfix_edits(linted, d, lsp_d)
@@ -490,17 +507,36 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
 # ---- hover ----------------------------------------------------------------------------
 
 
-def _cached_build_report(path: str) -> Any:
-    """The build cross-check's cached report for this file, if that module provides one."""
+_REPORTS: dict[str, tuple[tuple[int, int], Any]] = {}
+
+
+def _cached_build_report(path: str, source: str) -> Any:
+    """The build cross-check's cached report for this file, when the buffer is what was built.
+
+    Never builds anything (that runs user code); only reads what `kerasfit report` or
+    `check --build` left behind.
+    """
     try:
-        from ..build.api import cached_report  # written by the build cross-check; optional here
+        from ..build.api import cached_report  # optional: the build cross-check may be absent
     except (ImportError, AttributeError):
         return None
     try:
-        return cached_report(path)
+        st = os.stat(path)
+        if Path(path).read_text(encoding="utf-8") != source:
+            return None  # unsaved edits: the report's line numbers may not match the buffer
+    except (OSError, UnicodeDecodeError):
+        return None
+    key = (st.st_mtime_ns, st.st_size)
+    hit = _REPORTS.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        report = cached_report(path)
     except Exception as exc:  # never let a report problem break hover
         log.info("cached_report(%s) failed: %s", path, exc)
-        return None
+        report = None
+    _REPORTS[path] = (key, report)
+    return report
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
@@ -516,10 +552,22 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
             if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
     if not hits:
         return None
-    report = _cached_build_report(ls.path_for(uri))
-    build_rows = E.build_lines_for_row(report, line + 1) if report is not None else []
+    path = ls.path_for(uri)
+    loop = asyncio.get_running_loop()
+    report = await loop.run_in_executor(ls.executor, _cached_build_report, path, linted.source)
+    build_rows: list[str] = []
+    title = ""
+    if report is not None:
+        # A finding spanning several lines (a multi-line layer call) shows the ops of all of them.
+        for row in sorted({r for d, _ in hits for r in range(d.row, d.end_row + 1)}):
+            build_rows += [b for b in E.build_lines_for_row(report, row, path) if b not in build_rows]
+        target = getattr(report, "target", None)
+        step_fit = getattr(report, "step_fit", None)
+        title = "cached" + (f", {target}" if target else "") + (
+            f", whole-step fit {step_fit:.0%}" if isinstance(step_fit, float) else ""
+        )
     docs = {d.code: ls.rule_paragraph(d.code) for d, _ in hits}
-    value = E.hover_markdown([d for d, _ in hits], docs, build_rows)
+    value = E.hover_markdown([d for d, _ in hits], docs, build_rows, title)
     first = hits[0][1]["range"]
     rng = types.Range(
         start=types.Position(line=first["start"]["line"], character=first["start"]["character"]),
@@ -537,7 +585,10 @@ def serve(tcp: str | None = None) -> None:
     if tcp:
         host, sep, port = tcp.rpartition(":")
         if not sep or not port.isdigit():
-            raise SystemExit(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}")
+            print(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}", file=sys.stderr)
+            sys.exit(2)
+        server.tcp = True
         server.start_tcp(host or "127.0.0.1", int(port))
+        sys.exit(server.exit_code)
     else:
         server.start_io()

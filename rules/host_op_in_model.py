@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.rule import Invalid, Rule
+from kerasfit.symbols import HOST_OPS
+from kerasfit.types import Severity
+
+_MODEL_WHY = {
+    "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",
+    "gpu": "it runs in Python on the host: every step copies the tensors to the CPU and back and holds the GIL",
+    "gaudi": "it runs in Python on the host: every step copies the tensors to the CPU and back and holds the GIL",
+}
+
+
+class HostOpInModel(Rule):
+    """
+    ## What it does
+    Flags `tf.py_function`, `tf.numpy_function` and `tf.py_func` in code that runs on the
+    accelerator: a Keras `call`, a `train_step`, a `tf.function` step, a function given
+    to `strategy.run`, a TF1 `model_fn`. In an input pipeline (a function given to
+    `Dataset.map`) it is reported as a lower-severity note. Calls wrapped on purpose in
+    `tpu.outside_compilation` are not flagged.
+
+    ## Why is this slow on the accelerator
+    These ops call back into the Python interpreter. They have no TPU kernel (TPU_FACTS
+    24), so a TPU step containing one fails to compile or is split around a host round
+    trip; on a GPU every step copies the tensors to the host and back and serializes on
+    the GIL. In `Dataset.map` they run on the host anyway, but hold the GIL (limiting
+    `num_parallel_calls`) and cannot run on a remote TPU host or in tf.data service.
+
+    ## Example
+    ```python
+    class Augment(tf.keras.layers.Layer):
+        def call(self, x):
+            return tf.numpy_function(scipy_rotate, [x], tf.float32)
+    ```
+
+    ## Use instead
+    Write the computation with TensorFlow ops (`tf.image`, `keras.layers.RandomRotation`),
+    or move it into the input pipeline.
+
+    ## Fix safety
+    No automatic fix.
+
+    ## References
+    TPU_FACTS 24; Cloud TPU guide ("unsupported ops"), tf.data performance guide.
+    """
+
+    code = "KF202"
+    name = "host-op-in-model"
+    message = "Python callback op in accelerator code"
+    severity = Severity.ERROR
+
+    VALID = (
+        # eager host code
+        "import tensorflow as tf\n\ndef report(x):\n    return tf.py_function(print, [x], [])\n",
+        "import tensorflow as tf\ny = tf.numpy_function(np.sort, [x], tf.float32)\n",
+        # deliberate host callback on TPU
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def model_fn(features, labels, mode, params):\n"
+        "    def host_log(x):\n"
+        "        return tf.py_func(log_fn, [x], [])\n"
+        "    tf.tpu.outside_compilation(host_log, features)\n"
+        "    return tf.layers.dense(features, 10)\n",
+        "import tensorflow as tf\n\ndef py_function(f, x):\n    return x\n\n@tf.function\ndef step(x):\n    return py_function(abs, x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "class Augment(tf.keras.layers.Layer):\n"
+            "    def call(self, x):\n"
+            "        return tf.numpy_function(rotate, [x], tf.float32)\n",
+            message_contains="no TPU kernel",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "@tf.function\n"
+            "def train_step(images, labels):\n"
+            "    labels = tf.py_function(remap, [labels], tf.int64)\n"
+            "    return labels\n",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def model_fn(features, labels, mode, params):\n"
+            "    ids = tf.py_func(tokenize, [features], tf.int64)\n"
+            "    return tf.layers.dense(tf.cast(ids, tf.float32), 10)\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def load(path):\n"
+            "    return tf.numpy_function(read_npy, [path], tf.float32)\n\n"
+            "ds = tf.data.Dataset.list_files('*.npy').map(load)\n",
+            message_contains="input pipeline",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "class Augment(tf.keras.layers.Layer):\n"
+            "    def call(self, x):\n"
+            "        return tf.numpy_function(rotate, [x], tf.float32)\n",
+            target="gpu",
+            message_contains="GIL",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name not in HOST_OPS:
+            return
+        role = self.ctx.role()
+        op = name.rsplit(".", 1)[-1]
+        if role == "model":
+            family = self.ctx.target.family
+            self.report(
+                node,
+                f"`{op}` in model/step code: {_MODEL_WHY[family]}; use TensorFlow ops",
+                severity=Severity.ERROR if family == "tpu" else Severity.WARNING,
+            )
+        elif role == "input":
+            self.report(
+                node,
+                f"`{op}` in the input pipeline runs Python on the host: it holds the GIL (capping "
+                "num_parallel_calls) and cannot run on a remote TPU host; prefer TensorFlow ops",
+                severity=Severity.INFO,
+            )

@@ -1,0 +1,301 @@
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from kerasfit.context import dotted_name, get_arg
+from kerasfit.rule import Invalid, Remove, Rule
+from kerasfit.symbols import (
+    L2_REGULARIZER_STRINGS,
+    L2_REGULARIZERS,
+    REGULARIZATION_LOSS_CALLS,
+    WEIGHT_REGULARIZER_ARGS,
+)
+from kerasfit.types import Applicability
+
+_WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
+_COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)
+_SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
+_ADVICE = "use the optimizer's decoupled `weight_decay` instead"
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+class L2InForward(Rule):
+    """
+    ## What it does
+    Flags L2 weight penalties computed as part of the loss: `tf.nn.l2_loss` over the
+    weights (usually `tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])`),
+    `sum(model.losses)` / `tf.add_n(model.losses)`,
+    `tf.compat.v1.losses.get_regularization_loss(es)()` and the
+    `REGULARIZATION_LOSSES` collection, and weight regularizers on layers:
+    `kernel_regularizer=l2(...)`, `regularizers.L2(...)`, `'l2'`, `l1_l2`,
+    `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
+    recurrent, embedding and batch-norm weights; `activity_regularizer` is left
+    alone — it penalizes activations, which no optimizer setting can replace).
+
+    To keep a ResNet with fifty regularized layers from producing fifty findings, a
+    regularizer is reported **once per distinct source**: a shared object
+    (`reg = l2(1e-4)` passed to many layers) at its definition, and an inline
+    expression at its first occurrence in the file, with the number of layers that
+    repeat the same text (`l2(WEIGHT_DECAY)` in 50 layers is one finding). A helper
+    such as `def conv(x, f): return Conv2D(f, 3, kernel_regularizer=l2(WD))(x)` is
+    one finding because it is one line of source. A `# noqa` on that first line
+    silences the group. `sum(model.losses)` is not flagged in a file that calls
+    `add_loss` and attaches no regularizer: there the losses are likely a KL or
+    auxiliary term.
+
+    ## Why is this slow on the accelerator
+    A regularizer adds `λ·Σw²` for every weight to the loss each step: one more pass
+    over every weight in the forward pass, a reduction, and its gradient added back
+    in the backward pass (TPU_FACTS 23). Habana's Gaudi guide recommends adding
+    `weight_decay * var` to the update instead of computing L2 loss in the forward
+    pass (TPU_FACTS 17); every Keras 3 optimizer (and tf-keras's since TF 2.11) has
+    a `weight_decay` argument that does that, fused into the update.
+
+    ## Example
+    ```python
+    x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
+    loss = ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])
+    ```
+
+    ## Use instead
+    ```python
+    x = layers.Conv2D(64, 3)(x)
+    optimizer = keras.optimizers.SGD(0.1, momentum=0.9, weight_decay=2e-4)  # 2·λ for l2(λ)
+    loss = ce                     # and weight_decay=5e-4 for 5e-4 * l2_loss (Σw²/2)
+    ```
+
+    ## Fix safety
+    Display only: moving the penalty to the optimizer changes training. Decoupled
+    weight decay equals L2 regularization only for plain SGD (with momentum or Adam
+    it is a different, usually better, regularizer), and Keras's `weight_decay`
+    applies to every variable unless you `exclude_from_weight_decay` (biases,
+    batch-norm). `l2(λ)` adds `λ·Σw²`, whose gradient is `2λ·w`, so the SGD-equivalent
+    decay is `2λ`; `c * tf.nn.l2_loss(w)` is `c·Σw²/2`, equivalent to `c`. The
+    finding names these numbers when it can fold λ.
+
+    ## References
+    TPU_FACTS 17, 23; Habana Gaudi TensorFlow optimization guide; Loshchilov & Hutter,
+    "Decoupled Weight Decay Regularization" (AdamW).
+    """
+
+    code = "KF104"
+    name = "l2-in-forward"
+    message = "L2 weight penalty is computed in the forward pass"
+    fix_title = "Drop the penalty and set `weight_decay` on the optimizer"
+    fix_safety = Applicability.DISPLAY
+
+    VALID = (
+        "import keras\nopt = keras.optimizers.AdamW(1e-3, weight_decay=1e-4)\nx = keras.layers.Dense(64)(x)\n",
+        # a data loss that happens to use l2_loss
+        "import tensorflow as tf\nloss = tf.nn.l2_loss(predictions - labels)\n",
+        # activity regularization penalizes activations, not weights
+        "from tensorflow.keras import layers, regularizers\n"
+        "x = layers.Dense(64, activity_regularizer=regularizers.l2(1e-5))(x)\n",
+        # L1 only
+        "from keras import layers, regularizers\nx = layers.Dense(64, kernel_regularizer=regularizers.L1(1e-5))(x)\n",
+        # add_loss-only model: model.losses is a KL term here
+        "import tensorflow as tf\n\nclass VAE(tf.keras.Model):\n    def call(self, x):\n        self.add_loss(kl(x))\n"
+        "        return x\n\ndef step(model, x):\n    return recon(x) + sum(model.losses)\n",
+        # a user's own l2
+        "from tensorflow.keras import layers\ndef l2(x):\n    return None\nx = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
+            "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
+            message_contains="(0.0005 matches it",
+        ),
+        Invalid(
+            "from tensorflow.keras import layers, regularizers\n\n"
+            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
+            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
+            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n",
+            message_contains="repeated at 3 call sites",
+        ),
+        Invalid(
+            "import keras\n\nreg = keras.regularizers.L2(5e-5)\n"
+            "a = keras.layers.Dense(64, kernel_regularizer=reg)\nb = keras.layers.Dense(64, kernel_regularizer=reg)\n",
+            message_contains="(0.0001 matches it",
+        ),
+        Invalid("from keras import layers\nx = layers.Dense(64, kernel_regularizer='l2')(x)\n", message_contains="0.01·Σw²"),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\nloss = ce + tf.losses.get_regularization_loss()\n",
+            message_contains="weight_decay",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\nreg = tf.add_n(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\n@tf.function\ndef train_step(model, x, y):\n    with tf.GradientTape() as tape:\n"
+            "        loss = loss_fn(y, model(x)) + sum(model.losses)\n    return tape.gradient(loss, model.trainable_variables)\n",
+            message_contains="model.losses",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "net = tf.layers.conv2d(x, 64, 3, kernel_regularizer=tf.contrib.layers.l2_regularizer(scale=1e-4))\n",
+            message_contains="0.0001·Σw²/2",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        # regularizer source -> [node to report, count, keyword, text, λ, wd factor]
+        self._groups: dict[object, list] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name is None:
+            if isinstance(node.func, cst.Name) and node.func.value == "sum" and node.args:
+                if self.ctx.lookup("sum") is None:
+                    self._check_losses_sum(node, node.args[0].value)
+            return
+        if name == "tf.nn.l2_loss":
+            self._check_l2_loss(node)
+        elif name in REGULARIZATION_LOSS_CALLS:
+            self.report(
+                node,
+                f"`{name}()` adds every layer's regularization penalty to the loss each step; "
+                f"remove the layers' regularizers and {_ADVICE}",
+            )
+        elif name in ("tf.get_collection", "tf.get_collection_ref") and node.args:
+            key = node.args[0].value
+            if self.ctx.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.const(key) == "regularization_losses":
+                self.report(
+                    node,
+                    "the REGULARIZATION_LOSSES collection is summed into the loss each step; "
+                    f"remove the layers' regularizers and {_ADVICE}",
+                )
+        elif name in _SUMS and node.args:
+            self._check_losses_sum(node, node.args[0].value)
+        if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
+            self._collect_regularizers(node)
+
+    def leave_Module(self, node: cst.Module) -> None:
+        for first, count, kw, text, lam, factor, fix_arg in self._groups.values():
+            where = "" if count == 1 else f" (repeated at {count} call sites)"
+            if lam is None:
+                penalty, decay = "an L2 penalty", ""
+            else:
+                penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
+                decay = f" ({_fmt(lam * factor)} matches it for plain SGD)"
+            fix = self.make_fix(Remove(fix_arg)) if count == 1 and fix_arg is not None else None
+            self.report(
+                first,
+                f"`{kw}={text}`{where} adds {penalty} to the loss every forward pass; "
+                f"drop it and {_ADVICE}{decay}",
+                fix=fix,
+            )
+
+    # ---- loss-side patterns -----------------------------------------------
+    def _check_l2_loss(self, call: cst.Call) -> None:
+        arg = get_arg(call, "t", 0)
+        if arg is None or not self._is_weight(arg.value):
+            return
+        coef = None
+        for anc in reversed(self.ctx.stack):
+            if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+                break
+            if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Multiply):
+                for side in (anc.left, anc.right):
+                    v = self.ctx.const(side)
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
+                        coef = float(v)
+                break
+        decay = f" ({_fmt(coef)} matches it for plain SGD)" if coef is not None else ""
+        self.report(
+            call,
+            f"`tf.nn.l2_loss` over the weights adds an L2 penalty to the loss every step; {_ADVICE}{decay}",
+        )
+
+    def _is_weight(self, expr: cst.BaseExpression) -> bool:
+        dn = dotted_name(expr)
+        if dn is None:
+            return False
+        last = dn.rsplit(".", 1)[-1]
+        if isinstance(expr, cst.Name):
+            for anc in reversed(self.ctx.stack):
+                fors = []
+                if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
+                    f = anc.for_in
+                    while f is not None:
+                        fors.append(f)
+                        f = f.inner_for_in
+                elif isinstance(anc, cst.For):
+                    fors.append(anc)
+                for f in fors:
+                    if isinstance(f.target, cst.Name) and f.target.value == expr.value:
+                        it = f.iter
+                        src = dotted_name(it.func if isinstance(it, cst.Call) else it) or ""
+                        return bool(_COLLECTIONISH.search(src))
+            b = self.ctx.lookup(expr.value)
+            if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
+                if self.ctx.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
+                    return True
+        return bool(_WEIGHTISH.search(last))
+
+    def _check_losses_sum(self, call: cst.Call, arg: cst.BaseExpression) -> None:
+        if not (isinstance(arg, cst.Attribute) and arg.attr.value == "losses"):
+            return
+        src = self.ctx.source
+        if "add_loss" in src and "regularizer" not in src:
+            return
+        self.report(
+            call,
+            f"`{dotted_name(arg) or 'losses'}` (the layers' regularization penalties) is added to the loss "
+            f"every step; remove the layers' regularizers and {_ADVICE}",
+        )
+
+    # ---- layer-side regularizers -------------------------------------------
+    def _collect_regularizers(self, call: cst.Call) -> None:
+        for a in call.args:
+            if a.keyword is None or a.keyword.value not in WEIGHT_REGULARIZER_ARGS:
+                continue
+            value = a.value
+            shared = None
+            if isinstance(value, cst.Name):
+                b = self.ctx.lookup(value.value)
+                if b is None or b.kind != "assign" or b.value is None:
+                    continue
+                shared, value = value.value, b.value
+            info = self._l2(value)
+            if info is None:
+                continue
+            lam, factor = info
+            if shared is not None:
+                key: object = ("shared", id(value))
+                text = shared
+                report_at: cst.CSTNode = value
+            else:
+                text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+                key = ("inline", a.keyword.value, text)
+                report_at = value
+            group = self._groups.get(key)
+            if group is None:
+                self._groups[key] = [report_at, 1, a.keyword.value, text, lam, factor, a if shared is None else None]
+            else:
+                group[1] += 1
+
+    def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
+        """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
+        s = self.ctx.const(value)
+        if isinstance(s, str):
+            return (0.01, 2.0) if s.lower() in L2_REGULARIZER_STRINGS else None
+        if not isinstance(value, cst.Call):
+            return None
+        name = self.ctx.call_name(value)
+        kw = L2_REGULARIZERS.get(name or "")
+        if kw is None:
+            return None
+        factor = 1.0 if name == "tf.contrib.layers.l2_regularizer" else 2.0
+        arg = get_arg(value, kw, 0 if name != "keras.regularizers.l1_l2" else 1)
+        if arg is None:
+            return (0.01, factor) if name == "keras.regularizers.l2" else (None, factor)
+        lam = self.ctx.const(arg.value)
+        if isinstance(lam, (int, float)) and not isinstance(lam, bool):
+            return None if lam == 0 else (float(lam), factor)
+        return None, factor

@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.rule import Invalid, Rule
+from kerasfit.symbols import MAX_POOLING
+from kerasfit.types import Severity
+
+# Evidence that the file trains what it builds.
+_TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
+_TRAIN_NAMES = {"tf.GradientTape", "tf.estimator.tpu.TPUEstimator", "tf.contrib.tpu.TPUEstimator", "tf.estimator.Estimator"}
+
+
+class MaxpoolGradient(Rule):
+    """
+    ## What it does
+    Flags windowed max pooling (`MaxPooling1D/2D/3D`, `tf.nn.max_pool*`,
+    `tf.compat.v1.layers.max_pooling2d`, `keras.ops.max_pool`) in a file that trains a
+    model (`fit`, `GradientTape`, `minimize`, an Estimator). Off by default: max
+    pooling is often the right layer, and this is a speed trade-off to consider, not a
+    mistake.
+
+    ## Why is this slow on the accelerator
+    The gradient of max pooling is a select-and-scatter (routing each gradient to the
+    argmax of its window), which the Cloud TPU guide notes can be slower than average
+    pooling's plain strided broadcast (TPU_FACTS 16). Inference is unaffected.
+
+    ## Example
+    ```python
+    x = tf.keras.layers.MaxPooling2D(2)(x)
+    ```
+
+    ## Use instead
+    ```python
+    x = tf.keras.layers.AveragePooling2D(2)(x)       # or a stride-2 convolution
+    ```
+
+    ## Fix safety
+    No automatic fix: a different pooling changes what the model learns.
+
+    ## References
+    TPU_FACTS 16; Cloud TPU performance guide, "TensorFlow ops".
+    """
+
+    code = "KF901"
+    name = "maxpool-gradient"
+    message = "Max pooling in a trained model: its gradient is slower than average pooling's"
+    default_enabled = False
+    targets = frozenset({"tpu"})
+    severity = Severity.INFO
+
+    VALID = (
+        # inference only
+        "import tensorflow as tf\nmodel = tf.keras.Sequential([tf.keras.layers.MaxPooling2D(2)])\nmodel.predict(x)\n",
+        "import tensorflow as tf\nx = tf.keras.layers.AveragePooling2D(2)(x)\nmodel.fit(ds)\n",
+        "import tensorflow as tf\nx = tf.keras.layers.GlobalMaxPooling2D()(x)\nmodel.fit(ds)\n",
+    )
+    INVALID = (
+        Invalid("import tensorflow as tf\nx = tf.keras.layers.MaxPooling2D(2)(x)\nmodel.fit(ds, epochs=3)\n"),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def model_fn(features, labels, mode, params):\n"
+            "    net = tf.layers.max_pooling2d(features, 3, 2, padding='same')\n"
+            "    train_op = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)\n",
+        ),
+        Invalid(
+            "import keras\n\n"
+            "class Net(keras.Model):\n"
+            "    def call(self, x):\n"
+            "        return keras.ops.max_pool(x, 2)\n\n"
+            "Net().fit(ds)\n",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._trains: bool | None = None
+
+    def _file_trains(self) -> bool:
+        if self._trains is None:
+            ctx = self.ctx
+            self._trains = False
+            for call, _ in ctx.index.calls:
+                func = call.func
+                if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
+                    self._trains = True
+                    break
+                raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+                if raw is not None and raw.split(".")[0] == "tensorflow":
+                    from kerasfit.symbols import canonical
+
+                    if canonical(raw) in _TRAIN_NAMES:
+                        self._trains = True
+                        break
+        return self._trains
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name not in MAX_POOLING or self.ctx.role() == "input" or not self._file_trains():
+            return
+        self.report(
+            node,
+            "Max pooling's gradient is a select-and-scatter, slower on the TPU than average pooling's; "
+            "where accuracy allows, use average pooling or a strided convolution",
+        )

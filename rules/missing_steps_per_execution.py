@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.context import get_arg
+from kerasfit.rule import Invalid, Replace, Rule
+from kerasfit.types import Applicability
+
+from ._pipeline import insert_keyword
+
+_KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
+# What Keras's compile takes: a call with none of these is not a Keras compile.
+_COMPILE_ARGS = ("optimizer", "loss", "metrics", "jit_compile", "run_eagerly")
+SUGGESTED = 32
+
+
+class MissingStepsPerExecution(Rule):
+    """
+    ## What it does
+    Flags `model.compile(...)` without `steps_per_execution` (or with
+    `steps_per_execution=1`) in a file that sets up a TPU (a `TPUStrategy`,
+    `TPUClusterResolver`, …).
+
+    ## Why is this slow on the accelerator
+    By default Keras launches one TPU program per training step and goes back to
+    Python between steps; the host overhead and the device idling between launches
+    dominate small and medium models. `steps_per_execution=N` runs N steps per launch
+    inside one compiled loop — the Keras TPU guide's first recommendation
+    (TPU_FACTS 24).
+
+    ## Example
+    ```python
+    with strategy.scope():
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    ```
+
+    ## Use instead
+    ```python
+    with strategy.scope():
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                      steps_per_execution=32)
+    ```
+
+    ## Fix safety
+    Unsafe: the model's math is unchanged, but batch-level callbacks (`on_train_batch_*`,
+    TensorBoard's per-batch logging, progress bars) then run once every 32 steps, and
+    an epoch shorter than 32 steps runs as one execution.
+
+    ## References
+    TPU_FACTS 24; Keras "Training on TPU" guide; `Model.compile` reference.
+    """
+
+    code = "KF204"
+    name = "missing-steps-per-execution"
+    message = "Keras compile on TPU without steps_per_execution"
+    fix_title = f"Set steps_per_execution={SUGGESTED}"
+    fix_safety = Applicability.UNSAFE
+    targets = frozenset({"tpu"})
+
+    VALID = (
+        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\n"
+        "model.compile(optimizer='adam', loss='mse', steps_per_execution=50)\n",
+        # no TPU in this file
+        "import tensorflow as tf\nmodel.compile(optimizer='adam', loss='mse')\n",
+        "import re\nimport tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\npat = re.compile('x')\n",
+        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\nfn = graph.compile()\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(resolver)\n"
+            "with strategy.scope():\n"
+            "    model.compile(\n"
+            "        optimizer='adam',\n"
+            "        loss='mse',\n"
+            "    )\n",
+            expected_fix="import tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(resolver)\n"
+            "with strategy.scope():\n"
+            "    model.compile(\n"
+            "        optimizer='adam',\n"
+            "        loss='mse',\n"
+            "        steps_per_execution=32,\n"
+            "    )\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())\n"
+            "with strategy.scope():\n"
+            "    model.compile(optimizer='adam', loss='mse')\n",
+            expected_fix="import tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())\n"
+            "with strategy.scope():\n"
+            "    model.compile(optimizer='adam', loss='mse', steps_per_execution=32)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import keras\nimport tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(resolver)\n"
+            "model.compile(\n"
+            "    optimizer=keras.optimizers.Adam(1e-3),\n"
+            "    loss='sparse_categorical_crossentropy',\n"
+            "    steps_per_execution=1,\n"
+            ")\n",
+            expected_fix="import keras\nimport tensorflow as tf\n"
+            "strategy = tf.distribute.TPUStrategy(resolver)\n"
+            "model.compile(\n"
+            "    optimizer=keras.optimizers.Adam(1e-3),\n"
+            "    loss='sparse_categorical_crossentropy',\n"
+            "    steps_per_execution=32,\n"
+            ")\n",
+            unsafe=True,
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._tpu: bool | None = None
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "compile") or not node.args:
+            return
+        if not any(a.keyword is None or a.keyword.value in _COMPILE_ARGS + _KEYWORDS for a in node.args):
+            return
+        if self.ctx.raw_name(func) is not None:
+            return  # re.compile, tf.compile... : a module function, not Model.compile
+        spe = next((get_arg(node, k) for k in _KEYWORDS if get_arg(node, k) is not None), None)
+        if spe is not None and self.ctx.const(spe.value) != 1:
+            return
+        if self._tpu is None:
+            self._tpu = self.ctx.uses_tpu
+        if not self._tpu:
+            return
+        change = (
+            Replace(spe.value, str(SUGGESTED)) if spe is not None
+            else insert_keyword(self.ctx, node, "steps_per_execution", str(SUGGESTED))
+        )
+        self.report(
+            node,
+            "Keras runs one TPU step per launch here (`steps_per_execution` unset or 1): host overhead "
+            f"between steps idles the TPU; set `steps_per_execution` (e.g. {SUGGESTED})",
+            fix=self.make_fix(change) if change is not None else None,
+        )

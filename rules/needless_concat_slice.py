@@ -1,0 +1,364 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.context import get_arg
+from kerasfit.rule import Invalid, Remove, Replace, Rule
+from kerasfit.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS
+from kerasfit.types import Applicability, Severity
+
+from ._flow import label, layer_constructor, self_attr, value_of, walk
+
+# Methods of Keras classes whose arguments are tensors.
+_TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}
+_KERAS_TENSOR_BASES = MODEL_BASES | {"keras.losses.Loss", "keras.metrics.Metric"}
+# Dataset methods whose function argument runs in the input pipeline (on the host).
+_PIPELINE_METHODS = {"map", "flat_map", "interleave", "filter", "py_function"}
+_ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+
+
+def _is_full_slice(el: cst.SubscriptElement) -> bool:
+    s = el.slice
+    return isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None
+
+
+class NeedlessConcatSlice(Rule):
+    """
+    ## What it does
+    Flags concatenations and slices of the padded feature dim that are needless or
+    costly on the accelerator:
+
+    - a concat of a single tensor: `tf.concat([x], axis)`, `layers.Concatenate()([x])`,
+      `keras.ops.concatenate([x])` (warning; a safe fix when it is exactly `x`);
+    - a concat immediately split back into as many pieces along the same axis, e.g.
+      `y = tf.concat([a, b], -1)` then `p, q = tf.split(y, 2, -1)` (warning);
+    - static slicing, `tf.split`, `keras.ops.split` or `tf.unstack` of the last
+      (feature) axis — `x[..., :3]`, `x[:, :, :, 0:16]`, `tf.split(x, 2, axis=-1)` —
+      in model or loss code (info: often necessary, but worth knowing the cost).
+
+    Precision policy for the last-axis slices: only values that are plausibly TF
+    tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
+    Keras `Layer`/`Model`/`Loss`/`Metric` subclass, a `@tf.function`, a
+    `keras.layers.Lambda`, a Keras loss function `f(y_true, y_pred)`, a function
+    that passes that value to a TF/Keras op, or a value produced by a TF/Keras call. Code inside functions handed to
+    `Dataset.map`/`filter`/`interleave` (the host input pipeline) and values produced
+    by NumPy are never flagged. Only the unambiguous spellings of "last axis" are
+    matched: a leading `...`, or three or more indices whose leading ones are all `:`
+    (`x[:, :16]` could be any axis of a 3-D tensor and is not flagged), and
+    `axis=-1` for split/unstack.
+
+    ## Why is this slow on the accelerator
+    The TPU keeps the feature dim padded to 128 lanes (TPU_FACTS 1, 7); the Cloud
+    TPU guide calls concatenation, slicing and strided slicing inside a padded
+    dimension expensive — they become relayout copies — while slicing a dim without
+    padding is cheap (TPU_FACTS 11). A concat that is split right back, or a concat
+    of one tensor, copies data for nothing.
+
+    ## Example
+    ```python
+    h = tf.concat([h], axis=-1)
+    y = tf.concat([a, b], axis=-1)
+    p, q = tf.split(y, 2, axis=-1)
+    rgb = x[..., :3]
+    ```
+
+    ## Use instead
+    ```python
+    h = h
+    p, q = a, b
+    rgb = rgb_head(features)   # produce the parts with separate layers where you can
+    ```
+
+    ## Fix safety
+    Safe for the single-tensor concat, and only when the element is a plain
+    variable, attribute, call or subscript that is plausibly a tensor (so replacing
+    the concat by it keeps the value and its type) and no `name=` is given.
+    The other findings have no automatic fix: whether the pieces equal the original
+    parts depends on their sizes, and replacing a slice means changing the model.
+
+    ## References
+    TPU_FACTS 1, 7, 11; Cloud TPU performance guide, "TensorFlow ops".
+    """
+
+    code = "KF105"
+    name = "needless-concat-slice"
+    message = "Needless concat, or slice of the padded feature dim"
+    fix_title = "Use the tensor itself"
+    fix_safety = Applicability.SAFE
+    # Lane padding of the feature dim is the TPU's layout (TPU_FACTS 7, 11).
+    targets = frozenset({"tpu"})
+
+    VALID = (
+        "import tensorflow as tf\ny = tf.concat([a, b], axis=-1)\n",
+        # input pipeline: host-side slicing is cheap
+        "import tensorflow as tf\n\ndef parse(image, label):\n    image = tf.image.decode_png(image)\n"
+        "    return image[..., :3], label\n\nds = tf.data.Dataset.from_tensor_slices((x, y)).map(parse)\n",
+        "import tensorflow as tf\nds = ds.map(lambda img, lbl: (img[..., :3], lbl))\n",
+        # numpy arrays
+        "import numpy as np\nimport tensorflow as tf\nimages = np.load('x.npy')\nrgb = images[..., :3]\n",
+        # not the last axis / ambiguous
+        "import tensorflow as tf\ny = tf.keras.layers.Dense(8)(x)\nfirst = y[:, 0]\nz = y[0, ...]\n",
+        "import tensorflow as tf\nparts = tf.split(tf.keras.layers.Dense(8)(x), 2, axis=0)\n",
+        "import tensorflow as tf\ny = tf.keras.layers.Dense(8)(x)[..., tf.newaxis]\n",
+        # split of a concat along another axis
+        "import tensorflow as tf\ny = tf.concat([a, b], axis=-1)\np, q = tf.split(y, 2, axis=0)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return tf.concat([h], axis=-1)\n",
+            expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return h\n",
+        ),
+        Invalid(
+            "import keras\n\nclass M(keras.Model):\n    def call(self, x):\n        x = keras.ops.concatenate([x], axis=-1)\n"
+            "        return x\n",
+            expected_fix="import keras\n\nclass M(keras.Model):\n    def call(self, x):\n        return x\n",
+        ),
+        Invalid(
+            "from tensorflow.keras import layers\nx = layers.Concatenate()([layers.Dense(16)(inp)])\n",
+            expected_fix="from tensorflow.keras import layers\nx = layers.Dense(16)(inp)\n",
+        ),
+        # a Python list would become a tensor: not rewritten
+        Invalid("import tensorflow as tf\ny = tf.concat([parts], 0)\n", message_contains="single tensor"),
+        Invalid(
+            "import tensorflow as tf\n\ndef f(a, b):\n    y = tf.concat([a, b], axis=-1)\n    p, q = tf.split(y, 2, axis=-1)\n"
+            "    return p * q\n",
+            message_contains="split back",
+        ),
+        Invalid(
+            "import keras\n\nclass Head(keras.layers.Layer):\n    def call(self, x):\n        return x[..., :4], x[..., 4:]\n",
+            count=2,
+            message_contains="last (feature) axis",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef yolo_xy_loss(y_true, y_pred):\n"
+            "    return tf.reduce_sum(tf.square(y_true[..., 0:2] - y_pred[..., 0:2]))\n",
+            count=2,
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef loss_fn(y_true, y_pred):\n    p = tf.nn.sigmoid(y_pred)\n"
+            "    return tf.reduce_mean(p[:, :, :, 0:16] - y_true)\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\nfeats = tf.keras.layers.Dense(32)(x)\nmu, logvar = tf.split(feats, 2, axis=-1)\n",
+            message_contains="tf.split",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._pipeline_fns: set[str] | None = None
+        self._tf_args: dict[int, set[str]] = {}
+
+    # ---- concat / split --------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name is None:
+            if isinstance(node.func, cst.Call) and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+                found = layer_constructor(self.ctx, node.func)
+                if found is not None and found[1] == "keras.layers.Concatenate":
+                    self._single_concat(node, node.args[0].value, "Concatenate", None)
+            return
+        spec = CONCAT_CALLS.get(name)
+        if spec is not None:
+            values = get_arg(node, spec[0], spec[1])
+            if values is not None and isinstance(values.value, (cst.List, cst.Tuple)):
+                self._single_concat(node, values.value, label(name), get_arg(node, "name"))
+            return
+        spec = SPLIT_CALLS.get(name)
+        if spec is None:
+            return
+        value = get_arg(node, spec[0], spec[1])
+        axis_arg = get_arg(node, spec[2], spec[3])
+        axis = self.ctx.const(axis_arg.value) if axis_arg is not None else spec[4]
+        if value is None or not isinstance(axis, int):
+            return
+        if "unstack" not in name and self._undoes_concat(node, name, value.value, axis):
+            return
+        if axis == -1 and self._tensorish(value.value):
+            self.report(
+                node,
+                f"`{label(name)}` along the last (feature) axis: the TPU pads that dim to 128 lanes, "
+                "so each piece is a relayout copy (TPU_FACTS 11); produce the pieces separately where you can",
+                severity=Severity.INFO,
+            )
+
+    def _single_concat(self, node: cst.Call, values, what: str, name_arg) -> None:
+        elements = values.elements
+        if len(elements) != 1 or isinstance(elements[0], cst.StarredElement):
+            return
+        el = elements[0].value
+        msg = f"`{what}` of a single tensor is a needless copy"
+        if name_arg is None and isinstance(el, _ATOMIC) and self._tensorish(el):
+            change: Replace | Remove = Replace(node, el)
+            stack = self.ctx.stack
+            # `x = tf.concat([x], -1)` becomes nothing rather than `x = x`
+            if (
+                isinstance(el, cst.Name)
+                and len(stack) >= 2
+                and isinstance(stack[-1], cst.Assign)
+                and isinstance(stack[-2], cst.SimpleStatementLine)
+                and len(stack[-2].body) == 1
+                and len(stack[-1].targets) == 1
+                and isinstance(stack[-1].targets[0].target, cst.Name)
+                and stack[-1].targets[0].target.value == el.value
+            ):
+                change = Remove(stack[-2])
+            self.report(node, f"{msg}; use the tensor itself", fix=self.make_fix(change))
+        else:
+            self.report(node, f"{msg}; use the tensor itself (not auto-fixed: it may not be a tensor)")
+
+    def _undoes_concat(self, node: cst.Call, name: str, value: cst.BaseExpression, axis: int) -> bool:
+        src = value_of(self.ctx, value)
+        if not isinstance(src, cst.Call):
+            return False
+        cname = self.ctx.call_name(src)
+        spec = CONCAT_CALLS.get(cname or "")
+        if spec is None:
+            return False
+        parts = get_arg(src, spec[0], spec[1])
+        c_axis_arg = get_arg(src, spec[2], spec[3])
+        c_axis = self.ctx.const(c_axis_arg.value) if c_axis_arg is not None else spec[4]
+        if parts is None or not isinstance(parts.value, (cst.List, cst.Tuple)) or c_axis != axis:
+            return False
+        n = len(parts.value.elements)
+        pieces = get_arg(node, "num_or_size_splits" if name == "tf.split" else "indices_or_sections", 1)
+        count = None
+        if pieces is not None and isinstance(pieces.value, (cst.List, cst.Tuple)) and name == "tf.split":
+            count = len(pieces.value.elements)  # one size per piece
+        elif pieces is not None:
+            k = self.ctx.const(pieces.value)
+            count = k if isinstance(k, int) and not isinstance(k, bool) else None
+        if n < 2 or count != n:
+            return False
+        self.report(
+            node,
+            f"`{label(cname)}` of {n} tensors is split back into {n} pieces along axis {axis}: "
+            "two copies through the padded layout; if the pieces are the parts, use them directly",
+        )
+        return True
+
+    # ---- slices -----------------------------------------------------------------
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        els = node.slice
+        if len(els) < 2:
+            return
+        last = els[-1]
+        if _is_full_slice(last) or not isinstance(last.slice, (cst.Index, cst.Slice)):
+            return
+        if isinstance(last.slice, cst.Index):
+            v = last.slice.value
+            if isinstance(v, cst.Ellipsis) or (isinstance(v, cst.Name) and v.value == "None"):
+                return
+            if isinstance(v, cst.Attribute) and v.attr.value == "newaxis":
+                return  # adds an axis, slices nothing
+        lead = els[:-1]
+        first = lead[0].slice
+        if isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis) and len(lead) == 1:
+            pass
+        elif len(els) >= 3 and all(_is_full_slice(e) for e in lead):
+            pass
+        else:
+            return
+        parent = self.ctx.stack[-1] if self.ctx.stack else None
+        if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
+            return  # item assignment: not a TF tensor
+        if not self._tensorish(node.value):
+            return
+        self.report(
+            node,
+            "slice of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
+            "relayout copy (TPU_FACTS 11); produce the parts with separate layers/heads where you can",
+            severity=Severity.INFO,
+        )
+
+    # ---- is it a TF tensor in model or loss code? ------------------------------------
+    def _tensorish(self, expr: cst.BaseExpression) -> bool:
+        ctx = self.ctx
+        if self._in_pipeline():
+            return False
+        src = value_of(ctx, expr)
+        if isinstance(src, cst.Call):
+            raw = ctx.raw_name(src.func) or ""
+            if raw.split(".")[0] in ("numpy", "np", "pandas", "scipy"):
+                return False
+            if isinstance(src.func, cst.Attribute) and src.func.attr.value in ("numpy", "to_numpy", "tolist"):
+                return False
+            if ctx.call_name(src) is not None:
+                return True
+            if isinstance(src.func, cst.Call) and (ctx.call_name(src.func) or "").startswith("keras.layers."):
+                return True
+            found = layer_constructor(ctx, src.func) if self_attr(src.func) else None
+            if found is not None and found[1].startswith("keras.layers."):
+                return True
+        for anc in reversed(ctx.stack):
+            if isinstance(anc, cst.Lambda):
+                if self._lambda_layer(anc):
+                    return True
+            elif isinstance(anc, cst.FunctionDef):
+                if self._model_function(anc) or self._loss_signature(anc):
+                    return True
+                if isinstance(expr, cst.Name) and expr.value in self._names_passed_to_tf(anc):
+                    return True
+                break
+        return False
+
+    @staticmethod
+    def _loss_signature(fn: cst.FunctionDef) -> bool:
+        """``def loss(y_true, y_pred)``: Keras calls it on tensors."""
+        names = {p.name.value for p in fn.params.params}
+        return {"y_true", "y_pred"} <= names
+
+    def _lambda_layer(self, lam: cst.Lambda) -> bool:
+        stack = self.ctx.stack
+        i = next((k for k, n in enumerate(stack) if n is lam), None)
+        if i is None or i < 2 or not isinstance(stack[i - 1], cst.Arg):
+            return False
+        return self.ctx.call_name(stack[i - 2]) == "keras.layers.Lambda"
+
+    def _model_function(self, fn: cst.FunctionDef) -> bool:
+        for d in fn.decorators:
+            dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if self.ctx.resolve(dec) == "tf.function":
+                return True
+        if fn.name.value not in _TENSOR_METHODS:
+            return False
+        cls = None
+        for anc in reversed(self.ctx.stack):
+            if isinstance(anc, cst.ClassDef):
+                cls = anc
+                break
+            if anc is not fn and isinstance(anc, cst.FunctionDef):
+                return False
+        return cls is not None and any(self.ctx.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
+
+    def _names_passed_to_tf(self, fn: cst.FunctionDef) -> set[str]:
+        key = id(fn)
+        names = self._tf_args.get(key)
+        if names is None:
+            names = set()
+            for n in walk(fn):
+                if isinstance(n, cst.Call) and self.ctx.call_name(n) is not None:
+                    names.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+            self._tf_args[key] = names
+        return names
+
+    def _in_pipeline(self) -> bool:
+        stack = self.ctx.stack
+        if self._pipeline_fns is None:
+            self._pipeline_fns = set()
+            for n in walk(self.ctx.module, into_defs=True):
+                if (
+                    isinstance(n, cst.Call)
+                    and isinstance(n.func, cst.Attribute)
+                    and n.func.attr.value in _PIPELINE_METHODS
+                ):
+                    self._pipeline_fns.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+        for i, anc in enumerate(stack):
+            if isinstance(anc, cst.FunctionDef) and anc.name.value in self._pipeline_fns:
+                return True
+            if isinstance(anc, cst.Lambda) and i >= 2 and isinstance(stack[i - 1], cst.Arg):
+                call = stack[i - 2]
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+                    if call.func.attr.value in _PIPELINE_METHODS:
+                        return True
+        return False

@@ -1,0 +1,228 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.context import get_arg
+from kerasfit.rule import Invalid, Rule
+from kerasfit.symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
+
+_SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
+_WHY = {
+    "tpu": "the minor dim is the TPU's 128-lane tiled dim, so this is a real relayout copy through HBM",
+    "gpu": "tensor cores want channels last (NHWC); this is a real copy",
+    "gaudi": "Gaudi transposes that move the fastest-changing dim are real copies",
+}
+
+_FORMAT_WHY = {
+    "tpu": "the TPU tiles the minor dim to 128 lanes, so XLA wraps convs and pools in transposes (real copies)",
+    "gpu": "tensor cores want NHWC, so convs run on transposed copies",
+    "gaudi": "Gaudi prefers NHWC, so convs run on transposed copies",
+}
+
+
+class NonlogicalTranspose(Rule):
+    """
+    ## What it does
+    Flags layout changes that move the last (minor) axis in model code:
+    `tf.transpose` / `keras.ops.transpose` / `K.permute_dimensions` with a constant
+    permutation whose last entry is not the last axis (NHWC ↔ NCHW and the like), a
+    `Permute` layer doing the same on a rank ≥ 4 tensor, and `data_format=
+    'channels_first'` / `'NCHW'` passed to TF/Keras ops or set globally (reported at the
+    literal, once, however many layers use it).
+
+    Not flagged: permutations that keep the last axis in place (`[0, 2, 1, 3]` — a
+    metadata-only change on Gaudi and cheap on TPU); transposes feeding a matmul
+    (`tf.matmul`, `@`, `einsum`) or any 2-D transpose, which XLA folds into the
+    matmul on TPU and GPU (still flagged for the `gaudi` target when not a matmul
+    operand); input-pipeline code; and a TF1 `model_fn` transposing its `features`
+    (the TPU reference models feed images batch-minor on purpose and transpose once).
+
+    ## Why is this slow on the accelerator
+    A TPU tiles the two most minor dims of every array (8×128); a transpose that moves
+    the minor dim rewrites every tile — a copy through HBM, not a metadata change
+    (TPU_FACTS 4, 7). Gaudi's guide says the same of transposes that move the
+    fastest-changing dim, and prefers NHWC (TPU_FACTS 17); NVIDIA tensor cores want
+    channels last (TPU_FACTS 18). A model written channels-first wraps every conv in
+    such transposes.
+
+    ## Example
+    ```python
+    x = tf.keras.layers.Conv2D(64, 3, data_format="channels_first")(x)
+    y = tf.transpose(x, [0, 2, 3, 1])
+    ```
+
+    ## Use instead
+    ```python
+    x = tf.keras.layers.Conv2D(64, 3)(x)     # channels_last end to end
+    ```
+
+    ## Fix safety
+    No automatic fix: changing the layout changes the shapes every later op sees.
+
+    ## References
+    TPU_FACTS 4, 7, 17, 18; Cloud TPU performance guide; Intel Gaudi TensorFlow
+    optimization guide; NVIDIA Deep Learning Performance guide.
+    """
+
+    code = "KF107"
+    name = "nonlogical-transpose"
+    message = "Transpose moves the minor (last) axis: a real copy"
+
+    VALID = (
+        "import tensorflow as tf\ny = tf.transpose(x, [0, 2, 1, 3])\n",
+        "import keras\ny = keras.ops.transpose(x, (1, 0, 2))\n",
+        # matmul operands: free on TPU (TPU_FACTS 4)
+        "import tensorflow as tf\nlogits = tf.matmul(h, tf.transpose(w))\n",
+        "import tensorflow as tf\n\n"
+        "def attend(q, k):\n"
+        "    kt = tf.transpose(k, [0, 2, 1])\n"
+        "    return tf.matmul(q, kt)\n",
+        "import tensorflow as tf\nw_t = tf.transpose(w, [1, 0])\n",
+        "import tensorflow as tf\ny = tf.keras.layers.Conv2D(32, 3, data_format='channels_last')(x)\n",
+        # TPU reference: the infeed is batch-minor (HWCN), transposed once in the model_fn
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def model_fn(features, labels, mode, params):\n"
+        "    features = tf.transpose(features, [3, 0, 1, 2])\n"
+        "    return tf.layers.conv2d(features, 64, 7)\n",
+        # input pipeline runs on the host
+        "import tensorflow as tf\n\n"
+        "def preprocess(image, label):\n"
+        "    return tf.transpose(image, [2, 0, 1]), label\n\n"
+        "ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)\n",
+        "import tensorflow as tf\ny = tf.keras.layers.Permute((2, 1))(x)\n",
+        # chosen at run time: nothing to say statically
+        "import tensorflow as tf\nfmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'\n"
+        "y = tf.keras.layers.Conv2D(32, 3, data_format=fmt)(x)\n",
+    )
+    INVALID = (
+        Invalid("import tensorflow as tf\ny = tf.transpose(x, [0, 3, 1, 2])\n", message_contains="[0, 3, 1, 2]"),
+        Invalid("import tensorflow as tf\ny = tf.transpose(x, perm=(0, 2, 3, 1))\n"),
+        Invalid("from tf_keras import backend as K\ny = K.permute_dimensions(x, (0, 3, 1, 2))\n"),
+        Invalid("import keras\ny = keras.layers.Permute((3, 1, 2))(x)\n"),
+        Invalid("import tensorflow as tf\nw_t = tf.transpose(w, [1, 0])\n", target="gaudi", message_contains="Gaudi"),
+        Invalid(
+            "import tensorflow as tf\ny = tf.keras.layers.Conv2D(32, 3, data_format='channels_first')(x)\n",
+            message_contains="channels_first",
+        ),
+        Invalid("import tensorflow as tf\ny = tf.nn.conv2d(x, w, 1, 'SAME', data_format='NCHW')\n"),
+        # one finding at the definition, however many layers read it
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "DATA_FORMAT = 'channels_first'\n\n"
+            "def block(x, filters, data_format=DATA_FORMAT):\n"
+            "    x = tf.layers.conv2d(x, filters, 3, data_format=data_format)\n"
+            "    return tf.layers.conv2d(x, filters, 3, data_format=data_format)\n",
+        ),
+        Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n"),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name is None:
+            return
+        if name in TRANSPOSE_CALLS:
+            self._check_transpose(node, name)
+        elif name == "keras.layers.Permute":
+            self._check_permute(node)
+        elif name in _SET_FORMAT:
+            arg = get_arg(node, "data_format", 0)
+            if arg is not None:
+                self._check_format(arg.value)
+        else:
+            for a in node.args:
+                if a.keyword is not None and a.keyword.value == "data_format":
+                    self._check_format(a.value)
+
+    def _why(self) -> str:
+        return _WHY[self.ctx.target.family]
+
+    def _check_transpose(self, node: cst.Call, name: str) -> None:
+        kw, idx, pkw, pidx = TRANSPOSE_CALLS[name]
+        perm_arg = get_arg(node, pkw, pidx)
+        if perm_arg is None:
+            return  # reverses all axes of an unknown rank (2-D: a matmul operand, usually)
+        perm = self.ctx.const(perm_arg.value)
+        if not isinstance(perm, (list, tuple)) or len(perm) < 2 or not all(isinstance(p, int) for p in perm):
+            return
+        rank = len(perm)
+        if perm[-1] in (rank - 1, -1):
+            return
+        gaudi = self.ctx.target.family == "gaudi"
+        if (rank == 2 and not gaudi) or self._feeds_matmul(node):
+            return
+        ctx = self.ctx
+        if ctx.role() == "input":
+            return
+        operand = get_arg(node, kw, idx)
+        if operand is not None and (self._model_fn_features(operand.value) or (rank >= 5 and self._after_split_reshape(operand.value))):
+            return
+        self.report(node, f"Transpose with perm {list(perm)} moves the last axis: {self._why()}; keep one layout end to end")
+
+    def _check_permute(self, node: cst.Call) -> None:
+        dims_arg = get_arg(node, "dims", 0)
+        dims = self.ctx.const(dims_arg.value) if dims_arg is not None else None
+        if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
+            return
+        if dims[-1] == len(dims):
+            return
+        if len(dims) < 3 and self.ctx.target.family != "gaudi":
+            return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
+        if self.ctx.role() == "input":
+            return
+        self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
+
+    def _check_format(self, value: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        if ctx.role() == "input":
+            return
+        for src in ctx.const_sources(value):
+            v = ctx.const(src, scopes=ctx.scopes_of(src))
+            if isinstance(v, str) and v in CHANNELS_FIRST_VALUES:
+                self.report(src, f"data_format '{v}' puts channels before the spatial dims: {_FORMAT_WHY[ctx.target.family]}; use channels_last (NHWC)")
+
+    def _feeds_matmul(self, node: cst.Call) -> bool:
+        """The transpose's result is a matmul operand, directly or through one name."""
+        stack = self.ctx.stack
+        parent = stack[-1] if stack else None
+        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
+            return True
+        if isinstance(parent, cst.Arg) and len(stack) >= 2 and isinstance(stack[-2], cst.Call):
+            return self.ctx.call_name(stack[-2]) in MATMUL_CALLS
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+            target = parent.targets[0].target.value
+            func = self.ctx.enclosing_callable()
+            idx = self.ctx.index
+            uses = [
+                (n, idx.parent.get(id(n)))
+                for n, _, scopes in idx.name_refs.get(target, ())
+                if (scopes[0] is func or (func is None and isinstance(scopes[0], cst.Module))) and n is not parent.targets[0].target
+            ]
+            if not uses:
+                return False
+            for n, par in uses:
+                if isinstance(par, cst.BinaryOperation) and isinstance(par.operator, cst.MatrixMultiply):
+                    continue
+                if isinstance(par, cst.Arg):
+                    call = idx.parent.get(id(par))
+                    if isinstance(call, cst.Call) and self.ctx.call_name(call) in MATMUL_CALLS:
+                        continue
+                return False
+            return True
+        return False
+
+    def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
+        base = operand.value if isinstance(operand, cst.Subscript) else operand
+        if not isinstance(base, cst.Name):
+            return False
+        func = self.ctx.enclosing_function()
+        if func is None:
+            return False
+        params = [p.name.value for p in func.params.params]
+        is_model_fn = func.name.value == "model_fn" or func.name.value.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]
+        return is_model_fn and base.value in params[:1]
+
+    def _after_split_reshape(self, operand: cst.BaseExpression) -> bool:
+        """A rank >= 5 transpose right after a reshape is a pixel shuffle or window
+        partition: KF106 judges those."""
+        o = self.ctx.origin(operand)
+        return o is not None and o.name in RESHAPE_CALLS

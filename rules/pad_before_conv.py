@@ -1,0 +1,467 @@
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from kerasfit.context import get_arg
+from kerasfit.rule import Invalid, Remove, Replace, Rule
+from kerasfit.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
+from kerasfit.types import Applicability
+
+from ._flow import (
+    binds,
+    class_attr_assignment_line,
+    class_attr_assignments,
+    class_attr_uses,
+    current_statement,
+    label,
+    layer_constructor,
+    name_loads,
+    reaching_assignment,
+    self_attr,
+    shape_of_variable,
+)
+from ._util import set_keyword
+
+
+@dataclass(frozen=True)
+class _ConvSpec:
+    """Where a convolution keeps its arguments: keyword and positional index."""
+
+    kernel: tuple[str, int | None] | None  # None: the kernel size comes from a variable
+    strides: tuple[str, int | None]
+    padding: tuple[str, int | None]
+    dilation: tuple[str, int | None]
+    data_format: tuple[str, int | None]
+    default_padding: str | None  # None: the argument is required
+    upper: bool  # tf.nn spells 'SAME' / 'VALID'
+
+
+_KERAS = _ConvSpec(("kernel_size", 1), ("strides", 2), ("padding", 3), ("dilation_rate", 5), ("data_format", 4), "valid", False)
+_KERAS_DW = _ConvSpec(("kernel_size", 0), ("strides", 1), ("padding", 2), ("dilation_rate", 5), ("data_format", 4), "valid", False)
+_TF_LAYERS = _ConvSpec(("kernel_size", 2), ("strides", 3), ("padding", 4), ("dilation_rate", 6), ("data_format", 5), "valid", False)
+_NN = _ConvSpec(None, ("strides", 2), ("padding", 3), ("dilations", None), ("data_format", None), None, True)
+_NN_OTHER = _ConvSpec(None, ("strides", None), ("padding", 3), ("dilations", None), ("data_format", None), None, True)
+
+# Transposed and recurrent convolutions pad differently; they are left alone.
+_SPECS: dict[str, _ConvSpec] = {
+    **{n: (_TF_LAYERS if n.startswith("tf.") else _KERAS) for n in CONV_LAYERS if "ranspose" not in n and "LSTM" not in n},
+    "keras.layers.DepthwiseConv2D": _KERAS_DW,
+    "keras.layers.DepthwiseConv1D": _KERAS_DW,
+    "tf.nn.conv1d": _NN,
+    "tf.nn.conv2d": _NN,
+    "tf.nn.conv3d": _NN,
+    "tf.nn.depthwise_conv2d": _NN,
+    "tf.nn.atrous_conv2d": _NN_OTHER,
+    "tf.nn.separable_conv2d": _ConvSpec(None, ("strides", None), ("padding", 4), ("dilations", None), ("data_format", None), None, True),
+}
+_NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
+_PADS = {"tf.pad", "keras.ops.pad"}
+_RANK = re.compile(r"([123])d", re.I)
+
+
+def _per_dim(value, n: int) -> tuple[int, ...] | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
+        if len(value) == n:
+            return tuple(value)
+        if len(value) == 1:
+            return (value[0],) * n
+        if len(value) == n + 2:  # tf.nn: one entry per dim, batch and channels included
+            return tuple(value[1:-1])
+    return None
+
+
+class PadBeforeConv(Rule):
+    """
+    ## What it does
+    Flags `tf.pad` / `keras.ops.pad` / `ZeroPadding1D/2D/3D` whose result feeds a
+    convolution with `padding='valid'` (the default of Keras and `tf.layers` conv
+    layers) in the same function: nested (`conv(tf.pad(x, p))`), through the
+    assignment that reaches the conv (`x = tf.pad(x, p)` then `conv(x)`), or Keras
+    functional style (`x = ZeroPadding2D(1)(x)` then `x = Conv2D(..)(x)`), including
+    layer objects built in `__init__` and applied in `call`.
+
+    ## Why is this slow on the accelerator
+    XLA folds a zero spatial pad into the following convolution's window in the
+    forward pass only: the kernel-gradient convolution still reads the materialized,
+    padded copy of the activations, an extra HBM round trip every step. It is not
+    folded at all for a REFLECT pad, a non-zero constant or a pad on channels
+    (TPU_FACTS 19). Intel's Gaudi guide says the same: use the convolution's own
+    padding instead of `tf.pad` (TPU_FACTS 17).
+
+    ## Example
+    ```python
+    x = tf.keras.layers.ZeroPadding2D(1)(x)
+    x = tf.keras.layers.Conv2D(64, 3)(x)
+    y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w5x5, 1, "VALID")
+    ```
+
+    ## Use instead
+    ```python
+    x = tf.keras.layers.Conv2D(64, 3, padding="same")(x)
+    y = tf.nn.conv2d(x, w5x5, 1, "SAME")
+    ```
+
+    ## Fix safety
+    Safe, and offered only when the result is provably identical: a zero constant
+    pad of the spatial dims only, `(k - 1) / 2` on both sides of every spatial dim for
+    an odd (effective, dilated) kernel size `k`, stride 1, a known data format, the
+    padded tensor used by this convolution only, and a conv layer object applied only
+    here. With stride 1 and an odd kernel, 'same' pads exactly `(k - 1) / 2` per side.
+    Otherwise the finding says why it is not fixed — with stride 2, for instance,
+    'same' pads asymmetrically by an amount that depends on the input size. A
+    `ZeroPadding` layer object built in `__init__` that served only this conv is
+    removed with it.
+
+    ## References
+    TPU_FACTS 17, 19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
+    """
+
+    code = "KF103"
+    name = "pad-before-conv"
+    message = "Explicit pad feeds a 'valid' convolution"
+    fix_title = "Use the convolution's own 'same' padding"
+    fix_safety = Applicability.SAFE
+
+    VALID = (
+        "import tensorflow as tf\nx = tf.keras.layers.Conv2D(64, 3, padding='same')(x)\n",
+        # the conv pads itself ('same'): the explicit pad is a deliberate extra border
+        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\nx = tf.nn.conv2d(x, w, 1, 'SAME')\n",
+        # something in between: nothing to fold
+        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\nx = tf.nn.relu(x)\n"
+        "x = tf.keras.layers.Conv2D(8, 3)(x)\n",
+        # channel-only pad: the conv's padding cannot express it
+        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 5]])\ny = tf.keras.layers.Conv2D(8, 1)(x)\n",
+        # a user's own pad function
+        "from tensorflow.keras import layers\ndef pad(x):\n    return x\nx = layers.Conv2D(8, 3)(pad(x))\n",
+        # transposed convolutions pad differently
+        "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
+    )
+    INVALID = (
+        Invalid(
+            "from tensorflow.keras import layers\n\n"
+            "def block(x):\n    x = layers.ZeroPadding2D(1)(x)\n    x = layers.Conv2D(64, 3, use_bias=False)(x)\n    return x\n",
+            expected_fix="from tensorflow.keras import layers\n\n"
+            "def block(x):\n    x = layers.Conv2D(64, 3, use_bias=False, padding=\"same\")(x)\n    return x\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\ny = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, strides=1, padding='VALID')\n",
+            message_contains="kernel size",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\ndef net(x):\n    w = tf.get_variable('w', [5, 5, 16, 32])\n"
+            "    y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 1, 1, 1], 'VALID')\n    return y\n",
+            expected_fix="import tensorflow.compat.v1 as tf\n\ndef net(x):\n    w = tf.get_variable('w', [5, 5, 16, 32])\n"
+            "    y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n    return y\n",
+        ),
+        Invalid(
+            "import keras\n\nclass Stem(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.pad = keras.layers.ZeroPadding2D(3)\n        self.conv = keras.layers.Conv2D(64, 7, strides=2)\n\n"
+            "    def call(self, x):\n        return self.conv(self.pad(x))\n",
+            message_contains="stride 2",
+        ),
+        Invalid(
+            "import keras\n\nclass Block(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.pad = keras.layers.ZeroPadding2D(1)\n        self.conv = keras.layers.Conv2D(64, 3)\n\n"
+            "    def call(self, x):\n        return self.conv(self.pad(x))\n",
+            expected_fix="import keras\n\nclass Block(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
+            "        self.conv = keras.layers.Conv2D(64, 3, padding=\"same\")\n\n"
+            "    def call(self, x):\n        return self.conv(x)\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef f(x):\n    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')\n"
+            "    return tf.keras.layers.Conv2D(32, 3)(x)\n",
+            message_contains="REFLECT",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
+            "    y = tf.keras.layers.Conv2D(32, 3)(p)\n    return y + p[:, 1:-1, 1:-1, :]\n",
+            message_contains="used elsewhere",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
+            "    return tf.compat.v1.layers.conv2d(p, 32, 3)\n",
+            expected_fix="import tensorflow as tf\n\ndef f(x):\n"
+            "    return tf.compat.v1.layers.conv2d(x, 32, 3, padding=\"same\")\n",
+        ),
+        Invalid(
+            "from keras import layers\n\ndef f(x):\n    x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)\n"
+            "    return layers.Conv2D(32, 3, padding='valid')(x)\n",
+            message_contains="asymmetric",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        ctor: cst.Call | None = None
+        if name is None:
+            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute)):
+                return
+            if isinstance(node.func, cst.Name):
+                b = self.ctx.lookup(node.func.value)
+                if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call):
+                    return
+            elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
+                return
+            found = layer_constructor(self.ctx, node.func)
+            if found is None or not found[1].startswith("keras.layers."):
+                return
+            ctor, name = found
+        spec = _SPECS.get(name)
+        if spec is None:
+            return
+        args_of = ctor if ctor is not None else node  # where the conv's settings live
+        inp = get_arg(node, "inputs", 0) if ctor is not None else get_arg(node, "input", 0) or get_arg(node, "inputs") or get_arg(node, "value")
+        if inp is None:
+            return
+        pad_arg = get_arg(args_of, *spec.padding)
+        padding = self.ctx.const(pad_arg.value) if pad_arg is not None else spec.default_padding
+        if not isinstance(padding, str) or padding.upper() != "VALID":
+            return
+        self._check(node, name, spec, ctor, args_of, inp, pad_arg)
+
+    # ------------------------------------------------------------------------
+    def _check(self, conv, name, spec, ctor, args_of, inp, pad_arg) -> None:
+        ctx = self.ctx
+        via: str | None = None
+        pad_line: cst.SimpleStatementLine | None = None
+        pad = inp.value
+        if isinstance(pad, cst.Name):
+            hit = reaching_assignment(ctx, pad.value)
+            if hit is None:
+                return
+            via, (pad_line, pad) = pad.value, hit
+        if not isinstance(pad, cst.Call):
+            return
+        pad_info = self._pad(pad)
+        if pad_info is None:
+            return
+        pad_name, pad_input, pairs, problem = pad_info
+
+        rank = int(_RANK.search(name).group(1)) if _RANK.search(name) else None
+        fmt = self._data_format(args_of, spec)
+        reasons: list[str] = []
+        spatial: list[tuple[int, int]] | None = None
+        if pairs is None:
+            reasons.append("its paddings are not constant")
+        elif fmt is None or rank is None or len(pairs) != rank + 2:
+            reasons.append("cannot tell which dims are spatial")
+        else:
+            chan = 1 if fmt == "first" else rank + 1
+            spatial = [p for i, p in enumerate(pairs) if i not in (0, chan)]
+            if all(p == (0, 0) for p in spatial):
+                return  # nothing the conv's own padding could do
+            if pairs[0] != (0, 0) or pairs[chan] != (0, 0):
+                reasons.append("it also pads the batch or channel dim")
+        if problem:
+            reasons.insert(0, problem)
+        if not reasons and spatial is not None:
+            reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
+        if not reasons:
+            reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv))
+
+        conv_label = label(name)
+        head = (
+            f"`{pad_name}` feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
+            "the kernel-gradient conv still reads the padded copy"
+        )
+        if reasons:
+            self.report(pad, f"{head}; not auto-fixed: {reasons[0]}")
+            return
+        changes: list[Replace | Remove] = []
+        same = cst.SimpleString(self._quote(args_of) + ("SAME" if spec.upper else "same") + self._quote(args_of))
+        new_input = None
+        if pad_line is None or not (isinstance(pad_input, cst.Name) and pad_input.value == via):
+            new_input = pad_input
+        if pad_line is not None:
+            changes.append(Remove(pad_line))
+        if pad_arg is not None:
+            changes.append(Replace(pad_arg.value, same))
+        elif args_of is conv and new_input is not None:
+            # one edit: the input and the new keyword live in the same call
+            changes.append(Replace(conv, set_keyword(conv.with_deep_changes(inp, value=new_input), "padding", same)))
+            new_input = None
+        else:
+            changes.append(Replace(args_of, set_keyword(args_of, "padding", same)))
+        if new_input is not None:
+            changes.append(Replace(inp.value, new_input))
+        # a ZeroPadding layer object that only served this conv goes too
+        attr = self_attr(pad.func)
+        cls = self.ctx.enclosing_class()
+        if attr is not None and cls is not None and self._layer_uses(pad.func) == 1:
+            line = class_attr_assignment_line(cls, attr)
+            if line is not None:
+                changes.append(Remove(line))
+        self.report(pad, f"{head}; use the conv's padding='same' (identical here)", fix=self.make_fix(*changes))
+
+    # ---- the pad ------------------------------------------------------------
+    def _pad(self, call: cst.Call):
+        """(label, padded input, per-dim (before, after) pairs or None, problem or None)."""
+        ctx = self.ctx
+        name = ctx.call_name(call)
+        if name in _PADS:
+            tensor = get_arg(call, "tensor" if name == "tf.pad" else "x", 0)
+            if tensor is None:
+                return None
+            p_arg = get_arg(call, "paddings" if name == "tf.pad" else "pad_width", 1)
+            m_arg = get_arg(call, "mode", 2)
+            c_arg = get_arg(call, "constant_values", 3 if name == "tf.pad" else None)
+            mode = ctx.const(m_arg.value) if m_arg is not None else "CONSTANT"
+            cval = ctx.const(c_arg.value) if c_arg is not None else 0
+            problem = None
+            if not isinstance(mode, str) or mode.upper() != "CONSTANT":
+                problem = f"{mode.upper() if isinstance(mode, str) else 'a non-constant'} mode is not zero padding"
+            elif cval not in (0, None):
+                problem = "it pads with a non-zero constant"
+            raw = ctx.const(p_arg.value) if p_arg is not None else None
+            pairs = None
+            if isinstance(raw, (list, tuple)) and all(
+                isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p) for p in raw
+            ):
+                pairs = [tuple(p) for p in raw]
+            return label(name), tensor.value, pairs, problem
+        if name is not None or not call.args:
+            return None
+        found = layer_constructor(ctx, call.func)
+        if found is None or found[1] not in ZERO_PADDING_LAYERS:
+            return None
+        ctor, lname = found
+        n = ZERO_PADDING_LAYERS[lname]
+        tensor = get_arg(call, "inputs", 0)
+        if tensor is None:
+            return None
+        p_arg = get_arg(ctor, "padding", 0)
+        raw = ctx.const(p_arg.value) if p_arg is not None else 1
+        spatial = self._zero_padding_pairs(raw, n)
+        pairs = None
+        if spatial is not None:
+            fmt_arg = get_arg(ctor, "data_format")
+            fmt = ctx.const(fmt_arg.value) if fmt_arg is not None else "channels_last"
+            if fmt in (None, "channels_last"):
+                pairs = [(0, 0), *spatial, (0, 0)]
+            elif fmt == "channels_first":
+                pairs = [(0, 0), (0, 0), *spatial]
+        return label(lname), tensor.value, pairs, None
+
+    @staticmethod
+    def _zero_padding_pairs(raw, n: int) -> list[tuple[int, int]] | None:
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return [(raw, raw)] * n
+        if isinstance(raw, (list, tuple)):
+            if n == 1 and len(raw) == 2 and all(isinstance(v, int) for v in raw):
+                return [tuple(raw)]
+            if len(raw) == n and all(isinstance(v, int) for v in raw):
+                return [(v, v) for v in raw]
+            if len(raw) == n and all(isinstance(v, (list, tuple)) and len(v) == 2 for v in raw):
+                return [tuple(v) for v in raw]
+        return None
+
+    # ---- the conv ------------------------------------------------------------
+    def _data_format(self, call: cst.Call, spec: _ConvSpec) -> str | None:
+        arg = get_arg(call, *spec.data_format)
+        if arg is None:
+            return "last"
+        v = self.ctx.const(arg.value)
+        if v in (None, "channels_last", "NHWC", "NWC", "NDHWC"):
+            return "last"
+        if v in ("channels_first", "NCHW", "NCW", "NCDHW"):
+            return "first"
+        return None
+
+    def _geometry(self, name, spec, call, rank, spatial) -> list[str]:
+        ctx = self.ctx
+        if spec.kernel is not None:
+            k_arg = get_arg(call, *spec.kernel)
+            kernel = _per_dim(ctx.const(k_arg.value), rank) if k_arg is not None else None
+        elif name in _NO_KERNEL_VAR:
+            return [f"`{label(name)}` is not rewritten automatically"]
+        else:
+            f_arg = get_arg(call, "filters", 1) or get_arg(call, "filter")
+            shape = shape_of_variable(ctx, f_arg.value) if f_arg is not None else None
+            kernel = tuple(shape[:rank]) if shape and len(shape) == rank + 2 else None
+        if kernel is None:
+            return ["the kernel size is not a constant here"]
+        s_arg = get_arg(call, *spec.strides)
+        strides = _per_dim(ctx.const(s_arg.value), rank) if s_arg is not None else (1,) * rank
+        d_arg = get_arg(call, *spec.dilation) or (get_arg(call, "rate") if spec.upper else None)
+        dil = _per_dim(ctx.const(d_arg.value), rank) if d_arg is not None else (1,) * rank
+        if strides is None or dil is None:
+            return ["the strides or dilation are not constant"]
+        if any(s != 1 for s in strides):
+            return [
+                f"with stride {max(strides)} 'same' pads asymmetrically, by an amount that depends on the input size"
+            ]
+        for k, d, (a, b) in zip(kernel, dil, spatial):
+            k_eff = d * (k - 1) + 1
+            if k_eff % 2 == 0:
+                return [f"the {k_eff}-wide (effective) kernel makes 'same' pad asymmetrically"]
+            if a != b:
+                return [f"the pad is asymmetric ({a}, {b}) while 'same' pads {(k_eff - 1) // 2} per side"]
+            if a != (k_eff - 1) // 2:
+                return [f"it pads {a} per side while 'same' pads {(k_eff - 1) // 2} for a {k_eff}-wide kernel"]
+        return []
+
+    # ---- is the rewrite local? ------------------------------------------------
+    def _exclusive(self, via, pad_line, pad_input, ctor, conv) -> list[str]:
+        ctx = self.ctx
+        if ctor is not None and not isinstance(conv.func, cst.Call):
+            uses = self._layer_uses(conv.func)
+            if uses != 1:
+                return ["the conv layer object is applied elsewhere too"]
+        if via is None:
+            return []
+        cur = current_statement(ctx)
+        if cur is None:
+            return ["the padded tensor may be used elsewhere"]
+        line, block, idx = cur
+        pad_idx = next((i for i, s in enumerate(block.body) if s is pad_line), None)
+        if pad_idx is None:
+            return ["the pad is in another block"]
+        between = block.body[pad_idx + 1 : idx]
+        if any(name_loads(s, via) for s in between) or name_loads(line, via) != 1:
+            return ["the padded tensor is used elsewhere too"]
+        if not (isinstance(pad_input, cst.Name) and pad_input.value == via):
+            if not isinstance(pad_input, cst.Name):
+                return ["the pad's input is an expression, not a variable"]
+            if any(binds(s, pad_input.value) for s in between):
+                return ["the pad's input is rebound before the conv"]
+        if binds(line, via):
+            return []
+        for s in block.body[idx + 1 :]:
+            if name_loads(s, via):
+                return ["the padded tensor is used elsewhere too"]
+            if binds(s, via):
+                return []
+        fn = ctx.enclosing_function()
+        if fn is not None and block is fn.body:
+            return []
+        return ["the padded tensor may be used elsewhere"]
+
+    def _layer_uses(self, func: cst.BaseExpression) -> int:
+        ctx = self.ctx
+        if isinstance(func, cst.Name):
+            scope = ctx.enclosing_function() or ctx.module
+            return name_loads(scope, func.value)
+        attr = self_attr(func)
+        cls = ctx.enclosing_class()
+        if attr is None or cls is None:
+            return 0
+        key = (id(cls), attr)
+        if key not in self._attr_cache:
+            self._attr_cache[key] = (len(class_attr_assignments(cls, attr)), class_attr_uses(cls, attr))
+        return self._attr_cache[key][1]
+
+    @staticmethod
+    def _quote(call: cst.Call) -> str:
+        for a in call.args:
+            if isinstance(a.value, cst.SimpleString):
+                return a.value.quote[0] if a.value.quote else '"'
+        return '"'

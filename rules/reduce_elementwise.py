@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.rule import Invalid, Replace, Rule
+from kerasfit.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
+from kerasfit.types import Applicability, Severity
+
+from ._pipeline import number
+
+# Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
+_INPUT_KWS = ("input_tensor", "x", "input")
+# Operands that need parentheses once they become one side of ``*`` or ``/``.
+_LOOSE = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr)
+
+
+def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(expr, _LOOSE) and not expr.lpar:
+        return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return expr
+
+
+class ReduceElementwise(Rule):
+    """
+    ## What it does
+    Flags an elementwise scaling applied to the *output* of a reduction when it could be
+    applied to its input: `tf.reduce_sum(x) * c`, `c * tf.reduce_mean(x, axis=1)`,
+    `tf.reduce_sum(x) / c`, `-tf.reduce_sum(x)`, `tf.multiply(tf.reduce_sum(x), c)`
+    (also `keras.ops.sum` / `mean`, and `reduce_max` / `reduce_min` scaled by a
+    positive constant). Only when the other operand is a numeric constant (a literal,
+    a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
+
+    Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
+    `x / tf.reduce_sum(x)`, a tensor operand, and input-pipeline code.
+
+    ## Why is this slow on the accelerator
+    XLA on TPU fuses elementwise ops into a reduction's input but not into its output
+    (TPU_FACTS 15): the scaling after the reduction is a separate fusion — another
+    kernel launch and another pass over the reduced tensor in HBM. Moved inside, it is
+    free. The Cloud TPU guide gives exactly `tf.multiply(tf.reduce_sum(x), y)` →
+    `tf.reduce_sum(tf.multiply(x, y))`.
+
+    ## Example
+    ```python
+    loss = tf.reduce_sum(per_example_loss) * (1.0 / 1024)
+    ```
+
+    ## Use instead
+    ```python
+    loss = tf.reduce_sum(per_example_loss * (1.0 / 1024))
+    ```
+
+    ## Fix safety
+    Unsafe: mathematically equal, but scaling every element before summing rounds
+    differently from scaling the sum (and can overflow/underflow differently in
+    float16/bfloat16).
+
+    ## References
+    TPU_FACTS 15; Cloud TPU performance guide, "TensorFlow ops".
+    """
+
+    code = "KF109"
+    name = "reduce-elementwise"
+    message = "Elementwise op on a reduction's output; move it into the input"
+    fix_title = "Move the scaling into the reduction's input"
+    fix_safety = Applicability.UNSAFE
+    severity = Severity.INFO
+
+    VALID = (
+        "import tensorflow as tf\ny = tf.sqrt(tf.reduce_mean(x))\n",
+        "import tensorflow as tf\ny = tf.reduce_sum(x) + 1e-6\n",
+        "import tensorflow as tf\ny = x / tf.reduce_sum(x, axis=-1, keepdims=True)\n",
+        "import tensorflow as tf\ny = tf.reduce_sum(x) * weights\n",
+        "import tensorflow as tf\ny = 2.0 / tf.reduce_sum(x)\n",
+        "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
+        "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
+        "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\nloss = tf.reduce_sum(per_example) * (1.0 / 1024)\n",
+            expected_fix="import tensorflow as tf\nloss = tf.reduce_sum(per_example * (1.0 / 1024))\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow as tf\nGLOBAL_BATCH = 1024\nloss = tf.reduce_sum(a - b, axis=1) / GLOBAL_BATCH\n",
+            expected_fix="import tensorflow as tf\nGLOBAL_BATCH = 1024\nloss = tf.reduce_sum((a - b) / GLOBAL_BATCH, axis=1)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\ny = tf.multiply(tf.reduce_sum(x), 0.5)\n",
+            expected_fix="import tensorflow.compat.v1 as tf\ny = tf.reduce_sum(tf.multiply(x, 0.5))\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow as tf\nkl = -0.5 * tf.reduce_mean(1 + logvar - mu ** 2, axis=-1)\n",
+            expected_fix="import tensorflow as tf\nkl = tf.reduce_mean(-0.5 * (1 + logvar - mu ** 2), axis=-1)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "from keras import ops\nloss = -ops.mean(log_probs, axis=-1)\n",
+            expected_fix="from keras import ops\nloss = ops.mean(-log_probs, axis=-1)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow as tf\ny = tf.reduce_max(x, axis=1) * tf.constant(2.0)\n",
+            expected_fix="import tensorflow as tf\ny = tf.reduce_max(x * tf.constant(2.0), axis=1)\n",
+            unsafe=True,
+        ),
+    )
+
+    # ---- matching ----------------------------------------------------------------
+    def _reduction(self, expr: cst.BaseExpression) -> tuple[cst.Call, str, cst.Arg] | None:
+        if not isinstance(expr, cst.Call):
+            return None
+        name = self.ctx.call_name(expr)
+        kind = REDUCTIONS.get(name or "")
+        if kind is None:
+            return None
+        arg = next((a for a in expr.args if a.keyword is not None and a.keyword.value in _INPUT_KWS), None)
+        if arg is None and expr.args and expr.args[0].keyword is None and not expr.args[0].star:
+            arg = expr.args[0]
+        if arg is None:
+            return None
+        return expr, kind, arg
+
+    def _scalable(self, kind: str, const: cst.BaseExpression) -> bool:
+        v = number(self.ctx, const)
+        if v is None:
+            return False
+        return kind == "linear" or v > 0
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        op = node.operator
+        if not isinstance(op, (cst.Multiply, cst.Divide)):
+            return
+        for red_side, other, red_left in ((node.left, node.right, True), (node.right, node.left, False)):
+            if isinstance(op, cst.Divide) and not red_left:
+                continue  # c / reduce(x) does not move
+            hit = self._reduction(red_side)
+            if hit is None or not self._scalable(hit[1], other):
+                continue
+            call, _, arg = hit
+            inner = arg.value
+            if not (red_left and isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, (cst.Multiply, cst.Divide))):
+                inner = _paren(inner)  # (a * b) * c == a * b * c: left-associative, no parens needed
+            new_input = (
+                cst.BinaryOperation(inner, op, _paren(other)) if red_left else cst.BinaryOperation(_paren(other), op, inner)
+            )
+            self._report(node, call, arg, new_input, "`{}` after".format("*" if isinstance(op, cst.Multiply) else "/"))
+            return
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if not isinstance(node.operator, cst.Minus):
+            return
+        hit = self._reduction(node.expression)
+        if hit is None or hit[1] != "linear":
+            return
+        call, _, arg = hit
+        val = arg.value
+        new_input = cst.UnaryOperation(cst.Minus(), _paren(val) if not isinstance(val, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else val)
+        self._report(node, call, arg, new_input, "negation after")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name is None or (name not in SCALE_CALLS and name not in NEGATE_CALLS) or not node.args:
+            return
+        first = node.args[0]
+        hit = self._reduction(first.value)
+        if hit is None:
+            return
+        call, kind, arg = hit
+        if name in NEGATE_CALLS:
+            if kind != "linear" or len(node.args) != 1:
+                return
+            new_input = node.with_changes(args=[first.with_changes(value=arg.value)])
+        else:
+            if len(node.args) != 2 or not self._scalable(kind, node.args[1].value):
+                return
+            new_input = node.with_changes(args=[first.with_changes(value=arg.value), node.args[1]])
+        self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
+
+    def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
+        if self.ctx.role() == "input":
+            return
+        new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
+        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        text = self.ctx.module.code_for_node(new_call)
+        self.report(
+            outer,
+            f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — "
+            f"scale inside the reduction",
+            # a multi-line expression would lose its indentation when re-rendered: no fix
+            fix=self.make_fix(Replace(outer, text)) if "\n" not in text else None,
+        )

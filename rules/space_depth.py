@@ -1,0 +1,209 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.context import get_arg
+from kerasfit.rule import Invalid, Rule
+from kerasfit.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
+
+_ADVICE = {
+    "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",
+    "space_to_depth": "do it in the input pipeline (on the host) or use a strided convolution",
+    "space_to_batch": "use the convolution's `dilation_rate`",
+    "batch_to_space": "use the convolution's `dilation_rate`",
+}
+
+
+def _advice(name: str) -> str:
+    for key, text in _ADVICE.items():
+        if key in name:
+            return text
+    return ""
+
+
+class SpaceDepth(Rule):
+    """
+    ## What it does
+    Flags ops that move data between the feature (channel) dimension and the spatial or
+    batch dimensions in model code: `tf.nn.space_to_depth`, `tf.nn.depth_to_space`,
+    `keras.ops.space_to_depth` / `depth_to_space`, `tf.space_to_batch(_nd)`,
+    `tf.batch_to_space(_nd)`, and their hand-written forms — a pixel shuffle written as
+    reshape (rank ≥ 5) → transpose → reshape that multiplies a spatial or the channel
+    dim, and a "Focus"-style stride-2 phase split concatenated on channels.
+
+    Input-pipeline code (functions given to `Dataset.map`, parsers) is not flagged:
+    there the op runs on the host CPU, and the TPU reference models use
+    `space_to_depth` in the input pipeline on purpose.
+
+    ## Why is this slow on the accelerator
+    On a TPU the feature dimension is the minor, 128-lane tiled dimension and is padded
+    to a multiple of 8 or 128; spatial and batch dims are laid out differently. These
+    ops rewrite the tensor across that boundary, which is a full relayout copy through
+    HBM with padding on both sides (TPU_FACTS 7, 12, 13). The Cloud TPU guide lists all
+    four ops as expensive.
+
+    ## Example
+    ```python
+    x = tf.keras.layers.Conv2D(3 * 4 * 4, 3, padding="same")(x)
+    x = tf.nn.depth_to_space(x, 4)                 # ESPCN-style upsampling
+    ```
+
+    ## Use instead
+    ```python
+    x = tf.keras.layers.Conv2DTranspose(3, 4, strides=4, padding="same")(x)
+    ```
+
+    ## Fix safety
+    No automatic fix: the replacement is a different layer with its own weights.
+
+    ## References
+    TPU_FACTS 7, 12, 13; Cloud TPU performance guide, "TensorFlow ops".
+    """
+
+    code = "KF106"
+    name = "space-depth"
+    message = "Space/depth rearrangement moves data between padded and unpadded dims"
+
+    VALID = (
+        # input pipeline: runs on the host, and is the TPU reference models' own trick
+        "import tensorflow as tf\n\n"
+        "def parse(record):\n"
+        "    image = tf.io.decode_jpeg(record)\n"
+        "    return tf.nn.space_to_depth(image[None], 2)[0]\n\n"
+        "ds = tf.data.TFRecordDataset('train').map(parse)\n",
+        # a user's own function of the same name
+        "import tensorflow as tf\n\ndef depth_to_space(x, r):\n    return x\n\ny = depth_to_space(x, 2)\n",
+        # Swin-style window partition: channels stay minor, no dim is multiplied
+        "import tensorflow as tf\n\n"
+        "def window_partition(x, ws, h, w, c):\n"
+        "    x = tf.reshape(x, [-1, h // ws, ws, w // ws, ws, c])\n"
+        "    x = tf.transpose(x, [0, 1, 3, 2, 4, 5])\n"
+        "    return tf.reshape(x, [-1, ws, ws, c])\n",
+        # a stride-2 slice that is not a phase split
+        "import tensorflow as tf\ny = tf.concat([a[:, ::2], b[:, ::2]], axis=1)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "class SubPixel(tf.keras.layers.Layer):\n"
+            "    def call(self, x):\n"
+            "        return tf.nn.depth_to_space(x, 4)\n",
+            message_contains="Conv2DTranspose",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def model_fn(features, labels, mode, params):\n"
+            "    net = tf.layers.conv2d(features, 64, 3)\n"
+            "    net = tf.space_to_batch_nd(net, [2, 2], [[0, 0], [0, 0]])\n"
+            "    return net\n",
+            message_contains="dilation_rate",
+        ),
+        Invalid("import keras\n\nx = keras.ops.depth_to_space(x, 2)\n"),
+        # hand-written pixel shuffle split over lines, in Keras 3 ops
+        Invalid(
+            "from keras import ops\n\n"
+            "def pixel_shuffle(x, r, h, w, c):\n"
+            "    x = ops.reshape(x, (-1, h, w, r, r, c))\n"
+            "    x = ops.transpose(x, (0, 1, 3, 2, 4, 5))\n"
+            "    return ops.reshape(x, (-1, h * r, w * r, c))\n",
+            message_contains="pixel shuffle",
+        ),
+        # YOLO "Focus": space_to_depth by strided slices
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def focus(x):\n"
+            "    return tf.concat([x[:, ::2, ::2, :], x[:, 1::2, ::2, :], x[:, ::2, 1::2, :], x[:, 1::2, 1::2, :]], axis=-1)\n",
+            message_contains="phase split",
+        ),
+    )
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.call_name(node)
+        if name is None:
+            return
+        if name in SPACE_DEPTH_OPS:
+            if self.ctx.role() == "input":
+                return
+            op = name.rsplit(".", 1)[-1]
+            self.report(
+                node,
+                f"`{op}` moves data between the feature dim (padded to {self.ctx.target.large}) and "
+                f"spatial/batch dims: a full relayout copy on the accelerator; {_advice(name)}",
+            )
+        elif name in RESHAPE_CALLS:
+            self._check_pixel_shuffle(node, name)
+        elif name in CONCAT_CALLS:
+            self._check_phase_split(node, name)
+
+    def _check_pixel_shuffle(self, reshape: cst.Call, name: str) -> None:
+        kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
+        operand, shape = get_arg(reshape, kw, idx), get_arg(reshape, shape_kw, shape_idx)
+        if operand is None or shape is None or not _has_product(shape.value):
+            return
+        ctx = self.ctx
+        if ctx.role() == "input":
+            return
+        origin = ctx.origin(operand.value)
+        if origin is None or origin.name not in TRANSPOSE_CALLS:
+            return
+        t = origin.call
+        tkw, tidx, pkw, pidx = TRANSPOSE_CALLS[origin.name]
+        t_in, perm = get_arg(t, tkw, tidx), get_arg(t, pkw, pidx)
+        if t_in is None or perm is None:
+            return
+        perm_v = ctx.const(perm.value, scopes=ctx.scopes_of(perm.value))
+        if not isinstance(perm_v, (list, tuple)) or len(perm_v) < 5 or list(perm_v) == sorted(perm_v):
+            return
+        inner = ctx.origin(t_in.value)
+        if inner is None or inner.name not in RESHAPE_CALLS:
+            return
+        self.report(
+            origin.via[0] if origin.via else t,
+            "Hand-written pixel shuffle (reshape → transpose → reshape) moves data between the padded "
+            "feature dim and spatial dims, like `depth_to_space`; upsample with `Conv2DTranspose(strides=r)` "
+            "or a strided conv instead",
+        )
+
+    def _check_phase_split(self, node: cst.Call, name: str) -> None:
+        vkw, vidx, akw, aidx, default = CONCAT_CALLS[name]
+        values, axis = get_arg(node, vkw, vidx), get_arg(node, akw, aidx)
+        axis_v = self.ctx.int_const(axis.value) if axis is not None else default
+        if values is None or axis_v not in (-1, 3):
+            return
+        elems = values.value
+        if not isinstance(elems, (cst.List, cst.Tuple)) or len(elems.elements) < 4:
+            return
+        if not all(_strided_slice(self.ctx, el.value) for el in elems.elements):
+            return
+        if self.ctx.role() == "input":
+            return
+        self.report(
+            node,
+            "Stride-2 phase split concatenated on channels is a hand-written `space_to_depth`: it moves "
+            "spatial data into the padded feature dim; use a strided convolution (e.g. a 6×6/stride-2 stem)",
+        )
+
+
+def _has_product(shape: cst.BaseExpression) -> bool:
+    """A reshape target with a multiplied dim (``h * r`` or ``r * r * c``)."""
+    if not isinstance(shape, (cst.List, cst.Tuple)):
+        return False
+    return any(
+        isinstance(el.value, cst.BinaryOperation) and isinstance(el.value.operator, cst.Multiply)
+        for el in shape.elements[1:]
+    )
+
+
+def _strided_slice(ctx, expr: cst.BaseExpression) -> bool:
+    """``x[:, ::2, 1::2, :]``: a subscript with a constant step of 2 or more."""
+    if not isinstance(expr, cst.Subscript):
+        return False
+    steps = 0
+    for el in expr.slice:
+        s = el.slice
+        if isinstance(s, cst.Slice) and s.step is not None:
+            v = ctx.int_const(s.step)
+            if v is None or v < 2:
+                return False
+            steps += 1
+    return steps >= 2

@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from kerasfit.context import dotted_name, get_arg
+from kerasfit.rule import Invalid, Rule, Valid
+
+from ._pipeline import feeds_evaluation, round_up, tf_data_root
+
+# Names a file uses for its TPU core count (module constants or absl flags).
+_CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")
+_ESTIMATORS = {"tf.estimator.tpu.TPUEstimator", "tf.contrib.tpu.TPUEstimator"}
+
+
+class TinyBatch(Rule):
+    """
+    ## What it does
+    Computes the per-core batch size from constants in the file and flags it when it is
+    below 64 or not a multiple of 8. Batch sizes come from a training `tf.data`
+    `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`,
+    folded through constants, flags and config dicts. The per-core batch is
+    `N` for `.batch(N * strategy.num_replicas_in_sync)`, else the global batch divided
+    by the core count (`--cores` / `cores` in the config, `TPUConfig(num_shards=...)`,
+    or a `NUM_CORES`-style constant or flag). With no core count, a global batch below
+    64 is still flagged: no slice gives a core more than the whole batch.
+
+    Only in files that set up a TPU (a TPU strategy, resolver or estimator) or when
+    `cores` is configured; evaluation datasets are skipped.
+
+    ## Why is this slow on the accelerator
+    XLA picks convolution padding from the most common batch size (TPU_FACTS 1): with a
+    per-core batch below 64, forward convolutions pad the batch to 8 and the features to
+    128, and kernel-gradient (weight-update) convolutions pad the batch to 128 — a
+    per-core batch of 16 leaves 7/8 of the MXU idle in every weight gradient (TPU_FACTS
+    6). At 64 or more, batch pads to 128 in the forward pass and to 8 in the kernel
+    gradient, so it should be a multiple of 8 (ideally of 128).
+
+    ## Example
+    ```python
+    strategy = tf.distribute.TPUStrategy(resolver)
+    ds = ds.batch(16 * strategy.num_replicas_in_sync)
+    ```
+
+    ## Use instead
+    ```python
+    ds = ds.batch(128 * strategy.num_replicas_in_sync, drop_remainder=True)
+    ```
+
+    ## Fix safety
+    No automatic fix: the batch size changes the optimization (learning rate schedule,
+    memory).
+
+    ## References
+    TPU_FACTS 1, 6, 24; Cloud TPU performance guide ("batch size and feature size").
+    """
+
+    code = "KF203"
+    name = "tiny-batch"
+    message = "Per-core batch size below 64 or not a multiple of 8"
+    targets = frozenset({"tpu"})
+
+    VALID = (
+        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
+        "ds = tf.data.Dataset.range(10).batch(128 * strategy.num_replicas_in_sync, drop_remainder=True)\n",
+        # no TPU in sight
+        "import tensorflow as tf\nds = tf.data.Dataset.range(10).batch(32, drop_remainder=True)\n",
+        Valid(
+            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
+            "ds = tf.data.Dataset.range(10).batch(1024, drop_remainder=True)\n",
+            options={"cores": 8},
+        ),
+        # evaluation batch
+        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
+        "val_ds = tf.data.Dataset.range(10).batch(8)\n",
+        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\nmodel.fit(ds, batch_size=batch_size)\n",
+    )
+    INVALID = (
+        Invalid(
+            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
+            "PER_REPLICA = 16\n"
+            "ds = tf.data.Dataset.range(10).batch(PER_REPLICA * strategy.num_replicas_in_sync, drop_remainder=True)\n",
+            message_contains="16→128",
+        ),
+        Invalid(
+            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
+            "ds = tf.data.Dataset.range(10).batch(128, drop_remainder=True)\n",
+            options={"cores": 8},
+            message_contains="128 ÷ 8 cores",
+        ),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n"
+            "config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))\n"
+            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n",
+            message_contains="not a multiple of 8",
+        ),
+        Invalid(
+            "import tensorflow as tf\nresolver = tf.distribute.cluster_resolver.TPUClusterResolver()\n"
+            "model.fit(x, y, batch_size=32, epochs=3)\n",
+            message_contains="at most 32 per core",
+        ),
+    )
+
+    def __init__(self, ctx) -> None:
+        super().__init__(ctx)
+        self._applies: bool | None = None
+        self._cores_cache: int | None | bool = False
+
+    def _enabled(self) -> bool:
+        if self._applies is None:
+            self._applies = bool(self.ctx.options.get("cores")) or self.ctx.uses_tpu
+        return self._applies
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("batch", "padded_batch"):
+            arg = get_arg(node, "batch_size", 0)
+            if arg is None or not self._enabled() or self.ctx.raw_name(func) is not None:
+                return
+            if tf_data_root(self.ctx, node) is None or feeds_evaluation(self.ctx, node):
+                return
+            self._check(arg.value, arg.value)
+        elif isinstance(func, cst.Attribute) and func.attr.value == "fit":
+            arg = get_arg(node, "batch_size")
+            if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
+                self._check(arg.value, arg.value)
+        elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
+            if self.ctx.call_name(node) in _ESTIMATORS:
+                arg = get_arg(node, "train_batch_size")
+                assert arg is not None
+                self._check(arg.value, arg.value)
+
+    # ---- the arithmetic -------------------------------------------------------
+    def _per_replica_factor(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
+        """``N`` in ``N * strategy.num_replicas_in_sync`` (through one or two names)."""
+        if isinstance(expr, cst.Name) and depth < 3:
+            value = self.ctx.binding_value(expr)
+            return self._per_replica_factor(value, depth + 1) if value is not None else None
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
+            for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
+                if (dotted_name(b) or "").endswith("num_replicas_in_sync"):
+                    return a
+        return None
+
+    def _cores(self) -> int | None:
+        if self._cores_cache is not False:
+            return self._cores_cache  # type: ignore[return-value]
+        ctx = self.ctx
+        cores = ctx.options.get("cores")
+        if not isinstance(cores, int) or cores <= 0:
+            cores = None
+            idx = ctx.index
+            found: set[int] = set()
+            for call, scopes in idx.calls:
+                for a in call.args:
+                    if a.keyword is not None and a.keyword.value in _CORE_NAMES:
+                        v = ctx.const(a.value, scopes=scopes)
+                        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                            found.add(v)
+            for name in _CORE_NAMES:
+                for cand in (name, name.upper()):
+                    b = ctx.lookup(cand, [ctx.module])
+                    if b is not None and b.kind == "assign":
+                        v = ctx.const(b.value, scopes=[ctx.module])
+                        if isinstance(v, int) and v > 0:
+                            found.add(v)
+                for value, _ in idx.flag_defaults.get(name, ()):
+                    v = ctx.const(value, scopes=[ctx.module])
+                    if isinstance(v, int) and v > 0:
+                        found.add(v)
+            if len(found) == 1:
+                cores = found.pop()
+        self._cores_cache = cores
+        return cores
+
+    def _check(self, report_at: cst.CSTNode, expr: cst.BaseExpression) -> None:
+        ctx = self.ctx
+        factor = self._per_replica_factor(expr)
+        if factor is not None:
+            per = ctx.int_const(factor)
+            if per is None:
+                return
+            self._report(report_at, per, "per replica", exact=True)
+            return
+        total = ctx.int_const(expr)
+        if total is None or total <= 0:
+            return
+        cores = self._cores()
+        if cores is None:
+            if total < 64:
+                self._report(report_at, total, "", exact=False)
+            return
+        if total % cores:
+            return  # the strategy itself rejects an uneven split
+        self._report(report_at, total // cores, f"global {total} ÷ {cores} cores", exact=True)
+
+    def _report(self, node: cst.CSTNode, per: int, detail: str, exact: bool) -> None:
+        t = self.ctx.target
+        small, large = t.small, t.large
+        if per >= 64 and per % small == 0:
+            return
+        if not exact:
+            msg = (
+                f"Global batch {per} leaves at most {per} per core, below 64: kernel-gradient convs and matmuls pad "
+                f"the per-core batch to {large} (at most {per}/{large} of the MXU rows used) and forward "
+                f"ones pad features to {large}; use at least 64 per core"
+            )
+        elif per < 64:
+            kgrad = round_up(per, large)
+            fwd = f"batch {per}→{round_up(per, small)} and " if per % small else ""
+            msg = (
+                f"Per-core batch {per} ({detail}) is below 64: kernel-gradient convs and matmuls pad the batch "
+                f"{per}→{kgrad} ({per}/{kgrad} of the MXU rows used) and forward ones pad "
+                f"{fwd}features to {large}; use at least 64 per core, a multiple of {small}"
+            )
+        else:
+            msg = (
+                f"Per-core batch {per} ({detail}) is not a multiple of {small}: forward convolutions pad it "
+                f"to {round_up(per, large)} and kernel-gradient ones to {round_up(per, small)}; "
+                f"use a multiple of {small} (ideally of {large})"
+            )
+        self.report(node, msg)

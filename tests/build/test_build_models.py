@@ -1,0 +1,284 @@
+"""Build real (small) models with real TensorFlow in the child process.
+
+Every build runs ``python -m kerasfit.build.child`` once; module-scoped fixtures
+share the builds between tests. Marked ``build`` (``pytest -m "not build"`` skips).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kerasfit.build.api import (
+    BuildError,
+    BuildOptions,
+    build_report,
+    cached_report,
+    cross_check,
+    render_report,
+    run_child,
+)
+from kerasfit.build.hlo import FORWARD, KERNEL_GRAD
+from kerasfit.types import Diagnostic, Severity
+
+pytestmark = pytest.mark.build
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "fixtures" / "build"
+UNET = FIXTURES / "unet_tf1.py"
+CNN = FIXTURES / "keras_cnn.py"
+ZEROPAD = FIXTURES / "zeropad_conv.py"
+RESNET = FIXTURES / "resnet50.py"
+
+
+def line_of(path: Path, needle: str) -> int:
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if needle in line:
+            return i
+    raise AssertionError(f"{needle!r} not in {path}")
+
+
+def op(report, layer: str, pass_: str):
+    found = [o for o in report.ops if o.layer == layer and o.pass_ == pass_]
+    assert found, f"no {pass_} op for {layer}: {sorted({(o.layer, o.pass_) for o in report.ops})}"
+    return found[0]
+
+
+def static_diagnostics(path: Path) -> list[Diagnostic]:
+    from kerasfit.api import CheckOptions, check_source
+
+    return check_source(path.read_text(), str(path), CheckOptions(isolated=True)).diagnostics
+
+
+# ---------------------------------------------------------------- TF1 U-Net
+
+
+@pytest.fixture(scope="module")
+def unet():
+    return build_report(UNET, BuildOptions(cores=8, use_cache=False))
+
+
+def test_unet_last_conv_weight_update_is_16x1_of_128x8(unet):
+    assert unet.mode == "tf1-graph"
+    assert (unet.global_batch, unet.cores, unet.per_core_batch) == (128, 8, 16)
+    last = op(unet, "unet/output", KERNEL_GRAD)
+    assert last.dims["batch"] == [16, 128]
+    assert last.dims["out_features"] == [1, 8]
+    assert last.fit == pytest.approx(16 * 1 / (128 * 8))
+    assert (last.shape, last.padded_shape) == ([16, 64, 64, 1], [128, 64, 64, 8])
+    assert last.source["line"] == line_of(UNET, "logits = tf.compat.v1.layers.conv2d")
+    assert os.path.samefile(last.source["file"], UNET)
+    assert unet.outputs == [[16, 64, 64, 1]]
+
+
+def test_unet_recommends_a_larger_per_core_batch(unet):
+    first = unet.recommendations[0]
+    assert "per-core batch 16 → 128" in first.text
+    assert first.step_fit_after > unet.step_fit
+    text = render_report(unet)
+    assert "16×64×64×1 → 128×64×64×8" in text
+    assert "per-core batch 16 → 128" in text
+
+
+def test_unet_maps_every_op_to_a_variable_scope_and_line(unet):
+    assert all(o.source and o.layer for o in unet.ops)
+    skip_block = op(unet, "unet/up_block0/conv1", FORWARD)
+    # Concatenated skip connection: 16 upsampled + 16 skipped channels.
+    assert skip_block.dims["in_features"][0] == 32
+    assert op(unet, "unet/up0", FORWARD).source["line"] == line_of(UNET, "conv2d_transpose(")
+
+
+def test_unet_cross_check_adds_tiny_per_core_batch(unet):
+    diags = cross_check([], unet, str(UNET))
+    kf302 = [d for d in diags if d.code == "KF302"]
+    assert len(kf302) == 1
+    d = kf302[0]
+    assert d.name == "tiny-per-core-batch" and d.severity is Severity.WARNING and d.fix is None
+    assert "per-core batch 16" in d.message
+    # Pointed at where the batch enters the graph.
+    assert d.row == line_of(UNET, "tf.compat.v1.placeholder(")
+    assert all(x.code in ("KF301", "KF302") for x in diags)
+
+
+def test_json_report_has_the_documented_fields(unet):
+    data = json.loads(render_report(unet, "json"))
+    assert data["per_core_batch"] == 16 and 0 < data["step_fit"] < 1
+    first = data["ops"][0]
+    for key in ("name", "layer", "pass", "shape", "padded_shape", "fit", "flops", "source"):
+        assert key in first
+    assert set(first["source"]) >= {"file", "line"}
+
+
+def test_tf1_entry_expression_at_global_batch():
+    expr = "UNet().create(tf.compat.v1.placeholder(tf.float32, [128, 64, 64, 1]), 8, 1)"
+    report = build_report(UNET, BuildOptions(entry=expr, cores=8, use_cache=False))
+    assert report.entry == expr
+    last = op(report, "unet/output", KERNEL_GRAD)
+    assert last.dims["batch"] == [16, 128] and last.dims["out_features"] == [1, 8]
+
+
+# ---------------------------------------------------------------- Keras 3 CNN
+
+
+@pytest.fixture(scope="module")
+def cnn():
+    return build_report(CNN, BuildOptions(batch_size=128, use_cache=False))
+
+
+def test_cnn_confirms_channel_multiple_findings(cnn):
+    diags = cross_check(static_diagnostics(CNN), cnn, str(CNN))
+    by_line = {d.row: d for d in diags if d.code == "KF102"}
+    conv = by_line[line_of(CNN, "Conv2D(30")]
+    assert conv.build["status"] == "confirmed"
+    assert (conv.build["shape"], conv.build["padded_shape"]) == ([128, 32, 32, 30], [128, 32, 32, 32])
+    dense = by_line[line_of(CNN, "Dense(100")]
+    assert dense.build["status"] == "confirmed"
+    assert (dense.build["shape"], dense.build["padded_shape"]) == ([128, 100], [128, 104])
+    # Nothing unexplained on the Conv2D(64) line: 64 is a multiple of 8.
+    assert not [d for d in diags if d.code == "KF301" and d.row == line_of(CNN, "Conv2D(64")]
+
+
+def test_cnn_unsafe_fixes_raise_step_fit_and_keep_the_output_shape(cnn, tmp_path):
+    fixed = tmp_path / "keras_cnn.py"
+    shutil.copy(CNN, fixed)
+    run_fix(fixed, "--unsafe-fixes")
+    text = fixed.read_text()
+    assert "Conv2D(30" not in text and "Conv2D(32" in text
+    assert "Dense(100" not in text
+    after = build_report(fixed, BuildOptions(batch_size=128, use_cache=False))
+    assert after.step_fit > cnn.step_fit
+    assert after.outputs == cnn.outputs == [[128, 10]]
+
+
+# ---------------------------------------------------------------- ZeroPadding2D + valid conv
+
+
+def run_fix(path: Path, *flags: str) -> None:
+    """Apply kerasfit's own fixes to ``path`` through the CLI."""
+    subprocess.run(
+        [sys.executable, "-m", "kerasfit", "check", "--fix", *flags, "--isolated", "--no-cache",
+         "--exit-zero", "-q", str(path)],
+        check=True, capture_output=True, cwd=path.parent, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+
+
+def test_pad_before_conv_fix_keeps_outputs_identical(tmp_path):
+    weights, before, after = tmp_path / "w.npz", tmp_path / "before.npz", tmp_path / "after.npz"
+    opts = BuildOptions(batch_size=4, use_cache=False)
+    raw = run_child(ZEROPAD, opts, probe_weights=str(weights), probe_outputs=str(before))
+
+    # The static KF103 findings are confirmed: each zero pad feeds a conv's forward and
+    # weight-gradient passes.
+    from kerasfit.build.report import make_report
+
+    report = make_report(raw)
+    static = [d for d in static_diagnostics(ZEROPAD) if d.code == "KF103"]
+    assert {d.row for d in static} == {line_of(ZEROPAD, "ZeroPadding2D((1, 1))(inputs)"),
+                                       line_of(ZEROPAD, "ZeroPadding2D((1, 1))(x)")}
+    checked = [d for d in cross_check(static, report, str(ZEROPAD)) if d.code == "KF103"]
+    assert all(d.build["status"] == "confirmed" for d in checked)
+    first = min(checked, key=lambda d: d.row)
+    assert (first.build["shape"], first.build["padded_shape"]) == ([4, 16, 16, 8], [4, 18, 18, 8])
+
+    # The safe fix: no pad layer, padding="same".
+    fixed = tmp_path / "zeropad_fixed.py"
+    shutil.copy(ZEROPAD, fixed)
+    run_fix(fixed)
+    fixed_source = fixed.read_text()
+    assert "layers.ZeroPadding2D" not in fixed_source and 'padding="valid"' not in fixed_source
+    run_child(fixed, opts, probe_weights=str(weights), probe_outputs=str(after))
+
+    import numpy as np
+
+    with np.load(before) as a, np.load(after) as b:
+        assert a.files == b.files
+        for name in a.files:
+            assert a[name].shape == b[name].shape == (4, 16, 16, 8)
+            np.testing.assert_array_equal(a[name], b[name])
+
+
+# ---------------------------------------------------------------- ResNet50, discovery, tf-keras
+
+
+def test_resnet50_small_input_builds_and_maps_to_the_applications_call():
+    report = build_report(RESNET, BuildOptions(entry="build_small_model", batch_size=8, use_cache=False))
+    assert len(report.ops) > 150
+    call = line_of(RESNET, "keras.applications.ResNet50(")
+    assert {o.source["line"] for o in report.ops} == {call}
+    assert {o.pass_ for o in report.ops} == {"forward", "input-gradient", "kernel-gradient"}
+    assert 0 < report.step_fit <= 1
+
+
+def test_module_level_tf_keras_model_is_discovered(tmp_path):
+    path = tmp_path / "legacy_model.py"
+    path.write_text(
+        "import tf_keras\n"
+        "\n"
+        "model = tf_keras.Sequential([\n"
+        "    tf_keras.Input((12,)),\n"
+        "    tf_keras.layers.Dense(20),\n"
+        "    tf_keras.layers.Dense(3),\n"
+        "])\n"
+    )
+    report = build_report(path, BuildOptions(batch_size=32, cores=2, use_cache=False))
+    assert report.mode == "tf-keras" and report.entry == "model"
+    assert report.per_core_batch == 16
+    lines = {o.layer: o.source["line"] for o in report.ops}
+    assert set(lines.values()) == {5, 6}
+
+
+def test_cache_and_cached_report(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "model.py"
+    shutil.copy(ZEROPAD, path)
+    assert cached_report(path) is None
+    opts = BuildOptions(batch_size=4)
+    first = build_report(path, opts)
+    assert not first.cached
+    start = time.perf_counter()
+    second = build_report(path, opts)
+    assert second.cached and time.perf_counter() - start < 1.0
+    assert second.to_dict()["ops"] == first.to_dict()["ops"]
+    # Another target is the same build, simulated again.
+    assert build_report(path, BuildOptions(batch_size=4, target="tpu-v6e")).cached
+    hover = cached_report(path)
+    assert hover is not None and len(hover.ops) == len(first.ops)
+    assert (tmp_path / ".kerasfit_cache" / "build").is_dir()
+    path.write_text(path.read_text() + "\n# changed\n")
+    assert cached_report(path) is None
+
+
+# ---------------------------------------------------------------- failures
+
+
+FAILURES = {
+    "import-error": ("import not_a_real_module_xyz\n", "ModuleNotFoundError"),
+    "user-exception": (
+        "import keras\n\ndef build_model():\n    raise ValueError('bad filters')\n",
+        "line 4",
+    ),
+    "nothing-to-build": ("import keras\n\nx = 1\n", "tried no-argument functions build_model()"),
+    "segfault": ("import ctypes\nimport keras\nctypes.string_at(0)\n", "SIGSEGV"),
+    "hang": ("import time\nimport keras\ntime.sleep(600)\n", "timed out"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILURES))
+def test_failures_become_one_line_naming_the_file(case, tmp_path):
+    source, expected = FAILURES[case]
+    path = tmp_path / f"{case.replace('-', '_')}.py"
+    path.write_text(source)
+    timeout = 12.0 if case == "hang" else 120.0
+    with pytest.raises(BuildError) as info:
+        build_report(path, BuildOptions(timeout=timeout, use_cache=False))
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(str(path))
+    assert expected in message

@@ -1,0 +1,141 @@
+"""Report, rendering and cross-check on a captured build (no TensorFlow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kerasfit.build.api import BuildError, BuildOptions, cross_check, render_report, run_child
+from kerasfit.build.hlo import classify_pass, parse_hlo, strip_scopes
+from kerasfit.build.report import make_report
+from kerasfit.types import Diagnostic, Severity
+
+ROOT = Path(__file__).resolve().parents[2]
+CNN = ROOT / "fixtures" / "build" / "keras_cnn.py"
+HLO = ROOT / "fixtures" / "build" / "hlo" / "keras_cnn_b16.hlo"
+# TF name scope of each layer in the captured step -> (layer, line in keras_cnn.py)
+SCOPES = {"conv2d_1": ("conv2d", 9), "conv2d_1_2": ("conv2d_1", 11), "dense_1": ("dense", 13),
+          "dense_1_2": ("dense_1", 14)}
+
+
+def raw_build(path: Path, per_core: int = 16, cores: int = 1) -> dict:
+    """The child's JSON for keras_cnn.py at batch 16, rebuilt from the captured HLO."""
+    ops, _ = parse_hlo(HLO.read_text())
+    variables = [[3, 3, 3, 30], [30], [3, 3, 30, 64], [64], [64, 100], [100], [100, 10], [10]]
+    out = []
+    for op in ops:
+        op.pass_ = classify_pass(op, variables)
+        scope = strip_scopes(op.op_name).split("/")[1]
+        layer, line = SCOPES[scope]
+        d = op.to_dict()
+        d["layer"] = layer
+        d["source"] = {"file": str(path), "line": line, "end_line": line, "column": 8, "end_column": 20}
+        out.append(d)
+    return {"ok": True, "file": str(path), "entry": "build_model()", "mode": "keras", "ops": out,
+            "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
+            "outputs": [[per_core, 10]], "notes": []}
+
+
+@pytest.fixture()
+def model_file(tmp_path) -> Path:
+    path = tmp_path / "keras_cnn.py"
+    path.write_text(CNN.read_text())
+    return path
+
+
+def diag(code: str, name: str, path: Path, row: int) -> Diagnostic:
+    return Diagnostic(code=code, name=name, message="static", severity=Severity.WARNING,
+                      filename=str(path), row=row, column=4, end_row=row, end_column=30)
+
+
+def test_report_is_worst_first_with_flop_shares(model_file):
+    report = make_report(raw_build(model_file))
+    fits = [op.fit for op in report.ops]
+    assert fits == sorted(fits)
+    assert sum(op.share for op in report.ops) == pytest.approx(1.0)
+    assert report.per_core_batch == 16 and report.common_batch == 16
+    assert report.layout["forward"] == [8, 128] and report.layout["kernel-gradient"] == [128, 8]
+
+
+def test_render_text_and_json(model_file):
+    report = make_report(raw_build(model_file, per_core=16, cores=8))
+    text = render_report(report)
+    header = text.splitlines()[0]
+    for column in ("layer", "source", "pass", "shape → padded", "fit", "FLOPs"):
+        assert column in header
+    assert "step fit" in text and "HBM expansion" in text
+    assert "1. per-core batch 16 → 128 (global 128 → 1024 on 8 cores" in text
+    data = json.loads(render_report(report, "json"))
+    assert data["ops"][0]["source"]["line"] in {9, 11, 13, 14}
+    assert len(data["recommendations"]) <= 3
+    with pytest.raises(ValueError):
+        render_report(report, "xml")
+
+
+def test_render_caps_rows(model_file):
+    report = make_report(raw_build(model_file))
+    text = render_report(report, max_rows=2)
+    assert f"… {len(report.ops) - 2} more ops" in text
+
+
+def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
+    report = make_report(raw_build(model_file))
+    diags = [diag("KF102", "channel-multiple", model_file, 9), diag("KF102", "channel-multiple", model_file, 11)]
+    conv30, conv64 = cross_check(diags, report, str(model_file))[:2]
+    assert conv30.build["status"] == "confirmed"
+    # Batch 16: the forward pass pads features to 128.
+    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 128]
+    assert 0 < conv30.build["fit"] < 1
+    # Conv2D(64) also pads to 128 at this batch: the finding is confirmed by the build.
+    assert conv64.build["status"] == "confirmed"
+    report_big = make_report(raw_build(model_file, per_core=16), target="gpu")
+    (aligned,) = [d for d in cross_check([diag("KF102", "channel-multiple", model_file, 11)], report_big,
+                                         str(model_file)) if d.code == "KF102"]
+    assert aligned.build["status"] == "refuted"
+
+
+def test_kf203_and_kf302_follow_the_per_core_batch(model_file):
+    report = make_report(raw_build(model_file, per_core=16, cores=8))
+    batch = diag("KF203", "tiny-batch", model_file, 3)
+    out = cross_check([batch], report, str(model_file))
+    assert out[0].build["status"] == "confirmed" and out[0].build["per_core_batch"] == 16
+    # A static tiny-batch finding exists, so no KF302 on top of it.
+    assert not [d for d in out if d.code == "KF302"]
+    without = cross_check([], report, str(model_file))
+    (kf302,) = [d for d in without if d.code == "KF302"]
+    assert "per-core batch 16 (global 128 / 8 cores)" in kf302.message
+
+
+def test_kf301_only_where_no_static_finding(model_file):
+    report = make_report(raw_build(model_file, per_core=16))
+    plain = cross_check([], report, str(model_file))
+    kf301_rows = {d.row for d in plain if d.code == "KF301"}
+    assert 9 in kf301_rows  # Conv2D(30) at batch 16: features pad to 128
+    with_static = cross_check([diag("KF102", "channel-multiple", model_file, 9)], report, str(model_file))
+    assert 9 not in {d.row for d in with_static if d.code == "KF301"}
+    new = [d for d in plain if d.code in ("KF301", "KF302")]
+    text = model_file.read_text()
+    for d in new:
+        assert d.severity is Severity.WARNING and d.fix is None and d.build is None
+        # Offsets agree with rows/columns.
+        line_start = sum(len(ln) for ln in text.splitlines(keepends=True)[: d.row - 1])
+        assert d.start == line_start + d.column and d.end > d.start
+
+
+def test_diagnostics_of_other_files_are_left_alone(model_file, tmp_path):
+    report = make_report(raw_build(model_file))
+    other = diag("KF102", "channel-multiple", tmp_path / "other.py", 9)
+    out = cross_check([other], report, str(model_file))
+    assert out[0].build is None
+
+
+def test_run_child_rejects_bad_input_without_starting(tmp_path):
+    with pytest.raises(BuildError) as info:
+        run_child(tmp_path / "missing.py", BuildOptions())
+    assert "missing.py" in str(info.value) and "\n" not in str(info.value)
+    path = tmp_path / "m.py"
+    path.write_text("x = 1\n")
+    with pytest.raises(BuildError, match="unknown target"):
+        run_child(path, BuildOptions(target="tpu-v9"))

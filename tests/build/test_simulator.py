@@ -1,0 +1,195 @@
+"""The padding simulator, table-driven from TPU_FACTS section A. No TensorFlow."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+
+import pytest
+
+from kerasfit.build.hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
+from kerasfit.build.simulator import (
+    layout,
+    most_common_batch,
+    pad_to,
+    simulate,
+    simulate_op,
+    tiled_bytes,
+    with_batch,
+    with_features,
+)
+from kerasfit.types import TARGETS
+
+
+def conv(pass_: str, batch: int, cin: int, cout: int, hw: int = 8, k: int = 3, name: str = "c") -> HloOp:
+    """A 2-D NHWC convolution as TF lowers it for each pass (dim_labels as in real HLO)."""
+    if pass_ == KERNEL_GRAD:
+        # f01b_i01o->01bf: x^T (batch contracted) with dy, producing the kernel.
+        lhs, rhs, out = [batch, hw, hw, cin], [batch, hw, hw, cout], [k, k, cin, cout]
+        roles = {"lhs": {"m": [3], "k": [0]}, "rhs": {"k": [0], "n": [3]}, "out": {"m": [2], "n": [3]}}
+        m, kk, n, labels, window = cin, batch, cout, "f01b_i01o->01bf", hw * hw
+    else:
+        lhs, rhs, out = [batch, hw, hw, cin], [k, k, cin, cout], [batch, hw, hw, cout]
+        roles = {"lhs": {"m": [0], "k": [3]}, "rhs": {"k": [2], "n": [3]}, "out": {"m": [0], "n": [3]}}
+        m, kk, n, labels, window = batch, cin, cout, "b01f_01io->b01f", k * k
+    flops = 2 * math.prod(out) * window * kk
+    return HloOp(name=f"{name}.{pass_}", opcode="convolution", op_type="Conv2D", op_name=name,
+                 dtype="f32", shape=out, lhs_shape=lhs, rhs_shape=rhs, lhs=f"{name}.in",
+                 rhs=f"{name}.w", roles=roles, m=m, k=kk, n=n, flops=flops, dim_labels=labels,
+                 pass_=pass_)
+
+
+def train_step(batch: int, cin: int, cout: int, name: str = "c") -> list[HloOp]:
+    return [conv(p, batch, cin, cout, name=name) for p in (FORWARD, INPUT_GRAD, KERNEL_GRAD)]
+
+
+V5E, V6E, GPU = TARGETS["tpu-v5e"], TARGETS["tpu-v6e"], TARGETS["gpu"]
+
+
+@pytest.mark.parametrize(
+    "n, multiple, padded",
+    [(16, 128, 128), (128, 128, 128), (129, 128, 256), (3, 8, 8), (1, 8, 8), (30, 8, 32), (100, 256, 256)],
+)
+def test_pad_to(n, multiple, padded):
+    assert pad_to(n, multiple) == padded
+
+
+# TPU_FACTS 1: the most common conv batch picks 8 vs 128 per pass; v6e's MXU is 256
+# (fact 8); a GPU pads channels to 8 (fact 18).
+@pytest.mark.parametrize(
+    "pass_, common, target, expected",
+    [
+        (FORWARD, 128, V5E, (128, 8)),
+        (INPUT_GRAD, 64, V5E, (128, 8)),
+        (KERNEL_GRAD, 128, V5E, (8, 128)),
+        (FORWARD, 16, V5E, (8, 128)),
+        (INPUT_GRAD, 63, V5E, (8, 128)),
+        (KERNEL_GRAD, 16, V5E, (128, 8)),
+        (KERNEL_GRAD, 16, V6E, (256, 8)),
+        (FORWARD, 256, V6E, (256, 8)),
+        (FORWARD, 16, GPU, (8, 8)),
+    ],
+)
+def test_layout(pass_, common, target, expected):
+    assert layout(pass_, common, target) == expected
+
+
+@pytest.mark.parametrize(
+    "batches, expected",
+    [([16, 16, 128], 16), ([16, 128, 128], 128), ([16, 128], 128), ([], None), ([0, 0], None)],
+)
+def test_most_common_batch(batches, expected):
+    assert most_common_batch(batches) == expected
+
+
+# Per-op fit = useful / padded work (TPU_FACTS 6).
+@pytest.mark.parametrize(
+    "case, op, common, fit, batch, cin, cout",
+    [
+        # The profiler guide's example: batch 16 -> 128 and feature 3 -> 8: ~5%.
+        ("guide 16x3 of 128x8", conv(KERNEL_GRAD, 16, 3, 64), 16, 16 * 3 / (128 * 8), (16, 128), (3, 8), (64, 64)),
+        # The U-Net case: "16*1 out of 128*8" of the last 1x1 conv's weight update.
+        ("unet 16x1 of 128x8", conv(KERNEL_GRAD, 16, 16, 1, k=1), 16, 16 * 1 / (128 * 8), (16, 128), (16, 16), (1, 8)),
+        # Large batch, aligned channels: nothing wasted.
+        ("aligned", conv(FORWARD, 128, 64, 128), 128, 1.0, (128, 128), (64, 64), (128, 128)),
+        # 30 filters pad to 32 in a large-batch forward pass ...
+        ("30 filters fwd", conv(FORWARD, 128, 32, 30), 128, 30 / 32, (128, 128), (32, 32), (30, 32)),
+        # ... and to 128 in its weight update, which pads features to 128.
+        ("30 filters kgrad", conv(KERNEL_GRAD, 128, 128, 30), 128, 30 / 128, (128, 128), (128, 128), (30, 128)),
+        # Small batch: the forward pass pads features to 128.
+        ("small batch fwd", conv(FORWARD, 16, 64, 64), 16, 0.25, (16, 16), (64, 128), (64, 128)),
+    ],
+)
+def test_op_fit(case, op, common, fit, batch, cin, cout):
+    s = simulate_op(op, common, V5E)
+    assert s.fit == pytest.approx(fit), case
+    assert s.dims == {"batch": batch, "in_features": cin, "out_features": cout}
+    assert s.padded_flops == pytest.approx(op.flops / fit)
+
+
+def test_guide_example_is_about_five_percent():
+    s = simulate_op(conv(KERNEL_GRAD, 16, 3, 64), 16, V5E)
+    assert round(s.fit * 100) == 5
+
+
+def test_unet_worst_tensor_is_the_gradient_of_the_single_channel_output():
+    s = simulate_op(conv(KERNEL_GRAD, 16, 16, 1, hw=64, k=1), 16, V5E)
+    assert s.tensor == "rhs"
+    assert (s.shape, s.padded_shape) == ([16, 64, 64, 1], [128, 64, 64, 8])
+    assert s.fit == pytest.approx(0.015625)
+
+
+def test_step_fit_is_flop_weighted():
+    ops = train_step(128, 64, 128, "a") + train_step(128, 30, 30, "b")
+    sim = simulate(ops, "tpu-v5e")
+    useful = sum(s.flops for _, s in sim.ops)
+    padded = sum(s.flops / s.fit for _, s in sim.ops)
+    assert sim.step_fit == pytest.approx(useful / padded)
+    assert 0 < sim.step_fit < 1
+
+
+def test_common_batch_comes_from_convolutions_and_kernel_gradients_count_their_batch():
+    ops = train_step(16, 64, 64)
+    assert simulate(ops).common_batch == 16
+    dot = HloOp(name="d", opcode="dot", op_type="MatMul", op_name="d", dtype="f32", shape=[512, 10],
+                lhs_shape=[512, 64], rhs_shape=[64, 10], lhs="x", rhs="w",
+                roles={"lhs": {"m": [0], "k": [1]}, "rhs": {"k": [0], "n": [1]}, "out": {"m": [0], "n": [1]}},
+                m=512, k=64, n=10, flops=2 * 512 * 64 * 10, pass_=FORWARD)
+    # A matmul with another batch does not change the convolutions' vote.
+    assert simulate(ops + [dot, dot, dot, dot]).common_batch == 16
+    # Without convolutions the matmuls decide (TPU_FACTS 5).
+    assert simulate([dot]).common_batch == 512
+
+
+def test_v6e_pads_to_256_and_gpu_to_8():
+    ops = train_step(128, 128, 128)
+    assert simulate(ops, "tpu-v5e").step_fit == pytest.approx(1.0)
+    assert simulate(ops, "tpu-v6e").step_fit < 1.0
+    assert simulate(train_step(16, 30, 30), "gpu").step_fit == pytest.approx(30 * 30 / (32 * 32))
+
+
+# TPU_FACTS 7: 8x128 tiles for 32-bit, two rows per word for 16-bit, small tiles.
+@pytest.mark.parametrize(
+    "shape, second, minor, itemsize, expansion",
+    [
+        ([128, 8], 1, 0, 4, 1.0),
+        ([128, 3], 1, 0, 4, 4 / 3),  # 4x128 small tile
+        ([128, 2], 1, 0, 4, 1.0),  # 2x128 small tile
+        ([128, 1], 1, 0, 4, 2.0),
+        ([16, 64], 0, 1, 4, 2.0),  # lanes: 64 -> 128
+        ([8, 128], 0, 1, 2, 2.0),  # bf16 packs 16 rows per tile
+        ([16, 128], 0, 1, 2, 1.0),
+    ],
+)
+def test_tiled_bytes(shape, second, minor, itemsize, expansion):
+    real, padded = tiled_bytes(shape, second, minor, itemsize)
+    assert padded / real == pytest.approx(expansion)
+
+
+def test_hbm_expansion_of_small_feature_activations():
+    # Large batch: batch is the lane dim, features the sublanes; 3 features use a 4-row tile.
+    assert simulate([conv(FORWARD, 128, 3, 8)]).hbm_expansion == pytest.approx((128 * 4 * 4 + 128 * 8 * 4) / (128 * 3 * 4 + 128 * 8 * 4))
+    # Small batch: features become the lane dim and pad to 128.
+    assert simulate([conv(FORWARD, 16, 16, 16)]).hbm_expansion == pytest.approx(8.0)
+
+
+def test_what_if_larger_batch_and_rounded_features():
+    ops = train_step(16, 16, 1, "out") + train_step(16, 64, 64, "body")
+    base = simulate(ops).step_fit
+    assert simulate(with_batch(ops, 16, 128)).step_fit > base
+    names = {op.name for op in ops if op.op_name == "out"}
+    rounded = with_features(ops, names, 1, 8)
+    assert simulate(rounded).step_fit > base
+    # The clone keeps the original untouched.
+    assert ops[0].n == 1
+
+
+def test_simulator_modules_import_without_tensorflow():
+    code = (
+        "import sys; import kerasfit.build.api, kerasfit.build.simulator, kerasfit.build.hlo, "
+        "kerasfit.build.report; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')]; "
+        "assert not bad, bad"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

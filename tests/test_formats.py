@@ -1,0 +1,246 @@
+"""Output formats: json, sarif (validated against the real SARIF 2.1.0 schema), github, lsp."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from kfhelpers import BAD, NOFIX, run, write
+
+from kerasfit import reporters
+from kerasfit.registry import all_rules
+from kerasfit.types import Applicability, Diagnostic, Edit, FileResult, Fix, Severity
+
+CACHE = Path(__file__).resolve().parent / ".cache" / "sarif-schema.json"
+SCHEMA_IN_PACKAGE = "package/lib/schemas/sarif-2.1.0-rtm.5.json"
+
+
+def _fetch_schema() -> Path | None:
+    """`npm pack @microsoft/jest-sarif` and keep its SARIF schema in tests/.cache/."""
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            p = subprocess.run(
+                [npm, "pack", "@microsoft/jest-sarif", "--silent"],
+                cwd=tmp, capture_output=True, text=True, timeout=120,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        tarballs = list(Path(tmp).glob("*.tgz"))
+        if p.returncode != 0 or not tarballs:
+            return None
+        with tarfile.open(tarballs[0]) as tar:
+            try:
+                member = tar.extractfile(SCHEMA_IN_PACKAGE)
+            except KeyError:
+                return None
+            data = member.read() if member else None
+    if not data:
+        return None
+    CACHE.parent.mkdir(parents=True, exist_ok=True)
+    tmp_out = CACHE.with_suffix(".tmp")
+    tmp_out.write_bytes(data)
+    tmp_out.replace(CACHE)
+    return CACHE
+
+
+@pytest.fixture(scope="session")
+def sarif_schema() -> dict:
+    env = os.environ.get("KERASFIT_SARIF_SCHEMA")
+    path = Path(env) if env else CACHE
+    if not path.is_file():
+        path = _fetch_schema()
+    if path is None or not path.is_file():
+        msg = "SARIF 2.1.0 schema unavailable (set KERASFIT_SARIF_SCHEMA or allow `npm pack @microsoft/jest-sarif`)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    assert "draft-04" in schema.get("$schema", ""), "expected the draft-04 SARIF 2.1.0 schema"
+    return schema
+
+
+@pytest.fixture
+def project(tmp_path):
+    write(tmp_path / "model.py", BAD + NOFIX)
+    write(tmp_path / "broken.py", "import tensorflow as tf\ndef f(:\n    pass\n")
+    return tmp_path
+
+
+# ---- json -----------------------------------------------------------------------------------
+
+
+def test_json_objects(project):
+    r = run("check", "model.py", "broken.py", "--output-format", "json", "--no-cache", cwd=project)
+    assert r.returncode == 1
+    out = r.json()
+    assert isinstance(out, list) and len(out) == 3
+    for d in out:
+        assert {"code", "name", "message", "severity", "filename", "location", "end_location", "fix", "url"} <= set(d)
+        assert set(d["location"]) == {"row", "column"} and set(d["end_location"]) == {"row", "column"}
+        assert d["severity"] in ("error", "warning", "info")
+        assert d["url"].startswith("https://")
+    syntax, fixable, nofix = out
+    assert (syntax["code"], syntax["name"], syntax["severity"], syntax["filename"]) == ("KF001", "syntax-error", "error", "broken.py")
+    assert syntax["fix"] is None and syntax["location"]["row"] == 2
+    assert fixable["code"] == "KF101" and fixable["name"] == "unfused-batchnorm"
+    assert fixable["location"] == {"row": 2, "column": 6} and fixable["end_location"]["row"] == 2
+    assert fixable["url"].endswith("/unfused-batchnorm")
+    fix = fixable["fix"]
+    assert fix["applicability"] == "safe" and fix["message"]
+    assert fix["edits"] == [{"content": "True", "location": {"row": 2, "column": 44}, "end_location": {"row": 2, "column": 49}}]
+    assert nofix["fix"] is None and nofix["location"]["row"] == 4
+
+
+def test_json_clean_is_empty_list(tmp_path):
+    write(tmp_path / "ok.py", "import tensorflow as tf\n")
+    r = run("check", "ok.py", "--output-format", "json", cwd=tmp_path)
+    assert r.returncode == 0 and r.json() == []
+
+
+def test_json_edit_columns_apply_to_the_file(project):
+    """Edits use 1-based columns over characters: applying them reproduces --fix."""
+    r = run("check", "model.py", "--output-format", "json", "--no-cache", cwd=project)
+    lines = (project / "model.py").read_text().splitlines(keepends=True)
+    for d in r.json():
+        for e in (d["fix"] or {}).get("edits", []):
+            (r0, c0), (r1, c1) = (e["location"].values()), (e["end_location"].values())
+            assert r0 == r1
+            line = lines[r0 - 1]
+            lines[r0 - 1] = line[: c0 - 1] + e["content"] + line[c1 - 1 :]
+    run("check", "model.py", "--fix", "--no-cache", cwd=project)
+    assert "".join(lines) == (project / "model.py").read_text()
+
+
+# ---- sarif ----------------------------------------------------------------------------------
+
+
+def test_sarif_validates_against_schema(project, sarif_schema):
+    import jsonschema
+
+    (project / "bin.py").write_bytes(b"import tensorflow\x00\n")
+    r = run("check", "model.py", "broken.py", "bin.py", "--output-format", "sarif", "--no-cache", cwd=project)
+    assert r.returncode == 1
+    log = r.json()
+    validator = jsonschema.Draft4Validator(sarif_schema, format_checker=jsonschema.Draft4Validator.FORMAT_CHECKER)
+    errors = sorted(validator.iter_errors(log), key=lambda e: list(e.path))
+    assert not errors, "\n".join(f"{list(e.path)}: {e.message}" for e in errors[:10])
+
+    assert log["version"] == "2.1.0"
+    run0 = log["runs"][0]
+    driver = run0["tool"]["driver"]
+    assert driver["name"] == "kerasfit"
+    ids = [rule["id"] for rule in driver["rules"]]
+    assert set(all_rules()) <= set(ids) and "KF001" in ids
+    results = run0["results"]
+    assert [(x["ruleId"], x["locations"][0]["physicalLocation"]["region"]["startLine"]) for x in results] == [
+        ("KF001", 2), ("KF101", 2), ("KF101", 4)
+    ]
+    for x in results:
+        assert ids[x["ruleIndex"]] == x["ruleId"]
+    fixable = results[1]
+    assert fixable["level"] == "warning"
+    region = fixable["locations"][0]["physicalLocation"]["region"]
+    assert (region["startLine"], region["startColumn"]) == (2, 6)
+    rep = fixable["fixes"][0]["artifactChanges"][0]["replacements"][0]
+    assert rep["insertedContent"]["text"] == "True"
+    assert rep["deletedRegion"]["startColumn"] == 44 and rep["deletedRegion"]["endColumn"] == 49
+    assert "fixes" not in results[2]
+    notes = run0["invocations"][0]["toolExecutionNotifications"]
+    assert any("bin.py" in n["message"]["text"] for n in notes)
+
+
+def test_sarif_clean_run_validates(tmp_path, sarif_schema):
+    import jsonschema
+
+    write(tmp_path / "ok.py", "import tensorflow as tf\n")
+    r = run("check", "ok.py", "--output-format", "sarif", cwd=tmp_path)
+    assert r.returncode == 0
+    jsonschema.Draft4Validator(sarif_schema).validate(r.json())
+    assert r.json()["runs"][0]["results"] == []
+
+
+# ---- github -----------------------------------------------------------------------------------
+
+
+def test_github_annotations(project):
+    r = run("check", "model.py", "broken.py", "--output-format", "github", "--no-cache", cwd=project)
+    assert r.returncode == 1
+    assert len(r.lines) == 3
+    assert r.lines[0].startswith("::error file=broken.py,line=2,col=")
+    line = r.lines[1]
+    assert line.startswith("::warning file=model.py,line=2,col=6,endLine=2,endColumn=50,")
+    assert "title=KF101 unfused-batchnorm::KF101 " in line
+    props = line.split("::")[1]
+    assert ":" not in props.split(" ", 1)[1]  # properties are escaped
+    assert r.lines[2].startswith("::warning file=model.py,line=4,col=5,")
+
+
+def test_github_escapes_newlines_and_percent():
+    d = Diagnostic("KF101", "unfused-batchnorm", "100% slow\nreally", Severity.WARNING, "a,b:c.py", 1, 0, 1, 3)
+    out = reporters.github([FileResult("a,b:c.py", [d])])
+    assert out == "::warning file=a%2Cb%3Ac.py,line=1,col=1,endLine=1,endColumn=4,title=KF101 unfused-batchnorm::KF101 100%25 slow%0Areally"
+
+
+# ---- lsp ----------------------------------------------------------------------------------------
+
+
+def test_lsp_diagnostics_keyed_by_uri_with_utf16_columns(tmp_path):
+    src = 'import tf_keras as keras\nlabel = "🚀"; bn = keras.layers.BatchNormalization(fused=False)\n'
+    f = write(tmp_path / "emoji.py", src)
+    r = run("check", "emoji.py", "--output-format", "lsp", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 1
+    out = r.json()
+    assert list(out) == [f.resolve().as_uri()]
+    (diag,) = out[f.resolve().as_uri()]
+    line = src.splitlines()[1]
+    char_col = line.index("keras.layers")
+    assert diag["range"]["start"] == {"line": 1, "character": char_col + 1}  # the rocket is 2 UTF-16 units
+    end_char = line.index(")") + 1
+    assert diag["range"]["end"] == {"line": 1, "character": end_char + 1}
+    assert diag["code"] == "KF101" and diag["source"] == "kerasfit" and diag["severity"] == 2
+    assert diag["codeDescription"]["href"].endswith("/unfused-batchnorm")
+    assert diag["message"]
+    (edit,) = diag["data"]["fix"]["edits"]
+    assert edit["newText"] == "True"
+    start = line.index("False")
+    assert edit["range"] == {"start": {"line": 1, "character": start + 1}, "end": {"line": 1, "character": start + 6}}
+    # applying the edit in UTF-16 units gives the fixed line
+    u16 = line.encode("utf-16-le")
+    a, b = edit["range"]["start"]["character"] * 2, edit["range"]["end"]["character"] * 2
+    assert (u16[:a] + "True".encode("utf-16-le") + u16[b:]).decode("utf-16-le") == line.replace("False", "True")
+
+
+def test_lsp_clean_is_empty_object(tmp_path):
+    write(tmp_path / "ok.py", "import tensorflow as tf\n")
+    r = run("check", "ok.py", "--output-format", "lsp", cwd=tmp_path)
+    assert r.returncode == 0 and r.json() == {}
+
+
+# ---- text summary (reporter level, covers rules not yet written) ---------------------------------
+
+
+def _diag(app: Applicability | None, row: int = 1) -> Diagnostic:
+    fix = Fix(app, "t", (Edit(0, 1, "x", row, 0, row, 1),)) if app else None
+    return Diagnostic("KF101", "unfused-batchnorm", "m", Severity.WARNING, "f.py", row, 0, row, 1, fix)
+
+
+def test_text_summary_counts_fixable_and_hidden_unsafe():
+    files = [FileResult("f.py", [_diag(Applicability.SAFE, 1), _diag(Applicability.UNSAFE, 2), _diag(Applicability.UNSAFE, 3), _diag(Applicability.DISPLAY, 4), _diag(None, 5)])]
+    out = reporters.text(files)
+    assert out.count(" [*] ") == 1
+    assert "Found 5 finding(s)." in out
+    assert "[*] 1 fixable with the `--fix` option." in out
+    assert "(2 hidden fix(es) can be enabled with the `--unsafe-fixes` option.)" in out
+    unsafe = reporters.text(files, unsafe=True)
+    assert unsafe.count(" [*] ") == 3 and "[*] 3 fixable" in unsafe and "hidden" not in unsafe
+    assert reporters.text([FileResult("f.py")]).endswith("All checks passed!")

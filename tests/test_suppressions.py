@@ -1,0 +1,102 @@
+"""Suppression comments: `# noqa`, `# noqa: CODES`, `# kerasfit: ignore[...]`, `ignore-file`."""
+
+from __future__ import annotations
+
+import pytest
+
+from kfhelpers import run, write
+
+from kerasfit.engine import LintSettings, fix_source, lint_source
+from kerasfit.registry import all_rules
+
+HEAD = "import tf_keras as keras\n"
+CALL = "bn = keras.layers.BatchNormalization(fused=False)"
+
+
+@pytest.fixture(scope="module")
+def settings() -> LintSettings:
+    return LintSettings([all_rules()["KF101"]])
+
+
+def kf101_rows(source: str, settings) -> list[int]:
+    return [d.row for d in lint_source(source, "m.py", settings).diagnostics if d.code == "KF101"]
+
+
+@pytest.mark.parametrize(
+    "comment,suppressed",
+    [
+        ("", False),
+        ("# noqa", True),
+        ("#noqa", True),
+        ("# NOQA", True),
+        ("# noqa: KF101", True),
+        ("# noqa:KF101", True),
+        ("# noqa: kf101", True),
+        ("# noqa: E501, KF101", True),
+        ("# noqa: E501,KF101", True),
+        ("# noqa: E501", False),  # another tool's code does not silence kerasfit
+        ("# noqa: KF102", False),
+        ("# noqa: KF1010", False),
+        ("# kerasfit: ignore[KF101]", True),
+        ("# kerasfit: ignore[KF102, KF101]", True),
+        ("# kerasfit: ignore[KF102]", False),
+        ("# kerasfit: ignore", True),
+        ("# type: ignore  # noqa: KF101", True),
+        ("# kerasfit: ignore-file[KF102]", False),
+    ],
+)
+def test_line_comments(settings, comment, suppressed):
+    src = HEAD + f"{CALL}  {comment}\n".replace("  \n", "\n") + "other = keras.layers.BatchNormalization(fused=False)\n"
+    rows = kf101_rows(src, settings)
+    assert rows == ([3] if suppressed else [2, 3])
+
+
+def test_noqa_on_other_line_does_not_suppress(settings):
+    src = HEAD + "# noqa: KF101\n" + CALL + "\n"
+    assert kf101_rows(src, settings) == [3]
+
+
+def test_multiline_finding_suppressed_on_first_or_last_line(settings):
+    first = HEAD + "bn = keras.layers.BatchNormalization(  # noqa: KF101\n    fused=False,\n)\n"
+    last = HEAD + "bn = keras.layers.BatchNormalization(\n    fused=False,\n)  # noqa: KF101\n"
+    middle = HEAD + "bn = keras.layers.BatchNormalization(\n    fused=False,  # noqa: KF101\n)\n"
+    assert kf101_rows(first, settings) == []
+    assert kf101_rows(last, settings) == []
+    assert kf101_rows(middle, settings) == [2]
+
+
+@pytest.mark.parametrize("comment,suppressed", [
+    ("# kerasfit: ignore-file[KF101]", True),
+    ("# kerasfit: ignore-file", True),
+    ("# kerasfit: ignore-file[KF102]", False),
+    ("# kerasfit: ignore-file[kf101, KF102]", True),
+])
+def test_file_level(settings, comment, suppressed):
+    for src in (f"{comment}\n" + HEAD + CALL + "\n", HEAD + CALL + "\n" + f"x = 1\n{comment}\n"):
+        assert kf101_rows(src, settings) == ([] if suppressed else [2 if src.startswith("import") else 3])
+
+
+def test_noqa_inside_string_is_not_a_comment_of_another_line(settings):
+    src = HEAD + 'doc = "# noqa"\n' + CALL + "\n"
+    assert kf101_rows(src, settings) == [3]
+
+
+def test_suppressed_finding_is_not_fixed(settings):
+    src = HEAD + CALL + "  # noqa: KF101\n" + CALL + "\n"
+    out = fix_source(src, "m.py", settings)
+    assert out.source == HEAD + CALL + "  # noqa: KF101\n" + CALL.replace("False", "True") + "\n"
+    assert out.diagnostics == []
+
+
+def test_syntax_errors_are_not_suppressible_by_noqa(settings):
+    diags = lint_source("import tensorflow  # noqa\ndef f(:  # noqa\n", "m.py", settings).diagnostics
+    assert [d.code for d in diags] == ["KF001"]
+
+
+def test_cli_respects_suppressions(tmp_path):
+    write(tmp_path / "m.py", HEAD + CALL + "  # noqa: KF101\n" + CALL + "  # noqa: E501\n")
+    r = run("check", "m.py", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 1
+    assert [line.split(":")[1] for line in r.lines if ": KF101" in line] == ["3"]
+    write(tmp_path / "m.py", "# kerasfit: ignore-file\n" + HEAD + CALL + "\n")
+    assert run("check", "m.py", "--no-cache", cwd=tmp_path).returncode == 0
