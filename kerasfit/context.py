@@ -27,6 +27,19 @@ from .symbols import (
 from .types import TARGETS, Target
 
 
+# isinstance() against libcst's abstract CSTNode goes through ABC machinery and is
+# the hottest call of a traversal; a per-type answer is a dict lookup.
+_IS_NODE: dict[type, bool] = {}
+
+
+def is_node(v: object) -> bool:
+    tp = type(v)
+    r = _IS_NODE.get(tp)
+    if r is None:
+        r = _IS_NODE[tp] = isinstance(v, cst.CSTNode)
+    return r
+
+
 class _Unknown:
     __slots__ = ()
 
@@ -1047,7 +1060,6 @@ class _FileIndex:
         parent, order = self.parent, self.order
         stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = [(self.module, None, (self.module,))]
         n = 0
-        CSTNode = cst.CSTNode
         while stack:
             node, par, scopes = stack.pop()
             nid = id(node)
@@ -1086,12 +1098,13 @@ class _FileIndex:
             for name in _index_fields(tp):
                 v = getattr(node, name)
                 sc = inner if inner is not None and name == "body" else scopes
-                if isinstance(v, CSTNode):
-                    kids.append((v, node, sc))  # type: ignore[arg-type]
-                elif type(v) in (list, tuple):
+                tv = type(v)
+                if tv is list or tv is tuple:
                     for c in v:
-                        if isinstance(c, CSTNode):
+                        if is_node(c):
                             kids.append((c, node, sc))  # type: ignore[arg-type]
+                elif v is not None and is_node(v):
+                    kids.append((v, node, sc))  # type: ignore[arg-type]
             stack.extend(reversed(kids))
 
     def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:

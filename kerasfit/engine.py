@@ -12,14 +12,13 @@ import ast
 import bisect
 import dataclasses
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from .context import FileContext
+from .context import _IS_NODE, FileContext, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
 from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -67,14 +66,16 @@ def _child_fields(tp: type) -> tuple[str, ...]:
 
 def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Children that can hold code (not whitespace or tokens), in source order."""
+    is_node_ = _IS_NODE
     for name in _child_fields(type(node)):
         v = getattr(node, name)
-        if isinstance(v, cst.CSTNode):
-            yield v
-        elif isinstance(v, (list, tuple)):
+        tp = type(v)
+        if tp is list or tp is tuple:
             for item in v:
-                if isinstance(item, cst.CSTNode):
+                if is_node_.get(type(item)) or is_node(item):
                     yield item
+        elif is_node_.get(tp) or (v is not None and is_node(v)):
+            yield v
 
 
 def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None]) -> None:
@@ -92,7 +93,7 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
     anc.clear()
     stack: list[tuple] = [(module, 0)]
     child_fields = _child_fields
-    CSTNode = cst.CSTNode
+    is_node_ = _IS_NODE
     while stack:
         item = stack.pop()
         node, depth = item[0], item[1]
@@ -112,12 +113,13 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
         kids = []
         for name in child_fields(type(node)):
             v = getattr(node, name)
-            if isinstance(v, CSTNode):
-                kids.append(v)
-            elif type(v) in (list, tuple):
+            tv = type(v)
+            if tv is list or tv is tuple:
                 for c in v:
-                    if isinstance(c, CSTNode):
+                    if is_node_.get(type(c)) or is_node(c):
                         kids.append(c)
+            elif is_node_.get(tv) or (v is not None and is_node(v)):
+                kids.append(v)
         d = depth + 1
         for c in reversed(kids):
             stack.append((c, d))
@@ -171,12 +173,38 @@ class _PositionState(CodegenState):
         if key in self.wanted and key in self._open:
             self.full[key] = (self._open.pop(key), self.off)
 
-    @contextmanager
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
-        start = self.off
-        yield
         if id(node) in self.wanted:
-            self.syntactic[id(node)] = (start, self.off)
+            return _Syntactic(self, id(node))
+        return _NOOP
+
+
+class _Noop:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NOOP = _Noop()
+
+
+class _Syntactic:
+    """Records where a statement's own text starts and ends (without leading lines)."""
+
+    __slots__ = ("state", "key", "start")
+
+    def __init__(self, state: _PositionState, key: int) -> None:
+        self.state, self.key = state, key
+
+    def __enter__(self) -> None:
+        self.start = self.state.off
+
+    def __exit__(self, *exc: object) -> None:
+        self.state.syntactic[self.key] = (self.start, self.state.off)
 
 
 class Positions:
@@ -438,7 +466,7 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
         candidate, chosen = apply_fixes(current, fixes)
         imports = {imp for f in chosen for imp in f.imports}
         if imports:
-            candidate = _add_imports(candidate, imports) or candidate
+            candidate = add_imports(candidate, imports) or candidate
         if candidate == current:
             break
         new_out = lint_source(candidate, filename, settings)
@@ -450,7 +478,7 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     return FixOutcome(current, applied, out.diagnostics, error)
 
 
-def _add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:
+def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 

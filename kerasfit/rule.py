@@ -84,6 +84,9 @@ class Rule:
     targets: ClassVar[frozenset[str]] = ALL_FAMILIES
     default_enabled: ClassVar[bool] = True
     severity: ClassVar[Severity] = Severity.WARNING
+    # Reported by the build cross-check only; its examples are models that tests/build
+    # builds, not static cases.
+    build_only: ClassVar[bool] = False
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

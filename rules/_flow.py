@@ -48,18 +48,34 @@ def name_loads(node: cst.CSTNode, name: str) -> int:
 
 def binds(node: cst.CSTNode, name: str) -> bool:
     """True when ``node`` (a statement) may rebind ``name``."""
+    return name in bound_names(node)
+
+
+# Statements are asked about again and again (once per later use of each name), so
+# the names each binds are computed once. Entries keep their node alive, so an id is
+# never reused while cached; the table is dropped when it grows large.
+_BOUND: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def bound_names(node: cst.CSTNode) -> frozenset[str]:
+    hit = _BOUND.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    names: set[str] = set()
     for n in walk(node):
         if isinstance(n, cst.AssignTarget) or isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            tgt = n.target
-            if any(isinstance(t, cst.Name) and t.value == name for t in walk(tgt)):
-                return True
-        elif isinstance(n, cst.AsName) and isinstance(n.name, cst.Name) and n.name.value == name:
-            return True
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)) and n.name.value == name:
-            return True
-        elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name) and n.target.value == name:
-            return True
-    return False
+            names.update(t.value for t in walk(n.target) if isinstance(t, cst.Name))
+        elif isinstance(n, cst.AsName) and isinstance(n.name, cst.Name):
+            names.add(n.name.value)
+        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
+            names.add(n.name.value)
+        elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
+            names.add(n.target.value)
+    if len(_BOUND) > 50_000:
+        _BOUND.clear()
+    out = frozenset(names)
+    _BOUND[id(node)] = (node, out)
+    return out
 
 
 def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:

@@ -91,6 +91,9 @@ class ChannelMultiple(Rule):
     fix_safety = Applicability.UNSAFE
 
     VALID = (
+        "import tensorflow as tf\n\ndef conv_block(x, filters):\n"
+        "    return tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n\n"
+        "def backbone(x):\n    return conv_block(conv_block(x, 32), 64)\n",
         "import tensorflow as tf\nx = tf.keras.layers.Conv2D(64, 3)(x)\ny = tf.keras.layers.Dense(256)(x)\n",
         # input channels (3) and depth multipliers are not output widths
         "import keras\ninp = keras.Input((224, 224, 3))\nx = keras.layers.DepthwiseConv2D(3, depth_multiplier=3)(inp)\n"
@@ -153,11 +156,25 @@ class ChannelMultiple(Rule):
             "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 30])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
             message_contains="30 output channels",
         ),
+        # the width is a helper's parameter: reported (and fixed) at the call site
+        Invalid(
+            "import tensorflow as tf\n\n\ndef conv_block(x, filters):\n"
+            "    x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n"
+            "    return tf.keras.layers.ReLU()(x)\n\n\n"
+            "def backbone(x):\n    x = conv_block(x, 30)\n    return conv_block(x, 64)\n",
+            expected_fix="import tensorflow as tf\n\n\ndef conv_block(x, filters):\n"
+            "    x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n"
+            "    return tf.keras.layers.ReLU()(x)\n\n\n"
+            "def backbone(x):\n    x = conv_block(x, 32)\n    return conv_block(x, 64)\n",
+            unsafe=True,
+            message_contains="conv_block(..., filters=30)",
+        ),
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._facts: dict[int, tuple[set[str], bool, cst.Call | None]] = {}
+        self._reported_sites: set[int] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -175,6 +192,12 @@ class ChannelMultiple(Rule):
 
     # ---- checks -------------------------------------------------------------
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
+        if isinstance(expr, cst.Name):
+            b = self.ctx.lookup(expr.value)
+            fn = self.ctx.enclosing_function()
+            if b is not None and b.kind == "param" and fn is not None:
+                self._check_call_sites(call, name, fn, expr.value, unit)
+                return
         v = self.ctx.int_const(expr)
         if v is None or v <= 0 or v % self.ctx.target.channel_multiple == 0:
             return
@@ -206,6 +229,32 @@ class ChannelMultiple(Rule):
         src = dotted_name(expr)
         why = f"`{src}` may size other tensors too" if src else "it is computed"
         self.report(expr, f"`{short}`: {where}; {advice} (not auto-fixed: {why})")
+
+    def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
+        """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
+        width is decided at each same-file call site, so report (and fix) there."""
+        m = self.ctx.target.channel_multiple
+        short = label(name)
+        for pv in self.ctx.param_values(fn, param):
+            v = pv.const
+            if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
+                continue
+            if v <= 0 or v % m == 0 or id(pv.value) in self._reported_sites:
+                continue
+            self._reported_sites.add(id(pv.value))
+            pad, rounded, waste = self._numbers(v)
+            where = (
+                f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that pad to {pad} "
+                f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+            )
+            if v <= 4 or _SEMANTIC_SIZE.search(param):
+                self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO)
+                continue
+            advice = f"pass {rounded} (a multiple of {m})" + (f", or {pad} to fill the MXU" if pad != rounded else "")
+            if isinstance(pv.value, cst.Integer):
+                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))))
+            else:
+                self.report(pv.value, f"{where}; {advice}")
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)

@@ -228,6 +228,7 @@ def cached_report(path: str | Path) -> BuildReport | None:
 # diagnostic if it carries at least this share of the step's FLOPs.
 POOR_FIT = 0.5
 MIN_SHARE = 0.01
+# The rule classes (rules/padded_op.py, rules/tiny_per_core_batch.py) carry the docs.
 KF301 = ("KF301", "padded-op")
 KF302 = ("KF302", "tiny-per-core-batch")
 

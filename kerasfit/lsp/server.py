@@ -420,7 +420,7 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     if not fix.imports:
         return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
     # A fix that needs an import: let the engine place it, then send the difference.
-    from ..engine import _add_imports, apply_fixes
+    from ..engine import add_imports, apply_fixes
 
     src = linted.source
     bom = src.startswith("\ufeff")
@@ -428,7 +428,7 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     new, chosen = apply_fixes(body, [fix])
     if not chosen:
         return None
-    new = _add_imports(new, set(fix.imports)) or new
+    new = add_imports(new, set(fix.imports)) or new
     edit = E.minimal_edit(src, ("\ufeff" if bom else "") + new)
     return [edit] if edit else None
 

@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from kerasfit.rule import Invalid, Rule, Valid
+from kerasfit.types import Severity
+
+
+class TinyPerCoreBatch(Rule):
+    """
+    ## What it does
+    Reported only by the build cross-check (`kerasfit check --build`, `kerasfit
+    report`): the per-core batch of the traced training step (global batch ÷ cores)
+    is under 64, and no static `KF203` finding already says so. It points at the line
+    where the batch enters the model (the `keras.Input` or placeholder).
+
+    ## Why is this slow on the accelerator
+    XLA picks the padding layout of every convolution from the most common batch size
+    in the module. Under 64, the kernel-gradient convolutions pad the batch to 128
+    (TPU_FACTS 1): a per-core batch of 16 uses 16/128 of the MXU in every weight
+    update, whatever the channel counts. Per-replica batch = global batch / replicas
+    (TPU_FACTS 24).
+
+    ## Example
+    ```python
+    # global batch 128 on a v3-8: 16 per core
+    model.fit(ds.batch(128, drop_remainder=True))
+    ```
+
+    ## Use instead
+    ```python
+    model.fit(ds.batch(128 * strategy.num_replicas_in_sync, drop_remainder=True))
+    ```
+
+    ## Fix safety
+    No fix: the batch size is a training choice (learning rate and schedule usually
+    scale with it). The message gives the measured padded shape and fit.
+
+    ## References
+    TPU_FACTS 1, 6, 24; Cloud TPU performance guide ("Batch size").
+    """
+
+    code = "KF302"
+    name = "tiny-per-core-batch"
+    message = "Per-core batch under 64 in the traced training step (build cross-check)"
+    severity = Severity.WARNING
+    targets = frozenset({"tpu"})
+    build_only = True
+
+    VALID = (
+        Valid(
+            "import keras\n\n"
+            "def build_model():\n"
+            "    inputs = keras.Input((16, 16, 8))\n"
+            "    x = keras.layers.Conv2D(16, 3, padding='same')(inputs)\n"
+            "    return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))\n",
+            options={"batch_size": 1024, "cores": 8},
+        ),
+    )
+    INVALID = (
+        Invalid(
+            "import keras\n\n"
+            "def build_model():\n"
+            "    inputs = keras.Input((16, 16, 8))\n"
+            "    x = keras.layers.Conv2D(16, 3, padding='same')(inputs)\n"
+            "    return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))\n",
+            options={"batch_size": 128, "cores": 8},
+            message_contains="per-core batch 16",
+        ),
+    )
