@@ -277,7 +277,7 @@ def _run_job(job: _Job, text: str) -> FileResult:
                 res.fixes_applied = outcome.applied
         else:
             res.diagnostics = lint_source(body, job.path, settings).diagnostics
-    except RecursionError:
+    except (RecursionError, MemoryError):  # CPython's parser says MemoryError when "too complex"
         res.error = f"{job.path}: too deeply nested to check, skipped"
     return res
 
