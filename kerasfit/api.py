@@ -227,8 +227,11 @@ def read_source(path: Path) -> tuple[bytes, str]:
 
 
 def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename over the original."""
-    path = Path(path)
+    """Write via a temporary file in the same directory and rename over the original.
+
+    A symbolic link is followed, so the link stays a link and its target gets the text.
+    """
+    path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kerasfit-tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:

@@ -123,6 +123,7 @@ def check(
         force_exclude=force_exclude,
     )
     path_list = list(paths) if paths else [Path(".")]
+    missing: list[Path] = []
     originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
     try:
         if [str(p) for p in path_list] == ["-"]:
@@ -139,15 +140,21 @@ def check(
 
             result = RunResult([res])
         else:
-            missing = [p for p in path_list if not p.exists()]
-            if missing:
-                _fail(f"{missing[0]}: no such file or directory")
-            result = check_paths(path_list, options)
+            # A path that does not exist is a usage error (exit 2), but the paths that
+            # do exist are still checked and reported.
+            missing = [p for p in path_list if not p.exists() and not p.is_symlink()]
+            for p in missing:
+                typer.echo(f"kerasfit: error: {p}: no such file or directory", err=True)
+            existing = [p for p in path_list if p not in missing]
+            if not existing:
+                raise typer.Exit(2)
+            result = check_paths(existing, options)
     except ConfigError as exc:
         _fail(str(exc))
         return
 
     files = result.files
+    missing_paths = bool(missing)
     if build:
         files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
 
@@ -169,6 +176,8 @@ def check(
         typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
     remaining = any(f.diagnostics for f in files)
     errors = any(f.error for f in files)
+    if missing_paths:
+        raise typer.Exit(2)
     raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
 
 

@@ -472,28 +472,67 @@ class FixOutcome:
 
 
 def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool = False) -> FixOutcome:
-    """Lint, apply allowed fixes, re-lint; repeat until stable (bounded)."""
+    """Lint, apply allowed fixes, re-lint; repeat until stable (bounded).
+
+    A fix whose result does not parse is dropped (and named in ``error``); the other
+    fixes of that round still apply.
+    """
     current = source
     applied = 0
     out = lint_source(current, filename, settings)
-    error = None
+    broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
     for _ in range(MAX_FIX_PASSES):
-        fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe)]
+        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if allowed(d.fix, unsafe)}
+        fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
         if not fixes:
             break
-        candidate, chosen = apply_fixes(current, fixes)
-        imports = {imp for f in chosen for imp in f.imports}
-        if imports:
-            candidate = add_imports(candidate, imports) or candidate
+        candidate, chosen, new_out = _try_fixes(current, fixes, filename, settings)
         if candidate == current:
             break
-        new_out = lint_source(candidate, filename, settings)
-        if new_out.module is None:
-            error = f"{filename}: a fix produced code that does not parse; fixes not applied ({', '.join(sorted({d.code for d in out.diagnostics if d.fix in chosen}))})"
-            break
+        if new_out is None:
+            # Find the culprits one by one; keep the fixes that parse on their own.
+            good = []
+            for f in chosen:
+                c, _, o = _try_fixes(current, [f], filename, settings)
+                if c != current and o is None:
+                    broken[_fix_key(f)] = offered.get(_fix_key(f), "?")
+                elif c != current:
+                    good.append(f)
+            if not good:
+                continue
+            candidate, chosen, new_out = _try_fixes(current, good, filename, settings)
+            if candidate == current:
+                break
+            if new_out is None:
+                broken.update((_fix_key(f), offered.get(_fix_key(f), "?")) for f in good)
+                continue
         current, out = candidate, new_out
         applied += len(chosen)
+    error = None
+    if broken:
+        error = (
+            f"{filename}: a fix produced code that does not parse and was not applied "
+            f"({', '.join(sorted(set(broken.values())))})"
+        )
     return FixOutcome(current, applied, out.diagnostics, error)
+
+
+def _fix_key(fix: Fix) -> tuple:
+    return (fix.title, tuple((e.content, e.row, e.column, e.end_row, e.end_column) for e in fix.edits))
+
+
+def _try_fixes(
+    current: str, fixes: Sequence[Fix], filename: str, settings: LintSettings
+) -> tuple[str, list[Fix], LintOutput | None]:
+    """Apply ``fixes`` to ``current``: (new text, fixes applied, its lint or None if it does not parse)."""
+    candidate, chosen = apply_fixes(current, fixes)
+    imports = {imp for f in chosen for imp in f.imports}
+    if imports:
+        candidate = add_imports(candidate, imports) or candidate
+    if candidate == current:
+        return candidate, chosen, None
+    new_out = lint_source(candidate, filename, settings)
+    return candidate, chosen, (new_out if new_out.module is not None else None)
 
 
 def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:

@@ -60,6 +60,13 @@ def test_missing_path_is_usage_error(project):
     assert_one_line_error(r.stderr, "nope.py")
 
 
+def test_missing_path_does_not_hide_the_other_paths(project):
+    r = run("check", "nope.py", "model.py", cwd=project)
+    assert r.returncode == 2
+    assert "nope.py" in r.stderr
+    assert len(finding_lines(r.stdout)) == 2  # model.py was still checked
+
+
 def test_exit_zero_keeps_findings_but_exits_0(project):
     r = run("check", "model.py", "--exit-zero", cwd=project)
     assert r.returncode == 0
