@@ -105,7 +105,7 @@ def canonical(raw: str) -> str:
     # keras.layers.convolutional.conv2d.Conv2D / keras.src.layers... -> keras.layers.Conv2D
     if parts[0] == "keras" and len(parts) > 3:
         rest = parts[2:] if parts[1] == "src" else parts[1:]
-        if rest and rest[0] in _FAMILIES and len(rest) > 2:
+        if rest and rest[0] in _FAMILIES and (len(rest) > 2 or parts[1] == "src"):
             name = f"keras.{rest[0]}.{rest[-1]}"
     return _SYNONYMS.get(name, name)
 
@@ -277,7 +277,9 @@ def is_input_pipeline(name: str) -> bool:
 
 def is_tpu_symbol(name: str) -> bool:
     """TPUStrategy, TPUClusterResolver, TPUEstimator, tf.tpu.*, tf.contrib.tpu.* ..."""
-    return "tpu" in name.lower()
+    # a dotted component that starts with "tpu" (tf.tpu, TPUStrategy, tpu_strategy),
+    # not any substring ("compute_output_spec" contains "tpu")
+    return any(part.lower().startswith("tpu") for part in name.split("."))
 
 
 # KF106: ops that move data between the (padded) feature dim and spatial / batch dims.
