@@ -207,24 +207,193 @@ class _Syntactic:
         self.state.syntactic[self.key] = (self.start, self.state.off)
 
 
+_STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+_AST_KIND = {
+    cst.FunctionDef: (ast.FunctionDef, ast.AsyncFunctionDef),
+    cst.ClassDef: (ast.ClassDef,),
+    cst.If: (ast.If,),
+    cst.For: (ast.For, ast.AsyncFor),
+    cst.While: (ast.While,),
+    cst.With: (ast.With, ast.AsyncWith),
+    cst.Try: (ast.Try,),
+    cst.TryStar: (getattr(ast, "TryStar", ast.Try),),
+    cst.Match: (ast.Match,),
+}
+
+
+def _match_statement(stmts: Sequence[cst.CSTNode], astmts: Sequence[ast.stmt], target: cst.CSTNode) -> ast.stmt | None:
+    """The AST statement where ``target`` (one of ``stmts``) starts."""
+    j = 0
+    for s in stmts:
+        if s is target:
+            if j >= len(astmts):
+                return None
+            a = astmts[j]
+            kinds = _AST_KIND.get(type(s))
+            if kinds is not None and not isinstance(a, kinds):
+                return None
+            return a
+        j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
+    return None
+
+
+def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]]:
+    """The statement lists nested in a compound statement, paired with the AST's, and
+    the indentation each adds."""
+    out: list = []
+
+    def indent(b: cst.IndentedBlock) -> str:
+        return default if b.indent is None else b.indent
+
+    def block(b: object, al: Sequence[ast.stmt], extra: tuple[str, ...] = ()) -> None:
+        if isinstance(b, cst.IndentedBlock):
+            out.append((b.body, al, [*extra, indent(b)]))
+
+    if isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.With, cst.While, cst.For)):
+        block(s.body, a.body)
+        orelse = getattr(s, "orelse", None)
+        if isinstance(orelse, cst.Else):
+            block(orelse.body, a.orelse)
+    elif isinstance(s, cst.If):
+        block(s.body, a.body)
+        if isinstance(s.orelse, cst.Else):
+            block(s.orelse.body, a.orelse)
+        elif isinstance(s.orelse, cst.If):
+            out.append(([s.orelse], a.orelse, []))  # elif: same indentation
+    elif isinstance(s, (cst.Try, cst.TryStar)):
+        block(s.body, a.body)
+        for h, ah in zip(s.handlers, a.handlers):
+            block(h.body, ah.body)
+        if s.orelse is not None:
+            block(s.orelse.body, a.orelse)
+        if s.finalbody is not None:
+            block(s.finalbody.body, a.finalbody)
+    elif isinstance(s, cst.Match):
+        # cases sit one indent deeper than `match`, their bodies deeper again
+        case_indent = default if s.indent is None else s.indent
+        for c, ac in zip(s.cases, a.cases):
+            block(c.body, ac.body, (case_indent,))
+    return out
+
+
+def _unit_of(node, module, tree, parent):
+    """(innermost statement holding ``node``, its AST statement, enclosing indents)."""
+    chain = []
+    x = node
+    while x is not None and x is not module:
+        if isinstance(x, _STATEMENT):
+            chain.append(x)
+        x = parent.get(id(x))
+    if x is None or not chain:
+        return None
+    chain.reverse()
+    stmts, astmts = module.body, tree.body
+    indents: list[str] = []
+    for k, s in enumerate(chain):
+        a = _match_statement(stmts, astmts, s)
+        if a is None:
+            return None
+        if k == len(chain) - 1 or isinstance(s, cst.SimpleStatementLine):
+            return s, a, tuple(indents)
+        nxt = chain[k + 1]
+        for cl, al, more in _blocks(s, a, module.default_indent):
+            if any(c is nxt for c in cl):
+                stmts, astmts = cl, al
+                indents.extend(more)
+                break
+        else:
+            return s, a, tuple(indents)  # nested somewhere unmapped: generate this statement whole
+    return None
+
+
 class Positions:
-    def __init__(self, module: cst.Module, source: str, nodes: Iterable[cst.CSTNode]) -> None:
+    """Character offsets of chosen nodes.
+
+    With CPython's AST of the same source (which the syntax pre-check produces anyway)
+    and the file index's parent links, only the innermost statements holding the
+    chosen nodes are generated: each is placed by its AST line/column, and the text it
+    generates is compared with the source there. Anything that does not line up falls
+    back to generating the whole module, so positions are never guessed.
+    """
+
+    def __init__(
+        self,
+        module: cst.Module,
+        source: str,
+        nodes: Iterable[cst.CSTNode],
+        tree: ast.Module | None = None,
+        parent: dict[int, cst.CSTNode] | None = None,
+    ) -> None:
+        nodes = list(nodes)
         wanted = {id(n) for n in nodes}
-        self.state = _PositionState(module, wanted)
-        if wanted:
-            module._codegen(self.state)
         self.source = source
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+        self.full_spans: dict[int, tuple[int, int]] = {}
+        self.syntactic: dict[int, tuple[int, int]] = {}
+        if not wanted:
+            return
+        if tree is not None and parent is not None and self._by_statement(module, tree, nodes, parent, wanted):
+            return
+        state = _PositionState(module, wanted)
+        module._codegen(state)
+        self.full_spans, self.syntactic = state.full, state.syntactic
+
+    # -- the statement-local path --------------------------------------------------
+    def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
+        units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...]]] = {}
+        for n in nodes:
+            found = _unit_of(n, module, tree, parent)
+            if found is None:
+                return False
+            units.setdefault(id(found[0]), found)
+        full: dict[int, tuple[int, int]] = {}
+        syn: dict[int, tuple[int, int]] = {}
+        for unit, anode, indents in units.values():
+            state = _PositionState(module, wanted | {id(unit)})
+            state.indent_tokens = list(indents)
+            unit._codegen(state)
+            rel = state.syntactic.get(id(unit))
+            if rel is None:
+                return False
+            start = self._ast_offset(anode)
+            if start is None:
+                return False
+            text = "".join(state.tokens)
+            delta = start - rel[0]
+            # The whole generated text (leading lines and indentation included) must be
+            # the source at that place, or the offsets are not trusted.
+            if delta < 0 or self.source[delta : delta + len(text)] != text:
+                return False
+            for k, (a, b) in state.full.items():
+                full[k] = (a + delta, b + delta)
+            for k, (a, b) in state.syntactic.items():
+                syn[k] = (a + delta, b + delta)
+        if not wanted <= full.keys():
+            return False
+        self.full_spans, self.syntactic = full, syn
+        return True
+
+    def _ast_offset(self, node: ast.stmt) -> int | None:
+        row = node.lineno - 1
+        if not 0 <= row < len(self.line_starts):
+            return None
+        ls = self.line_starts[row]
+        line_end = self.line_starts[row + 1] if row + 1 < len(self.line_starts) else len(self.source)
+        line = self.source[ls:line_end]
+        col = node.col_offset  # UTF-8 bytes
+        if not line.isascii():
+            col = len(line.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
+        return ls + col
 
     def full(self, node: cst.CSTNode) -> tuple[int, int]:
-        return self.state.full[id(node)]
+        return self.full_spans[id(node)]
 
     def span(self, node: cst.CSTNode) -> tuple[int, int]:
         """The node's own text: syntactic range for statements, else the full range."""
-        s = self.state.syntactic.get(id(node))
+        s = self.syntactic.get(id(node))
         if s is not None:
             return s
-        start, end = self.state.full[id(node)]
+        start, end = self.full_spans[id(node)]
         # Skip leading blank lines / comments owned by the node (statements, params).
         src = self.source
         while start < end:
@@ -319,7 +488,7 @@ def syntax_error_diagnostic(
     )
 
 
-def _cpython_syntax_error(source: str) -> SyntaxError | None:
+def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
     """CPython's verdict on the source (RecursionError / MemoryError propagate).
 
     libcst's native parser overflows the C stack -- a segfault that kills the whole run,
@@ -327,16 +496,15 @@ def _cpython_syntax_error(source: str) -> SyntaxError | None:
     input cleanly and sooner, and costs about a tenth of a libcst parse.
     """
     try:
-        compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True), None
     except SyntaxError as exc:
-        return exc
+        return None, exc
     except ValueError:  # NUL bytes: libcst gives the error
-        return None
-    return None
+        return None, None
 
 
 def lint_source(source: str, filename: str, settings: LintSettings) -> LintOutput:
-    cpython = _cpython_syntax_error(source)
+    tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return LintOutput([syntax_error_diagnostic(filename, None, cpython)], None)
@@ -344,10 +512,12 @@ def lint_source(source: str, filename: str, settings: LintSettings) -> LintOutpu
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
-    return LintOutput(lint_module(module, source, filename, settings), module)
+    return LintOutput(lint_module(module, source, filename, settings, tree), module)
 
 
-def lint_module(module: cst.Module, source: str, filename: str, settings: LintSettings) -> list[Diagnostic]:
+def lint_module(
+    module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None
+) -> list[Diagnostic]:
     ctx = FileContext(module, filename, settings.target, settings.options, source)
     rules = [r(ctx) for r in settings.rules]
     crashes: list[tuple[Rule, BaseException]] = []
@@ -360,7 +530,8 @@ def lint_module(module: cst.Module, source: str, filename: str, settings: LintSe
             wanted.append(rep.node)
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
-        pos = Positions(module, source, wanted)
+        index = ctx._index  # parent links, when a rule already needed the file index
+        pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
         sup = Suppressions.scan(source)
         seen: set[tuple] = set()
         for rep in reports:
