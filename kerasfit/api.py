@@ -262,7 +262,7 @@ class _Job:
     unsafe: bool
 
 
-def _run_job(job: _Job, text: str) -> FileResult:
+def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
     from .engine import fix_source, lint_source
 
     settings = job.settings.lint_settings()
@@ -279,7 +279,7 @@ def _run_job(job: _Job, text: str) -> FileResult:
                 res.fixed_source = ("\ufeff" if bom else "") + outcome.source
                 res.fixes_applied = outcome.applied
         else:
-            res.diagnostics = lint_source(body, job.path, settings).diagnostics
+            res.diagnostics = lint_source(body, job.path, settings, parse_cache).diagnostics
     except (RecursionError, MemoryError):  # CPython's parser says MemoryError when "too complex"
         res.error = f"{job.path}: too deeply nested to check, skipped"
     return res
@@ -370,13 +370,23 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
 
 
 def check_source(
-    source: str, filename: str | Path, options: CheckOptions | None = None, *, fix: bool = False, unsafe: bool = False
+    source: str,
+    filename: str | Path,
+    options: CheckOptions | None = None,
+    *,
+    fix: bool = False,
+    unsafe: bool = False,
+    parse_cache=None,
 ) -> FileResult:
-    """Check text that may not be saved (the language server's case); never writes."""
+    """Check text that may not be saved (the language server's case); never writes.
+
+    ``parse_cache`` (an ``engine.ParseCache`` kept per document) lets repeated checks of
+    an edited buffer re-parse only the top-level statements that changed.
+    """
     options = options or CheckOptions()
     resolver = Resolver(options)
     settings = resolver.settings_for(Path(filename))
-    return _run_job(_Job(str(filename), settings, fix, unsafe), source)
+    return _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
 
 
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:

@@ -503,16 +503,91 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
         return None, None
 
 
-def lint_source(source: str, filename: str, settings: LintSettings) -> LintOutput:
+def lint_source(
+    source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
+) -> LintOutput:
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return LintOutput([syntax_error_diagnostic(filename, None, cpython)], None)
-    try:
-        module = cst.parse_module(source)
-    except cst.ParserSyntaxError as exc:
-        return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
+    module = parse_cache.parse(source, tree) if parse_cache is not None and tree is not None else None
+    if module is None:
+        try:
+            module = cst.parse_module(source)
+        except cst.ParserSyntaxError as exc:
+            return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
     return LintOutput(lint_module(module, source, filename, settings, tree), module)
+
+
+class ParseCache:
+    """Re-parses only the top-level statements an edit touched (the language server's).
+
+    The text is cut where CPython's AST says a top-level statement starts; each piece
+    is parsed on its own (libcst nodes carry no positions, so a piece's nodes are valid
+    in any module) and kept by its text. Pieces are joined back into one Module; any
+    doubt (mixed indentation or newlines, a piece libcst refuses) returns None and the
+    caller parses the whole file.
+    """
+
+    def __init__(self, max_pieces: int = 4096) -> None:
+        self.pieces: dict[str, cst.Module] = {}
+        self.max_pieces = max_pieces
+
+    def parse(self, source: str, tree: ast.Module) -> cst.Module | None:
+        if not tree.body or "\r" in source.replace("\r\n", ""):
+            return None
+        starts = sorted({min([st.lineno, *(d.lineno for d in getattr(st, "decorator_list", ()))]) for st in tree.body})
+        line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\n", source)]
+        if starts[-1] > len(line_starts):
+            return None
+        cuts = [0] + [line_starts[n - 1] for n in starts[1:]] + [len(source)]
+        mods: list[cst.Module] = []
+        fresh: dict[str, cst.Module] = {}
+        used: set[int] = set()
+        for a, b in zip(cuts, cuts[1:]):
+            text = source[a:b]
+            m = self.pieces.get(text) or fresh.get(text)
+            if m is not None and id(m) in used:
+                m = None  # the same text twice: the engine tells nodes apart by identity
+            if m is None:
+                try:
+                    m = cst.parse_module(text)
+                except cst.ParserSyntaxError:
+                    return None
+                # A piece must give back its text exactly (libcst drops a blank line
+                # before an indented comment that ends a module, for one).
+                if m.code != text:
+                    return None
+                fresh.setdefault(text, m)
+            used.add(id(m))
+            if not m.body:
+                return None
+            mods.append(m)
+        indents = {m.default_indent for m in mods if any(isinstance(x, cst.BaseCompoundStatement) for x in m.body)}
+        newlines = {m.default_newline for m in mods}
+        if len(indents) > 1 or len(newlines) > 1:
+            return None
+        if len(self.pieces) + len(fresh) > self.max_pieces:
+            self.pieces.clear()
+        self.pieces.update(fresh)
+        body: list[cst.BaseStatement] = []
+        carry: list[cst.EmptyLine] = []
+        for i, m in enumerate(mods):
+            stmts = list(m.body)
+            lead = [*carry, *(m.header if i else ())]
+            if lead:
+                stmts[0] = stmts[0].with_changes(leading_lines=[*lead, *stmts[0].leading_lines])
+            body.extend(stmts)
+            carry = list(m.footer)
+        return cst.Module(
+            body=body,
+            header=mods[0].header,
+            footer=carry,
+            encoding=mods[0].encoding,
+            default_indent=indents.pop() if indents else mods[0].default_indent,
+            default_newline=newlines.pop(),
+            has_trailing_newline=mods[-1].has_trailing_newline,
+        )
 
 
 def lint_module(

@@ -29,6 +29,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..api import CheckOptions, check_source
+from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
@@ -146,6 +147,8 @@ class KerasfitServer(LanguageServer):
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
+        # per open document: re-parse only the top-level statements an edit touched
+        self.parse_caches: dict[str, ParseCache] = {}
         self.reported_errors: set[str] = set()
         self.docs_cache: dict[str, str] = {}
         self.tcp = False
@@ -174,7 +177,10 @@ class KerasfitServer(LanguageServer):
         if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
-        result = check_source(source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes)
+        cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
+        result = check_source(
+            source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache
+        )
         lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
 
         def line_text(row: int) -> str:
@@ -361,6 +367,7 @@ def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> N
     task = ls.pending.pop(uri, None)
     if task is not None:
         task.cancel()
+    ls.parse_caches.pop(uri, None)
     if ls.linted.pop(uri, None) is not None or uri.endswith(PYTHON_SUFFIXES):
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
