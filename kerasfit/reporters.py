@@ -44,9 +44,7 @@ def text(
 
     for d in diags:
         mark = " [*]" if _fixable(d, unsafe) else ""
-        build = ""
-        if d.build and d.build.get("status"):
-            build = f" ({d.build['status']}" + (f": {d.build['detail']}" if d.build.get("detail") else "") + ")"
+        build = _build_note(d.build)
         sev = "" if d.severity is Severity.WARNING else f" [{d.severity.value}]"
         lines.append(
             f"{c(d.filename, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {d.message}{build}"
@@ -58,6 +56,18 @@ def text(
             lines.append(f"error: {f.error}")
     lines.append(summary_line(files, unsafe=unsafe, fixed=fixed))
     return "\n".join(lines)
+
+
+def _build_note(b: dict | None) -> str:
+    """`` (confirmed by --build: 128×16×16×30 → 128×16×16×32, fit 94%)``."""
+    if not b or not b.get("status"):
+        return ""
+    parts = []
+    if b.get("shape") and b.get("padded_shape"):
+        parts.append("×".join(map(str, b["shape"])) + " → " + "×".join(map(str, b["padded_shape"])))
+    if isinstance(b.get("fit"), (int, float)):
+        parts.append(f"fit {b['fit']:.1%}")
+    return f" ({b['status']} by --build" + (": " + ", ".join(parts) if parts else "") + ")"
 
 
 def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: int = 0) -> str:
