@@ -282,3 +282,16 @@ def test_failures_become_one_line_naming_the_file(case, tmp_path):
     assert "\n" not in message
     assert message.startswith(str(path))
     assert expected in message
+
+
+def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_path):
+    """--dtype bfloat16 builds under mixed_bfloat16: the convolutions in the HLO are bf16,
+    and 16-bit activations pack two rows per word (TPU_FACTS 7), so HBM expansion differs."""
+    hlo = tmp_path / "bf16.hlo"
+    run_child(CNN, BuildOptions(batch_size=128, dtype="bfloat16", use_cache=False), dump_hlo=str(hlo))
+    text = hlo.read_text()
+    assert "bf16" in text and "convolution" in text
+    bf16 = build_report(CNN, BuildOptions(batch_size=128, dtype="bfloat16", use_cache=False))
+    assert bf16.dtype == "bfloat16" and cnn.dtype == "float32"
+    assert bf16.hbm_expansion != cnn.hbm_expansion
+    assert len(bf16.ops) == len(cnn.ops)
