@@ -11,8 +11,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from kerasfit.context import FileContext, get_arg
-from kerasfit.engine import iter_children
+from ..context import FileContext, get_arg
+from ..engine import iter_children
 
 Block = cst.IndentedBlock | cst.Module
 

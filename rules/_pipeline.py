@@ -10,7 +10,7 @@ import re
 
 import libcst as cst
 
-from kerasfit.context import UNKNOWN, FileContext, dotted_name, get_arg
+from ..context import UNKNOWN, FileContext, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -43,7 +43,7 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
     if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-        from kerasfit.symbols import canonical
+        from ..symbols import canonical
 
         if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
             return root
@@ -127,7 +127,7 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
     argument spans lines."""
-    from kerasfit.rule import Replace
+    from ..rule import Replace
 
     if not call.args:
         return Replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))

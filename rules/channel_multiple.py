@@ -4,10 +4,10 @@ import re
 
 import libcst as cst
 
-from kerasfit.context import dotted_name, get_arg
-from kerasfit.rule import Invalid, Replace, Rule, Valid
-from kerasfit.symbols import CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
-from kerasfit.types import Applicability, Severity
+from ..context import dotted_name, get_arg
+from ..rule import Invalid, Replace, Rule, Valid
+from ..symbols import CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
+from ..types import Applicability, Severity
 
 from ._flow import depends_on_param, label, shape_of_variable, walk
 from ._util import keyword_value

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.rule import Invalid, Rule
-from kerasfit.symbols import EXPENSIVE_RANDOM
+from ..rule import Invalid, Rule
+from ..symbols import EXPENSIVE_RANDOM
 
 
 class ExpensiveRandom(Rule):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.rule import Invalid, Rule
-from kerasfit.symbols import HOST_OPS
-from kerasfit.types import Severity
+from ..rule import Invalid, Rule
+from ..symbols import HOST_OPS
+from ..types import Severity
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",

@@ -4,15 +4,15 @@ import re
 
 import libcst as cst
 
-from kerasfit.context import dotted_name, get_arg
-from kerasfit.rule import Invalid, Remove, Rule
-from kerasfit.symbols import (
+from ..context import dotted_name, get_arg
+from ..rule import Invalid, Remove, Rule
+from ..symbols import (
     L2_REGULARIZER_STRINGS,
     L2_REGULARIZERS,
     REGULARIZATION_LOSS_CALLS,
     WEIGHT_REGULARIZER_ARGS,
 )
-from kerasfit.types import Applicability
+from ..types import Applicability
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.rule import Invalid, Rule
-from kerasfit.symbols import MAX_POOLING
-from kerasfit.types import Severity
+from ..rule import Invalid, Rule
+from ..symbols import MAX_POOLING
+from ..types import Severity
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
@@ -87,7 +87,7 @@ class MaxpoolGradient(Rule):
                     break
                 raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
                 if raw is not None and raw.split(".")[0] == "tensorflow":
-                    from kerasfit.symbols import canonical
+                    from ..symbols import canonical
 
                     if canonical(raw) in _TRAIN_NAMES:
                         self._trains = True

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Remove, Replace, Rule
-from kerasfit.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS
-from kerasfit.types import Applicability, Severity
+from ..context import get_arg
+from ..rule import Invalid, Remove, Replace, Rule
+from ..symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS
+from ..types import Applicability, Severity
 
 from ._flow import label, layer_constructor, self_attr, value_of, walk
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Rule
-from kerasfit.types import Applicability
+from ..context import get_arg
+from ..rule import Invalid, Rule
+from ..types import Applicability
 
 from ._pipeline import feeds_evaluation, insert_keyword, tf_data_root
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Rule
-from kerasfit.symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
+from ..context import get_arg
+from ..rule import Invalid, Rule
+from ..symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
 
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {

@@ -5,10 +5,10 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Remove, Replace, Rule
-from kerasfit.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
-from kerasfit.types import Applicability
+from ..context import get_arg
+from ..rule import Invalid, Remove, Replace, Rule
+from ..symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
+from ..types import Applicability
 
 from ._flow import (
     binds,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from kerasfit.rule import Invalid, Rule, Valid
-from kerasfit.types import Severity
+from ..rule import Invalid, Rule, Valid
+from ..types import Severity
 
 
 class PaddedOp(Rule):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.rule import Invalid, Replace, Rule
-from kerasfit.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
-from kerasfit.types import Applicability, Severity
+from ..rule import Invalid, Replace, Rule
+from ..symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
+from ..types import Applicability, Severity
 
 from ._pipeline import number
 

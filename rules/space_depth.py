@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Rule
-from kerasfit.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
+from ..context import get_arg
+from ..rule import Invalid, Rule
+from ..symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
 
 _ADVICE = {
     "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",

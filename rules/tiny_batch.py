@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import dotted_name, get_arg
-from kerasfit.rule import Invalid, Rule, Valid
+from ..context import dotted_name, get_arg
+from ..rule import Invalid, Rule, Valid
 
 from ._pipeline import feeds_evaluation, round_up, tf_data_root
 

@@ -2,10 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.context import get_arg
-from kerasfit.rule import Invalid, Replace, Rule, Valid
-from kerasfit.symbols import BATCHNORM_LAYERS
-from kerasfit.types import Applicability
+from ..context import get_arg
+from ..rule import Invalid, Replace, Rule, Valid
+from ..symbols import BATCHNORM_LAYERS
+from ..types import Applicability
 
 from ._util import remove_arg
 
