@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from ..context import get_arg
@@ -11,6 +13,10 @@ from ._util import remove_arg
 
 # tf-keras refuses fused=True together with these (TPU_FACTS 21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
+# `tf.nn.batch_normalization` is also the textbook helper for other normalizations,
+# which the fused batch-norm kernel cannot compute.
+_OTHER_NORM = re.compile(r"(layer|group|instance|rms|pixel|channel)_?norm", re.I)
+_MOMENTS = {"tf.nn.moments", "tf.nn.weighted_moments"}
 
 
 class UnfusedBatchnorm(Rule):
@@ -66,11 +72,21 @@ class UnfusedBatchnorm(Rule):
         "class BatchNormalization:\n    def __init__(self, fused):\n        pass\nbn = BatchNormalization(fused=False)\n",
         # fused cannot be used with renorm: fused=False there is required, not slow by choice
         "import tf_keras as keras\nbn = keras.layers.BatchNormalization(renorm=True, fused=False)\n",
+        # layer norm written with the batch-norm formula: statistics over the features
+        "import tensorflow as tf\n\ndef norm(x, g, b):\n    mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)\n"
+        "    return tf.nn.batch_normalization(x, mean, var, b, g, 1e-5)\n",
+        "import tensorflow as tf\n\nclass GroupNorm(tf.keras.layers.Layer):\n    def call(self, x):\n"
+        "        m, v = tf.nn.moments(x, self.axes, keepdims=True)\n"
+        "        return tf.nn.batch_normalization(x, m, v, None, None, 1e-5)\n",
     )
     INVALID = (
         Invalid(
             "import tensorflow as tf\ny = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)\n",
             message_contains="fused_batch_norm",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef bn(x, g, b):\n    mean, var = tf.nn.moments(x, axes=[0, 1, 2])\n"
+            "    return tf.nn.batch_normalization(x, mean, var, b, g, 1e-3)\n",
         ),
         Invalid(
             "import tensorflow.compat.v1 as tf\n\nh = tf.layers.batch_normalization(h, training=is_training, fused=False)\n",
@@ -96,6 +112,8 @@ class UnfusedBatchnorm(Rule):
         if name is None:
             return
         if name == "tf.nn.batch_normalization":
+            if self._other_normalization(node):
+                return
             self.report(
                 node,
                 "`tf.nn.batch_normalization` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` "
@@ -127,3 +145,23 @@ class UnfusedBatchnorm(Rule):
             "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`",
             fix=self.make_fix(Replace(fused.value, cst.Name("True"))),
         )
+
+    def _other_normalization(self, call: cst.Call) -> bool:
+        """Layer / group / instance norm computed with the batch-norm formula."""
+        for scope in (self.ctx.enclosing_class(), self.ctx.enclosing_function()):
+            if scope is not None and _OTHER_NORM.search(scope.name.value):
+                return True
+        mean = get_arg(call, "mean", 1)
+        if mean is None or not isinstance(mean.value, cst.Name):
+            return False
+        b = self.ctx.lookup(mean.value.value)
+        stmt = b.node if b is not None else None
+        if not isinstance(stmt, cst.Assign) or self.ctx.call_name(stmt.value) not in _MOMENTS:
+            return False
+        axes = get_arg(stmt.value, "axes", 1)
+        value = self.ctx.const(axes.value) if axes is not None else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            value = [value]
+        if isinstance(value, (list, tuple)) and all(isinstance(a, int) for a in value):
+            return 0 not in value  # statistics not over the batch: not batch norm
+        return False
