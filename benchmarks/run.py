@@ -150,6 +150,7 @@ def main() -> int:
         warm, _ = timed([*kf, "check", "corpus", "--exit-zero"], work, env)
         one = min(files, key=lambda p: abs(p.stat().st_size - 6000))
         single, _ = timed([*kf, "check", str(one.relative_to(work)), "--exit-zero", "--no-cache"], work, env)
+        floor, _ = timed([sys.executable, "-c", "import libcst"], work, env)
         rss, _ = peak_rss_mb_of([*kf, "check", "corpus", "--exit-zero", "--no-cache"], work, env)
         tf_loaded = tensorflow_imported(work, files)
 
@@ -169,6 +170,7 @@ def main() -> int:
             "kerasfit_cold_all_rules_s": round(cold_all, 3),
             "kerasfit_warm_s": round(warm, 3),
             "kerasfit_one_file_s": round(single, 3),
+            "python_import_libcst_s": round(floor, 3),
             "fixit_s": round(fixit, 3) if fixit is not None else None,
             "peak_rss_mb": round(rss, 1),
             "tensorflow_imported": tf_loaded,
@@ -181,7 +183,7 @@ def main() -> int:
         else:
             print("fixit: not measured (pass --fixit PATH to a fixit 2.x executable)")
         print(f"kerasfit check, warm (cache): {warm:7.2f} s   (goal < 0.5 s)")
-        print(f"kerasfit check, one file:     {single:7.2f} s   (goal < 0.4 s)")
+        print(f"kerasfit check, one file:     {single:7.2f} s   (goal < 0.4 s; `python -c 'import libcst'` alone: {floor:.2f} s)")
         print(f"peak memory (largest process): {rss:6.1f} MB  (goal < 150 MB)")
         print(f"TensorFlow imported by static checking: {tf_loaded}")
         print(f"findings on the corpus: {findings}")
