@@ -262,7 +262,8 @@ def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeou
             report = build_report(f.filename, opts)
             f.diagnostics = sorted(cross_check(f.diagnostics, report, f.filename), key=lambda d: d.sort_key())
         except BuildError as exc:
-            typer.echo(f"error: build: {exc}", err=True)
+            # the static findings stay; the file is reported as not fully checked
+            f.error = f"build cross-check failed: {exc}"
         out.append(f)
     return out
 

@@ -73,7 +73,10 @@ def _build_note(b: dict | None) -> str:
 def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: int = 0) -> str:
     diags = [d for f in files for d in f.diagnostics]
     n = len(diags)
+    errors = sum(1 for f in files if f.error)
     if n == 0:
+        if errors:
+            return f"No findings, but {errors} file(s) could not be fully checked (see the errors above)."
         head = "All checks passed!" if not fixed else f"Found {fixed} finding(s) ({fixed} fixed, 0 remaining)."
         return head
     fixable = sum(_fixable(d, unsafe) for d in diags)

@@ -295,3 +295,21 @@ def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_p
     assert bf16.dtype == "bfloat16" and cnn.dtype == "float32"
     assert bf16.hbm_expansion != cnn.hbm_expansion
     assert len(bf16.ops) == len(cnn.ops)
+
+
+def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
+    f = tmp_path / "broken_model.py"
+    f.write_text(
+        "import tf_keras as keras\n"
+        "bn = keras.layers.BatchNormalization(fused=False)\n"
+        "raise RuntimeError('user code fails at import')\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "kerasfit", "check", str(f), "--build", "--no-cache"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 1
+    assert " KF101 " in proc.stdout  # the static result survived
+    assert "build cross-check failed" in proc.stdout and "broken_model.py" in proc.stdout
+    assert "user code fails at import" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
