@@ -90,11 +90,13 @@ class FileSettings:
 class Resolver:
     """Finds each file's config once per directory and turns it into FileSettings."""
 
-    def __init__(self, options: CheckOptions) -> None:
+    def __init__(self, options: CheckOptions, *, manifest_cache: bool = True) -> None:
         from .registry import manifest
 
         self.options = options
-        use_cache = options.use_cache and not (options.fix or options.diff)
+        # The manifest lets a fully cached CLI run skip importing the rules; in-process
+        # callers (the language server) import them anyway and must not write files.
+        use_cache = manifest_cache and options.use_cache and not (options.fix or options.diff)
         self.rules = manifest((options.cache_dir or default_cache_dir()) if use_cache else None)
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
         cli = options.selection
@@ -384,13 +386,13 @@ def check_source(
     an edited buffer re-parse only the top-level statements that changed.
     """
     options = options or CheckOptions()
-    resolver = Resolver(options)
+    resolver = Resolver(options, manifest_cache=False)
     settings = resolver.settings_for(Path(filename))
     return _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
 
 
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:
-    return Resolver(options or CheckOptions()).settings_for(Path(path))
+    return Resolver(options or CheckOptions(), manifest_cache=False).settings_for(Path(path))
 
 
 __all__ = [
