@@ -150,7 +150,10 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
 
 
 def _cache_dir() -> Path:
-    return Path.cwd() / ".kerasfit_cache" / "build"
+    # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR
+    from ..api import default_cache_dir
+
+    return default_cache_dir() / "build"
 
 
 def _file_digest(path: Path) -> str:
