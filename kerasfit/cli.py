@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -253,12 +254,16 @@ def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeou
     from .build.api import BuildError, build_report, cross_check
 
     out = []
+    checked = [f for f in files if not (f.skipped or f.error or not f.filename.endswith(".py"))]
     for f in files:
-        if f.skipped or f.error or not f.filename.endswith(".py"):
+        if f not in checked:
             out.append(f)
             continue
         try:
             opts = _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, Path(f.filename))
+            if len(checked) > 1 and opts.entry is None and not _defines_a_model(Path(f.filename)):
+                out.append(f)  # a helper module in a tree: nothing of its own to build
+                continue
             report = build_report(f.filename, opts)
             f.diagnostics = sorted(cross_check(f.diagnostics, report, f.filename), key=lambda d: d.sort_key())
         except BuildError as exc:
@@ -266,6 +271,19 @@ def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeou
             f.error = f"build cross-check failed: {exc}"
         out.append(f)
     return out
+
+
+_MODEL_SOURCE = re.compile(
+    r"^def (build|create|get|make)_model\s*\(|^\w+\s*=\s*[\w.]*(Sequential|Model)\(", re.M
+)
+
+
+def _defines_a_model(path: Path) -> bool:
+    """What `--build` can discover without an entry (the child's discovery rules)."""
+    try:
+        return bool(_MODEL_SOURCE.search(path.read_text(encoding="utf-8")))
+    except (OSError, UnicodeDecodeError):
+        return False
 
 
 @app.command()

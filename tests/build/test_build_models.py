@@ -313,3 +313,18 @@ def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
     assert "build cross-check failed" in proc.stdout and "broken_model.py" in proc.stdout
     assert "user code fails at import" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_check_build_on_a_tree_builds_only_files_that_define_a_model(tmp_path):
+    shutil.copy(ZEROPAD, tmp_path / "zeropad_conv.py")
+    (tmp_path / "helpers.py").write_text(
+        "import tensorflow as tf\n\ndef helper(x):\n    return tf.keras.layers.BatchNormalization(fused=False)(x)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "kerasfit", "check", ".", "--build", "--no-cache"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 1
+    assert "helpers.py:4:12: KF101" in proc.stdout  # static finding, no build attempted
+    assert "build cross-check failed" not in proc.stdout + proc.stderr
+    assert proc.stdout.count("confirmed by --build") == 2  # the model file was built
