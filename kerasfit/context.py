@@ -40,6 +40,20 @@ def is_node(v: object) -> bool:
     return r
 
 
+def string_value(node: cst.SimpleString) -> Any:
+    """A string literal's value. libcst's ``evaluated_value`` runs ``literal_eval``
+    (a compile per call); plain literals without escapes are just their inner text."""
+    raw = node.value
+    q = raw[-1]
+    if raw[0] == q and "\\" not in raw and "\r" not in raw:  # source newlines normalize
+        n = 3 if raw.startswith(q * 3) and len(raw) >= 6 else 1
+        return raw[n:-n]
+    try:
+        return node.evaluated_value
+    except Exception:
+        return UNKNOWN
+
+
 class _Unknown:
     __slots__ = ()
 
@@ -399,10 +413,7 @@ class FileContext:
         if isinstance(node, cst.Float):
             return float(node.value.replace("_", ""))
         if isinstance(node, cst.SimpleString):
-            try:
-                return node.evaluated_value
-            except Exception:
-                return UNKNOWN
+            return string_value(node)
         if isinstance(node, cst.ConcatenatedString):
             v = node.evaluated_value
             return v if v is not None else UNKNOWN
@@ -1006,7 +1017,7 @@ def _index_fields(tp: type) -> tuple[str, ...]:
 
 def _string_key(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.SimpleString):
-        v = node.evaluated_value
+        v = string_value(node)
         return v if isinstance(v, str) else None
     return None
 
