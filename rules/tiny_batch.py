@@ -60,6 +60,12 @@ class TinyBatch(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
+        Valid(
+            "import tensorflow as tf\n\n\ndef input_fn(params):\n"
+            "    ds = tf.data.Dataset.from_tensor_slices(features)\n"
+            "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
+            options={"batch_size": 1024, "cores": 8},
+        ),
         "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
         "ds = tf.data.Dataset.range(10).batch(128 * strategy.num_replicas_in_sync, drop_remainder=True)\n",
         # no TPU in sight
@@ -97,6 +103,14 @@ class TinyBatch(Rule):
             "import tensorflow as tf\nresolver = tf.distribute.cluster_resolver.TPUClusterResolver()\n"
             "model.fit(x, y, batch_size=32, epochs=3)\n",
             message_contains="at most 32 per core",
+        ),
+        # the batch is not a constant in the file: --batch-size / --cores (or config) decide
+        Invalid(
+            "import tensorflow as tf\n\n\ndef input_fn(params):\n"
+            "    ds = tf.data.Dataset.from_tensor_slices(features)\n"
+            "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
+            options={"batch_size": 128, "cores": 8},
+            message_contains="configured global 128 ÷ 8 cores",
         ),
     )
 
@@ -182,7 +196,15 @@ class TinyBatch(Rule):
             self._report(report_at, per, "per replica", exact=True)
             return
         total = ctx.int_const(expr)
-        if total is None or total <= 0:
+        source = ""
+        if total is None:
+            # not a constant here (a flag, a parameter): the configured global batch
+            # (--batch-size / [tool.kerasfit] batch-size) says what it will be
+            configured = ctx.options.get("batch_size")
+            if not isinstance(configured, int) or isinstance(configured, bool):
+                return
+            total, source = configured, " configured"
+        if total <= 0:
             return
         cores = self._cores()
         if cores is None:
@@ -191,7 +213,7 @@ class TinyBatch(Rule):
             return
         if total % cores:
             return  # the strategy itself rejects an uneven split
-        self._report(report_at, total // cores, f"global {total} ÷ {cores} cores", exact=True)
+        self._report(report_at, total // cores, f"{source.strip() + ' ' if source else ''}global {total} ÷ {cores} cores", exact=True)
 
     def _report(self, node: cst.CSTNode, per: int, detail: str, exact: bool) -> None:
         t = self.ctx.target
