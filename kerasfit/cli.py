@@ -102,7 +102,7 @@ def check(
     entry: Annotated[Optional[str], typer.Option("--entry", help="With --build: 'module:function' or an expression that builds the model.")] = None,
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Global batch size (rules and --build).")] = None,
     cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="With --build: float32 or bfloat16.")] = "float32",
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="With --build: float32 or bfloat16 (default: config, else float32).")] = None,
     build_timeout: Annotated[float, typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped.")] = 300.0,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
@@ -157,7 +157,10 @@ def check(
     files = result.files
     missing_paths = bool(missing)
     if build:
-        files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
+        try:
+            files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
+        except ConfigError as exc:
+            _fail(str(exc))
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
@@ -244,10 +247,19 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
         batch_size=batch_size or b.get("batch-size") or (cfg.batch_size if cfg else None),
         cores=cores or b.get("cores") or (cfg.cores if cfg else None) or 1,
         target=target or (cfg.target if cfg and cfg.target else "tpu-v5e"),
-        dtype=dtype or b.get("dtype") or "float32",
+        dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
         timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
         use_cache=not no_cache,
     )
+
+
+def _checked_dtype(dtype: str, cfg) -> str:
+    if dtype not in ("float32", "bfloat16"):
+        from .config import ConfigError
+
+        where = cfg.source if cfg is not None and cfg.source else "--dtype"
+        raise ConfigError(f"{where}: dtype must be float32 or bfloat16, not {dtype!r}")
+    return dtype
 
 
 def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeout, no_cache):
@@ -293,7 +305,7 @@ def report(
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Global batch size.")] = None,
     cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
-    dtype: Annotated[str, typer.Option("--dtype", help="float32 or bfloat16.")] = "float32",
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32 or bfloat16 (default: config, else float32).")] = None,
     output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
     build_timeout: Annotated[float, typer.Option("--build-timeout", help="Seconds before the build child is stopped.")] = 300.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
@@ -303,7 +315,7 @@ def report(
 
     if not path.is_file():
         _fail(f"{path}: no such file")
-    if dtype not in ("float32", "bfloat16"):
+    if dtype is not None and dtype not in ("float32", "bfloat16"):
         _fail(f"--dtype must be float32 or bfloat16, not {dtype!r}")
     try:
         if target:

@@ -328,3 +328,16 @@ def test_check_build_on_a_tree_builds_only_files_that_define_a_model(tmp_path):
     assert "helpers.py:4:12: KF101" in proc.stdout  # static finding, no build attempted
     assert "build cross-check failed" not in proc.stdout + proc.stderr
     assert proc.stdout.count("confirmed by --build") == 2  # the model file was built
+
+
+def test_report_reads_build_options_from_pyproject(tmp_path):
+    shutil.copy(CNN, tmp_path / "keras_cnn.py")
+    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit.build]\ndtype = "bfloat16"\nbatch-size = 64\ncores = 2\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "kerasfit", "report", "keras_cnn.py", "--output-format", "json", "--no-cache"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["dtype"] == "bfloat16"
+    assert data["per_core_batch"] == 32  # global 64 over 2 cores
