@@ -410,3 +410,14 @@ __all__ = [
 def iter_diagnostics(results: Iterable[FileResult]) -> Iterable[Diagnostic]:
     for r in results:
         yield from r.diagnostics
+
+
+def tune_gc() -> None:
+    """A libcst parse allocates hundreds of thousands of short-lived nodes; the default
+    gen-0 threshold (700) makes the cyclic collector rescan them constantly (~20% of a
+    cold check, measured). Nodes are freed by reference counting; only the rare cycles
+    need the collector, so collect far less often. Front ends only: a library must not
+    change its host's collector."""
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)

@@ -391,6 +391,9 @@ def lsp(
 
 
 def main() -> None:
+    from .api import tune_gc
+
+    tune_gc()
     try:
         app()
     except SystemExit:

@@ -540,7 +540,20 @@ class ParseCache:
         line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\n", source)]
         if starts[-1] > len(line_starts):
             return None
-        cuts = [0] + [line_starts[n - 1] for n in starts[1:]] + [len(source)]
+        # Cut above the blank and comment lines that lead into a statement, so no piece
+        # ends with trailing comments (libcst does not always give those back as written).
+        def blank_or_comment(n: int) -> bool:
+            a = line_starts[n - 1]
+            b = line_starts[n] if n < len(line_starts) else len(source)
+            text = source[a:b].strip()
+            return not text or text.startswith("#")
+
+        cuts = [0]
+        for prev, n in zip(starts, starts[1:]):
+            while n - 1 > prev and blank_or_comment(n - 1):
+                n -= 1
+            cuts.append(line_starts[n - 1])
+        cuts.append(len(source))
         mods: list[cst.Module] = []
         fresh: dict[str, cst.Module] = {}
         used: set[int] = set()

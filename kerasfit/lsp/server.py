@@ -589,6 +589,9 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
 def serve(tcp: str | None = None) -> None:
     """Run until the client sends exit (stdio), or serve TCP connections on HOST:PORT."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kerasfit-lsp: %(levelname)s: %(message)s")
+    from ..api import tune_gc
+
+    tune_gc()
     if tcp:
         host, sep, port = tcp.rpartition(":")
         if not sep or not port.isdigit():
