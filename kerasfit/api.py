@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from . import __version__
 from .config import (
@@ -405,11 +404,6 @@ __all__ = [
     "atomic_write",
     "Candidate",
 ]
-
-
-def iter_diagnostics(results: Iterable[FileResult]) -> Iterable[Diagnostic]:
-    for r in results:
-        yield from r.diagnostics
 
 
 def tune_gc() -> None:

@@ -128,7 +128,6 @@ def check(
     originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
     try:
         if [str(p) for p in path_list] == ["-"]:
-            from .types import FileResult
 
             name = stdin_filename or "<stdin>"
             source = sys.stdin.read()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -227,7 +227,3 @@ def effective_target(cli_target: str | None, cfg: Config) -> str:
     t = cli_target or cfg.target or DEFAULT_TARGET
     check_target(t, "--target" if cli_target else (cfg.source or "config"))
     return t
-
-
-def with_overrides(cfg: Config, **kw: Any) -> Config:
-    return replace(cfg, **{k: v for k, v in kw.items() if v is not None})

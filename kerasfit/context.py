@@ -995,7 +995,9 @@ class Origin(NamedTuple):
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
 _FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
-_INDEX_SKIP = frozenset(
+# Fields that hold only whitespace, punctuation, operators or non-reference names
+# (``Arg.keyword``, ``Attribute.attr``): no traversal descends into them.
+_SKIP_FIELDS = frozenset(
     {
         "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
         "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
@@ -1003,14 +1005,15 @@ _INDEX_SKIP = frozenset(
         "arrow", "default_indent", "default_newline", "encoding", "has_trailing_newline", "indent",
     }
 )
-_INDEX_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _index_fields(tp: type) -> tuple[str, ...]:
-    names = _INDEX_FIELDS.get(tp)
+def child_fields(tp: type) -> tuple[str, ...]:
+    """The fields of node type ``tp`` that can hold code, in source order (cached)."""
+    names = _FIELDS.get(tp)
     if names is None:
-        names = _INDEX_FIELDS[tp] = tuple(
-            f.name for f in dataclasses.fields(tp) if f.name not in _INDEX_SKIP and not f.name.startswith("whitespace")
+        names = _FIELDS[tp] = tuple(
+            f.name for f in dataclasses.fields(tp) if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
         )
     return names
 
@@ -1106,7 +1109,7 @@ class _FileIndex:
                 self.classes.append(node)  # type: ignore[arg-type]
             inner = (node, *scopes) if tp in (cst.FunctionDef, cst.ClassDef, cst.Lambda) else None
             kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
-            for name in _index_fields(tp):
+            for name in child_fields(tp):
                 v = getattr(node, name)
                 sc = inner if inner is not None and name == "body" else scopes
                 tv = type(v)

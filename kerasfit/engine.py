@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
@@ -18,8 +17,9 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from .context import _IS_NODE, FileContext, is_node
+from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
+from .suppressions import Suppressions
 from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
 SYNTAX_ERROR_CODE = "KF001"
@@ -39,30 +39,6 @@ class LintSettings:
 
 
 # ---- traversal -----------------------------------------------------------------
-
-# Fields that hold only whitespace, punctuation, operators or non-reference names.
-_SKIP_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
-        "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
-        "lbracket", "rbracket", "lbrace", "rbrace", "newline", "asynchronous", "keyword", "attr",
-        "whitespace_before", "whitespace_after", "arrow", "default_indent", "default_newline",
-        "encoding", "has_trailing_newline", "indent",
-    }
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(tp: type) -> tuple[str, ...]:
-    names = _FIELDS.get(tp)
-    if names is None:
-        names = _FIELDS[tp] = tuple(
-            f.name
-            for f in dataclasses.fields(tp)
-            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
-        )
-    return names
-
 
 def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Children that can hold code (not whitespace or tokens), in source order."""
@@ -417,49 +393,6 @@ class Positions:
 def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
     for ch in spec.changes:
         yield ch.node
-
-
-# ---- suppressions --------------------------------------------------------------
-
-_NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
-_IGNORE_RE = re.compile(r"#\s*kerasfit:\s*ignore(?P<file>-file)?(?:\[(?P<codes>[^\]]*)\])?", re.I)
-_ANY_SUPPRESSION_RE = re.compile(r"noqa|kerasfit:", re.I)
-ALL = "*"
-
-
-@dataclass
-class Suppressions:
-    by_line: dict[int, set[str]] = field(default_factory=dict)
-    file: set[str] = field(default_factory=set)
-
-    @classmethod
-    def scan(cls, source: str) -> Suppressions:
-        sup = cls()
-        if not _ANY_SUPPRESSION_RE.search(source):  # as case-insensitive as the patterns
-            return sup
-        for i, line in enumerate(source.splitlines(), start=1):
-            if "#" not in line:
-                continue
-            for m in _NOQA_RE.finditer(line):
-                codes = m.group("codes")
-                sup.by_line.setdefault(i, set()).update(_split_codes(codes) if codes else {ALL})
-            for m in _IGNORE_RE.finditer(line):
-                codes = _split_codes(m.group("codes")) if m.group("codes") else {ALL}
-                (sup.file if m.group("file") else sup.by_line.setdefault(i, set())).update(codes)
-        return sup
-
-    def suppressed(self, code: str, rows: Iterable[int]) -> bool:
-        if ALL in self.file or code in self.file:
-            return True
-        for r in rows:
-            s = self.by_line.get(r)
-            if s and (ALL in s or code in s):
-                return True
-        return False
-
-
-def _split_codes(text: str) -> set[str]:
-    return {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
 
 
 # ---- linting -------------------------------------------------------------------

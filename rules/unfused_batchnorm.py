@@ -5,7 +5,7 @@ import re
 import libcst as cst
 
 from ..context import get_arg
-from ..rule import Invalid, Replace, Rule, Valid
+from ..rule import Invalid, Replace, Rule
 from ..symbols import BATCHNORM_LAYERS
 from ..types import Applicability
 

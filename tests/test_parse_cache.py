@@ -7,7 +7,6 @@ import ast
 import random
 from pathlib import Path
 
-import libcst as cst
 import pytest
 
 from kerasfit.api import check_source

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from kerasfit.registry import all_rules
-from kerasfit.rule import Valid
 from kerasfit.testing import check_invalid, check_valid
 
 RULES = all_rules()

@@ -13,11 +13,11 @@ import re
 from typing import Any, Iterable, Sequence
 
 from ..reporters import utf16_col
+from ..suppressions import NOQA_RE
 from ..types import Applicability, Diagnostic
 
 # Same shape as the engine's suppression regex: "# noqa" optionally followed by codes.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_NOQA_RE = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 
 
 def split_lines(text: str) -> list[str]:
@@ -78,7 +78,7 @@ def noqa_edit(line_no: int, line: str, code: str) -> dict[str, Any]:
 
     Extends an existing ``# noqa: X1, X2`` list; otherwise appends ``  # noqa: CODE``.
     """
-    for m in _NOQA_RE.finditer(line):
+    for m in NOQA_RE.finditer(line):
         if m.group("codes"):
             at = m.end("codes")
             pos = {"line": line_no, "character": utf16_col(line, at)}
