@@ -424,6 +424,9 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     fix = d.fix
     if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
         return None
+    src = linted.source
+    if not fix.matches(src[1:] if src.startswith("\ufeff") else src):
+        return None  # offsets that miss the text they were made for: offer no edit
     if not fix.imports:
         return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
     # A fix that needs an import: let the engine place it, then send the difference.
