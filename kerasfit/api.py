@@ -26,6 +26,7 @@ from .config import (
 )
 from .discovery import Candidate, discover, mentions_tensorflow
 from .types import TARGETS, Diagnostic, FileResult
+from .writeback import Snapshot, stat_or_none, write_fixed
 
 PARALLEL_MIN_FILES = 6
 
@@ -299,13 +300,18 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
+    writing = options.fix and not options.diff
+    snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
+        before = stat_or_none(path) if writing else None
         try:
             data, text = read_source(path)
         except FileReadError as exc:
             results.append(FileResult(str(path), error=str(exc)))
             continue
+        if writing:
+            snapshots[str(path)] = Snapshot.take(before, data)
         if not mentions_tensorflow(data):
             prefiltered += 1
             results.append(FileResult(str(path), skipped=True))
@@ -326,14 +332,14 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics)
     cache.save()
 
-    if options.fix and not options.diff:
+    if writing:
         for res in results:
             if res.fixed_source is not None:
-                try:
-                    atomic_write(Path(res.filename), res.fixed_source)
-                except OSError as exc:
-                    res.error = f"{res.filename}: cannot write fixes: {exc.strerror or exc}"
+                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename))
+                if problem is not None:
+                    res.error = "; ".join(filter(None, (res.error, problem)))
                     res.fixed_source = None
+                    res.fixes_applied = 0
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 
