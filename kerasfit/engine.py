@@ -639,6 +639,7 @@ def lint_module(
         index = ctx._index  # parent links, when a rule already needed the file index
         pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
         sup = Suppressions.scan(source)
+        indents = _Indents(module)
         seen: set[tuple] = set()
         for rep in reports:
             try:
@@ -654,7 +655,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module) if rep.fix is not None else None
+            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
@@ -673,7 +674,44 @@ def lint_module(
     return diags
 
 
-def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module) -> Fix | None:
+class _Indents:
+    """The block indentation around nodes, for rendering replacements that span lines:
+    libcst writes a continuation line's "indent" flag as the enclosing blocks' indent,
+    which a node rendered on its own does not have."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._of: dict[int, tuple[str, ...]] | None = None
+
+    def of(self, node: cst.CSTNode) -> tuple[str, ...] | None:
+        if self._of is None:
+            self._of = {}
+            default = self.module.default_indent
+            stack: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(self.module, ())]
+            while stack:
+                n, ind = stack.pop()
+                self._of[id(n)] = ind
+                if isinstance(n, cst.IndentedBlock):
+                    ind = (*ind, default if n.indent is None else n.indent)
+                for c in iter_children(n):
+                    stack.append((c, ind))
+        return self._of.get(id(node))
+
+    def render(self, new: cst.CSTNode, old: cst.CSTNode) -> str:
+        text = self.module.code_for_node(new)
+        if "\n" not in text and "\r" not in text:
+            return text
+        indents = self.of(old)
+        if not indents:
+            return text
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens = list(indents)
+        new._codegen(state)
+        return "".join(state.tokens)
+
+
+def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None) -> Fix | None:
+    indents = indents or _Indents(module)
     edits: list[Edit] = []
     for ch in spec.changes:
         try:
@@ -684,7 +722,7 @@ def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module) -> Fix | None:
         # off, the source there differs and the fix is refused when applied.
         expected = pos.generated.get(id(ch.node))
         if isinstance(ch, Replace):
-            content = ch.new if isinstance(ch.new, str) else module.code_for_node(ch.new)
+            content = ch.new if isinstance(ch.new, str) else indents.render(ch.new, ch.node)
         elif isinstance(ch, Remove):
             wide = _removal_range(pos, ch.node, start, end)
             if wide != (start, end):  # a statement's line: its own text must be where it was placed
