@@ -110,10 +110,10 @@ class UnfusedBatchnorm(Rule):
             unsafe=True,  # the input's rank is not known here
         ),
         Invalid(
-            "import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16, 16, 3))\n"
+            "import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
             "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=False)(x)\n"
             "    return keras.Model(inp, x)\n",
-            expected_fix="import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16, 16, 3))\n"
+            expected_fix="import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
             "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=True)(x)\n"
             "    return keras.Model(inp, x)\n",
         ),
