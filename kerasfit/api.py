@@ -361,13 +361,35 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
         return _worker(work)
-    with ctx.Pool(len(chunks)) as pool:
-        outs = pool.map(_worker, [[work[i] for i in c] for c in chunks])
     results: list[FileResult | None] = [None] * len(work)
-    for c, out in zip(chunks, outs):
-        for i, r in zip(c, out):
-            results[i] = r
+    lost = _run_chunks(ctx, work, chunks, results)
+    # A worker that died (a native crash, the OOM killer) took its chunk with it: check
+    # those files again one per process, so the death is pinned on one file and the
+    # others still get their results.
+    for i in lost:
+        if _run_chunks(ctx, work, [[i]], results):
+            job = work[i][0]
+            results[i] = FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
     return results  # type: ignore[return-value]
+
+
+def _run_chunks(ctx, work, chunks: list[list[int]], results: list) -> list[int]:
+    """Run chunks in worker processes; the indices whose worker died (never a hang)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    lost: list[int] = []
+    with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
+        futures = [(c, pool.submit(_worker, [work[i] for i in c])) for c in chunks]
+        for c, fut in futures:
+            try:
+                out = fut.result()
+            except BrokenProcessPool:
+                lost.extend(c)
+                continue
+            for i, r in zip(c, out):
+                results[i] = r
+    return lost
 
 
 def check_source(
