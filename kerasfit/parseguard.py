@@ -67,13 +67,13 @@ def _stmt_start(s: ast.stmt) -> tuple[int, int]:
     return s.lineno, s.col_offset
 
 
-def _string_pieces(node: ast.expr, lines: list[str]) -> int:
+def _string_pieces(node: ast.expr, lines: list[str], budget: int) -> int:
     """How many literals an implicit concatenation joins (libcst nests one level each)."""
     end = node.end_lineno or node.lineno
-    if end == node.lineno and (node.end_col_offset or 0) - node.col_offset < 2 * DEPTH_BUDGET:
+    if end == node.lineno and (node.end_col_offset or 0) - node.col_offset < 2 * budget:
         return 1  # too short to hold that many pieces: skip the tokenizer
     seg = ast.get_source_segment("".join(lines[node.lineno - 1 : end]), _shift(node)) or ""
-    if len(seg) < 2 * DEPTH_BUDGET:
+    if len(seg) < 2 * budget:
         return 1
     try:
         toks = tokenize.generate_tokens(io.StringIO("(" + seg + ")").readline)
@@ -90,9 +90,11 @@ def _shift(node: ast.expr) -> ast.expr:
     return n
 
 
-def over_budget(tree: ast.Module, source: str, budget: int = DEPTH_BUDGET) -> list[tuple[ast.stmt, int]]:
+def over_budget(tree: ast.Module, source: str, budget: int | None = None) -> list[tuple[ast.stmt, int]]:
     """Statements whose libcst nesting (blocks around them included) exceeds ``budget``,
     each with the depth found, outermost first and never one inside another."""
+    if budget is None:
+        budget = DEPTH_BUDGET
     lines = source.splitlines(keepends=True)
     found: list[tuple[ast.stmt, int]] = []
     # (node, depth, owning statement); iterative: the tree may be thousands deep
@@ -111,7 +113,7 @@ def over_budget(tree: ast.Module, source: str, budget: int = DEPTH_BUDGET) -> li
         if isinstance(node, ast.BoolOp):
             step = len(node.values)  # libcst: a left-nested chain, one level per operand
         elif isinstance(node, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(node, "value", ""), (str, bytes)):
-            pieces = _string_pieces(node, lines)  # type: ignore[arg-type]
+            pieces = _string_pieces(node, lines, budget)  # type: ignore[arg-type]
             if depth + pieces > budget and owner is not None:
                 flagged.add(id(owner))
                 found.append((owner, depth + pieces))

@@ -1,0 +1,126 @@
+"""No input crashes the run or the server (issue 8, items 6-10): parse budget, dying
+workers, folding budget, hostile trees, malformed configs and caches, stdin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from kfhelpers import BAD, GOOD, run, write
+
+from kerasfit.api import CheckOptions, check_paths
+from kerasfit.engine import LintSettings, lint_source
+from kerasfit.registry import all_rules
+
+AND_CHAIN = "import tf_keras as keras\nx = " + " and ".join(["a"] * 10_000) + "\n"
+
+
+def error_lines(r) -> list[str]:
+    return [line for line in (r.stdout + r.stderr).splitlines() if line.startswith("error:")]
+
+
+# ---- item 6: the parse budget -------------------------------------------------------------
+
+
+def test_long_boolean_chain_is_one_kf001_with_jobs_1(tmp_path):
+    """10,000 ``and`` operands overflowed libcst's C stack: rc 139, nothing printed."""
+    write(tmp_path / "chain.py", AND_CHAIN + BAD.split("\n", 1)[1])
+    write(tmp_path / "ok.py", BAD)
+    r = run("check", ".", "--no-cache", "-j", "1", cwd=tmp_path)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    kf001 = [line for line in r.lines if " KF001 " in line]
+    assert kf001 == [kf001[0]] and kf001[0].startswith("chain.py:2:1: KF001"), r.stdout
+    assert "levels deep" in kf001[0]
+    # the rest of that file and the other file are still checked
+    assert any(line.startswith("chain.py:3:6: KF101") for line in r.lines), r.stdout
+    assert any(line.startswith("ok.py:2:6: KF101") for line in r.lines), r.stdout
+
+
+def test_long_chain_in_the_language_servers_path_returns(tmp_path):
+    """check_source is what the server's lint thread calls; it died with SIGSEGV."""
+    code = textwrap.dedent(
+        """
+        import sys
+        from kerasfit.api import check_source
+        src = "import tf_keras as keras\\nx = " + " and ".join(["a"] * 10000) + "\\n"
+        res = check_source(src, "m.py")
+        print([(d.code, d.row) for d in res.diagnostics])
+        """
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-500:])
+    assert p.stdout.strip() == "[('KF001', 2)]"
+
+
+def test_fix_leaves_the_masked_statement_alone(tmp_path):
+    f = write(tmp_path / "m.py", AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=False)\n")
+    r = run("check", "m.py", "--no-cache", "--fix", cwd=tmp_path)
+    assert r.returncode == 1  # the KF001 remains
+    assert f.read_text() == AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=True)\n"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        " + ".join(["a"] * 400),  # libcst: seconds to parse, RecursionError in codegen
+        "-" * 600 + "1",
+        "f" + "()" * 600,
+        "a" + ".b" * 600,
+        "1 if a else " * 400 + "1",
+        "lambda: " * 400 + "1",
+    ],
+    ids=["plus-chain", "unary", "calls", "attributes", "ternary", "lambda"],
+)
+def test_deep_statements_are_refused_alone(expr):
+    src = f"import tf_keras as keras\ndef f():\n    y = {expr}\n    return keras.layers.BatchNormalization(fused=False)\n"
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
+    assert [(d.code, d.row) for d in diags] == [("KF001", 3), ("KF101", 4)]
+
+
+def test_implicit_concatenation_past_libcsts_limit_is_refused_alone():
+    """libcst refuses ~4,000 implicit concatenations; CPython accepts them."""
+    src = "import tf_keras as keras\nmsg = (" + " ".join(['"s"'] * 5000) + ")\nbn = keras.layers.BatchNormalization(fused=False)\n"
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
+    assert [(d.code, d.row) for d in diags] == [("KF001", 2), ("KF101", 3)]
+    assert diags[0].message.startswith("Not checked")
+
+
+def test_ordinary_code_is_not_refused():
+    """Depth counts as libcst builds it: a long flat call or list is not deep."""
+    args = ", ".join(f"a{i}" for i in range(3000))
+    src = f"import tf_keras as keras\nx = [{args}]\ny = f({args})\nz = a < b < c\n" + BAD.split("\n", 1)[1]
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
+    assert [d.code for d in diags] == ["KF101"]
+
+
+# ---- item 6: a dying worker never hangs the pool ------------------------------------------
+
+
+def test_a_worker_killed_by_a_native_crash_is_one_error_and_the_rest_is_checked(tmp_path, monkeypatch):
+    """With the budget switched off and an 8 MB parse stack, libcst really segfaults in a
+    worker: the old pool.map then waited forever."""
+    from kerasfit import parseguard
+
+    monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
+    monkeypatch.setattr(parseguard, "PARSE_STACK_BYTES", 8 * 1024 * 1024)
+    monkeypatch.delenv("KERASFIT_NO_PARALLEL", raising=False)
+    write(tmp_path / "boom.py", "import tf_keras as keras\nx = " + " and ".join(["a"] * 30_000) + "\n")
+    for i in range(7):
+        write(tmp_path / f"ok{i}.py", BAD)
+    box: dict = {}
+    t = threading.Thread(
+        target=lambda: box.setdefault("r", check_paths([tmp_path], CheckOptions(use_cache=False, jobs=2))), daemon=True
+    )
+    t.start()
+    t.join(180)
+    assert not t.is_alive(), "the pool hung on a dead worker"
+    files = {Path(f.filename).name: f for f in box["r"].files}
+    assert files["boom.py"].error == f"{tmp_path / 'boom.py'}: the checker process died on this file, not checked"
+    for i in range(7):
+        assert [d.code for d in files[f"ok{i}.py"].diagnostics] == ["KF101"]
