@@ -124,3 +124,60 @@ def test_a_worker_killed_by_a_native_crash_is_one_error_and_the_rest_is_checked(
     assert files["boom.py"].error == f"{tmp_path / 'boom.py'}: the checker process died on this file, not checked"
     for i in range(7):
         assert [d.code for d in files[f"ok{i}.py"].diagnostics] == ["KF101"]
+
+
+# ---- item 7: folding through call sites is memoised and bounded ---------------------------
+
+
+def _helpers(levels: int, sites: int, leaf: str, site: str) -> str:
+    lines = ["import tensorflow as tf", "", f"def h{levels}(n):", f"    return {leaf}", ""]
+    for k in range(levels - 1, 0, -1):
+        lines.append(f"def h{k}(n):")
+        lines.extend("    " + site.format(k=k + 1, j=j) for j in range(sites))
+        lines.append("")
+    return "\n".join(lines)
+
+
+class _Counted:
+    """Counts calls of a context function and stops a run that would take minutes."""
+
+    def __init__(self, fn, limit: int = 200_000):
+        self.fn, self.calls, self.limit = fn, 0, limit
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls > self.limit:
+            raise AssertionError(f"more than {self.limit} steps: not memoised / not bounded")
+        return self.fn(*args, **kwargs)
+
+
+def test_a_parameter_threaded_through_nine_helper_levels_folds_once_per_site(monkeypatch):
+    """8 call sites per level, 9 levels: 8^7 evaluations (minutes) without a memo."""
+    from kerasfit import context
+
+    src = _helpers(9, 8, "tf.keras.layers.Conv2D(n, 3)", "h{k}(n)") + "\nh1(30)\n"
+    counted = _Counted(context.FileContext._deref)
+    monkeypatch.setattr(context.FileContext, "_deref", lambda self, *a, **k: counted(self, *a, **k))
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF102"]])).diagnostics
+    assert [d.code for d in diags] == ["KF102"] * 8  # still folds 30 through every level
+    assert "30 filters" in diags[0].message
+    assert counted.calls < 2_000
+
+
+def test_an_exponential_origin_question_is_not_followed(monkeypatch):
+    """Each helper returns the next from 8 branches: 8^8 paths to one tf.pad."""
+    import libcst as cst
+
+    from kerasfit import context
+
+    branches = "if c{j}:\n        return h{k}(n)"
+    src = _helpers(9, 8, "tf.pad(n, [[0, 0], [1, 1], [1, 1], [0, 0]])", branches) + "\ny = h1(x)\nz = 3 + 5\n"
+    counted = _Counted(context._returns)
+    monkeypatch.setattr(context, "_returns", counted)
+    module = cst.parse_module(src)
+    ctx = context.FileContext(module, "m.py", source=src)
+    ys = module.body[-2].body[0].value
+    assert ctx.origins(ys) == []  # past the budget: not followed
+    assert counted.calls <= context.QUESTION_BUDGET
+    # the budget is per question: the next one is still answered
+    assert ctx.const(module.body[-1].body[0].value) == 8
