@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -207,9 +208,21 @@ class FileReadError(Exception):
     pass
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; never blocks on a FIFO swapped in after discovery."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise FileReadError(f"{path}: not a regular file, skipped")
+        return f.read()
+
+
 def read_source(path: Path) -> tuple[bytes, str]:
     try:
-        data = path.read_bytes()
+        data = _read_regular(path)
     except FileNotFoundError:
         if path.is_symlink():
             raise FileReadError(f"{path}: broken symbolic link (target missing), skipped") from None
@@ -301,6 +314,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     prefiltered = 0
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
+        if cand.error is not None:
+            results.append(FileResult(str(path), error=cand.error))
+            continue
         try:
             data, text = read_source(path)
         except FileReadError as exc:

@@ -181,3 +181,82 @@ def test_an_exponential_origin_question_is_not_followed(monkeypatch):
     assert counted.calls <= context.QUESTION_BUDGET
     # the budget is per question: the next one is still answered
     assert ctx.const(module.body[-1].body[0].value) == 8
+
+
+# ---- item 8: hostile trees ----------------------------------------------------------------
+
+
+def _run_without_dac_override(*args: str, cwd: Path):
+    """Permission bits mean nothing to root: drop the capabilities that bypass them."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return run(*args, cwd=cwd)
+    from kfhelpers import Run, kerasfit_argv
+
+    caps = "-dac_override,-dac_read_search"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
+    env.update(NO_COLOR="1", KERASFIT_NO_PARALLEL="1")
+    p = subprocess.run(
+        [shutil.which("setpriv") or "setpriv", f"--bounding-set={caps}", f"--inh-caps={caps}", "--", *kerasfit_argv(), *args],
+        cwd=cwd, capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert "Traceback" not in p.stderr + p.stdout, p.stderr
+    return Run(p.returncode, p.stdout, p.stderr)
+
+
+def test_symlink_loops_fifos_and_sockets_are_one_line_each(tmp_path):
+    import socket
+
+    write(tmp_path / "model.py", BAD)
+    (tmp_path / "loop_a.py").symlink_to("loop_b.py")
+    (tmp_path / "loop_b.py").symlink_to("loop_a.py")
+    (tmp_path / "self.py").symlink_to("self.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.bind(str(tmp_path / "sock.py"))
+        r = run("check", ".", "--no-cache", cwd=tmp_path)
+    finally:
+        sock.close()
+    assert r.returncode == 1, r.stderr
+    errors = sorted(error_lines(r))
+    assert errors == [
+        "error: loop_a.py: symbolic link loop, skipped",
+        "error: loop_b.py: symbolic link loop, skipped",
+        "error: pipe.py: a FIFO, not a source file, skipped",
+        "error: self.py: symbolic link loop, skipped",
+        "error: sock.py: a socket, not a source file, skipped",
+    ], r.stdout + r.stderr
+    assert any(line.startswith("model.py:2:6: KF101") for line in r.lines)
+
+
+def test_a_fifo_named_on_the_command_line_does_not_block(tmp_path):
+    os.mkfifo(tmp_path / "pipe.py")
+    write(tmp_path / "model.py", BAD)
+    r = run("check", "pipe.py", "model.py", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 1
+    assert error_lines(r) == ["error: pipe.py: a FIFO, not a source file, skipped"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0 and not __import__("shutil").which("setpriv"), reason="root without setpriv")
+def test_unlistable_and_unsearchable_directories_are_one_line_each(tmp_path):
+    root = tmp_path
+    try:
+        write(root / "model.py", BAD)
+        for name, mode in (("nolist", 0o311), ("nosearch", 0o644)):
+            d = root / name
+            d.mkdir()
+            write(d / "inner.py", BAD)
+            d.chmod(mode)
+        r = _run_without_dac_override("check", ".", "--no-cache", cwd=root)
+    finally:
+        for name in ("nolist", "nosearch"):
+            (root / name).chmod(0o755)
+    assert r.returncode == 1, r.stdout + r.stderr
+    errors = sorted(error_lines(r))
+    assert errors == [
+        "error: nolist: cannot list directory: Permission denied, skipped",
+        "error: nosearch: cannot search directory: Permission denied, skipped",
+    ], r.stdout + r.stderr
+    assert any(line.startswith("model.py:2:6: KF101") for line in r.lines)
