@@ -3,6 +3,7 @@ pre-commit all call. No printing here."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -162,9 +163,10 @@ class Cache:
         if self.path is not None and self.path.is_file():
             try:
                 data = json.loads(self.path.read_text())
-                if data.get("kerasfit") == __version__:
-                    self.entries = data.get("files", {})
-            except (OSError, ValueError):
+                # valid JSON of another shape is ignored (and rewritten by this run)
+                if isinstance(data, dict) and data.get("kerasfit") == __version__ and isinstance(data.get("files"), dict):
+                    self.entries = data["files"]
+            except (OSError, ValueError, RecursionError):
                 self.entries = {}
 
     @staticmethod
@@ -173,9 +175,13 @@ class Cache:
 
     def get(self, path: Path, key: str) -> list[Diagnostic] | None:
         e = self.entries.get(str(path.resolve()))
-        if e is None or e.get("key") != key:
+        if not isinstance(e, dict) or e.get("key") != key:
             return None
-        return [Diagnostic.from_dict(d) for d in e["diagnostics"]]
+        try:
+            # labelled with this run's spelling of the path, not the caching run's
+            return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in e["diagnostics"]]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # an entry that does not validate: checked again and rewritten
 
     def put(self, path: Path, key: str, diags: list[Diagnostic]) -> None:
         if self.path is None:

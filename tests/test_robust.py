@@ -260,3 +260,77 @@ def test_unlistable_and_unsearchable_directories_are_one_line_each(tmp_path):
         "error: nosearch: cannot search directory: Permission denied, skipped",
     ], r.stdout + r.stderr
     assert any(line.startswith("model.py:2:6: KF101") for line in r.lines)
+
+
+# ---- item 9: malformed configs and caches ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text,how,expected",
+    [
+        ("tool = 1\n", "pyproject", "[tool] must be a table"),
+        ("[tool]\nkerasfit = 1\n", "config", "[tool.kerasfit] must be a table"),
+        ("[tool]\nkerasfit = 1\n", "pyproject", "[tool.kerasfit] must be a table"),
+        ("[tool.kerasfit]\nselect = " + "[" * 5000 + "]" * 5000 + "\n", "config", "nested too deeply"),
+        (b"[tool.kerasfit]\nselect = ['KF1']  # caf\xe9\n", "config", "not valid UTF-8"),
+        ("[tool.kerasfit]\ncache-dir = 3\n", "pyproject", "cache-dir must be a string"),
+    ],
+    ids=["tool-int", "kerasfit-int-config", "kerasfit-int", "deep-list", "latin1", "cache-dir-int"],
+)
+def test_malformed_config_is_one_line_naming_the_file(tmp_path, text, how, expected):
+    write(tmp_path / "model.py", BAD)
+    write(tmp_path / "pyproject.toml", text)
+    args = ("--config", "pyproject.toml") if how == "config" else ()
+    r = run("check", "model.py", "--no-cache", *args, cwd=tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "pyproject.toml" in lines[0] and expected in lines[0], r.stderr
+    assert "internal error" not in r.stderr
+
+
+def test_cache_of_the_wrong_shape_is_ignored_and_rewritten(tmp_path):
+    import json
+
+    from kerasfit import __version__
+
+    write(tmp_path / "model.py", BAD)
+    cache = tmp_path / ".kerasfit_cache"
+    first = run("check", "model.py", cwd=tmp_path)
+    assert first.returncode == 1
+    results = cache / "results-v1.json"
+    for bad in (
+        [1, 2],
+        {"kerasfit": __version__, "files": []},
+        {"kerasfit": __version__, "files": {str((tmp_path / "model.py").resolve()): 7}},
+        {"kerasfit": __version__, "files": {str((tmp_path / "model.py").resolve()): {"key": json.loads(results.read_text())["files"][str((tmp_path / "model.py").resolve())]["key"], "diagnostics": [{"code": 1}]}}},
+    ):
+        results.write_text(json.dumps(bad))
+        r = run("check", "model.py", cwd=tmp_path)
+        assert r.returncode == 1 and r.lines[0].startswith("model.py:2:6: KF101"), (bad, r.stdout, r.stderr)
+        again = run("check", "model.py", cwd=tmp_path)  # rewritten: a valid, cached answer
+        assert again.stdout == r.stdout
+        assert isinstance(json.loads(results.read_text())["files"], dict)
+
+
+def test_an_empty_rule_manifest_does_not_switch_every_rule_off(tmp_path):
+    import json
+
+    write(tmp_path / "model.py", BAD)
+    assert run("check", "model.py", cwd=tmp_path).returncode == 1
+    manifest = tmp_path / ".kerasfit_cache" / "rules-manifest.json"
+    data = json.loads(manifest.read_text())
+    data["rules"] = []
+    manifest.write_text(json.dumps(data))
+    write(tmp_path / "model.py", BAD + "\n")  # not answered from the results cache
+    r = run("check", "model.py", cwd=tmp_path)
+    assert r.returncode == 1 and any(" KF101 " in line for line in r.lines), r.stdout + r.stderr
+
+
+def test_cached_findings_carry_this_runs_spelling_of_the_path(tmp_path):
+    write(tmp_path / "model.py", BAD)
+    absolute = str(tmp_path / "model.py")
+    assert run("check", absolute, cwd=tmp_path).lines[0].startswith(f"{absolute}:2:6")
+    r = run("check", "model.py", "--output-format", "github", cwd=tmp_path)
+    assert "file=model.py," in r.stdout, r.stdout
+    j = run("check", "model.py", "--output-format", "json", cwd=tmp_path).json()
+    assert [d["filename"] for d in j] == ["model.py"]
