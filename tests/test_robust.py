@@ -334,3 +334,40 @@ def test_cached_findings_carry_this_runs_spelling_of_the_path(tmp_path):
     assert "file=model.py," in r.stdout, r.stdout
     j = run("check", "model.py", "--output-format", "json", cwd=tmp_path).json()
     assert [d["filename"] for d in j] == ["model.py"]
+
+
+# ---- item 10 (static part): stdin and --diff ------------------------------------------------
+
+
+def _run_bytes(*args: str, cwd: Path, stdin: bytes):
+    from kfhelpers import kerasfit_argv
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
+    env.update(NO_COLOR="1", KERASFIT_NO_PARALLEL="1")
+    return subprocess.run([*kerasfit_argv(), *args], cwd=cwd, input=stdin, capture_output=True, env=env, timeout=120)
+
+
+def test_non_utf8_stdin_is_one_line_and_fix_passes_it_through(tmp_path):
+    data = b"import tf_keras as keras\nname = 'caf\xe9'\nbn = keras.layers.BatchNormalization(fused=False)\n"
+    p = _run_bytes("check", "-", "--stdin-filename", "m.py", cwd=tmp_path, stdin=data)
+    assert p.returncode == 1
+    assert p.stderr.decode().strip() == "error: m.py: not valid UTF-8 (byte 36), not checked"
+    fixed = _run_bytes("check", "--fix", "-", cwd=tmp_path, stdin=data)
+    assert fixed.returncode == 1
+    assert fixed.stdout == data  # never an empty buffer back
+    assert b"internal error" not in fixed.stderr and b"not valid UTF-8" in fixed.stderr
+
+
+def test_fix_from_stdin_prints_the_fixed_text(tmp_path):
+    p = _run_bytes("check", "--fix", "-", cwd=tmp_path, stdin=BAD.encode())
+    assert p.stdout.decode() == GOOD
+
+
+def test_diff_counts_unreadable_files_and_syntax_errors(tmp_path):
+    write(tmp_path / "broken.py", "import tensorflow as tf\ndef f(:\n")
+    assert run("check", "--diff", "broken.py", "--no-cache", cwd=tmp_path).returncode == 1
+    write(tmp_path / "latin1.py", b"import tensorflow as tf\nx = 'caf\xe9'\n")
+    r = run("check", "--diff", "latin1.py", "--no-cache", cwd=tmp_path)
+    assert r.returncode == 1 and "latin1.py" in r.stderr
+    write(tmp_path / "clean.py", "import tensorflow as tf\nx = 1\n")
+    assert run("check", "--diff", "clean.py", "--no-cache", cwd=tmp_path).returncode == 0
