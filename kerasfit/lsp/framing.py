@@ -251,3 +251,25 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None) -> None:
     finally:
         server._stop_event.set()
         reading.shutdown(wait=False)
+
+
+def serve_tcp(server: Any, host: str, port: int) -> None:
+    """pygls' ``start_tcp`` with this loop; returns when the listener is closed (``exit``)."""
+    import threading
+
+    server._stop_event = threading.Event()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        server.protocol.set_writer(writer)
+        await MessageLoop(server.protocol, FrameReader(lambda: reader.read(1 << 16))).run()
+        server.shutdown()
+
+    async def listen() -> None:
+        server._server = await asyncio.start_server(connection, host, port)
+        async with server._server:
+            await server._server.serve_forever()
+
+    try:
+        asyncio.run(listen())
+    except asyncio.CancelledError:
+        pass

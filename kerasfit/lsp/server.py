@@ -35,6 +35,7 @@ from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
 from ..types import Applicability, Diagnostic, FileResult
 from . import edits as E
+from .framing import serve_stdio, serve_tcp
 from .guard import DEFAULT_LINT_TIMEOUT_MS, LintRunner, LintTimeout, notice
 
 log = logging.getLogger("kerasfit.lsp")
@@ -628,17 +629,14 @@ def serve(tcp: str | None = None) -> None:
             print(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}", file=sys.stderr)
             sys.exit(2)
         server.tcp = True
-        server.start_tcp(host or "127.0.0.1", int(port))
-        sys.exit(server.exit_code)
+        serve_tcp(server, host or "127.0.0.1", int(port))
     else:
-        from .framing import serve_stdio
-
         serve_stdio(server)
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # exit closes stdout
-                pass
-        # Not a normal interpreter exit: it would wait for a lint thread stuck in one
-        # document, or for the thread blocked reading stdin.
-        os._exit(server.exit_code)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # exit closes stdout
+            pass
+    # Not a normal interpreter exit: it would wait for a lint thread stuck in one
+    # document, or for the thread blocked reading stdin.
+    os._exit(server.exit_code)
