@@ -141,7 +141,7 @@ class RawServer:
         """The server answers a well-formed request (hover on a document it never saw)."""
         reply = self.request("textDocument/hover", {"textDocument": {"uri": "file:///nowhere/x.py"},
                                                     "position": {"line": 0, "character": 0}}, timeout)
-        return "result" in reply
+        return "result" in reply or "error" in reply
 
     def close(self, timeout: float = 10.0) -> int:
         """shutdown + exit if it is still running; the exit status."""

@@ -133,3 +133,8 @@ def test_a_large_document_in_one_frame_is_read(server, tmp_path):
     server.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
                                                             "version": 1, "text": text}})
     assert server.alive(timeout=60)
+
+
+def test_hover_on_a_document_never_opened_and_missing_from_disk_is_null(server):
+    assert server.request("textDocument/hover", HOVER["params"]) == {
+        "jsonrpc": "2.0", "id": server._next_id, "result": None}
