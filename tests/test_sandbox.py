@@ -116,3 +116,27 @@ def test_exit_without_a_result_names_the_phase(tmp_path):
     outcome = Outcome(returncode=0, timed_out=False, stderr="W0000 tensorflow noise\n", leftovers=0)
     assert describe_exit(outcome, tmp_path / "result.json", None) == (
         "the build process exited with status 0 at import, before building")
+
+
+def test_when_the_caller_is_killed_the_keeper_ends_the_tree(tmp_path):
+    import signal
+    import subprocess
+
+    script = tmp_path / "hostile.py"
+    script.write_text(ESCAPE + "time.sleep(3600)\n")
+    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os, sys
+        from kerasfit.build.sandbox import run_contained
+        run_contained([sys.executable, {str(script)!r}, {str(tmp_path / 'marker')!r}], env=dict(os.environ),
+                      timeout=3600, memory_limit=None, workdir={str(tmp_path)!r})
+        """)])
+    deadline = time.monotonic() + 20
+    while len(survivors(tmp_path)) < 2:  # the child and its daemon are up
+        assert time.monotonic() < deadline and caller.poll() is None
+        time.sleep(0.05)
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 5
+    while survivors(tmp_path):
+        assert time.monotonic() < deadline, survivors(tmp_path)
+        time.sleep(0.05)

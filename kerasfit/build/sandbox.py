@@ -11,7 +11,7 @@ bound. So the child is not started by the caller directly but by a small *keeper
 - it starts the child in its own session and process group with ``RLIMIT_AS`` set;
 - it waits for the *child's exit* (not for EOF on a pipe a grandchild may hold), kills
   every remaining descendant (at the time limit, the child too) and writes a status file;
-- it dies with the caller (``PR_SET_PDEATHSIG``), cleaning up first.
+- it notices when the caller dies (its parent changes) and cleans up the same way.
 
 The caller reads the shared stderr pipe incrementally, keeping only a tail, and waits for
 the keeper's exit, never for EOF. Without ``/proc`` or ``prctl`` (not Linux) the keeper
@@ -37,7 +37,6 @@ STDERR_TAIL = 64 * 1024
 # The keeper has its own deadline; the caller only steps in if the keeper itself is stuck.
 _BACKSTOP = 20.0
 _POLL = 0.02
-_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -268,9 +267,7 @@ def _keeper(argv: list[str]) -> int:
     cmd = argv[5:]
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
-    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-    if os.getppid() != caller:  # the caller died before the line above took effect
-        return 1
+    # (not PR_SET_PDEATHSIG: that fires when the *thread* that started us exits)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
     def limit_memory() -> None:
@@ -288,7 +285,7 @@ def _keeper(argv: list[str]) -> int:
         if child.pid in reaped:
             returncode = os.waitstatus_to_exitcode(reaped[child.pid])
             break
-        if stop or time.monotonic() > deadline:
+        if stop or time.monotonic() > deadline or os.getppid() != caller:
             break
         time.sleep(_POLL)
     child.returncode = returncode if returncode is not None else -signal.SIGKILL  # no re-wait
@@ -297,7 +294,8 @@ def _keeper(argv: list[str]) -> int:
     _reap()
     tmp = f"{status_path}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"returncode": returncode, "timed_out": returncode is None and not stop,
+        json.dump({"returncode": returncode,
+                   "timed_out": returncode is None and not stop and os.getppid() == caller,
                    "leftovers": len(ended)}, f)
     os.replace(tmp, status_path)
     return 0
