@@ -89,6 +89,8 @@ def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
 def _pump(keeper: subprocess.Popen, fd: int, tail: bytearray, backstop: float) -> None:
     """Keep the stderr tail until the keeper exits; never wait for EOF."""
     os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
     eof = False
     while keeper.poll() is None:
         if time.monotonic() > backstop:
@@ -100,28 +102,26 @@ def _pump(keeper: subprocess.Popen, fd: int, tail: bytearray, backstop: float) -
                 keeper.wait(0.1)
             except subprocess.TimeoutExpired:
                 pass
-            continue
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            eof = not _read_into(fd, tail)
+        elif poller.poll(100):
+            eof = _read_into(fd, tail) is None
     # What is already in the pipe; a writer that outlived the keeper cannot hold us here.
     for _ in range(64):
         if not _read_into(fd, tail):
             break
 
 
-def _read_into(fd: int, tail: bytearray) -> bool:
-    """Append what can be read now to the tail; False at EOF or when nothing is waiting."""
+def _read_into(fd: int, tail: bytearray) -> int | None:
+    """Append what can be read now to the tail: the byte count (0: nothing yet), None at EOF."""
     try:
         chunk = os.read(fd, 1 << 16)
     except BlockingIOError:
-        return False
+        return 0
     if not chunk:
-        return False
+        return None
     tail += chunk
     if len(tail) > STDERR_TAIL:
         del tail[: len(tail) - STDERR_TAIL]
-    return True
+    return len(chunk)
 
 
 # ---------------------------------------------------------------- the reason, in one line

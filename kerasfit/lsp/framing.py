@@ -35,6 +35,7 @@ _OVERLAP = 64  # a header split across two discarded chunks is still found whole
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 SERVER_NOT_INITIALIZED = -32002
 
 _HEADER_AT = re.compile(rb"content-length[ \t]*:", re.I)
@@ -206,7 +207,13 @@ class MessageLoop:
             else:
                 log.warning("ignored %s: its params do not fit: %s", method or "a response", cause)
             return
-        self.protocol.handle_message(message)
+        try:
+            self.protocol.handle_message(message)
+        except Exception as exc:  # pygls answers handler errors itself; this is its own failure
+            log.exception("handling %s failed", method or "a response")
+            if is_request:
+                self.send(error_response(msg_id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:300]))
+            return
         if method == "initialize":
             self.initialized = True
 
