@@ -2,8 +2,8 @@
 
 A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``) and a
 ``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
-placeholders of an exported graph; a function wrapped in ``tf.py_function`` runs in
-Python. Their TF ops are real, but no accelerator executes them, so rules about the
+placeholders of an exported graph; a ``main`` that drives training and a function
+that calls ``.numpy()`` run eagerly in Python. Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
 """
 
@@ -56,6 +56,11 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
         if isinstance(f, cst.FunctionDef) and _HOST_NAME.search(f.name.value):
             host.add(id(f))
     host |= _drivers(ctx)
+    # `.numpy()` only works eagerly, on the host: a function calling it is host code
+    for node, is_call, scopes in idx.attr_refs.get("numpy", ()):
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if is_call and owner is not None and ctx.raw_name_anywhere(node) is None:
+            host.add(id(owner))
     # functions nested in a host function run there too
     for f in idx.functions:
         if id(f) not in host and any(id(s) in host for s in idx.scopes_of(f)):
