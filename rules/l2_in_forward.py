@@ -32,7 +32,8 @@ class L2InForward(Rule):
     `sum(model.losses)` / `tf.add_n(model.losses)`,
     `tf.compat.v1.losses.get_regularization_loss(es)()` and the
     `REGULARIZATION_LOSSES` collection, and weight regularizers on layers:
-    `kernel_regularizer=l2(...)`, `regularizers.L2(...)`, `'l2'`, `l1_l2`,
+    `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
+    or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
     `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
     recurrent, embedding and batch-norm weights; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
@@ -123,6 +124,17 @@ class L2InForward(Rule):
             message_contains="(0.0001 matches it",
         ),
         Invalid("from keras import layers\nx = layers.Dense(64, kernel_regularizer='l2')(x)\n", message_contains="0.01·Σw²"),
+        # layer kwargs built as a dict in a conv wrapper
+        Invalid(
+            "from tensorflow.keras.layers import Conv2D\nfrom tensorflow.keras.regularizers import l2\n\n"
+            "def DarknetConv2D(*args, **kwargs):\n"
+            "    conv_kwargs = {'kernel_regularizer': l2(5e-4)}\n"
+            "    conv_kwargs['bias_regularizer'] = l2(5e-4)\n"
+            "    conv_kwargs.update(kwargs)\n"
+            "    return Conv2D(*args, **conv_kwargs)\n",
+            count=2,
+            message_contains="kernel_regularizer=l2(5e-4)",
+        ),
         Invalid(
             "import tensorflow.compat.v1 as tf\nloss = ce + tf.losses.get_regularization_loss()\n",
             message_contains="weight_decay",
@@ -252,6 +264,26 @@ class L2InForward(Rule):
         )
 
     # ---- layer-side regularizers -------------------------------------------
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        """``{'kernel_regularizer': l2(WD)}``: layer kwargs built as a dict (a conv wrapper)."""
+        self._keyed_regularizer(node.key, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``kwargs['bias_regularizer'] = l2(WD)``."""
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                self._keyed_regularizer(target.slice[0].slice.value, node.value)
+
+    def _keyed_regularizer(self, key: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        kw = self.ctx.const(key) if isinstance(key, cst.SimpleString) else None
+        if not isinstance(kw, str) or kw not in WEIGHT_REGULARIZER_ARGS:
+            return
+        info = self._l2(value)
+        if info is not None:
+            text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+            self._report_regularizer(value, kw, text, info[0], info[1], None)
+
     def _collect_regularizers(self, call: cst.Call) -> None:
         for a in call.args:
             if a.keyword is None or a.keyword.value not in WEIGHT_REGULARIZER_ARGS:
