@@ -125,6 +125,15 @@ class NeedlessConcatSlice(Rule):
         "def decode(feats):\n"
         "    grid_shape = tf.shape(feats)[1:3]\n"
         "    return tf.cast(grid_shape[..., ::-1], feats.dtype)\n",
+        # an image augmentation module: per-example tf.data code on the host
+        "import tensorflow as tf\n\n"
+        "def color(image, factor):\n"
+        "    gray = tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(image))\n"
+        "    return tf.cast(factor * tf.cast(image, tf.float32) + (1 - factor) * tf.cast(gray, tf.float32), tf.uint8)\n\n"
+        "def autocontrast(image):\n"
+        "    def scale_channel(ch):\n"
+        "        return tf.cast(ch, tf.float32) - tf.cast(tf.reduce_min(ch), tf.float32)\n"
+        "    return tf.stack([scale_channel(image[:, :, 0]), scale_channel(image[:, :, 1])], 2)\n",
         # a driver: NumPy arrays from keras.datasets
         "import tensorflow as tf\n\n"
         "def main():\n"
@@ -202,6 +211,15 @@ class NeedlessConcatSlice(Rule):
             "        object_mask = y_true[i][..., 4:5]\n"
             "        first = tf.boolean_mask(y_true[i][0, ..., 0:4], object_mask[0, ..., 0] > 0)\n",
             count=3,
+        ),
+        # asking a tensor's shape says it is a tensor
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def grid_positions(boxes, output_size):\n"
+            "    batch_size = tf.shape(boxes)[0]\n"
+            "    xs = [boxes[:, :, 1] + i * boxes[:, :, 3] / output_size for i in range(output_size)]\n"
+            "    return tf.reshape(tf.stack(xs, axis=2), [batch_size, -1])\n",
+            count=2,
         ),
         # a helper only a Layer's call uses
         Invalid(

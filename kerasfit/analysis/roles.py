@@ -3,7 +3,8 @@
 A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``) and a
 ``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
 placeholders of an exported graph; a ``main`` that drives training and a function
-that calls ``.numpy()`` run eagerly in Python. Their TF ops are real, but no accelerator executes them, so rules about the
+that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it calls
+``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code. Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
 """
 
@@ -56,6 +57,8 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
         if isinstance(f, cst.FunctionDef) and _HOST_NAME.search(f.name.value):
             host.add(id(f))
     host |= _drivers(ctx)
+    if _augmentation_file(ctx):
+        host |= {id(f) for f in idx.functions if ctx.function_role(f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
     for node, is_call, scopes in idx.attr_refs.get("numpy", ()):
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
@@ -156,3 +159,30 @@ def traced_functions(ctx: FileContext) -> frozenset[int]:
                         if fn is not None:
                             out.add(id(fn))
     return frozenset(out)
+
+
+# Image augmentation ops: per-example preprocessing that tf.data runs on the host.
+_AUGMENTATION_PREFIXES = (
+    "tf.image.random_", "tf.image.stateless_random_", "tf.image.adjust_", "tf.image.flip_", "tf.image.rgb_to_",
+    "tf.image.grayscale_to_rgb", "tf.image.hsv_to_rgb", "tf.image.yuv_to_rgb", "tf.image.sample_distorted_bounding_box",
+    "tf.image.crop_to_bounding_box", "tf.image.pad_to_bounding_box", "tf.image.per_image_standardization",
+    "tf.image.central_crop", "tf.image.convert_image_dtype", "tf.image.rot90", "tf.contrib.image.",
+)
+
+
+def _augmentation_file(ctx: FileContext) -> bool:
+    """An image preprocessing/augmentation module (AutoAugment, crop-and-flip
+    helpers): it calls image augmentation ops and builds no layer, variable or model."""
+    from ..symbols import is_model_building
+
+    augments = False
+    for call, _scopes in ctx.index.calls:
+        name = ctx.call_name_anywhere(call)
+        if name is None:
+            raw = ctx.raw_name_anywhere(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+            augments = augments or (raw or "").startswith("tensorflow_addons.image.")
+            continue
+        if is_model_building(name):
+            return False
+        augments = augments or name.startswith(_AUGMENTATION_PREFIXES)
+    return augments

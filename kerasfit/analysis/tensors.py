@@ -92,8 +92,9 @@ class TensorNames:
 
     # ---- the analysis -----------------------------------------------------------
     def _op(self, call: cst.Call) -> str | None:
-        """'tensor' for a TF/Keras op computing on tensors, 'host' for NumPy & co and
-        converters, None for anything else (a project function, a method)."""
+        """'tensor' for a TF/Keras op computing on tensors, 'shape' for a shape query
+        (its argument is a tensor, its result is not feature data), 'host' for NumPy & co
+        and converters, None for anything else (a project function, a method)."""
         func = call.func
         if isinstance(func, cst.Call):  # a layer application: Dense(8)(x)
             return "tensor" if self.ctx.call_name_anywhere(func) is not None else None
@@ -108,7 +109,9 @@ class TensorNames:
         name = self.ctx.call_name_anywhere(call)
         if name is None:
             return None
-        return "host" if name.startswith(_CONVERTERS) or name in _SHAPE_OPS else "tensor"
+        if name in _SHAPE_OPS:
+            return "shape"  # takes a tensor, gives a few integers
+        return "host" if name.startswith(_CONVERTERS) else "tensor"
 
     def _solve(self) -> tuple[frozenset[str], frozenset[str]]:
         # name -> the expressions bound to it (targets of tuple unpacking share the value)
@@ -123,7 +126,7 @@ class TensorNames:
             elif isinstance(n, (cst.For, cst.CompFor)):
                 for t in _names_in(n.target):
                     bound.setdefault(t, []).append(None)
-            elif isinstance(n, cst.Call) and self._op(n) == "tensor":
+            elif isinstance(n, cst.Call) and self._op(n) in ("tensor", "shape"):
                 for a in n.args:
                     if a.keyword is not None and a.keyword.value in _NON_TENSOR_KEYWORDS:
                         continue
@@ -194,7 +197,7 @@ class TensorNames:
         if isinstance(v, (cst.List, cst.Tuple)):
             return all(not isinstance(e.value, (cst.Name, cst.Call, cst.Subscript, cst.Attribute)) for e in v.elements)
         if isinstance(v, cst.Call):
-            return self._op(v) == "host"
+            return self._op(v) in ("host", "shape")
         if isinstance(v, cst.Attribute) and v.attr.value == "shape":
             return True
         return False
