@@ -1031,6 +1031,58 @@ class FileContext:
                         break
         return self._uses_tpu
 
+    # ---- analyses in kerasfit.analysis (lazy; rules ask only through these) -----------
+    def call_name_anywhere(self, call: cst.Call) -> str | None:
+        """:meth:`call_name` for a call anywhere in the file (a layer application
+        ``Dense(8)(x)`` answers its layer's name)."""
+        return self._call_name_anywhere(call)
+
+    def function_defined_as(self, expr: cst.BaseExpression, scopes: Sequence[ScopeNode] | None = None) -> cst.FunctionDef | None:
+        """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``
+        (default: where ``expr`` is)."""
+        return self._same_file_function(expr, self.index.scopes_of(expr) if scopes is None else scopes)
+
+    def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> Any:
+        """The names of ``func`` that may hold TF tensors (analysis.tensors.TensorNames)."""
+        cache = self.__dict__.setdefault("_tensor_names", {})
+        hit = cache.get(id(func))
+        if hit is None or hit.fn is not func:
+            from .analysis.tensors import TensorNames
+
+            hit = cache[id(func)] = TensorNames(self, func)
+        return hit
+
+    def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True for code that runs on the host, never on the accelerator: a TPUEstimator
+        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest
+        (analysis.roles)."""
+        if func is None:
+            return False
+        host = self.__dict__.get("_host_functions")
+        if host is None:
+            from .analysis.roles import host_functions
+
+            host = self.__dict__["_host_functions"] = host_functions(self)
+        return id(func) in host
+
+    def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True when ``func`` builds or runs inside a traced graph although no role says
+        so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
+        of in-graph control flow, or a Keras 3 function written with ``keras.ops``
+        (analysis.roles)."""
+        if func is None:
+            return False
+        cache = self.__dict__.setdefault("_graph_code", {})
+        if not cache:
+            from .analysis.roles import graph_file, traced_functions
+
+            cache["file"] = graph_file(self)
+            cache["traced"] = traced_functions(self)
+        if cache["file"] or id(func) in cache["traced"]:
+            return True
+        # nested in a traced function: traced with it
+        return any(id(s) in cache["traced"] for s in self.index.scopes_of(func))
+
 
 def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:
     """The argument passed as ``keyword`` or at ``position`` (positional only)."""

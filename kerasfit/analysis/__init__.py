@@ -1,0 +1,1 @@
+"""Analyses rules ask through the FileContext facade (never imported by rules directly)."""
