@@ -174,12 +174,21 @@ class Cache:
         e = self.entries.get(str(path.resolve()))
         if e is None or e.get("key") != key:
             return None
+        if e.get("deps"):
+            from .analysis.index import file_digest
+
+            # a helper in another file changed: what this file's checks saw changed too
+            if any(file_digest(p) != d for p, d in e["deps"].items()):
+                return None
         return [Diagnostic.from_dict(d) for d in e["diagnostics"]]
 
-    def put(self, path: Path, key: str, diags: list[Diagnostic]) -> None:
+    def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None) -> None:
         if self.path is None:
             return
-        self.entries[str(path.resolve())] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        entry: dict[str, Any] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        if deps:
+            entry["deps"] = deps
+        self.entries[str(path.resolve())] = entry
         self.dirty = True
 
     def save(self) -> None:
@@ -264,10 +273,13 @@ class _Job:
 
 
 def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
+    from .analysis.index import current_index
     from .engine import fix_source, lint_source
 
     settings = job.settings.lint_settings()
     res = FileResult(job.path)
+    index = current_index()
+    index.asking(job.path)
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
     try:
@@ -283,6 +295,9 @@ def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
             res.diagnostics = lint_source(body, job.path, settings, parse_cache).diagnostics
     except (RecursionError, MemoryError):  # CPython's parser says MemoryError when "too complex"
         res.error = f"{job.path}: too deeply nested to check, skipped"
+    finally:
+        index.asking(None)
+    res.deps = index.deps_of(job.path)
     return res
 
 
@@ -319,11 +334,18 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 continue
         pending.append((job, text, data))
 
-    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
+    from .analysis.index import ProjectIndex, current_index, use_index
+
+    previous = current_index()
+    use_index(ProjectIndex(paths))  # the index pass is lazy: files are read when a check asks
+    try:
+        fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
+    finally:
+        use_index(previous)
     for (job, _, data), res in zip(pending, fresh):
         results.append(res)
         if cache.path is not None and res.error is None:
-            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics)
+            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps)
     cache.save()
 
     if options.fix and not options.diff:

@@ -72,6 +72,14 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def file_digest(path: str | os.PathLike) -> str | None:
+    """Content hash of a file as the index records it (None when unreadable)."""
+    try:
+        return _digest(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
 def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
     """Facts of one file's source; None when it does not parse."""
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source

@@ -171,6 +171,18 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
+    def use_workspace_index(self) -> None:
+        """One project index per workspace folder, kept across checks: other files are
+        read lazily when a check asks about them, and re-read when they change on disk."""
+        from ..analysis.index import ProjectIndex, use_index
+
+        root = self.workspace.root_path or str(Path.cwd())
+        index = getattr(self, "_project_index", None)
+        if index is None or getattr(self, "_project_root", None) != root:
+            index = self._project_index = ProjectIndex([root])
+            self._project_root = root
+        use_index(index)
+
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
@@ -178,6 +190,7 @@ class KerasfitServer(LanguageServer):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
+        self.use_workspace_index()
         result = check_source(
             source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache
         )
