@@ -362,6 +362,12 @@ class FileContext:
 
         return possible_values(self, node)
 
+    def off_by_default(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The ``if`` test that switches ``node`` off when parameters keep their defaults."""
+        from .analysis.values import off_by_default
+
+        return off_by_default(self, node)
+
     def built_layer(self, call: cst.Call):
         """For a call of a project function (same file or another file of the tree), the
         first framework layer it builds (``analysis.flow.Layer``: raw name, argument value

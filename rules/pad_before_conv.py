@@ -8,7 +8,7 @@ import libcst as cst
 from ..context import get_arg
 from ..rule import Invalid, Remove, Replace, Rule
 from ..symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
-from ..types import Applicability
+from ..types import Applicability, Severity
 
 from ._flow import (
     binds,
@@ -199,6 +199,7 @@ class PadBeforeConv(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
+        self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -310,6 +311,7 @@ class PadBeforeConv(Rule):
         """The pad that may produce ``expr``: inline, through the reaching assignment, or
         through one of several bindings that may reach (a pad under an ``if``)."""
         conditional = False
+        self._off = None
         if isinstance(expr, cst.Name):
             hit = reaching_assignment(self.ctx, expr.value)
             if hit is not None:
@@ -317,6 +319,7 @@ class PadBeforeConv(Rule):
             else:
                 for b in self.ctx.reaching_bindings(expr):
                     if b.kind == "assign" and isinstance(b.value, cst.Call) and self._pad(b.value) is not None:
+                        self._off = self.ctx.off_by_default(b.node)
                         return b.value, True
                 return None
         if isinstance(expr, cst.Call) and self._pad(expr) is not None:
@@ -350,7 +353,7 @@ class PadBeforeConv(Rule):
             why = f"`{factory}` may give the conv padding 'valid'"
         if conditional:
             why += "; the pad is conditional"
-        self.report(pad, f"{head}; not auto-fixed: {why}")
+        self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}")
 
     # ------------------------------------------------------------------------
     def _check(self, conv, name, spec, ctor, args_of, inp, pad_arg, paddings=frozenset({"VALID"})) -> None:
@@ -434,7 +437,16 @@ class PadBeforeConv(Rule):
     def _report_simple(self, pad: cst.Call, conv_name: str, why: str) -> None:
         info = self._pad(pad)
         problem = info[3] if info else None
-        self.report(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+        self._report_maybe_off(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+
+    def _report_maybe_off(self, pad: cst.Call, message: str) -> None:
+        """A pad on a path its defaults switch off (a ``channels_first`` branch) is info."""
+        off, self._off = self._off, None
+        if off is not None:
+            test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
+            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO)
+        else:
+            self.report(pad, message)
 
     # ---- the pad ------------------------------------------------------------
     def _pad(self, call: cst.Call):

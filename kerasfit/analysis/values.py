@@ -48,3 +48,45 @@ def possible_values(ctx, node: cst.BaseExpression | None, _depth: int = 0) -> fr
                 out |= s
             return frozenset(out) if len(out) <= _MAX else None
     return None
+
+
+def off_by_default(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The ``if`` test that keeps ``node`` from running when every parameter has its
+    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
+    else None. Tests that do not fold are assumed to run either way."""
+    child = node
+    parent = ctx.parent(child)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
+        if isinstance(parent, cst.If) and child is not parent.test:
+            taken = _fold_test(ctx, parent.test)
+            if taken is not UNKNOWN and not isinstance(taken, (list, tuple, dict)):
+                in_body = child is parent.body
+                if bool(taken) != in_body:
+                    return parent.test
+        child, parent = parent, ctx.parent(parent)
+    return None
+
+
+_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+            cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+            cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+            cst.GreaterThan: lambda a, b: a > b, cst.LessThan: lambda a, b: a < b,
+            cst.GreaterThanEqual: lambda a, b: a >= b, cst.LessThanEqual: lambda a, b: a <= b}
+
+
+def _fold_test(ctx, test: cst.BaseExpression) -> Any:
+    scopes = ctx.scopes_of(test)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = _COMPARE.get(type(test.comparisons[0].operator))
+        a = ctx.const(test.left, scopes=scopes)
+        b = ctx.const(test.comparisons[0].comparator, scopes=scopes)
+        if op is None or a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        try:
+            return op(a, b)
+        except Exception:
+            return UNKNOWN
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        v = _fold_test(ctx, test.expression)
+        return UNKNOWN if v is UNKNOWN else not v
+    return ctx.const(test, scopes=scopes)
