@@ -314,6 +314,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
+    from .analysis.index import ProjectIndex, current_index, use_index
+
+    index = ProjectIndex(paths)  # lazy: another file is read when a check asks about it
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
         try:
@@ -321,7 +324,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         except FileReadError as exc:
             results.append(FileResult(str(path), error=str(exc)))
             continue
-        if not mentions_tensorflow(data):
+        if not mentions_tensorflow(data) and not index.imports_framework(path, data):
             prefiltered += 1
             results.append(FileResult(str(path), skipped=True))
             continue
@@ -334,10 +337,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 continue
         pending.append((job, text, data))
 
-    from .analysis.index import ProjectIndex, current_index, use_index
-
     previous = current_index()
-    use_index(ProjectIndex(paths))  # the index pass is lazy: files are read when a check asks
+    use_index(index)
     try:
         fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
     finally:

@@ -278,6 +278,18 @@ class ProjectIndex:
             return Symbol("function", f"{facts.path}:{head}", facts, facts.functions[head])
         return self._member(facts, dotted.split("."), _depth)
 
+    def imports_framework(self, path: str | os.PathLike, data: str | bytes) -> bool:
+        """True when a file that never spells tensorflow/keras imports them through a
+        project module (``from .compat import layers``): the prefilter's second chance."""
+        facts = self.facts(path, source=data)
+        if facts is None:
+            return False
+        for raw in facts.imports.values():
+            sym = self.resolve(str(path), raw)
+            if sym is not None and sym.kind == "framework":
+                return True
+        return False
+
     # ---- reach -------------------------------------------------------------------
     def reached_from_model(self, path: str | os.PathLike, function_name: str) -> bool:
         """True when ``function_name`` of ``path`` is called (through project helpers,

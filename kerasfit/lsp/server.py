@@ -186,11 +186,12 @@ class KerasfitServer(LanguageServer):
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
+        self.use_workspace_index()
+        data = source.encode("utf-8", "surrogatepass")
+        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
-        self.use_workspace_index()
         result = check_source(
             source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache
         )
