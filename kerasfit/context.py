@@ -116,6 +116,17 @@ def _module_dotted(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) or ""
 
 
+def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = 1, 2``: names on the left, as many plain elements on the right."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
+        and all(isinstance(e, cst.Element) for e in value.elements)
+    )
+
+
 def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
     if isinstance(target, cst.Name):
         yield target
@@ -421,6 +432,10 @@ class FileContext:
                 for t in stmt.targets:
                     if isinstance(t.target, cst.Name):
                         idx.add(t.target.value, Binding(stmt.value, stmt))
+                    elif _parallel_assignment(t.target, stmt.value):
+                        # F_H, F_W = 5, 5: each name gets its own element
+                        for el, v in zip(t.target.elements, stmt.value.elements):  # type: ignore[union-attr]
+                            idx.add(el.value.value, Binding(v.value, stmt))
                     else:
                         for n in _target_names(t.target):
                             idx.add(n.value, Binding(None, stmt, "other"))
