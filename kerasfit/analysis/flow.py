@@ -31,6 +31,7 @@ class _Top:
 TOP: Any = _Top()
 _MAX_SET = 16
 _MAX_DEPTH = 6
+_MAX_STEPS = 120  # statements interpreted per call site: factories are short
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ def _pairwise(op, a: Any, b: Any) -> Any:
 class Interpreter:
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
+        self.steps = 0
 
     # ---- entry ---------------------------------------------------------------------
     def call(self, facts: ModuleFacts, dotted: str, args: list, kwargs: dict, depth: int = 0, via: tuple = ()) -> Any:
@@ -163,6 +165,11 @@ class Interpreter:
             self._stmt(stmt, st)
 
     def _stmt(self, s: ast.stmt, st: _Frame) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:  # a model builder, not a factory: give up early
+            st.returns.append(TOP)
+            st.done = True
+            return
         if isinstance(s, ast.Return):
             st.returns.append(self._expr(s.value, st) if s.value is not None else consts(None))
             st.done = True
@@ -200,11 +207,20 @@ class Interpreter:
                 st.merge(a, b)
         elif isinstance(s, (ast.For, ast.While, ast.With, ast.Try)):
             # bodies are not iterated: what they bind is unknown afterwards
-            for n in ast.walk(s):
-                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                    st.env[n.id] = TOP
-                if isinstance(n, ast.Return):
+            for n in _statements([s]):
+                targets: list = []
+                if isinstance(n, ast.Assign):
+                    targets = n.targets
+                elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                    targets = [n.target]
+                elif isinstance(n, ast.With):
+                    targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+                elif isinstance(n, ast.Return):
                     st.returns.append(TOP)
+                for t in targets:
+                    for name in ast.walk(t):
+                        if isinstance(name, ast.Name):
+                            st.env[name.id] = TOP
         elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             st.env[s.name] = TOP
 
@@ -414,6 +430,58 @@ def _dotted(node: ast.expr) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+_MAY_RETURN: dict[int, tuple[ast.AST, bool]] = {}
+
+
+def _statements(body: list[ast.stmt]):
+    """Statements of a function body, nested blocks included, nested defs excluded
+    (cheaper than ``ast.walk``, which also visits every expression node)."""
+    for s in body:
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            sub = getattr(s, name, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
+        for h in getattr(s, "handlers", ()) or ():
+            yield from _statements(h.body)
+
+
+def may_return_layer(fn: ast.FunctionDef) -> bool:
+    """Cheap syntactic filter: a function whose every return applies a layer to a
+    tensor (``return Activation("relu")(x)``) or returns a constant builds no layer
+    object for its caller, so it is never interpreted."""
+    hit = _MAY_RETURN.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    answer = False
+    # what each local name is assigned: a layer application (f(..)(x)) is a tensor
+    tensors: dict[str, bool] = {}
+    stmts = list(_statements(fn.body))
+    for n in stmts:
+        if isinstance(n, ast.Assign):
+            applied = isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Call)
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    tensors[t.id] = tensors.get(t.id, True) and applied
+    for n in stmts:
+        if isinstance(n, ast.Return) and n.value is not None:
+            v = n.value
+            if isinstance(v, ast.Call) and not isinstance(v.func, ast.Call):
+                answer = True
+            elif isinstance(v, ast.Name):
+                answer = not tensors.get(v.id, True) if v.id in tensors else False
+            elif isinstance(v, (ast.IfExp, ast.Attribute)):
+                answer = True
+        if answer:
+            break
+    if len(_MAY_RETURN) > 10_000:
+        _MAY_RETURN.clear()
+    _MAY_RETURN[id(fn)] = (fn, answer)
+    return answer
 
 
 def built_layer(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list, kwargs: dict) -> Layer | None:
