@@ -86,6 +86,14 @@ class PadBeforeConv(Rule):
     functional style (`x = ZeroPadding2D(1)(x)` then `x = Conv2D(..)(x)`), including
     layer objects built in `__init__` and applied in `call`.
 
+    It is a may-analysis: a pad under an `if` that reaches the conv, a padding that is
+    one of several values (`"valid" if stride > 1 else "same"`), a conv built by a
+    project factory in this or another file of the tree (`DarknetConv2D_BN_Leaky(..,
+    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), and adjacent layers of
+    `compose(...)` / `Sequential([...])` all count. Such findings are not auto-fixed.
+    A pad on a path the parameters' defaults switch off (`if data_format ==
+    "channels_first":`) is reported at info severity.
+
     ## Why is this slow on the accelerator
     XLA folds a zero spatial pad into the following convolution's window in the
     forward pass only: the kernel-gradient convolution still reads the materialized,
@@ -143,6 +151,13 @@ class PadBeforeConv(Rule):
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
     )
     INVALID = (
+        # the pad only when downsampling, and a padding that is one of two values
+        Invalid(
+            "import keras\n\n"
+            "def block(x, stride):\n    if stride > 1:\n        x = keras.layers.ZeroPadding2D(1)(x)\n"
+            "    return keras.layers.Conv2D(64, 3, strides=stride, padding='valid' if stride > 1 else 'same')(x)\n",
+            message_contains="the pad is conditional",
+        ),
         Invalid(
             "from tensorflow.keras import layers\n\n"
             "def block(x):\n    x = layers.ZeroPadding2D(1)(x)\n    x = layers.Conv2D(64, 3, use_bias=False)(x)\n    return x\n",
@@ -176,7 +191,8 @@ class PadBeforeConv(Rule):
         Invalid(
             "import tensorflow as tf\n\ndef f(x):\n    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')\n"
             "    return tf.keras.layers.Conv2D(32, 3)(x)\n",
-            message_contains="REFLECT",
+            # never described as a zero pad XLA folds
+            message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
         ),
         Invalid(
             "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"

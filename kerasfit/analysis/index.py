@@ -149,15 +149,8 @@ class ProjectIndex:
         """Facts of ``path`` (read from disk unless ``source`` is given)."""
         key = os.path.abspath(path)
         if source is not None:
-            data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-            d = _digest(data)
-            hit = self._by_digest.get(d)
-            if hit is not None and hit.path == key:
-                return hit
-            f = build_facts(key, data)
-            if f is not None:
-                self._by_digest[d] = f
-            return f
+            # the text being checked (maybe unsaved): not kept, the caller holds it
+            return build_facts(key, source)
         try:
             st = os.stat(key)
         except OSError:
