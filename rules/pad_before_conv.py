@@ -262,17 +262,19 @@ class PadBeforeConv(Rule):
     # ---- convs built by project factories, and layer sequences ---------------------
     def _built(self, app: cst.Call, ctor: cst.Call) -> None:
         """``Factory(..)(x)``: a project function (any file of the tree) that builds a conv first."""
+        inp = get_arg(app, "inputs", 0)
+        if inp is None:
+            return
+        found = self._find_pad(inp.value)  # first: most inputs are not padded
+        if found is None:
+            return
+        pad, conditional = found
+        off = self._off
         layer = self.ctx.built_layer(ctor)
         conv = self._factory_conv(layer)
         if conv is None:
             return
-        inp = get_arg(app, "inputs", 0)
-        if inp is None:
-            return
-        found = self._find_pad(inp.value)
-        if found is None:
-            return
-        pad, conditional = found
+        self._off = off
         self._report_factory(pad, layer, conv, conditional)
 
     def _factory_conv(self, layer) -> tuple[str, set[str]] | None:
