@@ -170,8 +170,11 @@ def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
         try:
             data = json.loads(path.read_text())
             if data.get("fingerprint") == fp:
-                return {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
-        except (OSError, ValueError, KeyError, TypeError):
+                metas = {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
+                # an empty or malformed list would silently switch every rule off
+                if metas and all(isinstance(m.code, str) and isinstance(m.name, str) and isinstance(m.default_enabled, bool) and all(isinstance(t, str) for t in m.targets) for m in metas.values()):
+                    return metas
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
     metas = {
         code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets))) for code, r in all_rules().items()

@@ -206,6 +206,19 @@ class PadBeforeConv(Rule):
             "    return tf.compat.v1.layers.conv2d(x, 32, 3, padding=\"same\")\n",
         ),
         Invalid(
+            # odd input size, a 5-wide kernel and a dilated 3-wide one (5 wide in effect):
+            # 'same' pads 2 per side for both, whatever the input size, at stride 1
+            "import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
+            "    x = layers.ZeroPadding2D(2)(inp)\n    x = layers.Conv2D(8, 5)(x)\n"
+            "    x = layers.ZeroPadding2D((2, 2))(x)\n    x = layers.Conv2D(8, 3, dilation_rate=2)(x)\n"
+            "    return keras.Model(inp, x)\n",
+            expected_fix="import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
+            "    x = layers.Conv2D(8, 5, padding=\"same\")(inp)\n"
+            "    x = layers.Conv2D(8, 3, dilation_rate=2, padding=\"same\")(x)\n"
+            "    return keras.Model(inp, x)\n",
+            count=2,
+        ),
+        Invalid(
             "from keras import layers\n\ndef f(x):\n    x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)\n"
             "    return layers.Conv2D(32, 3, padding='valid')(x)\n",
             message_contains="asymmetric",

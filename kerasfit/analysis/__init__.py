@@ -19,6 +19,8 @@ Modules and their public API (stable; other branches build on it):
   what a call of a project factory (``DarknetConv2D_BN_Leaky(64, (3, 3), strides=(2, 2))``)
   builds first, each argument a set of possible values (a may-analysis).
 - :mod:`.values` — value sets of libcst expressions: ``possible_values(ctx, node)``.
+- :mod:`.roles` and :mod:`.tensors` — which functions run on the host (metric_fn,
+  serving_input_fn, drivers, augmentation) and which names hold tensors (in-function data flow).
 
 FileContext facade methods that route here: ``ctx.project``, ``ctx.built_layer(call)``,
 ``ctx.possible_values(node)``, ``ctx.by_name(node)``, ``ctx.reached_from_model(func)``.
