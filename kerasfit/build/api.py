@@ -32,7 +32,7 @@ __all__ = [
     "cross_check", "render_report",
 ]
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (TPU_FACTS 22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
@@ -49,6 +49,7 @@ class BuildOptions:
     dtype: str = "float32"  # or "bfloat16"
     timeout: float = 300.0
     use_cache: bool = True
+    input_shape: tuple[int, ...] | None = None  # non-batch dims for an input's None dims
 
 
 class BuildError(Exception):
@@ -109,6 +110,8 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             cmd += ["--entry", options.entry]
         if options.batch_size:
             cmd += ["--batch-size", str(options.batch_size)]
+        if options.input_shape:
+            cmd += ["--input-shape", ",".join(str(d) for d in options.input_shape)]
         if is_tf1_source(source):
             cmd.append("--legacy")
         for flag, value in (("--probe-weights", probe_weights), ("--probe-outputs", probe_outputs),
@@ -164,7 +167,7 @@ def _cache_key(digest: str, options: BuildOptions) -> str:
     # The target is applied by the simulator in this process, so it is not part of the key.
     parts = {"schema": CACHE_SCHEMA, "file": digest, "entry": options.entry,
              "batch_size": options.batch_size, "cores": options.cores, "dtype": options.dtype,
-             "versions": _versions()}
+             "input_shape": list(options.input_shape or ()), "versions": _versions()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -282,12 +282,68 @@ def _dot(instr: Instr, lhs: Instr, rhs: Instr) -> HloOp:
         "out": {"m": list(range(nb, nb + len(lf))), "n": list(range(nb + len(lf), len(out)))},
     }
     k = math.prod(ls[i] for i in lc)
+    extra: dict[str, Any] = {}
+    if lb:
+        # A batched matmul (attention): each batch element is its own matmul, so the
+        # batch dims are never padded and are not what the MXU contracts over.
+        extra["batch"] = math.prod(ls[i] for i in lb)
+        roles["lhs"]["b"], roles["rhs"]["b"], roles["out"]["b"] = lb, rb, list(range(nb))
     return HloOp(
         name=instr.name, opcode="dot", op_type="", op_name="", dtype=instr.dtype,
         shape=out, lhs_shape=ls, rhs_shape=rs, lhs=lhs.name, rhs=rhs.name, roles=roles,
         m=math.prod(ls[i] for i in lf), k=k, n=math.prod(rs[i] for i in rf),
-        flops=2 * math.prod(out) * k,
+        flops=2 * math.prod(out) * k, extra=extra,
     )
+
+
+@dataclass
+class MemOp:
+    """An op that only moves data through HBM: a pad, transpose, copy, or elementwise op."""
+
+    name: str
+    opcode: str
+    op_name: str
+    dtype: str
+    shape: list[int]  # result
+    operand_shapes: list[list[int]]
+    bytes: int  # operands read + result written, unpadded
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# What the report counts as HBM traffic (pre-optimization HLO: before fusion, so an
+# elementwise op's bytes are an upper bound — TPU_FACTS 5 fuses many into their conv).
+MOVES = frozenset({"pad", "transpose", "copy", "concatenate", "slice", "dynamic-slice",
+                   "dynamic-update-slice", "reverse", "gather", "scatter"})
+ELEMENTWISE = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
+                         "exponential", "log", "tanh", "logistic", "sqrt", "rsqrt", "negate",
+                         "abs", "select", "compare", "convert", "power", "clamp", "reduce",
+                         "reduce-window", "select-and-scatter", "erf"})
+
+
+def memory_ops(text: str) -> list[MemOp]:
+    """Live data-moving ops of the entry computation with their unpadded bytes."""
+    comps, entry = parse_module(text)
+    if not entry:
+        return []
+    live = _live(comps, entry)
+    comp = comps[entry]
+    out = []
+    for instr in comp.instrs.values():
+        if (entry, instr.name) not in live or instr.opcode not in MOVES | ELEMENTWISE:
+            continue
+        shape = instr.shape
+        if math.prod(shape) <= 1:
+            continue
+        size = DTYPE_BYTES.get(instr.dtype, 4)
+        operands = [comp.instrs[o] for o in instr.operands if o in comp.instrs]
+        operand_shapes = [o.shape for o in operands if math.prod(o.shape) > 1]
+        moved = math.prod(shape) * size + sum(
+            math.prod(o.shape) * DTYPE_BYTES.get(o.dtype, 4) for o in operands if math.prod(o.shape) > 1)
+        out.append(MemOp(instr.name, instr.opcode, _metadata(instr.attrs, "op_name"), instr.dtype,
+                         shape, operand_shapes, moved))
+    return out
 
 
 # Ops that only relabel or re-layout a tensor: a pad seen through them still feeds the conv.
