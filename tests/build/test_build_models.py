@@ -259,14 +259,17 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
 
 
 FAILURES = {
-    "import-error": ("import not_a_real_module_xyz\n", "ModuleNotFoundError"),
+    # A missing package is stubbed; when the model needs it, the message names it.
+    "import-error": ("import not_a_real_module_xyz\n\ndef build_model():\n    return not_a_real_module_xyz.Net()\n",
+                     "not installed, stubbed: not_a_real_module_xyz"),
     "user-exception": (
         "import keras\n\ndef build_model():\n    raise ValueError('bad filters')\n",
         "line 4",
     ),
     "nothing-to-build": ("import keras\n\nx = 1\n", "tried no-argument functions build_model()"),
-    "segfault": ("import ctypes\nimport keras\nctypes.string_at(0)\n", "SIGSEGV"),
-    "hang": ("import time\nimport keras\ntime.sleep(600)\n", "timed out"),
+    # Module-level code the model does not need never runs: crash and hang in the builder.
+    "segfault": ("import ctypes\nimport keras\n\ndef build_model():\n    ctypes.string_at(0)\n", "SIGSEGV"),
+    "hang": ("import time\nimport keras\n\ndef build_model():\n    time.sleep(600)\n", "timed out"),
 }
 
 
@@ -341,3 +344,34 @@ def test_report_reads_build_options_from_pyproject(tmp_path):
     data = json.loads(proc.stdout)
     assert data["dtype"] == "bfloat16"
     assert data["per_core_batch"] == 32  # global 64 over 2 cores
+
+
+# ---------------------------------------------------------------- TF1 in bfloat16
+
+TF1_BF16 = FIXTURES / "tf1_bf16.py"
+
+
+def test_tf1_bfloat16_graph_is_simulated_as_bfloat16():
+    """Hand-computed padding of a bf16 TF1 graph (batch 16, 3 -> 30 -> 1 channels)."""
+    raw = run_child(TF1_BF16, BuildOptions(use_cache=False))
+    assert raw["mode"] == "tf1-graph"
+    assert {o["dtype"] for o in raw["ops"]} == {"bf16"}
+    from kerasfit.build.report import make_report
+
+    # gpu: XLA pads 16-bit channels to 8 (3 -> 8, 30 -> 32); the batch never pads.
+    gpu = make_report(raw, "gpu", "float32")
+    assert gpu.dtype == "bfloat16"
+    conv = op(gpu, "net/conv", FORWARD)
+    assert conv.dims == {"batch": [16, 16], "in_features": [3, 8], "out_features": [30, 32]}
+    assert conv.fit == pytest.approx(3 * 30 / (8 * 32))
+    # tpu-v5e, common batch 16: forward features pad to 128; the output conv's weight
+    # update pads the batch 16 -> 128 and its single channel 1 -> 8.
+    tpu = make_report(raw, "tpu-v5e", "bfloat16")
+    assert op(tpu, "net/conv", FORWARD).dims["out_features"] == [30, 128]
+    last = op(tpu, "net/out", KERNEL_GRAD)
+    assert last.dims == {"batch": [16, 128], "in_features": [30, 32], "out_features": [1, 8]}
+    assert not any("was asked for" in n for n in tpu.notes)
+    # A float32 graph asked to be bfloat16 says it stayed float32.
+    raw32 = dict(raw, ops=[dict(o, dtype="f32") for o in raw["ops"]])
+    rep = make_report(raw32, "tpu-v5e", "bfloat16")
+    assert rep.dtype == "float32" and any("--dtype bfloat16 was asked for" in n for n in rep.notes)
