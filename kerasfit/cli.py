@@ -235,7 +235,20 @@ def _diffs(files, originals: dict[str, str] | None = None) -> str:
     return "".join(chunks)
 
 
-def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path):
+def _input_shape(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        dims = tuple(int(d) for d in str(text).replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        dims = ()
+    if not dims or any(d <= 0 for d in dims):
+        _fail(f"--input-shape must be positive dims like 256,256,3, not {text!r}")
+    return dims
+
+
+def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path,
+                   input_shape: str | None = None):
     from .build.api import BuildOptions
     from .config import find_config
 
@@ -249,6 +262,7 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
         dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
         timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
         use_cache=not no_cache,
+        input_shape=_input_shape(input_shape or b.get("input-shape")),
     )
 
 
@@ -279,6 +293,9 @@ def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeou
             f.diagnostics = sorted(cross_check(f.diagnostics, report, f.filename), key=lambda d: d.sort_key())
         except BuildError as exc:
             # the static findings stay; the file is reported as not fully checked
+            from .build.api import cross_check_failure
+
+            f.diagnostics = cross_check_failure(f.diagnostics, str(exc))
             f.error = f"build cross-check failed: {exc}"
         out.append(f)
     return out
@@ -308,6 +325,8 @@ def report(
     output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
     build_timeout: Annotated[float, typer.Option("--build-timeout", help="Seconds before the build child is stopped.")] = 300.0,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
+    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3.")] = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Every row of the ranked table, not the top 20.")] = False,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
     from .config import ConfigError, check_target
@@ -321,7 +340,8 @@ def report(
             check_target(target)
         from .build.api import BuildError, build_report, render_report
 
-        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path)
+        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
+                              input_shape)
         rep = build_report(path, opts)
     except ConfigError as exc:
         _fail(str(exc))
@@ -329,7 +349,7 @@ def report(
     except BuildError as exc:
         typer.echo(f"kerasfit: build failed: {exc}", err=True)
         raise typer.Exit(2)
-    typer.echo(render_report(rep, output_format.value))
+    typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
 
 
 @app.command("rules")

@@ -63,9 +63,20 @@ class Sites:
             if self.is_user(frame.f_code.co_filename) and (
                 skip_self is None or frame.f_locals.get("self") is not skip_self
             ):
-                return self._site(frame)
+                site = self._site(frame)
+                site["callers"] = self._callers(frame.f_back)
+                return site
             frame = frame.f_back
         return None
+
+    def _callers(self, frame) -> list[int]:
+        """Outer user-file lines: where a helper that made the layer was called."""
+        lines = []
+        while frame is not None and len(lines) < 8:
+            if self.is_user(frame.f_code.co_filename):
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+        return lines
 
     def _site(self, frame) -> dict[str, Any]:
         line, end_line, col, end_col = frame.f_lineno, frame.f_lineno, 0, 0
@@ -81,11 +92,12 @@ class Sites:
 
     def from_traceback(self, tb) -> dict[str, Any] | None:
         """The innermost user-file frame of a TF op's creation stack."""
-        for fr in reversed(list(tb or ())):
-            if self.is_user(fr.filename):
-                return {"file": self.user_file, "line": fr.lineno, "end_line": fr.lineno,
-                        "column": 0, "end_column": 0}
-        return None
+        user = [fr for fr in reversed(list(tb or ())) if self.is_user(fr.filename)]
+        if not user:
+            return None
+        # TF1 helpers (a ``_conv2d`` wrapper): the outer lines are the callers.
+        return {"file": self.user_file, "line": user[0].lineno, "end_line": user[0].lineno,
+                "column": 0, "end_column": 0, "callers": [fr.lineno for fr in user[1:9]]}
 
 
 def _patch_layer_init(layer_cls, sites: Sites) -> None:
