@@ -886,7 +886,11 @@ def main(argv: list[str] | None = None) -> int:
     except ChildError as exc:
         _retry_with_keras2(argv, opts, str(exc))
         first = os.environ.get(_FIRST_ERROR)
-        error = f"{first} (with tf-keras too: {_one_line(exc, 200)})" if first else str(exc)
+        if first and "--input-shape" in str(exc):
+            # tf-keras got as far as the input: what to do next is the useful message
+            error = f"{exc} (built with tf-keras; under Keras 3: {_one_line(first, 160)})"
+        else:
+            error = f"{first} (with tf-keras too: {_one_line(exc, 200)})" if first else str(exc)
         result, code = {"ok": False, "error": error}, 3
     except BaseException as exc:  # the parent wants one line, whatever happened
         result, code = {"ok": False, "error": f"{type(exc).__name__}: {_one_line(exc)}"}, 3

@@ -76,6 +76,10 @@ def test_unet_last_conv_weight_update_is_16x1_of_128x8(unet):
     assert last.source["line"] == line_of(UNET, "logits = tf.compat.v1.layers.conv2d")
     assert os.path.samefile(last.source["file"], UNET)
     assert unet.outputs == [[16, 64, 64, 1]]
+    # Its row in the ranked table names the cause.
+    row = next(r for r in unet.rows if r.layer == "unet/output" and r.pass_ == KERNEL_GRAD)
+    assert row.why == ["batch 16→128 (per-core batch)", "out-channels 1→8"]
+    assert row.wasted_time > 0
 
 
 def test_unet_recommends_a_larger_per_core_batch(unet):
@@ -301,11 +305,14 @@ def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_p
 
 
 def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
+    # Keras 3 raises on fused=: the failed build is KF101's evidence.
     f = tmp_path / "broken_model.py"
     f.write_text(
-        "import tf_keras as keras\n"
-        "bn = keras.layers.BatchNormalization(fused=False)\n"
-        "raise RuntimeError('user code fails at import')\n"
+        "import keras\n\n"
+        "def build_model():\n"
+        "    inputs = keras.Input((8, 8, 3))\n"
+        "    x = keras.layers.BatchNormalization(fused=False)(inputs)\n"
+        "    return keras.Model(inputs, x)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "check", str(f), "--build", "--no-cache"],
@@ -314,7 +321,7 @@ def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
     assert proc.returncode == 1
     assert " KF101 " in proc.stdout  # the static result survived
     assert "build cross-check failed" in proc.stdout and "broken_model.py" in proc.stdout
-    assert "user code fails at import" in proc.stdout
+    assert "fused" in proc.stdout and "(confirmed by --build)" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
