@@ -17,7 +17,6 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -63,13 +62,37 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+_DIST_INFO = re.compile(r"^(tensorflow|keras|tf_keras)-([^-]+)\.dist-info$")
+
+
 def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ("tensorflow", "keras", "tf-keras"):
+    """Installed TensorFlow / Keras versions, for the cache key.
+
+    Read from the ``*.dist-info`` folder names: importing ``importlib.metadata`` costs
+    more than a whole cached report.
+    """
+    out = {"tensorflow": "", "keras": "", "tf-keras": ""}
+    found = False
+    for entry in sys.path:
         try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = ""
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            m = _DIST_INFO.match(name)
+            if m:
+                key = m.group(1).replace("_", "-")
+                if not out[key]:
+                    out[key] = m.group(2)
+                    found = True
+    if not found:
+        from importlib import metadata
+
+        for dist in out:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
     return out
 
 

@@ -21,7 +21,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kerasfit.build.hlo import classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.build.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.build.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
 DEFAULT_BATCH = 128
 
@@ -817,6 +817,8 @@ def run(opts) -> dict[str, Any]:
     result["ops"] = out_ops
     result["pads"] = out_pads
     result["mem_ops"] = out_mem
+    result["elementwise_bytes"] = sum(m.bytes for m in memory_ops(hlo, elementwise=True)
+                                      if m.opcode in ELEMENTWISE)
     result["notes"] += state.get("notes", [])
     result["cores"] = opts.cores
     result["dtype"] = opts.dtype

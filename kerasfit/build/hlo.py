@@ -165,7 +165,18 @@ class Computation:
     root: str = ""
 
 
+_LAST_PARSE: list = []  # (text, result): parse_hlo and memory_ops read the same module
+
+
 def parse_module(text: str) -> tuple[dict[str, Computation], str]:
+    if _LAST_PARSE and _LAST_PARSE[0][0] is text:
+        return _LAST_PARSE[0][1]
+    result = _parse_module(text)
+    _LAST_PARSE[:] = [(text, result)]
+    return result
+
+
+def _parse_module(text: str) -> tuple[dict[str, Computation], str]:
     comps: dict[str, Computation] = {}
     entry = ""
     current: Computation | None = None
@@ -322,17 +333,24 @@ ELEMENTWISE = frozenset({"add", "subtract", "multiply", "divide", "maximum", "mi
                          "reduce-window", "select-and-scatter", "erf"})
 
 
-def memory_ops(text: str) -> list[MemOp]:
-    """Live data-moving ops of the entry computation with their unpadded bytes."""
+def memory_ops(text: str, elementwise: bool = False) -> list[MemOp]:
+    """Live data-moving ops of the entry computation with their unpadded bytes.
+
+    Elementwise ops only when asked: before fusion their bytes are an upper bound that
+    would drown everything else (TPU_FACTS 5 fuses them into their convolution).
+    """
     comps, entry = parse_module(text)
     if not entry:
         return []
     live = _live(comps, entry)
     comp = comps[entry]
+    wanted = MOVES | ELEMENTWISE if elementwise else MOVES
     out = []
     for instr in comp.instrs.values():
-        if (entry, instr.name) not in live or instr.opcode not in MOVES | ELEMENTWISE:
+        if (entry, instr.name) not in live or instr.opcode not in wanted:
             continue
+        if instr.opcode == "copy" and "XLA_Retvals" in _metadata(instr.attrs, "op_name"):
+            continue  # the step's own results being returned, not work the model does
         shape = instr.shape
         if math.prod(shape) <= 1:
             continue

@@ -236,7 +236,7 @@ def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
     hbm = PEAKS[target].hbm
     for m in raw.get("mem_ops", []):
         t = m["bytes"] / hbm
-        kind = m["opcode"] if m["opcode"] in _PURE_MOVES else "elementwise"
+        kind = m["opcode"]
         useful = 0.0 if kind in _PURE_MOVES else t
         out.append(OpReport(
             name=m["name"], op_name=m["op_name"], op_type=m["opcode"], layer=m.get("layer"),
@@ -305,8 +305,10 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
                      f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
     notes.append("kernels and results are modelled as padded like the activations they meet "
                  "(TPU_FACTS 2-3: the compiler picks per producer/consumer)")
-    notes.append(f"times: roofline per op from {PEAKS[target].source}; memory ops are counted "
-                 "before XLA fuses them (an upper bound)")
+    notes.append(f"times: roofline per op from {PEAKS[target].source}")
+    if raw.get("elementwise_bytes"):
+        notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "
+                     "them into their convolutions (TPU_FACTS 5); not counted in the step time")
     return BuildReport(
         file=raw.get("file", ""), entry=raw.get("entry", ""), mode=raw.get("mode", ""),
         target=target, dtype=measured or dtype, global_batch=int(raw.get("global_batch") or 0),
