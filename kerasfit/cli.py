@@ -293,6 +293,7 @@ def report(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
     input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Every row of the ranked table, not the top 20.")] = False,
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
     from .config import ConfigError, check_target
@@ -316,6 +317,15 @@ def report(
         typer.echo(f"kerasfit: build failed: {exc}", err=True)
         raise typer.Exit(2)
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
+    if html_file is not None:
+        from .api import atomic_write
+        from .build.html import render_html
+
+        try:
+            html_file.touch(exist_ok=True)
+            atomic_write(html_file, render_html(rep, max_rows=None if all_rows else 20))
+        except OSError as exc:
+            _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
 
 
 @app.command("rules")
