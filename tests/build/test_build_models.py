@@ -140,11 +140,15 @@ def test_cnn_confirms_channel_multiple_findings(cnn):
     diags = cross_check(static_diagnostics(CNN), cnn, str(CNN))
     by_line = {d.row: d for d in diags if d.code == "KF102"}
     conv = by_line[line_of(CNN, "Conv2D(30")]
-    assert conv.build["status"] == "confirmed"
-    assert (conv.build["shape"], conv.build["padded_shape"]) == ([128, 32, 32, 30], [128, 32, 32, 32])
+    # The findings say "pad to 128". At batch 128 the forward pass pads 30 -> 32 and
+    # 100 -> 104, which must not "confirm" a 128: the weight update is what pads to 128
+    # (features -> 128 in that pass), so that op is the evidence cited.
+    assert conv.build["status"] == "confirmed" and conv.build["pass"] == KERNEL_GRAD
+    assert (conv.build["shape"], conv.build["padded_shape"]) == ([3, 3, 3, 30], [3, 3, 128, 128])
     dense = by_line[line_of(CNN, "Dense(100")]
-    assert dense.build["status"] == "confirmed"
-    assert (dense.build["shape"], dense.build["padded_shape"]) == ([128, 100], [128, 104])
+    assert dense.build["status"] == "confirmed" and dense.build["pass"] == KERNEL_GRAD
+    assert (dense.build["shape"], dense.build["padded_shape"]) == ([64, 100], [128, 128])
+    assert dense.build["out_features"] == [100, 128]
     # Nothing unexplained on the Conv2D(64) line: 64 is a multiple of 8.
     assert not [d for d in diags if d.code == "KF301" and d.row == line_of(CNN, "Conv2D(64")]
 
