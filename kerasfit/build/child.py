@@ -1,9 +1,10 @@
 """The build child: import the user's file, build the model, lower a training step to HLO.
 
 Run as ``python -m kerasfit.build.child --file model.py --out result.json ...``; the
-parent (``kerasfit.build.runner``) owns the time limit. This is the only kerasfit
-module that imports TensorFlow or Keras. It writes one JSON object to ``--out``:
-``{"ok": true, ...}`` with the ops, or ``{"ok": false, "error": "<one line>"}``.
+parent (``kerasfit.build.api.run_child``, through ``kerasfit.build.sandbox``) owns the
+time and memory limits. This is the only kerasfit module that imports TensorFlow or Keras.
+It writes one JSON object to ``--out``: ``{"ok": true, ...}`` with the ops, or
+``{"ok": false, "error": "<one line>"}``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,22 @@ DEFAULT_BATCH = 128
 
 class ChildError(Exception):
     """A failure to report as one line (no traceback)."""
+
+
+_PHASE_FILE: Path | None = None
+
+
+def _phase(name: str) -> None:
+    """Say what the child is doing, so an exit without a result still has a reason.
+
+    User code can end the process with ``os._exit`` or a signal, skipping every handler;
+    the parent then reads the last phase written here ("tensorflow", "import", "build").
+    """
+    if _PHASE_FILE is not None:
+        try:
+            _PHASE_FILE.write_text(name)
+        except OSError:
+            pass
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -713,7 +730,9 @@ def _build_script(path: Path, opts, sites: Sites, tf, keras, result: dict, state
         notes: list[str] = []
         attempt = dict(result, notes=notes)
         try:
+            _phase("import")
             _, module = _load_script(path, opts, sites, notes, candidate)
+            _phase("build")
             hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
                                tf, attempt, state)
         except ChildError as exc:
@@ -757,6 +776,7 @@ def run(opts) -> dict[str, Any]:
     result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
     if opts.legacy or opts.keras2:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    _phase("tensorflow")
     try:
         import tensorflow as tf
     except ImportError as exc:
@@ -882,6 +902,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-outputs")
     p.add_argument("--dump-hlo")
     opts = p.parse_args(argv)
+    global _PHASE_FILE
+    _PHASE_FILE = Path(f"{opts.out}.phase")
     try:
         result = run(opts)
         code = 0

@@ -64,7 +64,7 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
         batch_size=request.batch_size or b.get("batch-size") or opts.get("batch_size"),
         cores=request.cores or b.get("cores") or opts.get("cores") or 1,
         target=settings.target, dtype=dtype, timeout=timeout, use_cache=request.use_cache,
-        input_shape=shape,
+        input_shape=shape, memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
     )
 
 
