@@ -85,6 +85,7 @@ class ChannelMultiple(Rule):
     """
 
     code = "KF102"
+    build_evidence = "feature-padding"
     name = "channel-multiple"
     message = "Filter/unit count is not a multiple of 8 and is padded on the accelerator"
     fix_title = "Round the width up to a multiple of 8"

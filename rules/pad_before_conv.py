@@ -131,6 +131,7 @@ class PadBeforeConv(Rule):
     """
 
     code = "KF103"
+    build_evidence = "spatial-pad"
     name = "pad-before-conv"
     message = "Explicit pad feeds a 'valid' convolution"
     fix_title = "Use the convolution's own 'same' padding"
