@@ -91,6 +91,20 @@ def test_implicit_concatenation_past_libcsts_limit_is_refused_alone():
     assert diags[0].message.startswith("Not checked")
 
 
+def test_valid_code_libcst_refuses_costs_only_its_statement(monkeypatch):
+    """With the budget out of the way, libcst itself refuses ~4,000 concatenations that
+    CPython accepts: that statement is masked and the parse retried."""
+    from kerasfit import parseguard
+
+    monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
+    src = "import tf_keras as keras\ndef f():\n    return (" + " ".join(['"s"'] * 5000) + ")\nbn = keras.layers.BatchNormalization(fused=False)\n"
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
+    assert [(d.code, d.row, d.message) for d in diags] == [
+        ("KF001", 3, "Not checked: valid Python that libcst cannot parse"),
+        ("KF101", 4, diags[1].message),
+    ]
+
+
 def test_ordinary_code_is_not_refused():
     """Depth counts as libcst builds it: a long flat call or list is not deep."""
     args = ", ".join(f"a{i}" for i in range(3000))
