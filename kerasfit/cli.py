@@ -268,6 +268,7 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
         dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
         timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
         use_cache=not no_cache,
+        memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
     )
 
 

@@ -26,7 +26,7 @@ _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
 }
-_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype"}
+_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit"}
 
 
 class ConfigError(Exception):
@@ -102,6 +102,8 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     bad = sorted(set(build) - _BUILD_KEYS)
     if bad:
         raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
+    if "memory-limit" in build:  # MiB of address space for the build child
+        _positive_int(build["memory-limit"], "build.memory-limit", where)
     cfg.build = dict(build)
     cfg.cache_dir = table.get("cache-dir")
     if cfg.cache_dir is not None and not isinstance(cfg.cache_dir, str):
