@@ -60,7 +60,7 @@ def test_long_chain_in_the_language_servers_path_returns(tmp_path):
 
 def test_fix_leaves_the_masked_statement_alone(tmp_path):
     f = write(tmp_path / "m.py", AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=False)\n")
-    r = run("check", "m.py", "--no-cache", "--fix", cwd=tmp_path)
+    r = run("check", "m.py", "--no-cache", "--fix", "--unsafe-fixes", cwd=tmp_path)
     assert r.returncode == 1  # the KF001 remains
     assert f.read_text() == AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=True)\n"
 
