@@ -524,10 +524,12 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
-    module, tree, refused = parse_guarded(source, filename, parse_cache)
+    module, tree, refused, text = parse_guarded(source, filename, parse_cache)
     if module is None:
         return LintOutput(refused, None)
-    diags = lint_module(module, source, filename, settings, tree)
+    # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
+    # the module's own text, which positions and edits are checked against
+    diags = lint_module(module, text, filename, settings, tree)
     if refused:
         diags = sorted(diags + refused, key=Diagnostic.sort_key)
     return LintOutput(diags, module)
@@ -535,10 +537,10 @@ def lint_source(
 
 def parse_guarded(
     source: str, filename: str, parse_cache: ParseCache | None = None
-) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic]]:
+) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic], str]:
     """libcst's tree of ``source`` without risking the process (see parseguard).
 
-    Returns (module, CPython's AST, diagnostics). A statement too deep for libcst is
+    Returns (module, CPython's AST, diagnostics, the text libcst parsed). A statement too deep for libcst is
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
     not parse at all (then the diagnostics hold its one KF001).
     """
@@ -547,24 +549,25 @@ def parse_guarded(
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
-        return None, None, [syntax_error_diagnostic(filename, None, cpython)]
+        return None, None, [syntax_error_diagnostic(filename, None, cpython)], source
     module = None
     refusals: list = []
+    text = source
     if parse_cache is not None and tree is not None:
         text, refusals = parseguard.budget_mask(source, tree)
         module = parse_cache.parse(text, tree)
     if module is None:
         g = parseguard.guarded_parse(source, tree)
         if g.module is None:
-            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)]
-        module, refusals = g.module, g.refusals
+            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)], source
+        module, refusals, text = g.module, g.refusals, g.text
     return module, tree, [
         Diagnostic(
             SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, r.reason, Severity.ERROR, filename,
             r.row, r.column, r.row, r.column,
         )
         for r in refusals
-    ]
+    ], text
 
 
 class ParseCache:
