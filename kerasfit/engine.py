@@ -575,20 +575,49 @@ def without_form_feeds(source: str) -> str:
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
+    module, tree, refused = parse_guarded(source, filename, parse_cache)
+    if module is None:
+        return LintOutput(refused, None)
+    diags = lint_module(module, source, filename, settings, tree)
+    if refused:
+        diags = sorted(diags + refused, key=Diagnostic.sort_key)
+    return LintOutput(diags, module)
+
+
+def parse_guarded(
+    source: str, filename: str, parse_cache: ParseCache | None = None
+) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic]]:
+    """libcst's tree of ``source`` without risking the process (see parseguard).
+
+    Returns (module, CPython's AST, diagnostics). A statement too deep for libcst is
+    parsed as ``...`` and gets a KF001 saying why; module is None when the file does
+    not parse at all (then the diagnostics hold its one KF001).
+    """
+    from . import parseguard
+
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
-        return LintOutput([syntax_error_diagnostic(filename, None, cpython)], None)
+        return None, None, [syntax_error_diagnostic(filename, None, cpython)]
+    # libcst parses the text without the form feeds CPython ignores (see without_form_feeds)
     parse_text = without_form_feeds(source) if cpython is None else source
     module = None
+    refusals: list = []
     if parse_cache is not None and tree is not None and parse_text is source:
-        module = parse_cache.parse(source, tree)
+        text, refusals = parseguard.budget_mask(source, tree)
+        module = parse_cache.parse(text, tree)
     if module is None:
-        try:
-            module = cst.parse_module(parse_text)
-        except cst.ParserSyntaxError as exc:
-            return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
-    return LintOutput(lint_module(module, source, filename, settings, tree), module)
+        g = parseguard.guarded_parse(parse_text, tree)
+        if g.module is None:
+            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)]
+        module, refusals = g.module, g.refusals
+    return module, tree, [
+        Diagnostic(
+            SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, r.reason, Severity.ERROR, filename,
+            r.row, r.column, r.row, r.column,
+        )
+        for r in refusals
+    ]
 
 
 class ParseCache:
@@ -636,7 +665,7 @@ class ParseCache:
                 m = None  # the same text twice: the engine tells nodes apart by identity
             if m is None:
                 try:
-                    m = cst.parse_module(text)
+                    m = _parse_piece(text)
                 except cst.ParserSyntaxError:
                     return None
                 # A piece must give back its text exactly (libcst drops a blank line
@@ -673,6 +702,12 @@ class ParseCache:
             default_newline=newlines.pop(),
             has_trailing_newline=mods[-1].has_trailing_newline,
         )
+
+
+def _parse_piece(text: str) -> cst.Module:
+    from .parseguard import parse_module
+
+    return parse_module(text)
 
 
 def lint_module(
@@ -919,7 +954,7 @@ def _try_fixes(
     if imports:
         with_imports = add_imports(candidate, imports)
         if with_imports is None:
-            return current, [], None  # a fix without the import it needs is no fix
+            return current, [], None  # a fix without the import it needs would not run
         candidate = with_imports
     if candidate == current:
         return candidate, chosen, None
@@ -931,8 +966,13 @@ def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 
+    from .parseguard import budget_mask, parse_module
+
+    tree, _ = _cpython_parse(source)
+    if tree is None or budget_mask(source, tree)[1]:
+        return None  # too deep for libcst's visitors: no import is added, so no fix applies
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError:
         return None
     if module.code != source:

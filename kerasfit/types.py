@@ -168,3 +168,6 @@ class FileResult:
     fixes_applied: int = 0
     cached: bool = False
     skipped: bool = False  # prefilter: never mentions tensorflow / keras
+    # other files of the tree the check consulted (path -> content hash): a cached
+    # result stays valid only while they are unchanged
+    deps: dict[str, str] = field(default_factory=dict)

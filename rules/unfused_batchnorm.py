@@ -132,6 +132,14 @@ class UnfusedBatchnorm(Rule):
             expected_fix="import keras\nbn = keras.layers.BatchNormalization(momentum=0.9)\n",
             message_contains="Keras 3",
         ),
+        # tf.keras 2.x-era code: Keras 3's ValueError is not claimed
+        Invalid(
+            "import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
+            "bn = tf.keras.layers.BatchNormalization(fused=True)\n",
+            expected_fix="import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
+            "bn = tf.keras.layers.BatchNormalization()\n",
+            message_contains="tf-keras 2.x picks the fused kernel",
+        ),
         Invalid(
             "from tensorflow.keras.layers import BatchNormalization as BN\n\nx = BN(fused=False, axis=3)(x)\n",
             expected_fix="from tensorflow.keras.layers import BatchNormalization as BN\n\nx = BN(axis=3)(x)\n",
@@ -159,10 +167,20 @@ class UnfusedBatchnorm(Rule):
         flavour = self.ctx.flavour(node)
         keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.uses_legacy_keras)
         if keras3:
+            if flavour == "keras3" and not _keras2_era(self.ctx):
+                text = (
+                    "Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
+                    "drop it — Keras 3 uses the fused kernel"
+                )
+            else:
+                # tf.keras is Keras 3 only from TF 2.16 on; Keras 2.x code accepts `fused`
+                text = (
+                    "`fused` is a Keras 2 argument: Keras 3 (tf.keras from TF 2.16) rejects it, and "
+                    "tf-keras 2.x picks the fused kernel without it; drop it"
+                )
             self.report(
                 node,
-                "Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
-                "drop it — Keras 3 uses the fused kernel",
+                text,
                 fix=self.make_fix(Replace(node, remove_arg(node, fused)), title="Remove the `fused` argument"),
             )
             return
@@ -227,3 +245,14 @@ class UnfusedBatchnorm(Rule):
         if isinstance(value, (list, tuple)) and all(isinstance(a, int) for a in value):
             return 0 not in value  # statistics not over the batch: not batch norm
         return False
+
+
+# Import spellings that exist only in Keras 2.x / tf-keras-era code.
+_KERAS2_IMPORTS = ("keras.engine", "keras.layers.experimental", "keras_applications", "keras.legacy",
+                   "keras.backend.tensorflow_backend", "keras.utils.generic_utils", "tensorflow.python.keras",
+                   "tensorflow.keras.layers.experimental", "tensorflow.compat.v1", "tf_keras")
+
+
+def _keras2_era(ctx) -> bool:
+    """The file's imports show Keras 2.x (or tf-keras) code."""
+    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.imports.values())
