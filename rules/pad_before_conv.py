@@ -120,8 +120,10 @@ class PadBeforeConv(Rule):
     pad of the spatial dims only, `(k - 1) / 2` on both sides of every spatial dim for
     an odd (effective, dilated) kernel size `k`, stride 1, a known data format, the
     padded tensor used by this convolution only, and a conv layer object applied only
-    here. With stride 1 and an odd kernel, 'same' pads exactly `(k - 1) / 2` per side.
-    Otherwise the finding says why it is not fixed — with stride 2, for instance,
+    here. TensorFlow's 'same' pads `max((ceil(n / s) - 1) * s + k - n, 0)` in total, the
+    smaller half before: with stride 1 that is `k - 1` for every input size `n` (odd
+    ones included), so an odd kernel gets exactly `(k - 1) / 2` per side (the build
+    tests compare outputs before and after the fix on odd-sized inputs). Otherwise the finding says why it is not fixed — with stride 2, for instance,
     'same' pads asymmetrically by an amount that depends on the input size. A
     `ZeroPadding` layer object built in `__init__` that served only this conv is
     removed with it.
