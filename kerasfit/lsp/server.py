@@ -184,10 +184,24 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
+    def use_workspace_index(self) -> None:
+        """One project index per workspace folder, kept across checks: other files are
+        read lazily when a check asks about them, and re-read when they change on disk."""
+        from ..analysis.index import ProjectIndex, use_index
+
+        root = self.workspace.root_path or str(Path.cwd())
+        index = getattr(self, "_project_index", None)
+        if index is None or getattr(self, "_project_root", None) != root:
+            index = self._project_index = ProjectIndex([root])
+            self._project_root = root
+        use_index(index)
+
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
+        self.use_workspace_index()
+        data = source.encode("utf-8", "surrogatepass")
+        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
@@ -453,6 +467,9 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     fix = d.fix
     if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
         return None
+    src = linted.source
+    if not fix.matches(src[1:] if src.startswith("\ufeff") else src):
+        return None  # offsets that miss the text they were made for: offer no edit
     if not fix.imports:
         return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
     # A fix that needs an import: let the engine place it, then send the difference.
