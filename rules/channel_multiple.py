@@ -261,6 +261,13 @@ class ChannelMultiple(Rule):
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
         the tree) that forwards a literal width to the conv or dense layer it builds."""
+        m = self.ctx.target.channel_multiple
+        # only a literal that is off the multiple can be reported: ask nothing otherwise
+        if not any(
+            isinstance(a.value, cst.Integer) and not a.star and (self.ctx.int_const(a.value) or 0) % m
+            for a in call.args
+        ):
+            return
         layer = self.ctx.built_layer(call)
         if layer is None:
             return
