@@ -25,7 +25,7 @@ from .config import (
     validate_selectors,
 )
 from .discovery import Candidate, discover, mentions_tensorflow
-from .types import TARGETS, Diagnostic, FileResult
+from .types import TARGETS, Diagnostic, FileResult, Severity
 
 PARALLEL_MIN_FILES = 6
 
@@ -45,6 +45,7 @@ class CheckOptions:
     jobs: int | None = None
     force_exclude: bool = False
     cache_dir: Path | None = None
+    fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
 
 
 @dataclass
@@ -72,6 +73,7 @@ class FileSettings:
     codes: tuple[str, ...]
     target: str
     options: tuple[tuple[str, Any], ...]
+    unfixable: tuple[str, ...] = ()  # selected codes whose fixes are not offered
 
     def fingerprint(self) -> str:
         from .registry import fingerprint
@@ -83,7 +85,9 @@ class FileSettings:
         from .registry import all_rules
 
         rules = all_rules()
-        return LintSettings([rules[c] for c in self.codes], TARGETS[self.target], dict(self.options))
+        return LintSettings(
+            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable)
+        )
 
 
 class Resolver:
@@ -121,7 +125,8 @@ class Resolver:
             where = str(cfg.source or "config")
             sel = self.options.selection.merged_over(cfg)
             # every per-file-ignores entry, not only the ones matching this file
-            for s in (sel.select or [], sel.extend_select, sel.ignore, *cfg.per_file_ignores.values()):
+            fixables = (cfg.fixable or [], cfg.extend_fixable, cfg.unfixable)
+            for s in (sel.select or [], sel.extend_select, sel.ignore, *cfg.per_file_ignores.values(), *fixables):
                 validate_selectors(list(s), self.rules, where)
             target = effective_target(self.options.target, cfg)
             family = TARGETS[target].family
@@ -133,9 +138,13 @@ class Resolver:
                 opts["cores"] = cores
             if batch:
                 opts["batch_size"] = batch
-            cached = FileSettings(tuple(r.code for r in chosen), target, tuple(sorted(opts.items())))
+            codes = tuple(r.code for r in chosen)
+            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg))
             self._by_config[key] = cached
         return cached
+
+    def fail_on_for(self, path: Path) -> Severity:
+        return Severity(self.options.fail_on or self.config_for(path.parent).fail_on or "warning")
 
     def excludes_for(self, directory: Path):
         cfg = self.config_for(directory)
@@ -143,6 +152,16 @@ class Resolver:
 
 
 _DEFAULT_CONFIG = Config()
+
+
+def unfixable_codes(codes: Sequence[str], cfg: Config) -> tuple[str, ...]:
+    """Ruff's model: fixable (default ALL) plus extend-fixable, minus unfixable (which wins)."""
+    from .config import _matches
+
+    fixable = [*(cfg.fixable if cfg.fixable is not None else ["ALL"]), *cfg.extend_fixable]
+    return tuple(
+        c for c in codes if not any(_matches(c, s) for s in fixable) or any(_matches(c, s) for s in cfg.unfixable)
+    )
 
 
 # ---- cache ---------------------------------------------------------------------------
@@ -334,6 +353,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 except OSError as exc:
                     res.error = f"{res.filename}: cannot write fixes: {exc.strerror or exc}"
                     res.fixed_source = None
+    for res in results:
+        res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 
@@ -387,7 +408,9 @@ def check_source(
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
     settings = resolver.settings_for(Path(filename))
-    return _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res.fail_on = resolver.fail_on_for(Path(filename))
+    return res
 
 
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:

@@ -23,6 +23,7 @@ app = typer.Typer(
     name="kerasfit",
     help="Find and fix Keras/TensorFlow code that wastes TPU, GPU tensor-core and Gaudi matrix units.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -40,6 +41,12 @@ class OutputFormat(str, Enum):
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
 
 
 class ListFormat(str, Enum):
@@ -68,7 +75,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     pass
@@ -89,6 +96,7 @@ def check(
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
     output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default: config, else warning; info findings then do not fail).")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
     config: Annotated[Optional[Path], typer.Option("--config", help="Use this pyproject.toml / kerasfit.toml only.")] = None,
@@ -122,6 +130,7 @@ def check(
         isolated=isolated,
         jobs=jobs,
         force_exclude=force_exclude,
+        fail_on=fail_on.value if fail_on else None,
     )
     path_list = list(paths) if paths else [Path(".")]
     missing: list[Path] = []
@@ -135,7 +144,7 @@ def check(
             originals[name] = source
             if fix and not diff:
                 sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
-                raise typer.Exit(1 if res.diagnostics and not exit_zero else 0)
+                raise typer.Exit(1 if res.failing and not exit_zero else 0)
             from .api import RunResult
 
             result = RunResult([res])
@@ -177,7 +186,7 @@ def check(
         from .reporters import statistics as stats
 
         typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
-    remaining = any(f.diagnostics for f in files)
+    remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
     if missing_paths:
         raise typer.Exit(2)

@@ -24,8 +24,9 @@ DEFAULT_EXCLUDES = (
 
 _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
+    "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable", "extend-fixable", "fail-on",
 }
+FAIL_ON = ("error", "warning", "info")
 _BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype"}
 
 
@@ -50,7 +51,10 @@ class Config:
     cores: int | None = None
     build: dict[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
+    fixable: list[str] | None = None
+    extend_fixable: list[str] = field(default_factory=list)
     unfixable: list[str] = field(default_factory=list)
+    fail_on: str | None = None  # the lowest severity that makes the exit code 1
 
     def excludes(self) -> tuple[str, ...]:
         base = tuple(self.exclude) if self.exclude is not None else DEFAULT_EXCLUDES
@@ -103,9 +107,23 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     if bad:
         raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
     cfg.build = dict(build)
-    cfg.cache_dir = table.get("cache-dir")
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"]:
+            raise ConfigError(f"{where}: [tool.kerasfit] cache-dir must be a path (a string)")
+        cfg.cache_dir = table["cache-dir"]
+    if "fixable" in table:
+        cfg.fixable = _list_of_str(table["fixable"], "fixable", where)
+    cfg.extend_fixable = _list_of_str(table.get("extend-fixable", []), "extend-fixable", where)
     cfg.unfixable = _list_of_str(table.get("unfixable", []), "unfixable", where)
+    if "fail-on" in table:
+        cfg.fail_on = check_fail_on(table["fail-on"], where)
     return cfg
+
+
+def check_fail_on(value: Any, where: Path | str = "--fail-on") -> str:
+    if value not in FAIL_ON:
+        raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_ON)}, not {value!r}")
+    return value
 
 
 def check_target(target: str, where: Path | str = "--target") -> None:

@@ -36,6 +36,8 @@ class LintSettings:
     rules: Sequence[type[Rule]]
     target: Target = field(default_factory=lambda: TARGETS["tpu-v5e"])
     options: dict[str, Any] = field(default_factory=dict)
+    # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
+    unfixable: frozenset[str] = frozenset()
 
 
 # ---- traversal -----------------------------------------------------------------
@@ -569,7 +571,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module) if rep.fix is not None else None
+            fix = _to_fix(rep.fix, pos, module) if rep.fix is not None and code not in settings.unfixable else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,

@@ -87,7 +87,23 @@ def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: in
         parts.append(f"[*] {fixable} fixable with the `--fix` option.")
     if hidden:
         parts.append(f"({hidden} hidden fix(es) can be enabled with the `--unsafe-fixes` option.)")
+    uncounted = uncounted_line(files)
+    if uncounted:
+        parts.append(uncounted)
     return "\n".join(parts)
+
+
+def uncounted_line(files: Sequence[FileResult]) -> str:
+    """Says how many findings sit below each file's fail-on level (they do not set exit 1)."""
+    below: Counter[str] = Counter()
+    for f in files:
+        failing = {id(d) for d in f.failing}
+        below.update(d.severity.value for d in f.diagnostics if id(d) not in failing)
+    if not below:
+        return ""
+    what = ", ".join(f"{n} {sev}" for sev, n in sorted(below.items(), key=lambda kv: -Severity(kv[0]).rank))
+    strict = "info" if "info" in below else "warning"
+    return f"Not counted toward the exit code: {what} finding(s) (`--fail-on {strict}` counts them)."
 
 
 def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float) -> str:

@@ -152,3 +152,10 @@ class FileResult:
     fixes_applied: int = 0
     cached: bool = False
     skipped: bool = False  # prefilter: never mentions tensorflow / keras
+    # The lowest severity that fails the run for this file (its config's ``fail-on``).
+    fail_on: Severity = Severity.WARNING
+
+    @property
+    def failing(self) -> list[Diagnostic]:
+        """The findings that make the exit code 1 (info does not, unless fail-on says so)."""
+        return [d for d in self.diagnostics if d.severity.rank >= self.fail_on.rank]
