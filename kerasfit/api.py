@@ -100,14 +100,25 @@ class Resolver:
         # The manifest lets a fully cached CLI run skip importing the rules; in-process
         # callers (the language server) import them anyway and must not write files.
         use_cache = manifest_cache and options.use_cache and not (options.fix or options.diff)
-        self.rules = manifest((options.cache_dir or default_cache_dir()) if use_cache else None)
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
+        self.cache_dir = self._cache_dir()
+        self.rules = manifest(self.cache_dir if use_cache else None)
         cli = options.selection
         for sel in (cli.select or [], cli.extend_select, cli.ignore):
             validate_selectors(list(sel), self.rules, "command line")
         if options.target is not None:
             effective_target(options.target, Config())
         self._by_config: dict[int, tuple] = {}
+
+    def _cache_dir(self) -> Path:
+        """Ruff's order: the command line, then the project's ``cache-dir`` (relative to
+        its pyproject.toml), then $KERASFIT_CACHE_DIR, then ``.kerasfit_cache`` here."""
+        if self.options.cache_dir is not None:
+            return self.options.cache_dir
+        cfg = self.config_for(Path.cwd())
+        if cfg.cache_dir:
+            return cfg.root / Path(cfg.cache_dir).expanduser()
+        return default_cache_dir()
 
     def config_for(self, directory: Path) -> Config:
         if self._explicit is not None:
@@ -314,7 +325,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     t0 = time.perf_counter()
     resolver = Resolver(options)
     use_cache = options.use_cache and not (options.fix or options.diff)
-    cache = Cache((options.cache_dir or default_cache_dir()) if use_cache else None)
+    cache = Cache(resolver.cache_dir if use_cache else None)
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0

@@ -99,6 +99,7 @@ def check(
     fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default: config, else warning; info findings then do not fail).")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Where the result cache lives (default: config cache-dir, else $KERASFIT_CACHE_DIR, else .kerasfit_cache).")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help="Use this pyproject.toml / kerasfit.toml only.")] = None,
     isolated: Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")] = False,
     show_fixes: Annotated[bool, typer.Option("--show-fixes", help="Show each finding's fix title.")] = False,
@@ -131,6 +132,7 @@ def check(
         jobs=jobs,
         force_exclude=force_exclude,
         fail_on=fail_on.value if fail_on else None,
+        cache_dir=cache_dir,
     )
     path_list = list(paths) if paths else [Path(".")]
     missing: list[Path] = []
