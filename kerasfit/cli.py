@@ -349,6 +349,7 @@ def rules_cmd(
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
     from .registry import all_rules
+    from .types import rule_page
 
     rows = []
     for code, r in all_rules().items():
@@ -361,7 +362,7 @@ def rules_cmd(
                 "targets": sorted(r.targets),
                 "default": "on" if r.default_enabled else "off",
                 "severity": r.severity.value,
-                "url": f"https://kerasfit.dev/rules/{r.name}",
+                "url": rule_page(code),
             }
         )
     if output_format is ListFormat.json:
@@ -382,9 +383,12 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code (KF101) or nam
     if rule is None:
         _fail(f"unknown rule {code!r} (see `kerasfit rules`)")
         return
-    fix = rule.fix_safety.value if rule.fix_safety else "none"
-    head = f"# {rule.code} {rule.name}\n\n{rule.summary()}\n\nFix: {fix} · Targets: {', '.join(sorted(rule.targets))} · Default: {'on' if rule.default_enabled else 'off'}\n"
-    typer.echo(head + "\n" + rule.documentation())
+    typer.echo(rule.page(), nl=False)
+    from .registry import facts_file
+
+    facts = facts_file()
+    if facts is not None and "docs/facts.md#" in rule.documentation():
+        typer.echo(f"\nThe facts cited as docs/facts.md#N, with their public sources: {facts}")
 
 
 @app.command()

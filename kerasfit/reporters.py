@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__
-from .types import Applicability, Diagnostic, FileResult, Severity
+from .types import Applicability, Diagnostic, FileResult, Severity, rule_page
 
 FORMATS = ("text", "json", "sarif", "github", "lsp")
 
@@ -181,6 +181,10 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
         summary = r.message if r is not None else name
         doc = r.documentation() if r is not None else summary
         level = _SARIF_LEVEL[r.severity] if r is not None else "error"
+        page = rule_page(code)
+        if page is not None:
+            # a path in the repository (and the wheel), not a web address
+            doc = f"{doc}\n\nRule page: {page}"
         rule_objs.append(
             {
                 "id": code,
@@ -188,7 +192,6 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                 "shortDescription": {"text": summary},
                 "fullDescription": {"text": doc.split("\n\n")[1] if doc.count("\n\n") else doc},
                 "help": {"text": doc, "markdown": doc},
-                "helpUri": f"https://kerasfit.dev/rules/{name}",
                 "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
                 "properties": {"targets": sorted(getattr(r, "targets", ()))},
             }
@@ -240,7 +243,6 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                     "driver": {
                         "name": "kerasfit",
                         "version": __version__,
-                        "informationUri": "https://kerasfit.dev",
                         "rules": rule_objs,
                     }
                 },
@@ -316,11 +318,12 @@ def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None)
         }
     if d.build is not None:
         data["build"] = d.build
+    # No codeDescription: LSP wants an absolute URI there, and the rule pages live in the
+    # repository (docs/rules/), not on a web site.
     return {
         "range": {"start": pos(d.row, d.column), "end": pos(d.end_row, d.end_column)},
         "severity": _LSP_SEVERITY[d.severity],
         "code": d.code,
-        "codeDescription": {"href": d.url},
         "source": "kerasfit",
         "message": d.message,
         "data": data,

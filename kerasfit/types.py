@@ -7,10 +7,20 @@ these types without paying for a parser.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-DOCS_URL = "https://kerasfit.dev/rules/{name}"
+# Every built-in rule has a page in the repository (and the wheel) at this path,
+# generated from the rule class by scripts/gen_docs.py. Engine codes (KF0xx) and rule
+# packs' codes have none, so they get no URL rather than one that points nowhere.
+RULE_PAGE = "docs/rules/{code}.md"
+FACTS_PAGE = "docs/facts.md"
+_BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")
+
+
+def rule_page(code: str) -> str | None:
+    return RULE_PAGE.format(code=code) if _BUILTIN_RULE_CODE.match(code) else None
 
 
 class Severity(str, enum.Enum):
@@ -80,8 +90,8 @@ class Diagnostic:
     build: dict[str, Any] | None = None
 
     @property
-    def url(self) -> str:
-        return DOCS_URL.format(name=self.name)
+    def url(self) -> str | None:
+        return rule_page(self.code)
 
     @property
     def fixable(self) -> bool:
@@ -114,7 +124,7 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class Target:
-    """One hardware target's padding numbers (TPU_FACTS 1-3, 8, 17, 18)."""
+    """One hardware target's padding numbers (docs/facts.md#1–3, #8, #17, #18)."""
 
     name: str
     family: str  # "tpu" | "gpu" | "gaudi": which rules apply
@@ -124,9 +134,9 @@ class Target:
     channel_multiple: int  # what filters/units should be a multiple of (KF102)
 
 
-# TPU_FACTS 1-3 and 8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
-# TPU_FACTS 18: tensor cores want channels divisible by 8 (fp16).
-# TPU_FACTS 17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
+# docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
+# docs/facts.md#18: tensor cores want channels divisible by 8 (fp16).
+# docs/facts.md#17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
 # counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
 TARGETS: dict[str, Target] = {
     t.name: t

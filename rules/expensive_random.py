@@ -17,7 +17,7 @@ class ExpensiveRandom(Rule):
 
     ## Why is this slow on the accelerator
     The Cloud TPU guide ranks random ops: uniform and Bernoulli are fast, normal is a
-    bit slower, categorical and multinomial are expensive (TPU_FACTS 14).
+    bit slower, categorical and multinomial are expensive (docs/facts.md#14).
 
     ## Example
     ```python
@@ -39,7 +39,7 @@ class ExpensiveRandom(Rule):
     No automatic fix: the samples drawn differ (same distribution, different stream).
 
     ## References
-    TPU_FACTS 14; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#14; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF108"

@@ -51,9 +51,9 @@ class L2InForward(Rule):
     ## Why is this slow on the accelerator
     A regularizer adds `λ·Σw²` for every weight to the loss each step: one more pass
     over every weight in the forward pass, a reduction, and its gradient added back
-    in the backward pass (TPU_FACTS 23). Habana's Gaudi guide recommends adding
+    in the backward pass (docs/facts.md#23). Habana's Gaudi guide recommends adding
     `weight_decay * var` to the update instead of computing L2 loss in the forward
-    pass (TPU_FACTS 17); every Keras 3 optimizer (and tf-keras's since TF 2.11) has
+    pass (docs/facts.md#17); every Keras 3 optimizer (and tf-keras's since TF 2.11) has
     a `weight_decay` argument that does that, fused into the update.
 
     ## Example
@@ -79,7 +79,7 @@ class L2InForward(Rule):
     finding names these numbers when it can fold λ.
 
     ## References
-    TPU_FACTS 17, 23; Habana Gaudi TensorFlow optimization guide; Loshchilov & Hutter,
+    docs/facts.md#17, #23; Habana Gaudi TensorFlow optimization guide; Loshchilov & Hutter,
     "Decoupled Weight Decay Regularization" (AdamW).
     """
 

@@ -23,7 +23,7 @@ class MaxpoolGradient(Rule):
     ## Why is this slow on the accelerator
     The gradient of max pooling is a select-and-scatter (routing each gradient to the
     argmax of its window), which the Cloud TPU guide notes can be slower than average
-    pooling's plain strided broadcast (TPU_FACTS 16). Inference is unaffected.
+    pooling's plain strided broadcast (docs/facts.md#16). Inference is unaffected.
 
     ## Example
     ```python
@@ -39,7 +39,7 @@ class MaxpoolGradient(Rule):
     No automatic fix: a different pooling changes what the model learns.
 
     ## References
-    TPU_FACTS 16; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#16; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF901"

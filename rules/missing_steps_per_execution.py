@@ -26,7 +26,7 @@ class MissingStepsPerExecution(Rule):
     Python between steps; the host overhead and the device idling between launches
     dominate small and medium models. `steps_per_execution=N` runs N steps per launch
     inside one compiled loop — the Keras TPU guide's first recommendation
-    (TPU_FACTS 24).
+    (docs/facts.md#24).
 
     ## Example
     ```python
@@ -47,7 +47,7 @@ class MissingStepsPerExecution(Rule):
     an epoch shorter than 32 steps runs as one execution.
 
     ## References
-    TPU_FACTS 24; Keras "Training on TPU" guide; `Model.compile` reference.
+    docs/facts.md#24; Keras "Training on TPU" guide; `Model.compile` reference.
     """
 
     code = "KF204"

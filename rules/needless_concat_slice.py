@@ -48,10 +48,10 @@ class NeedlessConcatSlice(Rule):
     `axis=-1` for split/unstack.
 
     ## Why is this slow on the accelerator
-    The TPU keeps the feature dim padded to 128 lanes (TPU_FACTS 1, 7); the Cloud
+    The TPU keeps the feature dim padded to 128 lanes (docs/facts.md#1, #7); the Cloud
     TPU guide calls concatenation, slicing and strided slicing inside a padded
     dimension expensive — they become relayout copies — while slicing a dim without
-    padding is cheap (TPU_FACTS 11). A concat that is split right back, or a concat
+    padding is cheap (docs/facts.md#11). A concat that is split right back, or a concat
     of one tensor, copies data for nothing.
 
     ## Example
@@ -77,7 +77,7 @@ class NeedlessConcatSlice(Rule):
     parts depends on their sizes, and replacing a slice means changing the model.
 
     ## References
-    TPU_FACTS 1, 7, 11; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#1, #7, #11; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF105"
@@ -85,7 +85,7 @@ class NeedlessConcatSlice(Rule):
     message = "Needless concat, or slice of the padded feature dim"
     fix_title = "Use the tensor itself"
     fix_safety = Applicability.SAFE
-    # Lane padding of the feature dim is the TPU's layout (TPU_FACTS 7, 11).
+    # Lane padding of the feature dim is the TPU's layout (docs/facts.md#7, #11).
     targets = frozenset({"tpu"})
 
     VALID = (
@@ -178,7 +178,7 @@ class NeedlessConcatSlice(Rule):
             self.report(
                 node,
                 f"`{label(name)}` along the last (feature) axis: the TPU pads that dim to 128 lanes, "
-                "so each piece is a relayout copy (TPU_FACTS 11); produce the pieces separately where you can",
+                "so each piece is a relayout copy (docs/facts.md#11); produce the pieces separately where you can",
                 severity=Severity.INFO,
             )
 
@@ -267,7 +267,7 @@ class NeedlessConcatSlice(Rule):
         self.report(
             node,
             "slice of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
-            "relayout copy (TPU_FACTS 11); produce the parts with separate layers/heads where you can",
+            "relayout copy (docs/facts.md#11); produce the parts with separate layers/heads where you can",
             severity=Severity.INFO,
         )
 

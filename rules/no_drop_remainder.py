@@ -31,7 +31,7 @@ class NoDropRemainder(Rule):
     Without `drop_remainder=True` the batch dimension is unknown (`None`): the last,
     partial batch has another shape, so XLA compiles the training step again for it
     (and TPUEstimator / older TPUStrategy refuse dynamic shapes outright). TPUs want
-    static shapes (TPU_FACTS 24).
+    static shapes (docs/facts.md#24).
 
     ## Example
     ```python
@@ -47,7 +47,7 @@ class NoDropRemainder(Rule):
     Unsafe: each epoch drops up to `batch_size - 1` training examples.
 
     ## References
-    TPU_FACTS 24; Cloud TPU performance guide and Keras TPU guide ("static shapes").
+    docs/facts.md#24; Cloud TPU performance guide and Keras TPU guide ("static shapes").
     """
 
     code = "KF201"

@@ -90,8 +90,8 @@ class PadBeforeConv(Rule):
     forward pass only: the kernel-gradient convolution still reads the materialized,
     padded copy of the activations, an extra HBM round trip every step. It is not
     folded at all for a REFLECT pad, a non-zero constant or a pad on channels
-    (TPU_FACTS 19). Intel's Gaudi guide says the same: use the convolution's own
-    padding instead of `tf.pad` (TPU_FACTS 17).
+    (docs/facts.md#19). Intel's Gaudi guide says the same: use the convolution's own
+    padding instead of `tf.pad` (docs/facts.md#17).
 
     ## Example
     ```python
@@ -118,7 +118,7 @@ class PadBeforeConv(Rule):
     removed with it.
 
     ## References
-    TPU_FACTS 17, 19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
+    docs/facts.md#17, #19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
     """
 
     code = "KF103"

@@ -35,7 +35,7 @@ class ReduceElementwise(Rule):
 
     ## Why is this slow on the accelerator
     XLA on TPU fuses elementwise ops into a reduction's input but not into its output
-    (TPU_FACTS 15): the scaling after the reduction is a separate fusion — another
+    (docs/facts.md#15): the scaling after the reduction is a separate fusion — another
     kernel launch and another pass over the reduced tensor in HBM. Moved inside, it is
     free. The Cloud TPU guide gives exactly `tf.multiply(tf.reduce_sum(x), y)` →
     `tf.reduce_sum(tf.multiply(x, y))`.
@@ -56,7 +56,7 @@ class ReduceElementwise(Rule):
     float16/bfloat16).
 
     ## References
-    TPU_FACTS 15; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#15; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF109"

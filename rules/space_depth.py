@@ -39,7 +39,7 @@ class SpaceDepth(Rule):
     On a TPU the feature dimension is the minor, 128-lane tiled dimension and is padded
     to a multiple of 8 or 128; spatial and batch dims are laid out differently. These
     ops rewrite the tensor across that boundary, which is a full relayout copy through
-    HBM with padding on both sides (TPU_FACTS 7, 12, 13). The Cloud TPU guide lists all
+    HBM with padding on both sides (docs/facts.md#7, #12, #13). The Cloud TPU guide lists all
     four ops as expensive.
 
     ## Example
@@ -57,7 +57,7 @@ class SpaceDepth(Rule):
     No automatic fix: the replacement is a different layer with its own weights.
 
     ## References
-    TPU_FACTS 7, 12, 13; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#7, #12, #13; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF106"

@@ -11,7 +11,7 @@ from ..types import Applicability
 
 from ._util import remove_arg
 
-# tf-keras refuses fused=True together with these (TPU_FACTS 21).
+# tf-keras refuses fused=True together with these (docs/facts.md#21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
 # `tf.nn.batch_normalization` is also the textbook helper for other normalizations,
 # which the fused batch-norm kernel cannot compute.
@@ -31,7 +31,7 @@ class UnfusedBatchnorm(Rule):
     ## Why is this slow on the accelerator
     The unfused form is a chain of separate mean, variance, subtract, multiply and
     add ops, each a pass over the activations in HBM; the fused op does it in one
-    (TPU_FACTS 10). The Cloud TPU performance guide names the fused variant as the one
+    (docs/facts.md#10). The Cloud TPU performance guide names the fused variant as the one
     to use.
 
     ## Example
@@ -54,7 +54,7 @@ class UnfusedBatchnorm(Rule):
     fix: the fused op's signature and outputs differ.
 
     ## References
-    TPU_FACTS 10, 21; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#10, #21; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF101"

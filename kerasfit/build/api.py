@@ -33,7 +33,7 @@ __all__ = [
 ]
 
 CACHE_SCHEMA = 1
-# TF1 graph code needs tf-keras behind tf.compat.v1.layers (TPU_FACTS 22).
+# TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
     r"disable_eager_execution|disable_v2_behavior|TF_USE_LEGACY_KERAS"
@@ -278,7 +278,7 @@ def _confirm_channels(ops: list[OpReport]) -> dict[str, Any] | None:
 
 def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: int,
                  end_row: int) -> dict[str, Any] | None:
-    """KF103: a zero spatial pad that feeds a convolution (TPU_FACTS 19)."""
+    """KF103: a zero spatial pad that feeds a convolution (docs/facts.md#19)."""
     conv_names = {op.name for op in ops}
     by_name = {op.name: op for op in report.ops}
     for pad in report.pads:
@@ -296,7 +296,7 @@ def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: i
                 "shape": shape, "padded_shape": padded, "fit": ref.fit if ref else None,
                 "layer": pad.get("layer"),
                 "detail": "XLA folds a zero pad into the forward conv's window only; the "
-                          "kernel-gradient conv reads the padded tensor (TPU_FACTS 19)"}
+                          "kernel-gradient conv reads the padded tensor (docs/facts.md#19)"}
     return None
 
 
@@ -382,7 +382,7 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
                f"{share:.1%} of step FLOPs")
         out.append(_new_diag(KF301, msg, filename, worst.source, text))
-    # KF302: a per-core batch under 64 flips the layout (TPU_FACTS 1, 24).
+    # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
     has_kf203 = any(d.code == "KF203" and _same_file(d.filename, filename) for d in diagnostics)
     if tiny and not has_kf203:
         # The line where the batch enters (placeholder / keras.Input), else the evidence op.

@@ -1,10 +1,10 @@
 """Read XLA HLO text: every live ``convolution`` and ``dot``, and the ``pad`` ops feeding them.
 
-Pure Python on purpose: the child process produces the text (TPU_FACTS 20, the
+Pure Python on purpose: the child process produces the text (docs/facts.md#20, the
 pre-optimization ``stage="hlo"`` module), this module turns it into plain records,
 and the tests exercise it on captured text without TensorFlow.
 
-Every contraction is described in the MXU's terms (TPU_FACTS 5: matmuls are lowered
+Every contraction is described in the MXU's terms (docs/facts.md#5: matmuls are lowered
 to convolutions): ``m`` rows that stream through (the conv's output batch, a dot's
 non-contracted lhs dims), ``k`` the contracted dim, ``n`` the produced features. Which
 of those is the training batch depends on the pass, decided by :func:`classify_pass`.

@@ -117,7 +117,7 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
     cores = int(raw.get("cores") or 1)
     forced: list[Recommendation] = []
     found: list[Recommendation] = []
-    # TPU_FACTS 1 and 24: a per-core batch under 64 flips the layout and pads the
+    # docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
     # weight-update convolutions' batch to 128.
     if t.family == "tpu" and 0 < per_core < LARGE_BATCH:
         new = t.large
@@ -182,7 +182,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     recs = _recommend(ops, reports, raw, target, dtype, sim.step_fit)
     notes = list(raw.get("notes", []))
     notes.append("kernels and results are modelled as padded like the activations they meet "
-                 "(TPU_FACTS 2-3: the compiler picks per producer/consumer)")
+                 "(docs/facts.md#2–3: the compiler picks per producer/consumer)")
     return BuildReport(
         file=raw.get("file", ""), entry=raw.get("entry", ""), mode=raw.get("mode", ""),
         target=target, dtype=dtype, global_batch=int(raw.get("global_batch") or 0),
@@ -229,7 +229,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         f"{report.cores} core{'s' if report.cores != 1 else ''})"
     )
     out.append(
-        f"layout (TPU_FACTS 1, common batch {report.common_batch}): forward/input-gradient "
+        f"layout (docs/facts.md#1, common batch {report.common_batch}): forward/input-gradient "
         f"batch→{b} feature→{f}; kernel-gradient batch→{kb} feature→{kf}"
     )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")

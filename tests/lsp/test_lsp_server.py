@@ -42,7 +42,7 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
     d = diags[0]
     assert d.source == "kerasfit"
     assert d.severity == types.DiagnosticSeverity.Warning
-    assert d.code_description.href == "https://kerasfit.dev/rules/unfused-batchnorm"
+    assert d.code_description is None  # the rule pages are in the repository, not on a web site
     # `bn = ` starts after `name = "😀"; ` — 13 characters, 14 UTF-16 code units.
     assert d.range.start == types.Position(line=1, character=BN.splitlines()[1].index("tf_keras") + 1)
     assert d.data["name"] == "unfused-batchnorm"
@@ -219,7 +219,7 @@ async def test_hover_on_flagged_line(client, tmp_path: Path):
     assert "**KF101** `unfused-batchnorm`" in text
     assert "Flags batch normalization that does not use the fused kernel" in text  # "What it does"
     assert "Why is this slow" not in text  # one paragraph, not the whole page
-    assert "https://kerasfit.dev/rules/unfused-batchnorm" in text
+    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in text
     assert hover.range.start.line == 3
     none = await client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=3))
