@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from .imports import may_orphan
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
 from .suppressions import Suppressions
@@ -611,7 +612,8 @@ def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module) -> Fix | None:
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
             return None  # a rule asked for overlapping edits: show without a fix
-    return Fix(spec.applicability, spec.title, tuple(edits), spec.imports)
+    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)])
+    return Fix(spec.applicability, spec.title, tuple(edits), spec.imports, orphans)
 
 
 def _removal_range(pos: Positions, node: cst.CSTNode, start: int, end: int) -> tuple[int, int]:
@@ -721,23 +723,40 @@ def _try_fixes(
     """Apply ``fixes`` to ``current``: (new text, fixes applied, its lint or None if it does not parse)."""
     candidate, chosen = apply_fixes(current, fixes)
     imports = {imp for f in chosen for imp in f.imports}
-    if imports:
-        candidate = add_imports(candidate, imports) or candidate
+    orphans = {imp for f in chosen for imp in f.orphan_imports}
+    if imports or orphans:
+        candidate = add_imports(candidate, imports, orphans) or candidate
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
     return candidate, chosen, (new_out if new_out.module is not None else None)
 
 
-def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:
+def add_imports(
+    source: str,
+    imports: set[tuple[str, str | None, str | None]],
+    orphans: set[tuple[str, str | None, str | None]] = frozenset(),  # type: ignore[assignment]
+) -> str | None:
+    """Add the imports fixes need; remove the ones they orphaned if nothing else uses them."""
     from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError:
         return None
-    context = CodemodContext()
-    for mod, obj, asname in sorted(imports, key=lambda t: tuple(x or "" for x in t)):
-        AddImportsVisitor.add_needed_import(context, mod, obj, asname)
-    return AddImportsVisitor(context).transform_module(module).code
+
+    def order(specs):
+        return sorted(specs, key=lambda t: tuple(x or "" for x in t))
+
+    if imports:
+        context = CodemodContext()
+        for mod, obj, asname in order(imports):
+            AddImportsVisitor.add_needed_import(context, mod, obj, asname)
+        module = AddImportsVisitor(context).transform_module(module)
+    if orphans:
+        context = CodemodContext()
+        for mod, obj, asname in order(orphans):
+            RemoveImportsVisitor.remove_unused_import(context, mod, obj, asname)
+        module = RemoveImportsVisitor(context).transform_module(module)
+    return module.code

@@ -315,6 +315,7 @@ def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None)
                 for e in d.fix.edits
             ],
             "imports": [list(i) for i in d.fix.imports],
+            "orphan_imports": [list(i) for i in d.fix.orphan_imports],
         }
     if d.build is not None:
         data["build"] = d.build

@@ -65,6 +65,8 @@ class Fix:
     edits: tuple[Edit, ...] = ()
     # Modules/objects the fixed code needs: (module, obj or None, asname or None).
     imports: tuple[tuple[str, str | None, str | None], ...] = ()
+    # Imports the removed code used, removed after the edits when nothing uses them any more.
+    orphan_imports: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
     def span(self) -> tuple[int, int]:
@@ -118,6 +120,7 @@ class Diagnostic:
                 title=fix["title"],
                 edits=tuple(Edit(**e) for e in fix["edits"]),
                 imports=tuple(tuple(i) for i in fix.get("imports", ())),
+                orphan_imports=tuple(tuple(i) for i in fix.get("orphan_imports", ())),
             )
         return cls(**d)
 

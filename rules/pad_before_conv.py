@@ -142,6 +142,13 @@ class PadBeforeConv(Rule):
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
     )
     INVALID = (
+        # the fix leaves no use of ZeroPadding2D, so its import goes too (Dense was unused before: kept)
+        Invalid(
+            "from tensorflow.keras.layers import Conv2D, Dense, ZeroPadding2D\n\n"
+            "def block(x):\n    x = ZeroPadding2D(1)(x)\n    return Conv2D(64, 3)(x)\n",
+            expected_fix="from tensorflow.keras.layers import Conv2D, Dense\n\n"
+            "def block(x):\n    return Conv2D(64, 3, padding=\"same\")(x)\n",
+        ),
         Invalid(
             "from tensorflow.keras import layers\n\n"
             "def block(x):\n    x = layers.ZeroPadding2D(1)(x)\n    x = layers.Conv2D(64, 3, use_bias=False)(x)\n    return x\n",

@@ -293,3 +293,17 @@ async def test_unsafe_fixes_setting_extends_fix_all(client, tmp_path: Path):
     assert "Conv2D(32," in doc.text and "fused=True" in doc.text
     left = await doc.diagnostics(lambda ds: not {"KF101", "KF102"} & {d.code for d in ds})
     assert "KF104" in {d.code for d in left}  # display-only stays
+
+
+async def test_quickfix_removes_the_import_it_orphans_like_the_cli(client, tmp_path: Path):
+    src = "from keras.layers import Conv2D, ZeroPadding2D\nx = ZeroPadding2D(1)(x)\nx = Conv2D(8, 3)(x)\n"
+    doc = Doc(client, tmp_path / "pad.py", src)
+    (d,) = await doc.diagnostics(lambda ds: bool(ds))
+    assert d.code == "KF103"
+    actions = await doc.code_actions(d.range, diags=[d], only=[types.CodeActionKind.QuickFix])
+    doc.apply(actions[0].edit)
+    assert doc.text == 'from keras.layers import Conv2D\nx = Conv2D(8, 3, padding="same")(x)\n'
+    from kerasfit.api import check_source
+
+    assert check_source(src, tmp_path / "pad.py", fix=True).fixed_source == doc.text
+    await doc.diagnostics(lambda ds: not ds)
