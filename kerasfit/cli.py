@@ -195,6 +195,9 @@ def check(
     raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
 
 
+_FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
+
+
 def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
     from . import reporters
 
@@ -202,7 +205,7 @@ def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, 
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
         if quiet:
-            out = "\n".join(line for line in out.splitlines() if ": KF" in line or line.startswith("error:"))
+            out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
         if out:
             typer.echo(out)
     elif fmt is OutputFormat.json:
@@ -406,6 +409,7 @@ def lsp(
 
 def main() -> None:
     from .api import tune_gc
+    from .registry import RuleRegistryError
 
     tune_gc()
     try:
@@ -414,6 +418,9 @@ def main() -> None:
         raise
     except KeyboardInterrupt:
         sys.exit(130)
+    except RuleRegistryError as exc:  # a broken rule pack: the user's setup, not our bug
+        print(f"kerasfit: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:  # an internal error is exit 2 with one line, not a traceback
         if os.environ.get("KERASFIT_DEBUG"):
             raise

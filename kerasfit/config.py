@@ -184,7 +184,7 @@ def validate_selectors(selectors: list[str], rules: dict[str, Any], where: str) 
     for s in selectors:
         if s.upper() == "ALL":
             continue
-        if not s.upper().startswith("KF") or not any(c.startswith(s.upper()) for c in rules):
+        if not any(c.startswith(s.upper()) for c in rules):
             raise ConfigError(f"{where}: unknown rule code or prefix {s!r} (see `kerasfit rules`)")
 
 

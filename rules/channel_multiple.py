@@ -4,13 +4,27 @@ import re
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
-from ..rule import Invalid, Replace, Rule, Valid
-from ..symbols import CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
-from ..types import Applicability, Severity
+from kerasfit.ruleapi import (
+    Applicability,
+    CONV_LAYERS,
+    DENSE_LAYERS,
+    HEAD_ACTIVATIONS,
+    HEAD_CONSUMERS,
+    Invalid,
+    MODEL_CONSTRUCTORS,
+    Replace,
+    Rule,
+    Severity,
+    Valid,
+    depends_on_param,
+    dotted_name,
+    get_arg,
+    keyword_value,
+    label,
+    shape_of_variable,
+    walk,
+)
 
-from ._flow import depends_on_param, label, shape_of_variable, walk
-from ._util import keyword_value
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
 _NN_CONVS = {

@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import EXPENSIVE_RANDOM
+from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Rule
 
 
 class ExpensiveRandom(Rule):

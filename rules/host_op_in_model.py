@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import HOST_OPS
-from ..types import Severity
+from kerasfit.ruleapi import HOST_OPS, Invalid, Rule, Severity
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",

@@ -4,15 +4,18 @@ import re
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
-from ..rule import Invalid, Remove, Rule
-from ..symbols import (
-    L2_REGULARIZER_STRINGS,
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
     L2_REGULARIZERS,
+    L2_REGULARIZER_STRINGS,
     REGULARIZATION_LOSS_CALLS,
+    Remove,
+    Rule,
     WEIGHT_REGULARIZER_ARGS,
+    dotted_name,
+    get_arg,
 )
-from ..types import Applicability
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import MAX_POOLING
-from ..types import Severity
+from kerasfit.ruleapi import MAX_POOLING, Invalid, Rule, Severity, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
@@ -87,8 +85,6 @@ class MaxpoolGradient(Rule):
                     break
                 raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
                 if raw is not None and raw.split(".")[0] == "tensorflow":
-                    from ..symbols import canonical
-
                     if canonical(raw) in _TRAIN_NAMES:
                         self._trains = True
                         break

@@ -2,11 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Replace, Rule
-from ..types import Applicability
+from kerasfit.ruleapi import Applicability, Invalid, Replace, Rule, get_arg, insert_keyword
 
-from ._pipeline import insert_keyword
 
 _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
 # What Keras's compile takes: a call with none of these is not a Keras compile.

@@ -2,12 +2,24 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Remove, Replace, Rule
-from ..symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS
-from ..types import Applicability, Severity
+from kerasfit.ruleapi import (
+    Applicability,
+    CONCAT_CALLS,
+    Invalid,
+    MODEL_BASES,
+    Remove,
+    Replace,
+    Rule,
+    SPLIT_CALLS,
+    Severity,
+    get_arg,
+    label,
+    layer_constructor,
+    self_attr,
+    value_of,
+    walk,
+)
 
-from ._flow import label, layer_constructor, self_attr, value_of, walk
 
 # Methods of Keras classes whose arguments are tensors.
 _TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}

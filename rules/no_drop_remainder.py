@@ -2,11 +2,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..types import Applicability
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
+    Rule,
+    feeds_evaluation,
+    get_arg,
+    insert_keyword,
+    tf_data_root,
+)
 
-from ._pipeline import feeds_evaluation, insert_keyword, tf_data_root
 
 # method -> positional index of drop_remainder
 _BATCH_METHODS = {"batch": 1, "padded_batch": 3}

@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
+from kerasfit.ruleapi import (
+    CHANNELS_FIRST_VALUES,
+    Invalid,
+    MATMUL_CALLS,
+    RESHAPE_CALLS,
+    Rule,
+    TRANSPOSE_CALLS,
+    get_arg,
+)
 
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {

@@ -5,25 +5,29 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Remove, Replace, Rule
-from ..symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
-from ..types import Applicability
-
-from ._flow import (
+from kerasfit.ruleapi import (
+    Applicability,
+    CONV_LAYERS,
+    Invalid,
+    Remove,
+    Replace,
+    Rule,
+    ZERO_PADDING_LAYERS,
     binds,
     class_attr_assignment_line,
     class_attr_assignments,
     class_attr_uses,
     current_statement,
+    get_arg,
     label,
     layer_constructor,
     name_loads,
     reaching_assignment,
     self_attr,
+    set_keyword,
     shape_of_variable,
 )
-from ._util import set_keyword
+
 
 
 @dataclass(frozen=True)

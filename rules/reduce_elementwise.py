@@ -2,11 +2,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Replace, Rule
-from ..symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
-from ..types import Applicability, Severity
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
+    NEGATE_CALLS,
+    REDUCTIONS,
+    Replace,
+    Rule,
+    SCALE_CALLS,
+    Severity,
+    number,
+)
 
-from ._pipeline import number
 
 # Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
 _INPUT_KWS = ("input_tensor", "x", "input")

@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
+from kerasfit.ruleapi import (
+    CONCAT_CALLS,
+    Invalid,
+    RESHAPE_CALLS,
+    Rule,
+    SPACE_DEPTH_OPS,
+    TRANSPOSE_CALLS,
+    get_arg,
+)
 
 _ADVICE = {
     "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",

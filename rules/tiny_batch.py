@@ -2,10 +2,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
-from ..rule import Invalid, Rule, Valid
+from kerasfit.ruleapi import (
+    Invalid,
+    Rule,
+    Valid,
+    dotted_name,
+    feeds_evaluation,
+    get_arg,
+    round_up,
+    tf_data_root,
+)
 
-from ._pipeline import feeds_evaluation, round_up, tf_data_root
 
 # Names a file uses for its TPU core count (module constants or absl flags).
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")

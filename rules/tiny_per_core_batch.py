@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from ..rule import Invalid, Rule, Valid
-from ..types import Severity
+from kerasfit.ruleapi import Invalid, Rule, Severity, Valid
 
 
 class TinyPerCoreBatch(Rule):

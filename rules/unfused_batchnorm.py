@@ -4,12 +4,16 @@ import re
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Replace, Rule
-from ..symbols import BATCHNORM_LAYERS
-from ..types import Applicability
+from kerasfit.ruleapi import (
+    Applicability,
+    BATCHNORM_LAYERS,
+    Invalid,
+    Replace,
+    Rule,
+    get_arg,
+    remove_arg,
+)
 
-from ._util import remove_arg
 
 # tf-keras refuses fused=True together with these (docs/facts.md#21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
