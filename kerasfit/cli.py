@@ -146,26 +146,27 @@ def check(
             originals[name] = source
             if fix and not diff:
                 sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
+                # stdout is the file; what is left to fix goes to stderr (as ruff does)
+                _remaining_to_stderr(res, unsafe_fixes, res.fixes_applied, quiet)
                 raise typer.Exit(1 if res.failing and not exit_zero else 0)
             from .api import RunResult
 
             result = RunResult([res])
         else:
-            # A path that does not exist is a usage error (exit 2), but the paths that
-            # do exist are still checked and reported.
+            # A path that does not exist is reported like an unreadable file (exit 1, as
+            # ruff does); the paths that do exist are still checked.
             missing = [p for p in path_list if not p.exists() and not p.is_symlink()]
-            for p in missing:
-                typer.echo(f"kerasfit: error: {p}: no such file or directory", err=True)
             existing = [p for p in path_list if p not in missing]
-            if not existing:
-                raise typer.Exit(2)
-            result = check_paths(existing, options)
+            from .api import RunResult
+            from .types import FileResult
+
+            result = check_paths(existing, options) if existing else RunResult([])
+            result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
     except ConfigError as exc:
         _fail(str(exc))
         return
 
     files = result.files
-    missing_paths = bool(missing)
     if build:
         try:
             files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
@@ -190,12 +191,18 @@ def check(
         typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
     remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
-    if missing_paths:
-        raise typer.Exit(2)
     raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
 
 
 _FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
+
+
+def _remaining_to_stderr(res, unsafe: bool, fixed: int, quiet: bool) -> None:
+    from . import reporters
+
+    if quiet and not res.diagnostics:
+        return
+    typer.echo(reporters.text([res], unsafe=unsafe, fixed=fixed), err=True)
 
 
 def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:

@@ -165,3 +165,86 @@ def test_a_key_kerasfit_does_not_implement_is_rejected(tmp_path):
     r = run("check", "model.py", cwd=tmp_path)
     assert r.returncode == 2
     assert_one_line_error(r.stderr, "unknown key", "line-length")
+
+
+# ---- smaller command-line promises ---------------------------------------------------
+
+
+def test_short_help_and_version_flags(tmp_path):
+    from kerasfit import __version__
+
+    for flag in ("-V", "--version"):
+        r = run(flag, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.strip() == f"kerasfit {__version__}"
+    for argv in (("-h",), ("check", "-h"), ("explain", "-h")):
+        r = run(*argv, cwd=tmp_path)
+        assert r.returncode == 0 and "Usage: kerasfit" in r.stdout, argv
+
+
+def test_fix_from_stdin_writes_the_file_to_stdout_and_what_remains_to_stderr(tmp_path):
+    r = run("check", "--fix", "-", "--stdin-filename", "model.py", cwd=tmp_path, stdin=BAD + NOFIX)
+    assert r.returncode == 1
+    assert r.stdout == GOOD + NOFIX  # the fixed file, nothing else
+    remaining = finding_lines(r.stderr)
+    assert len(remaining) == 1 and remaining[0].startswith("model.py:4:") and "KF101" in remaining[0]
+    assert "Found 2 finding(s) (1 fixed, 1 remaining)." in r.stderr
+    clean = run("check", "--fix", "-", cwd=tmp_path, stdin=BAD)
+    assert clean.returncode == 0 and clean.stdout == GOOD and "1 fixed, 0 remaining" in clean.stderr
+
+
+def test_missing_build_extra_is_named_in_quotes_a_shell_will_not_glob(tmp_path):
+    # Hide TensorFlow from the build child even where it is installed.
+    block = tmp_path / "block"
+    write(
+        block / "sitecustomize.py",
+        "import sys\n"
+        "class _NoTF:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('tensorflow', 'tf_keras', 'keras'):\n"
+        "            raise ImportError(f'No module named {name!r}')\n"
+        "sys.meta_path.insert(0, _NoTF())\n",
+    )
+    write(tmp_path / "model.py", "import tensorflow as tf\n\ndef build_model():\n    return None\n")
+    r = run("report", "model.py", "--no-cache", cwd=tmp_path, env={"PYTHONPATH": str(block)})
+    assert r.returncode == 2
+    assert 'pip install "kerasfit[build]"' in r.stderr, r.stderr
+
+
+def test_test_script_installs_once_per_pyproject(tmp_path):
+    """scripts/test.sh, run for real against a stand-in venv whose python logs its calls."""
+    import os
+    import shutil
+    import stat
+    import subprocess
+
+    from kfhelpers import ROOT
+
+    repo = tmp_path / "repo"
+    write(repo / "scripts" / "test.sh", (ROOT / "scripts" / "test.sh").read_text())
+    write(repo / "pyproject.toml", (ROOT / "pyproject.toml").read_text())
+    write(repo / "tests" / ".cache" / "sarif-schema.json", "{}")  # no npm download
+    log = tmp_path / "calls.log"
+    bin_ = repo / ".venv" / "bin"
+    write(bin_ / "python", f'#!/bin/sh\necho "$*" >> {log}\n')
+    write(bin_ / "nvim", "#!/bin/sh\n")  # present: no apt-get
+    for exe in (bin_ / "python", bin_ / "nvim"):
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    write(bin_ / "activate", f'PATH="{bin_}:$PATH"\nexport PATH\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "KERASFIT_REINSTALL")}
+
+    def calls() -> list[str]:
+        proc = subprocess.run(["bash", str(repo / "scripts" / "test.sh"), "-q"], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        out = log.read_text().splitlines()
+        log.unlink()
+        return out
+
+    first = calls()
+    assert any("pip install" in c and ".[dev,build,lsp]" in c for c in first), first
+    assert first[-1] == "-m pytest -q"
+    assert calls() == ["-m pytest -q"]  # same pyproject: straight to the tests
+    write(repo / "pyproject.toml", (ROOT / "pyproject.toml").read_text() + "\n# changed\n")
+    assert any("pip install" in c for c in calls())
+    env["KERASFIT_REINSTALL"] = "1"
+    assert any("pip install" in c for c in calls())
+    assert shutil.which("sha256sum")
