@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .types import DEFAULT_TARGET, TARGETS
 
@@ -203,7 +203,7 @@ class Selection:
         )
 
 
-def select_rules(rules: dict[str, Any], sel: Selection, family: str, extra_ignores: list[str] = ()) -> list[Any]:
+def select_rules(rules: dict[str, Any], sel: Selection, family: str, extra_ignores: Sequence[str] = ()) -> list[Any]:
     """Ruff's model: a base set (defaults, or ``select``), plus ``extend-select``, minus ``ignore``.
 
     A rule off by default is on only when a selector names it or its prefix, or ALL.

@@ -126,9 +126,9 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
                 return None
     b = ctx.lookup(name)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
-        line = _line_of(ctx, b.node)
-        if line is not None:
-            return line, b.value
+        found = _line_of(ctx, b.node)
+        if found is not None:
+            return found, b.value
     return None
 
 

@@ -108,7 +108,7 @@ def _entry_point_values(group: str) -> list[tuple[str, str]]:
     METADATA); the entry_points.txt files are all that is needed here.
     """
     header = f"[{group}]"
-    values: list[str] = []
+    values: list[tuple[str, str]] = []
     for entry in sys.path:
         try:
             it = os.scandir(entry or ".")
