@@ -69,7 +69,8 @@ class ChannelMultiple(Rule):
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
     128, and the MXU-facing kernel dim to 128 (256 on v6e) (docs/facts.md#1–3, #8): a
     `Dense(100)` computes as if it had 128 units, wasting 22% of that op. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18); Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
+    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18);
+    Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
     unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
 
     ## Example

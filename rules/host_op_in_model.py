@@ -21,7 +21,8 @@ class HostOpInModel(Rule):
     `tpu.outside_compilation` are not flagged.
 
     ## Why is this slow on the accelerator
-    These ops call back into the Python interpreter. They have no TPU kernel (docs/facts.md#24), so a TPU step containing one fails to compile or is split around a host round
+    These ops call back into the Python interpreter. They have no TPU kernel (docs/facts.md#24),
+    so a TPU step containing one fails to compile or is split around a host round
     trip; on a GPU every step copies the tensors to the host and back and serializes on
     the GIL. In `Dataset.map` they run on the host anyway, but hold the GIL (limiting
     `num_parallel_calls`) and cannot run on a remote TPU host or in tf.data service.

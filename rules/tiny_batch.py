@@ -38,7 +38,8 @@ class TinyBatch(Rule):
     XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
     per-core batch below 64, forward convolutions pad the batch to 8 and the features to
     128, and kernel-gradient (weight-update) convolutions pad the batch to 128 — a
-    per-core batch of 16 leaves 7/8 of the MXU idle in every weight gradient (docs/facts.md#6). At 64 or more, batch pads to 128 in the forward pass and to 8 in the kernel
+    per-core batch of 16 leaves 7/8 of the MXU idle in every weight gradient (docs/facts.md#6).
+    At 64 or more, batch pads to 128 in the forward pass and to 8 in the kernel
     gradient, so it should be a multiple of 8 (ideally of 128).
 
     ## Example
