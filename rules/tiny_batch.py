@@ -9,10 +9,9 @@ from kerasfit.ruleapi import (
     dotted_name,
     feeds_evaluation,
     get_arg,
+    is_tf_data_chain,
     round_up,
-    tf_data_root,
 )
-
 
 # Names a file uses for its TPU core count (module constants or absl flags).
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")
@@ -137,7 +136,7 @@ class TinyBatch(Rule):
             arg = get_arg(node, "batch_size", 0)
             if arg is None or not self._enabled() or self.ctx.raw_name(func) is not None:
                 return
-            if tf_data_root(self.ctx, node) is None or feeds_evaluation(self.ctx, node):
+            if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
                 return
             self._check(arg.value, arg.value)
         elif isinstance(func, cst.Attribute) and func.attr.value == "fit":
