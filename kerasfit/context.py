@@ -569,12 +569,13 @@ class FileContext:
         where: Sequence[ScopeNode] = scopes
         anchor: cst.CSTNode = node
         if isinstance(node, cst.Name):
-            # every use of one binding folds alike: key on the binding, not the use
+            # every use of one binding folds alike: key on the binding, not the use (its
+            # name too: `a, b = 5, 32` binds two names in one statement)
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
                 return UNKNOWN
             anchor = b.node
-        key = (id(anchor), *map(id, where))
+        key = (id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
         hit = self._folds.get(key)
         # an UNKNOWN found deeper (less depth left) may be known from higher up
         if hit is not None and hit[2] is anchor and (hit[0] is not UNKNOWN or hit[1] <= _depth):
