@@ -82,7 +82,7 @@ def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
         if isinstance(v, (cst.Name, cst.Attribute)):
             raw = ctx.raw_name_anywhere(v)
             if raw is not None and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-                from ..symbols import canonical
+                from .symbols import canonical
 
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
                     return True
