@@ -905,9 +905,12 @@ def _try_fixes(
     orphans = {imp for f in chosen for imp in f.orphan_imports}
     if imports or orphans:
         with_imports = add_imports(candidate, imports, orphans)
-        if with_imports is None:
+        if with_imports is not None:
+            candidate = with_imports
+        elif imports:
             return current, [], None  # a fix without the import it needs would not run
-        candidate = with_imports
+        # (an orphaned import that cannot be removed, e.g. in a file with a masked
+        # syntax error, stays: the fix itself still applies)
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
