@@ -27,7 +27,7 @@ from .config import (
     validate_selectors,
 )
 from .discovery import Candidate, discover, mentions_tensorflow
-from .types import TARGETS, Diagnostic, FileResult
+from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
 PARALLEL_MIN_FILES = 6
@@ -49,6 +49,7 @@ class CheckOptions:
     force_exclude: bool = False
     cache_dir: Path | None = None
     build: Any = None  # a kerasfit.build.stage.BuildRequest: run the build cross-check stage
+    fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
 
 
 @dataclass
@@ -76,6 +77,7 @@ class FileSettings:
     codes: tuple[str, ...]
     target: str
     options: tuple[tuple[str, Any], ...]
+    unfixable: tuple[str, ...] = ()  # selected codes whose fixes are not offered
 
     def fingerprint(self) -> str:
         from .registry import fingerprint
@@ -87,7 +89,9 @@ class FileSettings:
         from .registry import all_rules
 
         rules = all_rules()
-        return LintSettings([rules[c] for c in self.codes], TARGETS[self.target], dict(self.options))
+        return LintSettings(
+            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable)
+        )
 
 
 class Resolver:
@@ -100,14 +104,25 @@ class Resolver:
         # The manifest lets a fully cached CLI run skip importing the rules; in-process
         # callers (the language server) import them anyway and must not write files.
         use_cache = manifest_cache and options.use_cache and not (options.fix or options.diff)
-        self.rules = manifest((options.cache_dir or default_cache_dir()) if use_cache else None)
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
+        self.cache_dir = self._cache_dir()
+        self.rules = manifest(self.cache_dir if use_cache else None)
         cli = options.selection
         for sel in (cli.select or [], cli.extend_select, cli.ignore):
             validate_selectors(list(sel), self.rules, "command line")
         if options.target is not None:
             effective_target(options.target, Config())
         self._by_config: dict[int, tuple] = {}
+
+    def _cache_dir(self) -> Path:
+        """Ruff's order: the command line, then the project's ``cache-dir`` (relative to
+        its pyproject.toml), then $KERASFIT_CACHE_DIR, then ``.kerasfit_cache`` here."""
+        if self.options.cache_dir is not None:
+            return self.options.cache_dir
+        cfg = self.config_for(Path.cwd())
+        if cfg.cache_dir:
+            return cfg.root / Path(cfg.cache_dir).expanduser()
+        return default_cache_dir()
 
     def config_for(self, directory: Path) -> Config:
         if self._explicit is not None:
@@ -125,7 +140,8 @@ class Resolver:
             where = str(cfg.source or "config")
             sel = self.options.selection.merged_over(cfg)
             # every per-file-ignores entry, not only the ones matching this file
-            for s in (sel.select or [], sel.extend_select, sel.ignore, *cfg.per_file_ignores.values()):
+            fixables = (cfg.fixable or [], cfg.extend_fixable, cfg.unfixable)
+            for s in (sel.select or [], sel.extend_select, sel.ignore, *cfg.per_file_ignores.values(), *fixables):
                 validate_selectors(list(s), self.rules, where)
             target = effective_target(self.options.target, cfg)
             family = TARGETS[target].family
@@ -137,9 +153,13 @@ class Resolver:
                 opts["cores"] = cores
             if batch:
                 opts["batch_size"] = batch
-            cached = FileSettings(tuple(r.code for r in chosen), target, tuple(sorted(opts.items())))
+            codes = tuple(r.code for r in chosen)
+            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg))
             self._by_config[key] = cached
         return cached
+
+    def fail_on_for(self, path: Path) -> Severity:
+        return Severity(self.options.fail_on or self.config_for(path.parent).fail_on or "warning")
 
     def excludes_for(self, directory: Path):
         cfg = self.config_for(directory)
@@ -147,6 +167,16 @@ class Resolver:
 
 
 _DEFAULT_CONFIG = Config()
+
+
+def unfixable_codes(codes: Sequence[str], cfg: Config) -> tuple[str, ...]:
+    """Ruff's model: fixable (default ALL) plus extend-fixable, minus unfixable (which wins)."""
+    from .config import _matches
+
+    fixable = [*(cfg.fixable if cfg.fixable is not None else ["ALL"]), *cfg.extend_fixable]
+    return tuple(
+        c for c in codes if not any(_matches(c, s) for s in fixable) or any(_matches(c, s) for s in cfg.unfixable)
+    )
 
 
 # ---- cache ---------------------------------------------------------------------------
@@ -332,7 +362,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     t0 = time.perf_counter()
     resolver = Resolver(options)
     use_cache = options.use_cache and not (options.fix or options.diff)
-    cache = Cache((options.cache_dir or default_cache_dir()) if use_cache else None)
+    cache = Cache(resolver.cache_dir if use_cache else None)
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
@@ -391,6 +421,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         from .build.stage import run_stage
 
         run_stage(results, resolver, options.build)
+    for res in results:
+        res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 
@@ -466,7 +498,9 @@ def check_source(
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
     settings = resolver.settings_for(Path(filename))
-    return _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res.fail_on = resolver.fail_on_for(Path(filename))
+    return res
 
 
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:

@@ -22,6 +22,7 @@ app = typer.Typer(
     name="kerasfit",
     help="Find and fix Keras/TensorFlow code that wastes TPU, GPU tensor-core and Gaudi matrix units.",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     add_completion=False,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -39,6 +40,12 @@ class OutputFormat(str, Enum):
 class ReportFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
 
 
 class ListFormat(str, Enum):
@@ -67,7 +74,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     version: Annotated[
-        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+        bool, typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print the version and exit.")
     ] = False,
 ) -> None:
     pass
@@ -88,8 +95,10 @@ def check(
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
     output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
+    fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default: config, else warning; info findings then do not fail).")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not read or write the result cache.")] = False,
+    cache_dir: Annotated[Optional[Path], typer.Option("--cache-dir", help="Where the result cache lives (default: config cache-dir, else $KERASFIT_CACHE_DIR, else .kerasfit_cache).")] = None,
     config: Annotated[Optional[Path], typer.Option("--config", help="Use this pyproject.toml / kerasfit.toml only.")] = None,
     isolated: Annotated[bool, typer.Option("--isolated", help="Ignore every configuration file.")] = False,
     show_fixes: Annotated[bool, typer.Option("--show-fixes", help="Show each finding's fix title.")] = False,
@@ -122,6 +131,8 @@ def check(
         jobs=jobs,
         force_exclude=force_exclude,
         build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache),
+        fail_on=fail_on.value if fail_on else None,
+        cache_dir=cache_dir,
     )
     path_list = list(paths) if paths else [Path(".")]
     missing: list[Path] = []
@@ -135,26 +146,27 @@ def check(
             originals[name] = source
             if fix and not diff:
                 sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
-                raise typer.Exit(1 if res.diagnostics and not exit_zero else 0)
+                # stdout is the file; what is left to fix goes to stderr (as ruff does)
+                _remaining_to_stderr(res, unsafe_fixes, res.fixes_applied, quiet)
+                raise typer.Exit(1 if res.failing and not exit_zero else 0)
             from .api import RunResult
 
             result = RunResult([res])
         else:
-            # A path that does not exist is a usage error (exit 2), but the paths that
-            # do exist are still checked and reported.
+            # A path that does not exist is reported like an unreadable file (exit 1, as
+            # ruff does); the paths that do exist are still checked.
             missing = [p for p in path_list if not p.exists() and not p.is_symlink()]
-            for p in missing:
-                typer.echo(f"kerasfit: error: {p}: no such file or directory", err=True)
             existing = [p for p in path_list if p not in missing]
-            if not existing:
-                raise typer.Exit(2)
-            result = check_paths(existing, options)
+            from .api import RunResult
+            from .types import FileResult
+
+            result = check_paths(existing, options) if existing else RunResult([])
+            result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
     except ConfigError as exc:
         _fail(str(exc))
         return
 
     files = result.files
-    missing_paths = bool(missing)
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
@@ -174,11 +186,20 @@ def check(
         from .reporters import statistics as stats
 
         typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
-    remaining = any(f.diagnostics for f in files)
+    remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
-    if missing_paths:
-        raise typer.Exit(2)
     raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
+
+
+_FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
+
+
+def _remaining_to_stderr(res, unsafe: bool, fixed: int, quiet: bool) -> None:
+    from . import reporters
+
+    if quiet and not res.diagnostics:
+        return
+    typer.echo(reporters.text([res], unsafe=unsafe, fixed=fixed), err=True)
 
 
 def _read_stdin(name: str, echo: bool) -> str:
@@ -205,7 +226,7 @@ def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, 
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
         if quiet:
-            out = "\n".join(line for line in out.splitlines() if ": KF" in line or line.startswith("error:"))
+            out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
         if out:
             typer.echo(out)
     elif fmt is OutputFormat.json:
@@ -354,6 +375,7 @@ def rules_cmd(
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
     from .registry import all_rules
+    from .types import rule_page
 
     rows = []
     for code, r in all_rules().items():
@@ -366,7 +388,7 @@ def rules_cmd(
                 "targets": sorted(r.targets),
                 "default": "on" if r.default_enabled else "off",
                 "severity": r.severity.value,
-                "url": f"https://kerasfit.dev/rules/{r.name}",
+                "url": rule_page(code),
             }
         )
     if output_format is ListFormat.json:
@@ -387,9 +409,12 @@ def explain(code: Annotated[str, typer.Argument(help="A rule code (KF101) or nam
     if rule is None:
         _fail(f"unknown rule {code!r} (see `kerasfit rules`)")
         return
-    fix = rule.fix_safety.value if rule.fix_safety else "none"
-    head = f"# {rule.code} {rule.name}\n\n{rule.summary()}\n\nFix: {fix} · Targets: {', '.join(sorted(rule.targets))} · Default: {'on' if rule.default_enabled else 'off'}\n"
-    typer.echo(head + "\n" + rule.documentation())
+    typer.echo(rule.page(), nl=False)
+    from .registry import facts_file
+
+    facts = facts_file()
+    if facts is not None and "docs/facts.md#" in rule.documentation():
+        typer.echo(f"\nThe facts cited as docs/facts.md#N, with their public sources: {facts}")
 
 
 @app.command()
@@ -407,6 +432,7 @@ def lsp(
 
 def main() -> None:
     from .api import tune_gc
+    from .registry import RuleRegistryError
 
     tune_gc()
     try:
@@ -415,6 +441,9 @@ def main() -> None:
         raise
     except KeyboardInterrupt:
         sys.exit(130)
+    except RuleRegistryError as exc:  # a broken rule pack: the user's setup, not our bug
+        print(f"kerasfit: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     except Exception as exc:  # an internal error is exit 2 with one line, not a traceback
         if os.environ.get("KERASFIT_DEBUG"):
             raise

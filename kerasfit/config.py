@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from .types import DEFAULT_TARGET, TARGETS
 
@@ -24,8 +24,9 @@ DEFAULT_EXCLUDES = (
 
 _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
-    "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
+    "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable", "extend-fixable", "fail-on",
 }
+FAIL_ON = ("error", "warning", "info")
 _BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit", "input-shape"}
 
 
@@ -50,7 +51,10 @@ class Config:
     cores: int | None = None
     build: dict[str, Any] = field(default_factory=dict)
     cache_dir: str | None = None
+    fixable: list[str] | None = None
+    extend_fixable: list[str] = field(default_factory=list)
     unfixable: list[str] = field(default_factory=list)
+    fail_on: str | None = None  # the lowest severity that makes the exit code 1
 
     def excludes(self) -> tuple[str, ...]:
         base = tuple(self.exclude) if self.exclude is not None else DEFAULT_EXCLUDES
@@ -105,11 +109,23 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     if "memory-limit" in build:  # MiB of address space for the build child
         _positive_int(build["memory-limit"], "build.memory-limit", where)
     cfg.build = dict(build)
-    cfg.cache_dir = table.get("cache-dir")
-    if cfg.cache_dir is not None and not isinstance(cfg.cache_dir, str):
-        raise ConfigError(f"{where}: [tool.kerasfit] cache-dir must be a string")
+    if "cache-dir" in table:
+        if not isinstance(table["cache-dir"], str) or not table["cache-dir"]:
+            raise ConfigError(f"{where}: [tool.kerasfit] cache-dir must be a string (a directory path)")
+        cfg.cache_dir = table["cache-dir"]
+    if "fixable" in table:
+        cfg.fixable = _list_of_str(table["fixable"], "fixable", where)
+    cfg.extend_fixable = _list_of_str(table.get("extend-fixable", []), "extend-fixable", where)
     cfg.unfixable = _list_of_str(table.get("unfixable", []), "unfixable", where)
+    if "fail-on" in table:
+        cfg.fail_on = check_fail_on(table["fail-on"], where)
     return cfg
+
+
+def check_fail_on(value: Any, where: Path | str = "--fail-on") -> str:
+    if value not in FAIL_ON:
+        raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_ON)}, not {value!r}")
+    return value
 
 
 def check_target(target: str, where: Path | str = "--target") -> None:
@@ -188,7 +204,7 @@ def validate_selectors(selectors: list[str], rules: dict[str, Any], where: str) 
     for s in selectors:
         if s.upper() == "ALL":
             continue
-        if not s.upper().startswith("KF") or not any(c.startswith(s.upper()) for c in rules):
+        if not any(c.startswith(s.upper()) for c in rules):
             raise ConfigError(f"{where}: unknown rule code or prefix {s!r} (see `kerasfit rules`)")
 
 
@@ -207,7 +223,7 @@ class Selection:
         )
 
 
-def select_rules(rules: dict[str, Any], sel: Selection, family: str, extra_ignores: list[str] = ()) -> list[Any]:
+def select_rules(rules: dict[str, Any], sel: Selection, family: str, extra_ignores: Sequence[str] = ()) -> list[Any]:
     """Ruff's model: a base set (defaults, or ``select``), plus ``extend-select``, minus ``ignore``.
 
     A rule off by default is on only when a selector names it or its prefix, or ALL.

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from .imports import may_orphan
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
 from .suppressions import Suppressions
@@ -38,6 +39,8 @@ class LintSettings:
     rules: Sequence[type[Rule]]
     target: Target = field(default_factory=lambda: TARGETS["tpu-v5e"])
     options: dict[str, Any] = field(default_factory=dict)
+    # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
+    unfixable: frozenset[str] = frozenset()
 
 
 # ---- traversal -----------------------------------------------------------------
@@ -750,7 +753,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None else None
+            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None and code not in settings.unfixable else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
@@ -835,7 +838,8 @@ def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
             return None  # a rule asked for overlapping edits: show without a fix
-    return Fix(spec.applicability, spec.title, tuple(edits), spec.imports)
+    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)])
+    return Fix(spec.applicability, spec.title, tuple(edits), spec.imports, orphans)
 
 
 def _removal_range(pos: Positions, node: cst.CSTNode, start: int, end: int) -> tuple[int, int]:
@@ -957,20 +961,29 @@ def _try_fixes(
     """Apply ``fixes`` to ``current``: (new text, fixes applied, its lint or None if it does not parse)."""
     candidate, chosen = apply_fixes(current, fixes)
     imports = {imp for f in chosen for imp in f.imports}
-    if imports:
-        with_imports = add_imports(candidate, imports)
-        if with_imports is None:
+    orphans = {imp for f in chosen for imp in f.orphan_imports}
+    if imports or orphans:
+        with_imports = add_imports(candidate, imports, orphans)
+        if with_imports is not None:
+            candidate = with_imports
+        elif imports:
             return current, [], None  # a fix without the import it needs would not run
-        candidate = with_imports
+        # (an orphaned import that cannot be removed, e.g. in a file with a masked
+        # syntax error, stays: the fix itself still applies)
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
     return candidate, chosen, (new_out if new_out.module is not None else None)
 
 
-def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:
+def add_imports(
+    source: str,
+    imports: set[tuple[str, str | None, str | None]],
+    orphans: set[tuple[str, str | None, str | None]] = frozenset(),  # type: ignore[assignment]
+) -> str | None:
+    """Add the imports fixes need; remove the ones they orphaned if nothing else uses them."""
     from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
+    from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
 
     from .parseguard import budget_mask, parse_module
 
@@ -983,7 +996,18 @@ def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -
         return None
     if module.code != source:
         return None  # libcst would not give the rest of the file back as written
-    context = CodemodContext()
-    for mod, obj, asname in sorted(imports, key=lambda t: tuple(x or "" for x in t)):
-        AddImportsVisitor.add_needed_import(context, mod, obj, asname)
-    return AddImportsVisitor(context).transform_module(module).code
+
+    def order(specs):
+        return sorted(specs, key=lambda t: tuple(x or "" for x in t))
+
+    if imports:
+        context = CodemodContext()
+        for mod, obj, asname in order(imports):
+            AddImportsVisitor.add_needed_import(context, mod, obj, asname)
+        module = AddImportsVisitor(context).transform_module(module)
+    if orphans:
+        context = CodemodContext()
+        for mod, obj, asname in order(orphans):
+            RemoveImportsVisitor.remove_unused_import(context, mod, obj, asname)
+        module = RemoveImportsVisitor(context).transform_module(module)
+    return module.code

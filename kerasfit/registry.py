@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import pkgutil
+import re
 import sys
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -68,23 +69,46 @@ def _walk_package(pkg_name: str) -> list[type[Rule]]:
     return rules
 
 
+BUILTIN_PREFIX = "KF"
+# A pack's entry-point name is its code prefix, as flake8 plugins' are: `TEAM = my_rules`
+# makes my_rules' codes TEAM001..TEAM999. Letters only, so a code's digits start after it.
+PREFIX_RE = re.compile(r"^[A-Z]{2,8}$")
+
+
 @lru_cache(maxsize=1)
+def _pack_prefixes() -> tuple[tuple[str, str], ...]:
+    """(package, code prefix) for the built-in pack and every installed pack."""
+    packs = [(BUILTIN_PACK, BUILTIN_PREFIX)]
+    for name, value in _entry_point_values(ENTRY_POINT_GROUP):
+        if value == BUILTIN_PACK or any(value == p for p, _ in packs):
+            continue
+        prefix = name.strip().upper()
+        if not PREFIX_RE.match(prefix):
+            raise RuleRegistryError(
+                f"rule pack {value}: entry-point name {name!r} must be its code prefix (2-8 letters, e.g. TEAM = {value})"
+            )
+        for other_pack, other in packs:
+            if prefix.startswith(other) or other.startswith(prefix):
+                raise RuleRegistryError(
+                    f"rule pack {value}: code prefix {prefix} collides with {other_pack}'s {other}"
+                    " (a selector for one would select the other)"
+                )
+        packs.append((value, prefix))
+    return tuple(packs)
+
+
 def _packs() -> tuple[str, ...]:
-    packages = [BUILTIN_PACK]
-    for value in _entry_point_values(ENTRY_POINT_GROUP):
-        if value not in packages:
-            packages.append(value)
-    return tuple(packages)
+    return tuple(p for p, _ in _pack_prefixes())
 
 
-def _entry_point_values(group: str) -> list[str]:
+def _entry_point_values(group: str) -> list[tuple[str, str]]:
     """Entry points of ``group`` from installed distributions' metadata.
 
     importlib.metadata costs ~30 ms of start-up (it parses every distribution's
     METADATA); the entry_points.txt files are all that is needed here.
     """
     header = f"[{group}]"
-    values: list[str] = []
+    values: list[tuple[str, str]] = []
     for entry in sys.path:
         try:
             it = os.scandir(entry or ".")
@@ -106,21 +130,25 @@ def _entry_point_values(group: str) -> list[str]:
                     if line.startswith("["):
                         section = line == header
                     elif section and "=" in line and not line.startswith(("#", ";")):
-                        values.append(line.split("=", 1)[1].strip().split(":", 1)[0].strip())
+                        name, _, value = line.partition("=")
+                        values.append((name.strip(), value.strip().split(":", 1)[0].strip()))
     return values
 
 
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, type[Rule]]:
     """code -> rule class, for the built-in pack plus third-party packs."""
-    from .rule import CODE_RE, NAME_RE
+    from .rule import NAME_RE
 
     rules: dict[str, type[Rule]] = {}
     names: dict[str, str] = {}
-    for pkg in _packs():
+    for pkg, prefix in _pack_prefixes():
         for rule in _walk_package(pkg):
-            if not CODE_RE.match(rule.code):
-                raise RuleRegistryError(f"rule {rule.__qualname__}: code {rule.code!r} is not KFnnn")
+            if not re.fullmatch(rf"{prefix}\d{{3}}", getattr(rule, "code", "")):
+                raise RuleRegistryError(
+                    f"rule {rule.__module__}.{rule.__qualname__}: code {getattr(rule, 'code', None)!r} "
+                    f"does not match its pack's prefix ({prefix}nnn)"
+                )
             if not NAME_RE.match(rule.name):
                 raise RuleRegistryError(f"rule {rule.code}: name {rule.name!r} is not kebab-case")
             if rule.code in rules and rules[rule.code] is not rule:
@@ -188,3 +216,12 @@ def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
         except OSError:
             pass
     return metas
+
+
+def facts_file() -> Path | None:
+    """docs/facts.md as installed (package data of the wheel), else in a source checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "docs" / "facts.md", here.parent / "docs" / "facts.md"):
+        if candidate.is_file():
+            return candidate
+    return None

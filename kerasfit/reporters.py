@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from . import __version__
-from .types import Applicability, Diagnostic, FileResult, Severity
+from .types import Applicability, Diagnostic, FileResult, Severity, rule_page
 
 FORMATS = ("text", "json", "sarif", "github", "lsp")
 
@@ -89,7 +89,23 @@ def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: in
         parts.append(f"[*] {fixable} fixable with the `--fix` option.")
     if hidden:
         parts.append(f"({hidden} hidden fix(es) can be enabled with the `--unsafe-fixes` option.)")
+    uncounted = uncounted_line(files)
+    if uncounted:
+        parts.append(uncounted)
     return "\n".join(parts)
+
+
+def uncounted_line(files: Sequence[FileResult]) -> str:
+    """Says how many findings sit below each file's fail-on level (they do not set exit 1)."""
+    below: Counter[str] = Counter()
+    for f in files:
+        failing = {id(d) for d in f.failing}
+        below.update(d.severity.value for d in f.diagnostics if id(d) not in failing)
+    if not below:
+        return ""
+    what = ", ".join(f"{n} {sev}" for sev, n in sorted(below.items(), key=lambda kv: -Severity(kv[0]).rank))
+    strict = "info" if "info" in below else "warning"
+    return f"Not counted toward the exit code: {what} finding(s) (`--fail-on {strict}` counts them)."
 
 
 def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float) -> str:
@@ -167,6 +183,10 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
         summary = r.message if r is not None else name
         doc = r.documentation() if r is not None else summary
         level = _SARIF_LEVEL[r.severity] if r is not None else "error"
+        page = rule_page(code)
+        if page is not None:
+            # a path in the repository (and the wheel), not a web address
+            doc = f"{doc}\n\nRule page: {page}"
         rule_objs.append(
             {
                 "id": code,
@@ -174,7 +194,6 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                 "shortDescription": {"text": summary},
                 "fullDescription": {"text": doc.split("\n\n")[1] if doc.count("\n\n") else doc},
                 "help": {"text": doc, "markdown": doc},
-                "helpUri": f"https://kerasfit.dev/rules/{name}",
                 "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
                 "properties": {"targets": sorted(getattr(r, "targets", ()))},
             }
@@ -226,7 +245,6 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                     "driver": {
                         "name": "kerasfit",
                         "version": __version__,
-                        "informationUri": "https://kerasfit.dev",
                         "rules": rule_objs,
                     }
                 },
@@ -299,14 +317,16 @@ def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None)
                 for e in d.fix.edits
             ],
             "imports": [list(i) for i in d.fix.imports],
+            "orphan_imports": [list(i) for i in d.fix.orphan_imports],
         }
     if d.build is not None:
         data["build"] = d.build
+    # No codeDescription: LSP wants an absolute URI there, and the rule pages live in the
+    # repository (docs/rules/), not on a web site.
     return {
         "range": {"start": pos(d.row, d.column), "end": pos(d.end_row, d.end_column)},
         "severity": _LSP_SEVERITY[d.severity],
         "code": d.code,
-        "codeDescription": {"href": d.url},
         "source": "kerasfit",
         "message": d.message,
         "data": data,

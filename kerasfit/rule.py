@@ -155,6 +155,17 @@ class Rule:
         return textwrap.dedent(cls.__doc__ or "").strip()
 
     @classmethod
+    def page(cls) -> str:
+        """The rule's page: what ``kerasfit explain`` prints and docs/rules/<code>.md holds."""
+        fix = cls.fix_safety.value if cls.fix_safety else "none"
+        head = (
+            f"# {cls.code} {cls.name}\n\n{cls.summary()}\n\n"
+            f"Fix: {fix} · Severity: {cls.severity.value} · Targets: {', '.join(sorted(cls.targets))} · "
+            f"Default: {'on' if cls.default_enabled else 'off'}\n"
+        )
+        return head + "\n" + cls.documentation() + "\n"
+
+    @classmethod
     def missing_doc_sections(cls) -> list[str]:
         doc = cls.documentation()
         return [s for s in DOC_SECTIONS if not re.search(rf"^#*\s*{re.escape(s)}\b", doc, re.M)]

@@ -114,7 +114,7 @@ def flavour(raw: str) -> str:
     """Which Keras a raw name comes from: 'keras3', 'tf_keras', 'tf.keras' or 'tf'.
 
     ``tf.keras`` is Keras 3 under TF >= 2.16 and tf-keras before, or with
-    ``TF_USE_LEGACY_KERAS=1`` (TPU_FACTS 22); rules that care decide per file.
+    ``TF_USE_LEGACY_KERAS=1`` (docs/facts.md#22); rules that care decide per file.
     """
     if raw.startswith("tf_keras") or raw.startswith("tensorflow.python.keras"):
         return "tf_keras"
@@ -310,7 +310,7 @@ TRANSPOSE_CALLS = {
 }
 MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
 CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}
-# KF108: samplers the TPU guide calls expensive (TPU_FACTS 14).
+# KF108: samplers the TPU guide calls expensive (docs/facts.md#14).
 EXPENSIVE_RANDOM = {"tf.random.categorical", "tf.random.stateless_categorical", "keras.random.categorical"}
 # KF109: reductions -> which elementwise ops may move into their input.
 # "linear": scaling by any constant and negation commute; "order": only scaling by a
@@ -325,7 +325,7 @@ SCALE_CALLS = {"tf.multiply": "mul", "keras.ops.multiply": "mul", "tf.divide": "
 NEGATE_CALLS = {"tf.negative", "keras.ops.negative"}
 # KF202: Python callbacks with no accelerator kernel.
 HOST_OPS = {"tf.py_function", "tf.numpy_function", "tf.py_func", "tf.contrib.eager.py_func"}
-# KF901: windowed max pooling (its gradient is a scatter; TPU_FACTS 16).
+# KF901: windowed max pooling (its gradient is a scatter; docs/facts.md#16).
 MAX_POOLING = {
     "keras.layers.MaxPooling1D", "keras.layers.MaxPooling2D", "keras.layers.MaxPooling3D",
     "tf.layers.max_pooling1d", "tf.layers.max_pooling2d", "tf.layers.max_pooling3d",

@@ -1,7 +1,20 @@
-"""Turns a rule's own VALID / INVALID examples into checks (used by the test suite,
-and usable by third-party rule packs)."""
+"""Turns rules' own VALID / INVALID examples into checks and pytest tests: the built-in
+pack's suite uses it, and so can a third-party pack's::
+
+    # my_team_rules/tests/test_examples.py
+    from kerasfit.testing import pack_tests
+
+    test_valid, test_invalid, test_metadata = pack_tests("my_team_rules", prefix="TEAM")
+
+Each example becomes one test with a readable id (``TEAM101-unnamed-dense-invalid-0``):
+findings and their count, the fix against ``expected_fix``, the fixed code re-parsing,
+a second fix changing nothing, and the docstring sections ``kerasfit explain`` shows.
+"""
 
 from __future__ import annotations
+
+import re
+from typing import Any, Callable, Sequence
 
 import libcst as cst
 
@@ -50,3 +63,59 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
     cst.parse_module(outcome.source)  # the fixed code parses
     again = fix_source(outcome.source, "example.py", settings, unsafe=ex.unsafe)
     assert again.source == outcome.source, f"{rule.code}: fix is not idempotent"
+
+
+def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
+    """What every rule must carry: examples, a page with every section, a code in its pack's band."""
+    from .rule import NAME_RE
+
+    if prefix is not None:
+        assert re.fullmatch(rf"{prefix}\d{{3}}", rule.code), f"{rule.code} does not match the pack prefix {prefix}nnn"
+    assert NAME_RE.match(rule.name), f"{rule.code}: name {rule.name!r} is not kebab-case"
+    assert rule.message, f"{rule.code} has no message"
+    assert rule.VALID, f"{rule.code} has no VALID examples"
+    assert rule.INVALID, f"{rule.code} has no INVALID examples"
+    if rule.fix_safety is not None and rule.fix_safety.value != "display-only":
+        assert any(ex.expected_fix for ex in rule.INVALID), f"{rule.code} is fixable but shows no fixed example"
+    assert not rule.missing_doc_sections(), f"{rule.code} docstring lacks: {rule.missing_doc_sections()}"
+
+
+def rules_of(pack: str) -> list[type[Rule]]:
+    """The rule classes in a pack (a package of rule modules, or one module)."""
+    from .registry import _walk_package
+
+    rules = sorted(_walk_package(pack), key=lambda r: r.code)
+    assert rules, f"no Rule subclasses found in {pack}"
+    return rules
+
+
+def pack_tests(
+    pack: str | Sequence[type[Rule]], prefix: str | None = None
+) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+    """Three pytest test functions over every rule of ``pack``: valid examples, invalid
+    examples (with their fixes), and metadata. Assign them to ``test_*`` names."""
+    import pytest
+
+    rules = rules_of(pack) if isinstance(pack, str) else list(pack)
+    static = [r for r in rules if not r.build_only]
+    valid = [
+        pytest.param(r, ex, id=f"{r.code}-{r.name}-valid-{i}") for r in static for i, ex in enumerate(r.VALID)
+    ]
+    invalid = [
+        pytest.param(r, ex, id=f"{r.code}-{r.name}-invalid-{i}") for r in static for i, ex in enumerate(r.INVALID)
+    ]
+    meta = [pytest.param(r, id=f"{r.code}-{r.name}") for r in rules]
+
+    @pytest.mark.parametrize("rule,example", valid)
+    def test_valid_example(rule: type[Rule], example: Any) -> None:
+        check_valid(rule, example)
+
+    @pytest.mark.parametrize("rule,example", invalid)
+    def test_invalid_example(rule: type[Rule], example: Invalid) -> None:
+        check_invalid(rule, example)
+
+    @pytest.mark.parametrize("rule", meta)
+    def test_rule_metadata(rule: type[Rule]) -> None:
+        check_metadata(rule, prefix)
+
+    return test_valid_example, test_invalid_example, test_rule_metadata

@@ -7,10 +7,20 @@ these types without paying for a parser.
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-DOCS_URL = "https://kerasfit.dev/rules/{name}"
+# Every built-in rule has a page in the repository (and the wheel) at this path,
+# generated from the rule class by scripts/gen_docs.py. Engine codes (KF0xx) and rule
+# packs' codes have none, so they get no URL rather than one that points nowhere.
+RULE_PAGE = "docs/rules/{code}.md"
+FACTS_PAGE = "docs/facts.md"
+_BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")
+
+
+def rule_page(code: str) -> str | None:
+    return RULE_PAGE.format(code=code) if _BUILTIN_RULE_CODE.match(code) else None
 
 
 class Severity(str, enum.Enum):
@@ -67,6 +77,8 @@ class Fix:
     edits: tuple[Edit, ...] = ()
     # Modules/objects the fixed code needs: (module, obj or None, asname or None).
     imports: tuple[tuple[str, str | None, str | None], ...] = ()
+    # Imports the removed code used, removed after the edits when nothing uses them any more.
+    orphan_imports: tuple[tuple[str, str | None, str | None], ...] = ()
 
     @property
     def span(self) -> tuple[int, int]:
@@ -96,8 +108,8 @@ class Diagnostic:
     build: dict[str, Any] | None = None
 
     @property
-    def url(self) -> str:
-        return DOCS_URL.format(name=self.name)
+    def url(self) -> str | None:
+        return rule_page(self.code)
 
     @property
     def fixable(self) -> bool:
@@ -124,13 +136,14 @@ class Diagnostic:
                 title=fix["title"],
                 edits=tuple(Edit(**e) for e in fix["edits"]),
                 imports=tuple(tuple(i) for i in fix.get("imports", ())),
+                orphan_imports=tuple(tuple(i) for i in fix.get("orphan_imports", ())),
             )
         return cls(**d)
 
 
 @dataclass(frozen=True)
 class Target:
-    """One hardware target's padding numbers (TPU_FACTS 1-3, 8, 17, 18)."""
+    """One hardware target's padding numbers (docs/facts.md#1–3, #8, #17, #18)."""
 
     name: str
     family: str  # "tpu" | "gpu" | "gaudi": which rules apply
@@ -140,9 +153,9 @@ class Target:
     channel_multiple: int  # what filters/units should be a multiple of (KF102)
 
 
-# TPU_FACTS 1-3 and 8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
-# TPU_FACTS 18: tensor cores want channels divisible by 8 (fp16).
-# TPU_FACTS 17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
+# docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
+# docs/facts.md#18: tensor cores want channels divisible by 8 (fp16).
+# docs/facts.md#17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
 # counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
 TARGETS: dict[str, Target] = {
     t.name: t
@@ -171,3 +184,10 @@ class FileResult:
     # other files of the tree the check consulted (path -> content hash): a cached
     # result stays valid only while they are unchanged
     deps: dict[str, str] = field(default_factory=dict)
+    # The lowest severity that fails the run for this file (its config's ``fail-on``).
+    fail_on: Severity = Severity.WARNING
+
+    @property
+    def failing(self) -> list[Diagnostic]:
+        """The findings that make the exit code 1 (info does not, unless fail-on says so)."""
+        return [d for d in self.diagnostics if d.severity.rank >= self.fail_on.rank]

@@ -4,13 +4,27 @@ import re
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
-from ..rule import Invalid, Replace, Rule, Valid
-from ..symbols import canonical, CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
-from ..types import Applicability, Severity
-
-from ._flow import depends_on_param, label, shape_of_variable, walk
-from ._util import keyword_value
+from kerasfit.ruleapi import (
+    Applicability,
+    CONV_LAYERS,
+    DENSE_LAYERS,
+    HEAD_ACTIVATIONS,
+    HEAD_CONSUMERS,
+    Invalid,
+    MODEL_CONSTRUCTORS,
+    Replace,
+    Rule,
+    Severity,
+    Valid,
+    canonical,
+    depends_on_param,
+    dotted_name,
+    get_arg,
+    keyword_value,
+    label,
+    shape_of_variable,
+    walk,
+)
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
 _NN_CONVS = {
@@ -53,11 +67,11 @@ class ChannelMultiple(Rule):
 
     ## Why is this slow on the accelerator
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
-    128, and the MXU-facing kernel dim to 128 (256 on v6e) (TPU_FACTS 1–3, 8): a
+    128, and the MXU-facing kernel dim to 128 (256 on v6e) (docs/facts.md#1–3, #8): a
     `Dense(100)` computes as if it had 128 units, wasting 22% of that op. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (TPU_FACTS
-    18); Gaudi's matrix engine wants 64/128 (TPU_FACTS 17). A multiple of 8 is
-    unpadded in at least one of the two TPU layouts (TPU_FACTS 1) and on GPU.
+    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18);
+    Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
+    unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
 
     ## Example
     ```python
@@ -80,7 +94,7 @@ class ChannelMultiple(Rule):
     kernel's input dim must change with them. Heads are never fixed.
 
     ## References
-    TPU_FACTS 1, 2, 3, 8, 17, 18; Cloud TPU performance guide ("TensorFlow ops",
+    docs/facts.md#1, #2, #3, #8, #17, #18; Cloud TPU performance guide ("TensorFlow ops",
     padding); NVIDIA Deep Learning Performance guide (channels divisible by 8).
     """
 

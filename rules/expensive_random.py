@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import EXPENSIVE_RANDOM
-
+from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Rule
 
 class ExpensiveRandom(Rule):
     """
@@ -23,7 +21,7 @@ class ExpensiveRandom(Rule):
 
     ## Why is this slow on the accelerator
     The Cloud TPU guide ranks random ops: uniform and Bernoulli are fast, normal is a
-    bit slower, categorical and multinomial are expensive (TPU_FACTS 14).
+    bit slower, categorical and multinomial are expensive (docs/facts.md#14).
 
     ## Example
     ```python
@@ -45,7 +43,7 @@ class ExpensiveRandom(Rule):
     No automatic fix: the samples drawn differ (same distribution, different stream).
 
     ## References
-    TPU_FACTS 14; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#14; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF108"

@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import HOST_OPS
-from ..types import Severity
+from kerasfit.ruleapi import HOST_OPS, Invalid, Rule, Severity
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",
@@ -23,8 +21,8 @@ class HostOpInModel(Rule):
     `tpu.outside_compilation` are not flagged.
 
     ## Why is this slow on the accelerator
-    These ops call back into the Python interpreter. They have no TPU kernel (TPU_FACTS
-    24), so a TPU step containing one fails to compile or is split around a host round
+    These ops call back into the Python interpreter. They have no TPU kernel (docs/facts.md#24),
+    so a TPU step containing one fails to compile or is split around a host round
     trip; on a GPU every step copies the tensors to the host and back and serializes on
     the GIL. In `Dataset.map` they run on the host anyway, but hold the GIL (limiting
     `num_parallel_calls`) and cannot run on a remote TPU host or in tf.data service.
@@ -44,7 +42,7 @@ class HostOpInModel(Rule):
     No automatic fix.
 
     ## References
-    TPU_FACTS 24; Cloud TPU guide ("unsupported ops"), tf.data performance guide.
+    docs/facts.md#24; Cloud TPU guide ("unsupported ops"), tf.data performance guide.
     """
 
     code = "KF202"

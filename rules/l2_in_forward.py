@@ -4,17 +4,20 @@ import re
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg, string_value
-from ..rule import Invalid, Remove, Rule
-from ..symbols import (
-    L2_REGULARIZER_STRINGS,
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
     L2_REGULARIZERS,
+    L2_REGULARIZER_STRINGS,
     REGULARIZATION_LOSS_CALLS,
+    Remove,
+    Rule,
     WEIGHT_REGULARIZER_ARGS,
+    dotted_name,
+    get_arg,
+    string_value,
+    walk,
 )
-from ..types import Applicability
-
-from ._flow import walk
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)
@@ -52,9 +55,9 @@ class L2InForward(Rule):
     ## Why is this slow on the accelerator
     A regularizer adds `λ·Σw²` for every weight to the loss each step: one more pass
     over every weight in the forward pass, a reduction, and its gradient added back
-    in the backward pass (TPU_FACTS 23). Habana's Gaudi guide recommends adding
+    in the backward pass (docs/facts.md#23). Habana's Gaudi guide recommends adding
     `weight_decay * var` to the update instead of computing L2 loss in the forward
-    pass (TPU_FACTS 17); every Keras 3 optimizer (and tf-keras's since TF 2.11) has
+    pass (docs/facts.md#17); every Keras 3 optimizer (and tf-keras's since TF 2.11) has
     a `weight_decay` argument that does that, fused into the update.
 
     ## Example
@@ -80,7 +83,7 @@ class L2InForward(Rule):
     finding names these numbers when it can fold λ.
 
     ## References
-    TPU_FACTS 17, 23; Habana Gaudi TensorFlow optimization guide; Loshchilov & Hutter,
+    docs/facts.md#17, #23; Habana Gaudi TensorFlow optimization guide; Loshchilov & Hutter,
     "Decoupled Weight Decay Regularization" (AdamW).
     """
 

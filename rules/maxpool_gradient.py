@@ -2,9 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Rule
-from ..symbols import MAX_POOLING
-from ..types import Severity
+from kerasfit.ruleapi import MAX_POOLING, Invalid, Rule, Severity, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
@@ -23,7 +21,7 @@ class MaxpoolGradient(Rule):
     ## Why is this slow on the accelerator
     The gradient of max pooling is a select-and-scatter (routing each gradient to the
     argmax of its window), which the Cloud TPU guide notes can be slower than average
-    pooling's plain strided broadcast (TPU_FACTS 16). Inference is unaffected.
+    pooling's plain strided broadcast (docs/facts.md#16). Inference is unaffected.
 
     ## Example
     ```python
@@ -39,7 +37,7 @@ class MaxpoolGradient(Rule):
     No automatic fix: a different pooling changes what the model learns.
 
     ## References
-    TPU_FACTS 16; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#16; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF901"
@@ -87,8 +85,6 @@ class MaxpoolGradient(Rule):
                     break
                 raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
                 if raw is not None and raw.split(".")[0] == "tensorflow":
-                    from ..symbols import canonical
-
                     if canonical(raw) in _TRAIN_NAMES:
                         self._trains = True
                         break

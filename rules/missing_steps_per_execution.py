@@ -2,11 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Replace, Rule
-from ..types import Applicability
+from kerasfit.ruleapi import Applicability, Invalid, Replace, Rule, get_arg, insert_keyword
 
-from ._pipeline import insert_keyword
 
 _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
 # What Keras's compile takes: a call with none of these is not a Keras compile.
@@ -26,7 +23,7 @@ class MissingStepsPerExecution(Rule):
     Python between steps; the host overhead and the device idling between launches
     dominate small and medium models. `steps_per_execution=N` runs N steps per launch
     inside one compiled loop — the Keras TPU guide's first recommendation
-    (TPU_FACTS 24).
+    (docs/facts.md#24).
 
     ## Example
     ```python
@@ -47,7 +44,7 @@ class MissingStepsPerExecution(Rule):
     an epoch shorter than 32 steps runs as one execution.
 
     ## References
-    TPU_FACTS 24; Keras "Training on TPU" guide; `Model.compile` reference.
+    docs/facts.md#24; Keras "Training on TPU" guide; `Model.compile` reference.
     """
 
     code = "KF204"

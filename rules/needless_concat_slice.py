@@ -2,12 +2,23 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Remove, Replace, Rule
-from ..symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS
-from ..types import Applicability, Severity
-
-from ._flow import label, layer_constructor, self_attr, value_of, walk
+from kerasfit.ruleapi import (
+    Applicability,
+    CONCAT_CALLS,
+    Invalid,
+    MODEL_BASES,
+    Remove,
+    Replace,
+    Rule,
+    SPLIT_CALLS,
+    Severity,
+    get_arg,
+    label,
+    layer_constructor,
+    self_attr,
+    value_of,
+    walk,
+)
 
 # Methods of Keras classes whose arguments are tensors.
 _TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}
@@ -54,10 +65,10 @@ class NeedlessConcatSlice(Rule):
     and `axis=-1` for split/unstack.
 
     ## Why is this slow on the accelerator
-    The TPU keeps the feature dim padded to 128 lanes (TPU_FACTS 1, 7); the Cloud
+    The TPU keeps the feature dim padded to 128 lanes (docs/facts.md#1, #7); the Cloud
     TPU guide calls concatenation, slicing and strided slicing inside a padded
     dimension expensive — they become relayout copies — while slicing a dim without
-    padding is cheap (TPU_FACTS 11). A concat that is split right back, or a concat
+    padding is cheap (docs/facts.md#11). A concat that is split right back, or a concat
     of one tensor, copies data for nothing.
 
     ## Example
@@ -83,7 +94,7 @@ class NeedlessConcatSlice(Rule):
     parts depends on their sizes, and replacing a slice means changing the model.
 
     ## References
-    TPU_FACTS 1, 7, 11; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#1, #7, #11; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF105"
@@ -91,7 +102,7 @@ class NeedlessConcatSlice(Rule):
     message = "Needless concat, or slice of the padded feature dim"
     fix_title = "Use the tensor itself"
     fix_safety = Applicability.SAFE
-    # Lane padding of the feature dim is the TPU's layout (TPU_FACTS 7, 11).
+    # Lane padding of the feature dim is the TPU's layout (docs/facts.md#7, #11).
     targets = frozenset({"tpu"})
 
     VALID = (
@@ -266,7 +277,7 @@ class NeedlessConcatSlice(Rule):
             self.report(
                 node,
                 f"`{label(name)}` along the last (feature) axis: the TPU pads that dim to 128 lanes, "
-                "so each piece is a relayout copy (TPU_FACTS 11); produce the pieces separately where you can",
+                "so each piece is a relayout copy (docs/facts.md#11); produce the pieces separately where you can",
                 severity=Severity.INFO,
             )
 
@@ -355,7 +366,7 @@ class NeedlessConcatSlice(Rule):
         self.report(
             node,
             "slice of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
-            "relayout copy (TPU_FACTS 11); produce the parts with separate layers/heads where you can",
+            "relayout copy (docs/facts.md#11); produce the parts with separate layers/heads where you can",
             severity=Severity.INFO,
         )
 

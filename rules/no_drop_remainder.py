@@ -2,11 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..types import Applicability
-
-from ._pipeline import feeds_evaluation, insert_keyword, is_tf_data_chain
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
+    Rule,
+    feeds_evaluation,
+    get_arg,
+    insert_keyword,
+    is_tf_data_chain,
+)
 
 # method -> positional index of drop_remainder
 _BATCH_METHODS = {"batch": 1, "padded_batch": 3}
@@ -37,7 +41,7 @@ class NoDropRemainder(Rule):
     Without `drop_remainder=True` the batch dimension is unknown (`None`): the last,
     partial batch has another shape, so XLA compiles the training step again for it
     (and TPUEstimator / older TPUStrategy refuse dynamic shapes outright). TPUs want
-    static shapes (TPU_FACTS 24).
+    static shapes (docs/facts.md#24).
 
     ## Example
     ```python
@@ -53,7 +57,7 @@ class NoDropRemainder(Rule):
     Unsafe: each epoch drops up to `batch_size - 1` training examples.
 
     ## References
-    TPU_FACTS 24; Cloud TPU performance guide and Keras TPU guide ("static shapes").
+    docs/facts.md#24; Cloud TPU performance guide and Keras TPU guide ("static shapes").
     """
 
     code = "KF201"

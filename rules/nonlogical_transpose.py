@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
+from kerasfit.ruleapi import (
+    CHANNELS_FIRST_VALUES,
+    Invalid,
+    MATMUL_CALLS,
+    RESHAPE_CALLS,
+    Rule,
+    TRANSPOSE_CALLS,
+    get_arg,
+)
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
 # (dim_labels), so swapping them around one is folded into the conv.
@@ -50,9 +56,9 @@ class NonlogicalTranspose(Rule):
     ## Why is this slow on the accelerator
     A TPU tiles the two most minor dims of every array (8×128); a transpose that moves
     the minor dim rewrites every tile — a copy through HBM, not a metadata change
-    (TPU_FACTS 4, 7). Gaudi's guide says the same of transposes that move the
-    fastest-changing dim, and prefers NHWC (TPU_FACTS 17); NVIDIA tensor cores want
-    channels last (TPU_FACTS 18). A model written channels-first wraps every conv in
+    (docs/facts.md#4, #7). Gaudi's guide says the same of transposes that move the
+    fastest-changing dim, and prefers NHWC (docs/facts.md#17); NVIDIA tensor cores want
+    channels last (docs/facts.md#18). A model written channels-first wraps every conv in
     such transposes.
 
     ## Example
@@ -70,7 +76,7 @@ class NonlogicalTranspose(Rule):
     No automatic fix: changing the layout changes the shapes every later op sees.
 
     ## References
-    TPU_FACTS 4, 7, 17, 18; Cloud TPU performance guide; Intel Gaudi TensorFlow
+    docs/facts.md#4, #7, #17, #18; Cloud TPU performance guide; Intel Gaudi TensorFlow
     optimization guide; NVIDIA Deep Learning Performance guide.
     """
 
@@ -82,7 +88,7 @@ class NonlogicalTranspose(Rule):
     VALID = (
         "import tensorflow as tf\ny = tf.transpose(x, [0, 2, 1, 3])\n",
         "import keras\ny = keras.ops.transpose(x, (1, 0, 2))\n",
-        # matmul operands: free on TPU (TPU_FACTS 4)
+        # matmul operands: free on TPU (docs/facts.md#4)
         "import tensorflow as tf\nlogits = tf.matmul(h, tf.transpose(w))\n",
         "import tensorflow as tf\n\n"
         "def attend(q, k):\n"

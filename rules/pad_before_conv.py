@@ -5,26 +5,29 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Remove, Replace, Rule
-from ..symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
-from ..types import Applicability, Severity
-
-from ._flow import (
+from kerasfit.ruleapi import (
+    Applicability,
+    CONV_LAYERS,
+    Invalid,
+    Remove,
+    Replace,
+    Rule,
+    Severity,
+    ZERO_PADDING_LAYERS,
     binds,
     class_attr_assignment_line,
     class_attr_assignments,
     class_attr_uses,
     current_statement,
+    get_arg,
     label,
     layer_constructor,
     name_loads,
     reaching_assignment,
     self_attr,
+    set_keyword,
     shape_of_variable,
 )
-from ._util import set_keyword
-
 
 @dataclass(frozen=True)
 class _ConvSpec:
@@ -99,8 +102,8 @@ class PadBeforeConv(Rule):
     forward pass only: the kernel-gradient convolution still reads the materialized,
     padded copy of the activations, an extra HBM round trip every step. It is not
     folded at all for a REFLECT pad, a non-zero constant or a pad on channels
-    (TPU_FACTS 19). Intel's Gaudi guide says the same: use the convolution's own
-    padding instead of `tf.pad` (TPU_FACTS 17).
+    (docs/facts.md#19). Intel's Gaudi guide says the same: use the convolution's own
+    padding instead of `tf.pad` (docs/facts.md#17).
 
     ## Example
     ```python
@@ -129,7 +132,7 @@ class PadBeforeConv(Rule):
     removed with it.
 
     ## References
-    TPU_FACTS 17, 19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
+    docs/facts.md#17, #19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
     """
 
     code = "KF103"
@@ -168,6 +171,13 @@ class PadBeforeConv(Rule):
             "            self.pad = keras.layers.Identity()\n            self.resize = keras.layers.Identity()\n\n"
             "    def call(self, x):\n        x = self.pad(x)\n        return self.resize(x)\n",
             message_contains="in one branch",
+        ),
+        # the fix leaves no use of ZeroPadding2D, so its import goes too (Dense was unused before: kept)
+        Invalid(
+            "from tensorflow.keras.layers import Conv2D, Dense, ZeroPadding2D\n\n"
+            "def block(x):\n    x = ZeroPadding2D(1)(x)\n    return Conv2D(64, 3)(x)\n",
+            expected_fix="from tensorflow.keras.layers import Conv2D, Dense\n\n"
+            "def block(x):\n    return Conv2D(64, 3, padding=\"same\")(x)\n",
         ),
         # the pad only when downsampling, and a padding that is one of two values
         Invalid(
@@ -313,7 +323,7 @@ class PadBeforeConv(Rule):
     def _factory_conv(self, layer) -> tuple[str, set[str]] | None:
         if layer is None:
             return None
-        from ..symbols import canonical
+        from kerasfit.ruleapi import canonical
 
         name = canonical(layer.name)
         spec = _SPECS.get(name)

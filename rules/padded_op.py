@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from ..rule import Invalid, Rule, Valid
-from ..types import Severity
+from kerasfit.ruleapi import Invalid, Rule, Severity, Valid
 
 
 class PaddedOp(Rule):
@@ -17,8 +16,8 @@ class PaddedOp(Rule):
     ## Why is this slow on the accelerator
     The TPU pads the feature dimensions of every convolution and matmul operand to 8
     or 128 (256 on v6e), in the forward pass and again, laid out differently, in the
-    input- and kernel-gradient passes (TPU_FACTS 1-3, 5, 8). The MXU does the padded
-    work; the fit printed is useful work / padded work (TPU_FACTS 6).
+    input- and kernel-gradient passes (docs/facts.md#1–3, #5, #8). The MXU does the padded
+    work; the fit printed is useful work / padded work (docs/facts.md#6).
 
     ## Example
     ```python
@@ -37,7 +36,7 @@ class PaddedOp(Rule):
     shape, the padded shape and the share of the step's FLOPs.
 
     ## References
-    TPU_FACTS 1-3, 5, 6, 8; Cloud TPU performance guide ("Tensor dimensions", op_profile).
+    docs/facts.md#1–3, #5, #6, #8; Cloud TPU performance guide ("Tensor dimensions", op_profile).
     """
 
     code = "KF301"

@@ -2,11 +2,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..rule import Invalid, Replace, Rule
-from ..symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
-from ..types import Applicability, Severity
-
-from ._pipeline import number
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
+    NEGATE_CALLS,
+    REDUCTIONS,
+    Replace,
+    Rule,
+    SCALE_CALLS,
+    Severity,
+    number,
+)
 
 # Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
 _INPUT_KWS = ("input_tensor", "x", "input")
@@ -36,7 +42,7 @@ class ReduceElementwise(Rule):
 
     ## Why is this slow on the accelerator
     XLA on TPU fuses elementwise ops into a reduction's input but not into its output
-    (TPU_FACTS 15): the scaling after the reduction is a separate fusion — another
+    (docs/facts.md#15): the scaling after the reduction is a separate fusion — another
     kernel launch and another pass over the reduced tensor in HBM. Moved inside, it is
     free. The Cloud TPU guide gives exactly `tf.multiply(tf.reduce_sum(x), y)` →
     `tf.reduce_sum(tf.multiply(x, y))`.
@@ -57,7 +63,7 @@ class ReduceElementwise(Rule):
     float16/bfloat16).
 
     ## References
-    TPU_FACTS 15; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#15; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF109"

@@ -2,9 +2,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Rule
-from ..symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
+from kerasfit.ruleapi import (
+    CONCAT_CALLS,
+    Invalid,
+    RESHAPE_CALLS,
+    Rule,
+    SPACE_DEPTH_OPS,
+    TRANSPOSE_CALLS,
+    get_arg,
+)
 
 _ADVICE = {
     "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",
@@ -39,7 +45,7 @@ class SpaceDepth(Rule):
     On a TPU the feature dimension is the minor, 128-lane tiled dimension and is padded
     to a multiple of 8 or 128; spatial and batch dims are laid out differently. These
     ops rewrite the tensor across that boundary, which is a full relayout copy through
-    HBM with padding on both sides (TPU_FACTS 7, 12, 13). The Cloud TPU guide lists all
+    HBM with padding on both sides (docs/facts.md#7, #12, #13). The Cloud TPU guide lists all
     four ops as expensive.
 
     ## Example
@@ -57,7 +63,7 @@ class SpaceDepth(Rule):
     No automatic fix: the replacement is a different layer with its own weights.
 
     ## References
-    TPU_FACTS 7, 12, 13; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#7, #12, #13; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF106"

@@ -2,10 +2,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
-from ..rule import Invalid, Rule, Valid
-
-from ._pipeline import feeds_evaluation, is_tf_data_chain, round_up
+from kerasfit.ruleapi import (
+    Invalid,
+    Rule,
+    Valid,
+    dotted_name,
+    feeds_evaluation,
+    get_arg,
+    is_tf_data_chain,
+    round_up,
+)
 
 # Names a file uses for its TPU core count (module constants or absl flags).
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")
@@ -28,11 +34,11 @@ class TinyBatch(Rule):
     `cores` is configured; evaluation datasets are skipped.
 
     ## Why is this slow on the accelerator
-    XLA picks convolution padding from the most common batch size (TPU_FACTS 1): with a
+    XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
     per-core batch below 64, forward convolutions pad the batch to 8 and the features to
     128, and kernel-gradient (weight-update) convolutions pad the batch to 128 — a
-    per-core batch of 16 leaves 7/8 of the MXU idle in every weight gradient (TPU_FACTS
-    6). At 64 or more, batch pads to 128 in the forward pass and to 8 in the kernel
+    per-core batch of 16 leaves 7/8 of the MXU idle in every weight gradient (docs/facts.md#6).
+    At 64 or more, batch pads to 128 in the forward pass and to 8 in the kernel
     gradient, so it should be a multiple of 8 (ideally of 128).
 
     ## Example
@@ -51,7 +57,7 @@ class TinyBatch(Rule):
     memory).
 
     ## References
-    TPU_FACTS 1, 6, 24; Cloud TPU performance guide ("batch size and feature size").
+    docs/facts.md#1, #6, #24; Cloud TPU performance guide ("batch size and feature size").
     """
 
     code = "KF203"

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from ..rule import Invalid, Rule, Valid
-from ..types import Severity
+from kerasfit.ruleapi import Invalid, Rule, Severity, Valid
 
 
 class TinyPerCoreBatch(Rule):
@@ -15,9 +14,9 @@ class TinyPerCoreBatch(Rule):
     ## Why is this slow on the accelerator
     XLA picks the padding layout of every convolution from the most common batch size
     in the module. Under 64, the kernel-gradient convolutions pad the batch to 128
-    (TPU_FACTS 1): a per-core batch of 16 uses 16/128 of the MXU in every weight
+    (docs/facts.md#1): a per-core batch of 16 uses 16/128 of the MXU in every weight
     update, whatever the channel counts. Per-replica batch = global batch / replicas
-    (TPU_FACTS 24).
+    (docs/facts.md#24).
 
     ## Example
     ```python
@@ -35,7 +34,7 @@ class TinyPerCoreBatch(Rule):
     scale with it). The message gives the measured padded shape and fit.
 
     ## References
-    TPU_FACTS 1, 6, 24; Cloud TPU performance guide ("Batch size").
+    docs/facts.md#1, #6, #24; Cloud TPU performance guide ("Batch size").
     """
 
     code = "KF302"

@@ -4,15 +4,19 @@ import re
 
 import libcst as cst
 
-from ..context import get_arg
-from ..rule import Invalid, Replace, Rule
-from ..symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
-from ..types import Applicability
+from kerasfit.ruleapi import (
+    Applicability,
+    BATCHNORM_LAYERS,
+    Invalid,
+    Replace,
+    Rule,
+    SPATIAL_OUTPUT_RANK,
+    get_arg,
+    remove_arg,
+    value_of,
+)
 
-from ._flow import value_of
-from ._util import remove_arg
-
-# tf-keras refuses fused=True together with these (TPU_FACTS 21).
+# tf-keras refuses fused=True together with these (docs/facts.md#21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
 # `tf.nn.batch_normalization` is also the textbook helper for other normalizations,
 # which the fused batch-norm kernel cannot compute.
@@ -34,7 +38,7 @@ class UnfusedBatchnorm(Rule):
     ## Why is this slow on the accelerator
     The unfused form is a chain of separate mean, variance, subtract, multiply and
     add ops, each a pass over the activations in HBM; the fused op does it in one
-    (TPU_FACTS 10). The Cloud TPU performance guide names the fused variant as the one
+    (docs/facts.md#10). The Cloud TPU performance guide names the fused variant as the one
     to use.
 
     ## Example
@@ -65,7 +69,7 @@ class UnfusedBatchnorm(Rule):
     outputs differ.
 
     ## References
-    TPU_FACTS 10, 21; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#10, #21; Cloud TPU performance guide, "TensorFlow ops".
     """
 
     code = "KF101"

@@ -1,18 +1,35 @@
 #!/usr/bin/env python3
-"""Regenerate the rule table in README.md from the rules themselves.
+"""Regenerate README.md's generated parts: the rule table (from the rules themselves)
+and the sample output (the real output of `kerasfit check examples/model.py`).
 
-`python scripts/gen_readme.py` rewrites the table; `--check` exits 1 when it is stale.
+`python scripts/gen_readme.py` rewrites them; `--check` exits 1 when either is stale.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
 from kerasfit.registry import all_rules
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
 START, END = "<!-- rules-table:start -->", "<!-- rules-table:end -->"
+EXAMPLE_START, EXAMPLE_END = "<!-- example-output:start -->", "<!-- example-output:end -->"
+EXAMPLE_COMMAND = ["check", "examples/model.py"]
+
+
+def example_output() -> str:
+    """What a user sees running the README's first command, from the repository root."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
+    env.update(NO_COLOR="1", KERASFIT_NO_PARALLEL="1")
+    proc = subprocess.run(
+        [sys.executable, "-m", "kerasfit", *EXAMPLE_COMMAND, "--no-cache"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    return proc.stdout
 
 
 def table() -> str:
@@ -26,10 +43,19 @@ def table() -> str:
     return "\n".join(rows)
 
 
+def _between(text: str, start: str, end: str, body: str) -> str:
+    head, _, rest = text.partition(start)
+    _, _, tail = rest.partition(end)
+    return f"{head}{start}\n{body}\n{end}{tail}"
+
+
+def example_block(output: str) -> str:
+    return f"```\n$ kerasfit {' '.join(EXAMPLE_COMMAND)}\n{output.rstrip()}\n```"
+
+
 def render(text: str) -> str:
-    head, _, rest = text.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{table()}\n{END}{tail}"
+    text = _between(text, START, END, table())
+    return _between(text, EXAMPLE_START, EXAMPLE_END, example_block(example_output()))
 
 
 def main() -> int:
@@ -37,7 +63,7 @@ def main() -> int:
     new = render(text)
     if "--check" in sys.argv:
         if new != text:
-            print("README.md rule table is stale: run python scripts/gen_readme.py")
+            print("README.md's rule table or sample output is stale: run python scripts/gen_readme.py")
             return 1
         return 0
     README.write_text(new, encoding="utf-8")

@@ -8,8 +8,17 @@ PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 # shellcheck disable=SC1091
 . .venv/bin/activate
-python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[dev,build,lsp]"
+# Install only when this venv was not yet installed from this very pyproject.toml (a
+# stamp holds its hash): a re-run skips ~30 s of pip; a fresh machine, or a changed
+# pyproject, still gets everything. KERASFIT_REINSTALL=1 forces it.
+extras="dev,build,lsp"
+stamp=.venv/.kerasfit-installed
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) [$extras]"
+if [ "${KERASFIT_REINSTALL:-}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    python -m pip install -q --upgrade pip
+    python -m pip install -q -e ".[$extras]"
+    echo "$want" > "$stamp"
+fi
 
 # Neovim drives the real-editor LSP test (Debian's package).
 if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -54,16 +54,22 @@ def test_default_path_is_current_directory_and_findings_sorted(project):
     assert paths == sorted(paths) and set(paths) == {"model.py", "pkg/a.py"}
 
 
-def test_missing_path_is_usage_error(project):
+def test_missing_path_is_reported_and_exits_1(project):
+    # ruff's behaviour: a path that does not exist is a finding-like error, not a usage error
     r = run("check", "nope.py", cwd=project)
-    assert r.returncode == 2
-    assert_one_line_error(r.stderr, "nope.py")
+    assert r.returncode == 1, r
+    assert "error: nope.py: no such file or directory" in r.stdout
+    assert "could not be fully checked" in r.stdout
+    j = run("check", "nope.py", "--output-format", "json", cwd=project)
+    assert j.returncode == 1 and j.json() == [] and "nope.py: no such file or directory" in j.stderr
 
 
 def test_missing_path_does_not_hide_the_other_paths(project):
+    r = run("check", "nope.py", "clean.py", cwd=project)
+    assert r.returncode == 1  # clean.py is clean, but nope.py could not be checked
+    assert "nope.py: no such file or directory" in r.stdout
     r = run("check", "nope.py", "model.py", cwd=project)
-    assert r.returncode == 2
-    assert "nope.py" in r.stderr
+    assert r.returncode == 1
     assert len(finding_lines(r.stdout)) == 2  # model.py was still checked
 
 

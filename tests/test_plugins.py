@@ -1,20 +1,25 @@
-"""A third-party rule pack registers through the `kerasfit.rules` entry-point group."""
+"""Third-party rule packs: registered through the `kerasfit.rules` entry-point group,
+under their own code prefix (the entry point's name, as flake8 plugins do), written
+against the public `kerasfit.ruleapi`, and tested with `kerasfit.testing.pack_tests`."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from kfhelpers import ROOT
+
 PACK = '''
 import libcst as cst
 
-from kerasfit.rule import Invalid, Rule
+from kerasfit.ruleapi import Invalid, Replace, Rule, set_keyword
 
 
-class NamedScopeDense(Rule):
+class UnnamedDense(Rule):
     """
     ## What it does
     Flags a team convention: `Dense` layers built without a `name=`.
@@ -29,38 +34,45 @@ class NamedScopeDense(Rule):
 
     ## Use instead
     ```python
-    layers.Dense(128, name="proj")
+    layers.Dense(128, name="dense")
     ```
 
     ## Fix safety
-    No fix.
+    Safe: a name changes no math.
 
     ## References
     The team style guide.
     """
 
-    code = "KF950"
+    code = "CODE_HERE"
     name = "unnamed-dense"
     message = "Dense layer without a name"
+    fix_title = "Name the layer"
     VALID = ("import keras\\nkeras.layers.Dense(8, name='x')\\n",)
-    INVALID = (Invalid("import keras\\nkeras.layers.Dense(8)\\n"),)
+    INVALID = (
+        Invalid("import keras\\nkeras.layers.Dense(8)\\n", expected_fix=EXPECTED),
+    )
 
     def visit_Call(self, node: cst.Call) -> None:
         if self.ctx.call_name(node) == "keras.layers.Dense" and not any(
             a.keyword is not None and a.keyword.value == "name" for a in node.args
         ):
-            self.report(node)
+            named = set_keyword(node, "name", cst.SimpleString('"dense"'))
+            self.report(node, fix=self.make_fix(Replace(node, named)))
 '''
+GOOD_FIX = repr('import keras\nkeras.layers.Dense(8, name="dense")\n')
 
 
-def _install_pack(site: Path) -> None:
+def _install_pack(site: Path, code: str = "TEAM101", entry: str = "TEAM", expected: str = GOOD_FIX) -> None:
     (site / "kfpack_rules").mkdir(parents=True)
     (site / "kfpack_rules" / "__init__.py").write_text("")
-    (site / "kfpack_rules" / "unnamed_dense.py").write_text(PACK)
+    (site / "kfpack_rules" / "unnamed_dense.py").write_text(
+        PACK.replace("CODE_HERE", code).replace("EXPECTED", expected)
+    )
     dist = site / "kfpack-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kfpack\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[kerasfit.rules]\nteam = kfpack_rules\n")
+    (dist / "entry_points.txt").write_text(f"[kerasfit.rules]\n{entry} = kfpack_rules\n")
 
 
 def _run(args, cwd: Path, site: Path) -> subprocess.CompletedProcess:
@@ -69,19 +81,107 @@ def _run(args, cwd: Path, site: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "kerasfit", *args], cwd=cwd, env=env, capture_output=True, text=True)
 
 
-def test_entry_point_pack_is_listed_and_runs(tmp_path: Path):
+def test_entry_point_pack_is_listed_and_runs_under_its_own_prefix(tmp_path: Path):
     site = tmp_path / "site"
     _install_pack(site)
     rules = json.loads(_run(["rules", "--output-format", "json"], tmp_path, site).stdout)
-    assert "KF950" in {r["code"] for r in rules}
+    team = next(r for r in rules if r["code"] == "TEAM101")
+    assert team["url"] is None  # a pack's rule has no page in kerasfit's docs
     (tmp_path / "model.py").write_text("import keras\nx = keras.layers.Dense(8)(inputs)\n")
     proc = _run(["check", "model.py", "--no-cache"], tmp_path, site)
     assert proc.returncode == 1
-    assert "model.py:2:5: KF950 Dense layer without a name" in proc.stdout
+    assert "model.py:2:5: TEAM101 [*] Dense layer without a name" in proc.stdout
+    quiet = _run(["check", "model.py", "--no-cache", "-q"], tmp_path, site)
+    assert quiet.stdout.startswith("model.py:2:5: TEAM101"), quiet.stdout
     explained = _run(["explain", "unnamed-dense"], tmp_path, site)
     assert explained.returncode == 0 and "team convention" in explained.stdout
 
 
+def test_pack_codes_are_selected_ignored_and_suppressed_by_their_prefix(tmp_path: Path):
+    site = tmp_path / "site"
+    _install_pack(site)
+    (tmp_path / "model.py").write_text(
+        "import tensorflow as tf\nimport keras\nx = keras.layers.Dense(8)(inputs)\n"
+        "bn = tf.compat.v1.layers.batch_normalization(x, fused=False)\n"
+    )
+    only = _run(["check", "model.py", "--no-cache", "--select", "TEAM"], tmp_path, site)
+    assert "TEAM101" in only.stdout and "KF101" not in only.stdout, only.stdout
+    ignored = _run(["check", "model.py", "--no-cache", "--ignore", "TEAM1"], tmp_path, site)
+    assert "TEAM101" not in ignored.stdout and "KF101" in ignored.stdout, ignored.stdout
+    (tmp_path / "quiet.py").write_text("import keras\nx = keras.layers.Dense(8)(inputs)  # noqa: TEAM101\n")
+    assert _run(["check", "quiet.py", "--no-cache"], tmp_path, site).returncode == 0
+    fixed = _run(["check", "model.py", "--no-cache", "--select", "TEAM", "--fix"], tmp_path, site)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert 'Dense(8, name="dense")' in (tmp_path / "model.py").read_text()
+
+
+def test_a_pack_code_outside_its_prefix_is_refused(tmp_path: Path):
+    site = tmp_path / "site"
+    _install_pack(site, code="KF950")
+    proc = _run(["rules"], tmp_path, site)
+    assert proc.returncode == 2
+    assert "KF950" in proc.stderr and "TEAMnnn" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_pack_prefix_may_not_collide_with_another(tmp_path: Path):
+    site = tmp_path / "site"
+    _install_pack(site, code="KFX101", entry="KFX")
+    proc = _run(["rules"], tmp_path, site)
+    assert proc.returncode == 2
+    assert "KFX" in proc.stderr and "collides" in proc.stderr and "KF" in proc.stderr
+
+
 def test_without_the_pack_the_rule_is_absent(tmp_path: Path):
     rules = json.loads(_run(["rules", "--output-format", "json"], tmp_path, tmp_path).stdout)
-    assert "KF950" not in {r["code"] for r in rules}
+    assert not [r for r in rules if not r["code"].startswith("KF")]
+
+
+PACK_TESTS = """
+from kerasfit.testing import pack_tests
+
+test_valid, test_invalid, test_metadata = pack_tests("kfpack_rules", prefix="TEAM")
+"""
+
+
+def _pytest_pack(tmp_path: Path, site: Path) -> subprocess.CompletedProcess:
+    (tmp_path / "test_pack.py").write_text(PACK_TESTS)
+    env = dict(os.environ, PYTHONPATH=str(site))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", "test_pack.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True,
+    )
+
+
+def test_kerasfit_testing_turns_a_packs_examples_into_pytest_tests(tmp_path: Path):
+    site = tmp_path / "site"
+    _install_pack(site)
+    proc = _pytest_pack(tmp_path, site)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout, proc.stdout
+
+
+def test_a_wrong_expected_fix_fails_the_generated_test(tmp_path: Path):
+    site = tmp_path / "site"
+    _install_pack(site, expected=repr("import keras\nkeras.layers.Dense(8)\n"))
+    proc = _pytest_pack(tmp_path, site)
+    assert proc.returncode == 1
+    assert "TEAM101-unnamed-dense-invalid-0" in proc.stdout and "fix mismatch" in proc.stdout, proc.stdout
+
+
+def test_built_in_rules_import_only_the_public_rule_api():
+    for f in sorted((ROOT / "rules").glob("*.py")):
+        tree = ast.parse(f.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{f.name}: relative import of {node.module}"
+                if (node.module or "").startswith("kerasfit"):
+                    assert node.module == "kerasfit.ruleapi", f"{f.name} imports {node.module}"
+                    assert not any(a.name.startswith("_") for a in node.names), f.name
+    assert not list((ROOT / "rules").glob("_*.py")) or [p.name for p in (ROOT / "rules").glob("_*.py")] == ["__init__.py"]
+
+
+def test_the_rule_api_exports_what_it_lists():
+    import kerasfit.ruleapi as api
+
+    assert api.__all__ and all(hasattr(api, n) for n in api.__all__)
+    assert {"Rule", "Invalid", "Valid", "Replace", "Remove", "get_arg", "layer_constructor", "set_keyword"} <= set(api.__all__)

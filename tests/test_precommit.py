@@ -99,3 +99,31 @@ def test_hooks_check_fails_fix_fixes_second_run_passes(tmp_path, hooks_repo, env
     assert _status(out2, "kerasfit") == "Passed", out2
     assert _status(out2, "kerasfit (fix)") == "Passed", out2
     assert (project / "model.py").read_text() == GOOD
+
+
+# A classifier whose only finding is the output head's width (KF102 at info severity):
+# the task fixes that width, so neither hook may fail on it.
+OUTPUT_HEAD_ONLY = """import tensorflow as tf
+
+
+def build_model():
+    inputs = tf.keras.Input((32,))
+    x = tf.keras.layers.Dense(64, activation="relu")(inputs)
+    outputs = tf.keras.layers.Dense(10, activation="softmax")(x)
+    return tf.keras.Model(inputs, outputs)
+"""
+
+
+def test_an_info_finding_alone_does_not_fail_the_hooks(tmp_path, hooks_repo, env):
+    project = tmp_path / "classifier"
+    project.mkdir()
+    (project / "model.py").write_text(OUTPUT_HEAD_ONLY)
+    _git("init", "-q", cwd=project, env=env)
+    _git("add", "-A", cwd=project, env=env)
+
+    proc = _try_repo(hooks_repo, project, env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert _status(out, "kerasfit") == "Passed", out
+    assert _status(out, "kerasfit (fix)") == "Passed", out
+    assert (project / "model.py").read_text() == OUTPUT_HEAD_ONLY

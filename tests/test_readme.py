@@ -36,3 +36,46 @@ def test_bundled_example_has_findings(kerasfit_cmd, tmp_path):
     assert proc.returncode == 1, proc.stderr
     codes = set(re.findall(r": (KF\d{3})", proc.stdout))
     assert {"KF101", "KF102"} <= codes
+
+
+def test_readme_sample_output_is_the_real_output_of_the_bundled_example():
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import gen_readme
+    finally:
+        sys.path.pop(0)
+    real = gen_readme.example_block(gen_readme.example_output())
+    assert "examples/model.py:" in real and "Found " in real
+    text = README.read_text()
+    shown = text.split(gen_readme.EXAMPLE_START, 1)[1].split(gen_readme.EXAMPLE_END, 1)[0].strip()
+    assert shown == real, "run python scripts/gen_readme.py"
+    # the count in the summary is the number of lines shown
+    lines = [line for line in shown.splitlines() if line.startswith("examples/model.py:")]
+    assert f"Found {len(lines)} finding(s)." in shown
+
+
+def test_readme_precommit_snippet_names_real_hooks_and_a_rev_that_can_exist():
+    import yaml
+
+    block = re.search(r"```yaml\n(repos:.*?)```", README.read_text(), re.S)
+    assert block, "no pre-commit snippet"
+    (repo,) = yaml.safe_load(block.group(1))["repos"]
+    hooks = {h["id"] for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert {h["id"] for h in repo["hooks"]} == hooks
+    rev = str(repo["rev"])
+    tags = subprocess.run(["git", "tag"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    # pre-commit needs a tag that exists or a commit SHA; kerasfit has no tags yet
+    assert rev in tags or re.fullmatch(r"[0-9a-f]{40}", rev), rev
+    if rev not in tags:  # a commit of kerasfit's own history
+        git = subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True)
+        assert git.returncode == 0, f"README's rev {rev} is not a kerasfit commit"
+    assert "autoupdate --bleeding-edge" in README.read_text()
+
+
+def test_license_file_is_the_one_pyproject_declares():
+    import tomllib
+
+    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["license"] == "Apache-2.0"
+    text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in text and "Version 2.0, January 2004" in text
+    assert "END OF TERMS AND CONDITIONS" in text  # the full text, not a pointer to it

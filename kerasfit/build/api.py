@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 CACHE_SCHEMA = 2
-# TF1 graph code needs tf-keras behind tf.compat.v1.layers (TPU_FACTS 22).
+# TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
     r"disable_eager_execution|disable_v2_behavior|TF_USE_LEGACY_KERAS"
@@ -320,7 +320,7 @@ def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: in
     found = [m for m in report.mem_rows if m.kind == "transpose" and _at(m.source, filename, row, end_row)]
     if not found:
         return {"status": "refuted", "detail": "no transpose from this line is left in the traced "
-                                               "step (XLA folded it or it is free, TPU_FACTS 4)"}
+                                               "step (XLA folded it or it is free, docs/facts.md#4)"}
     worst = max(found, key=lambda m: m.time)
     return {"status": "confirmed", "shape": worst.shape, "padded_shape": worst.padded_shape,
             "fit": None, "layer": worst.layer, "wasted_time": sum(m.time for m in found),
@@ -329,7 +329,7 @@ def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: in
 
 def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: int,
                  end_row: int) -> dict[str, Any] | None:
-    """KF103: a zero spatial pad that feeds a convolution (TPU_FACTS 19)."""
+    """KF103: a zero spatial pad that feeds a convolution (docs/facts.md#19)."""
     conv_names = {op.name for op in ops}
     by_name = {op.name: op for op in report.ops}
     for pad in report.pads:
@@ -347,7 +347,7 @@ def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: i
                 "shape": shape, "padded_shape": padded, "fit": ref.fit if ref else None,
                 "layer": pad.get("layer"),
                 "detail": "XLA folds a zero pad into the forward conv's window only; the "
-                          "kernel-gradient conv reads the padded tensor (TPU_FACTS 19)"}
+                          "kernel-gradient conv reads the padded tensor (docs/facts.md#19)"}
     return None
 
 
@@ -485,7 +485,7 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
                f"{share:.1%} of step FLOPs")
         out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
-    # KF302: a per-core batch under 64 flips the layout (TPU_FACTS 1, 24).
+    # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
     has_kf203 = any(static.get(d.code) == "per-core-batch" and _same_file(d.filename, filename)
                     for d in diagnostics)
     if tiny and not has_kf203 and tiny_code is not None:

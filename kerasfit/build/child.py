@@ -780,7 +780,7 @@ def run(opts) -> dict[str, Any]:
     try:
         import tensorflow as tf
     except ImportError as exc:
-        raise ChildError(f"TensorFlow is not installed ({exc}); install kerasfit[build]") from None
+        raise ChildError(f"TensorFlow is not installed ({exc}); pip install \"kerasfit[build]\"") from None
     import keras
 
     tf.get_logger().setLevel("ERROR")

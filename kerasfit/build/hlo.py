@@ -1,10 +1,10 @@
 """Read XLA HLO text: every live ``convolution`` and ``dot``, and the ``pad`` ops feeding them.
 
-Pure Python on purpose: the child process produces the text (TPU_FACTS 20, the
+Pure Python on purpose: the child process produces the text (docs/facts.md#20, the
 pre-optimization ``stage="hlo"`` module), this module turns it into plain records,
 and the tests exercise it on captured text without TensorFlow.
 
-Every contraction is described in the MXU's terms (TPU_FACTS 5: matmuls are lowered
+Every contraction is described in the MXU's terms (docs/facts.md#5: matmuls are lowered
 to convolutions): ``m`` rows that stream through (the conv's output batch, a dot's
 non-contracted lhs dims), ``k`` the contracted dim, ``n`` the produced features. Which
 of those is the training batch depends on the pass, decided by :func:`classify_pass`.
@@ -324,7 +324,7 @@ class MemOp:
 
 
 # What the report counts as HBM traffic (pre-optimization HLO: before fusion, so an
-# elementwise op's bytes are an upper bound — TPU_FACTS 5 fuses many into their conv).
+# elementwise op's bytes are an upper bound — docs/facts.md#5 fuses many into their conv).
 MOVES = frozenset({"pad", "transpose", "copy", "concatenate", "slice", "dynamic-slice",
                    "dynamic-update-slice", "reverse", "gather", "scatter"})
 ELEMENTWISE = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
@@ -337,7 +337,7 @@ def memory_ops(text: str, elementwise: bool = False) -> list[MemOp]:
     """Live data-moving ops of the entry computation with their unpadded bytes.
 
     Elementwise ops only when asked: before fusion their bytes are an upper bound that
-    would drown everything else (TPU_FACTS 5 fuses them into their convolution).
+    would drown everything else (docs/facts.md#5 fuses them into their convolution).
     """
     comps, entry = parse_module(text)
     if not entry:

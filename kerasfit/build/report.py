@@ -173,7 +173,7 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
     cores = int(raw.get("cores") or 1)
     forced: list[Recommendation] = []
     found: list[Recommendation] = []
-    # TPU_FACTS 1 and 24: a per-core batch under 64 flips the layout and pads the
+    # docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
     # weight-update convolutions' batch to 128.
     if t.family == "tpu" and 0 < per_core < LARGE_BATCH:
         new = t.large
@@ -216,7 +216,7 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
 
 _SIXTEEN = ("bf16", "f16")
 _DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
-# Data movement with nothing computed: all of its time is waste (TPU_FACTS 4, 11, 19).
+# Data movement with nothing computed: all of its time is waste (docs/facts.md#4, #11, #19).
 _PURE_MOVES = {"pad": "pad materialized in HBM", "transpose": "transpose (a copy in HBM)",
                "copy": "copy (relayout)"}
 
@@ -304,11 +304,11 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         notes.append(f"--dtype bfloat16 was asked for, but the model's matmuls and convolutions are "
                      f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
     notes.append("kernels and results are modelled as padded like the activations they meet "
-                 "(TPU_FACTS 2-3: the compiler picks per producer/consumer)")
+                 "(docs/facts.md#2–3: the compiler picks per producer/consumer)")
     notes.append(f"times: roofline per op from {PEAKS[target].source}")
     if raw.get("elementwise_bytes"):
         notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "
-                     "them into their convolutions (TPU_FACTS 5); not counted in the step time")
+                     "them into their convolutions (docs/facts.md#5); not counted in the step time")
     return BuildReport(
         file=raw.get("file", ""), entry=raw.get("entry", ""), mode=raw.get("mode", ""),
         target=target, dtype=measured or dtype, global_batch=int(raw.get("global_batch") or 0),
@@ -370,7 +370,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
     )
     out.append(f"step fit {report.step_fit:.1%} (FLOP-weighted MXU fit of convolutions and matmuls)")
     out.append(
-        f"layout (TPU_FACTS 1, common batch {report.common_batch}): forward/input-gradient "
+        f"layout (docs/facts.md#1, common batch {report.common_batch}): forward/input-gradient "
         f"batch→{b} feature→{f}; kernel-gradient batch→{kb} feature→{kf}"
     )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")

@@ -1,24 +1,24 @@
 """Model how a TPU pads each convolution and matmul of a training step. Pure Python.
 
-The numbers are TPU_FACTS section A; the per-target multiples come from
+The numbers are docs/facts.md section A; the per-target multiples come from
 ``kerasfit.types.TARGETS`` (``small`` = 8, ``large`` = 128, 256 on v6e).
 
 The model, stated once:
 
 * Every op is a contraction over ``batch`` x ``in`` features -> ``out`` features, plus
-  spatial/window dims the MXU does not pad (TPU_FACTS 5: matmuls are lowered to
+  spatial/window dims the MXU does not pad (docs/facts.md#5: matmuls are lowered to
   convolutions). In the forward and input-gradient passes the streaming rows (HLO
   ``m``) are the batch and the contracted dim (``k``) is a feature; in the
   kernel-gradient pass the contraction runs over the batch, so ``k`` is the batch
   and ``m`` the input features.
-* The most common batch among the step's convolutions picks the layout (TPU_FACTS 1):
+* The most common batch among the step's convolutions picks the layout (docs/facts.md#1):
   >= 64 -> forward/input-gradient pad batch->128, features->8 and kernel-gradient pad
   batch->8, features->128; < 64 -> the other way round. Kernels and results follow
-  the activations they meet (TPU_FACTS 2-3 leave the choice to the compiler).
-* Op fit = useful work / padded work (TPU_FACTS 6); the step fit weights ops by FLOPs.
+  the activations they meet (docs/facts.md#2–3 leave the choice to the compiler).
+* Op fit = useful work / padded work (docs/facts.md#6); the step fit weights ops by FLOPs.
 * HBM: activations tile on their two minor dims, 8x128 for 32-bit types, two rows
   packed per word for 16-bit, 2x128 / 4x128 when the second-minor dim is 1-2 / 3-4
-  (TPU_FACTS 7). The minor (lane) dim is whichever of batch/feature pads to 128.
+  (docs/facts.md#7). The minor (lane) dim is whichever of batch/feature pads to 128.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from kerasfit.types import TARGETS, Target
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
 
-# TPU_FACTS 1: the batch size at which XLA swaps the 8/128 choice.
+# docs/facts.md#1: the batch size at which XLA swaps the 8/128 choice.
 LARGE_BATCH = 64
-# TPU_FACTS 7: HBM tiles are 8 sublanes x 128 lanes of 32-bit words on every TPU
+# docs/facts.md#7: HBM tiles are 8 sublanes x 128 lanes of 32-bit words on every TPU
 # generation (v6e's wider MXU does not change the memory tiling).
 SUBLANES = 8
 LANES = 128
@@ -74,7 +74,7 @@ def pad_to(n: int, multiple: int) -> int:
 
 
 def most_common_batch(batches: Iterable[int]) -> int | None:
-    """TPU_FACTS 1: the most common batch size; ties go to the larger one."""
+    """docs/facts.md#1: the most common batch size; ties go to the larger one."""
     counts = Counter(b for b in batches if b > 0)
     if not counts:
         return None
@@ -82,11 +82,11 @@ def most_common_batch(batches: Iterable[int]) -> int | None:
 
 
 def layout(pass_: str, common_batch: int | None, target: Target) -> tuple[int, int]:
-    """(batch multiple, feature multiple) of the activations in a pass (TPU_FACTS 1, 7, 8).
+    """(batch multiple, feature multiple) of the activations in a pass (docs/facts.md#1, #7, #8).
 
     The 8 x 128 tiling is the same on every TPU generation; v6e's 256-wide MXU only
     widens the feature dim that faces the MXU (the one padded to 128 elsewhere). A GPU or
-    Gaudi never pads the batch (TPU_FACTS 17-18); their feature rule is in
+    Gaudi never pads the batch (docs/facts.md#17–18); their feature rule is in
     :func:`feature_multiple`.
     """
     if target.family != "tpu":
@@ -99,7 +99,7 @@ def layout(pass_: str, common_batch: int | None, target: Target) -> tuple[int, i
 
 
 def feature_multiple(target: Target, sixteen_bit: bool) -> int:
-    """What a GPU or Gaudi pads channels/units to (TPU_FACTS 17, 18).
+    """What a GPU or Gaudi pads channels/units to (docs/facts.md#17, #18).
 
     XLA's GPU pass pads only fp16/bf16 convolutions for tensor cores; float32 is not
     padded. Gaudi's matrix engine wants dims divisible by 128 (bf16) / 64 (fp32).
@@ -236,7 +236,7 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
 
 
 def tiled_bytes(shape: list[int], second_minor: int, minor: int, itemsize: int) -> tuple[int, int]:
-    """(real, padded) bytes of an array tiled on the given two dims (TPU_FACTS 7)."""
+    """(real, padded) bytes of an array tiled on the given two dims (docs/facts.md#7)."""
     if not shape:
         return 0, 0
     real = math.prod(shape) * itemsize
@@ -304,7 +304,7 @@ def _batch_of(op: HloOp) -> int:
 def simulate(ops: list[HloOp], target: str | Target = "tpu-v5e", dtype: str = "float32") -> Simulation:
     t = TARGETS[target] if isinstance(target, str) else target
     convs = [op for op in ops if op.opcode == "convolution"]
-    # TPU_FACTS 1 counts convolutions; a conv-free model (TPU_FACTS 5) uses its matmuls.
+    # docs/facts.md#1 counts convolutions; a conv-free model (docs/facts.md#5) uses its matmuls.
     pool = convs or ops
     common = most_common_batch(_batch_of(op) for op in pool)
     sim = Simulation(target=t.name, common_batch=common)

@@ -220,8 +220,8 @@ def hover_markdown(
         extra = build_lines_for_diagnostic(d)
         if extra:
             text += "\n\n" + "\n".join(extra)
-        if d.code[2:3] != "0":  # KF0xx are the engine's own (syntax error, crashed rule): no page
-            text += f"\n\n[{d.code} documentation]({d.url})"
+        if d.url is not None:  # engine codes (KF0xx) and rule packs have no page
+            text += f"\n\nMore: `kerasfit explain {d.code}` ({d.url})"
         parts.append(text)
     rows = list(build_rows)
     if rows:

@@ -470,9 +470,10 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     src = linted.source
     if not fix.matches(src[1:] if src.startswith("\ufeff") else src):
         return None  # offsets that miss the text they were made for: offer no edit
-    if not fix.imports:
+    if not fix.imports and not fix.orphan_imports:
         return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
-    # A fix that needs an import: let the engine place it, then send the difference.
+    # A fix that adds or orphans an import: let the engine place / remove it, then send
+    # the difference (the same call the command line makes).
     from ..engine import add_imports, apply_fixes
 
     src = linted.source
@@ -481,7 +482,7 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     new, chosen = apply_fixes(body, [fix])
     if not chosen:
         return None
-    new = add_imports(new, set(fix.imports)) or new
+    new = add_imports(new, set(fix.imports), set(fix.orphan_imports)) or new
     edit = E.minimal_edit(src, ("\ufeff" if bom else "") + new)
     return [edit] if edit else None
 

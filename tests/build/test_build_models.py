@@ -297,7 +297,7 @@ def test_failures_become_one_line_naming_the_file(case, tmp_path):
 
 def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_path):
     """--dtype bfloat16 builds under mixed_bfloat16: the convolutions in the HLO are bf16,
-    and 16-bit activations pack two rows per word (TPU_FACTS 7), so HBM expansion differs."""
+    and 16-bit activations pack two rows per word (docs/facts.md#7), so HBM expansion differs."""
     hlo = tmp_path / "bf16.hlo"
     run_child(CNN, BuildOptions(batch_size=128, dtype="bfloat16", use_cache=False), dump_hlo=str(hlo))
     text = hlo.read_text()

@@ -1,4 +1,4 @@
-"""The padding simulator, table-driven from TPU_FACTS section A. No TensorFlow."""
+"""The padding simulator, table-driven from docs/facts.md section A. No TensorFlow."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def test_pad_to(n, multiple, padded):
     assert pad_to(n, multiple) == padded
 
 
-# TPU_FACTS 1: the most common conv batch picks 8 vs 128 per pass; v6e's MXU is 256
+# docs/facts.md#1: the most common conv batch picks 8 vs 128 per pass; v6e's MXU is 256
 # (fact 8); a GPU pads channels to 8 (fact 18).
 @pytest.mark.parametrize(
     "pass_, common, target, expected",
@@ -86,7 +86,7 @@ def test_most_common_batch(batches, expected):
     assert most_common_batch(batches) == expected
 
 
-# Per-op fit = useful / padded work (TPU_FACTS 6).
+# Per-op fit = useful / padded work (docs/facts.md#6).
 @pytest.mark.parametrize(
     "case, op, common, fit, batch, cin, cout",
     [
@@ -141,7 +141,7 @@ def test_common_batch_comes_from_convolutions_and_kernel_gradients_count_their_b
                 m=512, k=64, n=10, flops=2 * 512 * 64 * 10, pass_=FORWARD)
     # A matmul with another batch does not change the convolutions' vote.
     assert simulate(ops + [dot, dot, dot, dot]).common_batch == 16
-    # Without convolutions the matmuls decide (TPU_FACTS 5).
+    # Without convolutions the matmuls decide (docs/facts.md#5).
     assert simulate([dot]).common_batch == 512
 
 
@@ -270,7 +270,7 @@ def test_attention_backward_matmuls_keep_batch_dims_as_batch():
     assert not any(w.startswith("batch") for w in s.why)
 
 
-# TPU_FACTS 7: 8x128 tiles for 32-bit, two rows per word for 16-bit, small tiles.
+# docs/facts.md#7: 8x128 tiles for 32-bit, two rows per word for 16-bit, small tiles.
 @pytest.mark.parametrize(
     "shape, second, minor, itemsize, expansion",
     [

@@ -110,7 +110,7 @@ def test_hover_markdown_with_build_data():
     assert "1×30 → 8×128, fit 3%" in md
     assert "**Build report** (cached)" in md
     assert "(cached, tpu-v5e)" in E.hover_markdown([d], {}, ["- x"], "cached, tpu-v5e")
-    assert "https://kerasfit.dev/rules/unfused-batchnorm" in md
+    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in md
 
 
 def test_settings_from_client():

@@ -42,7 +42,7 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
     d = diags[0]
     assert d.source == "kerasfit"
     assert d.severity == types.DiagnosticSeverity.Warning
-    assert d.code_description.href == "https://kerasfit.dev/rules/unfused-batchnorm"
+    assert d.code_description is None  # the rule pages are in the repository, not on a web site
     # `bn = ` starts after `name = "😀"; ` — 13 characters, 14 UTF-16 code units.
     assert d.range.start == types.Position(line=1, character=BN.splitlines()[1].index("tf_keras") + 1)
     assert d.data["name"] == "unfused-batchnorm"
@@ -219,7 +219,7 @@ async def test_hover_on_flagged_line(client, tmp_path: Path):
     assert "**KF101** `unfused-batchnorm`" in text
     assert "Flags batch normalization that does not use the fused kernel" in text  # "What it does"
     assert "Why is this slow" not in text  # one paragraph, not the whole page
-    assert "https://kerasfit.dev/rules/unfused-batchnorm" in text
+    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in text
     assert hover.range.start.line == 3
     none = await client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=3))
@@ -293,3 +293,17 @@ async def test_unsafe_fixes_setting_extends_fix_all(client, tmp_path: Path):
     assert "Conv2D(32," in doc.text and "fused=True" in doc.text
     left = await doc.diagnostics(lambda ds: not {"KF101", "KF102"} & {d.code for d in ds})
     assert "KF104" in {d.code for d in left}  # display-only stays
+
+
+async def test_quickfix_removes_the_import_it_orphans_like_the_cli(client, tmp_path: Path):
+    src = "from keras.layers import Conv2D, ZeroPadding2D\nx = ZeroPadding2D(1)(x)\nx = Conv2D(8, 3)(x)\n"
+    doc = Doc(client, tmp_path / "pad.py", src)
+    (d,) = await doc.diagnostics(lambda ds: bool(ds))
+    assert d.code == "KF103"
+    actions = await doc.code_actions(d.range, diags=[d], only=[types.CodeActionKind.QuickFix])
+    doc.apply(actions[0].edit)
+    assert doc.text == 'from keras.layers import Conv2D\nx = Conv2D(8, 3, padding="same")(x)\n'
+    from kerasfit.api import check_source
+
+    assert check_source(src, tmp_path / "pad.py", fix=True).fixed_source == doc.text
+    await doc.diagnostics(lambda ds: not ds)

@@ -1,4 +1,4 @@
-"""Light data-flow helpers shared by KF102-KF105 (not a rule: the name starts with _).
+"""Light data-flow questions rules ask (public: built-in rules and packs import them through kerasfit.ruleapi).
 
 All of these are local and syntactic: "the assignment that reaches this use in the same
 block", "how often a name is read", "what ``self.attr`` was set to in the class". They
@@ -11,8 +11,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from ..context import FileContext, get_arg
-from ..engine import iter_children
+from .context import FileContext, get_arg
+from .engine import iter_children
 
 Block = cst.IndentedBlock | cst.Module
 
@@ -126,9 +126,9 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
                 return None
     b = ctx.lookup(name)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
-        line = _line_of(ctx, b.node)
-        if line is not None:
-            return line, b.value
+        found = _line_of(ctx, b.node)
+        if found is not None:
+            return found, b.value
     return None
 
 

@@ -1,4 +1,4 @@
-"""Small helpers the built-in rules share (not rules themselves: the name starts with _)."""
+"""Call-argument edits rules build fixes from (public through kerasfit.ruleapi)."""
 
 from __future__ import annotations
 

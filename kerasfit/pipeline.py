@@ -1,7 +1,6 @@
-"""Helpers shared by the KF106-KF109 / KF2xx / KF901 pack (not a rule: the name starts with _).
-
-Input-pipeline questions (is this a tf.data chain, does it feed evaluation only) and a
-few expression shapes (a scalar constant, a layer application) several rules ask.
+"""Input-pipeline questions (is this a tf.data chain, does it feed evaluation only) and
+expression shapes (a scalar constant, a layer application) several rules ask; public
+through kerasfit.ruleapi.
 """
 
 from __future__ import annotations
@@ -10,7 +9,7 @@ import re
 
 import libcst as cst
 
-from ..context import UNKNOWN, FileContext, dotted_name, get_arg
+from .context import UNKNOWN, FileContext, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -43,7 +42,7 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
     if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-        from ..symbols import canonical
+        from .symbols import canonical
 
         if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
             return root
@@ -83,7 +82,7 @@ def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
         if isinstance(v, (cst.Name, cst.Attribute)):
             raw = ctx.raw_name_anywhere(v)
             if raw is not None and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-                from ..symbols import canonical
+                from .symbols import canonical
 
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
                     return True
@@ -212,7 +211,7 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
     argument spans lines."""
-    from ..rule import Replace
+    from .rule import Replace
 
     if not call.args:
         return Replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))

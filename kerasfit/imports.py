@@ -1,0 +1,79 @@
+"""Which imports a fix may leave unused (STYLE 12).
+
+A fix that removes or replaces code can orphan an import (KF103 deletes the only
+``ZeroPadding2D(...)`` call). The fix carries the imports its removed code used, next to
+the ones it needs added; ``engine.add_imports`` applies both after the fix's edits, and
+libcst's RemoveImportsVisitor drops a carried import only when nothing uses it any more.
+An import that was unused before the fix is never carried, so never removed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+import libcst as cst
+
+ImportSpec = tuple[str, "str | None", "str | None"]  # (module, obj or None, asname or None)
+
+
+def _dotted(expr: cst.BaseExpression) -> str:
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        return f"{_dotted(expr.value)}.{expr.attr.value}"
+    return ""
+
+
+def top_level_imports(module: cst.Module) -> dict[str, ImportSpec]:
+    """Bound name -> how to name its import to libcst's import visitors (module level only:
+    a function-local import is left alone)."""
+    out: dict[str, ImportSpec] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                if small.relative or small.module is None:
+                    continue  # relative imports: RemoveImportsVisitor cannot name them
+                mod = _dotted(small.module)
+                for alias in small.names:
+                    name = _dotted(alias.name)
+                    asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+                    out[asname or name] = (mod, name, asname)
+            elif isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = _dotted(alias.name)
+                    asname = alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
+                    out[asname or full.split(".")[0]] = (full, None, asname)
+    return out
+
+
+def _names(node: cst.CSTNode) -> Iterator[str]:
+    """Names read in ``node`` (never the ``.attr`` of an attribute, nor a keyword)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, cst.Name):
+            yield n.value
+        elif isinstance(n, cst.Attribute):
+            stack.append(n.value)
+        elif isinstance(n, cst.Arg):
+            stack.append(n.value)
+        else:
+            stack.extend(n.children)
+
+
+def may_orphan(module: cst.Module, removed: list[cst.CSTNode], added: list[cst.CSTNode | str]) -> tuple[ImportSpec, ...]:
+    """Imports used by the code a fix removes and not by the code it puts in its place."""
+    used = {name for node in removed for name in _names(node)}
+    if not used:
+        return ()
+    imports = top_level_imports(module)
+    used &= imports.keys()
+    for new in added:
+        if isinstance(new, str):
+            used -= set(re.findall(r"[A-Za-z_]\w*", new))
+        else:
+            used -= set(_names(new))
+    return tuple(sorted(imports[n] for n in used))

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Write docs/rules/<CODE>.md for every built-in rule from the rule class itself (the
+same text `kerasfit explain CODE` prints), and docs/rules/README.md as their index.
+
+`python scripts/gen_docs.py` rewrites them; `--check` exits 1 when any is stale, missing
+or left over from a rule that no longer exists.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from kerasfit.registry import BUILTIN_PACK, all_rules
+from kerasfit.types import rule_page
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def pages() -> dict[Path, str]:
+    out: dict[Path, str] = {}
+    index = ["# kerasfit rules", "", "One page per built-in rule, generated from the rule class by",
+             "`scripts/gen_docs.py` (the same text `kerasfit explain CODE` prints). The facts the",
+             "rules cite as `docs/facts.md#N` are in [../facts.md](../facts.md).", ""]
+    for code, rule in all_rules().items():
+        page = rule_page(code)
+        if page is None or not rule.__module__.startswith(BUILTIN_PACK + "."):
+            continue  # a third-party pack installed here documents itself
+        out[ROOT / page] = rule.page()
+        index.append(f"- [{code}]({Path(page).name}) `{rule.name}`: {rule.summary()}")
+    out[ROOT / "docs" / "rules" / "README.md"] = "\n".join(index) + "\n"
+    return out
+
+
+def main() -> int:
+    want = pages()
+    have = set((ROOT / "docs" / "rules").glob("*.md"))
+    stale = sorted(str(p.relative_to(ROOT)) for p, text in want.items() if not p.is_file() or p.read_text(encoding="utf-8") != text)
+    extra = sorted(str(p.relative_to(ROOT)) for p in have - set(want))
+    if "--check" in sys.argv:
+        if stale or extra:
+            print(f"rule pages out of date: {', '.join(stale + extra)}; run python scripts/gen_docs.py")
+            return 1
+        return 0
+    for p, text in want.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    for p in have - set(want):
+        p.unlink()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
