@@ -393,7 +393,11 @@ class NeedlessConcatSlice(Rule):
                 # loss and box helpers: the sliced value is (or is sliced/combined
                 # from, or into) a tensor a TF op computes with; else a helper that
                 # only model code calls
-                return ctx.tensor_names(anc).holds_tensor(expr) or ctx.function_role(anc) == "model"
+                if ctx.tensor_names(anc).holds_tensor(expr):
+                    return True
+                # the file-wide roles only matter for a helper this file calls
+                called = ctx.source.count(f"{anc.name.value}(") > 1
+                return called and ctx.function_role(anc) == "model"
         return False
 
     @staticmethod
