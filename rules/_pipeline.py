@@ -228,11 +228,26 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
             for b in ctx.stack
             if isinstance(b, cst.IndentedBlock)
         )
+        nl = ctx.module.default_newline
         arg_indent = (block if before.indent else "") + before.last_line.value
-        closing = comma.whitespace_after
-        close_indent = (block if closing.indent else "") + closing.last_line.value
-        return Replace(comma, f",\n{arg_indent}{keyword}={value},\n{close_indent}")
+        after = comma.whitespace_after
+        # The new line goes right after the comma's own line, which keeps a comment
+        # there (`loss="mse",  # tuned`) and the lines before the closing paren.
+        rest = "".join(_empty_line(e, block, nl) for e in after.empty_lines)
+        rest += (block if after.indent else "") + after.last_line.value
+        return Replace(
+            comma,
+            f"{comma.whitespace_before.value},{_trailing(after.first_line, nl)}{arg_indent}{keyword}={value},{nl}{rest}",
+        )
     text = ctx.module.code_for_node(last.value)
     if "\n" in text:
         return None
     return Replace(last.value, f"{text}, {keyword}={value}")
+
+
+def _trailing(tw: cst.TrailingWhitespace, nl: str) -> str:
+    return tw.whitespace.value + (tw.comment.value if tw.comment else "") + (tw.newline.value or nl)
+
+
+def _empty_line(line: cst.EmptyLine, block: str, nl: str) -> str:
+    return (block if line.indent else "") + line.whitespace.value + (line.comment.value if line.comment else "") + (line.newline.value or nl)

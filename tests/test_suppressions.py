@@ -10,7 +10,7 @@ from kerasfit.engine import LintSettings, fix_source, lint_source
 from kerasfit.registry import all_rules
 
 HEAD = "import tf_keras as keras\n"
-CALL = "bn = keras.layers.BatchNormalization(fused=False)"
+CALL = "bn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))"
 
 
 @pytest.fixture(scope="module")

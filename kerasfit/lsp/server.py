@@ -35,6 +35,8 @@ from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
 from ..types import Applicability, Diagnostic, FileResult
 from . import edits as E
+from .framing import serve_stdio, serve_tcp
+from .guard import DEFAULT_LINT_TIMEOUT_MS, LintRunner, LintTimeout, notice
 
 log = logging.getLogger("kerasfit.lsp")
 
@@ -59,6 +61,7 @@ class Settings:
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     batch_size: int | None = None
     cores: int | None = None
+    lint_timeout_ms: int = DEFAULT_LINT_TIMEOUT_MS
 
     @classmethod
     def from_client(cls, raw: Any) -> Settings:
@@ -91,6 +94,7 @@ class Settings:
             debounce_ms=int(debounce) if isinstance(debounce, (int, float)) and debounce >= 0 else DEFAULT_DEBOUNCE_MS,
             batch_size=pos_int("batchsize"),
             cores=pos_int("cores"),
+            lint_timeout_ms=pos_int("linttimeoutms") or DEFAULT_LINT_TIMEOUT_MS,
         )
 
     def check_options(self) -> CheckOptions:
@@ -113,6 +117,7 @@ class Linted:
     source: str
     result: FileResult
     lsp: list[dict[str, Any]]  # lsp_diagnostic dicts, parallel to result.diagnostics
+    notice: str | None = None  # why the document was not (fully) checked
 
 
 class _Protocol(LanguageServerProtocol):
@@ -129,12 +134,12 @@ class _Protocol(LanguageServerProtocol):
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):
         server = self._server
+        server.exit_code = 0 if self._shutdown else 1  # the LSP exit status
         if not getattr(server, "tcp", False):
             return (yield from super().lsp_exit(*args))
         # Over TCP pygls would raise SystemExit inside the connection callback (a
         # traceback, and the listener stays up); stop the listener instead, and let
         # serve() exit with the LSP exit code.
-        server.exit_code = 0 if self._shutdown else 1
         if self.writer is not None:
             self.writer.close()
         server.shutdown()
@@ -146,13 +151,21 @@ class KerasfitServer(LanguageServer):
         self.settings = Settings()
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
+        self.lints = LintRunner()
         # per open document: re-parse only the top-level statements an edit touched
         self.parse_caches: dict[str, ParseCache] = {}
         self.reported_errors: set[str] = set()
         self.docs_cache: dict[str, str] = {}
         self.tcp = False
         self.exit_code = 0
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        return self.lints.executor
+
+    async def run_guarded(self, uri: str, fn, *args) -> Any:
+        """``fn(*args)`` on the lint thread, within the lint time budget."""
+        return await self.lints.run(uri, self.settings.lint_timeout_ms / 1000, fn, *args)
 
     # ---- linting ----------------------------------------------------------------------
 
@@ -171,10 +184,24 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
+    def use_workspace_index(self) -> None:
+        """One project index per workspace folder, kept across checks: other files are
+        read lazily when a check asks about them, and re-read when they change on disk."""
+        from ..analysis.index import ProjectIndex, use_index
+
+        root = self.workspace.root_path or str(Path.cwd())
+        index = getattr(self, "_project_index", None)
+        if index is None or getattr(self, "_project_root", None) != root:
+            index = self._project_index = ProjectIndex([root])
+            self._project_root = root
+        use_index(index)
+
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
+        self.use_workspace_index()
+        data = source.encode("utf-8", "surrogatepass")
+        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
@@ -190,7 +217,9 @@ class KerasfitServer(LanguageServer):
         if source.startswith("\ufeff"):
             for d in diags:  # the engine does not count a BOM; the client does
                 _shift_bom(d)
-        return Linted(version, source, result, diags)
+        # a refusal (too deep to parse, a parse guard) is said on the document, not dropped
+        notice = f"kerasfit did not check this file: {result.error}" if result.error and not diags else None
+        return Linted(version, source, result, diags, notice)
 
     async def lint(self, uri: str) -> Linted | None:
         """Lint the document's current text; None when it changed or closed meanwhile."""
@@ -201,19 +230,28 @@ class KerasfitServer(LanguageServer):
         cached = self.linted.get(uri)
         if cached is not None and cached.version == doc.version and cached.source == doc.source:
             return cached
-        source, version = doc.source, doc.version
-        loop = asyncio.get_running_loop()
         try:
-            linted = await loop.run_in_executor(self.executor, self.lint_now, uri, source, version)
+            source, version = doc.source, doc.version
+        except (OSError, UnicodeDecodeError):  # never opened, and not readable from disk
+            return None
+        try:
+            if self.lints.held_back(uri):
+                raise LintTimeout(self.settings.lint_timeout_ms / 1000)
+            linted = await self.run_guarded(uri, self.lint_now, uri, source, version)
         except ConfigError as exc:
             self.config_error(str(exc))
             return None
+        except LintTimeout as exc:
+            log.warning("checking %s took longer than %g s; left unchecked", uri, exc.args[0])
+            linted = _unchecked(source, version, uri, f"kerasfit did not check this file: checking "
+                                f"took longer than {exc.args[0]:g} s")
         except RuntimeError:  # executor shut down: the server is exiting
             return None
         except Exception as exc:  # an internal error must not take the server down
             log.exception("linting %s failed", uri)
-            self.config_error(f"internal error while checking {uri}: {type(exc).__name__}: {exc}")
-            return None
+            one_line = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            linted = _unchecked(source, version, uri, f"kerasfit could not check this file "
+                                f"(internal error): {one_line}")
         if uri not in self.workspace.text_documents:
             return None
         current = self.workspace.get_text_document(uri)
@@ -230,7 +268,8 @@ class KerasfitServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=uri,
                 version=linted.version,
-                diagnostics=[_CONVERTER.structure(d, types.Diagnostic) for d in linted.lsp],
+                diagnostics=[_CONVERTER.structure(d, types.Diagnostic)
+                             for d in linted.lsp + ([notice(linted.notice)] if linted.notice else [])],
             )
         )
 
@@ -278,6 +317,10 @@ class KerasfitServer(LanguageServer):
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
+
+
+def _unchecked(source: str, version: int | None, uri: str, why: str) -> Linted:
+    return Linted(version, source, FileResult(to_fs_path(uri) or uri, error=why), [], why)
 
 
 def _shift_bom(d: dict[str, Any]) -> None:
@@ -336,7 +379,7 @@ def shutdown(ls: KerasfitServer, params: None) -> None:
     for task in list(ls.pending.values()):
         task.cancel()
     ls.pending.clear()
-    ls.executor.shutdown(wait=False, cancel_futures=True)
+    ls.lints.shutdown()
 
 
 # ---- documents ------------------------------------------------------------------------
@@ -424,6 +467,9 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
     fix = d.fix
     if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
         return None
+    src = linted.source
+    if not fix.matches(src[1:] if src.startswith("\ufeff") else src):
+        return None  # offsets that miss the text they were made for: offer no edit
     if not fix.imports:
         return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
     # A fix that needs an import: let the engine place it, then send the difference.
@@ -496,8 +542,10 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
         d.fix is not None and d.fix.edits and (d.fix.applicability is Applicability.SAFE or (ls.settings.unsafe_fixes and d.fix.applicability is Applicability.UNSAFE))
         for d in linted.result.diagnostics
     ):
-        loop = asyncio.get_running_loop()
-        fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(uri, linted.source, linted.version, fix=True))
+        try:
+            fixed = await ls.run_guarded(uri, lambda: ls.lint_now(uri, linted.source, linted.version, fix=True))
+        except LintTimeout:
+            return actions or None
         new = fixed.result.fixed_source
         edit = E.minimal_edit(linted.source, new) if new is not None else None
         if edit is not None:
@@ -598,7 +646,14 @@ def serve(tcp: str | None = None) -> None:
             print(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}", file=sys.stderr)
             sys.exit(2)
         server.tcp = True
-        server.start_tcp(host or "127.0.0.1", int(port))
-        sys.exit(server.exit_code)
+        serve_tcp(server, host or "127.0.0.1", int(port))
     else:
-        server.start_io()
+        serve_stdio(server)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # exit closes stdout
+            pass
+    # Not a normal interpreter exit: it would wait for a lint thread stuck in one
+    # document, or for the thread blocked reading stdin.
+    os._exit(server.exit_code)
