@@ -48,6 +48,7 @@ class CheckOptions:
     jobs: int | None = None
     force_exclude: bool = False
     cache_dir: Path | None = None
+    build: Any = None  # a kerasfit.build.stage.BuildRequest: run the build cross-check stage
 
 
 @dataclass
@@ -386,6 +387,10 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                     res.error = "; ".join(filter(None, (res.error, problem)))
                     res.fixed_source = None
                     res.fixes_applied = 0
+    if options.build is not None:  # after fixes are written: the build sees the file as left
+        from .build.stage import run_stage
+
+        run_stage(results, resolver, options.build)
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -103,7 +102,7 @@ def check(
     batch_size: Annotated[Optional[int], typer.Option("--batch-size", min=1, help="Global batch size (rules and --build).")] = None,
     cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="With --build: float32 or bfloat16 (default: config, else float32).")] = None,
-    build_timeout: Annotated[float, typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped.")] = 300.0,
+    build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped (default: config, else 300).")] = None,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
     from .api import CheckOptions, check_paths, check_source
@@ -122,6 +121,7 @@ def check(
         isolated=isolated,
         jobs=jobs,
         force_exclude=force_exclude,
+        build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache),
     )
     path_list = list(paths) if paths else [Path(".")]
     missing: list[Path] = []
@@ -155,11 +155,6 @@ def check(
 
     files = result.files
     missing_paths = bool(missing)
-    if build:
-        try:
-            files = _cross_check(files, options, entry, batch_size, cores, target, dtype, build_timeout, no_cache)
-        except ConfigError as exc:
-            _fail(str(exc))
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
@@ -254,7 +249,30 @@ def _diffs(files, originals: dict[str, str] | None = None) -> str:
     return "".join(chunks)
 
 
-def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path):
+def _input_shape(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    try:
+        dims = tuple(int(d) for d in str(text).replace("x", ",").split(",") if d.strip())
+    except ValueError:
+        dims = ()
+    if not dims or any(d <= 0 for d in dims):
+        _fail(f"--input-shape must be positive dims like 256,256,3, not {text!r}")
+    return dims
+
+
+def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cache):
+    """The command line's build values; the check pipeline layers them over config."""
+    if not build:
+        return None
+    from .build.stage import BuildRequest
+
+    return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
+                        timeout=timeout, use_cache=not no_cache)
+
+
+def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path,
+                   input_shape: str | None = None):
     from .build.api import BuildOptions
     from .config import find_config
 
@@ -266,8 +284,9 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
         cores=cores or b.get("cores") or (cfg.cores if cfg else None) or 1,
         target=target or (cfg.target if cfg and cfg.target else "tpu-v5e"),
         dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
-        timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
+        timeout=timeout if timeout is not None else float(b.get("timeout", 300.0)),
         use_cache=not no_cache,
+        input_shape=_input_shape(input_shape or b.get("input-shape")),
         memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
     )
 
@@ -281,42 +300,6 @@ def _checked_dtype(dtype: str, cfg) -> str:
     return dtype
 
 
-def _cross_check(files, options, entry, batch_size, cores, target, dtype, timeout, no_cache):
-    from .build.api import BuildError, build_report, cross_check
-
-    out = []
-    checked = [f for f in files if not (f.skipped or f.error or not f.filename.endswith(".py"))]
-    for f in files:
-        if f not in checked:
-            out.append(f)
-            continue
-        try:
-            opts = _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, Path(f.filename))
-            if len(checked) > 1 and opts.entry is None and not _defines_a_model(Path(f.filename)):
-                out.append(f)  # a helper module in a tree: nothing of its own to build
-                continue
-            report = build_report(f.filename, opts)
-            f.diagnostics = sorted(cross_check(f.diagnostics, report, f.filename), key=lambda d: d.sort_key())
-        except BuildError as exc:
-            # the static findings stay; the file is reported as not fully checked
-            f.error = f"build cross-check failed: {exc}"
-        out.append(f)
-    return out
-
-
-_MODEL_SOURCE = re.compile(
-    r"^def (build|create|get|make)_model\s*\(|^\w+\s*=\s*[\w.]*(Sequential|Model)\(", re.M
-)
-
-
-def _defines_a_model(path: Path) -> bool:
-    """What `--build` can discover without an entry (the child's discovery rules)."""
-    try:
-        return bool(_MODEL_SOURCE.search(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
 @app.command()
 def report(
     path: Annotated[Path, typer.Argument(help="The model file to build.")],
@@ -326,8 +309,11 @@ def report(
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="float32 or bfloat16 (default: config, else float32).")] = None,
     output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
-    build_timeout: Annotated[float, typer.Option("--build-timeout", help="Seconds before the build child is stopped.")] = 300.0,
+    build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="Seconds before the build child is stopped (default: config, else 300).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
+    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3.")] = None,
+    all_rows: Annotated[bool, typer.Option("--all", help="Every row of the ranked table, not the top 20.")] = False,
+    html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
     from .config import ConfigError, check_target
@@ -341,7 +327,8 @@ def report(
             check_target(target)
         from .build.api import BuildError, build_report, render_report
 
-        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path)
+        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
+                              input_shape)
         rep = build_report(path, opts)
     except ConfigError as exc:
         _fail(str(exc))
@@ -349,7 +336,16 @@ def report(
     except BuildError as exc:
         typer.echo(f"kerasfit: build failed: {exc}", err=True)
         raise typer.Exit(2)
-    typer.echo(render_report(rep, output_format.value))
+    typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
+    if html_file is not None:
+        from .api import atomic_write
+        from .build.html import render_html
+
+        try:
+            html_file.touch(exist_ok=True)
+            atomic_write(html_file, render_html(rep, max_rows=None if all_rows else 20))
+        except OSError as exc:
+            _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
 
 
 @app.command("rules")

@@ -26,7 +26,7 @@ _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
 }
-_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit"}
+_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit", "input-shape"}
 
 
 class ConfigError(Exception):

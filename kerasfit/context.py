@@ -477,8 +477,9 @@ class FileContext:
                         idx.add(t.target.value, Binding(stmt.value, stmt))
                     elif _parallel_assignment(t.target, stmt.value):
                         # F_H, F_W = 5, 5: each name gets its own element
+                        # (anchored on the target name: folds are memoised per binding node)
                         for el, v in zip(t.target.elements, stmt.value.elements):  # type: ignore[union-attr]
-                            idx.add(el.value.value, Binding(v.value, stmt))
+                            idx.add(el.value.value, Binding(v.value, el.value))
                     else:
                         for n in _target_names(t.target):
                             idx.add(n.value, Binding(None, stmt, "other"))

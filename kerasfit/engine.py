@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ast
 import bisect
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -289,9 +291,12 @@ _DROPPABLE = frozenset(" \t\f\\\r\n")
 class SourceAlignment:
     """Maps offsets in libcst's generated text onto the source it was parsed from.
 
-    The generated text is the source with some whitespace, form feeds and backslash
-    continuation lines left out; every other character is in both, in order. Break
-    points record where the two start to differ by a new amount.
+    The two agree on every character but whitespace, form feeds and backslash
+    continuations in front of a statement: libcst leaves some out (a form feed at a
+    line start, a lone backslash line) and sometimes moves a form feed to the next
+    line's indentation. Where such runs differ, their common tail (the indentation
+    before the next token) is aligned; break points record where the offset between
+    the two texts changes.
     """
 
     __slots__ = ("gen", "src")
@@ -304,30 +309,40 @@ class SourceAlignment:
         gpts, spts = [0], [0]
         i = j = 0
         n, m = len(gen), len(src)
-        while i < n:
+        while i < n or j < m:
             k = _common_prefix(gen, i, src, j)
             i += k
             j += k
-            if i >= n:
+            if i >= n and j >= m:
                 break
-            j0 = j
-            while j < m and src[j] != gen[i] and src[j] in _DROPPABLE:
-                j += 1
-            if j >= m or src[j] != gen[i] or j == j0:
-                return None  # not a pure omission: no offset is trusted
+            i2, j2 = i, j
+            while i2 < n and gen[i2] in _DROPPABLE:
+                i2 += 1
+            while j2 < m and src[j2] in _DROPPABLE:
+                j2 += 1
+            if (i2, j2) == (i, j) or (i2 < n) != (j2 < m) or (i2 < n and gen[i2] != src[j2]):
+                return None  # a difference that is not layout: no offset is trusted
+            c = 0
+            while c < i2 - i and c < j2 - j and gen[i2 - 1 - c] == src[j2 - 1 - c]:
+                c += 1
             gpts.append(i)
             spts.append(j)
+            gpts.append(i2 - c)
+            spts.append(j2 - c)
+            i, j = i2, j2
         return cls(gpts, spts)
 
     def start(self, g: int) -> int:
         """A start offset: where the generated character at ``g`` sits in the source."""
         k = bisect.bisect_right(self.gen, g) - 1
-        return self.src[k] + g - self.gen[k]
+        s = self.src[k] + g - self.gen[k]
+        return min(s, self.src[k + 1]) if k + 1 < len(self.src) else s
 
     def end(self, g: int) -> int:
         """An end offset: just after the source character generated at ``g - 1``."""
         k = max(bisect.bisect_left(self.gen, g) - 1, 0)
-        return self.src[k] + g - self.gen[k]
+        s = self.src[k] + g - self.gen[k]
+        return min(s, self.src[k + 1]) if k + 1 < len(self.src) else s
 
     def span(self, a: int, b: int) -> tuple[int, int]:
         start = self.start(a)
@@ -393,6 +408,10 @@ class Positions:
         # output are mapped onto the source, or nothing is placed at all.
         align = SourceAlignment.of(text, source)
         if align is None:
+            # Findings keep approximate places; no fix can be placed (each is refused by name).
+            self.full_spans, self.syntactic = state.full, state.syntactic
+            self.generated = {k: "\0" for k in self.generated}
+            self.generated_syntactic = {k: "\0" for k in self.generated_syntactic}
             return
         self.full_spans = {k: align.span(a, b) for k, (a, b) in state.full.items()}
         self.syntactic = {k: align.span(a, b) for k, (a, b) in state.syntactic.items()}
@@ -521,13 +540,47 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
         return None, None
 
 
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_LEADING_WS = re.compile(r"[ \t\f]*")
+
+
+def without_form_feeds(source: str) -> str:
+    """The source with form feeds taken out of line indentation, for libcst to parse.
+
+    CPython resets the indentation column at a form feed, so only the whitespace after
+    the last one counts; libcst's tokenizer drops such form feeds from its output,
+    moves them to another line, or refuses valid code ("no matching outer block").
+    What is removed here is only that ignored whitespace, never inside a string, so the
+    meaning is the same; the engine maps offsets back onto the real source.
+    """
+    if "\f" not in source or re.search(r"\r(?!\n)", source):
+        return source
+    inside: set[int] = set()  # 1-based rows that start inside a multi-line string
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    out = []
+    for row, m in enumerate(_LINE.finditer(source), 1):
+        line = m.group()
+        ws = _LEADING_WS.match(line).group()
+        if "\f" in ws and row not in inside:
+            line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
+        out.append(line)
+    return "".join(out)
+
+
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
-    module, tree, refused = parse_guarded(source, filename, parse_cache)
+    module, tree, refused, text = parse_guarded(source, filename, parse_cache)
     if module is None:
         return LintOutput(refused, None)
-    diags = lint_module(module, source, filename, settings, tree)
+    # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
+    # the module's own text, which positions and edits are checked against
+    diags = lint_module(module, text, filename, settings, tree)
     if refused:
         diags = sorted(diags + refused, key=Diagnostic.sort_key)
     return LintOutput(diags, module)
@@ -535,10 +588,10 @@ def lint_source(
 
 def parse_guarded(
     source: str, filename: str, parse_cache: ParseCache | None = None
-) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic]]:
+) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic], str]:
     """libcst's tree of ``source`` without risking the process (see parseguard).
 
-    Returns (module, CPython's AST, diagnostics). A statement too deep for libcst is
+    Returns (module, CPython's AST, diagnostics, the text libcst parsed). A statement too deep for libcst is
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
     not parse at all (then the diagnostics hold its one KF001).
     """
@@ -547,24 +600,30 @@ def parse_guarded(
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
-        return None, None, [syntax_error_diagnostic(filename, None, cpython)]
+        return None, None, [syntax_error_diagnostic(filename, None, cpython)], source
+    # libcst parses the text without the form feeds CPython ignores (see without_form_feeds)
+    parse_text = without_form_feeds(source) if cpython is None else source
     module = None
     refusals: list = []
-    if parse_cache is not None and tree is not None:
+    text = source
+    if parse_cache is not None and tree is not None and parse_text is source:
         text, refusals = parseguard.budget_mask(source, tree)
         module = parse_cache.parse(text, tree)
     if module is None:
-        g = parseguard.guarded_parse(source, tree)
+        g = parseguard.guarded_parse(parse_text, tree)
         if g.module is None:
-            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)]
+            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)], source
         module, refusals = g.module, g.refusals
+        # a masked statement in a file whose form feeds were taken out: the texts no longer
+        # align, so findings stay and fixes are refused (SourceAlignment)
+        text = g.text if parse_text is source else source
     return module, tree, [
         Diagnostic(
             SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, r.reason, Severity.ERROR, filename,
             r.row, r.column, r.row, r.column,
         )
         for r in refusals
-    ]
+    ], text
 
 
 class ParseCache:
@@ -922,6 +981,8 @@ def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -
         module = parse_module(source)
     except cst.ParserSyntaxError:
         return None
+    if module.code != source:
+        return None  # libcst would not give the rest of the file back as written
     context = CodemodContext()
     for mod, obj, asname in sorted(imports, key=lambda t: tuple(x or "" for x in t)):
         AddImportsVisitor.add_needed_import(context, mod, obj, asname)

@@ -268,8 +268,14 @@ def guarded_parse(source: str, tree: ast.Module | None) -> Guarded:
             return Guarded(parse_module(text), text, refusals)
         except cst.ParserSyntaxError as exc:
             # CPython accepted this text: libcst's limitation, not the user's error
-            s = _innermost_statement(tree, exc.raw_line)
-            if s is None or any(s is m for m in masked):
+            # libcst's raw_line is often the token after the problem; its message names
+            # the position where the rule failed ("error at 3:20012")
+            rows = [int(m) for m in re.findall(r"error at (\d+):\d+", str(exc))] + [exc.raw_line]
+            s = next(
+                (x for x in (_innermost_statement(tree, r) for r in rows) if x is not None and not any(x is m for m in masked)),
+                None,
+            )
+            if s is None:
                 return Guarded(None, text, refusals, exc)
             masked.append(s)
             row, col = _stmt_start(s)

@@ -67,6 +67,8 @@ def _build_note(b: dict | None) -> str:
         parts.append("×".join(map(str, b["shape"])) + " → " + "×".join(map(str, b["padded_shape"])))
     if isinstance(b.get("fit"), (int, float)):
         parts.append(f"fit {b['fit']:.1%}")
+    if b["status"] == "corrected" and b.get("detail"):
+        parts.append(b["detail"])
     return f" ({b['status']} by --build" + (": " + ", ".join(parts) if parts else "") + ")"
 
 

@@ -85,6 +85,7 @@ class ChannelMultiple(Rule):
     """
 
     code = "KF102"
+    build_evidence = "feature-padding"
     name = "channel-multiple"
     message = "Filter/unit count is not a multiple of 8 and is padded on the accelerator"
     fix_title = "Round the width up to a multiple of 8"
@@ -261,6 +262,13 @@ class ChannelMultiple(Rule):
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
         the tree) that forwards a literal width to the conv or dense layer it builds."""
+        m = self.ctx.target.channel_multiple
+        # only a literal that is off the multiple can be reported: ask nothing otherwise
+        if not any(
+            isinstance(a.value, cst.Integer) and not a.star and (self.ctx.int_const(a.value) or 0) % m
+            for a in call.args
+        ):
+            return
         layer = self.ctx.built_layer(call)
         if layer is None:
             return

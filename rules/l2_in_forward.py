@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from ..context import dotted_name, get_arg
+from ..context import dotted_name, get_arg, string_value
 from ..rule import Invalid, Remove, Rule
 from ..symbols import (
     L2_REGULARIZER_STRINGS,
@@ -198,19 +198,21 @@ class L2InForward(Rule):
         target = node.targets[0].target
         entries: list[tuple[str, cst.BaseExpression]] = []
         var: str | None = None
+        # keys are string literals in the wrappers this is about; no folding needed
         if isinstance(target, cst.Name) and isinstance(node.value, cst.Dict):
             var = target.value
             for el in node.value.elements:
-                if isinstance(el, cst.DictElement):
-                    key = self.ctx.const(el.key)
+                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                    key = string_value(el.key)
                     if isinstance(key, str):
                         entries.append((key, el.value))
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1:
             idx = target.slice[0].slice
-            key = self.ctx.const(idx.value) if isinstance(idx, cst.Index) else None
-            if isinstance(key, str):
-                var = target.value.value
-                entries.append((key, node.value))
+            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString):
+                key = string_value(idx.value)
+                if isinstance(key, str):
+                    var = target.value.value
+                    entries.append((key, node.value))
         entries = [(k, v) for k, v in entries if k in WEIGHT_REGULARIZER_ARGS]
         if not entries or var is None or not self._spread_into_call(var):
             return

@@ -75,6 +75,7 @@ class NonlogicalTranspose(Rule):
     """
 
     code = "KF107"
+    build_evidence = "transpose"
     name = "nonlogical-transpose"
     message = "Transpose moves the minor (last) axis: a real copy"
 

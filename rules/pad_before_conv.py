@@ -120,8 +120,10 @@ class PadBeforeConv(Rule):
     pad of the spatial dims only, `(k - 1) / 2` on both sides of every spatial dim for
     an odd (effective, dilated) kernel size `k`, stride 1, a known data format, the
     padded tensor used by this convolution only, and a conv layer object applied only
-    here. With stride 1 and an odd kernel, 'same' pads exactly `(k - 1) / 2` per side.
-    Otherwise the finding says why it is not fixed — with stride 2, for instance,
+    here. TensorFlow's 'same' pads `max((ceil(n / s) - 1) * s + k - n, 0)` in total, the
+    smaller half before: with stride 1 that is `k - 1` for every input size `n` (odd
+    ones included), so an odd kernel gets exactly `(k - 1) / 2` per side (the build
+    tests compare outputs before and after the fix on odd-sized inputs). Otherwise the finding says why it is not fixed — with stride 2, for instance,
     'same' pads asymmetrically by an amount that depends on the input size. A
     `ZeroPadding` layer object built in `__init__` that served only this conv is
     removed with it.
@@ -131,6 +133,7 @@ class PadBeforeConv(Rule):
     """
 
     code = "KF103"
+    build_evidence = "spatial-pad"
     name = "pad-before-conv"
     message = "Explicit pad feeds a 'valid' convolution"
     fix_title = "Use the convolution's own 'same' padding"
@@ -138,6 +141,12 @@ class PadBeforeConv(Rule):
 
     VALID = (
         "import tensorflow as tf\nx = tf.keras.layers.Conv2D(64, 3, padding='same')(x)\n",
+        # the pad and the valid conv are built in different branches: never applied together
+        "import keras\n\nclass Up(keras.layers.Layer):\n    def __init__(self, factor):\n        super().__init__()\n"
+        "        if factor < 1:\n            self.pad = keras.layers.ZeroPadding2D(1)\n"
+        "            self.resize = keras.layers.Conv2D(32, 3, padding='same')\n        else:\n"
+        "            self.pad = keras.layers.Identity()\n            self.resize = keras.layers.Conv2D(32, 1)\n\n"
+        "    def call(self, x):\n        return self.resize(self.pad(x))\n",
         # the conv pads itself ('same'): the explicit pad is a deliberate extra border
         "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\nx = tf.nn.conv2d(x, w, 1, 'SAME')\n",
         # something in between: nothing to fold
@@ -151,6 +160,15 @@ class PadBeforeConv(Rule):
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
     )
     INVALID = (
+        # layers picked by a branch in __init__: the pad and the conv built together
+        Invalid(
+            "import keras\n\nclass Reassemble(keras.layers.Layer):\n    def __init__(self, factor):\n"
+            "        super().__init__()\n        if factor < 1:\n            self.pad = keras.layers.ZeroPadding2D(1)\n"
+            "            self.resize = keras.layers.Conv2D(32, 3, strides=int(1 / factor))\n        else:\n"
+            "            self.pad = keras.layers.Identity()\n            self.resize = keras.layers.Identity()\n\n"
+            "    def call(self, x):\n        x = self.pad(x)\n        return self.resize(x)\n",
+            message_contains="in one branch",
+        ),
         # the pad only when downsampling, and a padding that is one of two values
         Invalid(
             "import keras\n\n"
@@ -248,6 +266,8 @@ class PadBeforeConv(Rule):
             if found is None or not found[1].startswith("keras.layers."):
                 if isinstance(node.func, cst.Call):
                     self._built(node, node.func)
+                elif found is None:
+                    self._branch_layers(node)
                 return
             ctor, name = found
         spec = _SPECS.get(name)
@@ -275,17 +295,19 @@ class PadBeforeConv(Rule):
     # ---- convs built by project factories, and layer sequences ---------------------
     def _built(self, app: cst.Call, ctor: cst.Call) -> None:
         """``Factory(..)(x)``: a project function (any file of the tree) that builds a conv first."""
+        inp = get_arg(app, "inputs", 0)
+        if inp is None:
+            return
+        found = self._find_pad(inp.value)  # first: most inputs are not padded
+        if found is None:
+            return
+        pad, conditional = found
+        off = self._off
         layer = self.ctx.built_layer(ctor)
         conv = self._factory_conv(layer)
         if conv is None:
             return
-        inp = get_arg(app, "inputs", 0)
-        if inp is None:
-            return
-        found = self._find_pad(inp.value)
-        if found is None:
-            return
-        pad, conditional = found
+        self._off = off
         self._report_factory(pad, layer, conv, conditional)
 
     def _factory_conv(self, layer) -> tuple[str, set[str]] | None:
@@ -335,6 +357,58 @@ class PadBeforeConv(Rule):
             conv = self._factory_conv(layer)
             if conv is not None:
                 self._report_factory(first, layer, conv, False)
+
+    def _branch_layers(self, app: cst.Call) -> None:
+        """``self.conv(self.pad(x))`` where ``__init__`` picks both layers in one branch
+        (``if factor < 1: self.pad = ZeroPadding2D(..); self.conv = Conv2D(..)`` and
+        ``Identity`` elsewhere): the pair that is built together is checked."""
+        ctx = self.ctx
+        attr = self_attr(app.func)
+        cls = ctx.enclosing_class()
+        inp = get_arg(app, "inputs", 0)
+        if attr is None or cls is None or inp is None:
+            return
+        convs = class_attr_assignments(cls, attr)
+        if len(convs) < 2:
+            return
+        src = inp.value
+        if isinstance(src, cst.Name):
+            hit = reaching_assignment(ctx, src.value)
+            src = hit[1] if hit is not None else src
+        pad_attr = self_attr(src.func) if isinstance(src, cst.Call) else None
+        if pad_attr is None:
+            return
+        for conv in convs:
+            name = ctx.call_name(conv) if isinstance(conv, cst.Call) else None
+            spec = _SPECS.get(name or "")
+            if spec is None or not name.startswith("keras.layers."):
+                continue
+            paddings = self._paddings(get_arg(conv, *spec.padding), spec)
+            if paddings is None or "VALID" not in paddings:
+                continue
+            block = self._block_of(conv)
+            for pad in class_attr_assignments(cls, pad_attr):
+                if (
+                    isinstance(pad, cst.Call)
+                    and ctx.call_name(pad) in ZERO_PADDING_LAYERS
+                    and block is not None
+                    and self._block_of(pad) is block
+                ):
+                    self.report(
+                        src,
+                        f"{self._head(label(name), pad)}; not auto-fixed: `__init__` builds this pad and conv "
+                        "in one branch (another branch builds different layers)",
+                    )
+                    return
+
+    def _block_of(self, value: cst.CSTNode) -> cst.CSTNode | None:
+        """The block holding the assignment statement of ``value``."""
+        node = self.ctx.parent(value)
+        for _ in range(4):
+            if node is None or isinstance(node, (cst.IndentedBlock, cst.Module)):
+                return node
+            node = self.ctx.parent(node)
+        return None
 
     def _find_pad(self, expr: cst.BaseExpression) -> tuple[cst.Call, bool] | None:
         """The pad that may produce ``expr``: inline, through the reaching assignment, or

@@ -41,6 +41,7 @@ class PaddedOp(Rule):
     """
 
     code = "KF301"
+    build_evidence = "poor-fit"
     name = "padded-op"
     message = "Op in the traced training step is badly padded on the accelerator (build cross-check)"
     severity = Severity.WARNING

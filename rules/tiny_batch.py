@@ -55,6 +55,7 @@ class TinyBatch(Rule):
     """
 
     code = "KF203"
+    build_evidence = "per-core-batch"
     name = "tiny-batch"
     message = "Per-core batch size below 64 or not a multiple of 8"
     targets = frozenset({"tpu"})

@@ -39,6 +39,7 @@ class TinyPerCoreBatch(Rule):
     """
 
     code = "KF302"
+    build_evidence = "tiny-per-core-batch"
     name = "tiny-per-core-batch"
     message = "Per-core batch under 64 in the traced training step (build cross-check)"
     severity = Severity.WARNING

@@ -69,6 +69,8 @@ class UnfusedBatchnorm(Rule):
     """
 
     code = "KF101"
+    build_evidence = "build-failure"
+    build_failure_pattern = r"\bfused\b"
     name = "unfused-batchnorm"
     message = "Batch norm does not use the fused kernel"
     fix_title = "Use the fused batch-norm kernel"

@@ -17,6 +17,12 @@ if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
 fi
 
+# Headless Chromium renders the `report --html` page in its test (Debian's package).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+fi
+
 # The SARIF 2.1.0 JSON schema the SARIF output is validated against ships in an npm package.
 schema=tests/.cache/sarif-schema.json
 if [ ! -f "$schema" ] && command -v npm >/dev/null 2>&1; then

@@ -203,3 +203,9 @@ def test_no_index_left_behind(tmp_path):
     from kerasfit.analysis.index import current_index
 
     assert current_index().roots == []
+
+
+def test_parallel_assignment_binds_each_name():
+    src = "import tensorflow as tf\nF_H, F_W, C_OUT = 5, 3, 32\nK = [F_H, F_W, C_OUT]\n"
+    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
+    assert ctx.const(cst.parse_expression("K")) == [5, 3, 32]

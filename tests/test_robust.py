@@ -60,7 +60,7 @@ def test_long_chain_in_the_language_servers_path_returns(tmp_path):
 
 def test_fix_leaves_the_masked_statement_alone(tmp_path):
     f = write(tmp_path / "m.py", AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=False)\n")
-    r = run("check", "m.py", "--no-cache", "--fix", cwd=tmp_path)
+    r = run("check", "m.py", "--no-cache", "--fix", "--unsafe-fixes", cwd=tmp_path)
     assert r.returncode == 1  # the KF001 remains
     assert f.read_text() == AND_CHAIN + "bn = keras.layers.BatchNormalization(fused=True)\n"
 
@@ -89,6 +89,20 @@ def test_implicit_concatenation_past_libcsts_limit_is_refused_alone():
     diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
     assert [(d.code, d.row) for d in diags] == [("KF001", 2), ("KF101", 3)]
     assert diags[0].message.startswith("Not checked")
+
+
+def test_valid_code_libcst_refuses_costs_only_its_statement(monkeypatch):
+    """With the budget out of the way, libcst itself refuses ~4,000 concatenations that
+    CPython accepts: that statement is masked and the parse retried."""
+    from kerasfit import parseguard
+
+    monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
+    src = "import tf_keras as keras\ndef f():\n    return (" + " ".join(['"s"'] * 5000) + ")\nbn = keras.layers.BatchNormalization(fused=False)\n"
+    diags = lint_source(src, "m.py", LintSettings([all_rules()["KF101"]])).diagnostics
+    assert [(d.code, d.row, d.message) for d in diags] == [
+        ("KF001", 3, "Not checked: valid Python that libcst cannot parse"),
+        ("KF101", 4, diags[1].message),
+    ]
 
 
 def test_ordinary_code_is_not_refused():

@@ -15,7 +15,6 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +27,10 @@ from .simulator import LARGE_BATCH
 
 __all__ = [
     "BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report",
-    "cross_check", "render_report",
+    "cross_check", "cross_check_failure", "render_report",
 ]
 
-CACHE_SCHEMA = 1
+CACHE_SCHEMA = 2
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (TPU_FACTS 22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
@@ -56,6 +55,7 @@ class BuildOptions:
     dtype: str = "float32"  # or "bfloat16"
     timeout: float = 300.0
     use_cache: bool = True
+    input_shape: tuple[int, ...] | None = None  # non-batch dims for an input's None dims
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # MiB of address space for the child; None: none
 
 
@@ -70,13 +70,37 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
+_DIST_INFO = re.compile(r"^(tensorflow|keras|tf_keras)-([^-]+)\.dist-info$")
+
+
 def _versions() -> dict[str, str]:
-    out = {}
-    for dist in ("tensorflow", "keras", "tf-keras"):
+    """Installed TensorFlow / Keras versions, for the cache key.
+
+    Read from the ``*.dist-info`` folder names: importing ``importlib.metadata`` costs
+    more than a whole cached report.
+    """
+    out = {"tensorflow": "", "keras": "", "tf-keras": ""}
+    found = False
+    for entry in sys.path:
         try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            out[dist] = ""
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            m = _DIST_INFO.match(name)
+            if m:
+                key = m.group(1).replace("_", "-")
+                if not out[key]:
+                    out[key] = m.group(2)
+                    found = True
+    if not found:
+        from importlib import metadata
+
+        for dist in out:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                pass
     return out
 
 
@@ -103,6 +127,8 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             cmd += ["--entry", options.entry]
         if options.batch_size:
             cmd += ["--batch-size", str(options.batch_size)]
+        if options.input_shape:
+            cmd += ["--input-shape", ",".join(str(d) for d in options.input_shape)]
         if is_tf1_source(source):
             cmd.append("--legacy")
         for flag, value in (("--probe-weights", probe_weights), ("--probe-outputs", probe_outputs),
@@ -150,7 +176,7 @@ def _cache_key(digest: str, options: BuildOptions) -> str:
     # The target is applied by the simulator in this process, so it is not part of the key.
     parts = {"schema": CACHE_SCHEMA, "file": digest, "entry": options.entry,
              "batch_size": options.batch_size, "cores": options.cores, "dtype": options.dtype,
-             "versions": _versions()}
+             "input_shape": list(options.input_shape or ()), "versions": _versions()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -217,9 +243,6 @@ def cached_report(path: str | Path) -> BuildReport | None:
 # diagnostic if it carries at least this share of the step's FLOPs.
 POOR_FIT = 0.5
 MIN_SHARE = 0.01
-# The rule classes (rules/padded_op.py, rules/tiny_per_core_batch.py) carry the docs.
-KF301 = ("KF301", "padded-op")
-KF302 = ("KF302", "tiny-per-core-batch")
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -229,15 +252,23 @@ def _same_file(a: str, b: str) -> bool:
         return a == b
 
 
+def _at(src: dict[str, Any] | None, filename: str, row: int, end_row: int) -> bool:
+    """Does a source site (or one of the user-file calls that led to it) cover the rows?
+
+    ``callers`` are the outer user-file lines on the stack when the layer/op was made: a
+    width passed through a helper (``block(x, 30)``) is measured at the helper's conv
+    and judged at the call site.
+    """
+    if not src or not _same_file(src["file"], filename):
+        return False
+    end = max(end_row, row)
+    if src["line"] <= end and src.get("end_line", src["line"]) >= row:
+        return True
+    return any(row <= line <= end for line in src.get("callers", ()))
+
+
 def _ops_on(report: BuildReport, filename: str, row: int, end_row: int) -> list[OpReport]:
-    out = []
-    for op in report.ops:
-        src = op.source
-        if not src or not _same_file(src["file"], filename):
-            continue
-        if src["line"] <= max(end_row, row) and src.get("end_line", src["line"]) >= row:
-            out.append(op)
-    return out
+    return [op for op in report.ops if _at(op.source, filename, row, end_row)]
 
 
 def _feature_fit(op: OpReport) -> float:
@@ -249,17 +280,51 @@ def _x(shape) -> str:
     return "×".join(str(d) for d in shape)
 
 
-def _confirm_channels(ops: list[OpReport]) -> dict[str, Any] | None:
-    """KF102: is the forward op's produced feature dim padded?"""
-    fwd = [op for op in ops if op.pass_ == FORWARD] or ops
-    if not fwd:
+_CLAIM = re.compile(r"pads? to (\d+)")
+
+
+def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | None:
+    """KF102: is the produced feature dim padded, and to what the finding says?
+
+    The verdict cites the op that shows the claimed padding ("pads to 128" is the weight
+    update's 100 -> 128, not the forward pass's 100 -> 104). When no op pads to the
+    claimed size the finding is corrected with what the build measured instead.
+    """
+    if not ops:
         return None
-    padded = [op for op in fwd if op.dims["out_features"][0] != op.dims["out_features"][1]]
-    op = min(padded or fwd, key=lambda o: o.fit)
+    padded = [op for op in ops if op.dims.get("out_features", [0, 0])[0] != op.dims.get("out_features", [0, 0])[1]]
+    m = _CLAIM.search(claim)
+    claimed = int(m.group(1)) if m else None
+    matching = [op for op in padded if op.dims["out_features"][1] == claimed] if claimed else padded
+    if matching:
+        status, pool = "confirmed", matching
+        if claimed is None:  # nothing specific claimed: cite the forward pass when it pads
+            pool = [op for op in matching if op.pass_ == FORWARD] or matching
+    elif padded:
+        status, pool = "corrected", padded
+    else:
+        status, pool = "refuted", [op for op in ops if op.pass_ == FORWARD] or ops
+    op = max(pool, key=lambda o: (o.wasted_time, -o.fit))
     shape, padded_shape = op.tensors.get("out", [op.shape, op.padded_shape])
-    return {"status": "confirmed" if padded else "refuted", "shape": shape,
-            "padded_shape": padded_shape, "fit": op.fit, "layer": op.layer, "pass": op.pass_,
-            "out_features": op.dims["out_features"]}
+    verdict = {"status": status, "shape": shape, "padded_shape": padded_shape, "fit": op.fit,
+               "layer": op.layer, "pass": op.pass_, "out_features": op.dims.get("out_features"),
+               "wasted_time": op.wasted_time}
+    if status == "corrected":
+        verdict["detail"] = (f"measured: {op.pass_} pads {op.dims['out_features'][0]} to "
+                             f"{op.dims['out_features'][1]}, not {claimed}")
+    return verdict
+
+
+def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: int) -> dict[str, Any]:
+    """KF107: a transpose the finding points at is still in the traced step (not free)."""
+    found = [m for m in report.mem_rows if m.kind == "transpose" and _at(m.source, filename, row, end_row)]
+    if not found:
+        return {"status": "refuted", "detail": "no transpose from this line is left in the traced "
+                                               "step (XLA folded it or it is free, TPU_FACTS 4)"}
+    worst = max(found, key=lambda m: m.time)
+    return {"status": "confirmed", "shape": worst.shape, "padded_shape": worst.padded_shape,
+            "fit": None, "layer": worst.layer, "wasted_time": sum(m.time for m in found),
+            "detail": f"{len(found)} transpose(s) in the step, {worst.why[0] if worst.why else ''}"}
 
 
 def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: int,
@@ -321,12 +386,49 @@ def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict |
                       end_column=end_col, fix=None, start=start, end=end)
 
 
+def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """code -> evidence kind for static rules; finding kind -> (code, name) for build-only ones."""
+    from ..registry import all_rules
+
+    static: dict[str, str] = {}
+    findings: dict[str, tuple[str, str]] = {}
+    for code, rule in all_rules().items():
+        kind = getattr(rule, "build_evidence", None)
+        if kind is None:
+            continue
+        if getattr(rule, "build_only", False):
+            findings[kind] = (code, rule.name)
+        else:
+            static[code] = kind
+    return static, findings
+
+
+def cross_check_failure(diagnostics: list[Diagnostic], error: str) -> list[Diagnostic]:
+    """A failed build is evidence too: KF101's ``fused=`` is what Keras 3 raises on."""
+    from ..registry import all_rules
+
+    rules = all_rules()
+    for d in diagnostics:
+        rule = rules.get(d.code)
+        pattern = getattr(rule, "build_failure_pattern", None) if rule else None
+        if pattern and getattr(rule, "build_evidence", None) == "build-failure" and re.search(pattern, error):
+            d.build = {"status": "confirmed", "detail": f"the build fails on it: {error[:200]}"}
+    return diagnostics
+
+
 def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: str) -> list[Diagnostic]:
-    """Confirm or refute static findings with the build, and add what only it can see."""
+    """Confirm or refute static findings with the build, and add what only it can see.
+
+    Which findings the build can judge, and how, is declared by each rule
+    (``Rule.build_evidence``); nothing here names a rule code.
+    """
     try:
         text = Path(filename).read_text(encoding="utf-8")
     except OSError:
         text = None
+    static, findings = _rules_by_evidence()
+    poor_fit = findings.get("poor-fit")
+    tiny_code = findings.get("tiny-per-core-batch")
     out = list(diagnostics)
     claimed: set[int] = set()
     evidence = _batch_evidence(report)
@@ -335,19 +437,28 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     for d in out:
         if not _same_file(d.filename, filename):
             continue
+        kind = static.get(d.code)
         ops = _ops_on(report, filename, d.row, d.end_row)
-        if d.code == "KF102" and ops:
-            d.build = _confirm_channels(ops)
-        elif d.code == "KF103":
+        if kind == "feature-padding" and ops:
+            d.build = _confirm_channels(ops, d.message)
+        elif kind == "spatial-pad":
             d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
-        elif d.code == "KF203":
+        elif kind == "transpose":
+            d.build = _confirm_transpose(report, filename, d.row, d.end_row)
+        elif kind == "per-core-batch":
             d.build = {"status": "confirmed" if tiny else "refuted",
                        "shape": evidence.shape if evidence else [report.per_core_batch],
                        "padded_shape": evidence.padded_shape if evidence else [report.per_core_batch],
                        "fit": evidence.fit if evidence else None,
                        "per_core_batch": report.per_core_batch}
+        elif kind == "build-failure":
+            d.build = {"status": "refuted", "detail": "the model built"}
         if d.build is not None:
             claimed.update(range(d.row, max(d.row, d.end_row) + 1))
+            # The static finding already speaks for these ops: no second finding on them.
+            for op in ops:
+                if op.source:
+                    claimed.add(op.source["line"])
     # KF301: lines whose ops are badly padded in their features, no static finding there.
     by_line: dict[int, list[OpReport]] = {}
     for op in report.ops:
@@ -355,8 +466,14 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
             by_line.setdefault(op.source["line"], []).append(op)
     static_rows = {r for d in diagnostics if _same_file(d.filename, filename)
                    for r in range(d.row, max(d.row, d.end_row) + 1)}
+    outputs = set(report.output_layers)
     for line, ops in sorted(by_line.items()):
-        if line in static_rows or line in claimed:
+        if line in static_rows or line in claimed or poor_fit is None:
+            continue
+        # An output layer's width is the task's (classes, channels): the static rule
+        # reports it as info, so the build does not warn about the same op.
+        ops = [op for op in ops if op.layer not in outputs]
+        if not ops:
             continue
         share = sum(op.share for op in ops)
         flops = sum(op.flops for op in ops) or 1
@@ -367,10 +484,11 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
                f"{share:.1%} of step FLOPs")
-        out.append(_new_diag(KF301, msg, filename, worst.source, text))
+        out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
     # KF302: a per-core batch under 64 flips the layout (TPU_FACTS 1, 24).
-    has_kf203 = any(d.code == "KF203" and _same_file(d.filename, filename) for d in diagnostics)
-    if tiny and not has_kf203:
+    has_kf203 = any(static.get(d.code) == "per-core-batch" and _same_file(d.filename, filename)
+                    for d in diagnostics)
+    if tiny and not has_kf203 and tiny_code is not None:
         # The line where the batch enters (placeholder / keras.Input), else the evidence op.
         candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
         src = next((s for s in candidates if _same_file(s["file"], filename)), None)
@@ -380,5 +498,5 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
                f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
                f"of {TARGETS[report.target].large} or more")
-        out.append(_new_diag(KF302, msg, filename, src, text))
+        out.append(_new_diag(tiny_code, msg, filename, src, text))
     return out

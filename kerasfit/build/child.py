@@ -15,15 +15,15 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import sys
 import time
 import traceback
 from pathlib import Path
 from typing import Any
 
-from kerasfit.build.hlo import classify_pass, parse_hlo, strip_scopes
-
-DISCOVERY_FUNCTIONS = ("build_model", "create_model", "get_model", "make_model")
+from kerasfit.build.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.build.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
 DEFAULT_BATCH = 128
 
 
@@ -80,9 +80,20 @@ class Sites:
             if self.is_user(frame.f_code.co_filename) and (
                 skip_self is None or frame.f_locals.get("self") is not skip_self
             ):
-                return self._site(frame)
+                site = self._site(frame)
+                site["callers"] = self._callers(frame.f_back)
+                return site
             frame = frame.f_back
         return None
+
+    def _callers(self, frame) -> list[int]:
+        """Outer user-file lines: where a helper that made the layer was called."""
+        lines = []
+        while frame is not None and len(lines) < 8:
+            if self.is_user(frame.f_code.co_filename):
+                lines.append(frame.f_lineno)
+            frame = frame.f_back
+        return lines
 
     def _site(self, frame) -> dict[str, Any]:
         line, end_line, col, end_col = frame.f_lineno, frame.f_lineno, 0, 0
@@ -98,11 +109,12 @@ class Sites:
 
     def from_traceback(self, tb) -> dict[str, Any] | None:
         """The innermost user-file frame of a TF op's creation stack."""
-        for fr in reversed(list(tb or ())):
-            if self.is_user(fr.filename):
-                return {"file": self.user_file, "line": fr.lineno, "end_line": fr.lineno,
-                        "column": 0, "end_column": 0}
-        return None
+        user = [fr for fr in reversed(list(tb or ())) if self.is_user(fr.filename)]
+        if not user:
+            return None
+        # TF1 helpers (a ``_conv2d`` wrapper): the outer lines are the callers.
+        return {"file": self.user_file, "line": user[0].lineno, "end_line": user[0].lineno,
+                "column": 0, "end_column": 0, "callers": [fr.lineno for fr in user[1:9]]}
 
 
 def _patch_layer_init(layer_cls, sites: Sites) -> None:
@@ -132,19 +144,162 @@ def _user_error(exc: BaseException, sites: Sites, doing: str) -> ChildError:
     return ChildError(f"{doing}{where}: {type(exc).__name__}: {_one_line(exc)}")
 
 
-def _import_user_module(path: Path, sites: Sites):
-    sys.path.insert(0, str(path.parent))
+# Never stubbed: without these there is no model to build.
+_NEVER_STUB = frozenset({"tensorflow", "keras", "tf_keras", "numpy"})
+# How many discovered candidates to try before giving up.
+MAX_CANDIDATES = 3
+
+
+class _Inert:
+    """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        return _Inert()
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _Inert()
+
+    def __iter__(self):
+        return iter(())
+
+    def __getitem__(self, key):
+        return _Inert()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _StubModule(type(sys)):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        # A class, so ``class Foo(tfa.layers.Base)`` and ``isinstance`` still work.
+        return type(name, (_Inert,), {"__module__": self.__name__})
+
+
+class _StubFinder:
+    """Stands in for third-party packages the script imports that are not installed.
+
+    Sits last on ``sys.meta_path``: a package that is installed is always the real one.
+    Whatever the model really needs from a stub fails at build time, and the error
+    names the stub.
+    """
+
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.used: list[str] = []
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.split(".")[0]
+        if top not in self.names:
+            return None
+        if top not in self.used:
+            self.used.append(top)
+        return importlib.util.spec_from_loader(fullname, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+def _no_download_applications(keras_module, notes: list[str]) -> None:
+    """``keras.applications.X(weights="imagenet")`` builds with random weights: padding
+    does not depend on them, and a build never downloads."""
+    apps = getattr(keras_module, "applications", None)
+    if apps is None:
+        return
+    for name in dir(apps):
+        fn = getattr(apps, name, None)
+        if not (callable(fn) and name[:1].isupper() and isinstance(fn, type(_one_line))):
+            continue
+
+        def wrapper(*args, _fn=fn, _name=name, **kwargs):
+            weights = kwargs.get("weights", "imagenet")
+            if isinstance(weights, str) and not os.path.exists(weights):
+                kwargs["weights"] = None
+                note = f"{_name}(weights={weights!r}) built with random weights (no download)"
+                if note not in notes:
+                    notes.append(note)
+            return _fn(*args, **kwargs)
+
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        try:
+            setattr(apps, name, wrapper)
+        except (AttributeError, TypeError):
+            pass
+
+
+class _Refused(RuntimeError):
+    pass
+
+
+def _refuse_training(keras_module, notes: list[str]) -> None:
+    """Belt and braces under the slicer: a build never trains, predicts or downloads."""
+    model = getattr(keras_module, "Model", None)
+    for name in ("fit", "fit_generator", "evaluate", "predict", "train_on_batch"):
+        if model is not None and hasattr(model, name):
+            def refuse(self, *a, _name=name, **k):
+                notes.append(f"refused a call to Model.{_name}()")
+                raise _Refused(f"kerasfit does not run Model.{_name}() while building")
+            setattr(model, name, refuse)
+    utils = getattr(keras_module, "utils", None)
+    if utils is not None and hasattr(utils, "get_file"):
+        def get_file(*a, **k):
+            notes.append("refused a download (keras.utils.get_file)")
+            raise _Refused("kerasfit does not download while building")
+        utils.get_file = get_file
+
+
+def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]):
+    """Run the sliced script as a fresh module, one top-level statement at a time.
+
+    A statement that fails (it read a name whose data loading was skipped) is noted
+    and passed over: the entry fails later only if it really needed it.
+    """
     name = path.stem if path.stem.isidentifier() else "kerasfit_user_module"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ChildError(f"cannot import {path.name}")
-    module = importlib.util.module_from_spec(spec)
+    module = type(sys)(name)
+    module.__file__ = str(path)
+    module.__dict__["__builtins__"] = __builtins__
     sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException as exc:  # user code: anything, including SystemExit
-        raise _user_error(exc, sites, "importing the file failed") from None
+    failed: list[str] = []
+    for stmt in plan.tree.body:
+        code = compile(__import__("ast").Module(body=[stmt], type_ignores=[]), str(path), "exec")
+        try:
+            exec(code, module.__dict__)
+        except BaseException as exc:  # user code: anything, including SystemExit
+            failed.append(f"line {stmt.lineno}: {type(exc).__name__}: {_one_line(exc, 120)}")
+    if failed:
+        notes.append("script statements that failed and were passed over: " + "; ".join(failed[:3])
+                     + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""))
     return module
+
+
+def _load_script(path: Path, opts, sites: Sites, notes: list[str], candidate: Candidate | None):
+    """Slice the script for the entry (or a candidate) and run the slice."""
+    source = path.read_text(encoding="utf-8", errors="replace")
+    entry = opts.entry
+    if entry and ":" in entry and entry.split(":", 1)[1].isidentifier():
+        entry = entry.split(":", 1)[1]
+    try:
+        plan = slice_source(source, str(path), entry=entry, candidate=candidate)
+    except SyntaxError as exc:
+        raise ChildError(f"the file does not parse (line {exc.lineno}): {exc.msg}") from None
+    if plan.skipped:
+        skipped = ", ".join(f"line {ln} ({why})" for ln, why in sorted(plan.skipped.items())[:4])
+        notes.append(f"not run: {skipped}")
+    return plan, _exec_slice(path, plan, sites, notes)
 
 
 def _no_required_args(fn) -> bool:
@@ -224,6 +379,12 @@ def _layers_of(model) -> list:
     return out
 
 
+def _is_random_augmentation(layer) -> bool:
+    name = type(layer).__name__
+    module = type(layer).__module__
+    return name.startswith("Random") and ("preprocessing" in module or "augment" in module)
+
+
 def _record_scopes(layers, tf) -> dict[str, Any]:
     """Wrap each layer's ``call`` to see the name scope its ops get while tracing.
 
@@ -233,6 +394,11 @@ def _record_scopes(layers, tf) -> dict[str, Any]:
     scopes: dict[str, Any] = {}
     for layer in layers:
         original = layer.call
+        if _is_random_augmentation(layer):
+            # Random image augmentations (RandomRotation's ImageProjectiveTransform) have
+            # no XLA kernel and no MXU work: trace them as the identity.
+            object.__setattr__(layer, "call", lambda inputs, *a, **k: inputs)
+            continue
 
         def call(*args, _layer=layer, _original=original, **kwargs):
             scope = tf.compat.v1.get_default_graph().get_name_scope()
@@ -244,7 +410,7 @@ def _record_scopes(layers, tf) -> dict[str, Any]:
     return scopes
 
 
-def _input_specs(model):
+def _input_specs(model, input_shape: list[int] | None = None):
     shapes, dtypes = [], []
     inputs = None
     try:
@@ -263,16 +429,25 @@ def _input_specs(model):
                 shape = next(iter(shape.values())) if shape else None
             except Exception:
                 shape = None
+        if shape is None and input_shape:
+            shape = [None] + list(input_shape)
         if shape is None:
             raise ChildError(
-                "the model has no known input shape: build it (call it once, or use "
-                "keras.Input) inside the entry"
+                "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
+                "or build it (call it once, or use keras.Input) inside the entry"
             )
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
         dtypes = ["float32"] * len(shapes)
-    for s in shapes:
-        if any(d is None for d in s[1:]):
-            raise ChildError(f"the model's input shape {tuple(s)} has unknown non-batch dims")
+    for i, s in enumerate(shapes):
+        if not any(d is None for d in s[1:]):
+            continue
+        if input_shape and len(input_shape) == len(s) - 1:
+            shapes[i] = [s[0]] + [given if d is None else d for d, given in zip(s[1:], input_shape)]
+            continue
+        raise ChildError(
+            f"the model's input shape {tuple(s)} has unknown non-batch dims: pass "
+            f"--input-shape {','.join(str(d) if d is not None else 'N' for d in s[1:])} "
+            "with N filled in")
     return shapes, dtypes
 
 
@@ -294,7 +469,7 @@ def _keras_step(model, tf):
 
 
 def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
-    shapes, dtypes = _input_specs(model)
+    shapes, dtypes = _input_specs(model, opts.input_shape)
     fixed = shapes[0][0] if shapes and shapes[0] else None
     global_batch = opts.batch_size or fixed or DEFAULT_BATCH
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -508,44 +683,9 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
 # ---------------------------------------------------------------- main
 
 
-def run(opts) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    path = Path(opts.file).resolve()
-    sites = Sites(str(path))
-    result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
-    if opts.legacy:
-        os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    _phase("tensorflow")
-    try:
-        import tensorflow as tf
-    except ImportError as exc:
-        raise ChildError(f"TensorFlow is not installed ({exc}); install kerasfit[build]") from None
-    import keras
-
-    tf.get_logger().setLevel("ERROR")
-    _patch_layer_init(keras.layers.Layer, sites)
-    try:
-        uses_tf_keras = "tf_keras" in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        uses_tf_keras = False
-    if opts.legacy or uses_tf_keras:
-        import tf_keras
-
-        _patch_layer_init(tf_keras.layers.Layer, sites)
-    if opts.dtype == "bfloat16":
-        keras.mixed_precision.set_global_policy("mixed_bfloat16")
-        if opts.legacy:
-            tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    state: dict[str, Any] = {}
-    if opts.legacy:
-        _patch_tf1(tf, opts, state, sites)
-    result["tf_version"] = tf.__version__
-    result["keras_version"] = getattr(keras, "__version__", "")
-    t_import = time.perf_counter()
-    _phase("import")
-    module = _import_user_module(path, sites)
-    _phase("build")
-    description, thunk = _resolve_entry(module, opts.entry, sites)
+def _build_entry(module, entry: str | None, opts, sites: Sites, tf, result: dict, state: dict):
+    """Resolve the entry in the (sliced) module and lower its training step to HLO."""
+    description, thunk = _resolve_entry(module, entry, sites)
     result["entry"] = description
     hlo = None
     if opts.legacy:
@@ -566,6 +706,111 @@ def run(opts) -> dict[str, Any]:
             )
         result["mode"] = "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
         hlo = _build_keras(model, opts, sites, tf, result)
+    return hlo
+
+
+_GUARD_HINT = ('put the training, data and plotting code under `if __name__ == "__main__":`, '
+               "or pass --entry 'function' or an expression that builds the model")
+
+
+def _build_script(path: Path, opts, sites: Sites, tf, keras, result: dict, state: dict):
+    """Slice the script, then build its entry (or the discovered candidates, best first)."""
+    sys.path.insert(0, str(path.parent))
+    try:
+        plan = slice_source(path.read_text(encoding="utf-8", errors="replace"), str(path))
+    except SyntaxError as exc:
+        raise ChildError(f"the file does not parse (line {exc.lineno}): {exc.msg}") from None
+    finder = _StubFinder(plan.imported - _NEVER_STUB)
+    sys.meta_path.append(finder)
+    candidates = [] if opts.entry else plan.candidates[:MAX_CANDIDATES]
+    result["candidates"] = [c.label for c in plan.candidates]
+    errors: list[str] = []
+    hlo = None
+    for candidate in candidates or [None]:
+        notes: list[str] = []
+        attempt = dict(result, notes=notes)
+        try:
+            _phase("import")
+            _, module = _load_script(path, opts, sites, notes, candidate)
+            _phase("build")
+            hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
+                               tf, attempt, state)
+        except ChildError as exc:
+            why = str(exc)
+            failed = [n for n in notes if n.startswith("script statements that failed")]
+            if failed and "is not defined" in why:
+                why += f" ({failed[0][len('script statements that failed and were passed over: '):]})"
+            errors.append(f"{candidate.expr}: {why}" if candidate else why)
+            _reset_graphs(tf, keras)
+            continue
+        attempt["notes"] = result["notes"] + notes
+        result.update(attempt)
+        break
+    stubs = ", ".join(finder.used)
+    if hlo is None:
+        stubbed = f" (not installed, stubbed: {stubs})" if stubs else ""
+        if len(errors) > 1:
+            raise ChildError(f"no candidate built{stubbed}: " + " | ".join(errors) + "; " + _GUARD_HINT)
+        raise ChildError(f"{errors[0]}{stubbed}; {_GUARD_HINT}" if "--entry" not in errors[0]
+                         else f"{errors[0]}{stubbed}")
+    if stubs:
+        result["notes"].append(f"not installed, stubbed (the model does not use them): {stubs}")
+    if len(plan.candidates) > 1 and not opts.entry:
+        others = ", ".join(c.expr for c in plan.candidates if c.expr != (candidates[0].expr if candidates else ""))
+        result["notes"].append(f"built {result['entry']}; other candidates: {others} (pick one with --entry)")
+    return hlo
+
+
+def _reset_graphs(tf, keras) -> None:
+    try:
+        keras.backend.clear_session()
+        tf.compat.v1.reset_default_graph()
+    except Exception:
+        pass
+
+
+def run(opts) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    path = Path(opts.file).resolve()
+    sites = Sites(str(path))
+    result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
+    if opts.legacy or opts.keras2:
+        os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    _phase("tensorflow")
+    try:
+        import tensorflow as tf
+    except ImportError as exc:
+        raise ChildError(f"TensorFlow is not installed ({exc}); install kerasfit[build]") from None
+    import keras
+
+    tf.get_logger().setLevel("ERROR")
+    _patch_layer_init(keras.layers.Layer, sites)
+    try:
+        uses_tf_keras = "tf_keras" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        uses_tf_keras = False
+    if opts.legacy or uses_tf_keras or opts.keras2:
+        import tf_keras
+
+        _patch_layer_init(tf_keras.layers.Layer, sites)
+        _no_download_applications(tf_keras, result["notes"])
+        _refuse_training(tf_keras, result["notes"])
+    if opts.dtype == "bfloat16":
+        keras.mixed_precision.set_global_policy("mixed_bfloat16")
+        if opts.legacy or opts.keras2:
+            tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    state: dict[str, Any] = {}
+    if opts.legacy:
+        _patch_tf1(tf, opts, state, sites)
+    if opts.keras2:
+        result["notes"].append("built with tf-keras (Keras 2, the script's era); under Keras 3: "
+                               + _one_line(os.environ.get(_FIRST_ERROR, ""), 160))
+    result["tf_version"] = tf.__version__
+    result["keras_version"] = getattr(keras, "__version__", "")
+    t_import = time.perf_counter()
+    _no_download_applications(keras, result["notes"])
+    _refuse_training(keras, result["notes"])
+    hlo = _build_script(path, opts, sites, tf, keras, result, state)
     t_hlo = time.perf_counter()
     ops, pads = parse_hlo(hlo)
     locate = result.pop("_locate")
@@ -583,8 +828,17 @@ def run(opts) -> dict[str, Any]:
         d = dict(pad.__dict__)
         d["layer"], d["source"] = layer, site
         out_pads.append(d)
+    out_mem = []
+    for mem in memory_ops(hlo):
+        layer, site = locate(mem.op_name)
+        d = mem.to_dict()
+        d["layer"], d["source"] = layer, site
+        out_mem.append(d)
     result["ops"] = out_ops
     result["pads"] = out_pads
+    result["mem_ops"] = out_mem
+    result["elementwise_bytes"] = sum(m.bytes for m in memory_ops(hlo, elementwise=True)
+                                      if m.opcode in ELEMENTWISE)
     result["notes"] += state.get("notes", [])
     result["cores"] = opts.cores
     result["dtype"] = opts.dtype
@@ -595,6 +849,43 @@ def run(opts) -> dict[str, Any]:
     return result
 
 
+def _shape_arg(text: str) -> list[int]:
+    try:
+        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3") from None
+    if not dims or any(d <= 0 for d in dims):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3")
+    return dims
+
+
+_FIRST_ERROR = "KERASFIT_KERAS3_ERROR"
+_TF_KERAS = re.compile(r"\btf\.keras\b|\btensorflow\.keras\b|from tensorflow import keras")
+
+
+def _retry_with_keras2(argv, opts, error: str) -> None:
+    """A script that reaches Keras through ``tf.keras`` and fails under Keras 3 was most
+    likely written for Keras 2 (TF < 2.16): build it again with tf-keras.
+
+    The same process image is replaced (``exec``), so the parent's time limit and kill
+    still apply to it; the Keras 3 error is kept for the message if this fails too.
+    """
+    if opts.keras2 or opts.legacy or opts.entry is None and "found nothing to build" in error:
+        return
+    try:
+        source = Path(opts.file).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return
+    if not _TF_KERAS.search(source):
+        return
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1")
+    env[_FIRST_ERROR] = error
+    args = list(sys.argv[1:] if argv is None else argv) + ["--keras2"]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, "-m", "kerasfit.build.child", *args], env)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="kerasfit.build.child")
     p.add_argument("--file", required=True)
@@ -603,7 +894,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int)
     p.add_argument("--cores", type=int, default=1)
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--input-shape", type=_shape_arg, help="non-batch input dims for None ones, e.g. 256,256,3")
     p.add_argument("--legacy", action="store_true", help="TF1 graph code: TF_USE_LEGACY_KERAS=1")
+    p.add_argument("--keras2", action="store_true",
+                   help="tf.keras is tf-keras (Keras 2): the retry for scripts written before Keras 3")
     p.add_argument("--probe-weights")
     p.add_argument("--probe-outputs")
     p.add_argument("--dump-hlo")
@@ -614,7 +908,14 @@ def main(argv: list[str] | None = None) -> int:
         result = run(opts)
         code = 0
     except ChildError as exc:
-        result, code = {"ok": False, "error": str(exc)}, 3
+        _retry_with_keras2(argv, opts, str(exc))
+        first = os.environ.get(_FIRST_ERROR)
+        if first and "--input-shape" in str(exc):
+            # tf-keras got as far as the input: what to do next is the useful message
+            error = f"{exc} (built with tf-keras; under Keras 3: {_one_line(first, 160)})"
+        else:
+            error = f"{first} (with tf-keras too: {_one_line(exc, 200)})" if first else str(exc)
+        result, code = {"ok": False, "error": error}, 3
     except BaseException as exc:  # the parent wants one line, whatever happened
         result, code = {"ok": False, "error": f"{type(exc).__name__}: {_one_line(exc)}"}, 3
     Path(opts.out).write_text(json.dumps(result))

@@ -165,7 +165,18 @@ class Computation:
     root: str = ""
 
 
+_LAST_PARSE: list = []  # (text, result): parse_hlo and memory_ops read the same module
+
+
 def parse_module(text: str) -> tuple[dict[str, Computation], str]:
+    if _LAST_PARSE and _LAST_PARSE[0][0] is text:
+        return _LAST_PARSE[0][1]
+    result = _parse_module(text)
+    _LAST_PARSE[:] = [(text, result)]
+    return result
+
+
+def _parse_module(text: str) -> tuple[dict[str, Computation], str]:
     comps: dict[str, Computation] = {}
     entry = ""
     current: Computation | None = None
@@ -282,12 +293,75 @@ def _dot(instr: Instr, lhs: Instr, rhs: Instr) -> HloOp:
         "out": {"m": list(range(nb, nb + len(lf))), "n": list(range(nb + len(lf), len(out)))},
     }
     k = math.prod(ls[i] for i in lc)
+    extra: dict[str, Any] = {}
+    if lb:
+        # A batched matmul (attention): each batch element is its own matmul, so the
+        # batch dims are never padded and are not what the MXU contracts over.
+        extra["batch"] = math.prod(ls[i] for i in lb)
+        roles["lhs"]["b"], roles["rhs"]["b"], roles["out"]["b"] = lb, rb, list(range(nb))
     return HloOp(
         name=instr.name, opcode="dot", op_type="", op_name="", dtype=instr.dtype,
         shape=out, lhs_shape=ls, rhs_shape=rs, lhs=lhs.name, rhs=rhs.name, roles=roles,
         m=math.prod(ls[i] for i in lf), k=k, n=math.prod(rs[i] for i in rf),
-        flops=2 * math.prod(out) * k,
+        flops=2 * math.prod(out) * k, extra=extra,
     )
+
+
+@dataclass
+class MemOp:
+    """An op that only moves data through HBM: a pad, transpose, copy, or elementwise op."""
+
+    name: str
+    opcode: str
+    op_name: str
+    dtype: str
+    shape: list[int]  # result
+    operand_shapes: list[list[int]]
+    bytes: int  # operands read + result written, unpadded
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# What the report counts as HBM traffic (pre-optimization HLO: before fusion, so an
+# elementwise op's bytes are an upper bound — TPU_FACTS 5 fuses many into their conv).
+MOVES = frozenset({"pad", "transpose", "copy", "concatenate", "slice", "dynamic-slice",
+                   "dynamic-update-slice", "reverse", "gather", "scatter"})
+ELEMENTWISE = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
+                         "exponential", "log", "tanh", "logistic", "sqrt", "rsqrt", "negate",
+                         "abs", "select", "compare", "convert", "power", "clamp", "reduce",
+                         "reduce-window", "select-and-scatter", "erf"})
+
+
+def memory_ops(text: str, elementwise: bool = False) -> list[MemOp]:
+    """Live data-moving ops of the entry computation with their unpadded bytes.
+
+    Elementwise ops only when asked: before fusion their bytes are an upper bound that
+    would drown everything else (TPU_FACTS 5 fuses them into their convolution).
+    """
+    comps, entry = parse_module(text)
+    if not entry:
+        return []
+    live = _live(comps, entry)
+    comp = comps[entry]
+    wanted = MOVES | ELEMENTWISE if elementwise else MOVES
+    out = []
+    for instr in comp.instrs.values():
+        if (entry, instr.name) not in live or instr.opcode not in wanted:
+            continue
+        if instr.opcode == "copy" and "XLA_Retvals" in _metadata(instr.attrs, "op_name"):
+            continue  # the step's own results being returned, not work the model does
+        shape = instr.shape
+        if math.prod(shape) <= 1:
+            continue
+        size = DTYPE_BYTES.get(instr.dtype, 4)
+        operands = [comp.instrs[o] for o in instr.operands if o in comp.instrs]
+        operand_shapes = [o.shape for o in operands if math.prod(o.shape) > 1]
+        moved = math.prod(shape) * size + sum(
+            math.prod(o.shape) * DTYPE_BYTES.get(o.dtype, 4) for o in operands if math.prod(o.shape) > 1)
+        out.append(MemOp(instr.name, instr.opcode, _metadata(instr.attrs, "op_name"), instr.dtype,
+                         shape, operand_shapes, moved))
+    return out
 
 
 # Ops that only relabel or re-layout a tensor: a pad seen through them still feeds the conv.

@@ -12,8 +12,17 @@ from typing import Any
 
 from kerasfit.types import TARGETS
 
-from .hlo import FORWARD, KERNEL_GRAD, HloOp
-from .simulator import LARGE_BATCH, layout, pad_to, simulate, with_batch, with_features
+from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient
+from .simulator import (
+    LARGE_BATCH,
+    PEAKS,
+    layout,
+    pad_to,
+    roofline,
+    simulate,
+    with_batch,
+    with_features,
+)
 
 
 @dataclass
@@ -34,10 +43,17 @@ class OpReport:
     share: float = 0.0  # of the step's useful FLOPs
     source: dict[str, Any] | None = None
     tensors: dict[str, list[list[int]]] = field(default_factory=dict)
+    time: float = 0.0  # estimated seconds on the target (roofline of the padded op)
+    useful_time: float = 0.0  # the same op unpadded
+    why: list[str] = field(default_factory=list)  # the padded dims, named
 
     @property
     def line(self) -> int | None:
         return self.source.get("line") if self.source else None
+
+    @property
+    def wasted_time(self) -> float:
+        return max(0.0, self.time - self.useful_time)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -46,8 +62,39 @@ class OpReport:
             "shape": self.shape, "padded_shape": self.padded_shape, "tensor": self.tensor,
             "dims": self.dims, "fit": self.fit, "flops": self.flops,
             "padded_flops": self.padded_flops, "share": self.share,
-            "source": self.source, "tensors": self.tensors,
+            "source": self.source, "tensors": self.tensors, "time": self.time,
+            "useful_time": self.useful_time, "wasted_time": self.wasted_time, "why": self.why,
         }
+
+
+@dataclass
+class Row:
+    """One line of the ranked table: a layer's ops of one kind in one pass, at one source line."""
+
+    layer: str
+    source: dict[str, Any] | None
+    pass_: str
+    kind: str  # "convolution" | "dot" | "pad" | "transpose" | "copy" | "elementwise" ...
+    ops: int
+    time: float
+    useful_time: float
+    shape: list[int]
+    padded_shape: list[int]
+    why: list[str]
+
+    @property
+    def wasted_time(self) -> float:
+        return max(0.0, self.time - self.useful_time)
+
+    @property
+    def useful_share(self) -> float:
+        return self.useful_time / self.time if self.time else 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"layer": self.layer, "source": self.source, "pass": self.pass_, "kind": self.kind,
+                "ops": self.ops, "time": self.time, "useful_time": self.useful_time,
+                "wasted_time": self.wasted_time, "useful_share": self.useful_share,
+                "shape": self.shape, "padded_shape": self.padded_shape, "why": self.why}
 
 
 @dataclass
@@ -89,6 +136,12 @@ class BuildReport:
     cached: bool = False
     elapsed: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    rows: list[Row] = field(default_factory=list)  # ranked by wasted time
+    step_time: float = 0.0  # seconds, every row
+    useful_time: float = 0.0
+    measured_dtype: str = ""  # what the HLO's matmuls/convs really are
+    mem_rows: list[OpReport] = field(default_factory=list)  # pads, transposes, copies, elementwise
+    output_layers: list[str] = field(default_factory=list)  # their width is the task's
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +156,9 @@ class BuildReport:
             "input_sites": self.input_sites,
             "notes": self.notes, "tf_version": self.tf_version, "cached": self.cached,
             "elapsed": self.elapsed, "timings": self.timings,
+            "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
+            "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
+            "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
         }
 
 
@@ -158,6 +214,58 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
     return (forced + found)[:3]
 
 
+_SIXTEEN = ("bf16", "f16")
+_DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
+# Data movement with nothing computed: all of its time is waste (TPU_FACTS 4, 11, 19).
+_PURE_MOVES = {"pad": "pad materialized in HBM", "transpose": "transpose (a copy in HBM)",
+               "copy": "copy (relayout)"}
+
+
+def _name_causes(why: list[str], op: HloOp, per_core: int) -> list[str]:
+    """Say which padded batch is the per-core batch: the cause users can change."""
+    out = []
+    for w in why:
+        if per_core and not op.extra.get("batch") and w.startswith(f"batch {per_core}→"):
+            w += " (per-core batch)"
+        out.append(w)
+    return out
+
+
+def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
+    out = []
+    hbm = PEAKS[target].hbm
+    for m in raw.get("mem_ops", []):
+        t = m["bytes"] / hbm
+        kind = m["opcode"]
+        useful = 0.0 if kind in _PURE_MOVES else t
+        out.append(OpReport(
+            name=m["name"], op_name=m["op_name"], op_type=m["opcode"], layer=m.get("layer"),
+            pass_="backward" if is_gradient(m["op_name"]) else FORWARD, kind=kind,
+            shape=(m["operand_shapes"] or [m["shape"]])[0], padded_shape=m["shape"], tensor="out",
+            dims={}, fit=1.0 if useful else 0.0, flops=0, padded_flops=0.0, source=m.get("source"),
+            time=t, useful_time=useful,
+            why=[_PURE_MOVES[kind] + f", {m['bytes'] / 1e6:.1f} MB"] if kind in _PURE_MOVES else [],
+        ))
+    return out
+
+
+def rank_rows(ops: list[OpReport]) -> list[Row]:
+    """Group ops by layer, source line, pass and kind; sort by wasted time."""
+    groups: dict[tuple, list[OpReport]] = {}
+    for op in ops:
+        line = op.source.get("line") if op.source else None
+        groups.setdefault((op.layer or op.op_name, line, op.pass_, op.kind), []).append(op)
+    rows = []
+    for (layer, _, pass_, kind), members in groups.items():
+        worst = max(members, key=lambda o: (o.wasted_time, o.time))
+        rows.append(Row(layer=layer, source=worst.source, pass_=pass_, kind=kind, ops=len(members),
+                        time=sum(o.time for o in members),
+                        useful_time=sum(o.useful_time for o in members),
+                        shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why)))
+    rows.sort(key=lambda r: (-r.wasted_time, -r.time))
+    return rows
+
+
 def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32") -> BuildReport:
     """Simulate the child's ops for a target and build the report."""
     ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
@@ -165,9 +273,11 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     meta = {d["name"]: d for d in raw.get("ops", [])}
     sim = simulate(ops, target, dtype)
     t = TARGETS[target]
+    per_core = int(raw.get("per_core_batch") or 0)
     reports: list[OpReport] = []
     for op, s in sim.ops:
         m = meta[op.name]
+        sixteen = op.dtype in _SIXTEEN
         reports.append(OpReport(
             name=op.name, op_name=op.op_name, op_type=op.op_type, layer=m.get("layer"),
             pass_=op.pass_, kind=op.opcode, shape=s.shape, padded_shape=s.padded_shape,
@@ -175,24 +285,43 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             flops=s.flops, padded_flops=s.padded_flops,
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
+            time=roofline(s.padded_flops, s.padded_bytes, target, sixteen),
+            useful_time=roofline(s.flops, s.bytes, target, sixteen),
+            why=_name_causes(s.why, op, per_core),
         ))
     reports.sort(key=lambda r: (r.fit, -r.padded_flops))
+    mem = _mem_rows(raw, target)
+    rows = rank_rows(reports + mem)
 
     lay = {p: list(layout(p, sim.common_batch, t)) for p in (FORWARD, "input-gradient", KERNEL_GRAD)}
     recs = _recommend(ops, reports, raw, target, dtype, sim.step_fit)
     notes = list(raw.get("notes", []))
+    counts: dict[str, int] = {}
+    for op in ops:
+        counts[op.dtype] = counts.get(op.dtype, 0) + 1
+    measured = _DTYPE_NAMES.get(max(counts, key=counts.get), "") if counts else ""
+    if measured and dtype == "bfloat16" and measured != "bfloat16":
+        notes.append(f"--dtype bfloat16 was asked for, but the model's matmuls and convolutions are "
+                     f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
     notes.append("kernels and results are modelled as padded like the activations they meet "
                  "(TPU_FACTS 2-3: the compiler picks per producer/consumer)")
+    notes.append(f"times: roofline per op from {PEAKS[target].source}")
+    if raw.get("elementwise_bytes"):
+        notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "
+                     "them into their convolutions (TPU_FACTS 5); not counted in the step time")
     return BuildReport(
         file=raw.get("file", ""), entry=raw.get("entry", ""), mode=raw.get("mode", ""),
-        target=target, dtype=dtype, global_batch=int(raw.get("global_batch") or 0),
-        cores=int(raw.get("cores") or 1), per_core_batch=int(raw.get("per_core_batch") or 0),
+        target=target, dtype=measured or dtype, global_batch=int(raw.get("global_batch") or 0),
+        cores=int(raw.get("cores") or 1), per_core_batch=per_core,
         common_batch=sim.common_batch, ops=reports, step_fit=sim.step_fit,
         hbm_expansion=sim.hbm_expansion, flops=sim.flops, padded_flops=sim.padded_flops,
         recommendations=recs, layout=lay, outputs=raw.get("outputs", []),
         inputs=raw.get("inputs", []), pads=raw.get("pads", []),
         input_sites=raw.get("input_sites", []), notes=notes,
         tf_version=raw.get("tf_version", ""), timings=raw.get("timings", {}),
+        rows=rows, step_time=sum(r.time for r in rows),
+        useful_time=sum(r.useful_time for r in rows), measured_dtype=measured,
+        mem_rows=mem, output_layers=list(raw.get("output_layers") or ()),
     )
 
 
@@ -200,7 +329,15 @@ def _x(shape: list[int]) -> str:
     return "×".join(str(d) for d in shape)
 
 
-def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = 40) -> str:
+def _us(seconds: float) -> str:
+    us = seconds * 1e6
+    return f"{us:,.0f}" if us >= 100 else f"{us:.1f}" if us >= 1 else f"{us:.2f}"
+
+
+DEFAULT_ROWS = 20
+
+
+def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
@@ -208,26 +345,30 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
     from tabulate import tabulate
 
     rows = []
-    shown = report.ops if max_rows is None else report.ops[:max_rows]
-    for op in shown:
-        src = op.source
+    shown = report.rows if max_rows is None else report.rows[:max_rows]
+    for i, r in enumerate(shown, 1):
+        src = r.source
         line = f"{_short(src['file'])}:{src['line']}" if src else "-"
-        rows.append([
-            op.layer or op.op_name, line, op.pass_,
-            f"{_x(op.shape)} → {_x(op.padded_shape)}", f"{op.fit:.1%}", f"{op.share:.1%}",
-        ])
-    out = [tabulate(rows, headers=["layer", "source", "pass", "shape → padded", "fit", "FLOPs"],
+        what = r.kind if r.ops == 1 else f"{r.kind} ×{r.ops}"
+        shape = f"{_x(r.shape)} → {_x(r.padded_shape)}" if r.kind in ("convolution", "dot") else _x(r.padded_shape)
+        rows.append([i, r.layer, line, r.pass_, what, shape, f"{r.useful_share:.1%}",
+                     _us(r.time), _us(r.wasted_time), "; ".join(r.why) or "-"])
+    out = [tabulate(rows, headers=["#", "layer", "source", "pass", "op", "shape → padded", "useful",
+                                   "time µs", "wasted µs", "why"],
                     tablefmt="simple", disable_numparse=True)]
-    if max_rows is not None and len(report.ops) > max_rows:
-        out.append(f"… {len(report.ops) - max_rows} more ops (--output-format json lists all)")
+    if max_rows is not None and len(report.rows) > max_rows:
+        out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]
     kb, kf = report.layout[KERNEL_GRAD]
     out.append("")
+    wasted = report.step_time - report.useful_time
+    share = wasted / report.step_time if report.step_time else 0.0
     out.append(
-        f"step fit {report.step_fit:.1%} (FLOP-weighted MXU fit) on {report.target}; "
-        f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
-        f"{report.cores} core{'s' if report.cores != 1 else ''})"
+        f"step ≈ {_us(report.step_time)} µs on {report.target} (roofline), {_us(wasted)} µs "
+        f"({share:.0%}) wasted; per-core batch {report.per_core_batch} (global "
+        f"{report.global_batch} / {report.cores} core{'s' if report.cores != 1 else ''})"
     )
+    out.append(f"step fit {report.step_fit:.1%} (FLOP-weighted MXU fit of convolutions and matmuls)")
     out.append(
         f"layout (TPU_FACTS 1, common batch {report.common_batch}): forward/input-gradient "
         f"batch→{b} feature→{f}; kernel-gradient batch→{kb} feature→{kf}"

@@ -40,6 +40,35 @@ SUBLANES = 8
 LANES = 128
 
 
+@dataclass(frozen=True)
+class Peak:
+    """Published per-chip peaks for the roofline (one chip; dense, no sparsity)."""
+
+    flops_16: float  # FLOP/s in bf16/fp16
+    flops_32: float  # FLOP/s TensorFlow gets for float32 matmuls/convs
+    hbm: float  # bytes/s
+    source: str
+
+
+# Time estimates divide padded work by these. TPUs run float32 matmuls as bf16 passes by
+# default (TensorFlow on TPU), so they get the bf16 peak; the GPU row is an A100 (TF32 for
+# float32, on by default in TensorFlow since 2.4).
+PEAKS: dict[str, Peak] = {
+    "tpu-v4": Peak(275e12, 275e12, 1228e9, "Cloud TPU docs, 'TPU v4': 275 TFLOPS bf16, 1228 GB/s HBM"),
+    "tpu-v5e": Peak(197e12, 197e12, 819e9, "Cloud TPU docs, 'TPU v5e': 197 TFLOPS bf16, 819 GB/s HBM"),
+    "tpu-v6e": Peak(918e12, 918e12, 1640e9, "Cloud TPU docs, 'TPU v6e': 918 TFLOPS bf16, 1640 GB/s HBM"),
+    "gpu": Peak(312e12, 156e12, 1555e9, "NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s"),
+    "gaudi": Peak(432e12, 108e12, 2450e9, "Intel Gaudi 2 (Intel Gaudi 3 white paper's Gaudi 2 column): "
+                  "432 TFLOPS bf16 MME, 2.45 TB/s HBM; fp32 taken as a quarter of bf16"),
+}
+
+
+def roofline(flops: float, nbytes: float, target: str, sixteen_bit: bool) -> float:
+    """Seconds for an op on one chip: compute-bound or memory-bound, whichever is slower."""
+    peak = PEAKS[target]
+    return max(flops / (peak.flops_16 if sixteen_bit else peak.flops_32), nbytes / peak.hbm)
+
+
 def pad_to(n: int, multiple: int) -> int:
     return -(-n // multiple) * multiple if n > 0 else 0
 
@@ -53,16 +82,39 @@ def most_common_batch(batches: Iterable[int]) -> int | None:
 
 
 def layout(pass_: str, common_batch: int | None, target: Target) -> tuple[int, int]:
-    """(batch multiple, feature multiple) for a pass (TPU_FACTS 1; 8 vs 128/256, fact 8)."""
+    """(batch multiple, feature multiple) of the activations in a pass (TPU_FACTS 1, 7, 8).
+
+    The 8 x 128 tiling is the same on every TPU generation; v6e's 256-wide MXU only
+    widens the feature dim that faces the MXU (the one padded to 128 elsewhere). A GPU or
+    Gaudi never pads the batch (TPU_FACTS 17-18); their feature rule is in
+    :func:`feature_multiple`.
+    """
+    if target.family != "tpu":
+        return 1, target.small
     large_batch = (common_batch or 0) >= LARGE_BATCH
     weight_update = pass_ == KERNEL_GRAD
     if large_batch != weight_update:
-        return target.large, target.small
-    return target.small, target.large
+        return LANES, SUBLANES
+    return SUBLANES, max(LANES, target.mxu)
+
+
+def feature_multiple(target: Target, sixteen_bit: bool) -> int:
+    """What a GPU or Gaudi pads channels/units to (TPU_FACTS 17, 18).
+
+    XLA's GPU pass pads only fp16/bf16 convolutions for tensor cores; float32 is not
+    padded. Gaudi's matrix engine wants dims divisible by 128 (bf16) / 64 (fp32).
+    """
+    if target.family == "gpu":
+        return target.small if sixteen_bit else 1
+    if target.family == "gaudi":
+        return 128 if sixteen_bit else 64
+    raise ValueError(target.family)
 
 
 def semantic_dims(op: HloOp) -> dict[str, str]:
     """Which HLO role (m/k/n) carries the batch and the in/out features in this pass."""
+    if op.extra.get("batch"):
+        return {"rows": "m", "in_features": "k", "out_features": "n"}
     if op.pass_ == KERNEL_GRAD:
         return {"batch": "k", "in_features": "m", "out_features": "n"}
     return {"batch": "m", "in_features": "k", "out_features": "n"}
@@ -77,7 +129,7 @@ def fit_of(real: Iterable[int], padded: Iterable[int]) -> float:
 class OpSim:
     """The simulator's verdict on one op."""
 
-    dims: dict[str, tuple[int, int]]  # batch / in_features / out_features: (real, padded)
+    dims: dict[str, tuple[int, int]]  # batch / in_features / out_features (/ rows): (real, padded)
     fit: float
     flops: int
     padded_flops: float
@@ -86,10 +138,35 @@ class OpSim:
     padded_shape: list[int]
     multiples: tuple[int, int]  # (batch, feature)
     tensors: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)  # real, padded
+    why: list[str] = field(default_factory=list)  # "batch 16→128", "out-channels 1→8"
+    bytes: int = 0  # HBM bytes of the operands and the result, unpadded
+    padded_bytes: int = 0
 
 
-def _role_multiples(op: HloOp, batch_mult: int, feat_mult: int) -> dict[str, int]:
+def _groups(op: HloOp) -> tuple[int, bool]:
+    """(groups, channel-wise). A depthwise conv has no contraction over channels."""
+    if op.opcode != "convolution":
+        return 1, False
+    if op.pass_ == KERNEL_GRAD and op.batch_group_count > 1:
+        return op.batch_group_count, op.m == 1
+    if op.feature_group_count > 1:
+        return op.feature_group_count, op.k == 1
+    return 1, False
+
+
+def _role_multiples(op: HloOp, target: Target, common_batch: int | None) -> dict[str, int]:
+    sixteen = op.dtype in ("bf16", "f16")
     sem = semantic_dims(op)
+    if target.family != "tpu":
+        feat = feature_multiple(target, sixteen)
+        mult = {sem["in_features"]: feat, sem["out_features"]: feat}
+        mult[sem.get("batch") or sem["rows"]] = 1
+        return mult
+    if op.extra.get("batch"):
+        # Batched matmul: rows stream on sublanes, both matrix dims face the MXU.
+        wide = max(LANES, target.mxu)
+        return {"m": SUBLANES, "k": wide, "n": wide}
+    batch_mult, feat_mult = layout(op.pass_, common_batch, target)
     return {sem["batch"]: batch_mult, sem["in_features"]: feat_mult, sem["out_features"]: feat_mult}
 
 
@@ -102,34 +179,59 @@ def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str
     return out
 
 
+_DIM_WORDS = {"batch": "batch", "rows": "rows", "in_features": "in-features",
+              "out_features": "out-features"}
+
+
 def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
-    batch_mult, feat_mult = layout(op.pass_, common_batch, target)
-    mult = _role_multiples(op, batch_mult, feat_mult)
+    mult = _role_multiples(op, target, common_batch)
     sem = semantic_dims(op)
     sizes = {"m": op.m, "k": op.k, "n": op.n}
-    dims = {}
+    groups, channelwise = _groups(op)
+    dims: dict[str, tuple[int, int]] = {}
     for name, role in sem.items():
-        dims[name] = (sizes[role], pad_to(sizes[role], mult[role]))
+        real, multiple = sizes[role], mult[role]
+        if name == "in_features" and channelwise:
+            dims[name] = (1, 1)  # one input channel per output channel: no contraction
+        elif name in ("in_features", "out_features") and groups > 1 and not channelwise:
+            per = real if name == "in_features" else -(-real // groups)
+            dims[name] = (real * (groups if name == "in_features" else 1),
+                          pad_to(per, multiple) * groups)
+        else:
+            dims[name] = (real, pad_to(real, multiple))
+    if op.extra.get("batch"):
+        dims["batch"] = (op.extra["batch"], op.extra["batch"])
     fit = fit_of((r for r, _ in dims.values()), (p for _, p in dims.values()))
-    # The weights are not an activation: forward/input-gradient read them as the rhs,
-    # the kernel-gradient writes them as its result.
     weights = "out" if op.pass_ == KERNEL_GRAD else "rhs"
     shapes = {"lhs": op.lhs_shape, "rhs": op.rhs_shape, "out": op.shape}
     worst = None
     tensors = {}
+    itemsize = 2 if op.dtype in ("bf16", "f16") else 4
+    real_bytes = padded_bytes = 0
     for tensor in ("out", "lhs", "rhs"):
-        padded = _padded_tensor(shapes[tensor], op.roles.get(tensor, {}), mult)
+        roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in mult}
+        if channelwise:
+            roles.pop(sem["in_features"], None)
+        padded = _padded_tensor(shapes[tensor], roles, mult)
         tensors[tensor] = (list(shapes[tensor]), padded)
+        real_bytes += math.prod(shapes[tensor]) * itemsize if shapes[tensor] else 0
+        padded_bytes += math.prod(padded) * itemsize if padded else 0
         if tensor == weights:
             continue
         ratio = fit_of(shapes[tensor], padded)
         if worst is None or ratio < worst[0]:
             worst = (ratio, tensor, padded)
     assert worst is not None
+    word = "channels" if op.opcode == "convolution" else "features"
+    why = [f"{_DIM_WORDS[name].replace('features', word)} {r}→{p}"
+           for name, (r, p) in dims.items() if p != r]
+    if channelwise:
+        why.append("channel-wise (no contraction over channels)")
+    b = layout(op.pass_, common_batch, target)
     return OpSim(
         dims=dims, fit=fit, flops=op.flops, padded_flops=op.flops / fit if fit else 0.0,
         tensor=worst[1], shape=list(shapes[worst[1]]), padded_shape=worst[2],
-        multiples=(batch_mult, feat_mult), tensors=tensors,
+        multiples=b, tensors=tensors, why=why, bytes=real_bytes, padded_bytes=padded_bytes,
     )
 
 
@@ -193,12 +295,18 @@ class Simulation:
                 "step_fit": self.step_fit, "hbm_expansion": self.hbm_expansion}
 
 
+def _batch_of(op: HloOp) -> int:
+    if op.extra.get("batch"):
+        return int(op.extra["batch"])
+    return op.k if op.pass_ == KERNEL_GRAD else op.m
+
+
 def simulate(ops: list[HloOp], target: str | Target = "tpu-v5e", dtype: str = "float32") -> Simulation:
     t = TARGETS[target] if isinstance(target, str) else target
     convs = [op for op in ops if op.opcode == "convolution"]
     # TPU_FACTS 1 counts convolutions; a conv-free model (TPU_FACTS 5) uses its matmuls.
     pool = convs or ops
-    common = most_common_batch(op.k if op.pass_ == KERNEL_GRAD else op.m for op in pool)
+    common = most_common_batch(_batch_of(op) for op in pool)
     sim = Simulation(target=t.name, common_batch=common)
     for op in ops:
         sim.ops.append((op, simulate_op(op, common, t)))
@@ -214,8 +322,8 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
     """The same step at another per-core batch: what-if for the recommendations."""
     out = []
     for op in ops:
-        role = semantic_dims(op)["batch"]
-        size = getattr(op, role)
+        role = semantic_dims(op).get("batch")
+        size = getattr(op, role) if role else None
         if size != old:
             out.append(op)
             continue

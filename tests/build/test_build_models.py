@@ -76,6 +76,10 @@ def test_unet_last_conv_weight_update_is_16x1_of_128x8(unet):
     assert last.source["line"] == line_of(UNET, "logits = tf.compat.v1.layers.conv2d")
     assert os.path.samefile(last.source["file"], UNET)
     assert unet.outputs == [[16, 64, 64, 1]]
+    # Its row in the ranked table names the cause.
+    row = next(r for r in unet.rows if r.layer == "unet/output" and r.pass_ == KERNEL_GRAD)
+    assert row.why == ["batch 16→128 (per-core batch)", "out-channels 1→8"]
+    assert row.wasted_time > 0
 
 
 def test_unet_recommends_a_larger_per_core_batch(unet):
@@ -136,11 +140,15 @@ def test_cnn_confirms_channel_multiple_findings(cnn):
     diags = cross_check(static_diagnostics(CNN), cnn, str(CNN))
     by_line = {d.row: d for d in diags if d.code == "KF102"}
     conv = by_line[line_of(CNN, "Conv2D(30")]
-    assert conv.build["status"] == "confirmed"
-    assert (conv.build["shape"], conv.build["padded_shape"]) == ([128, 32, 32, 30], [128, 32, 32, 32])
+    # The findings say "pad to 128". At batch 128 the forward pass pads 30 -> 32 and
+    # 100 -> 104, which must not "confirm" a 128: the weight update is what pads to 128
+    # (features -> 128 in that pass), so that op is the evidence cited.
+    assert conv.build["status"] == "confirmed" and conv.build["pass"] == KERNEL_GRAD
+    assert (conv.build["shape"], conv.build["padded_shape"]) == ([3, 3, 3, 30], [3, 3, 128, 128])
     dense = by_line[line_of(CNN, "Dense(100")]
-    assert dense.build["status"] == "confirmed"
-    assert (dense.build["shape"], dense.build["padded_shape"]) == ([128, 100], [128, 104])
+    assert dense.build["status"] == "confirmed" and dense.build["pass"] == KERNEL_GRAD
+    assert (dense.build["shape"], dense.build["padded_shape"]) == ([64, 100], [128, 128])
+    assert dense.build["out_features"] == [100, 128]
     # Nothing unexplained on the Conv2D(64) line: 64 is a multiple of 8.
     assert not [d for d in diags if d.code == "KF301" and d.row == line_of(CNN, "Conv2D(64")]
 
@@ -259,14 +267,17 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
 
 
 FAILURES = {
-    "import-error": ("import not_a_real_module_xyz\n", "ModuleNotFoundError"),
+    # A missing package is stubbed; when the model needs it, the message names it.
+    "import-error": ("import not_a_real_module_xyz\n\ndef build_model():\n    return not_a_real_module_xyz.Net()\n",
+                     "not installed, stubbed: not_a_real_module_xyz"),
     "user-exception": (
         "import keras\n\ndef build_model():\n    raise ValueError('bad filters')\n",
         "line 4",
     ),
     "nothing-to-build": ("import keras\n\nx = 1\n", "tried no-argument functions build_model()"),
-    "segfault": ("import ctypes\nimport keras\nctypes.string_at(0)\n", "SIGSEGV"),
-    "hang": ("import time\nimport keras\ntime.sleep(600)\n", "timed out"),
+    # Module-level code the model does not need never runs: crash and hang in the builder.
+    "segfault": ("import ctypes\nimport keras\n\ndef build_model():\n    ctypes.string_at(0)\n", "SIGSEGV"),
+    "hang": ("import time\nimport keras\n\ndef build_model():\n    time.sleep(600)\n", "timed out"),
 }
 
 
@@ -298,11 +309,14 @@ def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_p
 
 
 def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
+    # Keras 3 raises on fused=: the failed build is KF101's evidence.
     f = tmp_path / "broken_model.py"
     f.write_text(
-        "import tf_keras as keras\n"
-        "bn = keras.layers.BatchNormalization(fused=False)\n"
-        "raise RuntimeError('user code fails at import')\n"
+        "import keras\n\n"
+        "def build_model():\n"
+        "    inputs = keras.Input((8, 8, 3))\n"
+        "    x = keras.layers.BatchNormalization(fused=False)(inputs)\n"
+        "    return keras.Model(inputs, x)\n"
     )
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "check", str(f), "--build", "--no-cache"],
@@ -311,7 +325,7 @@ def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
     assert proc.returncode == 1
     assert " KF101 " in proc.stdout  # the static result survived
     assert "build cross-check failed" in proc.stdout and "broken_model.py" in proc.stdout
-    assert "user code fails at import" in proc.stdout
+    assert "fused" in proc.stdout and "(confirmed by --build)" in proc.stdout
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
@@ -341,3 +355,34 @@ def test_report_reads_build_options_from_pyproject(tmp_path):
     data = json.loads(proc.stdout)
     assert data["dtype"] == "bfloat16"
     assert data["per_core_batch"] == 32  # global 64 over 2 cores
+
+
+# ---------------------------------------------------------------- TF1 in bfloat16
+
+TF1_BF16 = FIXTURES / "tf1_bf16.py"
+
+
+def test_tf1_bfloat16_graph_is_simulated_as_bfloat16():
+    """Hand-computed padding of a bf16 TF1 graph (batch 16, 3 -> 30 -> 1 channels)."""
+    raw = run_child(TF1_BF16, BuildOptions(use_cache=False))
+    assert raw["mode"] == "tf1-graph"
+    assert {o["dtype"] for o in raw["ops"]} == {"bf16"}
+    from kerasfit.build.report import make_report
+
+    # gpu: XLA pads 16-bit channels to 8 (3 -> 8, 30 -> 32); the batch never pads.
+    gpu = make_report(raw, "gpu", "float32")
+    assert gpu.dtype == "bfloat16"
+    conv = op(gpu, "net/conv", FORWARD)
+    assert conv.dims == {"batch": [16, 16], "in_features": [3, 8], "out_features": [30, 32]}
+    assert conv.fit == pytest.approx(3 * 30 / (8 * 32))
+    # tpu-v5e, common batch 16: forward features pad to 128; the output conv's weight
+    # update pads the batch 16 -> 128 and its single channel 1 -> 8.
+    tpu = make_report(raw, "tpu-v5e", "bfloat16")
+    assert op(tpu, "net/conv", FORWARD).dims["out_features"] == [30, 128]
+    last = op(tpu, "net/out", KERNEL_GRAD)
+    assert last.dims == {"batch": [16, 128], "in_features": [30, 32], "out_features": [1, 8]}
+    assert not any("was asked for" in n for n in tpu.notes)
+    # A float32 graph asked to be bfloat16 says it stayed float32.
+    raw32 = dict(raw, ops=[dict(o, dtype="f32") for o in raw["ops"]])
+    rep = make_report(raw32, "tpu-v5e", "bfloat16")
+    assert rep.dtype == "float32" and any("--dtype bfloat16 was asked for" in n for n in rep.notes)

@@ -23,21 +23,28 @@ import pytest
 pytestmark = pytest.mark.build
 
 ROOT = Path(__file__).resolve().parents[2]
-# A model the child can build in a few seconds once TensorFlow is imported.
+# A model the child can build in a few seconds once TensorFlow is imported. The build
+# runs only what the model depends on (the script is sliced), so each hostile part below
+# computes UNITS, which the model reads: it runs at import, as in a real script.
 MODEL = """
 import keras
 
 def build_model():
     inp = keras.Input((8,))
-    return keras.Model(inp, keras.layers.Dense(4)(inp))
+    return keras.Model(inp, keras.layers.Dense(UNITS)(inp))
 """
 # A grandchild that leaves the child's session and keeps stderr (fd 2) open.
 ESCAPEE = """
 import os, time
-if os.fork() == 0:
-    os.setsid()
-    time.sleep({seconds})
-    os._exit(0)
+
+def escape():
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep({seconds})
+        os._exit(0)
+    return 4
+
+UNITS = escape()
 """
 
 
@@ -86,7 +93,8 @@ def test_a_setsid_escapee_holding_stderr_does_not_stretch_the_time_limit(tmp_pat
     # limit leaves time to import TensorFlow, so the hostile code surely runs.
     forked = tmp_path / "forked"
     path = write(tmp_path, "escapee_hang.py", ESCAPEE.format(seconds=3600),
-                 f"open({str(forked)!r}, 'w').close()\ntime.sleep(3600)\n")
+                 f"def hang():\n    open({str(forked)!r}, 'w').close()\n    time.sleep(3600)\n    return 4\n\n"
+                 "UNITS = hang()\n", MODEL)
     proc, wall = kerasfit(tmp_path, "report", str(path), "--build-timeout", "30", limit=120)
     assert forked.exists()
     assert proc.returncode == 2
@@ -109,9 +117,14 @@ def test_a_finished_build_with_a_setsid_escapee_is_reported_and_the_escapee_ende
 def test_a_plain_fork_holding_stderr_does_not_turn_a_finished_build_into_a_timeout(tmp_path):
     path = write(tmp_path, "fork_holds_stderr.py", """
         import os, time
-        if os.fork() == 0:
-            time.sleep(3600)
-            os._exit(0)
+
+        def fork():
+            if os.fork() == 0:
+                time.sleep(3600)
+                os._exit(0)
+            return 4
+
+        UNITS = fork()
         """, MODEL)
     proc, wall = kerasfit(tmp_path, "check", str(path), "--build", "--build-timeout", "45",
                           limit=120)
@@ -125,15 +138,20 @@ def test_a_plain_fork_holding_stderr_does_not_turn_a_finished_build_into_a_timeo
 def test_a_double_forked_daemon_does_not_outlive_the_report(tmp_path):
     path = write(tmp_path, "daemon.py", """
         import os, time
-        if os.fork() == 0:
-            os.setsid()
+
+        def daemon():
             if os.fork() == 0:
-                # a well-behaved daemon: stdio closed, so no pipe keeps anyone waiting
-                fd = os.open(os.devnull, os.O_RDWR)
-                for std in (0, 1, 2):
-                    os.dup2(fd, std)
-                time.sleep(3600)
-            os._exit(0)
+                os.setsid()
+                if os.fork() == 0:
+                    # a well-behaved daemon: stdio closed, so no pipe keeps anyone waiting
+                    fd = os.open(os.devnull, os.O_RDWR)
+                    for std in (0, 1, 2):
+                        os.dup2(fd, std)
+                    time.sleep(3600)
+                os._exit(0)
+            return 4
+
+        UNITS = daemon()
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 0, proc.stderr
@@ -143,8 +161,12 @@ def test_a_double_forked_daemon_does_not_outlive_the_report(tmp_path):
 def test_exit_zero_at_import_is_named_as_such(tmp_path):
     path = write(tmp_path, "exits_at_import.py", """
         import os, sys
-        print("some log line the user printed", file=sys.stderr, flush=True)
-        os._exit(0)
+
+        def leave():
+            print("some log line the user printed", file=sys.stderr, flush=True)
+            os._exit(0)
+
+        UNITS = leave()
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 2
@@ -157,11 +179,13 @@ def test_stderr_is_read_with_a_cap(tmp_path):
     # 400 MB of output: kept whole, the parent's memory grew by several times that.
     path = write(tmp_path, "loud.py", """
         import os
-        block = b"x" * (1 << 20) + b"\\n"
-        for _ in range(400):
-            os.write(2, block)
-        print("the last line", file=__import__("sys").stderr, flush=True)
-        raise SystemExit(5)
+
+        def build_model():
+            block = b"x" * (1 << 20) + b"\\n"
+            for _ in range(400):
+                os.write(2, block)
+            print("the last line", file=__import__("sys").stderr, flush=True)
+            raise SystemExit(5)
         """)
     script = textwrap.dedent(f"""
         import resource, sys
@@ -185,7 +209,12 @@ def test_the_child_has_a_configurable_memory_limit(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.kerasfit.build]\nmemory-limit = 12288\n")
     path = write(tmp_path, "greedy.py", """
         import mmap
-        hoard = [mmap.mmap(-1, 1 << 30) for _ in range(96)]
+
+        def grab():
+            hoard = [mmap.mmap(-1, 1 << 30) for _ in range(96)]
+            return len(hoard)
+
+        UNITS = grab()
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 2

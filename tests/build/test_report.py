@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kerasfit.build.api import BuildError, BuildOptions, cross_check, render_report, run_child
-from kerasfit.build.hlo import classify_pass, parse_hlo, strip_scopes
+from kerasfit.build.hlo import classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.build.report import make_report
 from kerasfit.types import Diagnostic, Severity
 
@@ -33,8 +33,13 @@ def raw_build(path: Path, per_core: int = 16, cores: int = 1) -> dict:
         d["layer"] = layer
         d["source"] = {"file": str(path), "line": line, "end_line": line, "column": 8, "end_column": 20}
         out.append(d)
+    mem = []
+    for m in memory_ops(HLO.read_text()):
+        d = m.to_dict()
+        d["layer"], d["source"] = None, None
+        mem.append(d)
     return {"ok": True, "file": str(path), "entry": "build_model()", "mode": "keras", "ops": out,
-            "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
+            "mem_ops": mem, "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
             "outputs": [[per_core, 10]], "notes": []}
 
 
@@ -63,9 +68,9 @@ def test_render_text_and_json(model_file):
     report = make_report(raw_build(model_file, per_core=16, cores=8))
     text = render_report(report)
     header = text.splitlines()[0]
-    for column in ("layer", "source", "pass", "shape → padded", "fit", "FLOPs"):
+    for column in ("layer", "source", "pass", "shape → padded", "useful", "time µs", "wasted µs", "why"):
         assert column in header
-    assert "step fit" in text and "HBM expansion" in text
+    assert "step fit" in text and "HBM expansion" in text and "wasted; per-core batch 16" in text
     assert "1. per-core batch 16 → 128 (global 128 → 1024 on 8 cores" in text
     data = json.loads(render_report(report, "json"))
     assert data["ops"][0]["source"]["line"] in {9, 11, 13, 14}
@@ -77,7 +82,8 @@ def test_render_text_and_json(model_file):
 def test_render_caps_rows(model_file):
     report = make_report(raw_build(model_file))
     text = render_report(report, max_rows=2)
-    assert f"… {len(report.ops) - 2} more ops" in text
+    assert f"… {len(report.rows) - 2} more (--all shows every row)" in text
+    assert len(render_report(report, max_rows=None).splitlines()) == len(text.splitlines()) + len(report.rows) - 3
 
 
 def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
@@ -139,3 +145,94 @@ def test_run_child_rejects_bad_input_without_starting(tmp_path):
     path.write_text("x = 1\n")
     with pytest.raises(BuildError, match="unknown target"):
         run_child(path, BuildOptions(target="tpu-v9"))
+
+
+def test_rows_are_ranked_by_wasted_time_and_name_their_cause(model_file):
+    report = make_report(raw_build(model_file, per_core=16, cores=8))
+    wasted = [r.wasted_time for r in report.rows]
+    assert wasted == sorted(wasted, reverse=True) and wasted[0] > 0
+    assert report.step_time == pytest.approx(sum(r.time for r in report.rows))
+    assert all(0 <= r.useful_time <= r.time + 1e-15 for r in report.rows)
+    # One row per layer, line, pass and kind: conv2d's weight update is one row.
+    kgrad = [r for r in report.rows if r.layer == "conv2d" and r.pass_ == "kernel-gradient"]
+    assert len(kgrad) == 1
+    # Hand-computed: batch 16 pads to 128 in the weight update at a small common batch,
+    # 3 input channels and 30 filters pad to 8's.
+    assert kgrad[0].why == ["batch 16→128 (per-core batch)", "in-channels 3→8", "out-channels 30→32"]
+    # Data movement is in the table too, in bytes over HBM bandwidth.
+    moves = [r for r in report.rows if r.kind not in ("convolution", "dot")]
+    assert moves and all(r.time > 0 for r in moves)
+
+
+def test_time_is_a_roofline_of_the_padded_op(model_file):
+    from kerasfit.build.simulator import PEAKS
+
+    report = make_report(raw_build(model_file), target="tpu-v5e")
+    for op in report.ops:
+        assert op.time >= op.padded_flops / PEAKS["tpu-v5e"].flops_32 * (1 - 1e-9)
+        assert op.time >= op.useful_time
+    assert "819 GB/s" in render_report(report)
+
+
+def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
+    report = make_report(raw_build(model_file))  # per-core batch 16: features pad to 128
+    d = diag("KF102", "channel-multiple", model_file, 13)  # Dense(100)
+    d.message = "`Dense`: 100 units pad to 112 on tpu-v5e"
+    (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+    assert out.build["status"] == "corrected"
+    assert out.build["detail"].endswith("not 112")
+    # Each claim is judged by the op that shows it: 128 in the forward pass, 104 in the
+    # weight update (features pad to 8 there) — never a 104 "confirming" a 128.
+    for claim, pass_ in ((128, "forward"), (104, "kernel-gradient")):
+        d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
+        (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+        assert out.build["status"] == "confirmed"
+        assert out.build["out_features"] == [100, claim] and out.build["pass"] == pass_
+
+
+def test_output_layer_gets_no_build_warning_the_static_rule_calls_info(model_file):
+    raw = raw_build(model_file)
+    with_head = make_report(dict(raw, output_layers=["conv2d"]))  # as if conv2d were the head
+    rows = {d.row for d in cross_check([], with_head, str(model_file)) if d.code == "KF301"}
+    without = {d.row for d in cross_check([], make_report(raw), str(model_file)) if d.code == "KF301"}
+    assert 9 in without and 9 not in rows
+
+
+def test_a_width_passed_through_a_helper_is_judged_at_the_call_site(model_file):
+    raw = raw_build(model_file)
+    for op in raw["ops"]:
+        if op["layer"] == "conv2d":
+            op["source"]["callers"] = [20]  # conv2d was made by a helper called on line 20
+    report = make_report(raw)
+    (out,) = [x for x in cross_check([diag("KF102", "channel-multiple", model_file, 20)], report,
+                                     str(model_file)) if x.code == "KF102"]
+    assert out.build["status"] == "confirmed" and out.build["layer"] == "conv2d"
+
+
+def test_kf107_transpose_left_in_the_step_is_confirmed_else_refuted(model_file):
+    raw = raw_build(model_file)
+    src = {"file": str(model_file), "line": 9, "end_line": 9, "column": 0, "end_column": 0}
+    raw["mem_ops"] = raw["mem_ops"] + [{"name": "t", "opcode": "transpose", "op_name": "conv/transpose",
+                                        "dtype": "f32", "shape": [16, 3, 32, 32],
+                                        "operand_shapes": [[16, 32, 32, 3]], "bytes": 393216,
+                                        "layer": "conv2d", "source": src}]
+    report = make_report(raw)
+    (hit,) = [x for x in cross_check([diag("KF107", "nonlogical-transpose", model_file, 9)], report,
+                                     str(model_file)) if x.code == "KF107"]
+    assert hit.build["status"] == "confirmed" and hit.build["wasted_time"] > 0
+    (miss,) = [x for x in cross_check([diag("KF107", "nonlogical-transpose", model_file, 11)], report,
+                                      str(model_file)) if x.code == "KF107"]
+    assert miss.build["status"] == "refuted"
+    # The transpose is a row of its own, all of it waste.
+    row = next(r for r in report.rows if r.kind == "transpose")
+    assert row.useful_time == 0 and row.wasted_time > 0
+
+
+def test_a_build_failing_on_fused_confirms_kf101(model_file):
+    from kerasfit.build.api import cross_check_failure
+
+    d = diag("KF101", "unfused-batchnorm", model_file, 9)
+    other = diag("KF102", "channel-multiple", model_file, 11)
+    cross_check_failure([d, other], "calling build_model() failed (line 9): ValueError: Unrecognized "
+                                    "keyword arguments passed to BatchNormalization: {'fused': False}")
+    assert d.build["status"] == "confirmed" and other.build is None

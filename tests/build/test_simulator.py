@@ -66,9 +66,12 @@ def test_pad_to(n, multiple, padded):
         (FORWARD, 16, V5E, (8, 128)),
         (INPUT_GRAD, 63, V5E, (8, 128)),
         (KERNEL_GRAD, 16, V5E, (128, 8)),
-        (KERNEL_GRAD, 16, V6E, (256, 8)),
-        (FORWARD, 256, V6E, (256, 8)),
-        (FORWARD, 16, GPU, (8, 8)),
+        # v6e tiles 8x128 like every TPU; only the MXU-facing feature dim is 256.
+        (KERNEL_GRAD, 16, V6E, (128, 8)),
+        (FORWARD, 256, V6E, (128, 8)),
+        (FORWARD, 16, V6E, (8, 256)),
+        # A GPU never pads the batch.
+        (FORWARD, 16, GPU, (1, 8)),
     ],
 )
 def test_layout(pass_, common, target, expected):
@@ -142,11 +145,129 @@ def test_common_batch_comes_from_convolutions_and_kernel_gradients_count_their_b
     assert simulate([dot]).common_batch == 512
 
 
-def test_v6e_pads_to_256_and_gpu_to_8():
-    ops = train_step(128, 128, 128)
-    assert simulate(ops, "tpu-v5e").step_fit == pytest.approx(1.0)
-    assert simulate(ops, "tpu-v6e").step_fit < 1.0
-    assert simulate(train_step(16, 30, 30), "gpu").step_fit == pytest.approx(30 * 30 / (32 * 32))
+def with_dtype(ops: list[HloOp], dtype: str) -> list[HloOp]:
+    for op in ops:
+        op.dtype = dtype
+    return ops
+
+
+def test_v6e_forward_conv_at_large_batch_pads_like_v5e():
+    # Hand-computed: batch 128 (a multiple of 128 lanes), 64 -> 96 channels (multiples
+    # of 8): nothing pads on v6e either. Before: batch padded to 256, fit 50%.
+    s = simulate_op(conv(FORWARD, 128, 64, 96), 128, V6E)
+    assert s.dims == {"batch": (128, 128), "in_features": (64, 64), "out_features": (96, 96)}
+    assert s.fit == 1.0
+    # The weight update faces the MXU with its features: 128 -> 256 both ways, 25%;
+    # forward and input-gradient 100%: 3F / (F + F + 4F) = 50%.
+    assert simulate(train_step(128, 128, 128), "tpu-v6e").step_fit == pytest.approx(0.5)
+    assert simulate(train_step(128, 256, 256), "tpu-v6e").step_fit == pytest.approx(1.0)
+
+
+def test_v6e_small_batch_pads_features_to_the_256_wide_mxu():
+    # Per-core batch 16: forward batch 16 -> 16 (8 sublanes), features face the MXU:
+    # 3 -> 256 and 64 -> 256. Fit = 3*64 / (256*256).
+    s = simulate_op(conv(FORWARD, 16, 3, 64), 16, V6E)
+    assert s.dims == {"batch": (16, 16), "in_features": (3, 256), "out_features": (64, 256)}
+    assert s.fit == pytest.approx(3 * 64 / (256 * 256))
+    assert "in-channels 3→256" in s.why
+
+
+def test_gpu_pads_only_16_bit_channels_to_8():
+    ops = train_step(16, 30, 30)
+    assert simulate(ops, "gpu").step_fit == pytest.approx(1.0)  # float32: XLA pads nothing
+    bf16 = with_dtype(train_step(16, 30, 30), "bf16")
+    assert simulate(bf16, "gpu").step_fit == pytest.approx(30 * 30 / (32 * 32))
+    s = simulate_op(bf16[0], 16, GPU)
+    assert s.dims["batch"] == (16, 16)  # the batch is never padded on a GPU
+
+
+def test_gaudi_has_its_own_rule_not_the_tpu_batch_flip():
+    gaudi = TARGETS["gaudi"]
+    # fp32: matmul dims to 64, batch untouched (no per-core-batch flip).
+    s = simulate_op(conv(KERNEL_GRAD, 16, 16, 1, k=1), 16, gaudi)
+    assert s.dims == {"batch": (16, 16), "in_features": (16, 64), "out_features": (1, 64)}
+    s = simulate_op(with_dtype([conv(FORWARD, 16, 100, 100)], "bf16")[0], 16, gaudi)
+    assert s.dims == {"batch": (16, 16), "in_features": (100, 128), "out_features": (100, 128)}
+
+
+def depthwise(pass_: str, batch: int, channels: int, hw: int = 16, k: int = 3) -> HloOp:
+    """A DepthwiseConv2D as TF lowers it (shapes and labels copied from real HLO)."""
+    if pass_ == KERNEL_GRAD:
+        # f01b_i01o->01bf with batch_group_count = channels
+        return HloOp(name="dw.k", opcode="convolution", op_type="DepthwiseConv2dNativeBackpropFilter",
+                     op_name="dw", dtype="f32", shape=[k, k, 1, channels],
+                     lhs_shape=[batch, hw, hw, channels], rhs_shape=[batch, hw, hw, channels],
+                     lhs="x", rhs="dy",
+                     roles={"lhs": {"m": [3], "k": [0]}, "rhs": {"k": [0], "n": [3]}, "out": {"m": [2], "n": [3]}},
+                     m=1, k=batch, n=channels, flops=2 * k * k * channels * batch * hw * hw,
+                     dim_labels="f01b_i01o->01bf", batch_group_count=channels, pass_=pass_)
+    return HloOp(name="dw.f", opcode="convolution", op_type="DepthwiseConv2dNative", op_name="dw",
+                 dtype="f32", shape=[batch, hw, hw, channels], lhs_shape=[batch, hw, hw, channels],
+                 rhs_shape=[k, k, 1, channels], lhs="x", rhs="w",
+                 roles={"lhs": {"m": [0], "k": [3]}, "rhs": {"k": [2], "n": [3]}, "out": {"m": [0], "n": [3]}},
+                 m=batch, k=1, n=channels, flops=2 * batch * hw * hw * channels * k * k,
+                 dim_labels="b01f_01io->b01f", feature_group_count=channels, pass_=pass_)
+
+
+def test_depthwise_conv_has_no_contraction_over_channels():
+    # Hand-computed, batch 128 (large): forward batch 128 -> 128, channels 32 -> 32 (8),
+    # no in-channel padding: fit 100%. Before: in-features 1 -> 8, fit 12.5%.
+    s = simulate_op(depthwise(FORWARD, 128, 32), 128, V5E)
+    assert s.dims == {"batch": (128, 128), "in_features": (1, 1), "out_features": (32, 32)}
+    assert s.fit == 1.0
+    # Its weight update at batch 128: batch -> 8, channels 32 -> 128: 25%. Before: the
+    # one "input channel" padded to 128 as well, 0.2%.
+    s = simulate_op(depthwise(KERNEL_GRAD, 128, 32), 128, V5E)
+    assert s.dims == {"batch": (128, 128), "in_features": (1, 1), "out_features": (32, 128)}
+    assert s.fit == pytest.approx(0.25)
+    assert "channel-wise (no contraction over channels)" in s.why
+
+
+def test_grouped_conv_pads_each_group():
+    op = conv(FORWARD, 128, 8, 64)  # 4 groups of 8 in-channels -> 16 out-channels each
+    op.feature_group_count = 4
+    op.lhs_shape = [128, 8, 8, 32]
+    s = simulate_op(op, 128, V5E)
+    assert s.dims["in_features"] == (32, 32)
+    assert s.dims["out_features"] == (64, 64)
+    op.n = 60  # 15 per group -> 16 each
+    assert simulate_op(op, 128, V5E).dims["out_features"] == (60, 64)
+
+
+def attention_dot(name: str, lhs: list[int], rhs: list[int], out: list[int], lb, lc, rb, rc,
+                  pass_: str) -> HloOp:
+    """A batched einsum of multi-head attention, roles as hlo._dot derives them."""
+    lf = [i for i in range(len(lhs)) if i not in lb and i not in lc]
+    rf = [i for i in range(len(rhs)) if i not in rb and i not in rc]
+    nb = len(lb)
+    roles = {"lhs": {"m": lf, "k": lc, "b": lb}, "rhs": {"k": rc, "n": rf, "b": rb},
+             "out": {"m": list(range(nb, nb + len(lf))), "n": list(range(nb + len(lf), len(out))),
+                     "b": list(range(nb))}}
+    k = math.prod(lhs[i] for i in lc)
+    return HloOp(name=name, opcode="dot", op_type="Einsum", op_name="mha/" + name, dtype="f32",
+                 shape=out, lhs_shape=lhs, rhs_shape=rhs, lhs="a", rhs="b", roles=roles,
+                 m=math.prod(lhs[i] for i in lf), k=k, n=math.prod(rhs[i] for i in rf),
+                 flops=2 * math.prod(out) * k, pass_=pass_,
+                 extra={"batch": math.prod(lhs[i] for i in lb)})
+
+
+def test_attention_backward_matmuls_keep_batch_dims_as_batch():
+    # Batch 16, 2 heads, sequence 256, key_dim 24 (shapes from real HLO). The gradient of
+    # the scores, dS = dO . V^T: rows 256 -> 256, contraction 24 -> 128, out 256 -> 256.
+    ds = attention_dot("ds", [16, 2, 256, 24], [16, 256, 2, 24], [16, 2, 256, 256],
+                       [0, 1], [3], [0, 2], [3], INPUT_GRAD)
+    s = simulate_op(ds, 16, V5E)
+    assert s.dims == {"rows": (256, 256), "in_features": (24, 128), "out_features": (256, 256),
+                      "batch": (32, 32)}
+    assert s.fit == pytest.approx(24 / 128)
+    # dV = P^T . dO: out-features 24 -> 128.
+    dv = attention_dot("dv", [16, 2, 256, 256], [16, 256, 2, 24], [16, 2, 256, 24],
+                       [0, 1], [3], [0, 2], [1], INPUT_GRAD)
+    s = simulate_op(dv, 16, V5E)
+    assert s.dims["out_features"] == (24, 128) and s.dims["batch"] == (32, 32)
+    assert s.fit == pytest.approx(24 / 128)
+    # The sequence length is never taken for the batch: no "batch 256→…" cause.
+    assert not any(w.startswith("batch") for w in s.why)
 
 
 # TPU_FACTS 7: 8x128 tiles for 32-bit, two rows per word for 16-bit, small tiles.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -79,7 +80,8 @@ def utf16_to_index(line: str, character: int) -> int:
 
 
 def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
-    lines = text.splitlines(keepends=True) or [""]
+    # LSP lines end at \n, \r\n or \r only (str.splitlines also splits at \f, \v, ...)
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text) or [""]
     if text.endswith("\n"):
         lines.append("")
 

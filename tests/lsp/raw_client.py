@@ -75,7 +75,7 @@ class RawServer:
             message["params"] = params
         return msg_id, frame(message)
 
-    def request(self, method: str, params: Any = None, timeout: float = 15.0) -> dict[str, Any]:
+    def request(self, method: str, params: Any = None, timeout: float = 30.0) -> dict[str, Any]:
         msg_id, data = self.request_bytes(method, params)
         self.send_raw(data)
         return self.response(msg_id, timeout)
@@ -96,7 +96,7 @@ class RawServer:
         self.seen.append(msg)
         return msg
 
-    def response(self, msg_id: Any, timeout: float = 15.0) -> dict[str, Any]:
+    def response(self, msg_id: Any, timeout: float = 30.0) -> dict[str, Any]:
         for msg in self.seen:
             if "method" not in msg and msg.get("id") == msg_id:
                 return msg
@@ -132,12 +132,14 @@ class RawServer:
     # ---- lifecycle ----------------------------------------------------------------
 
     def initialize(self, root: Path) -> dict[str, Any]:
+        # generous: on a loaded CI machine, starting Python and importing pygls takes a while
         reply = self.request("initialize", {"processId": None, "rootUri": root.as_uri(),
-                                            "capabilities": {}, "initializationOptions": {"debounceMs": 0}})
+                                            "capabilities": {}, "initializationOptions": {"debounceMs": 0}},
+                             timeout=90)
         self.notify("initialized", {})
         return reply
 
-    def alive(self, timeout: float = 15.0) -> bool:
+    def alive(self, timeout: float = 30.0) -> bool:
         """The server answers a well-formed request (hover on a document it never saw)."""
         reply = self.request("textDocument/hover", {"textDocument": {"uri": "file:///nowhere/x.py"},
                                                     "position": {"line": 0, "character": 0}}, timeout)

@@ -98,7 +98,7 @@ def test_params_of_the_wrong_shape_are_invalid_params(server, params):
 def test_requests_before_initialize_are_refused(tmp_path):
     srv = RawServer(tmp_path)
     try:
-        reply = srv.request("textDocument/hover", HOVER["params"])
+        reply = srv.request("textDocument/hover", HOVER["params"], timeout=90)
         assert reply["error"]["code"] == NOT_INITIALIZED
         srv.notify("textDocument/didOpen", {"textDocument": {"uri": (tmp_path / "m.py").as_uri(),
                                                              "languageId": "python", "version": 1,

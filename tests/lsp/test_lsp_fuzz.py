@@ -48,7 +48,7 @@ def answers_after(server: RawServer) -> None:
     _, first = server.request_bytes("textDocument/hover", HOVER_PARAMS)
     last_id, last = server.request_bytes("textDocument/hover", HOVER_PARAMS)
     server.send_raw(first + last)
-    reply = server.response(last_id, timeout=20)
+    reply = server.response(last_id, timeout=30)
     assert "result" in reply, reply
     server.seen.clear()
 

@@ -64,9 +64,18 @@ def test_a_parse_guard_refusal_is_a_diagnostic_on_that_document(server, tmp_path
 def test_a_check_past_its_budget_leaves_the_lint_thread_to_the_other_documents(server, tmp_path):
     server.notify("workspace/didChangeConfiguration", {"settings": {"kerasfit": {"debounceMs": 0,
                                                                                  "lintTimeoutMs": 2000}}})
-    # 3,000 flagged lines: several seconds of checking (about 1 ms a line, unloaded)
-    text = "import tf_keras as keras\n" + "x = keras.layers.BatchNormalization(fused=False)\n" * 3000
+    # 6,000 flagged lines: several seconds of checking (1-2 ms a line)
+    text = "import tf_keras as keras\n" + "x = keras.layers.BatchNormalization(fused=False)\n" * 6000
     uri = open_doc(server, tmp_path / "slow.py", text)
     (diag,) = wait_for_diagnostics(server, uri, not_checked)
     assert diag["message"] == "kerasfit did not check this file: checking took longer than 2 s"
+    assert_still_checks(server, tmp_path)
+
+
+def test_a_file_that_overflows_the_native_parser_does_not_kill_the_server(server, tmp_path):
+    # valid Python; 10,000 levels deep in libcst's tree (issue 8, item 6: the server died, rc -11)
+    uri = open_doc(server, tmp_path / "chain.py", "import keras\nx = " + " and ".join(["a"] * 10_000) + "\n")
+    diags = wait_for_diagnostics(server, uri, lambda ds: bool(ds), timeout=60)
+    assert server.proc.poll() is None
+    assert len(diags) == 1 and diags[0]["range"]["start"]["line"] == 1, diags
     assert_still_checks(server, tmp_path)

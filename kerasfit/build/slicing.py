@@ -1,0 +1,464 @@
+"""Cut a script down to what building its model needs, without running it. Pure Python.
+
+keras-io style scripts load data, plot and call ``fit`` at module level; importing one
+runs all of that. :func:`slice_source` keeps imports, definitions, the global
+configuration calls that change how a model is built (dtype policy, data format), and
+the statements the entry depends on (a backward slice over names), and drops the rest:
+training, downloads, plotting and file I/O never run. Statements keep their line
+numbers, so a built op still maps back to the user's source line.
+
+The slice is over top-level names only: a function body is not cut, but the globals it
+reads pull in the statements that define them.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from dataclasses import dataclass, field
+
+# Functions the build discovers when they take no arguments (DESIGN: discovery).
+DISCOVERY_FUNCTIONS = ("build_model", "create_model", "get_model", "make_model", "model_fn")
+# A call is a model construction when the callee ends in one of these ...
+MODEL_CONSTRUCTORS = frozenset({"Model", "Sequential", "Functional"})
+# ... or is a function of the file whose name says it makes a model.
+_MODELISH = re.compile(r"(model|net|classifier|network|encoder|decoder|generator|discriminator|"
+                       r"unet|cnn|resnet|vit|transformer|detector|mixer)", re.I)
+_NOT_MODEL = re.compile(r"(dataset|data|loader|pairs|augment|image|img|loss|metric|optimizer|"
+                        r"callback|schedule|mask|box|label|path)", re.I)
+
+_BUILTINS = frozenset(dir(builtins))
+
+# Calls that change how every later model is built: kept wherever they are.
+CONFIG_CALLS = frozenset({
+    "set_global_policy", "set_floatx", "set_image_data_format", "set_epsilon", "set_policy",
+    "set_random_seed", "set_seed", "enable_op_determinism", "disable_eager_execution",
+    "disable_v2_behavior", "enable_eager_execution", "enable_v2_behavior",
+    "reset_default_graph", "clear_session", "set_learning_phase",
+})
+# Methods that finish a needed object without training it ("compile is fine").
+MUTATORS = frozenset({"add", "build", "compile", "append", "extend", "insert", "update",
+                      "pop", "setdefault"})
+# A needed statement that calls one of these is still skipped: the model cannot need it
+# badly enough to train, download, plot or touch files.
+DENIED_CALLS = {
+    "fit": "trains", "fit_generator": "trains", "train_on_batch": "trains",
+    "evaluate": "evaluates", "evaluate_generator": "evaluates", "predict": "predicts",
+    "predict_generator": "predicts", "predict_on_batch": "predicts",
+    "save": "writes files", "save_weights": "writes files", "load_weights": "reads files",
+    "load_model": "reads files", "get_file": "downloads", "load_data": "downloads data",
+    "urlretrieve": "downloads", "urlopen": "downloads", "download": "downloads",
+    "image_dataset_from_directory": "reads files", "text_dataset_from_directory": "reads files",
+    "audio_dataset_from_directory": "reads files", "load_img": "reads files",
+    "open": "opens files", "listdir": "reads files", "glob": "reads files",
+    "read_csv": "reads files", "read_file": "reads files", "remove": "deletes files",
+    "system": "runs a command", "imshow": "plots", "show": "plots", "savefig": "plots",
+    "figure": "plots", "subplots": "plots", "plot": "plots", "plot_model": "plots",
+    "summary": "prints", "adapt": "reads data", "run": "runs a session or a command",
+}
+# Modules whose every call is I/O, plotting or a download.
+DENIED_MODULES = frozenset({"plt", "matplotlib", "tfds", "tensorflow_datasets", "PIL", "Image",
+                            "cv2", "imageio", "requests", "urllib", "shutil", "subprocess",
+                            "IPython", "display", "wandb", "pd", "pandas"})
+
+
+@dataclass
+class Candidate:
+    """Something the build could make a model from."""
+
+    expr: str  # evaluated in the sliced module: "build_model()", "model"
+    line: int
+    kind: str  # "function" | "variable"
+
+    @property
+    def label(self) -> str:
+        return f"{self.expr} (line {self.line})"
+
+
+@dataclass
+class Slice:
+    tree: ast.Module  # what to run; original line numbers
+    entry: str | None  # expression naming the model (None: resolve at run time)
+    candidates: list[Candidate] = field(default_factory=list)
+    skipped: dict[int, str] = field(default_factory=dict)  # line -> why a needed line was skipped
+    kept_lines: list[int] = field(default_factory=list)
+    imported: set[str] = field(default_factory=set)  # top-level packages the file imports
+
+
+# ---------------------------------------------------------------- names
+
+
+def _terminal(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
+def _root(node: ast.expr) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call, ast.Starred)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _target_names(target: ast.expr, out: set[str]) -> None:
+    if isinstance(target, ast.Name):
+        out.add(target.id)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            _target_names(elt, out)
+    elif isinstance(target, ast.Starred):
+        _target_names(target.value, out)
+
+
+def bound_names(stmt: ast.stmt) -> set[str]:
+    """Names a top-level statement binds (its nested blocks included, defs' bodies not)."""
+    out: set[str] = set()
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.add(stmt.name)
+        return out
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        for alias in stmt.names:
+            out.add((alias.asname or alias.name).split(".")[0])
+        return out
+    for node in _walk_shallow(stmt):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                _target_names(t, out)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            _target_names(node.target, out)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            _target_names(node.target, out)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            _target_names(node.optional_vars, out)
+        elif isinstance(node, ast.NamedExpr):
+            _target_names(node.target, out)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                out.add((alias.asname or alias.name).split(".")[0])
+    return out
+
+
+def used_names(node: ast.AST) -> set[str]:
+    """Every name read anywhere inside (function bodies too: the globals they read)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def mutated_names(stmt: ast.stmt) -> set[str]:
+    """Names whose object a statement changes in place (``m.trainable = False``, ``m.compile()``)."""
+    out: set[str] = set()
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        for t in targets:
+            if isinstance(t, (ast.Attribute, ast.Subscript)):
+                root = _root(t)
+                if root:
+                    out.add(root)
+    elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        func = stmt.value.func
+        if isinstance(func, ast.Attribute) and func.attr in MUTATORS:
+            root = _root(func.value)
+            if root:
+                out.add(root)
+    elif isinstance(stmt, (ast.For, ast.While, ast.With)):
+        for child in stmt.body:
+            out |= mutated_names(child)
+    return out
+
+
+def _walk_shallow(node: ast.AST):
+    """ast.walk that does not enter function, class or lambda bodies."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef, ast.Lambda)):
+                continue
+            stack.append(child)
+
+
+def denial(stmt: ast.AST) -> str | None:
+    """Why running this statement would train, download, plot or do I/O (None: it would not)."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return None  # a body only runs when called
+    for node in _walk_shallow(stmt):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if node is not stmt:
+                continue
+        if not isinstance(node, ast.Call):
+            continue
+        name = _terminal(node.func)
+        if name in DENIED_CALLS:
+            return f"{name}() {DENIED_CALLS[name]}"
+        root = _root(node.func)
+        if root in DENIED_MODULES:
+            return f"{root}.{name or '…'}() is plotting or I/O"
+    return None
+
+
+def _is_main_guard(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.If):
+        return False
+    test = stmt.test
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__")
+
+
+def _is_config_call(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return _terminal(stmt.value.func) in CONFIG_CALLS
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        t = stmt.targets[0]  # os.environ["KERAS_BACKEND"] = ... / ["TF_USE_LEGACY_KERAS"]
+        return (isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute)
+                and t.value.attr == "environ")
+    return False
+
+
+def _is_import(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(stmt, ast.Try):  # try: import x / except ImportError: ...
+        return all(isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign, ast.Expr))
+                   for s in stmt.body) and any(isinstance(s, (ast.Import, ast.ImportFrom))
+                                               for s in stmt.body)
+    return False
+
+
+# ---------------------------------------------------------------- the entry
+
+
+def _required_args(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = fn.args
+    positional = len(a.posonlyargs) + len(a.args) - len(a.defaults)
+    kwonly = sum(1 for d in a.kw_defaults if d is None)
+    return positional + kwonly
+
+
+def _model_classes(body: list[ast.stmt]) -> set[str]:
+    """Classes of the file that subclass a ``Model``."""
+    out: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.ClassDef):
+            for base in stmt.bases:
+                name = _terminal(base)
+                if name and (name in MODEL_CONSTRUCTORS or name in out):
+                    out.add(stmt.name)
+    return out
+
+
+def _flat_top(body: list[ast.stmt]):
+    """Top-level statements and those inside top-level with/try/if blocks (not __main__)."""
+    for stmt in body:
+        if _is_main_guard(stmt):
+            continue
+        if isinstance(stmt, (ast.With, ast.If)):
+            yield from _flat_top(stmt.body)
+            if isinstance(stmt, ast.If):
+                yield from _flat_top(stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            yield from _flat_top(stmt.body)
+        else:
+            yield stmt
+
+
+def find_candidates(tree: ast.Module) -> list[Candidate]:
+    """What to build, best first: no-argument builder functions, then module-level models.
+
+    Module-level models built directly (``keras.Model(...)``, ``Sequential``, a
+    ``get_model(...)`` call) come before instances of the file's own ``Model`` subclasses,
+    which are often training wrappers (a GAN's ``train_step``) with no ``call``.
+    """
+    functions = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    classes = _model_classes(tree.body)
+    module_names = set().union(*(bound_names(s) for s in tree.body)) if tree.body else set()
+
+    def modelish(callee: str) -> bool:
+        return callee in DISCOVERY_FUNCTIONS or bool(
+            _MODELISH.search(callee) and not _NOT_MODEL.search(callee))
+
+    out: list[tuple[float, Candidate]] = []
+    for name, fn in functions.items():
+        if _required_args(fn) == 0 and (name in DISCOVERY_FUNCTIONS or modelish(name)):
+            out.append((0 if name in DISCOVERY_FUNCTIONS else 1.5,
+                        Candidate(f"{name}()", fn.lineno, "function")))
+    seen: set[str] = set()
+    for stmt in _flat_top(tree.body):
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)) or not isinstance(stmt.value, ast.Call):
+            continue
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            continue
+        var = targets[0].id
+        callee = _terminal(stmt.value.func)
+        if callee is None or var in seen:
+            continue
+        if callee in MODEL_CONSTRUCTORS or (callee in functions and modelish(callee)):
+            rank = 1.0
+        elif callee in classes:
+            rank = 3.0
+        else:
+            continue
+        # Augmentation pipelines are Sequentials too; "x = block(x)" is a tensor.
+        if var == "model":
+            rank -= 0.5
+        elif _NOT_MODEL.search(var) or len(var) <= 2:
+            rank += 1.5
+        elif _MODELISH.search(var):
+            rank -= 0.25
+        seen.add(var)
+        out.append((rank, Candidate(var, stmt.lineno, "variable")))
+    # A model made inside a training function ("def run_experiment(): model =
+    # create_classifier(...)") from module-level names only can be made on its own.
+    exprs: set[str] = set()
+    for fn in functions.values():
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+                continue
+            callee = _terminal(node.value.func)
+            if callee is None or callee == fn.name or not (callee in functions and modelish(callee)):
+                continue
+            if not used_names(node.value) <= module_names | _BUILTINS:
+                continue
+            expr = ast.unparse(node.value)
+            if expr not in exprs:
+                exprs.add(expr)
+                out.append((2.0, Candidate(expr, node.lineno, "expression")))
+    out.sort(key=lambda rc: rc[0])
+    return [c for _, c in out]
+
+
+# ---------------------------------------------------------------- slicing
+
+
+def _slice_block(body: list[ast.stmt], needed: set[str], result: Slice,
+                 stop_line: int | None) -> list[ast.stmt]:
+    """Keep the statements of ``body`` that ``needed`` depends on; walks backwards."""
+    kept: list[ast.stmt] = []
+    for stmt in reversed(body):
+        if stop_line is not None and stmt.lineno > stop_line:
+            continue
+        if _is_main_guard(stmt):
+            continue
+        if _is_import(stmt):
+            kept.append(stmt)
+            continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # Bodies run later, so a definition is needed wherever it stands.
+            if stmt.name in needed:
+                kept.append(stmt)
+                needed |= used_names(stmt)
+            continue
+        if _is_config_call(stmt):
+            kept.append(stmt)
+            needed |= used_names(stmt)
+            continue
+        if isinstance(stmt, (ast.With, ast.If, ast.Try)) and not _is_import(stmt):
+            inner = _slice_compound(stmt, needed, result, stop_line)
+            if inner is not None:
+                kept.append(inner)
+            continue
+        binds = bound_names(stmt) & needed
+        mutates = mutated_names(stmt) & needed
+        if not binds and not mutates:
+            continue
+        why = denial(stmt)
+        if why is not None:
+            result.skipped[stmt.lineno] = why
+            continue
+        kept.append(stmt)
+        needed |= used_names(stmt)
+    kept.reverse()
+    return kept
+
+
+def _slice_compound(stmt: ast.With | ast.If | ast.Try, needed: set[str], result: Slice,
+                    stop_line: int | None) -> ast.stmt | None:
+    if isinstance(stmt, ast.If):
+        body = _slice_block(stmt.body, needed, result, stop_line)
+        orelse = _slice_block(stmt.orelse, needed, result, stop_line)
+        if not body and not orelse:
+            return None
+        needed |= used_names(stmt.test)
+        return ast.copy_location(ast.If(test=stmt.test, body=body or [ast.Pass()], orelse=orelse), stmt)
+    body = _slice_block(stmt.body, needed, result, stop_line)
+    if not body:
+        return None
+    if isinstance(stmt, ast.With):
+        why = denial(ast.Module(body=[ast.Expr(item.context_expr) for item in stmt.items], type_ignores=[]))
+        if why is not None:
+            result.skipped[stmt.lineno] = why
+            return None
+        for item in stmt.items:
+            needed |= used_names(item.context_expr)
+        return ast.copy_location(ast.With(items=stmt.items, body=body), stmt)
+    # try: keep the handlers that are imports' fallbacks; others do nothing now.
+    handlers = []
+    for h in stmt.handlers:
+        h_body = _slice_block(h.body, needed, result, stop_line)
+        handlers.append(ast.copy_location(ast.ExceptHandler(type=h.type, name=h.name,
+                                                            body=h_body or [ast.Pass()]), h))
+    return ast.copy_location(ast.Try(body=body, handlers=handlers, orelse=[], finalbody=[]), stmt)
+
+
+def _entry_names(entry: str) -> set[str]:
+    if ":" in entry and entry.split(":", 1)[1].isidentifier():
+        entry = entry.split(":", 1)[1]
+    try:
+        return used_names(ast.parse(entry, mode="eval"))
+    except SyntaxError:
+        return set()
+
+
+def slice_source(source: str, filename: str = "<file>", entry: str | None = None,
+                 candidate: Candidate | None = None) -> Slice:
+    """Slice ``source`` for ``entry`` (an expression), else ``candidate``, else the best one."""
+    tree = ast.parse(source, filename)
+    result = Slice(tree=tree, entry=entry)
+    result.candidates = find_candidates(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            result.imported |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            result.imported.add(node.module.split(".")[0])
+    stop_line = None
+    if entry is not None:
+        needed = _entry_names(entry)
+    else:
+        if candidate is None and result.candidates:
+            candidate = result.candidates[0]
+        if candidate is None:
+            # Nothing recognisable: keep every definition; the child reports what it tried.
+            needed = set()
+        else:
+            result.entry = candidate.expr
+            needed = _entry_names(candidate.expr)
+    # A function defined below its caller is only known to be needed once the caller
+    # is kept: repeat until the needed names stop growing.
+    while True:
+        before = set(needed)
+        result.skipped.clear()
+        body = _slice_block(tree.body, needed, result, stop_line)
+        if needed == before:
+            break
+    result.kept_lines = sorted({s.lineno for s in body})
+    result.tree = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+    return result
+
+
+def _end_of_statement_at(tree: ast.Module, line: int) -> int:
+    """The last line of the innermost statement starting at ``line`` (run up to it, not past)."""
+    best = line
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt) and node.lineno == line:
+            best = max(best, getattr(node, "end_lineno", line) or line)
+    return best
+
+
+__all__ = ["Candidate", "DISCOVERY_FUNCTIONS", "Slice", "denial", "find_candidates",
+           "slice_source"]

@@ -1,0 +1,131 @@
+"""The script slicer: what a build runs of a tutorial-style script. Pure Python, no TensorFlow."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kerasfit.build.slicing import denial, find_candidates, slice_source
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "build" / "scripts"
+
+
+def kept(source: str, **kw) -> str:
+    return ast.unparse(slice_source(textwrap.dedent(source), **kw).tree)
+
+
+def test_training_downloads_and_plots_are_not_kept():
+    out = kept("""
+        import keras
+        import matplotlib.pyplot as plt
+        (x, y), _ = keras.datasets.mnist.load_data()
+        plt.imshow(x[0])
+        n = 10
+        model = keras.Sequential([keras.Input((28, 28, 1)), keras.layers.Dense(n)])
+        model.compile(loss="mse")
+        model.fit(x, y)
+        model.save("m.keras")
+    """)
+    assert "fit" not in out and "load_data" not in out and "imshow" not in out and "save" not in out
+    assert "n = 10" in out and "model.compile" in out and "import matplotlib" in out
+
+
+def test_line_numbers_survive_so_ops_map_back_to_the_source():
+    src = "import keras\n\nx = open('f')\nunits = 3\nmodel = keras.Sequential([keras.layers.Dense(units)])\n"
+    s = slice_source(src)
+    assert [st.lineno for st in s.tree.body] == [1, 4, 5]
+
+
+def test_a_needed_statement_that_downloads_is_skipped_and_said():
+    s = slice_source(textwrap.dedent("""
+        import keras
+        (x, y), _ = keras.datasets.mnist.load_data()
+        shape = x.shape[1:]
+        model = keras.Sequential([keras.Input(shape), keras.layers.Dense(3)])
+    """))
+    assert s.skipped == {3: "load_data() downloads data"}
+    assert "shape = x.shape[1:]" in ast.unparse(s.tree)
+
+
+def test_functions_defined_below_their_caller_are_kept():
+    out = kept("""
+        def build_model():
+            return block(UNITS)
+
+        def unused():
+            return open("x")
+
+        def block(n):
+            return n
+
+        UNITS = 4
+    """)
+    assert "def block" in out and "UNITS = 4" in out and "def unused" not in out
+
+
+def test_with_and_if_blocks_are_sliced_inside_and_main_guards_never_run():
+    out = kept("""
+        import tensorflow as tf
+        strategy = tf.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = tf.keras.Sequential([tf.keras.layers.Dense(2)])
+            model.fit(1)
+        if __name__ == "__main__":
+            model.fit(2)
+    """)
+    assert "with strategy.scope():" in out and "fit" not in out
+
+
+def test_global_configuration_calls_are_kept():
+    out = kept("""
+        import os
+        import keras
+        os.environ["KERAS_BACKEND"] = "tensorflow"
+        keras.mixed_precision.set_global_policy("mixed_float16")
+        keras.backend.set_image_data_format("channels_first")
+        model = keras.Sequential([keras.layers.Dense(2)])
+    """)
+    assert "set_global_policy" in out and "set_image_data_format" in out and "KERAS_BACKEND" in out
+
+
+@pytest.mark.parametrize("source, expected", [
+    # builder functions with no required arguments come first
+    ("def get_model(n=3):\n    pass\nmodel = keras.Sequential()\n", ["get_model()", "model"]),
+    # a model made from arguments at module level; augmentation pipelines come last
+    ("aug = keras.Sequential()\ndef get_model(a, b):\n    pass\nmodel = get_model(1, 2)\n", ["model", "aug"]),
+    # instances of the file's own Model subclasses (training wrappers) after direct models
+    ("class GAN(keras.Model):\n    pass\ngan = GAN()\ngenerator = keras.Sequential()\n", ["generator", "gan"]),
+    # a model made inside a training function from module-level names
+    ("N = 3\ndef create_classifier(n):\n    pass\ndef run():\n    model = create_classifier(N)\n    model.fit()\n",
+     ["create_classifier(N)"]),
+    # ... but not from the function's own locals
+    ("def create_classifier(n):\n    pass\ndef run(k):\n    model = create_classifier(k)\n", []),
+    ("x = 1\n", []),
+])
+def test_candidates_best_first(source, expected):
+    assert [c.expr for c in find_candidates(ast.parse(source))] == expected
+
+
+def test_denial_names_why():
+    assert denial(ast.parse("h = model.fit(x)").body[0]) == "fit() trains"
+    assert denial(ast.parse("plt.figure()").body[0]) == "figure() plots"
+    assert denial(ast.parse("ds = tfds.load('x')").body[0]) == "tfds.load() is plotting or I/O"
+    # a function body only runs when called
+    assert denial(ast.parse("def f():\n    model.fit(x)").body[0]) is None
+
+
+@pytest.mark.parametrize("name, entry", [
+    ("mnist_style.py", "model"),
+    ("segmentation_style.py", "model"),
+    ("experiment_style.py", "create_classifier()"),
+    ("fully_conv_style.py", "model"),
+])
+def test_tutorial_scripts_slice_to_their_model(name, entry):
+    s = slice_source((SCRIPTS / name).read_text(), name)
+    assert s.entry == entry
+    out = ast.unparse(s.tree)
+    for never in (".fit(", "load_data", "listdir", "imshow", "write_text", "tfds.load", "save("):
+        assert never not in out, never
