@@ -1156,6 +1156,16 @@ class FileContext:
         ``Dense(8)(x)`` answers its layer's name)."""
         return self._call_name_anywhere(call)
 
+    def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
+        """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
+        building the file index."""
+        saved = self.stack
+        try:
+            self.stack = [s for s in scopes if not isinstance(s, cst.Module)]
+            return self.raw_name(node)
+        finally:
+            self.stack = saved
+
     def function_defined_as(self, expr: cst.BaseExpression, scopes: Sequence[ScopeNode] | None = None) -> cst.FunctionDef | None:
         """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``
         (default: where ``expr`` is)."""

@@ -372,12 +372,14 @@ class NeedlessConcatSlice(Rule):
 
     # ---- is it a TF tensor in model or loss code? ------------------------------------
     def _tensorish(self, expr: cst.BaseExpression) -> bool:
+        if self._in_pipeline() or not self._tensor_in_code(expr):
+            return False
+        # asked last: the roles need the whole file's index
+        fn = self.ctx.enclosing_callable()
+        return fn is None or not (self.ctx.is_host_function(fn) or self.ctx.function_role(fn) == "input")
+
+    def _tensor_in_code(self, expr: cst.BaseExpression) -> bool:
         ctx = self.ctx
-        if self._in_pipeline():
-            return False
-        fn = ctx.enclosing_callable()
-        if fn is not None and (ctx.is_host_function(fn) or ctx.function_role(fn) == "input"):
-            return False
         src = value_of(ctx, expr)
         if isinstance(src, cst.Call):
             raw = ctx.raw_name(src.func) or ""
@@ -397,11 +399,16 @@ class NeedlessConcatSlice(Rule):
                 if self._lambda_layer(anc):
                     return True
             elif isinstance(anc, cst.FunctionDef):
-                if self._model_function(anc) or self._loss_signature(anc) or ctx.function_role(anc) == "model":
+                if self._model_function(anc) or self._loss_signature(anc):
                     return True
                 # loss and box helpers: the sliced value is (or is sliced/combined
-                # from, or into) a tensor a TF op computes with
-                return ctx.tensor_names(anc).holds_tensor(expr)
+                # from, or into) a tensor a TF op computes with; else a helper that
+                # only model code calls
+                if ctx.tensor_names(anc).holds_tensor(expr):
+                    return True
+                # the file-wide roles only matter for a helper this file calls
+                called = ctx.source.count(f"{anc.name.value}(") > 1
+                return called and ctx.function_role(anc) == "model"
         return False
 
     @staticmethod

@@ -4,7 +4,8 @@ A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``)
 ``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
 placeholders of an exported graph; a ``main`` that drives training and a function
 that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it calls
-``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code. Their TF ops are real, but no accelerator executes them, so rules about the
+``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code.
+Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
 """
 
@@ -26,6 +27,17 @@ _HOST_NAME = re.compile(r"(^|_)(metric_fn|metrics_fn|serving_input_fn|serving_in
 _SERVING_PREFIXES = ("tf.estimator.export.",)
 
 
+# Methods that run training or inference from the outside (the driver's side).
+_DRIVER_METHODS = frozenset({"fit", "fit_generator", "evaluate", "predict", "train", "train_and_evaluate", "run"})
+# Image augmentation ops: per-example preprocessing that tf.data runs on the host.
+_AUGMENTATION_PREFIXES = (
+    "tf.image.random_", "tf.image.stateless_random_", "tf.image.adjust_", "tf.image.flip_", "tf.image.rgb_to_",
+    "tf.image.grayscale_to_rgb", "tf.image.hsv_to_rgb", "tf.image.yuv_to_rgb", "tf.image.sample_distorted_bounding_box",
+    "tf.image.crop_to_bounding_box", "tf.image.pad_to_bounding_box", "tf.image.per_image_standardization",
+    "tf.image.central_crop", "tf.image.convert_image_dtype", "tf.image.rot90", "tf.contrib.image.",
+)
+
+
 def host_functions(ctx: FileContext) -> frozenset[int]:
     """ids of the functions and lambdas of ``ctx``'s file that run on the host."""
     idx = ctx.index
@@ -39,6 +51,11 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
             if fn is not None:
                 host.add(id(fn))
 
+    from ..symbols import is_model_building  # (symbols imports nothing of ours)
+
+    calls_driver: set[int] = set()
+    builds: set[int] = set()
+    builds_anything = augments = False
     for call, scopes in idx.calls:
         for a in call.args:
             if a.keyword is None:
@@ -48,16 +65,33 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
                 mark(a.value.elements[0].value, scopes)
             elif kw in _HOST_FN_KEYWORDS:
                 mark(a.value, scopes)
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
         name = ctx.call_name_anywhere(call)
-        if name is not None and name.startswith(_SERVING_PREFIXES):
-            owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if name is None:
+            if isinstance(call.func, cst.Attribute):
+                if call.func.attr.value in _DRIVER_METHODS and owner is not None:
+                    calls_driver.add(id(owner))
+                elif not augments:
+                    augments = (ctx.raw_name_anywhere(call.func) or "").startswith("tensorflow_addons.image.")
+            continue
+        if is_model_building(name):
+            builds_anything = True
             if owner is not None:
-                host.add(id(owner))
+                builds.add(id(owner))
+        elif name.startswith(_AUGMENTATION_PREFIXES):
+            augments = True
+        elif name.startswith(_SERVING_PREFIXES) and owner is not None:
+            host.add(id(owner))
     for f in idx.functions:
-        if isinstance(f, cst.FunctionDef) and _HOST_NAME.search(f.name.value):
+        if not isinstance(f, cst.FunctionDef):
+            continue
+        if _HOST_NAME.search(f.name.value):
             host.add(id(f))
-    host |= _drivers(ctx)
-    if _augmentation_file(ctx):
+        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and ctx.function_role(f) != "model":
+            host.add(id(f))  # drives a model from the host: main, model.fit, estimator.train
+    if augments and not builds_anything:
+        # an image augmentation module (AutoAugment, crop-and-flip helpers): per-example
+        # preprocessing that tf.data runs on the host
         host |= {id(f) for f in idx.functions if ctx.function_role(f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
     for node, is_call, scopes in idx.attr_refs.get("numpy", ()):
@@ -69,38 +103,6 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
         if id(f) not in host and any(id(s) in host for s in idx.scopes_of(f)):
             host.add(id(f))
     return frozenset(host)
-
-
-# Methods that run training or inference from the outside (the driver's side).
-_DRIVER_METHODS = frozenset({"fit", "fit_generator", "evaluate", "predict", "train", "train_and_evaluate", "run"})
-
-
-def _drivers(ctx: FileContext) -> set[int]:
-    """Functions that drive a model from the host: ``main`` or one that calls
-    ``model.fit`` / ``estimator.train`` / ``sess.run``, and builds no layer itself."""
-    from ..symbols import is_model_building
-
-    idx = ctx.index
-    calls_driver: set[int] = set()
-    builds: set[int] = set()
-    for call, scopes in idx.calls:
-        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        if owner is None:
-            continue
-        name = ctx.call_name_anywhere(call)
-        if name is not None:
-            if is_model_building(name):
-                builds.add(id(owner))
-        elif isinstance(call.func, cst.Attribute) and call.func.attr.value in _DRIVER_METHODS:
-            calls_driver.add(id(owner))
-    out = set()
-    for f in idx.functions:
-        if not isinstance(f, cst.FunctionDef) or id(f) in builds:
-            continue
-        if f.name.value == "main" or id(f) in calls_driver:
-            if ctx.function_role(f) != "model":
-                out.add(id(f))
-    return out
 
 
 # TF1-only spellings (``tf.placeholder``): a file using them builds graphs, so its
@@ -159,30 +161,3 @@ def traced_functions(ctx: FileContext) -> frozenset[int]:
                         if fn is not None:
                             out.add(id(fn))
     return frozenset(out)
-
-
-# Image augmentation ops: per-example preprocessing that tf.data runs on the host.
-_AUGMENTATION_PREFIXES = (
-    "tf.image.random_", "tf.image.stateless_random_", "tf.image.adjust_", "tf.image.flip_", "tf.image.rgb_to_",
-    "tf.image.grayscale_to_rgb", "tf.image.hsv_to_rgb", "tf.image.yuv_to_rgb", "tf.image.sample_distorted_bounding_box",
-    "tf.image.crop_to_bounding_box", "tf.image.pad_to_bounding_box", "tf.image.per_image_standardization",
-    "tf.image.central_crop", "tf.image.convert_image_dtype", "tf.image.rot90", "tf.contrib.image.",
-)
-
-
-def _augmentation_file(ctx: FileContext) -> bool:
-    """An image preprocessing/augmentation module (AutoAugment, crop-and-flip
-    helpers): it calls image augmentation ops and builds no layer, variable or model."""
-    from ..symbols import is_model_building
-
-    augments = False
-    for call, _scopes in ctx.index.calls:
-        name = ctx.call_name_anywhere(call)
-        if name is None:
-            raw = ctx.raw_name_anywhere(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
-            augments = augments or (raw or "").startswith("tensorflow_addons.image.")
-            continue
-        if is_model_building(name):
-            return False
-        augments = augments or name.startswith(_AUGMENTATION_PREFIXES)
-    return augments

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
+from ..symbols import canonical
+
 if TYPE_CHECKING:
     from ..context import FileContext
 
@@ -84,7 +86,27 @@ class TensorNames:
     def __init__(self, ctx: FileContext, fn: _Fn) -> None:
         self.ctx = ctx
         self.fn = fn
+        # the scopes names in fn's body resolve in, outermost first: from the visit's
+        # ancestors when fn is among them (no file index needed), else from the index
+        stack = ctx.stack
+        at = next((i for i, n in enumerate(stack) if n is fn), None)
+        if at is not None:
+            self._scopes: list | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
+        else:
+            self._scopes = None
         self.names, self.host = self._solve()
+
+    def _raw(self, expr: cst.BaseExpression) -> str | None:
+        if self._scopes is None:
+            return self.ctx.raw_name_anywhere(expr)
+        return self.ctx.raw_name_in(expr, self._scopes)
+
+    def _name(self, expr: cst.BaseExpression) -> str | None:
+        """The canonical TF/Keras name ``expr`` refers to (see FileContext.resolve)."""
+        raw = self._raw(expr)
+        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            return None
+        return canonical(raw)
 
     def holds_tensor(self, expr: cst.BaseExpression) -> bool:
         """True when a name flowing into ``expr`` (by slicing/arithmetic) holds a tensor."""
@@ -97,16 +119,17 @@ class TensorNames:
         and converters, None for anything else (a project function, a method)."""
         func = call.func
         if isinstance(func, cst.Call):  # a layer application: Dense(8)(x)
-            return "tensor" if self.ctx.call_name_anywhere(func) is not None else None
+            inner = func.func
+            return "tensor" if isinstance(inner, (cst.Name, cst.Attribute)) and self._name(inner) is not None else None
         if isinstance(func, cst.Attribute) and func.attr.value in _HOST_METHODS:
             return "host"
-        raw = self.ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        raw = self._raw(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if raw is None:
             return None
         head = raw.split(".")[0]
         if head in _HOST_ROOTS:
             return "host"
-        name = self.ctx.call_name_anywhere(call)
+        name = canonical(raw) if head in ("tensorflow", "keras", "tf_keras") else None
         if name is None:
             return None
         if name in _SHAPE_OPS:
