@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import sys
 from enum import Enum
 from pathlib import Path
