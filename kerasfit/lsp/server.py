@@ -26,6 +26,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
+from urllib.parse import unquote
 
 from .. import __version__
 from ..api import CheckOptions, check_source
@@ -41,6 +42,7 @@ log = logging.getLogger("kerasfit.lsp")
 FIX_ALL_KIND = "source.fixAll.kerasfit"
 DEFAULT_DEBOUNCE_MS = 200
 PYTHON_SUFFIXES = (".py", ".pyi")
+CONFIG_FILES = ("/pyproject.toml", "/kerasfit.toml")
 _CONVERTER = get_converter()
 
 
@@ -144,6 +146,9 @@ class KerasfitServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("kerasfit", __version__, protocol_cls=_Protocol)
         self.settings = Settings()
+        # Everything per document is keyed by the URI as pygls keys its workspace
+        # (percent-decoded); ``uris`` keeps the spelling the client sent, to answer with.
+        self.uris: dict[str, str] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
@@ -156,14 +161,23 @@ class KerasfitServer(LanguageServer):
 
     # ---- linting ----------------------------------------------------------------------
 
-    def is_python(self, uri: str) -> bool:
-        try:
-            doc = self.workspace.get_text_document(uri)
-        except Exception:
-            return False
-        return doc.language_id == "python" or uri.endswith(PYTHON_SUFFIXES)
+    def remember(self, uri: str) -> str:
+        """The key of a document the client opened; answers use the client's spelling."""
+        key = doc_key(uri)
+        self.uris[key] = uri
+        return key
 
-    def path_for(self, uri: str) -> str:
+    def document(self, key: str):
+        return self.workspace.text_documents.get(key)
+
+    def is_python(self, key: str) -> bool:
+        doc = self.document(key)
+        if doc is None:
+            return False
+        return doc.language_id == "python" or key.endswith(PYTHON_SUFFIXES)
+
+    def path_for(self, key: str) -> str:
+        uri = self.uris.get(key, key)
         path = to_fs_path(uri)
         if path:
             return path
@@ -193,10 +207,11 @@ class KerasfitServer(LanguageServer):
         return Linted(version, source, result, diags)
 
     async def lint(self, uri: str) -> Linted | None:
-        """Lint the document's current text; None when it changed or closed meanwhile."""
-        try:
-            doc = self.workspace.get_text_document(uri)
-        except Exception:
+        """Lint the document's current text; None when it changed or closed meanwhile.
+
+        ``uri`` is a document key (:func:`doc_key`)."""
+        doc = self.document(uri)
+        if doc is None:
             return None
         cached = self.linted.get(uri)
         if cached is not None and cached.version == doc.version and cached.source == doc.source:
@@ -214,10 +229,8 @@ class KerasfitServer(LanguageServer):
             log.exception("linting %s failed", uri)
             self.config_error(f"internal error while checking {uri}: {type(exc).__name__}: {exc}")
             return None
-        if uri not in self.workspace.text_documents:
-            return None
-        current = self.workspace.get_text_document(uri)
-        if current.version != version or current.source != source:
+        current = self.document(uri)
+        if current is None or current.version != version or current.source != source:
             return None  # stale: a newer change is (or will be) linted
         self.linted[uri] = linted
         return linted
@@ -228,7 +241,7 @@ class KerasfitServer(LanguageServer):
             return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
-                uri=uri,
+                uri=self.uris.get(uri, uri),
                 version=linted.version,
                 diagnostics=[_CONVERTER.structure(d, types.Diagnostic) for d in linted.lsp],
             )
@@ -251,11 +264,18 @@ class KerasfitServer(LanguageServer):
         self.pending[uri] = task
         task.add_done_callback(lambda t: self.pending.pop(uri, None) if self.pending.get(uri) is t else None)
 
+    def forget(self, key: str) -> None:
+        task = self.pending.pop(key, None)
+        if task is not None:
+            task.cancel()
+        self.parse_caches.pop(key, None)
+        self.uris.pop(key, None)
+
     def relint_all(self) -> None:
         self.linted.clear()
         self.reported_errors.clear()
-        for uri in list(self.workspace.text_documents):
-            self.schedule(uri)
+        for key in list(self.uris):
+            self.schedule(key)
 
     def reload_config(self) -> None:
         find_config.cache_clear()
@@ -278,6 +298,11 @@ class KerasfitServer(LanguageServer):
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
+
+
+def doc_key(uri: str) -> str:
+    """How pygls keys its workspace: the percent-decoded URI (``c%3A`` is ``c:``)."""
+    return unquote(uri)
 
 
 def _shift_bom(d: dict[str, Any]) -> None:
@@ -321,7 +346,10 @@ async def initialized(ls: KerasfitServer, params: types.InitializedParams) -> No
                             id="kerasfit-pyproject-watcher",
                             method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                             register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                                watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+                                watchers=[
+                                    types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                                    types.FileSystemWatcher(glob_pattern="**/kerasfit.toml"),
+                                ]
                             ),
                         )
                     ]
@@ -344,31 +372,29 @@ def shutdown(ls: KerasfitServer, params: None) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: KerasfitServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri)
+    ls.schedule(ls.remember(params.text_document.uri))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: KerasfitServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.schedule(params.text_document.uri, ls.settings.debounce_ms)
+    ls.schedule(doc_key(params.text_document.uri), ls.settings.debounce_ms)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def did_save(ls: KerasfitServer, params: types.DidSaveTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    if uri.endswith("/pyproject.toml"):
+    key = doc_key(params.text_document.uri)
+    if key.endswith(CONFIG_FILES):
         ls.reload_config()
         return
-    ls.schedule(uri)
+    ls.schedule(key)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    task = ls.pending.pop(uri, None)
-    if task is not None:
-        task.cancel()
-    ls.parse_caches.pop(uri, None)
-    if ls.linted.pop(uri, None) is not None or uri.endswith(PYTHON_SUFFIXES):
+    key = doc_key(uri)
+    ls.forget(key)
+    if ls.linted.pop(key, None) is not None or key.endswith(PYTHON_SUFFIXES):
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -377,7 +403,7 @@ def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> N
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(ls: KerasfitServer, params: types.DidChangeWatchedFilesParams) -> None:
-    if any(c.uri.endswith("pyproject.toml") for c in params.changes):
+    if any(doc_key(c.uri).endswith(CONFIG_FILES) for c in params.changes):
         ls.reload_config()
 
 
@@ -446,9 +472,10 @@ def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> lis
 )
 async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     uri = params.text_document.uri
-    if not ls.is_python(uri):
+    key = doc_key(uri)
+    if not ls.is_python(key):
         return None
-    linted = await ls.lint(uri)
+    linted = await ls.lint(key)
     if linted is None:
         return None
     conv = _CONVERTER
@@ -497,7 +524,7 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
         for d in linted.result.diagnostics
     ):
         loop = asyncio.get_running_loop()
-        fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(uri, linted.source, linted.version, fix=True))
+        fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(key, linted.source, linted.version, fix=True))
         new = fixed.result.fixed_source
         edit = E.minimal_edit(linted.source, new) if new is not None else None
         if edit is not None:
@@ -548,10 +575,10 @@ def _cached_build_report(path: str, source: str) -> Any:
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | None:
-    uri = params.text_document.uri
-    if not ls.is_python(uri):
+    key = doc_key(params.text_document.uri)
+    if not ls.is_python(key):
         return None
-    linted = await ls.lint(uri)
+    linted = await ls.lint(key)
     if linted is None:
         return None
     line = params.position.line
@@ -559,7 +586,7 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
             if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
     if not hits:
         return None
-    path = ls.path_for(uri)
+    path = ls.path_for(key)
     loop = asyncio.get_running_loop()
     report = await loop.run_in_executor(ls.executor, _cached_build_report, path, linted.source)
     build_rows: list[str] = []

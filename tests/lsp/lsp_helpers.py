@@ -16,9 +16,9 @@ from pytest_lsp import LanguageClient
 class Doc:
     """One open document on the client side: keeps the text and version in step."""
 
-    def __init__(self, client: LanguageClient, path: Path, text: str) -> None:
+    def __init__(self, client: LanguageClient, path: Path, text: str, uri: str | None = None) -> None:
         self.client, self.path, self.text, self.version = client, path, text, 1
-        self.uri = path.as_uri()
+        self.uri = uri or path.as_uri()
         path.write_text(text, encoding="utf-8")
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
