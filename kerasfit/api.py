@@ -286,8 +286,16 @@ def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
     return res
 
 
+def _run_file(job: _Job, text: str) -> FileResult:
+    if job.path.endswith(".ipynb"):
+        from .notebook import run_job
+
+        return run_job(job, text)
+    return _run_job(job, text)
+
+
 def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
-    return [_run_job(job, text) for job, text in batch]
+    return [_run_file(job, text) for job, text in batch]
 
 
 def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
