@@ -171,7 +171,7 @@ class Notebook:
                     fix, edits=tuple(dataclasses.replace(e, row=e.row - shift, end_row=e.end_row - shift) for e in fix.edits)
                 )
         number = self.cells[k].number if self.cells else 1
-        return k, dataclasses.replace(d, row=row, end_row=end_row, cell=number)
+        return k, dataclasses.replace(d, row=row, end_row=end_row, cell=number, fix=fix)
 
     # ---- writing back ----------------------------------------------------------------
 

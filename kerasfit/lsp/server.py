@@ -34,12 +34,14 @@ from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
-from ..types import Applicability, Diagnostic, FileResult
+from ..engine import allowed
+from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
 
 log = logging.getLogger("kerasfit.lsp")
 
 FIX_ALL_KIND = "source.fixAll.kerasfit"
+NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.kerasfit"
 DEFAULT_DEBOUNCE_MS = 200
 PYTHON_SUFFIXES = (".py", ".pyi")
 CONFIG_FILES = ("/pyproject.toml", "/kerasfit.toml")
@@ -115,6 +117,29 @@ class Linted:
     source: str
     result: FileResult
     lsp: list[dict[str, Any]]  # lsp_diagnostic dicts, parallel to result.diagnostics
+    cells: CellsView | None = None  # a notebook's: the findings per cell
+
+
+@dataclass
+class CellsView:
+    """A notebook linted as one module (kerasfit.notebook), its findings per cell."""
+
+    nb: Any  # kerasfit.notebook.Notebook
+    keys: list[str]  # cell document keys, parallel to nb.cells
+    # per cell key: (index into result.diagnostics, the diagnostic in cell rows, its LSP dict)
+    found: dict[str, list[tuple[int, Diagnostic, dict[str, Any]]]] = field(default_factory=dict)
+
+
+@dataclass
+class View:
+    """What code actions and hover see of one document (a file, or a notebook's cell)."""
+
+    key: str  # the document asked about
+    lint_key: str  # what was linted: the document, or its notebook
+    linted: Linted
+    found: list[tuple[int, Diagnostic, dict[str, Any]]]
+    text: str
+    version: int | None
 
 
 class _Protocol(LanguageServerProtocol):
@@ -144,7 +169,16 @@ class _Protocol(LanguageServerProtocol):
 
 class KerasfitServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("kerasfit", __version__, protocol_cls=_Protocol)
+        super().__init__(
+            "kerasfit",
+            __version__,
+            protocol_cls=_Protocol,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage(language="python")], notebook="*")
+                ]
+            ),
+        )
         self.settings = Settings()
         # Everything per document is keyed by the URI as pygls keys its workspace
         # (percent-decoded); ``uris`` keeps the spelling the client sent, to answer with.
@@ -171,6 +205,8 @@ class KerasfitServer(LanguageServer):
         return self.workspace.text_documents.get(key)
 
     def is_python(self, key: str) -> bool:
+        if key in self.workspace.notebook_documents:
+            return True
         doc = self.document(key)
         if doc is None:
             return False
@@ -210,13 +246,13 @@ class KerasfitServer(LanguageServer):
         """Lint the document's current text; None when it changed or closed meanwhile.
 
         ``uri`` is a document key (:func:`doc_key`)."""
-        doc = self.document(uri)
-        if doc is None:
+        snap = self.snapshot(uri)
+        if snap is None:
             return None
+        version, source, cells = snap
         cached = self.linted.get(uri)
-        if cached is not None and cached.version == doc.version and cached.source == doc.source:
+        if cached is not None and cached.version == version and cached.source == source:
             return cached
-        source, version = doc.source, doc.version
         loop = asyncio.get_running_loop()
         try:
             linted = await loop.run_in_executor(self.executor, self.lint_now, uri, source, version)
@@ -229,15 +265,104 @@ class KerasfitServer(LanguageServer):
             log.exception("linting %s failed", uri)
             self.config_error(f"internal error while checking {uri}: {type(exc).__name__}: {exc}")
             return None
-        current = self.document(uri)
-        if current is None or current.version != version or current.source != source:
+        current = self.snapshot(uri)
+        if current is None or current[0] != version or current[1] != source:
             return None  # stale: a newer change is (or will be) linted
+        if cells is not None:
+            linted.cells = self.per_cell(cells, linted)
         self.linted[uri] = linted
         return linted
+
+    def snapshot(self, key: str) -> tuple[int | None, str, CellsView | None] | None:
+        """(version, text to lint, notebook cells or None) of an open document or notebook."""
+        doc = self.document(key)
+        if doc is not None:
+            return doc.version, doc.source, None
+        nbdoc = self.workspace.notebook_documents.get(key)
+        if nbdoc is None:
+            return None
+        from ..notebook import Notebook
+
+        sources, keys = [], []
+        for i, cell in enumerate(nbdoc.cells, start=1):
+            cdoc = self.document(doc_key(cell.document))
+            if cell.kind != types.NotebookCellKind.Code or cdoc is None:
+                continue
+            if (cdoc.language_id or "python") != "python":
+                continue
+            sources.append((i, cdoc.source))
+            keys.append(doc_key(cell.document))
+        nb = Notebook.from_cells(sources)
+        return nbdoc.version, nb.module, CellsView(nb, keys)
+
+    def per_cell(self, cells: CellsView, linted: Linted) -> CellsView:
+        cells.found = {k: [] for k in cells.keys}
+        texts = [E.split_lines(c.source) for c in cells.nb.cells]
+        for i, d in enumerate(linted.result.diagnostics):
+            k, local = cells.nb.to_cell(d)
+            lines = texts[k]
+            lsp_d = lsp_diagnostic(local, lambda row: lines[row - 1] if 0 < row <= len(lines) else "")
+            cells.found[cells.keys[k]].append((i, local, lsp_d))
+        return cells
+
+    def notebook_of(self, key: str) -> str | None:
+        nbdoc = self.workspace.get_notebook_document(cell_uri=key)
+        return doc_key(nbdoc.uri) if nbdoc is not None else None
+
+    async def view(self, key: str) -> View | None:
+        nb_key = self.notebook_of(key)
+        linted = await self.lint(nb_key or key)
+        if linted is None:
+            return None
+        if nb_key is None or linted.cells is None:
+            found = [(i, d, l) for i, (d, l) in enumerate(zip(linted.result.diagnostics, linted.lsp))]
+            return View(key, key, linted, found, linted.source, linted.version)
+        doc = self.document(key)
+        if doc is None:
+            return None
+        return View(key, nb_key, linted, linted.cells.found.get(key, []), doc.source, doc.version)
+
+    def edit_to(self, lint_key: str, linted: Linted, new: str | None) -> types.WorkspaceEdit | None:
+        """The edit that turns what was linted into ``new`` (a file, or every changed cell)."""
+        if new is None or new == linted.source:
+            return None
+        if linted.cells is None:
+            edit = E.minimal_edit(linted.source, new)
+            return _edit(self.uris.get(lint_key, lint_key), linted.version, [edit], _CONVERTER) if edit else None
+        from ..notebook import NotebookError
+
+        try:
+            texts = linted.cells.nb.split(new)
+        except NotebookError as exc:
+            log.info("fix not offered: %s", exc)
+            return None
+        changes = []
+        for cell, key, text in zip(linted.cells.nb.cells, linted.cells.keys, texts):
+            doc = self.document(key)
+            edit = E.minimal_edit(cell.source, text) if doc is not None and text != cell.source else None
+            if edit is not None:
+                changes.append(
+                    types.TextDocumentEdit(
+                        text_document=types.OptionalVersionedTextDocumentIdentifier(uri=self.uris.get(key, key), version=doc.version),
+                        edits=[_CONVERTER.structure(edit, types.TextEdit)],
+                    )
+                )
+        return types.WorkspaceEdit(document_changes=changes) if changes else None
 
     async def publish(self, uri: str) -> None:
         linted = await self.lint(uri)
         if linted is None:
+            return
+        if linted.cells is not None:
+            for key in linted.cells.keys:
+                doc = self.document(key)
+                self.text_document_publish_diagnostics(
+                    types.PublishDiagnosticsParams(
+                        uri=self.uris.get(key, key),
+                        version=doc.version if doc is not None else None,
+                        diagnostics=[_CONVERTER.structure(l, types.Diagnostic) for _, _, l in linted.cells.found[key]],
+                    )
+                )
             return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
@@ -249,6 +374,7 @@ class KerasfitServer(LanguageServer):
 
     def schedule(self, uri: str, delay_ms: float = 0) -> None:
         """(Re)start the document's debounce timer; a later change cancels an earlier one."""
+        uri = self.notebook_of(uri) or uri  # a cell is checked with its notebook
         if not self.is_python(uri):
             return
         old = self.pending.pop(uri, None)
@@ -398,6 +524,44 @@ def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> N
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+# ---- notebooks ------------------------------------------------------------------------
+# pygls keeps the notebook and its cells in the workspace; the cells are linted together
+# as one module keyed by the notebook, and each cell gets its own diagnostics.
+
+
+def _remember_cells(ls: KerasfitServer, cells) -> None:
+    for c in cells or ():
+        ls.remember(c.uri)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+def notebook_did_open(ls: KerasfitServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    _remember_cells(ls, params.cell_text_documents)
+    ls.schedule(ls.remember(params.notebook_document.uri))
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+def notebook_did_change(ls: KerasfitServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    cells = params.change.cells
+    structure = cells.structure if cells is not None else None
+    if structure is not None:
+        _remember_cells(ls, structure.did_open)
+        for closed in structure.did_close or ():
+            ls.uris.pop(doc_key(closed.uri), None)
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=closed.uri, diagnostics=[]))
+    ls.schedule(doc_key(params.notebook_document.uri), ls.settings.debounce_ms)
+
+
+@server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+def notebook_did_close(ls: KerasfitServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    key = doc_key(params.notebook_document.uri)
+    ls.forget(key)
+    ls.linted.pop(key, None)
+    for cell in params.cell_text_documents:
+        ls.uris.pop(doc_key(cell.uri), None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
+
 # ---- configuration --------------------------------------------------------------------
 
 
@@ -427,6 +591,12 @@ async def did_change_configuration(ls: KerasfitServer, params: types.DidChangeCo
 
 
 # ---- code actions ---------------------------------------------------------------------
+#
+# Quick fixes whose edits the diagnostics already carry are sent whole; anything that
+# needs the engine (a fix-all, a fix that adds an import, a fix in a notebook, which
+# edits cells by way of the joined module) is offered with ``data`` only and computed
+# in ``codeAction/resolve`` when the user picks it (ruff's way): a code-action request
+# comes with every cursor move and must cost no more than a lookup.
 
 
 def _wants(only: list[str] | None, kind: str) -> bool:
@@ -446,65 +616,73 @@ def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], conve
     )
 
 
-def _quickfix_edits(linted: Linted, d: Diagnostic, lsp_d: dict[str, Any]) -> list[dict[str, Any]] | None:
-    fix = d.fix
-    if fix is None or not fix.edits or fix.applicability is Applicability.DISPLAY:
-        return None
-    if not fix.imports:
-        return [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
-    # A fix that needs an import: let the engine place it, then send the difference.
+def _applied(source: str, fix: Fix) -> str | None:
+    """``source`` with one fix and the imports it needs (runs on the lint thread)."""
     from ..engine import add_imports, apply_fixes
 
-    src = linted.source
-    bom = src.startswith("\ufeff")
-    body = src[1:] if bom else src
+    bom = source.startswith("\ufeff")
+    body = source[1:] if bom else source
     new, chosen = apply_fixes(body, [fix])
     if not chosen:
         return None
-    new = add_imports(new, set(fix.imports)) or new
-    edit = E.minimal_edit(src, ("\ufeff" if bom else "") + new)
-    return [edit] if edit else None
+    if fix.imports:
+        new = add_imports(new, set(fix.imports)) or new
+    return ("\ufeff" if bom else "") + new
+
+
+def _resolves_edits(ls: KerasfitServer) -> bool:
+    td = ls.client_capabilities.text_document
+    ca = td.code_action if td is not None else None
+    rs = ca.resolve_support if ca is not None else None
+    return bool(ca is not None and ca.data_support and rs is not None and "edit" in (rs.properties or []))
 
 
 @server.feature(
     types.TEXT_DOCUMENT_CODE_ACTION,
-    types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND], resolve_provider=False),
+    types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL_KIND, NOTEBOOK_FIX_ALL_KIND], resolve_provider=True
+    ),
 )
 async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
     uri = params.text_document.uri
     key = doc_key(uri)
     if not ls.is_python(key):
         return None
-    linted = await ls.lint(key)
-    if linted is None:
+    view = await ls.view(key)
+    if view is None:
         return None
+    linted = view.linted
     conv = _CONVERTER
     only = [str(k) for k in params.context.only] if params.context.only else None
     want = {"start": {"line": params.range.start.line, "character": params.range.start.character},
             "end": {"line": params.range.end.line, "character": params.range.end.character}}
     asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
-    lines = E.split_lines(linted.source)
+    lines = E.split_lines(view.text)
     actions: list[types.CodeAction] = []
     noqa: list[types.CodeAction] = []
     seen_noqa: set[tuple[str, int]] = set()
+    lazy = {"key": view.lint_key, "version": linted.version}
 
     if _wants(only, types.CodeActionKind.QuickFix):
-        for d, lsp_d in zip(linted.result.diagnostics, linted.lsp):
+        for i, d, lsp_d in view.found:
             # Whole lines, like hover: a cursor anywhere on a flagged line gets its fixes.
             if (d.code, lsp_d["range"]["start"]["line"]) not in asked and not E.lines_overlap(want, lsp_d["range"]):
                 continue
             diag = conv.structure(lsp_d, types.Diagnostic)
-            text_edits = _quickfix_edits(linted, d, lsp_d)
-            if text_edits:
-                actions.append(
-                    types.CodeAction(
-                        title=E.quickfix_title(d),
-                        kind=types.CodeActionKind.QuickFix,
-                        diagnostics=[diag],
-                        edit=_edit(uri, linted.version, text_edits, conv),
-                        is_preferred=d.fix.applicability is Applicability.SAFE,
-                    )
+            fix = d.fix
+            if fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY:
+                action = types.CodeAction(
+                    title=E.quickfix_title(d),
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diag],
+                    is_preferred=fix.applicability is Applicability.SAFE,
                 )
+                if fix.imports or linted.cells is not None:
+                    action.data = {"kerasfit": "fix", "at": i, **lazy}
+                else:
+                    text_edits = [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
+                    action.edit = _edit(uri, view.version, text_edits, conv)
+                actions.append(action)
             line_no = lsp_d["range"]["start"]["line"]
             if d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
                 continue  # a syntax error cannot be suppressed
@@ -514,28 +692,48 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                     title=f"Disable {d.code} for this line",
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
-                    edit=_edit(uri, linted.version, [E.noqa_edit(line_no, lines[line_no], d.code)], conv),
+                    edit=_edit(uri, view.version, [E.noqa_edit(line_no, lines[line_no], d.code)], conv),
                 )
             )
     actions.extend(noqa)
 
-    if _wants(only, FIX_ALL_KIND) and any(
-        d.fix is not None and d.fix.edits and (d.fix.applicability is Applicability.SAFE or (ls.settings.unsafe_fixes and d.fix.applicability is Applicability.UNSAFE))
-        for d in linted.result.diagnostics
-    ):
-        loop = asyncio.get_running_loop()
+    kinds = [FIX_ALL_KIND] + ([NOTEBOOK_FIX_ALL_KIND] if linted.cells is not None else [])
+    kinds = [k for k in kinds if _wants(only, k)]
+    if kinds and any(allowed(d.fix, ls.settings.unsafe_fixes) for d in linted.result.diagnostics):
+        title = "kerasfit: fix all" + (" (including unsafe fixes)" if ls.settings.unsafe_fixes else " safe fixes")
+        for kind in kinds:
+            actions.append(types.CodeAction(title=title, kind=kind, data={"kerasfit": "fixAll", **lazy}))
+
+    if not _resolves_edits(ls):  # an older client: compute what it picks from now
+        resolved = [await resolve_code_action(ls, a) if a.data else a for a in actions]
+        actions = [a for a in resolved if a.edit is not None]
+    return actions or None
+
+
+@server.feature(types.CODE_ACTION_RESOLVE)
+async def resolve_code_action(ls: KerasfitServer, action: types.CodeAction) -> types.CodeAction:
+    data = action.data if isinstance(action.data, dict) else {}
+    what = data.get("kerasfit")
+    if what not in ("fix", "fixAll") or not isinstance(data.get("key"), str):
+        return action
+    key = data["key"]
+    linted = await ls.lint(key)
+    if linted is None or linted.version != data.get("version"):
+        return action  # the document moved on: no edit rather than a wrong one
+    loop = asyncio.get_running_loop()
+    if what == "fixAll":
         fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(key, linted.source, linted.version, fix=True))
         new = fixed.result.fixed_source
-        edit = E.minimal_edit(linted.source, new) if new is not None else None
-        if edit is not None:
-            actions.append(
-                types.CodeAction(
-                    title="kerasfit: fix all" + (" (including unsafe fixes)" if ls.settings.unsafe_fixes else " safe fixes"),
-                    kind=FIX_ALL_KIND,
-                    edit=_edit(uri, linted.version, [edit], conv),
-                )
-            )
-    return actions or None
+    else:
+        at = data.get("at")
+        if not isinstance(at, int) or not 0 <= at < len(linted.result.diagnostics):
+            return action
+        fix = linted.result.diagnostics[at].fix
+        if fix is None:
+            return action
+        new = await loop.run_in_executor(ls.executor, _applied, linted.source, fix)
+    action.edit = ls.edit_to(key, linted, new)
+    return action
 
 
 # ---- hover ----------------------------------------------------------------------------
@@ -578,12 +776,12 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
     key = doc_key(params.text_document.uri)
     if not ls.is_python(key):
         return None
-    linted = await ls.lint(key)
-    if linted is None:
+    view = await ls.view(key)
+    if view is None:
         return None
+    linted = view.linted
     line = params.position.line
-    hits = [(d, l) for d, l in zip(linted.result.diagnostics, linted.lsp)
-            if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
+    hits = [(d, l) for _, d, l in view.found if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
     if not hits:
         return None
     path = ls.path_for(key)

@@ -68,6 +68,12 @@ class Doc:
         )
         return [a for a in res or [] if isinstance(a, types.CodeAction)]
 
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """What an editor does when the user picks an action offered without its edit."""
+        if action.edit is None and action.data is not None:
+            action = await self.client.code_action_resolve_async(action)
+        return action
+
 
 def utf16_to_index(line: str, character: int) -> int:
     units = 0
