@@ -402,6 +402,8 @@ def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
 class LintOutput:
     diagnostics: list[Diagnostic]
     module: cst.Module | None
+    # linted around syntax errors: ``module`` is the file with the broken statements blanked
+    recovered: bool = False
 
 
 def syntax_error_diagnostic(
@@ -443,6 +445,10 @@ def lint_source(
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return LintOutput([syntax_error_diagnostic(filename, None, cpython)], None)
+    if cpython is not None:
+        recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
+        if recovered is not None:
+            return recovered
     module = parse_cache.parse(source, tree) if parse_cache is not None and tree is not None else None
     if module is None:
         try:
@@ -450,6 +456,81 @@ def lint_source(
         except cst.ParserSyntaxError as exc:
             return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
     return LintOutput(lint_module(module, source, filename, settings, tree), module)
+
+
+# ---- a syntax error costs only the statements it breaks --------------------------
+
+MAX_MERGED_PIECES = 16
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+# a line at column 0 that continues the statement above, never starts one
+_CONTINUES = re.compile(r"[)\]}]|(?:else|elif|except|finally)\b")
+
+
+def _compile_error(text: str) -> SyntaxError | None:
+    try:
+        compile(text, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError):
+        return SyntaxError("cannot parse")
+    return None
+
+
+def lint_around_syntax_errors(
+    source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
+) -> LintOutput | None:
+    """Lint a file that does not parse, losing only the top-level statements that do not.
+
+    CPython's AST is unavailable for such a file, so it is cut by indentation: a line
+    at column 0 (not a comment, closing bracket or ``else``/``except`` clause) may start
+    a statement. Each piece is verified by compiling it alone; a piece that does not
+    compile is retried joined with the next ones (a string or bracket spanning a cut),
+    and if none of those compile it is the broken statement: its characters become
+    spaces, so every offset, row and column elsewhere stays what it is in the file, and
+    the rest is linted as usual, with KF001 where CPython places each error. None when
+    nothing parses around the error (the caller reports the file's one error).
+    """
+    lines = _LINE_RE.findall(source)
+    starts = [0] + [i for i, ln in enumerate(lines) if i and ln[:1] not in ("", " ", "\t", "\f", "#", "\r", "\n")
+                    and not _CONTINUES.match(ln)]
+    bounds = list(zip(starts, starts[1:] + [len(lines)]))
+    if len(bounds) < 2:
+        return None
+    broken: list[tuple[int, int, SyntaxError]] = []
+    any_good = False
+    i = 0
+    while i < len(bounds):
+        a = bounds[i][0]
+        alone = None
+        for j in range(i, min(len(bounds), i + MAX_MERGED_PIECES)):
+            err = _compile_error("".join(lines[a : bounds[j][1]]))
+            if err is None:
+                any_good = True
+                i = j + 1
+                break
+            if j == i:
+                alone = err
+        else:
+            broken.append((a, bounds[i][1], alone))
+            i += 1
+    if not broken or not any_good:
+        return None
+    blank = set()
+    for a, b, _ in broken:
+        blank.update(range(a, b))
+    kept = "".join(re.sub(r"[^\r\n]", " ", ln) if k in blank else ln for k, ln in enumerate(lines))
+    if _compile_error(kept) is not None:
+        return None
+    out = lint_source(kept, filename, settings, parse_cache)
+    if out.module is None:
+        return None
+    for a, _, err in broken:
+        row = a + (err.lineno or 1)
+        err = SyntaxError(err.msg, (filename, row, err.offset or 1, None))
+        out.diagnostics.append(syntax_error_diagnostic(filename, None, err))
+    out.diagnostics.sort(key=Diagnostic.sort_key)
+    out.recovered = True
+    return out
 
 
 class ParseCache:
@@ -672,6 +753,8 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     current = source
     applied = 0
     out = lint_source(current, filename, settings)
+    if out.recovered:  # never fix a file that does not parse (like ruff): the user is mid-edit
+        return FixOutcome(current, 0, out.diagnostics)
     broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
     for _ in range(MAX_FIX_PASSES):
         offered = {_fix_key(d.fix): d.code for d in out.diagnostics if allowed(d.fix, unsafe)}
@@ -724,7 +807,7 @@ def _try_fixes(
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
-    return candidate, chosen, (new_out if new_out.module is not None else None)
+    return candidate, chosen, (new_out if new_out.module is not None and not new_out.recovered else None)
 
 
 def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -> str | None:

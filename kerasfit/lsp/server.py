@@ -34,7 +34,7 @@ from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
-from ..engine import allowed
+from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
 
@@ -699,7 +699,9 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
 
     kinds = [FIX_ALL_KIND] + ([NOTEBOOK_FIX_ALL_KIND] if linted.cells is not None else [])
     kinds = [k for k in kinds if _wants(only, k)]
-    if kinds and any(allowed(d.fix, ls.settings.unsafe_fixes) for d in linted.result.diagnostics):
+    codes = {d.code for d in linted.result.diagnostics}
+    # the fixer leaves a file that does not parse alone, so offer no fix-all for one
+    if kinds and SYNTAX_ERROR_CODE not in codes and any(allowed(d.fix, ls.settings.unsafe_fixes) for d in linted.result.diagnostics):
         title = "kerasfit: fix all" + (" (including unsafe fixes)" if ls.settings.unsafe_fixes else " safe fixes")
         for kind in kinds:
             actions.append(types.CodeAction(title=title, kind=kind, data={"kerasfit": "fixAll", **lazy}))
