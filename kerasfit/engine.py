@@ -570,6 +570,7 @@ class ParseCache:
         cuts.append(len(source))
         mods: list[cst.Module] = []
         fresh: dict[str, cst.Module] = {}
+        keep: dict[str, cst.Module] = {}
         used: set[int] = set()
         for a, b in zip(cuts, cuts[1:]):
             text = source[a:b]
@@ -590,13 +591,14 @@ class ParseCache:
             if not m.body:
                 return None
             mods.append(m)
+            keep.setdefault(text, m)
         indents = {m.default_indent for m in mods if any(isinstance(x, cst.BaseCompoundStatement) for x in m.body)}
         newlines = {m.default_newline for m in mods}
         if len(indents) > 1 or len(newlines) > 1:
             return None
-        if len(self.pieces) + len(fresh) > self.max_pieces:
-            self.pieces.clear()
-        self.pieces.update(fresh)
+        # Keep only this text's pieces: the ones an edit replaced would otherwise pile
+        # up (a long editing session of a big file held hundreds of MB of dead trees).
+        self.pieces = keep if len(keep) <= self.max_pieces else {}
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
         for i, m in enumerate(mods):
