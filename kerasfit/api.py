@@ -386,15 +386,19 @@ def check_source(
     fix: bool = False,
     unsafe: bool = False,
     parse_cache=None,
+    file_settings: FileSettings | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
     ``parse_cache`` (an ``engine.ParseCache`` kept per document) lets repeated checks of
     an edited buffer re-parse only the top-level statements that changed.
+    ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
+    the server keeps the last good ones to check with while a setting is broken.
     """
-    options = options or CheckOptions()
-    resolver = Resolver(options, manifest_cache=False)
-    settings = resolver.settings_for(Path(filename))
+    if file_settings is not None:
+        settings = file_settings
+    else:
+        settings = Resolver(options or CheckOptions(), manifest_cache=False).settings_for(Path(filename))
     return _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
 
 

@@ -11,10 +11,11 @@ PY=${PYTHON:-python3}
 python -m pip install -q --upgrade pip
 python -m pip install -q -e ".[dev,build,lsp]"
 
-# Neovim drives the real-editor LSP test (Debian's package).
-if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+# Neovim, and Vim with ALE, drive the real-editor LSP tests (Debian's packages).
+if { ! command -v nvim >/dev/null 2>&1 || ! command -v vim >/dev/null 2>&1 || [ ! -f /usr/share/vim-ale/plugin/ale.vim ]; } \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim vim vim-ale >/dev/null
 fi
 
 # The SARIF 2.1.0 JSON schema the SARIF output is validated against ships in an npm package.

@@ -12,6 +12,7 @@ for a document version that is no longer current are dropped, never published.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import sys
@@ -29,7 +30,7 @@ from pygls.uris import to_fs_path
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, check_source
+from ..api import CheckOptions, FileSettings, check_source, settings_for
 from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
@@ -64,6 +65,7 @@ class Settings:
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     batch_size: int | None = None
     cores: int | None = None
+    log_level: str = "warning"  # window/logMessage from this level up
 
     @classmethod
     def from_client(cls, raw: Any) -> Settings:
@@ -96,6 +98,7 @@ class Settings:
             debounce_ms=int(debounce) if isinstance(debounce, (int, float)) and debounce >= 0 else DEFAULT_DEBOUNCE_MS,
             batch_size=pos_int("batchsize"),
             cores=pos_int("cores"),
+            log_level=str(norm.get("loglevel", "warning")).lower(),
         )
 
     def check_options(self) -> CheckOptions:
@@ -119,6 +122,7 @@ class Linted:
     result: FileResult
     lsp: list[dict[str, Any]]  # lsp_diagnostic dicts, parallel to result.diagnostics
     cells: CellsView | None = None  # a notebook's: the findings per cell
+    warning: str | None = None  # a configuration error; checked with the last good settings
 
 
 @dataclass
@@ -192,6 +196,7 @@ class KerasfitServer(LanguageServer):
         self.reported_errors: set[str] = set()
         self.docs_cache: dict[str, str] = {}
         self.lints = 0
+        self.good_settings: dict[str, FileSettings] = {}
         self.tcp = False
         self.exit_code = 0
 
@@ -230,8 +235,9 @@ class KerasfitServer(LanguageServer):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
+        file_settings, warning = self.file_settings(uri, path)
         result = check_source(
-            source, path, self.settings.check_options(), fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache
+            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings
         )
         lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
 
@@ -242,7 +248,23 @@ class KerasfitServer(LanguageServer):
         if source.startswith("\ufeff"):
             for d in diags:  # the engine does not count a BOM; the client does
                 _shift_bom(d)
-        return Linted(version, source, result, diags)
+        return Linted(version, source, result, diags, warning=warning)
+
+    def file_settings(self, key: str, path: str) -> tuple[FileSettings, str | None]:
+        """The document's settings, or, while the editor's settings or a config file are
+        broken, the last good ones (defaults for a document never checked) and the error."""
+        try:
+            fs = settings_for(path, self.settings.check_options())
+        except ConfigError as exc:
+            good = self.good_settings.get(key)
+            if good is None:
+                try:  # the editor's settings without config files, else plain defaults
+                    good = settings_for(path, dataclasses.replace(self.settings.check_options(), isolated=True))
+                except ConfigError:
+                    good = settings_for(path, CheckOptions(use_cache=False, isolated=True))
+            return good, f"{exc}; checking with the last good settings"
+        self.good_settings[key] = fs
+        return fs, None
 
     async def lint(self, uri: str) -> Linted | None:
         """Lint the document's current text; None when it changed or closed meanwhile.
@@ -270,6 +292,8 @@ class KerasfitServer(LanguageServer):
         current = self.snapshot(uri)
         if current is None or current[0] != version or current[1] != source:
             return None  # stale: a newer change is (or will be) linted
+        if linted.warning:
+            self.config_error(linted.warning)
         if cells is not None:
             linted.cells = self.per_cell(cells, linted)
         self.linted[uri] = linted
@@ -438,6 +462,7 @@ class KerasfitServer(LanguageServer):
         if message in self.reported_errors:
             return
         self.reported_errors.add(message)
+        log.error("%s", message)
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"kerasfit: {message}"))
 
     # ---- code actions / hover helpers -------------------------------------------------
@@ -449,6 +474,36 @@ class KerasfitServer(LanguageServer):
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
+
+
+_LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
+_MESSAGE_TYPE = {logging.ERROR: types.MessageType.Error, logging.WARNING: types.MessageType.Warning,
+                 logging.INFO: types.MessageType.Info, logging.DEBUG: types.MessageType.Log}
+
+
+class ClientLogHandler(logging.Handler):
+    """``kerasfit.lsp`` log records as window/logMessage, from ``settings.logLevel`` up.
+
+    Records may come from the lint thread; the message is sent from the event loop.
+    """
+
+    def __init__(self, ls: KerasfitServer) -> None:
+        super().__init__(logging.DEBUG)
+        self.ls = ls
+
+    def emit(self, record: logging.LogRecord) -> None:
+        ls = self.ls
+        if record.levelno < _LEVELS.get(ls.settings.log_level, logging.WARNING):
+            return
+        loop = getattr(ls, "loop", None)
+        if loop is None or loop.is_closed():
+            return
+        kind = _MESSAGE_TYPE.get(max(k for k in _MESSAGE_TYPE if k <= max(record.levelno, logging.DEBUG)))
+        params = types.LogMessageParams(type=kind, message=f"kerasfit: {self.format(record)}")
+        try:
+            loop.call_soon_threadsafe(ls.window_log_message, params)
+        except RuntimeError:  # loop closed while exiting
+            pass
 
 
 def doc_key(uri: str) -> str:
@@ -482,6 +537,43 @@ server = KerasfitServer()
 @server.feature(types.INITIALIZE)
 def initialize(ls: KerasfitServer, params: types.InitializeParams) -> None:
     ls.settings = Settings.from_client(params.initialization_options)
+    try:
+        ls.loop = asyncio.get_running_loop()
+    except RuntimeError:
+        ls.loop = None
+    if not any(isinstance(h, ClientLogHandler) for h in log.handlers):
+        log.addHandler(ClientLogHandler(ls))
+        log.setLevel(logging.DEBUG)
+
+
+DEBUG_COMMAND = "kerasfit.printDebugInformation"
+
+
+@server.command(DEBUG_COMMAND)
+def print_debug_information(ls: KerasfitServer, *args: Any) -> str:
+    """What a bug report needs: versions, settings, open documents and their config."""
+    import platform
+    from importlib.metadata import version
+
+    from ..registry import all_rules
+
+    rows = [
+        f"kerasfit {__version__}, Python {platform.python_version()}, pygls {version('pygls')}, "
+        f"lsprotocol {version('lsprotocol')}, libcst {version('libcst')}",
+        f"settings: {dataclasses.asdict(ls.settings)}",
+        f"rules: {len(all_rules())}; lints so far: {ls.lints}",
+    ]
+    for key in sorted(ls.uris):
+        fs = ls.good_settings.get(key)
+        rows.append(f"open: {ls.uris[key]}" + (f" (target {fs.target}, {len(fs.codes)} rules)" if fs else ""))
+    try:
+        with open("/proc/self/status") as f:
+            rows += [ln.strip() for ln in f if ln.startswith("VmRSS")]
+    except OSError:
+        pass
+    text = "\n".join(rows)
+    ls.window_log_message(types.LogMessageParams(type=types.MessageType.Info, message=text))
+    return text
 
 
 @server.feature(types.INITIALIZED)
