@@ -3,9 +3,11 @@ pre-commit all call. No printing here."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from .config import (
 )
 from .discovery import Candidate, discover, mentions_tensorflow
 from .types import TARGETS, Diagnostic, FileResult
+from .writeback import Snapshot, stat_or_none, write_fixed
 
 PARALLEL_MIN_FILES = 6
 
@@ -161,9 +164,10 @@ class Cache:
         if self.path is not None and self.path.is_file():
             try:
                 data = json.loads(self.path.read_text())
-                if data.get("kerasfit") == __version__:
-                    self.entries = data.get("files", {})
-            except (OSError, ValueError):
+                # valid JSON of another shape is ignored (and rewritten by this run)
+                if isinstance(data, dict) and data.get("kerasfit") == __version__ and isinstance(data.get("files"), dict):
+                    self.entries = data["files"]
+            except (OSError, ValueError, RecursionError):
                 self.entries = {}
 
     @staticmethod
@@ -172,14 +176,28 @@ class Cache:
 
     def get(self, path: Path, key: str) -> list[Diagnostic] | None:
         e = self.entries.get(str(path.resolve()))
-        if e is None or e.get("key") != key:
+        if not isinstance(e, dict) or e.get("key") != key:
             return None
-        return [Diagnostic.from_dict(d) for d in e["diagnostics"]]
+        deps = e.get("deps")
+        if deps:
+            from .analysis.index import file_digest
 
-    def put(self, path: Path, key: str, diags: list[Diagnostic]) -> None:
+            # a helper in another file changed: what this file's checks saw changed too
+            if not isinstance(deps, dict) or any(file_digest(p) != d for p, d in deps.items()):
+                return None
+        try:
+            # labelled with this run's spelling of the path, not the caching run's
+            return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in e["diagnostics"]]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # an entry that does not validate: checked again and rewritten
+
+    def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None) -> None:
         if self.path is None:
             return
-        self.entries[str(path.resolve())] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        entry: dict[str, Any] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        if deps:
+            entry["deps"] = deps
+        self.entries[str(path.resolve())] = entry
         self.dirty = True
 
     def save(self) -> None:
@@ -207,9 +225,21 @@ class FileReadError(Exception):
     pass
 
 
+def _read_regular(path: Path) -> bytes:
+    """The bytes of a regular file; never blocks on a FIFO swapped in after discovery."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise FileReadError(f"{path}: not a regular file, skipped")
+        return f.read()
+
+
 def read_source(path: Path) -> tuple[bytes, str]:
     try:
-        data = path.read_bytes()
+        data = _read_regular(path)
     except FileNotFoundError:
         if path.is_symlink():
             raise FileReadError(f"{path}: broken symbolic link (target missing), skipped") from None
@@ -264,10 +294,13 @@ class _Job:
 
 
 def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
+    from .analysis.index import current_index
     from .engine import fix_source, lint_source
 
     settings = job.settings.lint_settings()
     res = FileResult(job.path)
+    index = current_index()
+    index.asking(job.path)
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
     try:
@@ -283,6 +316,9 @@ def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
             res.diagnostics = lint_source(body, job.path, settings, parse_cache).diagnostics
     except (RecursionError, MemoryError):  # CPython's parser says MemoryError when "too complex"
         res.error = f"{job.path}: too deeply nested to check, skipped"
+    finally:
+        index.asking(None)
+    res.deps = index.deps_of(job.path)
     return res
 
 
@@ -307,14 +343,25 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
+    writing = options.fix and not options.diff
+    snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
+    from .analysis.index import ProjectIndex, current_index, use_index
+
+    index = ProjectIndex(paths)  # lazy: another file is read when a check asks about it
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
+        if cand.error is not None:
+            results.append(FileResult(str(path), error=cand.error))
+            continue
+        before = stat_or_none(path) if writing else None
         try:
             data, text = read_source(path)
         except FileReadError as exc:
             results.append(FileResult(str(path), error=str(exc)))
             continue
-        if not mentions_tensorflow(data):
+        if writing:
+            snapshots[str(path)] = Snapshot.take(before, data)
+        if not mentions_tensorflow(data) and not index.imports_framework(path, data):
             prefiltered += 1
             results.append(FileResult(str(path), skipped=True))
             continue
@@ -327,21 +374,26 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 continue
         pending.append((job, text, data))
 
-    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
+    previous = current_index()
+    use_index(index)
+    try:
+        fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
+    finally:
+        use_index(previous)
     for (job, _, data), res in zip(pending, fresh):
         results.append(res)
         if cache.path is not None and res.error is None:
-            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics)
+            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps)
     cache.save()
 
-    if options.fix and not options.diff:
+    if writing:
         for res in results:
             if res.fixed_source is not None:
-                try:
-                    atomic_write(Path(res.filename), res.fixed_source)
-                except OSError as exc:
-                    res.error = f"{res.filename}: cannot write fixes: {exc.strerror or exc}"
+                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename))
+                if problem is not None:
+                    res.error = "; ".join(filter(None, (res.error, problem)))
                     res.fixed_source = None
+                    res.fixes_applied = 0
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 
@@ -369,13 +421,35 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
         return _worker(work)
-    with ctx.Pool(len(chunks)) as pool:
-        outs = pool.map(_worker, [[work[i] for i in c] for c in chunks])
     results: list[FileResult | None] = [None] * len(work)
-    for c, out in zip(chunks, outs):
-        for i, r in zip(c, out):
-            results[i] = r
+    lost = _run_chunks(ctx, work, chunks, results)
+    # A worker that died (a native crash, the OOM killer) took its chunk with it: check
+    # those files again one per process, so the death is pinned on one file and the
+    # others still get their results.
+    for i in lost:
+        if _run_chunks(ctx, work, [[i]], results):
+            job = work[i][0]
+            results[i] = FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
     return results  # type: ignore[return-value]
+
+
+def _run_chunks(ctx, work, chunks: list[list[int]], results: list) -> list[int]:
+    """Run chunks in worker processes; the indices whose worker died (never a hang)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    lost: list[int] = []
+    with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
+        futures = [(c, pool.submit(_worker, [work[i] for i in c])) for c in chunks]
+        for c, fut in futures:
+            try:
+                out = fut.result()
+            except BrokenProcessPool:
+                lost.extend(c)
+                continue
+            for i, r in zip(c, out):
+                results[i] = r
+    return lost
 
 
 def check_source(

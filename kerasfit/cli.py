@@ -130,7 +130,7 @@ def check(
         if [str(p) for p in path_list] == ["-"]:
 
             name = stdin_filename or "<stdin>"
-            source = sys.stdin.read()
+            source = _read_stdin(name, echo=fix and not diff)
             res = check_source(source, name, options, fix=fix or diff, unsafe=unsafe_fixes)
             originals[name] = source
             if fix and not diff:
@@ -170,7 +170,9 @@ def check(
         for f in files:
             if f.error:
                 typer.echo(f"error: {f.error}", err=True)
-        raise typer.Exit(0 if exit_zero or not text else 1)
+        # a file that could not be read or parsed is not "nothing to fix"
+        unchecked = any(f.error for f in files) or any(d.code == "KF001" for f in files for d in f.diagnostics)
+        raise typer.Exit(0 if exit_zero or not (text or unchecked) else 1)
 
     _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
     if statistics:
@@ -182,6 +184,23 @@ def check(
     if missing_paths:
         raise typer.Exit(2)
     raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
+
+
+def _read_stdin(name: str, echo: bool) -> str:
+    """stdin as text. Bytes that are not UTF-8 are one error line; with ``--fix -`` they
+    are also passed through unchanged, so a pipe (an editor's buffer) never comes back empty."""
+    raw = getattr(sys.stdin, "buffer", None)
+    if raw is None:  # a text-only stream (an embedding host): already decoded
+        return sys.stdin.read()
+    data = raw.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if echo:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        typer.echo(f"error: {name}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
+        raise typer.Exit(1) from None
 
 
 def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
@@ -249,6 +268,7 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
         dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
         timeout=float(b.get("timeout", timeout)) if timeout == 300.0 else timeout,
         use_cache=not no_cache,
+        memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
     )
 
 

@@ -26,7 +26,7 @@ _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable",
 }
-_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype"}
+_BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit"}
 
 
 class ConfigError(Exception):
@@ -102,8 +102,12 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     bad = sorted(set(build) - _BUILD_KEYS)
     if bad:
         raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
+    if "memory-limit" in build:  # MiB of address space for the build child
+        _positive_int(build["memory-limit"], "build.memory-limit", where)
     cfg.build = dict(build)
     cfg.cache_dir = table.get("cache-dir")
+    if cfg.cache_dir is not None and not isinstance(cfg.cache_dir, str):
+        raise ConfigError(f"{where}: [tool.kerasfit] cache-dir must be a string")
     cfg.unfixable = _list_of_str(table.get("unfixable", []), "unfixable", where)
     return cfg
 
@@ -113,19 +117,42 @@ def check_target(target: str, where: Path | str = "--target") -> None:
         raise ConfigError(f"{where}: unknown target {target!r}; choose one of {', '.join(TARGETS)}")
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    """A TOML file's top-level table; every way it can be unreadable is a ConfigError."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:  # tomllib recurses once per nested array / inline table
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _kerasfit_table(data: dict[str, Any], path: Path, top_level_fallback: bool) -> Any:
+    """``[tool.kerasfit]`` of a parsed file (None when absent), checking each level is a table."""
+    tool = data.get("tool")
+    if tool is None:
+        return data if top_level_fallback else None
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: [tool] must be a table, not {type(tool).__name__}")
+    table = tool.get("kerasfit")
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.kerasfit] must be a table, not {type(table).__name__}")
+    if table is None and top_level_fallback:
+        return data
+    return table
+
+
 @lru_cache(maxsize=256)
 def _load_pyproject(path: Path) -> Config | None:
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("kerasfit")
+    table = _kerasfit_table(_read_toml(path), path, False)
     if table is None:
         return None
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [tool.kerasfit] must be a table")
     return parse_table(table, path)
 
 
@@ -144,14 +171,9 @@ def find_config(directory: Path) -> Config | None:
 
 def load_config_file(path: Path) -> Config:
     """``--config FILE``: a pyproject.toml or a kerasfit.toml with the table at top level."""
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("kerasfit", data if path.name != "pyproject.toml" else {})
-    return parse_table(table, path.resolve())
+    data = _read_toml(path)
+    table = _kerasfit_table(data, path, path.name != "pyproject.toml")
+    return parse_table(table if table is not None else {}, path.resolve())
 
 
 # ---- rule selection --------------------------------------------------------------

@@ -116,6 +116,17 @@ def _module_dotted(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) or ""
 
 
+def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
+    """``a, b = 1, 2``: names on the left, as many plain elements on the right."""
+    return (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+        and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
+        and all(isinstance(e, cst.Element) for e in value.elements)
+    )
+
+
 def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
     if isinstance(target, cst.Name):
         yield target
@@ -152,6 +163,47 @@ def iter_statements(body: Any) -> Iterator[cst.CSTNode]:
             stack.append(sub)
 
 
+# Steps of following names, parameters and helper returns: per question (so one
+# pathological question does not starve the rest) and per file.
+QUESTION_BUDGET = 10_000
+FOLD_BUDGET = 100_000
+
+
+class _OutOfBudget(Exception):
+    pass
+
+
+def _bounded(fallback):
+    """Count each call against the budgets; the outermost call of a question answers
+    ``fallback()`` ("not followed") once one is spent (inner calls unwind to it)."""
+
+    def wrap(fn):
+        def bounded(self, *args, **kwargs):
+            spent = self._fold_spent
+            if self._fold_active:
+                if spent >= FOLD_BUDGET or spent - self._fold_start >= QUESTION_BUDGET:
+                    raise _OutOfBudget
+            elif spent >= FOLD_BUDGET:
+                return fallback()
+            else:
+                self._fold_start = spent
+            self._fold_spent = spent + 1
+            self._fold_active += 1
+            try:
+                return fn(self, *args, **kwargs)
+            except _OutOfBudget:
+                if self._fold_active > 1:
+                    raise
+                return fallback()
+            finally:
+                self._fold_active -= 1
+
+        bounded.__doc__, bounded.__name__, bounded.__wrapped__ = fn.__doc__, fn.__name__, fn  # type: ignore[attr-defined]
+        return bounded
+
+    return wrap
+
+
 class FileContext:
     """Per-file facts shared by all rules, built once per parse."""
 
@@ -180,6 +232,8 @@ class FileContext:
         self._roles: dict[int, str] | None = None
         self._uses_tpu: bool | None = None
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
+        self._folds: dict[tuple, tuple[Any, int, Any]] = {}  # see _memo_fold
+        self._fold_spent = self._fold_start = self._fold_active = 0
         self._scan_imports()
         # Filled by the engine's walk: ancestors of the node being visited.
         self.stack: list[cst.CSTNode] = []
@@ -197,7 +251,11 @@ class FileContext:
                         top = full.split(".")[0]
                         self.imports[top] = top
             elif isinstance(stmt, cst.ImportFrom):
+                if isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
+                    self._star_import(_module_dotted(stmt.module))
+                    continue
                 if stmt.relative or isinstance(stmt.names, cst.ImportStar):
+                    self._relative_import(stmt)
                     continue
                 mod = _module_dotted(stmt.module)
                 for alias in stmt.names:
@@ -215,6 +273,24 @@ class FileContext:
         self.uses_legacy_keras = any(r.startswith(("tf_keras", "tensorflow.compat.v1")) for r in raws) or (
             "TF_USE_LEGACY_KERAS" in self.source
         )
+
+    def _star_import(self, module: str) -> None:
+        """``from keras.layers import *``: bind the framework's public names (a data table)."""
+        from .analysis.names import star_names
+
+        for name in star_names(module) or ():
+            self.imports.setdefault(name, f"{module}.{name}")
+
+    def _relative_import(self, stmt: cst.ImportFrom) -> None:
+        """``from .compat import layers``: kept with its dots; the project index resolves it."""
+        if isinstance(stmt.names, cst.ImportStar):
+            return
+        dots = "." * len(stmt.relative)
+        mod = dots + (_module_dotted(stmt.module) if stmt.module is not None else "")
+        for alias in stmt.names:
+            obj = _module_dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else obj
+            self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
 
     def _all_import_statements(self) -> Iterator[cst.CSTNode]:
         stack: list[Any] = [self.module.body]
@@ -272,11 +348,91 @@ class FileContext:
         return None
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
-        """Canonical name (symbols.canonical) of a Name/Attribute, or None."""
+        """Canonical name (symbols.canonical) of a Name/Attribute, or None.
+
+        Beyond the file's own imports: a project module that re-exports the framework
+        (``from mylib.backend import keras``) through the project index, and, for a
+        receiver nothing resolves, an attribute only Keras/TF spell ("resolved by name",
+        see :meth:`resolved_by_name`)."""
         raw = self.raw_name(node)
-        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            raw = self._project_raw(raw)
+        if raw is None:
+            return self._by_name(node)
+        if raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
             return None
         return canonical(raw)
+
+    # ---- the analysis package (kerasfit/analysis), reached through this facade ----
+    @property
+    def project(self):
+        """The project index of the running check (``analysis.index.ProjectIndex``)."""
+        from .analysis.index import current_index
+
+        return current_index()
+
+    def _project_raw(self, raw: str) -> str | None:
+        """The framework name a project import re-exports, else None (cached per name)."""
+        cache = self.__dict__.setdefault("_project_raws", {})
+        if raw not in cache:
+            cache[raw] = None
+            if self.filename and not self.filename.startswith("<"):
+                sym = self.project.resolve(self.filename, raw)
+                if sym is not None and sym.kind == "framework":
+                    cache[raw] = sym.raw
+        return cache[raw]
+
+    def _by_name(self, node: cst.BaseExpression) -> str | None:
+        if not isinstance(node, cst.Attribute):
+            return None
+        from .analysis.names import by_name
+
+        attrs: list[str] = []
+        base: cst.BaseExpression = node
+        while isinstance(base, cst.Attribute):
+            attrs.append(base.attr.value)
+            base = base.value
+        if isinstance(base, cst.Name):
+            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value)
+                                                 and base.value not in self.module_shadowed):
+                return None  # an import we could not map is a project object, not the framework
+        elif not isinstance(base, (cst.Call, cst.Subscript)):
+            return None
+        hit = by_name(".".join(reversed(attrs)))
+        if hit is not None:
+            self.__dict__.setdefault("_by_name_hits", {})[id(node)] = (node, hit)
+        return hit
+
+    def resolved_by_name(self, node: cst.BaseExpression) -> bool:
+        """True when :meth:`resolve` answered for ``node`` (or a call of it) by spelling only."""
+        if isinstance(node, cst.Call):
+            node = node.func
+        hit = self.__dict__.get("_by_name_hits", {}).get(id(node))
+        return hit is not None and hit[0] is node
+
+    def possible_values(self, node: cst.BaseExpression | None) -> frozenset | None:
+        """``const`` lifted to a set of possible values (branches, conditional bindings)."""
+        from .analysis.values import possible_values
+
+        return possible_values(self, node)
+
+    def off_by_default(self, node: cst.CSTNode) -> cst.BaseExpression | None:
+        """The ``if`` test that switches ``node`` off when parameters keep their defaults."""
+        from .analysis.values import off_by_default
+
+        return off_by_default(self, node)
+
+    def built_layer(self, call: cst.Call):
+        """For a call of a project function (same file or another file of the tree), the
+        first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
+        sets, factories traversed), else None."""
+        from .analysis.bridge import built_layer_at
+
+        return built_layer_at(self, call)
+
+    def reached_from_model(self, func: cst.FunctionDef) -> bool:
+        """Whether a function of this file is called from model/training code anywhere in the tree."""
+        return self.project.reached_from_model(self.filename, func.name.value)
 
     def call_name(self, node: cst.CSTNode) -> str | None:
         """Canonical name of the callee when ``node`` is a call of a TF/Keras symbol."""
@@ -319,6 +475,10 @@ class FileContext:
                 for t in stmt.targets:
                     if isinstance(t.target, cst.Name):
                         idx.add(t.target.value, Binding(stmt.value, stmt))
+                    elif _parallel_assignment(t.target, stmt.value):
+                        # F_H, F_W = 5, 5: each name gets its own element
+                        for el, v in zip(t.target.elements, stmt.value.elements):  # type: ignore[union-attr]
+                            idx.add(el.value.value, Binding(v.value, stmt))
                     else:
                         for n in _target_names(t.target):
                             idx.add(n.value, Binding(None, stmt, "other"))
@@ -396,6 +556,41 @@ class FileContext:
                 return b.value
         return None
 
+    # ---- memo and budget for following values ----------------------------------
+    # Folding follows names into parameters and every call site of the function, so a
+    # parameter threaded through helper levels that each call the next several times
+    # is exponential without a memo (8 sites x 9 levels took minutes). Results are kept
+    # per file, and every step of following is counted: past FOLD_BUDGET steps the file's
+    # remaining questions are answered "not followed" (UNKNOWN / no origin) at once.
+
+    def _memo_fold(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
+        if scopes is None:
+            scopes = self.scopes()
+        where: Sequence[ScopeNode] = scopes
+        anchor: cst.CSTNode = node
+        if isinstance(node, cst.Name):
+            # every use of one binding folds alike: key on the binding, not the use (its
+            # name too: `a, b = 5, 32` binds two names in one statement)
+            b, where = self._lookup_in(node.value, scopes)
+            if b is None:
+                return UNKNOWN
+            anchor = b.node
+        key = (id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
+        hit = self._folds.get(key)
+        # an UNKNOWN found deeper (less depth left) may be known from higher up
+        if hit is not None and hit[2] is anchor and (hit[0] is not UNKNOWN or hit[1] <= _depth):
+            return hit[0]
+        if hit is not None and hit[1] == -1:
+            return UNKNOWN  # a cycle: this value depends on itself
+        self._folds[key] = (UNKNOWN, -1, anchor)
+        try:
+            value = self._const_ref(node, _depth, scopes)
+        except BaseException:
+            del self._folds[key]
+            raise
+        self._folds[key] = (value, _depth, anchor)
+        return value
+
     # ---- constants ---------------------------------------------------------
     def const(self, node: cst.BaseExpression | None, _depth: int = 0, *, scopes: Sequence[ScopeNode] | None = None) -> Any:
         """Fold ``node`` to a Python value, or UNKNOWN.
@@ -420,16 +615,23 @@ class FileContext:
         if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
         if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
-            cands = self._deref(node, scopes)
-            if not cands:
+            return self._memo_fold(node, _depth, scopes)
+        return self._const_rest(node, _depth, scopes)
+
+    @_bounded(lambda: UNKNOWN)
+    def _const_ref(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
+        cands = self._deref(node, scopes)
+        if not cands:
+            return UNKNOWN
+        value: Any = UNKNOWN
+        for expr, where in cands:
+            v = self.const(expr, _depth + 1, scopes=where)
+            if v is UNKNOWN or (value is not UNKNOWN and (v != value or type(v) is not type(value))):
                 return UNKNOWN
-            value: Any = UNKNOWN
-            for expr, where in cands:
-                v = self.const(expr, _depth + 1, scopes=where)
-                if v is UNKNOWN or (value is not UNKNOWN and (v != value or type(v) is not type(value))):
-                    return UNKNOWN
-                value = v
-            return value
+            value = v
+        return value
+
+    def _const_rest(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
         if isinstance(node, cst.UnaryOperation):
             v = self.const(node.expression, _depth + 1, scopes=scopes)
             if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -766,6 +968,7 @@ class FileContext:
             return out, bool(out) and _exhaustive_if(idx, out, anc)
         return [], False
 
+    @_bounded(list)
     def origins(self, expr: cst.BaseExpression, _depth: int = 0, _via: tuple[cst.Call, ...] = ()) -> list[Origin]:
         """Every call that may have produced ``expr``'s value.
 
@@ -887,6 +1090,7 @@ class FileContext:
                     return b[0].node  # type: ignore[return-value]
         return None
 
+    @_bounded(list)
     def const_sources(self, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.BaseExpression]:
         """The expressions a value comes from, following names, parameters (one per call
         site), attributes and subscripts — e.g. the ``'channels_first'`` literal behind
@@ -944,6 +1148,58 @@ class FileContext:
                         self._uses_tpu = True
                         break
         return self._uses_tpu
+
+    # ---- analyses in kerasfit.analysis (lazy; rules ask only through these) -----------
+    def call_name_anywhere(self, call: cst.Call) -> str | None:
+        """:meth:`call_name` for a call anywhere in the file (a layer application
+        ``Dense(8)(x)`` answers its layer's name)."""
+        return self._call_name_anywhere(call)
+
+    def function_defined_as(self, expr: cst.BaseExpression, scopes: Sequence[ScopeNode] | None = None) -> cst.FunctionDef | None:
+        """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``
+        (default: where ``expr`` is)."""
+        return self._same_file_function(expr, self.index.scopes_of(expr) if scopes is None else scopes)
+
+    def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> Any:
+        """The names of ``func`` that may hold TF tensors (analysis.tensors.TensorNames)."""
+        cache = self.__dict__.setdefault("_tensor_names", {})
+        hit = cache.get(id(func))
+        if hit is None or hit.fn is not func:
+            from .analysis.tensors import TensorNames
+
+            hit = cache[id(func)] = TensorNames(self, func)
+        return hit
+
+    def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True for code that runs on the host, never on the accelerator: a TPUEstimator
+        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest
+        (analysis.roles)."""
+        if func is None:
+            return False
+        host = self.__dict__.get("_host_functions")
+        if host is None:
+            from .analysis.roles import host_functions
+
+            host = self.__dict__["_host_functions"] = host_functions(self)
+        return id(func) in host
+
+    def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True when ``func`` builds or runs inside a traced graph although no role says
+        so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
+        of in-graph control flow, or a Keras 3 function written with ``keras.ops``
+        (analysis.roles)."""
+        if func is None:
+            return False
+        cache = self.__dict__.setdefault("_graph_code", {})
+        if not cache:
+            from .analysis.roles import graph_file, traced_functions
+
+            cache["file"] = graph_file(self)
+            cache["traced"] = traced_functions(self)
+        if cache["file"] or id(func) in cache["traced"]:
+            return True
+        # nested in a traced function: traced with it
+        return any(id(s) in cache["traced"] for s in self.index.scopes_of(func))
 
 
 def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -18,6 +20,7 @@ SUFFIXES = (".py", ".pyi", ".ipynb")
 class Candidate:
     path: Path
     explicit: bool  # named on the command line: checked even if excluded or not *.py
+    error: str | None = None  # cannot be checked: one line naming the path
 
 
 def _excluded(path: Path, patterns: Iterable[str], root: Path | None) -> bool:
@@ -26,7 +29,7 @@ def _excluded(path: Path, patterns: Iterable[str], root: Path | None) -> bool:
     if root is not None:
         try:
             rel = path.resolve().relative_to(root).as_posix()
-        except ValueError:
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
             rel = None
     for pat in patterns:
         if fnmatch.fnmatch(name, pat):
@@ -47,9 +50,16 @@ def discover(paths: Iterable[Path], excludes_for, force_exclude: bool = False) -
     seen: set[Path] = set()
     for p in paths:
         if p.is_dir():
-            for dirpath, dirnames, filenames in os.walk(p):
+            failed: list[OSError] = []
+            for dirpath, dirnames, filenames in os.walk(p, onerror=failed.append):
+                yield from _walk_errors(failed)
                 d = Path(dirpath)
-                patterns, root = excludes_for(d)
+                try:
+                    patterns, root = excludes_for(d)
+                except OSError as exc:  # readable but not searchable: no entry can be opened
+                    dirnames[:] = []
+                    yield Candidate(d, False, f"{d}: cannot search directory: {exc.strerror or exc}, skipped")
+                    continue
                 dirnames[:] = sorted(x for x in dirnames if not _excluded(d / x, patterns, root))
                 if _is_virtualenv(d):
                     dirnames[:] = []
@@ -60,19 +70,54 @@ def discover(paths: Iterable[Path], excludes_for, force_exclude: bool = False) -
                     fp = d / f
                     if _excluded(fp, patterns, root):
                         continue
+                    problem = _not_a_file(fp)
+                    if problem is not None:
+                        yield Candidate(fp, False, problem)
+                        continue
                     key = fp.resolve()
                     if key not in seen:
                         seen.add(key)
                         yield Candidate(fp, False)
+            yield from _walk_errors(failed)
         else:
             if force_exclude:
                 patterns, root = excludes_for(p.parent)
                 if _excluded(p, patterns, root):
                     continue
+            problem = _not_a_file(p)
+            if problem is not None:
+                yield Candidate(p, True, problem)
+                continue
             key = p.resolve() if p.exists() else p
             if key not in seen:
                 seen.add(key)
                 yield Candidate(p, True)
+
+
+def _walk_errors(failed: list[OSError]) -> Iterator[Candidate]:
+    """Directories os.walk could not list (it only tells its onerror callback)."""
+    while failed:
+        exc = failed.pop(0)
+        where = Path(exc.filename or "?")
+        yield Candidate(where, False, f"{where}: cannot list directory: {exc.strerror or exc}, skipped")
+
+
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a source file without blocking or looping, if so.
+
+    A FIFO named *.py would block the read forever; a device or socket is not source.
+    A missing target (dangling link) is left to the reader, which says so."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"{path}: symbolic link loop, skipped"
+        return None
+    mode = st.st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    kind = "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device" if (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) else "not a regular file"
+    return f"{path}: {kind}, not a source file, skipped"
 
 
 def _is_virtualenv(d: Path) -> bool:

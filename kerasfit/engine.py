@@ -282,6 +282,73 @@ def _unit_of(node, module, tree, parent):
     return None
 
 
+# What libcst may leave out of its output, in front of a statement's first token.
+_DROPPABLE = frozenset(" \t\f\\\r\n")
+
+
+class SourceAlignment:
+    """Maps offsets in libcst's generated text onto the source it was parsed from.
+
+    The generated text is the source with some whitespace, form feeds and backslash
+    continuation lines left out; every other character is in both, in order. Break
+    points record where the two start to differ by a new amount.
+    """
+
+    __slots__ = ("gen", "src")
+
+    def __init__(self, gen: list[int], src: list[int]) -> None:
+        self.gen, self.src = gen, src
+
+    @classmethod
+    def of(cls, gen: str, src: str) -> SourceAlignment | None:
+        gpts, spts = [0], [0]
+        i = j = 0
+        n, m = len(gen), len(src)
+        while i < n:
+            k = _common_prefix(gen, i, src, j)
+            i += k
+            j += k
+            if i >= n:
+                break
+            j0 = j
+            while j < m and src[j] != gen[i] and src[j] in _DROPPABLE:
+                j += 1
+            if j >= m or src[j] != gen[i] or j == j0:
+                return None  # not a pure omission: no offset is trusted
+            gpts.append(i)
+            spts.append(j)
+        return cls(gpts, spts)
+
+    def start(self, g: int) -> int:
+        """A start offset: where the generated character at ``g`` sits in the source."""
+        k = bisect.bisect_right(self.gen, g) - 1
+        return self.src[k] + g - self.gen[k]
+
+    def end(self, g: int) -> int:
+        """An end offset: just after the source character generated at ``g - 1``."""
+        k = max(bisect.bisect_left(self.gen, g) - 1, 0)
+        return self.src[k] + g - self.gen[k]
+
+    def span(self, a: int, b: int) -> tuple[int, int]:
+        start = self.start(a)
+        return start, max(start, self.end(b))
+
+
+def _common_prefix(a: str, i: int, b: str, j: int) -> int:
+    """Length of the common prefix of ``a[i:]`` and ``b[j:]`` (compares in doubling blocks)."""
+    k, step = 0, 64
+    while True:
+        if a[i + k : i + k + step] == b[j + k : j + k + step]:
+            if i + k + step >= len(a) or j + k + step >= len(b):
+                return min(len(a) - i, len(b) - j)
+            k += step
+            step *= 2
+            continue
+        if step == 1:
+            return k
+        step //= 2
+
+
 class Positions:
     """Character offsets of chosen nodes.
 
@@ -306,13 +373,29 @@ class Positions:
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
         self.full_spans: dict[int, tuple[int, int]] = {}
         self.syntactic: dict[int, tuple[int, int]] = {}
+        # What libcst generates for each chosen node: the text a fix expects to replace.
+        self.generated: dict[int, str] = {}
+        self.generated_syntactic: dict[int, str] = {}
         if not wanted:
             return
         if tree is not None and parent is not None and self._by_statement(module, tree, nodes, parent, wanted):
             return
         state = _PositionState(module, wanted)
         module._codegen(state)
-        self.full_spans, self.syntactic = state.full, state.syntactic
+        text = "".join(state.tokens)
+        self.generated = {k: text[a:b] for k, (a, b) in state.full.items()}
+        self.generated_syntactic = {k: text[a:b] for k, (a, b) in state.syntactic.items()}
+        if text == source:
+            self.full_spans, self.syntactic = state.full, state.syntactic
+            return
+        # libcst does not give every file back byte for byte: it drops a form feed (and
+        # whitespace, a lone backslash line) in front of a statement. Offsets in its
+        # output are mapped onto the source, or nothing is placed at all.
+        align = SourceAlignment.of(text, source)
+        if align is None:
+            return
+        self.full_spans = {k: align.span(a, b) for k, (a, b) in state.full.items()}
+        self.syntactic = {k: align.span(a, b) for k, (a, b) in state.syntactic.items()}
 
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
@@ -342,8 +425,10 @@ class Positions:
                 return False
             for k, (a, b) in state.full.items():
                 full[k] = (a + delta, b + delta)
+                self.generated[k] = text[a:b]
             for k, (a, b) in state.syntactic.items():
                 syn[k] = (a + delta, b + delta)
+                self.generated_syntactic[k] = text[a:b]
         if not wanted <= full.keys():
             return False
         self.full_spans, self.syntactic = full, syn
@@ -441,21 +526,51 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
+    module, tree, refused = parse_guarded(source, filename, parse_cache)
+    if module is None:
+        if tree is None:  # CPython refuses the file: keep what parses around the error
+            recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
+            if recovered is not None:
+                return recovered
+        return LintOutput(refused, None)
+    diags = lint_module(module, source, filename, settings, tree)
+    if refused:
+        diags = sorted(diags + refused, key=Diagnostic.sort_key)
+    return LintOutput(diags, module)
+
+
+def parse_guarded(
+    source: str, filename: str, parse_cache: ParseCache | None = None
+) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic]]:
+    """libcst's tree of ``source`` without risking the process (see parseguard).
+
+    Returns (module, CPython's AST, diagnostics). A statement too deep for libcst is
+    parsed as ``...`` and gets a KF001 saying why; module is None when the file does
+    not parse at all (then the diagnostics hold its one KF001).
+    """
+    from . import parseguard
+
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
-        return LintOutput([syntax_error_diagnostic(filename, None, cpython)], None)
-    if cpython is not None:
-        recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
-        if recovered is not None:
-            return recovered
-    module = parse_cache.parse(source, tree) if parse_cache is not None and tree is not None else None
+        return None, None, [syntax_error_diagnostic(filename, None, cpython)]
+    module = None
+    refusals: list = []
+    if parse_cache is not None and tree is not None:
+        text, refusals = parseguard.budget_mask(source, tree)
+        module = parse_cache.parse(text, tree)
     if module is None:
-        try:
-            module = cst.parse_module(source)
-        except cst.ParserSyntaxError as exc:
-            return LintOutput([syntax_error_diagnostic(filename, exc, cpython)], None)
-    return LintOutput(lint_module(module, source, filename, settings, tree), module)
+        g = parseguard.guarded_parse(source, tree)
+        if g.module is None:
+            return None, tree, [syntax_error_diagnostic(filename, g.error, cpython)]
+        module, refusals = g.module, g.refusals
+    return module, tree, [
+        Diagnostic(
+            SYNTAX_ERROR_CODE, SYNTAX_ERROR_NAME, r.reason, Severity.ERROR, filename,
+            r.row, r.column, r.row, r.column,
+        )
+        for r in refusals
+    ]
 
 
 # ---- a syntax error costs only the statements it breaks --------------------------
@@ -579,7 +694,7 @@ class ParseCache:
                 m = None  # the same text twice: the engine tells nodes apart by identity
             if m is None:
                 try:
-                    m = cst.parse_module(text)
+                    m = _parse_piece(text)
                 except cst.ParserSyntaxError:
                     return None
                 # A piece must give back its text exactly (libcst drops a blank line
@@ -619,6 +734,12 @@ class ParseCache:
         )
 
 
+def _parse_piece(text: str) -> cst.Module:
+    from .parseguard import parse_module
+
+    return parse_module(text)
+
+
 def lint_module(
     module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None
 ) -> list[Diagnostic]:
@@ -637,6 +758,7 @@ def lint_module(
         index = ctx._index  # parent links, when a rule already needed the file index
         pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
         sup = Suppressions.scan(source)
+        indents = _Indents(module)
         seen: set[tuple] = set()
         for rep in reports:
             try:
@@ -652,7 +774,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module) if rep.fix is not None else None
+            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
@@ -671,23 +793,68 @@ def lint_module(
     return diags
 
 
-def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module) -> Fix | None:
+class _Indents:
+    """The block indentation around nodes, for rendering replacements that span lines:
+    libcst writes a continuation line's "indent" flag as the enclosing blocks' indent,
+    which a node rendered on its own does not have."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._of: dict[int, tuple[str, ...]] | None = None
+
+    def of(self, node: cst.CSTNode) -> tuple[str, ...] | None:
+        if self._of is None:
+            self._of = {}
+            default = self.module.default_indent
+            stack: list[tuple[cst.CSTNode, tuple[str, ...]]] = [(self.module, ())]
+            while stack:
+                n, ind = stack.pop()
+                self._of[id(n)] = ind
+                if isinstance(n, cst.IndentedBlock):
+                    ind = (*ind, default if n.indent is None else n.indent)
+                for c in iter_children(n):
+                    stack.append((c, ind))
+        return self._of.get(id(node))
+
+    def render(self, new: cst.CSTNode, old: cst.CSTNode) -> str:
+        text = self.module.code_for_node(new)
+        if "\n" not in text and "\r" not in text:
+            return text
+        indents = self.of(old)
+        if not indents:
+            return text
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens = list(indents)
+        new._codegen(state)
+        return "".join(state.tokens)
+
+
+def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None) -> Fix | None:
+    indents = indents or _Indents(module)
     edits: list[Edit] = []
     for ch in spec.changes:
         try:
             start, end = pos.full(ch.node)
         except KeyError:
             return None
+        # The text the edit replaces, as libcst generates the node: if the offsets are
+        # off, the source there differs and the fix is refused when applied.
+        expected = pos.generated.get(id(ch.node))
         if isinstance(ch, Replace):
-            content = ch.new if isinstance(ch.new, str) else module.code_for_node(ch.new)
+            content = ch.new if isinstance(ch.new, str) else indents.render(ch.new, ch.node)
         elif isinstance(ch, Remove):
-            start, end = _removal_range(pos, ch.node, start, end)
+            wide = _removal_range(pos, ch.node, start, end)
+            if wide != (start, end):  # a statement's line: its own text must be where it was placed
+                s_start, s_end = pos.span(ch.node)
+                own = pos.generated_syntactic.get(id(ch.node))
+                expected = pos.source[wide[0] : wide[1]] if own == pos.source[s_start:s_end] else own
+            start, end = wide
             content = ""
         else:  # pragma: no cover - FixSpec only holds these two
             raise TypeError(ch)
         r, c = pos.row_col(start)
         er, ec = pos.row_col(end)
-        edits.append(Edit(start, end, content, r, c, er, ec))
+        edits.append(Edit(start, end, content, r, c, er, ec, expected))
     edits.sort()
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
@@ -727,6 +894,8 @@ def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, list[Fix]]:
     chosen: list[Fix] = []
     taken: list[tuple[int, int]] = []
     for fix in sorted(fixes, key=lambda f: (f.span[0], -f.span[1])):
+        if not fix.matches(source):
+            continue  # its offsets do not point at the text it was made for
         if any(not (e.end <= s or e.start >= t) or (e.start == e.end == s) for e in fix.edits for s, t in taken):
             continue
         chosen.append(fix)
@@ -758,9 +927,14 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     if out.recovered:  # never fix a file that does not parse (like ruff): the user is mid-edit
         return FixOutcome(current, 0, out.diagnostics)
     broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
+    misplaced: set[str] = set()  # rules whose fix did not find its text where it pointed
     for _ in range(MAX_FIX_PASSES):
         offered = {_fix_key(d.fix): d.code for d in out.diagnostics if allowed(d.fix, unsafe)}
         fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
+        for f in fixes:
+            if not f.matches(current):
+                misplaced.add(offered.get(_fix_key(f), "?"))
+        fixes = [f for f in fixes if f.matches(current)]
         if not fixes:
             break
         candidate, chosen, new_out = _try_fixes(current, fixes, filename, settings)
@@ -785,13 +959,18 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
                 continue
         current, out = candidate, new_out
         applied += len(chosen)
-    error = None
+    errors = []
     if broken:
-        error = (
+        errors.append(
             f"{filename}: a fix produced code that does not parse and was not applied "
             f"({', '.join(sorted(set(broken.values())))})"
         )
-    return FixOutcome(current, applied, out.diagnostics, error)
+    if misplaced:
+        errors.append(
+            f"{filename}: a fix did not find the text it replaces at its position and was not applied "
+            f"({', '.join(sorted(misplaced))})"
+        )
+    return FixOutcome(current, applied, out.diagnostics, "; ".join(errors) or None)
 
 
 def _fix_key(fix: Fix) -> tuple:
@@ -805,7 +984,10 @@ def _try_fixes(
     candidate, chosen = apply_fixes(current, fixes)
     imports = {imp for f in chosen for imp in f.imports}
     if imports:
-        candidate = add_imports(candidate, imports) or candidate
+        with_imports = add_imports(candidate, imports)
+        if with_imports is None:
+            return current, [], None  # a fix without the import it needs would not run
+        candidate = with_imports
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
@@ -816,8 +998,13 @@ def add_imports(source: str, imports: set[tuple[str, str | None, str | None]]) -
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 
+    from .parseguard import budget_mask, parse_module
+
+    tree, _ = _cpython_parse(source)
+    if tree is None or budget_mask(source, tree)[1]:
+        return None  # too deep for libcst's visitors: no import is added, so no fix applies
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError:
         return None
     context = CodemodContext()

@@ -146,7 +146,8 @@ def rule_by_name_or_code(key: str) -> type[Rule] | None:
 def fingerprint() -> str:
     """Changes whenever kerasfit's code or any rule pack's files change (no imports)."""
     h = hashlib.sha256(__version__.encode())
-    dirs = [Path(__file__).parent]
+    here = Path(__file__).parent
+    dirs = [here, here / "analysis", here / "data"]  # the analysis package and its name tables decide findings too
     for pkg in _packs():
         spec = importlib.util.find_spec(pkg)
         if spec is not None and spec.submodule_search_locations:
@@ -154,7 +155,7 @@ def fingerprint() -> str:
         elif spec is not None and spec.origin:
             dirs.append(Path(spec.origin))
     for d in dirs:
-        files = sorted(d.glob("*.py")) if d.is_dir() else [d]
+        files = sorted([*d.glob("*.py"), *d.glob("*.json")]) if d.is_dir() else [d]
         for f in files:
             st = f.stat()
             h.update(f"{f}:{st.st_mtime_ns}:{st.st_size}".encode())
@@ -169,8 +170,11 @@ def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
         try:
             data = json.loads(path.read_text())
             if data.get("fingerprint") == fp:
-                return {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
-        except (OSError, ValueError, KeyError, TypeError):
+                metas = {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
+                # an empty or malformed list would silently switch every rule off
+                if metas and all(isinstance(m.code, str) and isinstance(m.name, str) and isinstance(m.default_enabled, bool) and all(isinstance(t, str) for t in m.targets) for m in metas.values()):
+                    return metas
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
     metas = {
         code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets))) for code, r in all_rules().items()

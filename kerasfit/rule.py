@@ -103,7 +103,26 @@ class Rule:
         fix: FixSpec | None = None,
         severity: Severity | None = None,
     ) -> None:
-        self.reports.append(Report(self, node, message or self.message, severity or self.severity, fix))
+        message = message or self.message
+        by_name = self._by_name_note(node)
+        if by_name:
+            message = f"{message} ({by_name})"
+        self.reports.append(Report(self, node, message, severity or self.severity, fix))
+
+    def _by_name_note(self, node: cst.CSTNode) -> str | None:
+        """Say so when the API in a finding was recognised by its spelling only."""
+        ctx = self.ctx
+        hits = getattr(ctx, "__dict__", {}).get("_by_name_hits")
+        if not hits:
+            return None
+        n = node
+        for _ in range(3):  # layers.X(...)(x) -> layers.X(...) -> layers.X
+            if not isinstance(n, cst.Call):
+                break
+            n = n.func
+            if isinstance(n, cst.Attribute) and ctx.resolved_by_name(n):
+                return f"`{ctx.module.code_for_node(n)}` resolved by name: its receiver is not an import kerasfit can follow"
+        return None
 
     def make_fix(
         self,

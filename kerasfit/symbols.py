@@ -163,6 +163,21 @@ CONV_CALLS = {
     "tf.nn.separable_conv2d": ("input", 0),
     "tf.nn.atrous_conv2d": ("value", 0),
 }
+# Layers and ops whose output has a known rank (batch and channels included): what a
+# fused batch norm after them may rely on (it takes 4-D or 5-D input only). Keras'
+# 2-D convolutions accept extra leading batch dimensions, so this is the rank for the
+# ordinary image input they are written for.
+SPATIAL_OUTPUT_RANK = {
+    **{f"keras.layers.{n}": 4 for n in (
+        "Conv2D", "Conv2DTranspose", "SeparableConv2D", "DepthwiseConv2D", "MaxPooling2D",
+        "AveragePooling2D", "ZeroPadding2D", "UpSampling2D", "Cropping2D",
+    )},
+    **{f"keras.layers.{n}": 5 for n in (
+        "Conv3D", "Conv3DTranspose", "MaxPooling3D", "AveragePooling3D", "ZeroPadding3D", "UpSampling3D", "Cropping3D",
+    )},
+    **{f"tf.layers.{n}": 4 for n in ("conv2d", "conv2d_transpose", "separable_conv2d", "max_pooling2d", "average_pooling2d")},
+    **{f"tf.layers.{n}": 5 for n in ("conv3d", "conv3d_transpose", "max_pooling3d", "average_pooling3d")},
+}
 BATCHNORM_LAYERS = {
     "keras.layers.BatchNormalization",
     "tf.layers.batch_normalization",

@@ -46,6 +46,13 @@ class Edit:
     column: int = 0
     end_row: int = 0
     end_column: int = 0
+    # The text source[start:end] must hold for the edit to apply (None: not checked).
+    # Taken from libcst's own rendering of the node, so offsets that drifted from the
+    # source are caught instead of splicing text into the wrong place.
+    expected: str | None = field(default=None, compare=False)
+
+    def matches(self, source: str) -> bool:
+        return self.expected is None or source[self.start : self.end] == self.expected
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,10 @@ class Fix:
     @property
     def span(self) -> tuple[int, int]:
         return (min(e.start for e in self.edits), max(e.end for e in self.edits))
+
+    def matches(self, source: str) -> bool:
+        """Does every edit find the text it expects in ``source``?"""
+        return all(e.matches(source) for e in self.edits)
 
 
 @dataclass
@@ -154,3 +165,6 @@ class FileResult:
     fixes_applied: int = 0
     cached: bool = False
     skipped: bool = False  # prefilter: never mentions tensorflow / keras
+    # other files of the tree the check consulted (path -> content hash): a cached
+    # result stays valid only while they are unchanged
+    deps: dict[str, str] = field(default_factory=dict)

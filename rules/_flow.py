@@ -244,11 +244,11 @@ def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 
     name = ctx.call_name(expr)
     if name in ("tf.get_variable", "tf.Variable", "tf.random.normal", "tf.random.truncated_normal",
                 "tf.random.uniform", "tf.random_normal", "tf.truncated_normal", "tf.random_uniform",
-                "tf.zeros", "tf.ones"):
+                "tf.zeros", "tf.ones", "tf.placeholder"):
         if name == "tf.Variable":
             init = get_arg(expr, "initial_value", 0)
             return shape_of_variable(ctx, init.value, _depth + 1) if init is not None else None
-        shape_arg = get_arg(expr, "shape", 1 if name == "tf.get_variable" else 0)
+        shape_arg = get_arg(expr, "shape", 1 if name in ("tf.get_variable", "tf.placeholder") else 0)
     elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "add_weight":
         shape_arg = get_arg(expr, "shape")
     elif isinstance(expr.func, cst.Call) and (ctx.call_name(expr.func) or "").startswith("keras.initializers."):

@@ -50,6 +50,91 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
     return None
 
 
+# Methods only a tf.data.Dataset has (among the libraries a TF file imports): HF
+# `datasets` and torchdata share map/filter/shuffle/batch, not these.
+_TF_DATASET_ONLY_METHODS = frozenset({"padded_batch", "interleave", "unbatch", "with_options", "apply", "prefetch", "cache", "flat_map", "shard"})
+# Methods of the tf.data vocabulary that other pipelines share.
+_DATASET_METHODS = frozenset({"map", "filter", "shuffle", "batch", "repeat", "take", "skip", "zip"}) | _TF_DATASET_ONLY_METHODS
+# Roots that are not tf.data even when their methods look alike.
+_OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "ray", "jax", "grain")
+
+
+def _outer_methods(ctx: FileContext, call: cst.Call) -> list[cst.Call]:
+    """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
+    out: list[cst.Call] = []
+    stack = ctx.stack
+    cur: cst.CSTNode = call
+    i = len(stack) - 1
+    while i >= 1:
+        attr, outer = stack[i], stack[i - 1]
+        if not (isinstance(attr, cst.Attribute) and attr.value is cur and isinstance(outer, cst.Call) and outer.func is attr):
+            break
+        out.append(outer)
+        cur = outer
+        i -= 2
+    return out
+
+
+def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
+    """An argument of ``call`` is a ``tf.data`` symbol (``tf.data.AUTOTUNE``,
+    ``tf.data.experimental.ignore_errors()``)."""
+    for a in call.args:
+        v = a.value.func if isinstance(a.value, cst.Call) else a.value
+        if isinstance(v, (cst.Name, cst.Attribute)):
+            raw = ctx.raw_name_anywhere(v)
+            if raw is not None and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+                from ..symbols import canonical
+
+                if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
+                    return True
+    return False
+
+
+def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
+    """True when the method chain through ``call`` is a ``tf.data`` pipeline.
+
+    Either it starts at a ``tf.data`` constructor (:func:`tf_data_root`), or — for a
+    dataset handed in by a parameter or a project loader (``load(...).map(f).batch(n)``)
+    — the chain itself says so: an argument is a ``tf.data`` symbol
+    (``.prefetch(tf.data.AUTOTUNE)``), a method only ``tf.data`` has (``padded_batch``,
+    ``apply``, ``interleave``, ``prefetch`` …), or two dataset methods in a file that
+    uses ``tf.data``. Chains rooted in another data library are not.
+    """
+    if tf_data_root(ctx, call) is not None:
+        return True
+    chain = ctx.call_chain(call)
+    calls = chain + _outer_methods(ctx, call)
+    if chain:
+        base: cst.BaseExpression = chain[0].func
+        while isinstance(base, (cst.Attribute, cst.Subscript, cst.Call)):
+            base = base.func if isinstance(base, cst.Call) else base.value
+        raw = ctx.raw_name_anywhere(base) if isinstance(base, cst.Name) else None
+        if raw is not None and raw.split(".")[0] in _OTHER_PIPELINE_ROOTS:
+            return False
+    inner = [c.func.attr.value for c in chain if isinstance(c.func, cst.Attribute)]
+    if any(m not in _DATASET_METHODS for m in inner[1:]):
+        return False  # something else is chained in between: not a dataset chain
+    outer = []
+    for c in calls[len(chain):]:
+        if c.func.attr.value not in _DATASET_METHODS:  # type: ignore[attr-defined]
+            break  # ds.batch(8).as_numpy_iterator(): the dataset part ends here
+        outer.append(c.func.attr.value)  # type: ignore[attr-defined]
+    calls = calls[: len(chain) + len(outer)]
+    methods = inner + outer
+    if any(_names_tf_data(ctx, c) for c in calls):
+        return True
+    if any(m in _TF_DATASET_ONLY_METHODS for m in methods):
+        return True
+    return len(set(methods) & _DATASET_METHODS) >= 2 and _file_uses_tf_data(ctx)
+
+
+def _file_uses_tf_data(ctx: FileContext) -> bool:
+    for raw in ctx.imports.values():
+        if raw.startswith(("tensorflow_datasets", "tensorflow.data", "tensorflow.compat.v1.data")):
+            return True
+    return "tf.data." in ctx.source or "tfds." in ctx.source
+
+
 def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
     """Names a dataset goes by: the receivers of the chain and the assignment target."""
     out: list[str] = []
@@ -143,11 +228,26 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
             for b in ctx.stack
             if isinstance(b, cst.IndentedBlock)
         )
+        nl = ctx.module.default_newline
         arg_indent = (block if before.indent else "") + before.last_line.value
-        closing = comma.whitespace_after
-        close_indent = (block if closing.indent else "") + closing.last_line.value
-        return Replace(comma, f",\n{arg_indent}{keyword}={value},\n{close_indent}")
+        after = comma.whitespace_after
+        # The new line goes right after the comma's own line, which keeps a comment
+        # there (`loss="mse",  # tuned`) and the lines before the closing paren.
+        rest = "".join(_empty_line(e, block, nl) for e in after.empty_lines)
+        rest += (block if after.indent else "") + after.last_line.value
+        return Replace(
+            comma,
+            f"{comma.whitespace_before.value},{_trailing(after.first_line, nl)}{arg_indent}{keyword}={value},{nl}{rest}",
+        )
     text = ctx.module.code_for_node(last.value)
     if "\n" in text:
         return None
     return Replace(last.value, f"{text}, {keyword}={value}")
+
+
+def _trailing(tw: cst.TrailingWhitespace, nl: str) -> str:
+    return tw.whitespace.value + (tw.comment.value if tw.comment else "") + (tw.newline.value or nl)
+
+
+def _empty_line(line: cst.EmptyLine, block: str, nl: str) -> str:
+    return (block if line.indent else "") + line.whitespace.value + (line.comment.value if line.comment else "") + (line.newline.value or nl)

@@ -6,13 +6,52 @@ import libcst as cst
 
 
 def remove_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
-    """``call`` without ``arg``, keeping the comma layout valid."""
+    """``call`` without ``arg``, keeping the comma layout valid and the comments that
+    sat on the removed argument's lines (they stay, on their own line)."""
+    i = next(k for k, a in enumerate(call.args) if a is arg)
     args = [a for a in call.args if a is not arg]
-    if args and call.args and call.args[-1] is arg:
+    comments = _comment_lines(arg)
+    if args and call.args[-1] is arg:
         # the new last argument must not keep a dangling comma unless the call had one
         last = args[-1]
-        args[-1] = last.with_changes(comma=arg.comma)
+        comma = arg.comma
+        if comments and isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+            prev = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else None
+            if isinstance(prev, cst.ParenthesizedWhitespace):
+                ws = comma.whitespace_after
+                comma = comma.with_changes(
+                    whitespace_after=ws.with_changes(
+                        first_line=prev.first_line,
+                        empty_lines=[*prev.empty_lines, *_as_lines(comments, prev), *ws.empty_lines],
+                    )
+                )
+        args[-1] = last.with_changes(comma=comma)
+    elif comments and i > 0 and isinstance(args[i - 1].comma, cst.Comma):
+        prev_comma = args[i - 1].comma
+        ws = prev_comma.whitespace_after
+        if isinstance(ws, cst.ParenthesizedWhitespace):
+            ws = ws.with_changes(empty_lines=[*ws.empty_lines, *_as_lines(comments, ws)])
+            args[i - 1] = args[i - 1].with_changes(comma=prev_comma.with_changes(whitespace_after=ws))
+    elif comments and i == 0 and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        ws = call.whitespace_before_args
+        call = call.with_changes(whitespace_before_args=ws.with_changes(empty_lines=[*ws.empty_lines, *_as_lines(comments, ws)]))
     return call.with_changes(args=args)
+
+
+def _comment_lines(arg: cst.Arg) -> list[cst.EmptyLine]:
+    """Comments written on the removed argument's own line(s) and the lines after its comma."""
+    out: list[cst.EmptyLine] = []
+    comma = arg.comma
+    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
+        ws = comma.whitespace_after
+        if ws.first_line.comment is not None:
+            out.append(cst.EmptyLine(indent=True, comment=ws.first_line.comment))
+    return out
+
+
+def _as_lines(comments: list[cst.EmptyLine], like: cst.ParenthesizedWhitespace) -> list[cst.EmptyLine]:
+    """The comment lines indented like the argument lines of the call."""
+    return [c.with_changes(indent=like.indent, whitespace=like.last_line) for c in comments]
 
 
 def set_keyword(call: cst.Call, keyword: str, value: cst.BaseExpression) -> cst.Call:

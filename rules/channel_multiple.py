@@ -6,7 +6,7 @@ import libcst as cst
 
 from ..context import dotted_name, get_arg
 from ..rule import Invalid, Replace, Rule, Valid
-from ..symbols import CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
+from ..symbols import canonical, CONV_LAYERS, DENSE_LAYERS, HEAD_ACTIVATIONS, HEAD_CONSUMERS, MODEL_CONSTRUCTORS
 from ..types import Applicability, Severity
 
 from ._flow import depends_on_param, label, shape_of_variable, walk
@@ -179,6 +179,8 @@ class ChannelMultiple(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is None:
+            if node.args and isinstance(node.func, (cst.Name, cst.Attribute)):
+                self._check_factory(node)
             return
         spec = _LAYERS.get(name)
         if spec is not None:
@@ -255,6 +257,43 @@ class ChannelMultiple(Rule):
                 self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))))
             else:
                 self.report(pv.value, f"{where}; {advice}")
+
+    def _check_factory(self, call: cst.Call) -> None:
+        """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
+        the tree) that forwards a literal width to the conv or dense layer it builds."""
+        layer = self.ctx.built_layer(call)
+        if layer is None:
+            return
+        name = canonical(layer.name)
+        spec = _LAYERS.get(name)
+        if spec is None:
+            return
+        width = layer.arg(*spec)
+        if not isinstance(width, frozenset) or len(width) != 1:
+            return
+        v = next(iter(width))
+        m = self.ctx.target.channel_multiple
+        if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % m == 0:
+            return
+        # the call-site argument the width came from: the one literal that folds to it
+        sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.int_const(a.value) == v]
+        if len(sites) != 1 or id(sites[0].value) in self._reported_sites:
+            return
+        expr = sites[0].value
+        self._reported_sites.add(id(expr))
+        factory = layer.via[0]
+        unit = "units" if name in DENSE_LAYERS else "filters"
+        pad, rounded, waste = self._numbers(v)
+        where = (
+            f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that pad to {pad} "
+            f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        )
+        head = self._head_reason(call, expr, v)
+        if head is not None:
+            self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO)
+            return
+        advice = f"pass {rounded} (a multiple of {m})" + (f", or {pad} to fill the MXU" if pad != rounded else "")
+        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))))
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)

@@ -12,8 +12,14 @@ class ExpensiveRandom(Rule):
     Flags categorical / multinomial sampling — `tf.random.categorical`,
     `tf.multinomial`, `tf.random.stateless_categorical`, `keras.random.categorical` —
     in code that runs on the accelerator: a Keras `call` / `train_step`, a
-    `tf.function`, a TF1 `model_fn`, a `strategy.run` step. Sampling in the input
-    pipeline or with NumPy on the host is not flagged.
+    `tf.function`, a TF1 `model_fn`, a `strategy.run` step — and in helpers traced
+    into such a step: functions of TF1 graph code (a file that imports
+    `tensorflow.compat.v1` or spells `tf.placeholder`, `tf.multinomial` …), bodies of
+    in-graph control flow (`tf.while_loop`, `tf.map_fn`, `keras.ops.scan` …) and Keras 3
+    functions written with `keras.ops` / `keras.random` (a sampler's
+    `get_next_token`). Sampling in the input pipeline, in host code (a TPUEstimator
+    `metric_fn`, a `serving_input_fn`, a `main` that drives training), at module level
+    of a script or with NumPy is not flagged; nor is a plain TF2 eager helper.
 
     ## Why is this slow on the accelerator
     The Cloud TPU guide ranks random ops: uniform and Bernoulli are fast, normal is a
@@ -58,6 +64,18 @@ class ExpensiveRandom(Rule):
         # plain eager helper, not step code
         "import tensorflow as tf\n\ndef sample_text(logits):\n    return tf.random.categorical(logits, 1)\n",
         "import tensorflow as tf\n\n@tf.function\ndef step(logits):\n    return tf.random.uniform(tf.shape(logits))\n",
+        # TF1 graph code, but the host side of it: an input_fn and a driver
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def train_input_fn(params):\n"
+        "    ds = tf.data.TFRecordDataset(params['files'])\n"
+        "    k = tf.random.categorical(tf.log([[0.5, 0.5]]), 1)\n"
+        "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def main(_):\n"
+        "    with tf.Session() as sess:\n"
+        "        ids = sess.run(tf.random.categorical(logits, 1))\n",
+        # Keras 3 at module level: an eager script
+        "import keras\nids = keras.random.categorical(keras.ops.log(probs), 1)\n",
     )
     INVALID = (
         Invalid(
@@ -79,6 +97,32 @@ class ExpensiveRandom(Rule):
             "    def call(self, logits):\n"
             "        return keras.random.categorical(logits, 1, seed=self.seed_generator)\n",
         ),
+        # a Keras 3 sampler: backend-agnostic ops, traced into the compiled generate loop
+        Invalid(
+            "from keras import ops\nfrom keras import random\n\n"
+            "class TopKSampler(Sampler):\n"
+            "    def get_next_token(self, probabilities):\n"
+            "        top_p, top_i = ops.top_k(probabilities, k=self.k, sorted=False)\n"
+            "        picked = random.categorical(ops.log(top_p), 1, seed=self.seed_generator)\n"
+            "        return ops.take_along_axis(top_i, picked, axis=-1)\n",
+            message_contains="graph code",
+        ),
+        # a TF1 graph helper that a model_fn in another file calls
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def mask(inputs, proposal, n):\n"
+            "    logits = tf.log(proposal * tf.cast(inputs.mask, tf.float32))\n"
+            "    return tf.random.categorical(logits, n, dtype=tf.int32)\n",
+        ),
+        # the body of in-graph control flow
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def sample(logits_fn, context, length):\n"
+            "    def body(i, out):\n"
+            "        nxt = tf.random.categorical(logits_fn(out)[:, -1, :], 1)\n"
+            "        return i + 1, tf.concat([out, nxt], axis=1)\n"
+            "    return tf.while_loop(lambda i, out: i < length, body, [0, context])\n",
+        ),
         Invalid(
             "import tensorflow as tf\n\n"
             "class Policy(tf.keras.Model):\n"
@@ -90,11 +134,20 @@ class ExpensiveRandom(Rule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
-        if name not in EXPENSIVE_RANDOM or self.ctx.role() != "model":
+        if name not in EXPENSIVE_RANDOM:
+            return
+        ctx = self.ctx
+        fn = ctx.enclosing_callable()
+        role = ctx.role()
+        if role == "model":
+            where = "model/step code"
+        elif role == "other" and not ctx.is_host_function(fn) and ctx.is_graph_code(fn):
+            where = "graph code"  # a helper traced into the step: a sampler, a masking helper
+        else:
             return
         op = name.rsplit(".", 1)[-1]
         self.report(
             node,
-            f"`{op}` in model/step code is one of the TPU's expensive random ops; sample with the Gumbel-max "
+            f"`{op}` in {where} is one of the TPU's expensive random ops; sample with the Gumbel-max "
             "trick on `tf.random.uniform` noise: `argmax(logits - log(-log(u)))`",
         )

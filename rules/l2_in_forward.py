@@ -14,6 +14,8 @@ from ..symbols import (
 )
 from ..types import Applicability
 
+from ._flow import walk
+
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)
 _SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
@@ -32,21 +34,20 @@ class L2InForward(Rule):
     `sum(model.losses)` / `tf.add_n(model.losses)`,
     `tf.compat.v1.losses.get_regularization_loss(es)()` and the
     `REGULARIZATION_LOSSES` collection, and weight regularizers on layers:
-    `kernel_regularizer=l2(...)`, `regularizers.L2(...)`, `'l2'`, `l1_l2`,
+    `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
+    or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
     `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
     recurrent, embedding and batch-norm weights; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
 
-    To keep a ResNet with fifty regularized layers from producing fifty findings, a
-    regularizer is reported **once per distinct source**: a shared object
-    (`reg = l2(1e-4)` passed to many layers) at its definition, and an inline
-    expression at its first occurrence in the file, with the number of layers that
-    repeat the same text (`l2(WEIGHT_DECAY)` in 50 layers is one finding). A helper
-    such as `def conv(x, f): return Conv2D(f, 3, kernel_regularizer=l2(WD))(x)` is
-    one finding because it is one line of source. A `# noqa` on that first line
-    silences the group. `sum(model.losses)` is not flagged in a file that calls
-    `add_loss` and attaches no regularizer: there the losses are likely a KL or
-    auxiliary term.
+    Every occurrence is its own finding, with its own line and `# noqa`: an inline
+    `kernel_regularizer=l2(WEIGHT_DECAY)` in fifty layers is fifty findings (count
+    them with `--statistics`). A shared object (`reg = l2(1e-4)` passed to many
+    layers) is one finding at its definition, the one place to change; a helper such
+    as `def conv(x, f): return Conv2D(f, 3, kernel_regularizer=l2(WD))(x)` is one
+    finding because it is one line of source. `sum(model.losses)` is not flagged in a
+    file that calls `add_loss` and attaches no regularizer: there the losses are
+    likely a KL or auxiliary term.
 
     ## Why is this slow on the accelerator
     A regularizer adds `λ·Σw²` for every weight to the loss each step: one more pass
@@ -110,12 +111,14 @@ class L2InForward(Rule):
             "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
             message_contains="(0.0005 matches it",
         ),
+        # every site is its own finding (its own line, squiggle and noqa)
         Invalid(
             "from tensorflow.keras import layers, regularizers\n\n"
             "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
             "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
             "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n",
-            message_contains="repeated at 3 call sites",
+            count=3,
+            message_contains="kernel_regularizer=regularizers.l2(1e-4)",
         ),
         Invalid(
             "import keras\n\nreg = keras.regularizers.L2(5e-5)\n"
@@ -123,6 +126,17 @@ class L2InForward(Rule):
             message_contains="(0.0001 matches it",
         ),
         Invalid("from keras import layers\nx = layers.Dense(64, kernel_regularizer='l2')(x)\n", message_contains="0.01·Σw²"),
+        # layer kwargs built as a dict in a conv wrapper
+        Invalid(
+            "from tensorflow.keras.layers import Conv2D\nfrom tensorflow.keras.regularizers import l2\n\n"
+            "def DarknetConv2D(*args, **kwargs):\n"
+            "    conv_kwargs = {'kernel_regularizer': l2(5e-4)}\n"
+            "    conv_kwargs['bias_regularizer'] = l2(5e-4)\n"
+            "    conv_kwargs.update(kwargs)\n"
+            "    return Conv2D(*args, **conv_kwargs)\n",
+            count=2,
+            message_contains="kernel_regularizer=l2(5e-4)",
+        ),
         Invalid(
             "import tensorflow.compat.v1 as tf\nloss = ce + tf.losses.get_regularization_loss()\n",
             message_contains="weight_decay",
@@ -144,7 +158,7 @@ class L2InForward(Rule):
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
-        # regularizer source -> [node to report, count, keyword, text, λ, wd factor]
+        # shared regularizer object -> [node to report, count, keyword, text, λ, wd factor, None]
         self._groups: dict[object, list] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -175,21 +189,65 @@ class L2InForward(Rule):
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
             self._collect_regularizers(node)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``kw = {'kernel_regularizer': l2(WD)}`` / ``kw['bias_regularizer'] = l2(WD)``
+        with ``kw`` later spread into a layer call (``Conv2D(*args, **kw)``): a wrapper's
+        regularizer, reported like a keyword argument (not fixed: the dict is shared)."""
+        if len(node.targets) != 1:
+            return
+        target = node.targets[0].target
+        entries: list[tuple[str, cst.BaseExpression]] = []
+        var: str | None = None
+        if isinstance(target, cst.Name) and isinstance(node.value, cst.Dict):
+            var = target.value
+            for el in node.value.elements:
+                if isinstance(el, cst.DictElement):
+                    key = self.ctx.const(el.key)
+                    if isinstance(key, str):
+                        entries.append((key, el.value))
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1:
+            idx = target.slice[0].slice
+            key = self.ctx.const(idx.value) if isinstance(idx, cst.Index) else None
+            if isinstance(key, str):
+                var = target.value.value
+                entries.append((key, node.value))
+        entries = [(k, v) for k, v in entries if k in WEIGHT_REGULARIZER_ARGS]
+        if not entries or var is None or not self._spread_into_call(var):
+            return
+        for key, value in entries:
+            info = self._l2(value)
+            if info is None:
+                continue
+            text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+            group = self._groups.get(("inline", key, text))
+            if group is None:
+                self._groups[("inline", key, text)] = [value, 1, key, text, info[0], info[1], None]
+            else:
+                group[1] += 1
+
+    def _spread_into_call(self, var: str) -> bool:
+        scope = self.ctx.enclosing_function() or self.ctx.module
+        for n in walk(scope):
+            if isinstance(n, cst.Arg) and n.star == "**" and isinstance(n.value, cst.Name) and n.value.value == var:
+                return True
+        return False
+
     def leave_Module(self, node: cst.Module) -> None:
         for first, count, kw, text, lam, factor, fix_arg in self._groups.values():
-            where = "" if count == 1 else f" (repeated at {count} call sites)"
-            if lam is None:
-                penalty, decay = "an L2 penalty", ""
-            else:
-                penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
-                decay = f" ({_fmt(lam * factor)} matches it for plain SGD)"
-            fix = self.make_fix(Remove(fix_arg)) if count == 1 and fix_arg is not None else None
-            self.report(
-                first,
-                f"`{kw}={text}`{where} adds {penalty} to the loss every forward pass; "
-                f"drop it and {_ADVICE}{decay}",
-                fix=fix,
-            )
+            self._report_regularizer(first, kw, text, lam, factor, fix_arg)
+
+    def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam, factor: float, fix_arg) -> None:
+        if lam is None:
+            penalty, decay = "an L2 penalty", ""
+        else:
+            penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
+            decay = f" ({_fmt(lam * factor)} matches it for plain SGD)"
+        fix = self.make_fix(Remove(fix_arg)) if fix_arg is not None else None
+        self.report(
+            at,
+            f"`{kw}={text}` adds {penalty} to the loss every forward pass; drop it and {_ADVICE}{decay}",
+            fix=fix,
+        )
 
     # ---- loss-side patterns -----------------------------------------------
     def _check_l2_loss(self, call: cst.Call) -> None:
@@ -251,6 +309,26 @@ class L2InForward(Rule):
         )
 
     # ---- layer-side regularizers -------------------------------------------
+    def visit_DictElement(self, node: cst.DictElement) -> None:
+        """``{'kernel_regularizer': l2(WD)}``: layer kwargs built as a dict (a conv wrapper)."""
+        self._keyed_regularizer(node.key, node.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``kwargs['bias_regularizer'] = l2(WD)``."""
+        for t in node.targets:
+            target = t.target
+            if isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+                self._keyed_regularizer(target.slice[0].slice.value, node.value)
+
+    def _keyed_regularizer(self, key: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        kw = self.ctx.const(key) if isinstance(key, cst.SimpleString) else None
+        if not isinstance(kw, str) or kw not in WEIGHT_REGULARIZER_ARGS:
+            return
+        info = self._l2(value)
+        if info is not None:
+            text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+            self._report_regularizer(value, kw, text, info[0], info[1], None)
+
     def _collect_regularizers(self, call: cst.Call) -> None:
         for a in call.args:
             if a.keyword is None or a.keyword.value not in WEIGHT_REGULARIZER_ARGS:
@@ -266,17 +344,15 @@ class L2InForward(Rule):
             if info is None:
                 continue
             lam, factor = info
-            if shared is not None:
-                key: object = ("shared", id(value))
-                text = shared
-                report_at: cst.CSTNode = value
-            else:
+            if shared is None:
+                # an inline regularizer: this site is the occurrence
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-                key = ("inline", a.keyword.value, text)
-                report_at = value
+                self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
+                continue
+            key = ("shared", id(value))
             group = self._groups.get(key)
             if group is None:
-                self._groups[key] = [report_at, 1, a.keyword.value, text, lam, factor, a if shared is None else None]
+                self._groups[key] = [value, 1, a.keyword.value, shared, lam, factor, None]
             else:
                 group[1] += 1
 

@@ -39,13 +39,19 @@ class NeedlessConcatSlice(Rule):
     Precision policy for the last-axis slices: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
     Keras `Layer`/`Model`/`Loss`/`Metric` subclass, a `@tf.function`, a
-    `keras.layers.Lambda`, a Keras loss function `f(y_true, y_pred)`, a function
-    that passes that value to a TF/Keras op, or a value produced by a TF/Keras call. Code inside functions handed to
-    `Dataset.map`/`filter`/`interleave` (the host input pipeline) and values produced
-    by NumPy are never flagged. Only the unambiguous spellings of "last axis" are
-    matched: a leading `...`, or three or more indices whose leading ones are all `:`
-    (`x[:, :16]` could be any axis of a 3-D tensor and is not flagged), and
-    `axis=-1` for split/unstack.
+    `keras.layers.Lambda`, a Keras loss function `f(y_true, y_pred)`, a helper only
+    model code calls, a value produced by a TF/Keras call, or — in loss and box
+    helpers — a name that holds a tensor by the function's own data flow: it is
+    computed by a TF op, sliced or combined from a tensor, or flows (sliced,
+    combined, unpacked) into a TF op (`b1_wh = b1[..., 2:4]` … `K.maximum(b1_wh, …)`).
+    Never flagged: code inside functions handed to `Dataset.map`/`filter`/
+    `interleave` (the host input pipeline), host code (a TPUEstimator `metric_fn`,
+    a `serving_input_fn`, a `main` that drives training), values produced by NumPy,
+    `keras.datasets` or `.numpy()`, and shape vectors (`tf.shape(x)[1:3]`). Only the
+    unambiguous spellings of "last axis" are matched: `...` right before the last
+    index (`x[..., k]`, `x[b, ..., k]`), or three or more indices whose leading ones
+    are all `:` (`x[:, :16]` could be any axis of a 3-D tensor and is not flagged),
+    and `axis=-1` for split/unstack.
 
     ## Why is this slow on the accelerator
     The TPU keeps the feature dim padded to 128 lanes (TPU_FACTS 1, 7); the Cloud
@@ -102,6 +108,38 @@ class NeedlessConcatSlice(Rule):
         "import tensorflow as tf\ny = tf.keras.layers.Dense(8)(x)[..., tf.newaxis]\n",
         # split of a concat along another axis
         "import tensorflow as tf\ny = tf.concat([a, b], axis=-1)\np, q = tf.split(y, 2, axis=0)\n",
+        # NumPy preprocessing that hands its result to TF at the end
+        "import numpy as np\nimport tensorflow as tf\n\n"
+        "def encode_boxes(true_boxes, input_shape):\n"
+        "    boxes = np.array(true_boxes, dtype='float32')\n"
+        "    xy = (boxes[..., 0:2] + boxes[..., 2:4]) / 2\n"
+        "    wh = boxes[..., 2:4] - boxes[..., 0:2]\n"
+        "    return tf.convert_to_tensor(np.concatenate([xy, wh], -1))\n",
+        # host code: a TPUEstimator metric_fn
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def metric_fn(per_example_loss, label_ids, logits):\n"
+        "    pos = tf.nn.softmax(logits)[:, :, 1]\n"
+        "    return {'auc': tf.metrics.auc(label_ids, pos)}\n",
+        # a shape vector is a few integers, not feature data
+        "import tensorflow as tf\n\n"
+        "def decode(feats):\n"
+        "    grid_shape = tf.shape(feats)[1:3]\n"
+        "    return tf.cast(grid_shape[..., ::-1], feats.dtype)\n",
+        # an image augmentation module: per-example tf.data code on the host
+        "import tensorflow as tf\n\n"
+        "def color(image, factor):\n"
+        "    gray = tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(image))\n"
+        "    return tf.cast(factor * tf.cast(image, tf.float32) + (1 - factor) * tf.cast(gray, tf.float32), tf.uint8)\n\n"
+        "def autocontrast(image):\n"
+        "    def scale_channel(ch):\n"
+        "        return tf.cast(ch, tf.float32) - tf.cast(tf.reduce_min(ch), tf.float32)\n"
+        "    return tf.stack([scale_channel(image[:, :, 0]), scale_channel(image[:, :, 1])], 2)\n",
+        # a driver: NumPy arrays from keras.datasets
+        "import tensorflow as tf\n\n"
+        "def main():\n"
+        "    (x_train, y_train), _ = tf.keras.datasets.cifar10.load_data()\n"
+        "    red = x_train.astype('float32')[..., 0]\n"
+        "    model.fit(tf.image.resize(x_train, (64, 64)), y_train)\n",
     )
     INVALID = (
         Invalid(
@@ -142,12 +180,62 @@ class NeedlessConcatSlice(Rule):
             "import tensorflow as tf\nfeats = tf.keras.layers.Dense(32)(x)\nmu, logvar = tf.split(feats, 2, axis=-1)\n",
             message_contains="tf.split",
         ),
+        # a loss helper: parameters that flow into TF ops, slices of slices
+        Invalid(
+            "from tensorflow.keras import backend as K\n\n"
+            "def box_iou(b1, b2):\n"
+            "    b1_wh = b1[..., 2:4]\n"
+            "    b2_wh = b2[..., 2:4]\n"
+            "    inter_wh = K.maximum(K.minimum(b1_wh, b2_wh), 0.0)\n"
+            "    inter = inter_wh[..., 0] * inter_wh[..., 1]\n"
+            "    return inter / (b1_wh[..., 0] * b1_wh[..., 1] + b2_wh[..., 0] * b2_wh[..., 1] - inter)\n",
+            count=8,
+        ),
+        # a box transform whose pieces are stacked back into a tensor
+        Invalid(
+            "from tensorflow import keras\n\n"
+            "def bbox_transform_inv(boxes, deltas):\n"
+            "    width = boxes[:, :, 2] - boxes[:, :, 0]\n"
+            "    x1 = boxes[:, :, 0] + deltas[:, :, 0] * width\n"
+            "    x2 = boxes[:, :, 2] + deltas[:, :, 2] * width\n"
+            "    return keras.backend.stack([x1, x2], axis=2)\n",
+            count=6,
+        ),
+        # a list of y_true tensors, sliced per scale; an index before `...`
+        Invalid(
+            "import tensorflow as tf\nfrom tensorflow.keras import backend as K\n\n"
+            "def yolo_loss(args, num_layers):\n"
+            "    y_true = args[num_layers:]\n"
+            "    dtype = K.dtype(y_true[0])\n"
+            "    for i in range(num_layers):\n"
+            "        object_mask = y_true[i][..., 4:5]\n"
+            "        first = tf.boolean_mask(y_true[i][0, ..., 0:4], object_mask[0, ..., 0] > 0)\n",
+            count=3,
+        ),
+        # asking a tensor's shape says it is a tensor
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def grid_positions(boxes, output_size):\n"
+            "    batch_size = tf.shape(boxes)[0]\n"
+            "    xs = [boxes[:, :, 1] + i * boxes[:, :, 3] / output_size for i in range(output_size)]\n"
+            "    return tf.reshape(tf.stack(xs, axis=2), [batch_size, -1])\n",
+            count=2,
+        ),
+        # a helper only a Layer's call uses
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def centers(boxes):\n"
+            "    return (boxes[..., 0] + boxes[..., 2]) / 2\n\n"
+            "class RegressBoxes(tf.keras.layers.Layer):\n"
+            "    def call(self, inputs):\n"
+            "        return centers(inputs)\n",
+            count=2,
+        ),
     )
 
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._pipeline_fns: set[str] | None = None
-        self._tf_args: dict[int, set[str]] = {}
 
     # ---- concat / split --------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -252,9 +340,9 @@ class NeedlessConcatSlice(Rule):
             if isinstance(v, cst.Attribute) and v.attr.value == "newaxis":
                 return  # adds an axis, slices nothing
         lead = els[:-1]
-        first = lead[0].slice
-        if isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis) and len(lead) == 1:
-            pass
+        before = lead[-1].slice
+        if isinstance(before, cst.Index) and isinstance(before.value, cst.Ellipsis):
+            pass  # x[..., k] and x[b, ..., k]: the index right after `...` is the last axis
         elif len(els) >= 3 and all(_is_full_slice(e) for e in lead):
             pass
         else:
@@ -276,6 +364,9 @@ class NeedlessConcatSlice(Rule):
         ctx = self.ctx
         if self._in_pipeline():
             return False
+        fn = ctx.enclosing_callable()
+        if fn is not None and (ctx.is_host_function(fn) or ctx.function_role(fn) == "input"):
+            return False
         src = value_of(ctx, expr)
         if isinstance(src, cst.Call):
             raw = ctx.raw_name(src.func) or ""
@@ -295,11 +386,11 @@ class NeedlessConcatSlice(Rule):
                 if self._lambda_layer(anc):
                     return True
             elif isinstance(anc, cst.FunctionDef):
-                if self._model_function(anc) or self._loss_signature(anc):
+                if self._model_function(anc) or self._loss_signature(anc) or ctx.function_role(anc) == "model":
                     return True
-                if isinstance(expr, cst.Name) and expr.value in self._names_passed_to_tf(anc):
-                    return True
-                break
+                # loss and box helpers: the sliced value is (or is sliced/combined
+                # from, or into) a tensor a TF op computes with
+                return ctx.tensor_names(anc).holds_tensor(expr)
         return False
 
     @staticmethod
@@ -330,17 +421,6 @@ class NeedlessConcatSlice(Rule):
             if anc is not fn and isinstance(anc, cst.FunctionDef):
                 return False
         return cls is not None and any(self.ctx.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
-
-    def _names_passed_to_tf(self, fn: cst.FunctionDef) -> set[str]:
-        key = id(fn)
-        names = self._tf_args.get(key)
-        if names is None:
-            names = set()
-            for n in walk(fn):
-                if isinstance(n, cst.Call) and self.ctx.call_name(n) is not None:
-                    names.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
-            self._tf_args[key] = names
-        return names
 
     def _in_pipeline(self) -> bool:
         stack = self.ctx.stack

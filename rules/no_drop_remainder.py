@@ -6,7 +6,7 @@ from ..context import get_arg
 from ..rule import Invalid, Rule
 from ..types import Applicability
 
-from ._pipeline import feeds_evaluation, insert_keyword, tf_data_root
+from ._pipeline import feeds_evaluation, insert_keyword, is_tf_data_chain
 
 # method -> positional index of drop_remainder
 _BATCH_METHODS = {"batch": 1, "padded_batch": 3}
@@ -20,6 +20,12 @@ class NoDropRemainder(Rule):
     `tf.data.Dataset.*`, `TFRecordDataset`, `tfds.load`, `image_dataset_from_directory`
     …, followed across lines, reassignments and same-file helpers) and
     `tf.data.experimental.map_and_batch(...)` without `drop_remainder`.
+
+    A dataset handed in by a parameter or a project loader counts when the chain
+    itself is `tf.data`: it names a `tf.data` symbol (`.prefetch(tf.data.AUTOTUNE)`),
+    uses a method only `tf.data` has (`padded_batch`, `apply`, `interleave` …), or
+    chains two dataset methods (`load(...).map(f).batch(n)`) in a file that uses
+    `tf.data`; chains rooted in `datasets`, `torch` or NumPy do not.
 
     Not flagged: any explicit `drop_remainder=` (including a variable such as
     `is_training`), `.batch` on objects that are not `tf.data` datasets, and datasets
@@ -64,6 +70,11 @@ class NoDropRemainder(Rule):
         # not a tf.data chain
         "import tensorflow as tf\nrows = table.batch(32)\n",
         "import tensorflow as tf\n\ndef input_fn(ds):\n    return ds.batch(32)\n",
+        # a Hugging Face dataset shares map/batch with tf.data
+        "import tensorflow as tf\nimport datasets\nAUTO = tf.data.AUTOTUNE\n"
+        "ds = datasets.load_dataset('glue', 'mrpc')['train'].map(tok).shuffle(seed=0).batch(32)\n",
+        # dataset methods, but the chain ends in something else first
+        "import tensorflow as tf\n\ndef rows(table):\n    return table.select(cols).batch(32)\n",
         # evaluation only
         "import tensorflow as tf\nval_ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)\n",
         "import tensorflow as tf\n\ndef eval_input_fn():\n    return tf.data.TFRecordDataset('val').batch(128)\n",
@@ -113,6 +124,29 @@ class NoDropRemainder(Rule):
             "ds = tf.data.TFRecordDataset(files).apply(tf.data.experimental.map_and_batch(parse, 128, drop_remainder=True))\n",
             unsafe=True,
         ),
+        # a dataset handed in by a parameter: the chain itself is tf.data
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def preprocess(fn, dataset, batch_size):\n"
+            "    return dataset.map(fn).batch(batch_size).prefetch(tf.data.AUTOTUNE)\n",
+            expected_fix="import tensorflow as tf\n\n"
+            "def preprocess(fn, dataset, batch_size):\n"
+            "    return dataset.map(fn).batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)\n",
+            unsafe=True,
+        ),
+        # a project loader from another module, then methods only tf.data has
+        Invalid(
+            "import tensorflow as tf\nfrom mylib.data import load\n"
+            "ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64)\n",
+            expected_fix="import tensorflow as tf\nfrom mylib.data import load\n"
+            "ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64, drop_remainder=True)\n",
+            unsafe=True,
+        ),
+        Invalid(
+            "import tensorflow as tf\n\ndef batches(ds):\n    return ds.padded_batch(32)\n",
+            expected_fix="import tensorflow as tf\n\ndef batches(ds):\n    return ds.padded_batch(32, drop_remainder=True)\n",
+            unsafe=True,
+        ),
         # the dataset comes from a same-file helper
         Invalid(
             "import tensorflow as tf\n\n"
@@ -134,7 +168,7 @@ class NoDropRemainder(Rule):
                 return
             if self.ctx.raw_name(func) is not None:
                 return  # tf.data.Dataset.batch(ds, n) style or a module function: rare, skip
-            if tf_data_root(self.ctx, node) is None or feeds_evaluation(self.ctx, node):
+            if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
                 return
             what = f"`.{func.attr.value}(...)`"
             at: cst.CSTNode = func.attr  # a chain spans many lines: point at the method

@@ -6,6 +6,13 @@ from ..context import get_arg
 from ..rule import Invalid, Rule
 from ..symbols import CHANNELS_FIRST_VALUES, MATMUL_CALLS, RESHAPE_CALLS, TRANSPOSE_CALLS
 
+# Depthwise convolutions: XLA names batch and feature dims of a convolution freely
+# (dim_labels), so swapping them around one is folded into the conv.
+_DEPTHWISE = frozenset({
+    "tf.nn.depthwise_conv2d", "tf.nn.depthwise_conv2d_native", "keras.layers.DepthwiseConv2D",
+    "keras.ops.depthwise_conv", "keras.backend.depthwise_conv2d", "keras.layers.DepthwiseConv1D",
+})
+
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {
     "tpu": "the minor dim is the TPU's 128-lane tiled dim, so this is a real relayout copy through HBM",
@@ -34,8 +41,11 @@ class NonlogicalTranspose(Rule):
     metadata-only change on Gaudi and cheap on TPU); transposes feeding a matmul
     (`tf.matmul`, `@`, `einsum`) or any 2-D transpose, which XLA folds into the
     matmul on TPU and GPU (still flagged for the `gaudi` target when not a matmul
-    operand); input-pipeline code; and a TF1 `model_fn` transposing its `features`
-    (the TPU reference models feed images batch-minor on purpose and transpose once).
+    operand); a swap of the batch and channel axes around a depthwise convolution
+    (the per-example-kernel trick: XLA folds it into the conv's dimension labels);
+    input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`);
+    and a TF1 `model_fn` transposing its `features` (the TPU reference models feed
+    images batch-minor on purpose and transpose once).
 
     ## Why is this slow on the accelerator
     A TPU tiles the two most minor dims of every array (8×128); a transpose that moves
@@ -90,6 +100,18 @@ class NonlogicalTranspose(Rule):
         "    return tf.transpose(image, [2, 0, 1]), label\n\n"
         "ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)\n",
         "import tensorflow as tf\ny = tf.keras.layers.Permute((2, 1))(x)\n",
+        # per-example kernels: batch and channels trade places around a depthwise conv,
+        # which XLA folds into the conv's dimension labels
+        "import tensorflow as tf\n\n"
+        "def per_example_conv(x, kernels):\n"
+        "    xt = tf.transpose(x, [3, 1, 2, 0])\n"
+        "    y = tf.nn.depthwise_conv2d(xt, kernels, [1, 1, 1, 1], 'SAME')\n"
+        "    return tf.transpose(y, [3, 1, 2, 0])\n",
+        # a TPUEstimator metric_fn runs on the host
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def metric_fn(per_example_loss, label_ids, logits):\n"
+        "    probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])\n"
+        "    return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}\n",
         # chosen at run time: nothing to say statically
         "import tensorflow as tf\nfmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'\n"
         "y = tf.keras.layers.Conv2D(32, 3, data_format=fmt)(x)\n",
@@ -114,6 +136,13 @@ class NonlogicalTranspose(Rule):
             "    return tf.layers.conv2d(x, filters, 3, data_format=data_format)\n",
         ),
         Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n"),
+        # the same swap into a regular conv is a real copy
+        Invalid(
+            "import tensorflow as tf\n\n"
+            "def f(x, w):\n"
+            "    xt = tf.transpose(x, [3, 1, 2, 0])\n"
+            "    return tf.nn.conv2d(xt, w, 1, 'SAME')\n",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -151,9 +180,13 @@ class NonlogicalTranspose(Rule):
         if (rank == 2 and not gaudi) or self._feeds_matmul(node):
             return
         ctx = self.ctx
-        if ctx.role() == "input":
+        if ctx.role() == "input" or ctx.is_host_function(ctx.enclosing_callable()):
             return
         operand = get_arg(node, kw, idx)
+        if _swaps_batch_and_channel(perm) and (
+            self._feeds(node, _DEPTHWISE) or (operand is not None and self._made_by(operand.value, _DEPTHWISE))
+        ):
+            return  # per-example depthwise trick: the swap folds into the conv's dim labels
         if operand is not None and (self._model_fn_features(operand.value) or (rank >= 5 and self._after_split_reshape(operand.value))):
             return
         self.report(node, f"Transpose with perm {list(perm)} moves the last axis: {self._why()}; keep one layout end to end")
@@ -167,7 +200,7 @@ class NonlogicalTranspose(Rule):
             return
         if len(dims) < 3 and self.ctx.target.family != "gaudi":
             return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
-        if self.ctx.role() == "input":
+        if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
             return
         self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
 
@@ -182,12 +215,27 @@ class NonlogicalTranspose(Rule):
 
     def _feeds_matmul(self, node: cst.Call) -> bool:
         """The transpose's result is a matmul operand, directly or through one name."""
+        return self._feeds(node, MATMUL_CALLS, matmul=True)
+
+    def _consumer(self, call: cst.CSTNode | None) -> str | None:
+        """The op a call is: its canonical name, or the layer's for ``Layer(...)(x)``."""
+        if not isinstance(call, cst.Call):
+            return None
+        name = self.ctx.call_name_anywhere(call)
+        return name
+
+    def _made_by(self, operand: cst.BaseExpression, ops: frozenset[str]) -> bool:
+        o = self.ctx.origin(operand)
+        return o is not None and o.name in ops
+
+    def _feeds(self, node: cst.Call, ops: frozenset[str], matmul: bool = False) -> bool:
+        """The transpose's result goes only into ``ops``, directly or through one name."""
         stack = self.ctx.stack
         parent = stack[-1] if stack else None
-        if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
+        if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
         if isinstance(parent, cst.Arg) and len(stack) >= 2 and isinstance(stack[-2], cst.Call):
-            return self.ctx.call_name(stack[-2]) in MATMUL_CALLS
+            return self._consumer(stack[-2]) in ops
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
             target = parent.targets[0].target.value
             func = self.ctx.enclosing_callable()
@@ -200,11 +248,11 @@ class NonlogicalTranspose(Rule):
             if not uses:
                 return False
             for n, par in uses:
-                if isinstance(par, cst.BinaryOperation) and isinstance(par.operator, cst.MatrixMultiply):
+                if matmul and isinstance(par, cst.BinaryOperation) and isinstance(par.operator, cst.MatrixMultiply):
                     continue
                 if isinstance(par, cst.Arg):
                     call = idx.parent.get(id(par))
-                    if isinstance(call, cst.Call) and self.ctx.call_name(call) in MATMUL_CALLS:
+                    if self._consumer(call) in ops:
                         continue
                 return False
             return True
@@ -226,3 +274,9 @@ class NonlogicalTranspose(Rule):
         partition: KF106 judges those."""
         o = self.ctx.origin(operand)
         return o is not None and o.name in RESHAPE_CALLS
+
+
+def _swaps_batch_and_channel(perm) -> bool:
+    """``[3, 1, 2, 0]``: the first and last axes trade places, the rest stay."""
+    r = len(perm)
+    return r >= 3 and perm[0] in (r - 1, -1) and perm[-1] == 0 and list(perm[1:-1]) == list(range(1, r - 1))

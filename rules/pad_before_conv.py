@@ -8,7 +8,7 @@ import libcst as cst
 from ..context import get_arg
 from ..rule import Invalid, Remove, Replace, Rule
 from ..symbols import CONV_LAYERS, ZERO_PADDING_LAYERS
-from ..types import Applicability
+from ..types import Applicability, Severity
 
 from ._flow import (
     binds,
@@ -59,6 +59,7 @@ _SPECS: dict[str, _ConvSpec] = {
 }
 _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
 _PADS = {"tf.pad", "keras.ops.pad"}
+_NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
 
 
@@ -84,6 +85,14 @@ class PadBeforeConv(Rule):
     assignment that reaches the conv (`x = tf.pad(x, p)` then `conv(x)`), or Keras
     functional style (`x = ZeroPadding2D(1)(x)` then `x = Conv2D(..)(x)`), including
     layer objects built in `__init__` and applied in `call`.
+
+    It is a may-analysis: a pad under an `if` that reaches the conv, a padding that is
+    one of several values (`"valid" if stride > 1 else "same"`), a conv built by a
+    project factory in this or another file of the tree (`DarknetConv2D_BN_Leaky(..,
+    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), and adjacent layers of
+    `compose(...)` / `Sequential([...])` all count. Such findings are not auto-fixed.
+    A pad on a path the parameters' defaults switch off (`if data_format ==
+    "channels_first":`) is reported at info severity.
 
     ## Why is this slow on the accelerator
     XLA folds a zero spatial pad into the following convolution's window in the
@@ -142,6 +151,13 @@ class PadBeforeConv(Rule):
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
     )
     INVALID = (
+        # the pad only when downsampling, and a padding that is one of two values
+        Invalid(
+            "import keras\n\n"
+            "def block(x, stride):\n    if stride > 1:\n        x = keras.layers.ZeroPadding2D(1)(x)\n"
+            "    return keras.layers.Conv2D(64, 3, strides=stride, padding='valid' if stride > 1 else 'same')(x)\n",
+            message_contains="the pad is conditional",
+        ),
         Invalid(
             "from tensorflow.keras import layers\n\n"
             "def block(x):\n    x = layers.ZeroPadding2D(1)(x)\n    x = layers.Conv2D(64, 3, use_bias=False)(x)\n    return x\n",
@@ -175,7 +191,8 @@ class PadBeforeConv(Rule):
         Invalid(
             "import tensorflow as tf\n\ndef f(x):\n    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')\n"
             "    return tf.keras.layers.Conv2D(32, 3)(x)\n",
-            message_contains="REFLECT",
+            # never described as a zero pad XLA folds
+            message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
         ),
         Invalid(
             "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
@@ -189,6 +206,19 @@ class PadBeforeConv(Rule):
             "    return tf.compat.v1.layers.conv2d(x, 32, 3, padding=\"same\")\n",
         ),
         Invalid(
+            # odd input size, a 5-wide kernel and a dilated 3-wide one (5 wide in effect):
+            # 'same' pads 2 per side for both, whatever the input size, at stride 1
+            "import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
+            "    x = layers.ZeroPadding2D(2)(inp)\n    x = layers.Conv2D(8, 5)(x)\n"
+            "    x = layers.ZeroPadding2D((2, 2))(x)\n    x = layers.Conv2D(8, 3, dilation_rate=2)(x)\n"
+            "    return keras.Model(inp, x)\n",
+            expected_fix="import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
+            "    x = layers.Conv2D(8, 5, padding=\"same\")(inp)\n"
+            "    x = layers.Conv2D(8, 3, dilation_rate=2, padding=\"same\")(x)\n"
+            "    return keras.Model(inp, x)\n",
+            count=2,
+        ),
+        Invalid(
             "from keras import layers\n\ndef f(x):\n    x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)\n"
             "    return layers.Conv2D(32, 3, padding='valid')(x)\n",
             message_contains="asymmetric",
@@ -198,6 +228,7 @@ class PadBeforeConv(Rule):
     def __init__(self, ctx) -> None:
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
+        self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -205,6 +236,8 @@ class PadBeforeConv(Rule):
         if name is None:
             if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute)):
                 return
+            if isinstance(node.func, cst.Call):
+                self._sequence(node.func)
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
                 if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call):
@@ -213,6 +246,8 @@ class PadBeforeConv(Rule):
                 return
             found = layer_constructor(self.ctx, node.func)
             if found is None or not found[1].startswith("keras.layers."):
+                if isinstance(node.func, cst.Call):
+                    self._built(node, node.func)
                 return
             ctor, name = found
         spec = _SPECS.get(name)
@@ -223,13 +258,134 @@ class PadBeforeConv(Rule):
         if inp is None:
             return
         pad_arg = get_arg(args_of, *spec.padding)
-        padding = self.ctx.const(pad_arg.value) if pad_arg is not None else spec.default_padding
-        if not isinstance(padding, str) or padding.upper() != "VALID":
+        paddings = self._paddings(pad_arg, spec)
+        if paddings is None or "VALID" not in paddings:
             return
-        self._check(node, name, spec, ctor, args_of, inp, pad_arg)
+        self._check(node, name, spec, ctor, args_of, inp, pad_arg, paddings)
+
+    def _paddings(self, pad_arg: cst.Arg | None, spec: _ConvSpec) -> set[str] | None:
+        """Every padding the conv may get, upper-cased (``"valid" if s > 1 else "same"`` is both)."""
+        if pad_arg is None:
+            return {spec.default_padding.upper()} if spec.default_padding else None
+        values = self.ctx.possible_values(pad_arg.value)
+        if not values or not all(isinstance(v, str) for v in values):
+            return None
+        return {v.upper() for v in values}
+
+    # ---- convs built by project factories, and layer sequences ---------------------
+    def _built(self, app: cst.Call, ctor: cst.Call) -> None:
+        """``Factory(..)(x)``: a project function (any file of the tree) that builds a conv first."""
+        layer = self.ctx.built_layer(ctor)
+        conv = self._factory_conv(layer)
+        if conv is None:
+            return
+        inp = get_arg(app, "inputs", 0)
+        if inp is None:
+            return
+        found = self._find_pad(inp.value)
+        if found is None:
+            return
+        pad, conditional = found
+        self._report_factory(pad, layer, conv, conditional)
+
+    def _factory_conv(self, layer) -> tuple[str, set[str]] | None:
+        if layer is None:
+            return None
+        from ..symbols import canonical
+
+        name = canonical(layer.name)
+        spec = _SPECS.get(name)
+        if spec is None:
+            return None
+        key, pos = spec.padding
+        raw = layer.arg(key, pos, frozenset([spec.default_padding]) if spec.default_padding else None)
+        if not isinstance(raw, frozenset) or not raw or not all(isinstance(v, str) for v in raw):
+            return None
+        paddings = {v.upper() for v in raw}
+        return (name, paddings) if "VALID" in paddings else None
+
+    def _sequence(self, seq: cst.Call) -> None:
+        """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""
+        callee = seq.func
+        last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
+        if last == "compose":
+            items = [a.value for a in seq.args if not a.star and a.keyword is None]
+        elif self.ctx.call_name(seq) == "keras.Sequential" and seq.args and isinstance(seq.args[0].value, (cst.List, cst.Tuple)):
+            items = [e.value for e in seq.args[0].value.elements if not isinstance(e, cst.StarredElement)]
+        else:
+            return
+        for first, second in zip(items, items[1:]):
+            if not isinstance(first, cst.Call) or not isinstance(second, cst.Call):
+                continue
+            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
+                continue
+            name = self.ctx.call_name(second)
+            if name is not None:
+                spec = _SPECS.get(name)
+                if spec is None:
+                    continue
+                paddings = self._paddings(get_arg(second, *spec.padding), spec)
+                if paddings is None or "VALID" not in paddings:
+                    continue
+                head = self._head(label(name), first)
+                why = "its padding is one of several values" if len(paddings) > 1 else "the pad and the conv are separate layers of a sequence"
+                self.report(first, f"{head}; not auto-fixed: {why}")
+                continue
+            layer = self.ctx.built_layer(second)
+            conv = self._factory_conv(layer)
+            if conv is not None:
+                self._report_factory(first, layer, conv, False)
+
+    def _find_pad(self, expr: cst.BaseExpression) -> tuple[cst.Call, bool] | None:
+        """The pad that may produce ``expr``: inline, through the reaching assignment, or
+        through one of several bindings that may reach (a pad under an ``if``)."""
+        conditional = False
+        self._off = None
+        if isinstance(expr, cst.Name):
+            hit = reaching_assignment(self.ctx, expr.value)
+            if hit is not None:
+                expr = hit[1]
+            else:
+                for b in self.ctx.reaching_bindings(expr):
+                    if b.kind == "assign" and isinstance(b.value, cst.Call) and self._pad(b.value) is not None:
+                        self._off = self.ctx.off_by_default(b.node)
+                        return b.value, True
+                return None
+        if isinstance(expr, cst.Call) and self._pad(expr) is not None:
+            return expr, conditional
+        return None
+
+    def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
+        if pad_name is None:
+            info = self._pad(pad)
+            ctor = self.ctx.call_name(pad)
+            pad_name = info[0] if info else label(ctor) if ctor else "pad"
+            problem = info[3] if info else None
+        if problem:  # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
+            return (
+                f"`{pad_name}` feeds a 'valid' `{conv_label}`: {problem}, so XLA cannot fold it into the conv; "
+                "the padded copy is written to and read back from HBM in the forward and backward pass"
+            )
+        return (
+            f"`{pad_name}` feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
+            "the kernel-gradient conv still reads the padded copy"
+        )
+
+    def _report_factory(self, pad: cst.Call, layer, conv: tuple[str, set[str]], conditional: bool) -> None:
+        name, paddings = conv
+        factory = layer.via[0]
+        head = self._head(label(name), pad)
+        info = self._pad(pad)
+        problem = info[3] if info else None
+        why = _NOT_ZERO if problem else f"the conv is built by `{factory}`, which gives it padding 'valid' here"
+        if len(paddings) > 1:
+            why = f"`{factory}` may give the conv padding 'valid'"
+        if conditional:
+            why += "; the pad is conditional"
+        self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}")
 
     # ------------------------------------------------------------------------
-    def _check(self, conv, name, spec, ctor, args_of, inp, pad_arg) -> None:
+    def _check(self, conv, name, spec, ctor, args_of, inp, pad_arg, paddings=frozenset({"VALID"})) -> None:
         ctx = self.ctx
         via: str | None = None
         pad_line: cst.SimpleStatementLine | None = None
@@ -237,6 +393,12 @@ class PadBeforeConv(Rule):
         if isinstance(pad, cst.Name):
             hit = reaching_assignment(ctx, pad.value)
             if hit is None:
+                found = self._find_pad(pad)
+                if found is not None:
+                    why = "the pad is conditional"
+                    if len(paddings) > 1:
+                        why = "the pad is conditional and so is the conv's padding ('valid' on one path)"
+                    self._report_simple(found[0], name, why)
                 return
             via, (pad_line, pad) = pad.value, hit
         if not isinstance(pad, cst.Call):
@@ -262,17 +424,16 @@ class PadBeforeConv(Rule):
             if pairs[0] != (0, 0) or pairs[chan] != (0, 0):
                 reasons.append("it also pads the batch or channel dim")
         if problem:
-            reasons.insert(0, problem)
+            reasons.insert(0, _NOT_ZERO)
+        if len(paddings) > 1:
+            reasons.append("the conv's padding is one of several values ('valid' on one path)")
         if not reasons and spatial is not None:
             reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
             reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv))
 
         conv_label = label(name)
-        head = (
-            f"`{pad_name}` feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
-            "the kernel-gradient conv still reads the padded copy"
-        )
+        head = self._head(conv_label, pad, pad_name, problem)
         if reasons:
             self.report(pad, f"{head}; not auto-fixed: {reasons[0]}")
             return
@@ -301,6 +462,20 @@ class PadBeforeConv(Rule):
             if line is not None:
                 changes.append(Remove(line))
         self.report(pad, f"{head}; use the conv's padding='same' (identical here)", fix=self.make_fix(*changes))
+
+    def _report_simple(self, pad: cst.Call, conv_name: str, why: str) -> None:
+        info = self._pad(pad)
+        problem = info[3] if info else None
+        self._report_maybe_off(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+
+    def _report_maybe_off(self, pad: cst.Call, message: str) -> None:
+        """A pad on a path its defaults switch off (a ``channels_first`` branch) is info."""
+        off, self._off = self._off, None
+        if off is not None:
+            test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
+            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO)
+        else:
+            self.report(pad, message)
 
     # ---- the pad ------------------------------------------------------------
     def _pad(self, call: cst.Call):

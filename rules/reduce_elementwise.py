@@ -31,7 +31,8 @@ class ReduceElementwise(Rule):
     a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
 
     Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
-    `x / tf.reduce_sum(x)`, a tensor operand, and input-pipeline code.
+    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code, and host code (a
+    TPUEstimator `metric_fn`, a `serving_input_fn`).
 
     ## Why is this slow on the accelerator
     XLA on TPU fuses elementwise ops into a reduction's input but not into its output
@@ -75,6 +76,13 @@ class ReduceElementwise(Rule):
         "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
         "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
         "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        # a TPUEstimator metric_fn runs on the host after the step
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def model_fn(features, labels, mode, params):\n"
+        "    def metric_fn(per_example_loss, is_real):\n"
+        "        mean_loss = -tf.reduce_mean(per_example_loss) * 0.5\n"
+        "        return {'loss': tf.metrics.mean(mean_loss)}\n"
+        "    return tf.estimator.tpu.TPUEstimatorSpec(mode, eval_metrics=(metric_fn, [loss, w]))\n",
     )
     INVALID = (
         Invalid(
@@ -181,7 +189,7 @@ class ReduceElementwise(Rule):
         self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
-        if self.ctx.role() == "input":
+        if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
             return
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
         red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]

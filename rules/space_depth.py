@@ -79,6 +79,12 @@ class SpaceDepth(Rule):
         "    x = tf.reshape(x, [-1, h // ws, ws, w // ws, ws, c])\n"
         "    x = tf.transpose(x, [0, 1, 3, 2, 4, 5])\n"
         "    return tf.reshape(x, [-1, ws, ws, c])\n",
+        # Swin-style window reverse written with products: still a block partition
+        "from keras import ops\n\n"
+        "def window_reverse(windows, ws, h, w, c):\n"
+        "    x = ops.reshape(windows, (-1, h // ws, w // ws, ws, ws, c))\n"
+        "    x = ops.transpose(x, (0, 1, 3, 2, 4, 5))\n"
+        "    return ops.reshape(x, (-1, (h // ws) * ws, (w // ws) * ws, c))\n",
         # a stride-2 slice that is not a phase split
         "import tensorflow as tf\ny = tf.concat([a[:, ::2], b[:, ::2]], axis=1)\n",
     )
@@ -115,11 +121,27 @@ class SpaceDepth(Rule):
             "    return tf.concat([x[:, ::2, ::2, :], x[:, 1::2, ::2, :], x[:, ::2, 1::2, :], x[:, 1::2, 1::2, :]], axis=-1)\n",
             message_contains="phase split",
         ),
+        # the same through named parts and Lambda layers
+        Invalid(
+            "from tensorflow.keras.layers import Concatenate, Lambda\n\n"
+            "def focus(x):\n"
+            "    x1 = Lambda(lambda z: z[:, ::2, ::2, :])(x)\n"
+            "    x2 = Lambda(lambda z: z[:, 1::2, ::2, :])(x)\n"
+            "    x3 = Lambda(lambda z: z[:, ::2, 1::2, :])(x)\n"
+            "    x4 = Lambda(lambda z: z[:, 1::2, 1::2, :])(x)\n"
+            "    return Concatenate()([x1, x2, x3, x4])\n",
+            message_contains="phase split",
+        ),
     )
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is None:
+            # Concatenate(axis=-1)([x1, x2, x3, x4])
+            if isinstance(node.func, cst.Call) and self.ctx.call_name(node.func) == "keras.layers.Concatenate" and node.args:
+                axis = get_arg(node.func, "axis", 0)
+                axis_v = self.ctx.int_const(axis.value) if axis is not None else -1
+                self._phase_split(node, node.args[0].value, axis_v)
             return
         if name in SPACE_DEPTH_OPS:
             if self.ctx.role() == "input":
@@ -157,6 +179,8 @@ class SpaceDepth(Rule):
         inner = ctx.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
+        if _block_partition(ctx, inner.call, inner.name):
+            return
         self.report(
             origin.via[0] if origin.via else t,
             "Hand-written pixel shuffle (reshape → transpose → reshape) moves data between the padded "
@@ -168,12 +192,15 @@ class SpaceDepth(Rule):
         vkw, vidx, akw, aidx, default = CONCAT_CALLS[name]
         values, axis = get_arg(node, vkw, vidx), get_arg(node, akw, aidx)
         axis_v = self.ctx.int_const(axis.value) if axis is not None else default
-        if values is None or axis_v not in (-1, 3):
+        if values is not None:
+            self._phase_split(node, values.value, axis_v)
+
+    def _phase_split(self, node: cst.Call, elems: cst.BaseExpression, axis_v) -> None:
+        if axis_v not in (-1, 3):
             return
-        elems = values.value
         if not isinstance(elems, (cst.List, cst.Tuple)) or len(elems.elements) < 4:
             return
-        if not all(_strided_slice(self.ctx, el.value) for el in elems.elements):
+        if not all(_strided_slice(self.ctx, _phase_source(self.ctx, el.value)) for el in elems.elements):
             return
         if self.ctx.role() == "input":
             return
@@ -207,3 +234,34 @@ def _strided_slice(ctx, expr: cst.BaseExpression) -> bool:
                 return False
             steps += 1
     return steps >= 2
+
+
+def _phase_source(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
+    """What a concatenated part is: ``x0`` bound once to ``x[:, 0::2, 0::2, :]``, or
+    ``Lambda(lambda z: z[:, ::2, ::2, :])(x)`` — the slice itself."""
+    if isinstance(expr, cst.Name):
+        b = ctx.reaching_bindings(expr)
+        if len(b) == 1 and b[0].kind == "assign" and b[0].value is not None:
+            expr = b[0].value
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Call)
+        and ctx.call_name(expr.func) == "keras.layers.Lambda"
+        and expr.func.args
+        and isinstance(expr.func.args[0].value, cst.Lambda)
+    ):
+        expr = expr.func.args[0].value.body
+    return expr
+
+
+def _block_partition(ctx, reshape: cst.Call, name: str) -> bool:
+    """A window/block partition splits spatial dims (``h // ws``) and keeps the channel dim
+    last: it moves spatial data to the batch dim, never into the feature dim."""
+    kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
+    shape = get_arg(reshape, shape_kw, shape_idx)
+    if shape is None or not isinstance(shape.value, (cst.List, cst.Tuple)):
+        return False
+    return any(
+        isinstance(el.value, cst.BinaryOperation) and isinstance(el.value.operator, (cst.FloorDivide, cst.Divide))
+        for el in shape.value.elements[1:-1]
+    )

@@ -5,7 +5,7 @@ import libcst as cst
 from ..context import dotted_name, get_arg
 from ..rule import Invalid, Rule, Valid
 
-from ._pipeline import feeds_evaluation, round_up, tf_data_root
+from ._pipeline import feeds_evaluation, is_tf_data_chain, round_up
 
 # Names a file uses for its TPU core count (module constants or absl flags).
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")
@@ -130,7 +130,7 @@ class TinyBatch(Rule):
             arg = get_arg(node, "batch_size", 0)
             if arg is None or not self._enabled() or self.ctx.raw_name(func) is not None:
                 return
-            if tf_data_root(self.ctx, node) is None or feeds_evaluation(self.ctx, node):
+            if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
                 return
             self._check(arg.value, arg.value)
         elif isinstance(func, cst.Attribute) and func.attr.value == "fit":

@@ -6,9 +6,10 @@ import libcst as cst
 
 from ..context import get_arg
 from ..rule import Invalid, Replace, Rule
-from ..symbols import BATCHNORM_LAYERS
+from ..symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
 from ..types import Applicability
 
+from ._flow import value_of
 from ._util import remove_arg
 
 # tf-keras refuses fused=True together with these (TPU_FACTS 21).
@@ -17,6 +18,8 @@ _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
 # which the fused batch-norm kernel cannot compute.
 _OTHER_NORM = re.compile(r"(layer|group|instance|rms|pixel|channel)_?norm", re.I)
 _MOMENTS = {"tf.nn.moments", "tf.nn.weighted_moments"}
+# The channel axes the fused kernel accepts, by input rank (tf-keras raises on others).
+_FUSED_AXES = {4: {-1, 1, 3, -3}, 5: {-1, 1, 4, -4}}
 
 
 class UnfusedBatchnorm(Rule):
@@ -47,11 +50,19 @@ class UnfusedBatchnorm(Rule):
     ```
 
     ## Fix safety
-    Safe. tf-keras and `tf.compat.v1.layers` get `fused=True` (only where the fused
-    kernel is legal: no `renorm`, `virtual_batch_size`, `adjustment` or
-    `synchronized`); Keras 3 gets the argument dropped, which is the fused path. The
-    normalization computed is the same. `tf.nn.batch_normalization` has no automatic
-    fix: the fused op's signature and outputs differ.
+    Keras 3 gets the argument dropped: safe, since Keras 3 raises on any `fused=`
+    argument and uses the fused path by itself.
+
+    tf-keras and `tf.compat.v1.layers` get `fused=True`, which computes the same
+    normalization but raises unless the input is 4-D or 5-D with the channels on an
+    axis the kernel takes (1 or 3 for 4-D, 1 or 4 for 5-D, or -1), and the layer has no
+    `renorm`, `virtual_batch_size`, `adjustment`, `synchronized` or `dtype`. The fix is
+    safe only where that is proven here: the layer is applied directly (or through a
+    name bound once) to the output of a 2-D/3-D convolution, pooling, padding,
+    cropping or upsampling layer, and `axis` is absent or one of those. Elsewhere (a
+    `Dense` output, an input of unknown rank) the fix is unsafe: check the input rank.
+    `tf.nn.batch_normalization` has no automatic fix: the fused op's signature and
+    outputs differ.
 
     ## References
     TPU_FACTS 10, 21; Cloud TPU performance guide, "TensorFlow ops".
@@ -91,15 +102,43 @@ class UnfusedBatchnorm(Rule):
         Invalid(
             "import tensorflow.compat.v1 as tf\n\nh = tf.layers.batch_normalization(h, training=is_training, fused=False)\n",
             expected_fix="import tensorflow.compat.v1 as tf\n\nh = tf.layers.batch_normalization(h, training=is_training, fused=True)\n",
+            unsafe=True,
         ),
         Invalid(
             "import tf_keras as keras\nbn = keras.layers.BatchNormalization(axis=-1, fused=False)\n",
             expected_fix="import tf_keras as keras\nbn = keras.layers.BatchNormalization(axis=-1, fused=True)\n",
+            unsafe=True,  # the input's rank is not known here
+        ),
+        Invalid(
+            "import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
+            "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=False)(x)\n"
+            "    return keras.Model(inp, x)\n",
+            expected_fix="import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
+            "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=True)(x)\n"
+            "    return keras.Model(inp, x)\n",
+        ),
+        Invalid(
+            # the issue's reproducer: after a Dense the input is 2-D and fused=True raises
+            "import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16,))\n"
+            "    x = keras.layers.Dense(64)(inp)\n    x = keras.layers.BatchNormalization(fused=False)(x)\n"
+            "    return keras.Model(inp, x)\n",
+            expected_fix="import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16,))\n"
+            "    x = keras.layers.Dense(64)(inp)\n    x = keras.layers.BatchNormalization(fused=True)(x)\n"
+            "    return keras.Model(inp, x)\n",
+            unsafe=True,
         ),
         Invalid(
             "import keras\nbn = keras.layers.BatchNormalization(momentum=0.9, fused=True)\n",
             expected_fix="import keras\nbn = keras.layers.BatchNormalization(momentum=0.9)\n",
             message_contains="Keras 3",
+        ),
+        # tf.keras 2.x-era code: Keras 3's ValueError is not claimed
+        Invalid(
+            "import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
+            "bn = tf.keras.layers.BatchNormalization(fused=True)\n",
+            expected_fix="import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
+            "bn = tf.keras.layers.BatchNormalization()\n",
+            message_contains="tf-keras 2.x picks the fused kernel",
         ),
         Invalid(
             "from tensorflow.keras.layers import BatchNormalization as BN\n\nx = BN(fused=False, axis=3)(x)\n",
@@ -128,10 +167,20 @@ class UnfusedBatchnorm(Rule):
         flavour = self.ctx.flavour(node)
         keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.uses_legacy_keras)
         if keras3:
+            if flavour == "keras3" and not _keras2_era(self.ctx):
+                text = (
+                    "Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
+                    "drop it — Keras 3 uses the fused kernel"
+                )
+            else:
+                # tf.keras is Keras 3 only from TF 2.16 on; Keras 2.x code accepts `fused`
+                text = (
+                    "`fused` is a Keras 2 argument: Keras 3 (tf.keras from TF 2.16) rejects it, and "
+                    "tf-keras 2.x picks the fused kernel without it; drop it"
+                )
             self.report(
                 node,
-                "Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
-                "drop it — Keras 3 uses the fused kernel",
+                text,
                 fix=self.make_fix(Replace(node, remove_arg(node, fused)), title="Remove the `fused` argument"),
             )
             return
@@ -140,11 +189,42 @@ class UnfusedBatchnorm(Rule):
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
             return
-        self.report(
-            node,
-            "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`",
-            fix=self.make_fix(Replace(fused.value, cst.Name("True"))),
-        )
+        if self._fused_proven_legal(node):
+            fix = self.make_fix(Replace(fused.value, cst.Name("True")))
+        else:
+            fix = self.make_fix(
+                Replace(fused.value, cst.Name("True")),
+                applicability=Applicability.UNSAFE,
+                title="Use the fused batch-norm kernel (needs a 4-D or 5-D input)",
+            )
+        self.report(node, "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`", fix=fix)
+
+    def _fused_proven_legal(self, node: cst.Call) -> bool:
+        """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
+        if get_arg(node, "dtype") is not None:
+            return False  # float64 has no fused kernel
+        stack = self.ctx.stack
+        if self.ctx.call_name(node) == "tf.layers.batch_normalization":
+            inp = get_arg(node, "inputs", 0)
+        elif stack and isinstance(stack[-1], cst.Call) and stack[-1].func is node:
+            inp = get_arg(stack[-1], "inputs", 0)  # BatchNormalization(...)(x)
+        else:
+            return False  # a layer object called elsewhere: its input is not known here
+        rank = self._rank(inp.value) if inp is not None else None
+        if rank is None:
+            return False
+        axis = get_arg(node, "axis")
+        value = -1 if axis is None else self.ctx.const(axis.value)
+        if isinstance(value, (list, tuple)) and len(value) == 1:
+            value = value[0]
+        return isinstance(value, int) and not isinstance(value, bool) and value in _FUSED_AXES[rank]
+
+    def _rank(self, expr: cst.BaseExpression) -> int | None:
+        expr = value_of(self.ctx, expr)  # the assignment that reaches this use of a name
+        if not isinstance(expr, cst.Call):
+            return None
+        layer = expr.func if isinstance(expr.func, cst.Call) else expr  # Conv2D(...)(x) or tf.layers.conv2d(x)
+        return SPATIAL_OUTPUT_RANK.get(self.ctx.call_name(layer) or "")
 
     def _other_normalization(self, call: cst.Call) -> bool:
         """Layer / group / instance norm computed with the batch-norm formula."""
@@ -165,3 +245,14 @@ class UnfusedBatchnorm(Rule):
         if isinstance(value, (list, tuple)) and all(isinstance(a, int) for a in value):
             return 0 not in value  # statistics not over the batch: not batch norm
         return False
+
+
+# Import spellings that exist only in Keras 2.x / tf-keras-era code.
+_KERAS2_IMPORTS = ("keras.engine", "keras.layers.experimental", "keras_applications", "keras.legacy",
+                   "keras.backend.tensorflow_backend", "keras.utils.generic_utils", "tensorflow.python.keras",
+                   "tensorflow.keras.layers.experimental", "tensorflow.compat.v1", "tf_keras")
+
+
+def _keras2_era(ctx) -> bool:
+    """The file's imports show Keras 2.x (or tf-keras) code."""
+    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.imports.values())

@@ -11,9 +11,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# KF101's one fixable pattern (tf-keras keeps the `fused` argument; the fix sets it True).
-BAD = "import tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=False)\n"
-GOOD = "import tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=True)\n"
+# KF101's safe fix: tf-keras keeps the `fused` argument and the fix sets it True, safe
+# because the input is a Conv2D's output (fused=True needs a 4-D/5-D input).
+BAD = "import tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))\n"
+GOOD = "import tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=True)(keras.layers.Conv2D(8, 3)(x))\n"
 # KF101 without an automatic fix.
 NOFIX = "import tensorflow as tf\ny = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)\n"
 CLEAN = "import tensorflow as tf\nx = tf.keras.layers.BatchNormalization()(x)\n"

@@ -204,23 +204,23 @@ def test_fix_reports_unwritable_file_without_traceback(tmp_path):
     "raw,expected",
     [
         pytest.param(
-            b"import tf_keras as keras\r\nbn = keras.layers.BatchNormalization(fused=False)  # x\r\nname = 'caf\xc3\xa9'\r\n",
-            b"import tf_keras as keras\r\nbn = keras.layers.BatchNormalization(fused=True)  # x\r\nname = 'caf\xc3\xa9'\r\n",
+            b"import tf_keras as keras\r\nbn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))  # x\r\nname = 'caf\xc3\xa9'\r\n",
+            b"import tf_keras as keras\r\nbn = keras.layers.BatchNormalization(fused=True)(keras.layers.Conv2D(8, 3)(x))  # x\r\nname = 'caf\xc3\xa9'\r\n",
             id="crlf",
         ),
         pytest.param(
-            b"\xef\xbb\xbfimport tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=False)\n",
-            b"\xef\xbb\xbfimport tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=True)\n",
+            b"\xef\xbb\xbfimport tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))\n",
+            b"\xef\xbb\xbfimport tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=True)(keras.layers.Conv2D(8, 3)(x))\n",
             id="bom",
         ),
         pytest.param(
-            b"\xef\xbb\xbfimport tf_keras as keras\r\n\r\nbn = keras.layers.BatchNormalization(\r\n    fused=False,\r\n)",
-            b"\xef\xbb\xbfimport tf_keras as keras\r\n\r\nbn = keras.layers.BatchNormalization(\r\n    fused=True,\r\n)",
+            b"\xef\xbb\xbfimport tf_keras as keras\r\n\r\nbn = keras.layers.BatchNormalization(\r\n    fused=False,\r\n)(keras.layers.Conv2D(8, 3)(x))",
+            b"\xef\xbb\xbfimport tf_keras as keras\r\n\r\nbn = keras.layers.BatchNormalization(\r\n    fused=True,\r\n)(keras.layers.Conv2D(8, 3)(x))",
             id="bom-crlf-no-final-newline",
         ),
         pytest.param(
-            b"import tf_keras as keras\n\tx = 1 if False else 2\n".replace(b"\n\t", b"\nif True:\n\t") + b"bn = keras.layers.BatchNormalization(fused=False)\n",
-            b"import tf_keras as keras\nif True:\n\tx = 1 if False else 2\nbn = keras.layers.BatchNormalization(fused=True)\n",
+            b"import tf_keras as keras\n\tx = 1 if False else 2\n".replace(b"\n\t", b"\nif True:\n\t") + b"bn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))\n",
+            b"import tf_keras as keras\nif True:\n\tx = 1 if False else 2\nbn = keras.layers.BatchNormalization(fused=True)(keras.layers.Conv2D(8, 3)(x))\n",
             id="tabs",
         ),
     ],

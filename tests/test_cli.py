@@ -111,8 +111,8 @@ def test_diff_prints_unified_diff_and_writes_nothing(project):
     r = run("check", "model.py", "--diff", cwd=project)
     assert r.returncode == 1
     assert r.stdout.startswith("--- a/model.py\n+++ b/model.py\n@@ ")
-    assert "\n-bn = keras.layers.BatchNormalization(fused=False)\n" in r.stdout
-    assert "\n+bn = keras.layers.BatchNormalization(fused=True)\n" in r.stdout
+    assert "\n-bn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))\n" in r.stdout
+    assert "\n+bn = keras.layers.BatchNormalization(fused=True)(keras.layers.Conv2D(8, 3)(x))\n" in r.stdout
     assert "Would fix 1 finding(s) in 1 file(s)." in r.stderr
     assert (project / "model.py").read_bytes() == before
     clean = run("check", "clean.py", "--diff", cwd=project)

@@ -387,3 +387,18 @@ def test_index_is_built_once_and_only_on_demand():
     first = ctx.index
     ctx.function_role(None)
     assert ctx.index is first
+
+
+def test_names_unpacked_from_one_statement_fold_to_their_own_values():
+    # the fold memo is keyed by binding statement; two names of one tuple assignment
+    # must not share an entry (C_OUT once folded to F_H's 5)
+    ctx = _ctx(
+        """
+        F_H, F_W, C_OUT = 5, 5, 32
+        a = F_H
+        b = C_OUT
+        c = F_W
+        """
+    )
+    names = [n for n in _nodes(ctx, cst.Name) if n.value in ("F_H", "C_OUT", "F_W")][3:]
+    assert [_const(ctx, n) for n in names] == [5, 32, 5]

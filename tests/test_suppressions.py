@@ -10,7 +10,7 @@ from kerasfit.engine import LintSettings, fix_source, lint_source
 from kerasfit.registry import all_rules
 
 HEAD = "import tf_keras as keras\n"
-CALL = "bn = keras.layers.BatchNormalization(fused=False)"
+CALL = "bn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))"
 
 
 @pytest.fixture(scope="module")
@@ -100,3 +100,17 @@ def test_cli_respects_suppressions(tmp_path):
     assert [line.split(":")[1] for line in r.lines if ": KF101" in line] == ["3"]
     write(tmp_path / "m.py", "# kerasfit: ignore-file\n" + HEAD + CALL + "\n")
     assert run("check", "m.py", "--no-cache", cwd=tmp_path).returncode == 0
+
+
+def test_each_repeated_regularizer_is_its_own_finding() -> None:
+    """A regularizer repeated across layers is one finding per site, so a `# noqa`
+    silences its own line only (issue 9, item 5)."""
+    source = (
+        "from tensorflow.keras import layers, regularizers\n"
+        "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
+        "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)  # noqa: KF104\n"
+        "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
+    )
+    settings = LintSettings([all_rules()["KF104"]])
+    rows = [d.row for d in lint_source(source, "m.py", settings).diagnostics if d.code == "KF104"]
+    assert rows == [2, 4]

@@ -11,8 +11,6 @@ import hashlib
 import json
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +23,7 @@ from kerasfit.types import TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, KERNEL_GRAD
 from .report import BuildReport, OpReport, make_report, render_report
+from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
 
 __all__ = [
@@ -40,6 +39,14 @@ _TF1_MARKERS = re.compile(
 )
 
 
+# MiB of address space for the child. TensorFlow reserves far more than it touches (thread
+# stacks, allocator arenas): on 2 cores, building fixtures/build/keras_cnn.py peaks at
+# 2.5 GiB of address space (0.6 GiB resident) and resnet50.py at 2.8 GiB (0.95 GiB).
+# The child's malloc arenas are capped (MALLOC_ARENA_MAX) so the peak does not grow with
+# the core count.
+DEFAULT_MEMORY_LIMIT = 16384
+
+
 @dataclass
 class BuildOptions:
     entry: str | None = None  # "module:function", "function", or an expression in the module
@@ -49,6 +56,7 @@ class BuildOptions:
     dtype: str = "float32"  # or "bfloat16"
     timeout: float = 300.0
     use_cache: bool = True
+    memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # MiB of address space for the child; None: none
 
 
 class BuildError(Exception):
@@ -74,20 +82,6 @@ def _versions() -> dict[str, str]:
 
 def is_tf1_source(source: str) -> bool:
     return bool(_TF1_MARKERS.search(source))
-
-
-def _describe_exit(code: int, stderr: str) -> str:
-    if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        if -code == signal.SIGKILL:
-            return f"the build process was killed ({name}; out of memory?)"
-        return f"the build process crashed ({name})"
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    last = lines[-1] if lines else "no output"
-    return f"the build process exited with status {code}: {last[:300]}"
 
 
 def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | None = None,
@@ -119,20 +113,12 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         env.setdefault("PYTHONWARNINGS", "ignore")
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, env=env, start_new_session=True,
-                                text=True, errors="replace")
-        try:
-            _, stderr = proc.communicate(timeout=options.timeout)
-        except subprocess.TimeoutExpired:
-            # The whole session: user code may have started its own processes.
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.communicate()
+        env.setdefault("MALLOC_ARENA_MAX", "8")
+        limit = options.memory_limit * 2**20 if options.memory_limit else None
+        outcome = run_contained(cmd, env=env, timeout=options.timeout, memory_limit=limit, workdir=tmp)
+        if outcome.timed_out:
             raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s "
-                             "(raise the build timeout)") from None
+                             "(raise the build timeout)")
         result = None
         if out.exists():
             try:
@@ -140,9 +126,9 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             except ValueError:
                 result = None
         if result is None:
-            raise BuildError(f"{shown}: {_describe_exit(proc.returncode, stderr)}")
+            raise BuildError(f"{shown}: {describe_exit(outcome, out, options.memory_limit)}")
         if not result.get("ok"):
-            raise BuildError(f"{shown}: {result.get('error', 'unknown error')}")
+            raise BuildError(f"{shown}: {describe_error(str(result.get('error')), options.memory_limit)}")
         return result
 
 

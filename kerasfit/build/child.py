@@ -1,9 +1,10 @@
 """The build child: import the user's file, build the model, lower a training step to HLO.
 
 Run as ``python -m kerasfit.build.child --file model.py --out result.json ...``; the
-parent (``kerasfit.build.runner``) owns the time limit. This is the only kerasfit
-module that imports TensorFlow or Keras. It writes one JSON object to ``--out``:
-``{"ok": true, ...}`` with the ops, or ``{"ok": false, "error": "<one line>"}``.
+parent (``kerasfit.build.api.run_child``, through ``kerasfit.build.sandbox``) owns the
+time and memory limits. This is the only kerasfit module that imports TensorFlow or Keras.
+It writes one JSON object to ``--out``: ``{"ok": true, ...}`` with the ops, or
+``{"ok": false, "error": "<one line>"}``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,22 @@ DEFAULT_BATCH = 128
 
 class ChildError(Exception):
     """A failure to report as one line (no traceback)."""
+
+
+_PHASE_FILE: Path | None = None
+
+
+def _phase(name: str) -> None:
+    """Say what the child is doing, so an exit without a result still has a reason.
+
+    User code can end the process with ``os._exit`` or a signal, skipping every handler;
+    the parent then reads the last phase written here ("tensorflow", "import", "build").
+    """
+    if _PHASE_FILE is not None:
+        try:
+            _PHASE_FILE.write_text(name)
+        except OSError:
+            pass
 
 
 def _one_line(text: str, limit: int = 300) -> str:
@@ -498,6 +515,7 @@ def run(opts) -> dict[str, Any]:
     result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
     if opts.legacy:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    _phase("tensorflow")
     try:
         import tensorflow as tf
     except ImportError as exc:
@@ -524,7 +542,9 @@ def run(opts) -> dict[str, Any]:
     result["tf_version"] = tf.__version__
     result["keras_version"] = getattr(keras, "__version__", "")
     t_import = time.perf_counter()
+    _phase("import")
     module = _import_user_module(path, sites)
+    _phase("build")
     description, thunk = _resolve_entry(module, opts.entry, sites)
     result["entry"] = description
     hlo = None
@@ -588,6 +608,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-outputs")
     p.add_argument("--dump-hlo")
     opts = p.parse_args(argv)
+    global _PHASE_FILE
+    _PHASE_FILE = Path(f"{opts.out}.phase")
     try:
         result = run(opts)
         code = 0

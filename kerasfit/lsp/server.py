@@ -38,6 +38,8 @@ from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
+from .framing import serve_stdio, serve_tcp
+from .guard import DEFAULT_LINT_TIMEOUT_MS, LintRunner, LintTimeout, notice
 
 log = logging.getLogger("kerasfit.lsp")
 
@@ -65,6 +67,7 @@ class Settings:
     debounce_ms: int = DEFAULT_DEBOUNCE_MS
     batch_size: int | None = None
     cores: int | None = None
+    lint_timeout_ms: int = DEFAULT_LINT_TIMEOUT_MS
     log_level: str = "warning"  # window/logMessage from this level up
 
     @classmethod
@@ -98,6 +101,7 @@ class Settings:
             debounce_ms=int(debounce) if isinstance(debounce, (int, float)) and debounce >= 0 else DEFAULT_DEBOUNCE_MS,
             batch_size=pos_int("batchsize"),
             cores=pos_int("cores"),
+            lint_timeout_ms=pos_int("linttimeoutms") or DEFAULT_LINT_TIMEOUT_MS,
             log_level=str(norm.get("loglevel", "warning")).lower(),
         )
 
@@ -121,6 +125,7 @@ class Linted:
     source: str
     result: FileResult
     lsp: list[dict[str, Any]]  # lsp_diagnostic dicts, parallel to result.diagnostics
+    notice: str | None = None  # why the document was not (fully) checked
     cells: CellsView | None = None  # a notebook's: the findings per cell
     warning: str | None = None  # a configuration error; checked with the last good settings
 
@@ -161,12 +166,12 @@ class _Protocol(LanguageServerProtocol):
     @lsp_method(types.EXIT)
     def lsp_exit(self, *args):
         server = self._server
+        server.exit_code = 0 if self._shutdown else 1  # the LSP exit status
         if not getattr(server, "tcp", False):
             return (yield from super().lsp_exit(*args))
         # Over TCP pygls would raise SystemExit inside the connection callback (a
         # traceback, and the listener stays up); stop the listener instead, and let
         # serve() exit with the LSP exit code.
-        server.exit_code = 0 if self._shutdown else 1
         if self.writer is not None:
             self.writer.close()
         server.shutdown()
@@ -190,15 +195,23 @@ class KerasfitServer(LanguageServer):
         self.uris: dict[str, str] = {}
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
+        self.lints = LintRunner()
         # per open document: re-parse only the top-level statements an edit touched
         self.parse_caches: dict[str, ParseCache] = {}
         self.reported_errors: set[str] = set()
         self.docs_cache: dict[str, str] = {}
-        self.lints = 0
+        self.lint_count = 0
         self.good_settings: dict[str, FileSettings] = {}
         self.tcp = False
         self.exit_code = 0
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        return self.lints.executor
+
+    async def run_guarded(self, uri: str, fn, *args) -> Any:
+        """``fn(*args)`` on the lint thread, within the lint time budget."""
+        return await self.lints.run(uri, self.settings.lint_timeout_ms / 1000, fn, *args)
 
     # ---- linting ----------------------------------------------------------------------
 
@@ -228,10 +241,24 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
+    def use_workspace_index(self) -> None:
+        """One project index per workspace folder, kept across checks: other files are
+        read lazily when a check asks about them, and re-read when they change on disk."""
+        from ..analysis.index import ProjectIndex, use_index
+
+        root = self.workspace.root_path or str(Path.cwd())
+        index = getattr(self, "_project_index", None)
+        if index is None or getattr(self, "_project_root", None) != root:
+            index = self._project_index = ProjectIndex([root])
+            self._project_root = root
+        use_index(index)
+
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        if not fix and not mentions_tensorflow(source.encode("utf-8", "surrogatepass")):
+        self.use_workspace_index()
+        data = source.encode("utf-8", "surrogatepass")
+        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
@@ -248,7 +275,9 @@ class KerasfitServer(LanguageServer):
         if source.startswith("\ufeff"):
             for d in diags:  # the engine does not count a BOM; the client does
                 _shift_bom(d)
-        return Linted(version, source, result, diags, warning=warning)
+        # a refusal (too deep to parse, a parse guard) is said on the document, not dropped
+        notice = f"kerasfit did not check this file: {result.error}" if result.error and not diags else None
+        return Linted(version, source, result, diags, notice, warning=warning)
 
     def file_settings(self, key: str, path: str) -> tuple[FileSettings, str | None]:
         """The document's settings, or, while the editor's settings or a config file are
@@ -277,18 +306,24 @@ class KerasfitServer(LanguageServer):
         cached = self.linted.get(uri)
         if cached is not None and cached.version == version and cached.source == source:
             return cached
-        loop = asyncio.get_running_loop()
         try:
-            linted = await loop.run_in_executor(self.executor, self.lint_now, uri, source, version)
+            if self.lints.held_back(uri):
+                raise LintTimeout(self.settings.lint_timeout_ms / 1000)
+            linted = await self.run_guarded(uri, self.lint_now, uri, source, version)
         except ConfigError as exc:
             self.config_error(str(exc))
             return None
+        except LintTimeout as exc:
+            log.warning("checking %s took longer than %g s; left unchecked", uri, exc.args[0])
+            linted = _unchecked(source, version, uri, f"kerasfit did not check this file: checking "
+                                f"took longer than {exc.args[0]:g} s")
         except RuntimeError:  # executor shut down: the server is exiting
             return None
         except Exception as exc:  # an internal error must not take the server down
             log.exception("linting %s failed", uri)
-            self.config_error(f"internal error while checking {uri}: {type(exc).__name__}: {exc}")
-            return None
+            one_line = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+            linted = _unchecked(source, version, uri, f"kerasfit could not check this file "
+                                f"(internal error): {one_line}")
         current = self.snapshot(uri)
         if current is None or current[0] != version or current[1] != source:
             return None  # stale: a newer change is (or will be) linted
@@ -387,12 +422,12 @@ class KerasfitServer(LanguageServer):
         """
         import gc
 
-        self.lints += 1
-        if self.lints == 1:
+        self.lint_count += 1
+        if self.lint_count == 1:
             gc.collect()
             gc.freeze()
         else:
-            gc.collect(2 if self.lints % FULL_COLLECT_EVERY == 0 else 1)
+            gc.collect(2 if self.lint_count % FULL_COLLECT_EVERY == 0 else 1)
 
     async def publish(self, uri: str) -> None:
         linted = await self.lint(uri)
@@ -417,7 +452,8 @@ class KerasfitServer(LanguageServer):
             types.PublishDiagnosticsParams(
                 uri=self.uris.get(uri, uri),
                 version=linted.version,
-                diagnostics=[_CONVERTER.structure(d, types.Diagnostic) for d in linted.lsp],
+                diagnostics=[_CONVERTER.structure(d, types.Diagnostic)
+                             for d in linted.lsp + ([notice(linted.notice)] if linted.notice else [])],
             )
         )
 
@@ -474,6 +510,10 @@ class KerasfitServer(LanguageServer):
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
+
+
+def _unchecked(source: str, version: int | None, uri: str, why: str) -> Linted:
+    return Linted(version, source, FileResult(to_fs_path(uri) or uri, error=why), [], why)
 
 
 _LEVELS = {"error": logging.ERROR, "warning": logging.WARNING, "info": logging.INFO, "debug": logging.DEBUG}
@@ -561,7 +601,7 @@ def print_debug_information(ls: KerasfitServer, *args: Any) -> str:
         f"kerasfit {__version__}, Python {platform.python_version()}, pygls {version('pygls')}, "
         f"lsprotocol {version('lsprotocol')}, libcst {version('libcst')}",
         f"settings: {dataclasses.asdict(ls.settings)}",
-        f"rules: {len(all_rules())}; lints so far: {ls.lints}",
+        f"rules: {len(all_rules())}; lints so far: {ls.lint_count}",
     ]
     for key in sorted(ls.uris):
         fs = ls.good_settings.get(key)
@@ -607,7 +647,7 @@ def shutdown(ls: KerasfitServer, params: None) -> None:
     for task in list(ls.pending.values()):
         task.cancel()
     ls.pending.clear()
-    ls.executor.shutdown(wait=False, cancel_futures=True)
+    ls.lints.shutdown()
 
 
 # ---- documents ------------------------------------------------------------------------
@@ -739,6 +779,8 @@ def _applied(source: str, fix: Fix) -> str | None:
 
     bom = source.startswith("\ufeff")
     body = source[1:] if bom else source
+    if not fix.matches(body):
+        return None  # offsets that miss the text they were made for: offer no edit
     new, chosen = apply_fixes(body, [fix])
     if not chosen:
         return None
@@ -787,7 +829,8 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                 continue
             diag = conv.structure(lsp_d, types.Diagnostic)
             fix = d.fix
-            if fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY:
+            body = linted.source[1:] if linted.source.startswith("\ufeff") else linted.source
+            if fix is not None and fix.edits and fix.applicability is not Applicability.DISPLAY and fix.matches(body):
                 action = types.CodeAction(
                     title=E.quickfix_title(d),
                     kind=types.CodeActionKind.QuickFix,
@@ -841,18 +884,20 @@ async def resolve_code_action(ls: KerasfitServer, action: types.CodeAction) -> t
     linted = await ls.lint(key)
     if linted is None or linted.version != data.get("version"):
         return action  # the document moved on: no edit rather than a wrong one
-    loop = asyncio.get_running_loop()
-    if what == "fixAll":
-        fixed = await loop.run_in_executor(ls.executor, lambda: ls.lint_now(key, linted.source, linted.version, fix=True))
-        new = fixed.result.fixed_source
-    else:
-        at = data.get("at")
-        if not isinstance(at, int) or not 0 <= at < len(linted.result.diagnostics):
-            return action
-        fix = linted.result.diagnostics[at].fix
-        if fix is None:
-            return action
-        new = await loop.run_in_executor(ls.executor, _applied, linted.source, fix)
+    try:
+        if what == "fixAll":
+            fixed = await ls.run_guarded(key, lambda: ls.lint_now(key, linted.source, linted.version, fix=True))
+            new = fixed.result.fixed_source
+        else:
+            at = data.get("at")
+            if not isinstance(at, int) or not 0 <= at < len(linted.result.diagnostics):
+                return action
+            fix = linted.result.diagnostics[at].fix
+            if fix is None:
+                return action
+            new = await ls.run_guarded(key, _applied, linted.source, fix)
+    except LintTimeout:
+        return action
     action.edit = ls.edit_to(key, linted, new)
     return action
 
@@ -944,7 +989,14 @@ def serve(tcp: str | None = None) -> None:
             print(f"kerasfit: error: --tcp wants HOST:PORT, got {tcp!r}", file=sys.stderr)
             sys.exit(2)
         server.tcp = True
-        server.start_tcp(host or "127.0.0.1", int(port))
-        sys.exit(server.exit_code)
+        serve_tcp(server, host or "127.0.0.1", int(port))
     else:
-        server.start_io()
+        serve_stdio(server)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # exit closes stdout
+            pass
+    # Not a normal interpreter exit: it would wait for a lint thread stuck in one
+    # document, or for the thread blocked reading stdin.
+    os._exit(server.exit_code)

@@ -15,13 +15,13 @@ from lsprotocol import types
 pytestmark = [pytest.mark.lsp, pytest.mark.asyncio]
 
 # The emoji before the call makes UTF-16 columns differ from character columns.
-BN = 'import tf_keras\nname = "😀"; bn = tf_keras.layers.BatchNormalization(fused=False)\n'
+BN = 'import tf_keras\nname = "😀"; bn = tf_keras.layers.BatchNormalization(fused=False)(tf_keras.layers.Conv2D(8, 3)(x))\n'
 TWO = (
     "import tf_keras\n"
     "from tf_keras import layers\n"
     "\n"
-    "a = layers.BatchNormalization(fused=False)\n"
-    "b = tf_keras.layers.BatchNormalization(axis=1, fused=False)\n"
+    "a = layers.BatchNormalization(fused=False)(layers.Conv2D(8, 3)(x))\n"
+    "b = tf_keras.layers.BatchNormalization(axis=1, fused=False)(layers.Conv2D(8, 3)(x))\n"
 )
 CLEAN = "import tf_keras\nbn = tf_keras.layers.BatchNormalization()\n"
 
@@ -124,7 +124,7 @@ async def test_only_quickfix_excludes_fix_all(client, tmp_path: Path):
 
 
 async def test_noqa_action_appends_and_extends(client, tmp_path: Path):
-    text = TWO.replace("axis=1, fused=False)\n", "axis=1, fused=False)  # noqa: E501\n")
+    text = TWO.replace("(8, 3)(x))\n", "(8, 3)(x))  # noqa: E501\n")
     doc = Doc(client, tmp_path / "model.py", text)
     diags = await doc.diagnostics(lambda ds: len(ds) == 2)
     for d in diags:
@@ -132,8 +132,8 @@ async def test_noqa_action_appends_and_extends(client, tmp_path: Path):
         noqa = next(a for a in actions if a.title == "Disable KF101 for this line")
         doc.apply(noqa.edit)
     lines = doc.text.splitlines()
-    assert lines[3] == "a = layers.BatchNormalization(fused=False)  # noqa: KF101"
-    assert lines[4].endswith("fused=False)  # noqa: E501, KF101")
+    assert lines[3] == "a = layers.BatchNormalization(fused=False)(layers.Conv2D(8, 3)(x))  # noqa: E501, KF101"
+    assert lines[4].endswith("(8, 3)(x))  # noqa: E501, KF101")
     await doc.diagnostics(lambda ds: not ds)
 
 
@@ -274,7 +274,7 @@ MIXED = (
     "\n"
     "x = layers.Conv2D(30, 3, padding='same')(x)\n"
     "d = layers.Dense(64, kernel_regularizer=regularizers.l2(1e-4))\n"
-    "b = layers.BatchNormalization(fused=False)\n"
+    "b = layers.BatchNormalization(fused=False)(layers.Conv2D(8, 3)(x))\n"
 )
 
 

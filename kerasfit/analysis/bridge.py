@@ -1,0 +1,131 @@
+"""From a libcst call site in the checked file to the ast-level analyses of the index."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .flow import TOP, Layer, built_layer, may_return_layer
+
+
+def _dotted(node: cst.BaseExpression) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def built_layer_at(ctx, call: cst.Call) -> Layer | None:
+    cache = ctx.__dict__.setdefault("_built_layers", {})
+    hit = cache.get(id(call))
+    if hit is not None and hit[0] is call:
+        return hit[1]
+    out = _built_layer(ctx, call)
+    cache[id(call)] = (call, out)
+    return out
+
+
+def _built_layer(ctx, call: cst.Call) -> Layer | None:
+    dotted = _dotted(call.func)
+    if dotted is None or ctx.call_name(call) is not None:
+        return None
+    head = dotted.split(".")[0]
+    b = ctx.lookup(head)
+    # a module-level def or an import; anything bound locally is not followed
+    if b is not None and b.kind not in ("def", "import"):
+        return None
+    if b is None and head not in ctx.imports:
+        return None
+    if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef) and not _cst_may_return_layer(b.node):
+        return None  # decided without parsing the file again
+    facts = _facts(ctx)
+    if facts is None:
+        return None
+    # only a name that leads to a project function is worth interpreting
+    known = ctx.__dict__.setdefault("_factory_callees", {})
+    if dotted not in known:
+        sym = ctx.project.local(facts, dotted)
+        known[dotted] = sym is not None and sym.kind == "function"
+    if not known[dotted]:
+        return None
+    sym = ctx.project.local(facts, dotted)
+    if sym is None or sym.node is None or not may_return_layer(sym.node):
+        return None
+    args: list = []
+    kwargs: dict = {}
+    for a in call.args:
+        if a.star:
+            if a.star == "*":
+                return None  # positions unknown
+            kwargs["**"] = TOP
+            continue
+        v = _arg_value(ctx, a.value)
+        if a.keyword is not None:
+            kwargs[a.keyword.value] = v
+        else:
+            args.append(v)
+    return built_layer(ctx.project, facts, dotted, args, kwargs)
+
+
+def _facts(ctx):
+    """The checked file's own index facts (its source parsed once with ``ast``)."""
+    d = ctx.__dict__
+    if "_index_facts" not in d:
+        d["_index_facts"] = ctx.project.facts(ctx.filename or "<string>", source=ctx.source)
+    return d["_index_facts"]
+
+
+def _arg_value(ctx, expr: cst.BaseExpression):
+    # a parameter of the caller stays unknown here: folding it through every call
+    # site of the caller costs more than a factory summary is worth
+    if isinstance(expr, cst.Name):
+        b = ctx.lookup(expr.value)
+        if b is None or b.kind == "param":
+            return TOP
+    vals = ctx.possible_values(expr)
+    return vals if vals is not None else TOP
+
+
+def _cst_may_return_layer(fn: cst.FunctionDef) -> bool:
+    cache = _CST_MAY_RETURN
+    hit = cache.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    answer = _cst_scan(fn)
+    if len(cache) > 10_000:
+        cache.clear()
+    cache[id(fn)] = (fn, answer)
+    return answer
+
+
+_CST_MAY_RETURN: dict[int, tuple[cst.FunctionDef, bool]] = {}
+
+
+def _cst_scan(fn: cst.FunctionDef) -> bool:
+    """``flow.may_return_layer`` on the libcst tree: some ``return`` hands back a call
+    that is not a layer application, a conditional or a name (same cheap filter)."""
+    stack: list = [fn.body]
+    while stack:
+        block = stack.pop()
+        for stmt in getattr(block, "body", ()):
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Return) and small.value is not None:
+                        v = small.value
+                        if isinstance(v, cst.Call) and not isinstance(v.func, cst.Call):
+                            return True
+                        if isinstance(v, (cst.Name, cst.IfExp, cst.Attribute)):
+                            return True
+            elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            else:
+                for name in ("body", "orelse", "finalbody"):
+                    sub = getattr(stmt, name, None)
+                    if sub is not None:
+                        stack.append(sub.body if isinstance(sub, (cst.Else, cst.Finally)) else sub)
+                for h in getattr(stmt, "handlers", ()) or ():
+                    stack.append(h.body)
+    return False

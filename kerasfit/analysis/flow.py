@@ -1,0 +1,490 @@
+"""What a call of a project function builds: a may-analysis over its body.
+
+``built_layer(index, facts, func_dotted, args, kwargs)`` interprets the function a call
+site names (in the same file or, through the :class:`~.index.ProjectIndex`, in another
+file of the tree) with the call's argument values bound to its parameters, and answers
+the *first* framework layer the returned object applies (following returns through
+helper factories, ``compose(...)`` and ``Sequential([...])``) with every argument as a
+set of possible values.
+
+Values are sets: an ``if`` whose test is not known joins both branches, ``a if c else b``
+is both unless ``c`` folds. Unknown is :data:`TOP`. Keyword dicts are tracked through
+``d = {...}``, ``d[k] = v``, ``d.update(kwargs)``, ``kwargs.get(k)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .index import ModuleFacts, ProjectIndex
+
+
+class _Top:
+    def __repr__(self) -> str:
+        return "TOP"
+
+
+TOP: Any = _Top()
+_MAX_SET = 16
+_MAX_DEPTH = 6
+_MAX_STEPS = 120  # statements interpreted per call site: factories are short
+
+
+@dataclass(frozen=True)
+class Layer:
+    """A framework layer/op call reached through factories.
+
+    ``name`` is the raw dotted framework name (``tensorflow.keras.layers.Conv2D``);
+    ``args`` / ``kwargs`` hold value sets (frozensets) or TOP; ``via`` the factory
+    functions traversed, outermost first."""
+
+    name: str
+    args: tuple
+    kwargs: dict = field(hash=False)
+    via: tuple[str, ...] = ()
+
+    def arg(self, keyword: str, position: int | None, default: Any = TOP) -> Any:
+        if keyword in self.kwargs:
+            return self.kwargs[keyword]
+        if position is not None and position < len(self.args):
+            return self.args[position]
+        return default
+
+
+@dataclass
+class _Dict:
+    items: dict
+    open: bool = False  # may hold keys we do not know
+
+
+def consts(*values: Any) -> frozenset:
+    return frozenset(values)
+
+
+def _join(a: Any, b: Any) -> Any:
+    if a is TOP or b is TOP:
+        return TOP
+    if isinstance(a, frozenset) and isinstance(b, frozenset):
+        u = a | b
+        return u if len(u) <= _MAX_SET else TOP
+    if isinstance(a, _Dict) and isinstance(b, _Dict):
+        keys = set(a.items) | set(b.items)
+        return _Dict({k: _join(a.items.get(k, TOP), b.items.get(k, TOP)) for k in keys}, a.open or b.open)
+    if a is b or a == b:
+        return a
+    return TOP
+
+
+_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+        ast.Div: operator.truediv, ast.Mod: operator.mod}
+_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
+        ast.LtE: operator.le, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+        ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_COMPOSERS = {"compose"}  # function composition helpers: the first function applies first
+
+
+def _pairwise(op, a: Any, b: Any) -> Any:
+    if not (isinstance(a, frozenset) and isinstance(b, frozenset)) or len(a) * len(b) > _MAX_SET:
+        return TOP
+    out = set()
+    for x in a:
+        for y in b:
+            try:
+                out.add(op(x, y))
+            except Exception:
+                return TOP
+    return frozenset(out)
+
+
+class Interpreter:
+    def __init__(self, index: ProjectIndex) -> None:
+        self.index = index
+        self.steps = 0
+
+    # ---- entry ---------------------------------------------------------------------
+    def call(self, facts: ModuleFacts, dotted: str, args: list, kwargs: dict, depth: int = 0, via: tuple = ()) -> Any:
+        """Value of calling ``dotted`` (as written in ``facts``' module) with abstract args."""
+        if depth > _MAX_DEPTH:
+            return TOP
+        sym = self.index.local(facts, dotted)
+        if sym is None:
+            return TOP
+        if sym.kind == "framework":
+            return Layer(sym.raw, tuple(args), dict(kwargs), via)
+        if sym.node is None or sym.facts is None:
+            return TOP
+        return self.run(sym.facts, sym.node, args, kwargs, depth + 1, via + (sym.node.name,))
+
+    def run(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list, kwargs: dict, depth: int, via: tuple) -> Any:
+        env = self._bind(facts, fn, args, kwargs)
+        if env is None:
+            return TOP
+        state = _Frame(facts, env, depth, via)
+        self._block(fn.body, state)
+        result: Any = None
+        for r in state.returns:
+            result = r if result is None else _join(result, r)
+        return TOP if result is None else result
+
+    def _bind(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list, kwargs: dict) -> dict | None:
+        a = fn.args
+        env: dict[str, Any] = {}
+        params = [*a.posonlyargs, *a.args]
+        defaults = [None] * (len(params) - len(a.defaults)) + list(a.defaults)
+        rest = list(args)
+        kw = dict(kwargs)
+        for p, d in zip(params, defaults):
+            if rest:
+                env[p.arg] = rest.pop(0)
+            elif p.arg in kw:
+                env[p.arg] = kw.pop(p.arg)
+            elif d is not None:
+                env[p.arg] = self._expr(d, _Frame(facts, {}, 0, ()))
+            else:
+                env[p.arg] = TOP
+        if a.vararg is not None:
+            env[a.vararg.arg] = tuple(rest)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            if p.arg in kw:
+                env[p.arg] = kw.pop(p.arg)
+            else:
+                env[p.arg] = self._expr(d, _Frame(facts, {}, 0, ())) if d is not None else TOP
+        if a.kwarg is not None:
+            env[a.kwarg.arg] = _Dict(kw, kwargs.get("**") is TOP)
+        return env
+
+    # ---- statements --------------------------------------------------------------------
+    def _block(self, body: list[ast.stmt], st: _Frame) -> None:
+        for stmt in body:
+            if st.done:
+                return
+            self._stmt(stmt, st)
+
+    def _stmt(self, s: ast.stmt, st: _Frame) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:  # a model builder, not a factory: give up early
+            st.returns.append(TOP)
+            st.done = True
+            return
+        if isinstance(s, ast.Return):
+            st.returns.append(self._expr(s.value, st) if s.value is not None else consts(None))
+            st.done = True
+        elif isinstance(s, ast.Assign):
+            v = self._expr(s.value, st)
+            for t in s.targets:
+                if isinstance(t, ast.Name):
+                    st.env[t.id] = v
+                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                    d = st.env.get(t.value.id)
+                    key = self._expr(t.slice, st)
+                    if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
+                        d.items[next(iter(key))] = v
+                    elif isinstance(d, _Dict):
+                        d.open = True
+                else:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            st.env[n.id] = TOP
+        elif isinstance(s, (ast.AugAssign, ast.AnnAssign)) and isinstance(s.target, ast.Name):
+            st.env[s.target.id] = TOP if isinstance(s, ast.AugAssign) or s.value is None else self._expr(s.value, st)
+        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
+            self._effect(s.value, st)
+        elif isinstance(s, ast.If):
+            test = self._expr(s.test, st)
+            truth = _truth(test)
+            if truth is True:
+                self._block(s.body, st)
+            elif truth is False:
+                self._block(s.orelse, st)
+            else:
+                a, b = st.fork(), st.fork()
+                self._block(s.body, a)
+                self._block(s.orelse, b)
+                st.merge(a, b)
+        elif isinstance(s, (ast.For, ast.While, ast.With, ast.Try)):
+            # bodies are not iterated: what they bind is unknown afterwards
+            for n in _statements([s]):
+                targets: list = []
+                if isinstance(n, ast.Assign):
+                    targets = n.targets
+                elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                    targets = [n.target]
+                elif isinstance(n, ast.With):
+                    targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+                elif isinstance(n, ast.Return):
+                    st.returns.append(TOP)
+                for t in targets:
+                    for name in ast.walk(t):
+                        if isinstance(name, ast.Name):
+                            st.env[name.id] = TOP
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            st.env[s.name] = TOP
+
+    def _effect(self, call: ast.Call, st: _Frame) -> None:
+        f = call.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            d = st.env.get(f.value.id)
+            if isinstance(d, _Dict):
+                if f.attr == "update" and len(call.args) == 1 and not call.keywords:
+                    other = self._expr(call.args[0], st)
+                    if isinstance(other, _Dict):
+                        d.items.update(other.items)
+                        d.open = d.open or other.open
+                    else:
+                        d.open = True
+                elif f.attr == "update":
+                    for k in call.keywords:
+                        if k.arg is not None:
+                            d.items[k.arg] = self._expr(k.value, st)
+                        else:
+                            d.open = True
+                elif f.attr in ("pop", "setdefault", "clear", "popitem"):
+                    d.open = True
+
+    # ---- expressions -----------------------------------------------------------------
+    def _expr(self, e: ast.expr | None, st: _Frame) -> Any:
+        if e is None:
+            return TOP
+        if isinstance(e, ast.Constant):
+            try:
+                return consts(e.value)
+            except TypeError:
+                return TOP
+        if isinstance(e, ast.Name):
+            if e.id in st.env:
+                return st.env[e.id]
+            value = st.facts.consts.get(e.id)
+            if value is not None and st.const_depth < 4:
+                st.const_depth += 1
+                try:
+                    return self._expr(value, _Frame(st.facts, {}, st.depth, st.via, st.const_depth))
+                finally:
+                    st.const_depth -= 1
+            return TOP
+        if isinstance(e, (ast.Tuple, ast.List)):
+            parts = [self._expr(x, st) for x in e.elts]
+            if all(isinstance(p, frozenset) and len(p) == 1 for p in parts):
+                try:
+                    return consts(tuple(next(iter(p)) for p in parts))
+                except TypeError:
+                    return TOP
+            return tuple(parts) if isinstance(e, ast.Tuple) else list(parts)
+        if isinstance(e, ast.Dict):
+            items: dict = {}
+            open_ = False
+            for k, v in zip(e.keys, e.values):
+                if k is None:
+                    other = self._expr(v, st)
+                    if isinstance(other, _Dict):
+                        items.update(other.items)
+                        open_ = open_ or other.open
+                    else:
+                        open_ = True
+                    continue
+                key = self._expr(k, st)
+                if isinstance(key, frozenset) and len(key) == 1:
+                    items[next(iter(key))] = self._expr(v, st)
+                else:
+                    open_ = True
+            return _Dict(items, open_)
+        if isinstance(e, ast.IfExp):
+            truth = _truth(self._expr(e.test, st))
+            if truth is True:
+                return self._expr(e.body, st)
+            if truth is False:
+                return self._expr(e.orelse, st)
+            return _join(self._expr(e.body, st), self._expr(e.orelse, st))
+        if isinstance(e, ast.Compare) and len(e.ops) == 1:
+            op = _CMP.get(type(e.ops[0]))
+            if op is None:
+                return TOP
+            return _pairwise(op, self._expr(e.left, st), self._expr(e.comparators[0], st))
+        if isinstance(e, ast.BinOp):
+            op = _BIN.get(type(e.op))
+            return _pairwise(op, self._expr(e.left, st), self._expr(e.right, st)) if op else TOP
+        if isinstance(e, ast.UnaryOp):
+            v = self._expr(e.operand, st)
+            if isinstance(e.op, ast.Not):
+                t = _truth(v)
+                return TOP if t is None else consts(not t)
+            if isinstance(e.op, ast.USub) and isinstance(v, frozenset):
+                return _pairwise(operator.mul, v, consts(-1))
+            return TOP
+        if isinstance(e, ast.BoolOp):
+            vals = [_truth(self._expr(x, st)) for x in e.values]
+            if isinstance(e.op, ast.And):
+                if any(v is False for v in vals):
+                    return consts(False)
+                return consts(True) if all(v is True for v in vals) else TOP
+            if any(v is True for v in vals):
+                return consts(True)
+            return consts(False) if all(v is False for v in vals) else TOP
+        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
+            d = st.env.get(e.value.id)
+            key = self._expr(e.slice, st)
+            if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
+                return d.items.get(next(iter(key)), TOP)
+            return TOP
+        if isinstance(e, ast.Call):
+            return self._call(e, st)
+        return TOP
+
+    def _call(self, e: ast.Call, st: _Frame) -> Any:
+        f = e.func
+        # dict.get on a tracked keyword dict
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr == "get":
+            d = st.env.get(f.value.id)
+            if isinstance(d, _Dict) and e.args:
+                key = self._expr(e.args[0], st)
+                default = self._expr(e.args[1], st) if len(e.args) > 1 else consts(None)
+                if isinstance(key, frozenset) and len(key) == 1:
+                    k = next(iter(key))
+                    if k in d.items:
+                        return d.items[k]
+                    return _join(default, TOP) if d.open else default
+                return TOP
+        dotted = _dotted(f)
+        if dotted is None:
+            return TOP
+        if dotted in st.env:
+            return TOP  # a local callable: not followed
+        args: list = []
+        for a in e.args:
+            if isinstance(a, ast.Starred):
+                v = self._expr(a.value, st)
+                if isinstance(v, tuple):
+                    args.extend(v)
+                    continue
+                return self._unknown_call(dotted, st)
+            args.append(self._expr(a, st))
+        kwargs: dict = {}
+        for k in e.keywords:
+            if k.arg is None:
+                v = self._expr(k.value, st)
+                if isinstance(v, _Dict):
+                    kwargs.update(v.items)
+                    if v.open:
+                        kwargs["**"] = TOP
+                else:
+                    kwargs["**"] = TOP
+            else:
+                kwargs[k.arg] = self._expr(k.value, st)
+        last = dotted.rsplit(".", 1)[-1]
+        if last in _COMPOSERS or last == "Sequential":
+            first = args[0] if args else TOP
+            if last == "Sequential" and isinstance(first, list):
+                first = first[0] if first else TOP
+            return first if isinstance(first, Layer) else TOP
+        return self.call(st.facts, dotted, args, kwargs, st.depth, st.via)
+
+    def _unknown_call(self, dotted: str, st: _Frame) -> Any:
+        return TOP
+
+
+class _Frame:
+    def __init__(self, facts: ModuleFacts, env: dict, depth: int, via: tuple, const_depth: int = 0) -> None:
+        self.facts = facts
+        self.env = env
+        self.depth = depth
+        self.via = via
+        self.const_depth = const_depth
+        self.returns: list = []
+        self.done = False
+
+    def fork(self) -> _Frame:
+        env = {k: (_Dict(dict(v.items), v.open) if isinstance(v, _Dict) else v) for k, v in self.env.items()}
+        return _Frame(self.facts, env, self.depth, self.via, self.const_depth)
+
+    def merge(self, a: _Frame, b: _Frame) -> None:
+        self.returns.extend(a.returns)
+        self.returns.extend(b.returns)
+        live = [x for x in (a, b) if not x.done]
+        if not live:
+            self.done = True
+            return
+        if len(live) == 1:
+            self.env = live[0].env
+            return
+        keys = set(a.env) | set(b.env)
+        self.env = {k: _join(a.env.get(k, TOP), b.env.get(k, TOP)) for k in keys}
+
+
+def _truth(v: Any) -> bool | None:
+    if isinstance(v, frozenset) and v:
+        ts = {bool(x) for x in v}
+        if len(ts) == 1:
+            return ts.pop()
+    return None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+_MAY_RETURN: dict[int, tuple[ast.AST, bool]] = {}
+
+
+def _statements(body: list[ast.stmt]):
+    """Statements of a function body, nested blocks included, nested defs excluded
+    (cheaper than ``ast.walk``, which also visits every expression node)."""
+    for s in body:
+        yield s
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            sub = getattr(s, name, None)
+            if isinstance(sub, list):
+                yield from _statements(sub)
+        for h in getattr(s, "handlers", ()) or ():
+            yield from _statements(h.body)
+
+
+def may_return_layer(fn: ast.FunctionDef) -> bool:
+    """Cheap syntactic filter: a function whose every return applies a layer to a
+    tensor (``return Activation("relu")(x)``) or returns a constant builds no layer
+    object for its caller, so it is never interpreted."""
+    hit = _MAY_RETURN.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    answer = False
+    # what each local name is assigned: a layer application (f(..)(x)) is a tensor
+    tensors: dict[str, bool] = {}
+    stmts = list(_statements(fn.body))
+    for n in stmts:
+        if isinstance(n, ast.Assign):
+            applied = isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Call)
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    tensors[t.id] = tensors.get(t.id, True) and applied
+    for n in stmts:
+        if isinstance(n, ast.Return) and n.value is not None:
+            v = n.value
+            if isinstance(v, ast.Call) and not isinstance(v.func, ast.Call):
+                answer = True
+            elif isinstance(v, ast.Name):
+                answer = not tensors.get(v.id, True) if v.id in tensors else False
+            elif isinstance(v, (ast.IfExp, ast.Attribute)):
+                answer = True
+        if answer:
+            break
+    if len(_MAY_RETURN) > 10_000:
+        _MAY_RETURN.clear()
+    _MAY_RETURN[id(fn)] = (fn, answer)
+    return answer
+
+
+def built_layer(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list, kwargs: dict) -> Layer | None:
+    """The first framework layer a call of project function ``dotted`` builds, or None."""
+    v = Interpreter(index).call(facts, dotted, args, kwargs)
+    return v if isinstance(v, Layer) and v.via else None

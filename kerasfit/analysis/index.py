@@ -1,0 +1,329 @@
+"""The project index: what a file can know about the other files of its tree.
+
+Lazy by construction: nothing is read until a question needs another file, and each
+file is read and parsed (with CPython's ``ast``, ~10x cheaper than libcst) at most once
+per content hash. Module paths resolve the way Python would from the asking file: a
+relative import against its package directory, an absolute one against each of its
+ancestor directories (the project root is one of them).
+
+Public API (stable; other branches build on it):
+
+- :class:`ProjectIndex` — ``ProjectIndex(roots=())``; ``roots`` are the paths a check was
+  given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`.
+  - ``facts(path) -> ModuleFacts | None``: imports, functions, module constants of a file.
+  - ``resolve(from_path, raw_dotted) -> Symbol | None``: what an imported dotted name is —
+    a framework name (following project modules that re-export ``keras`` / ``layers`` /
+    ``tf``) or a project function (following re-exports).
+  - ``reached_from_model(path, function_name) -> bool``: whether a function is called,
+    directly or through project helpers in any file of the roots, from model-building or
+    training code (Keras layers/models, ``model_fn``, a ``Layer.call``, a train step).
+  - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
+    while answering questions for ``path``; a cached result of ``path`` is valid while
+    they are unchanged.
+- :func:`current_index` / :func:`use_index` — the index of the running check (the CLI sets
+  one per tree; the language server one per workspace folder). ``current_index()`` never
+  returns None: without a tree it is an index rooted nowhere that still resolves imports
+  from the file system.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, NamedTuple
+
+from .names import star_names
+
+FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
+_MAX_DEPTH = 6
+
+
+@dataclass
+class ModuleFacts:
+    """The statement-level facts of one file (module level only)."""
+
+    path: str
+    digest: str
+    tree: ast.Module
+    # local name -> raw dotted target; relative imports keep their dots (".compat.layers")
+    imports: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    # NAME = <expr> bound exactly once at module level
+    consts: dict[str, ast.expr] = field(default_factory=dict)
+    star_modules: list[str] = field(default_factory=list)
+
+
+class Symbol(NamedTuple):
+    """What a dotted name refers to: ``kind`` is 'framework' (``raw`` is a raw dotted
+    framework name such as ``tensorflow.keras.layers.Conv2D``) or 'function' (``facts``
+    holds ``node``)."""
+
+    kind: str
+    raw: str
+    facts: ModuleFacts | None = None
+    node: ast.FunctionDef | None = None
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def file_digest(path: str | os.PathLike) -> str | None:
+    """Content hash of a file as the index records it (None when unreadable)."""
+    try:
+        return _digest(Path(path).read_bytes())
+    except OSError:
+        return None
+
+
+def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
+    """Facts of one file's source; None when it does not parse."""
+    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    facts = ModuleFacts(path, _digest(data), tree)
+    counts: dict[str, int] = {}
+    for stmt in _module_statements(tree.body):
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    facts.imports[a.asname] = a.name
+                else:
+                    top = a.name.split(".")[0]
+                    facts.imports.setdefault(top, top)
+        elif isinstance(stmt, ast.ImportFrom):
+            mod = "." * stmt.level + (stmt.module or "")
+            for a in stmt.names:
+                if a.name == "*":
+                    facts.star_modules.append(mod)
+                    continue
+                sep = "" if mod.endswith(".") else "."
+                facts.imports[a.asname or a.name] = f"{mod}{sep}{a.name}"
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            facts.functions[stmt.name] = stmt  # type: ignore[assignment]
+        elif isinstance(stmt, ast.ClassDef):
+            facts.classes[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign):
+            for t in stmt.targets:
+                if isinstance(t, ast.Name):
+                    counts[t.id] = counts.get(t.id, 0) + 1
+                    facts.consts[t.id] = stmt.value
+    for name, n in counts.items():
+        if n != 1:
+            facts.consts.pop(name, None)
+    return facts
+
+
+def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
+    """Module-level statements, looking inside ``if``/``try`` (version-dependent imports)."""
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.Try)):
+            yield from _module_statements(stmt.body)
+            for h in getattr(stmt, "handlers", ()):
+                yield from _module_statements(h.body)
+            yield from _module_statements(stmt.orelse)
+        else:
+            yield stmt
+
+
+class ProjectIndex:
+    """See the module docstring."""
+
+    def __init__(self, roots: Iterable[str | os.PathLike] = ()) -> None:
+        self.roots = [Path(r).resolve() for r in roots]
+        self._facts: dict[str, tuple[tuple[int, int], ModuleFacts | None]] = {}
+        self._by_digest: dict[str, ModuleFacts] = {}
+        self._module_files: dict[tuple[str, str], str | None] = {}
+        self._deps: dict[str, dict[str, str]] = {}
+        self._asking: str | None = None
+        self._reach: dict[tuple[str, str], bool] | None = None
+
+    # ---- files ---------------------------------------------------------------
+    def facts(self, path: str | os.PathLike, source: str | bytes | None = None) -> ModuleFacts | None:
+        """Facts of ``path`` (read from disk unless ``source`` is given)."""
+        key = os.path.abspath(path)
+        if source is not None:
+            # the text being checked (maybe unsaved): not kept, the caller holds it
+            return build_facts(key, source)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._facts.get(key)
+        if hit is None or hit[0] != stamp:
+            try:
+                data = Path(key).read_bytes()
+            except OSError:
+                return None
+            d = _digest(data)
+            f = self._by_digest.get(d)
+            if f is None or f.path != key:
+                f = build_facts(key, data)
+                if f is not None:
+                    self._by_digest[d] = f
+            hit = (stamp, f)
+            self._facts[key] = hit
+        f = hit[1]
+        if f is not None and self._asking is not None and key != self._asking:
+            self._deps.setdefault(self._asking, {})[key] = f.digest
+        return f
+
+    def asking(self, path: str | None) -> None:
+        """Record files consulted from now on as dependencies of ``path``."""
+        self._asking = os.path.abspath(path) if path else None
+
+    def deps_of(self, path: str | os.PathLike) -> dict[str, str]:
+        return dict(self._deps.get(os.path.abspath(path), {}))
+
+    def module_file(self, from_path: str, module: str) -> str | None:
+        """The file of ``module`` (dotted, maybe relative) as imported from ``from_path``."""
+        key = (os.path.dirname(os.path.abspath(from_path)), module)
+        if key in self._module_files:
+            return self._module_files[key]
+        found = self._find_module(key[0], module)
+        self._module_files[key] = found
+        return found
+
+    @staticmethod
+    def _find_module(directory: str, module: str) -> str | None:
+        level = len(module) - len(module.lstrip("."))
+        parts = [p for p in module.lstrip(".").split(".") if p]
+        if level:
+            base = directory
+            for _ in range(level - 1):
+                base = os.path.dirname(base)
+            bases = [base]
+        else:
+            if not parts or parts[0] in FRAMEWORK_ROOTS:
+                return None
+            bases, d = [], directory
+            for _ in range(8):  # the project root is a few levels up at most
+                bases.append(d)
+                up = os.path.dirname(d)
+                if up == d:
+                    break
+                d = up
+        for base in bases:
+            stem = os.path.join(base, *parts) if parts else base
+            for cand in (stem + ".py", os.path.join(stem, "__init__.py")):
+                if os.path.isfile(cand):
+                    return cand
+        return None
+
+    # ---- names -----------------------------------------------------------------
+    def resolve(self, from_path: str, raw: str, _depth: int = 0) -> Symbol | None:
+        """What the raw dotted name ``raw`` (as imported in ``from_path``) refers to."""
+        if _depth > _MAX_DEPTH or not raw:
+            return None
+        head = raw.lstrip(".").split(".")[0]
+        if not raw.startswith(".") and head in FRAMEWORK_ROOTS:
+            return Symbol("framework", raw)
+        level = len(raw) - len(raw.lstrip("."))
+        parts = raw.lstrip(".").split(".")
+        for i in range(len(parts) - 1, -1, -1):
+            module = "." * level + ".".join(parts[:i])
+            if not module.strip("."):
+                if not level:
+                    continue
+            file = self.module_file(from_path, module)
+            if file is None:
+                continue
+            facts = self.facts(file)
+            if facts is None:
+                return None
+            rest = parts[i:]
+            if not rest:
+                return None
+            return self._member(facts, rest, _depth)
+        return None
+
+    def _member(self, facts: ModuleFacts, rest: list[str], depth: int) -> Symbol | None:
+        name, tail = rest[0], rest[1:]
+        if name in facts.functions and not tail:
+            return Symbol("function", f"{facts.path}:{name}", facts, facts.functions[name])
+        target = facts.imports.get(name)
+        if target is not None:
+            return self.resolve(facts.path, ".".join([target, *tail]), depth + 1)
+        value = facts.consts.get(name)
+        if value is not None:
+            dotted = _dotted(value)
+            if dotted is not None and dotted.split(".")[0] != name:
+                return self.local(facts, ".".join([dotted, *tail]), depth + 1)
+        for mod in facts.star_modules:
+            exported = star_names(mod)
+            if exported is not None and name in exported:
+                return Symbol("framework", ".".join([mod, name, *tail]))
+        return None
+
+    def local(self, facts: ModuleFacts, dotted: str, _depth: int = 0) -> Symbol | None:
+        """What ``dotted`` written at module level of ``facts`` refers to."""
+        if _depth > _MAX_DEPTH:
+            return None
+        head, _, tail = dotted.partition(".")
+        if head in facts.functions and not tail:
+            return Symbol("function", f"{facts.path}:{head}", facts, facts.functions[head])
+        return self._member(facts, dotted.split("."), _depth)
+
+    def imports_framework(self, path: str | os.PathLike, data: str | bytes) -> bool:
+        """True when a file that never spells tensorflow/keras imports them through a
+        project module (``from .compat import layers``): the prefilter's second chance."""
+        facts = self.facts(path, source=data)
+        if facts is None:
+            return False
+        for raw in facts.imports.values():
+            sym = self.resolve(str(path), raw)
+            if sym is not None and sym.kind == "framework":
+                return True
+        return False
+
+    # ---- reach -------------------------------------------------------------------
+    def reached_from_model(self, path: str | os.PathLike, function_name: str) -> bool:
+        """True when ``function_name`` of ``path`` is called (through project helpers,
+        across the files under the roots) from model-building or training code."""
+        if self._reach is None:
+            self._reach = self._compute_reach()
+        return self._reach.get((os.path.abspath(path), function_name), False)
+
+    def _compute_reach(self) -> dict[tuple[str, str], bool]:
+        from .reach import compute_reach
+
+        files: list[str] = []
+        for r in self.roots:
+            if r.is_file():
+                files.append(str(r))
+            elif r.is_dir():
+                files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
+        return compute_reach(self, files)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+_CURRENT: ProjectIndex | None = None
+
+
+def current_index() -> ProjectIndex:
+    global _CURRENT
+    if _CURRENT is None:
+        _CURRENT = ProjectIndex()
+    return _CURRENT
+
+
+def use_index(index: ProjectIndex | None) -> None:
+    global _CURRENT
+    _CURRENT = index

@@ -1,0 +1,188 @@
+"""Which functions of a file run on the host, never on the accelerator.
+
+A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``) and a
+``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
+placeholders of an exported graph; a ``main`` that drives training and a function
+that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it calls
+``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code. Their TF ops are real, but no accelerator executes them, so rules about the
+accelerator's layout must not report there.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from ..context import FileContext
+
+# Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
+_HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
+_HOST_FN_KEYWORDS = frozenset({"serving_input_receiver_fn", "serving_input_fn", "metric_fn"})
+_HOST_NAME = re.compile(r"(^|_)(metric_fn|metrics_fn|serving_input_fn|serving_input_receiver_fn|host_call_fn|host_call)$")
+# Calls that only a serving-input function makes.
+_SERVING_PREFIXES = ("tf.estimator.export.",)
+
+
+def host_functions(ctx: FileContext) -> frozenset[int]:
+    """ids of the functions and lambdas of ``ctx``'s file that run on the host."""
+    idx = ctx.index
+    host: set[int] = set()
+
+    def mark(expr: cst.BaseExpression | None, scopes) -> None:
+        if isinstance(expr, cst.Lambda):
+            host.add(id(expr))
+        elif isinstance(expr, (cst.Name, cst.Attribute)):
+            fn = ctx.function_defined_as(expr, scopes)
+            if fn is not None:
+                host.add(id(fn))
+
+    for call, scopes in idx.calls:
+        for a in call.args:
+            if a.keyword is None:
+                continue
+            kw = a.keyword.value
+            if kw in _HOST_PAIR_KEYWORDS and isinstance(a.value, (cst.Tuple, cst.List)) and a.value.elements:
+                mark(a.value.elements[0].value, scopes)
+            elif kw in _HOST_FN_KEYWORDS:
+                mark(a.value, scopes)
+        name = ctx.call_name_anywhere(call)
+        if name is not None and name.startswith(_SERVING_PREFIXES):
+            owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            if owner is not None:
+                host.add(id(owner))
+    for f in idx.functions:
+        if isinstance(f, cst.FunctionDef) and _HOST_NAME.search(f.name.value):
+            host.add(id(f))
+    host |= _drivers(ctx)
+    if _augmentation_file(ctx):
+        host |= {id(f) for f in idx.functions if ctx.function_role(f) != "model"}
+    # `.numpy()` only works eagerly, on the host: a function calling it is host code
+    for node, is_call, scopes in idx.attr_refs.get("numpy", ()):
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if is_call and owner is not None and ctx.raw_name_anywhere(node) is None:
+            host.add(id(owner))
+    # functions nested in a host function run there too
+    for f in idx.functions:
+        if id(f) not in host and any(id(s) in host for s in idx.scopes_of(f)):
+            host.add(id(f))
+    return frozenset(host)
+
+
+# Methods that run training or inference from the outside (the driver's side).
+_DRIVER_METHODS = frozenset({"fit", "fit_generator", "evaluate", "predict", "train", "train_and_evaluate", "run"})
+
+
+def _drivers(ctx: FileContext) -> set[int]:
+    """Functions that drive a model from the host: ``main`` or one that calls
+    ``model.fit`` / ``estimator.train`` / ``sess.run``, and builds no layer itself."""
+    from ..symbols import is_model_building
+
+    idx = ctx.index
+    calls_driver: set[int] = set()
+    builds: set[int] = set()
+    for call, scopes in idx.calls:
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if owner is None:
+            continue
+        name = ctx.call_name_anywhere(call)
+        if name is not None:
+            if is_model_building(name):
+                builds.add(id(owner))
+        elif isinstance(call.func, cst.Attribute) and call.func.attr.value in _DRIVER_METHODS:
+            calls_driver.add(id(owner))
+    out = set()
+    for f in idx.functions:
+        if not isinstance(f, cst.FunctionDef) or id(f) in builds:
+            continue
+        if f.name.value == "main" or id(f) in calls_driver:
+            if ctx.function_role(f) != "model":
+                out.add(id(f))
+    return out
+
+
+# TF1-only spellings (``tf.placeholder``): a file using them builds graphs, so its
+# tensor helpers run wherever the graph runs — on the accelerator when a model_fn calls them.
+_TF1_ONLY = frozenset(
+    {"placeholder", "Session", "InteractiveSession", "variable_scope", "get_variable", "AUTO_REUSE", "to_float",
+     "to_int32", "to_int64", "multinomial", "contrib", "layers", "log", "app", "logging", "random_uniform",
+     "random_normal", "truncated_normal", "squared_difference", "get_collection", "global_variables_initializer"}
+)
+# In-graph control flow: the function argument is traced into the caller's graph.
+_CONTROL_FLOW = frozenset(
+    {"tf.while_loop", "tf.map_fn", "tf.scan", "tf.foldl", "tf.foldr", "tf.cond", "tf.switch_case", "tf.case",
+     "tf.vectorized_map", "keras.ops.while_loop", "keras.ops.fori_loop", "keras.ops.scan", "keras.ops.map",
+     "keras.ops.cond", "keras.ops.switch", "keras.ops.vectorized_map"}
+)
+_CONTROL_FLOW_KEYWORDS = frozenset({"body", "cond", "fn", "true_fn", "false_fn", "body_fun", "cond_fun", "f", "branch_fns"})
+
+
+def graph_file(ctx: FileContext) -> bool:
+    """The file is TF1 graph code: it imports ``tensorflow.compat.v1`` or spells a
+    TF1-only symbol (``tf.placeholder``, ``tf.variable_scope``, ``tf.multinomial`` …)."""
+    if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.imports.values()):
+        return True
+    for attr in _TF1_ONLY:
+        for node, _is_call, _scopes in ctx.index.attr_refs.get(attr, ()):
+            raw = ctx.raw_name_anywhere(node)
+            if raw == f"tensorflow.{attr}" or (raw or "").startswith(f"tensorflow.{attr}."):
+                return True
+    return False
+
+
+def traced_functions(ctx: FileContext) -> frozenset[int]:
+    """Functions traced into a graph by the code around them: the bodies of in-graph
+    control flow (``tf.while_loop(cond, body, ...)``, ``keras.ops.scan(f, ...)``),
+    and Keras 3 functions written with ``keras.ops`` / ``keras.random`` (backend-agnostic
+    code that the backend compiles: a sampler's ``get_next_token``)."""
+    idx = ctx.index
+    out: set[int] = set()
+    for call, scopes in idx.calls:
+        name = ctx.call_name_anywhere(call)
+        if name is None:
+            continue
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if owner is not None and name.startswith(("keras.ops.", "keras.random.")):
+            raw = ctx.raw_name_anywhere(call.func) or ""
+            if raw.startswith("keras.") or raw == "keras":  # Keras 3 itself, not tf.keras
+                out.add(id(owner))
+        if name in _CONTROL_FLOW:
+            for a in call.args:
+                if a.keyword is None or a.keyword.value in _CONTROL_FLOW_KEYWORDS:
+                    v = a.value
+                    if isinstance(v, cst.Lambda):
+                        out.add(id(v))
+                    elif isinstance(v, (cst.Name, cst.Attribute)):
+                        fn = ctx.function_defined_as(v, scopes)
+                        if fn is not None:
+                            out.add(id(fn))
+    return frozenset(out)
+
+
+# Image augmentation ops: per-example preprocessing that tf.data runs on the host.
+_AUGMENTATION_PREFIXES = (
+    "tf.image.random_", "tf.image.stateless_random_", "tf.image.adjust_", "tf.image.flip_", "tf.image.rgb_to_",
+    "tf.image.grayscale_to_rgb", "tf.image.hsv_to_rgb", "tf.image.yuv_to_rgb", "tf.image.sample_distorted_bounding_box",
+    "tf.image.crop_to_bounding_box", "tf.image.pad_to_bounding_box", "tf.image.per_image_standardization",
+    "tf.image.central_crop", "tf.image.convert_image_dtype", "tf.image.rot90", "tf.contrib.image.",
+)
+
+
+def _augmentation_file(ctx: FileContext) -> bool:
+    """An image preprocessing/augmentation module (AutoAugment, crop-and-flip
+    helpers): it calls image augmentation ops and builds no layer, variable or model."""
+    from ..symbols import is_model_building
+
+    augments = False
+    for call, _scopes in ctx.index.calls:
+        name = ctx.call_name_anywhere(call)
+        if name is None:
+            raw = ctx.raw_name_anywhere(call.func) if isinstance(call.func, (cst.Name, cst.Attribute)) else None
+            augments = augments or (raw or "").startswith("tensorflow_addons.image.")
+            continue
+        if is_model_building(name):
+            return False
+        augments = augments or name.startswith(_AUGMENTATION_PREFIXES)
+    return augments

@@ -1,0 +1,92 @@
+"""Value sets of libcst expressions in the checked file (a may-analysis).
+
+``possible_values(ctx, node)`` is ``ctx.const`` lifted to sets: ``a if c else b`` is
+both branches unless ``c`` folds, a name bound on several paths is the union of what
+reaches it. None means unknown (some possible value could not be folded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from ..context import UNKNOWN
+
+_MAX = 16
+
+
+def possible_values(ctx, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset | None:
+    if node is None or _depth > 8:
+        return None
+    if isinstance(node, cst.IfExp):
+        test = ctx.const(node.test)
+        if test is not UNKNOWN:
+            return possible_values(ctx, node.body if test else node.orelse, _depth + 1)
+        a = possible_values(ctx, node.body, _depth + 1)
+        b = possible_values(ctx, node.orelse, _depth + 1)
+        return a | b if a is not None and b is not None and len(a | b) <= _MAX else None
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        # `padding or "valid"`: either operand
+        a = possible_values(ctx, node.left, _depth + 1)
+        b = possible_values(ctx, node.right, _depth + 1)
+        return a | b if a is not None and b is not None else None
+    v: Any = ctx.const(node)
+    if v is not UNKNOWN:
+        try:
+            return frozenset([v])
+        except TypeError:
+            return None
+    if isinstance(node, cst.Name):
+        bindings = ctx.reaching_bindings(node)
+        if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
+            out: set = set()
+            for b in bindings:
+                s = possible_values(ctx, b.value, _depth + 1)
+                if s is None:
+                    return None
+                out |= s
+            return frozenset(out) if len(out) <= _MAX else None
+    return None
+
+
+def off_by_default(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The ``if`` test that keeps ``node`` from running when every parameter has its
+    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
+    else None. Tests that do not fold are assumed to run either way."""
+    child = node
+    parent = ctx.parent(child)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
+        if isinstance(parent, cst.If) and child is not parent.test:
+            taken = _fold_test(ctx, parent.test)
+            if taken is not UNKNOWN and not isinstance(taken, (list, tuple, dict)):
+                in_body = child is parent.body
+                if bool(taken) != in_body:
+                    return parent.test
+        child, parent = parent, ctx.parent(parent)
+    return None
+
+
+_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+            cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
+            cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+            cst.GreaterThan: lambda a, b: a > b, cst.LessThan: lambda a, b: a < b,
+            cst.GreaterThanEqual: lambda a, b: a >= b, cst.LessThanEqual: lambda a, b: a <= b}
+
+
+def _fold_test(ctx, test: cst.BaseExpression) -> Any:
+    scopes = ctx.scopes_of(test)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = _COMPARE.get(type(test.comparisons[0].operator))
+        a = ctx.const(test.left, scopes=scopes)
+        b = ctx.const(test.comparisons[0].comparator, scopes=scopes)
+        if op is None or a is UNKNOWN or b is UNKNOWN:
+            return UNKNOWN
+        try:
+            return op(a, b)
+        except Exception:
+            return UNKNOWN
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        v = _fold_test(ctx, test.expression)
+        return UNKNOWN if v is UNKNOWN else not v
+    return ctx.const(test, scopes=scopes)

@@ -1,0 +1,278 @@
+"""Keeps libcst's native parser inside what it can survive.
+
+libcst's parser recurses once per nesting level of the concrete tree, and an operator
+chain is a nesting level per operand there (``a and a and ...`` is flat in CPython's AST
+and 10,000 levels deep in libcst's). Past about 7,000 levels on an 8 MB stack it
+overflows the C stack: a segfault, which no ``except`` can catch. Long chains are also
+slow to parse (a 1,000-operand ``+`` chain takes seconds; the time grows faster than
+the length) and libcst's own Python code (codegen, visitors) recurses per level and
+raises RecursionError near 500.
+
+So before the native parser runs, each statement's depth *as libcst will build it* is
+measured on CPython's AST (which the engine computes anyway). A statement past
+``DEPTH_BUDGET`` is masked: its text is replaced by ``...`` and blanks of the same
+length and line structure, so every other statement keeps its offsets and is checked
+as usual; the masked one gets a one-line KF001 saying why. The parse itself runs on a
+thread with a large stack of its own, so the margin does not depend on the caller's
+thread (a language-server worker, a small ``ulimit -s``).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import threading
+import tokenize
+from dataclasses import dataclass
+
+import libcst as cst
+
+# libcst's Python-side recursion (codegen of a statement) fails between 400 and 600
+# levels under the default recursion limit (measured with libcst 1.9); the callers'
+# own frames need room too.
+DEPTH_BUDGET = 250
+# The parse thread's stack. The crash point scales with it (~7,000 levels at 8 MB),
+# so 64 MB leaves two orders of magnitude between the budget and a segfault.
+PARSE_STACK_BYTES = 64 * 1024 * 1024
+# libcst refusing code CPython accepts: mask the statement and retry, this many times.
+MAX_RETRIES = 8
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A statement libcst was not given; checked as if it were ``...``."""
+
+    row: int
+    column: int
+    reason: str
+
+
+@dataclass
+class Guarded:
+    module: cst.Module | None  # None: libcst refused the (masked) text; see ``error``
+    text: str  # what libcst parsed (the source with refused statements masked)
+    refusals: list[Refusal]
+    error: cst.ParserSyntaxError | None = None
+
+
+# ---- the budget --------------------------------------------------------------------
+
+
+def _stmt_start(s: ast.stmt) -> tuple[int, int]:
+    decos = getattr(s, "decorator_list", None)
+    if decos:
+        d = min(decos, key=lambda x: (x.lineno, x.col_offset))
+        return d.lineno, max(d.col_offset - 1, 0)  # the "@"
+    return s.lineno, s.col_offset
+
+
+def _string_pieces(node: ast.expr, lines: list[str], budget: int) -> int:
+    """How many literals an implicit concatenation joins (libcst nests one level each)."""
+    end = node.end_lineno or node.lineno
+    if end == node.lineno and (node.end_col_offset or 0) - node.col_offset < 2 * budget:
+        return 1  # too short to hold that many pieces: skip the tokenizer
+    seg = ast.get_source_segment("".join(lines[node.lineno - 1 : end]), _shift(node)) or ""
+    if len(seg) < 2 * budget:
+        return 1
+    try:
+        toks = tokenize.generate_tokens(io.StringIO("(" + seg + ")").readline)
+        return sum(1 for t in toks if t.type == tokenize.STRING or t.type == getattr(tokenize, "FSTRING_START", -1))
+    except (tokenize.TokenError, SyntaxError):
+        return 1
+
+
+def _shift(node: ast.expr) -> ast.expr:
+    """A copy of ``node``'s position relative to its first line (for get_source_segment)."""
+    n = ast.Constant(None)
+    n.lineno, n.col_offset = 1, node.col_offset
+    n.end_lineno, n.end_col_offset = (node.end_lineno or node.lineno) - node.lineno + 1, node.end_col_offset
+    return n
+
+
+def over_budget(tree: ast.Module, source: str, budget: int | None = None) -> list[tuple[ast.stmt, int]]:
+    """Statements whose libcst nesting (blocks around them included) exceeds ``budget``,
+    each with the depth found, outermost first and never one inside another."""
+    if budget is None:
+        budget = DEPTH_BUDGET
+    lines = source.splitlines(keepends=True)
+    found: list[tuple[ast.stmt, int]] = []
+    # (node, depth, owning statement); iterative: the tree may be thousands deep
+    stack: list[tuple[ast.AST, int, ast.stmt | None]] = [(tree, 0, None)]
+    flagged: set[int] = set()
+    while stack:
+        node, depth, owner = stack.pop()
+        if isinstance(node, ast.stmt):
+            owner = node
+        if owner is not None and id(owner) in flagged:
+            continue
+        if depth > budget and owner is not None:
+            flagged.add(id(owner))
+            found.append((owner, depth))
+            continue
+        if isinstance(node, ast.BoolOp):
+            step = len(node.values)  # libcst: a left-nested chain, one level per operand
+        elif isinstance(node, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(node, "value", ""), (str, bytes)):
+            pieces = _string_pieces(node, lines, budget)  # type: ignore[arg-type]
+            if depth + pieces > budget and owner is not None:
+                flagged.add(id(owner))
+                found.append((owner, depth + pieces))
+                continue
+            step = 1
+        else:
+            step = 1
+        for child in ast.iter_child_nodes(node):
+            stack.append((child, depth + step, owner))
+    # a flagged statement inside another flagged one is covered by the outer mask
+    found.sort(key=lambda t: _stmt_start(t[0]))
+    out: list[tuple[ast.stmt, int]] = []
+    end = (0, 0)
+    for s, d in found:
+        if _stmt_start(s) < end:
+            continue
+        out.append((s, d))
+        end = (s.end_lineno or s.lineno, s.end_col_offset or 0)
+    return out
+
+
+# ---- masking -----------------------------------------------------------------------
+
+
+def _offset(line_starts: list[int], source: str, row: int, col_bytes: int) -> int:
+    ls = line_starts[row - 1]
+    le = line_starts[row] if row < len(line_starts) else len(source)
+    line = source[ls:le]
+    if line.isascii():
+        return ls + col_bytes
+    return ls + len(line.encode("utf-8")[:col_bytes].decode("utf-8", errors="ignore"))
+
+
+def _line_starts(source: str) -> list[int]:
+    return [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+
+
+def mask(source: str, statements: list[ast.stmt]) -> str:
+    """Replace each statement's text by ``...`` and blanks, keeping every line break
+    (and so every other statement's offset and line)."""
+    if not statements:
+        return source
+    line_starts = _line_starts(source)
+    parts: list[str] = []
+    prev = 0
+    spans = []
+    for s in statements:
+        row, col = _stmt_start(s)
+        a = _offset(line_starts, source, row, col)
+        b = _offset(line_starts, source, s.end_lineno or s.lineno, s.end_col_offset or 0)
+        spans.append((a, b))
+    for a, b in sorted(spans):
+        if a < prev:
+            continue
+        seg = source[a:b]
+        blank = "".join(c if c in "\r\n" else " " for c in seg)
+        filler = "..." if len(seg) >= 3 and "\n" not in seg[:3] and "\r" not in seg[:3] else "0"
+        if len(seg) >= len(filler) and not any(c in "\r\n" for c in seg[: len(filler)]):
+            blank = filler + blank[len(filler) :]
+        parts.append(source[prev:a])
+        parts.append(blank)
+        prev = b
+    parts.append(source[prev:])
+    return "".join(parts)
+
+
+# ---- parsing -----------------------------------------------------------------------
+
+_stack_lock = threading.Lock()
+
+
+def parse_module(text: str) -> cst.Module:
+    """``libcst.parse_module`` on a thread with a large stack (exceptions re-raised)."""
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["module"] = cst.parse_module(text)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    with _stack_lock:  # stack_size() is process-wide: set it only around our start()
+        old = threading.stack_size()
+        try:
+            threading.stack_size(PARSE_STACK_BYTES)
+            t = threading.Thread(target=run, name="kerasfit-parse", daemon=True)
+            t.start()
+        except (ValueError, RuntimeError):  # a platform without settable stacks
+            threading.stack_size(old)
+            return cst.parse_module(text)
+        finally:
+            threading.stack_size(old)
+    t.join()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["module"]  # type: ignore[return-value]
+
+
+def _innermost_statement(tree: ast.Module, row: int) -> ast.stmt | None:
+    best = None
+    body: list[ast.stmt] = list(tree.body)
+    while body:
+        nxt: list[ast.stmt] = []
+        for s in body:
+            start = _stmt_start(s)[0]
+            if start <= row <= (s.end_lineno or s.lineno):
+                best = s
+                for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    for c in getattr(s, field, ()) or ():
+                        if isinstance(c, ast.stmt):
+                            nxt.append(c)
+                        else:  # handlers / match cases hold statements
+                            nxt.extend(x for x in getattr(c, "body", ()) if isinstance(x, ast.stmt))
+                break
+        body = nxt
+    return best
+
+
+def _budget(source: str, tree: ast.Module) -> tuple[list[ast.stmt], list[Refusal]]:
+    masked: list[ast.stmt] = []
+    refusals: list[Refusal] = []
+    for s, depth in over_budget(tree, source):
+        masked.append(s)
+        row, col = _stmt_start(s)
+        refusals.append(
+            Refusal(row, col, f"Not checked: this statement nests more than {DEPTH_BUDGET} levels deep for the parser")
+        )
+    return masked, refusals
+
+
+def budget_mask(source: str, tree: ast.Module) -> tuple[str, list[Refusal]]:
+    """The text libcst may be given (over-budget statements masked) and why."""
+    masked, refusals = _budget(source, tree)
+    return mask(source, masked), refusals
+
+
+def guarded_parse(source: str, tree: ast.Module | None) -> Guarded:
+    """Parse ``source`` with libcst without risking the process.
+
+    ``tree`` is CPython's AST of the same source (None when CPython refused it; then
+    there is no budget to measure and libcst's own error is the answer).
+    """
+    if tree is None:
+        try:
+            return Guarded(parse_module(source), source, [])
+        except cst.ParserSyntaxError as exc:
+            return Guarded(None, source, [], exc)
+    masked, refusals = _budget(source, tree)
+    text = mask(source, masked)
+    for _ in range(MAX_RETRIES):
+        try:
+            return Guarded(parse_module(text), text, refusals)
+        except cst.ParserSyntaxError as exc:
+            # CPython accepted this text: libcst's limitation, not the user's error
+            s = _innermost_statement(tree, exc.raw_line)
+            if s is None or any(s is m for m in masked):
+                return Guarded(None, text, refusals, exc)
+            masked.append(s)
+            row, col = _stmt_start(s)
+            refusals.append(Refusal(row, col, "Not checked: valid Python that libcst cannot parse"))
+            text = mask(source, masked)
+    return Guarded(None, text, refusals)

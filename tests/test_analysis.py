@@ -1,0 +1,205 @@
+"""The analysis package: names the imports do not show, the project index across files,
+factory summaries as a may-analysis, reach from model code, and the cache's dependencies."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from kerasfit.analysis import ProjectIndex, by_name, star_names, use_index
+from kerasfit.analysis.flow import built_layer
+from kerasfit.api import CheckOptions, check_paths
+from kerasfit.config import Selection
+from kerasfit.context import FileContext
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def _codes(root: Path, *names: str, select: tuple[str, ...] = ("ALL",)) -> list[tuple[str, int, str]]:
+    res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=list(select)), use_cache=False, jobs=1))
+    return sorted((Path(d.filename).name, d.row, d.code) for d in res.diagnostics)
+
+
+# ---- names ----------------------------------------------------------------------------
+def test_star_names_come_from_the_data_table():
+    names = star_names("tensorflow.keras.layers")
+    assert names is not None and {"Conv2D", "ZeroPadding2D", "BatchNormalization"} <= names
+    assert star_names("tensorflow.compat.v1.keras.layers") == names
+    assert star_names("numpy") is None
+
+
+def test_by_name_only_for_framework_spellings():
+    assert by_name("ZeroPadding2D") == "keras.layers.ZeroPadding2D"
+    assert by_name("random.categorical") == "tf.random.categorical"
+    assert by_name("depth_to_space") == "tf.nn.depth_to_space"
+    # torch and slim spell these too: never taken by name
+    assert by_name("conv2d") is None and by_name("Linear") is None
+
+
+def test_star_import_resolves_layers():
+    src = "from tensorflow.keras.layers import *\n\nx = ZeroPadding2D(1)(x)\nx = Conv2D(8, 3)(x)\n"
+    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
+    assert ctx.resolve(cst.Name("ZeroPadding2D")) == "keras.layers.ZeroPadding2D"
+
+
+def test_star_import_finds_pad_before_conv(tmp_path):
+    _write(tmp_path, {"m.py": """
+        from keras.layers import *
+
+        def block(x):
+            x = ZeroPadding2D(1)(x)
+            return Conv2D(16, 3)(x)
+    """})
+    assert ("m.py", 5, "KF103") in _codes(tmp_path, "m.py", select=("KF103",))
+
+
+def test_unresolved_receiver_resolved_by_name(tmp_path):
+    _write(tmp_path, {"m.py": """
+        import tensorflow as tf
+        from mylib import VersionAwareLayers
+
+        layers = VersionAwareLayers()
+
+        def stem(x):
+            x = layers.ZeroPadding2D(3)(x)
+            return layers.Conv2D(64, 7, strides=2)(x)
+    """})
+    src = (tmp_path / "m.py").read_text()
+    ctx = FileContext(cst.parse_module(src), str(tmp_path / "m.py"), source=src)
+    node = cst.parse_expression("layers.Conv2D")
+    assert ctx.resolve(node) == "keras.layers.Conv2D" and ctx.resolved_by_name(node)
+    assert ("m.py", 8, "KF103") in _codes(tmp_path, "m.py", select=("KF103",))
+
+
+def test_self_attribute_is_never_taken_by_name():
+    src = "import keras\nclass A:\n    def f(self):\n        return self.Conv2D\n"
+    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
+    assert ctx.resolve(cst.parse_expression("self.Conv2D")) is None
+
+
+# ---- the project index ----------------------------------------------------------------
+def test_reexport_through_a_project_module(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/compat.py": "from tensorflow.keras import layers\nimport tensorflow as tf\n",
+        "pkg/model.py": """
+            from .compat import layers
+
+            def block(x):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(32, 3)(x)
+        """,
+        "app.py": "from pkg.compat import tf\ny = tf.nn.depth_to_space(x, 2)\n",
+    })
+    index = ProjectIndex()
+    sym = index.resolve(str(tmp_path / "pkg/model.py"), ".compat.layers.Conv2D")
+    assert sym is not None and sym.kind == "framework" and sym.raw == "tensorflow.keras.layers.Conv2D"
+    codes = _codes(tmp_path, "pkg/model.py", "app.py", select=("KF103", "KF106"))
+    assert ("model.py", 5, "KF103") in codes and ("app.py", 2, "KF106") in codes
+
+
+def test_factory_in_another_file_is_summarised(tmp_path):
+    _write(tmp_path, {
+        "nets/__init__.py": "",
+        "nets/conv_lib.py": """
+            from tensorflow.keras.layers import Conv2D
+
+            def Conv(*args, **kwargs):
+                conv_kwargs = {'padding': 'valid' if kwargs.get('strides') == (2, 2) else 'same'}
+                conv_kwargs.update(kwargs)
+                return Conv2D(*args, **conv_kwargs)
+        """,
+        "nets/backbone.py": "from nets.conv_lib import Conv\n",
+    })
+    index = ProjectIndex()
+    facts = index.facts(tmp_path / "nets/backbone.py")
+    from kerasfit.analysis.flow import consts
+
+    down = built_layer(index, facts, "Conv", [consts(64), consts((3, 3))], {"strides": consts((2, 2))})
+    keep = built_layer(index, facts, "Conv", [consts(64), consts((3, 3))], {})
+    assert down.name == "tensorflow.keras.layers.Conv2D" and down.via == ("Conv",)
+    assert down.kwargs["padding"] == consts("valid") and keep.kwargs["padding"] == consts("same")
+    assert down.args[0] == consts(64)
+
+
+def test_unknown_branch_joins_both_values(tmp_path):
+    _write(tmp_path, {"lib.py": """
+        import tensorflow as tf
+
+        def conv(filters, stride, pad):
+            if pad:
+                padding = 'valid'
+            else:
+                padding = 'same'
+            return tf.keras.layers.Conv2D(filters, 3, strides=stride, padding=padding)
+    """})
+    index = ProjectIndex()
+    from kerasfit.analysis.flow import TOP, consts
+
+    layer = built_layer(index, index.facts(tmp_path / "lib.py"), "conv", [consts(8), consts(1), TOP], {})
+    assert layer.kwargs["padding"] == consts("valid", "same")
+
+
+def test_reached_from_model_across_files(tmp_path):
+    _write(tmp_path, {
+        "util.py": "def helper(x):\n    return x\n\ndef unused(x):\n    return x\n",
+        "model.py": """
+            import tensorflow as tf
+            from util import helper
+
+            def build(x):
+                x = tf.keras.layers.Dense(8)(x)
+                return helper(x)
+        """,
+    })
+    index = ProjectIndex([tmp_path])
+    assert index.reached_from_model(tmp_path / "util.py", "helper")
+    assert not index.reached_from_model(tmp_path / "util.py", "unused")
+
+
+def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
+    _write(tmp_path, {
+        "conv_lib.py": """
+            from tensorflow.keras.layers import Conv2D
+
+            def Conv(*args, **kwargs):
+                return Conv2D(*args, **kwargs)
+        """,
+        "net.py": """
+            from tensorflow.keras.layers import ZeroPadding2D
+            from conv_lib import Conv
+
+            def down(x):
+                x = ZeroPadding2D(((1, 0), (1, 0)))(x)
+                return Conv(64, 3, strides=2)(x)
+        """,
+    })
+    opts = CheckOptions(selection=Selection(select=["KF103"]), cache_dir=tmp_path / ".cache", jobs=1)
+    first = check_paths([str(tmp_path / "net.py")], opts)
+    assert [d.row for d in first.diagnostics] == [6]
+    entry = json.loads(next((tmp_path / ".cache").glob("results-*.json")).read_text())["files"]
+    assert str((tmp_path / "conv_lib.py").resolve()) in next(iter(entry.values()))["deps"]
+    # the helper now pads itself: the cached finding of net.py must not survive
+    (tmp_path / "conv_lib.py").write_text(
+        "from tensorflow.keras.layers import Conv2D\n\ndef Conv(*args, **kwargs):\n"
+        "    kwargs['padding'] = 'same'\n    return Conv2D(*args, **kwargs)\n"
+    )
+    second = check_paths([str(tmp_path / "net.py")], opts)
+    assert second.diagnostics == [] and not any(r.cached for r in second.files)
+
+
+def test_no_index_left_behind(tmp_path):
+    _write(tmp_path, {"a.py": "import tensorflow as tf\n"})
+    use_index(None)
+    check_paths([str(tmp_path / "a.py")], CheckOptions(use_cache=False, jobs=1))
+    from kerasfit.analysis.index import current_index
+
+    assert current_index().roots == []

@@ -1,0 +1,142 @@
+"""The build child's containment on plain Python children (no TensorFlow, fast).
+
+``tests/build/test_containment.py`` runs the same attacks through ``kerasfit report``
+with the real build child; these pin the keeper's behaviour directly: the child's exit is
+what is waited for, every descendant is ended, stderr is a capped tail, RLIMIT_AS holds.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kerasfit.build.sandbox import STDERR_TAIL, Outcome, describe_exit, run_contained
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc: Linux")
+
+
+def contained(tmp_path: Path, code: str, timeout: float = 20, memory_limit: int | None = None) -> tuple[Outcome, float]:
+    marker = tmp_path / "marker"  # every process started here carries it in its command line
+    script = tmp_path / "hostile.py"
+    script.write_text(textwrap.dedent(code))
+    started = time.monotonic()
+    outcome = run_contained([sys.executable, str(script), str(marker)], env=dict(os.environ),
+                            timeout=timeout, memory_limit=memory_limit, workdir=tmp_path)
+    return outcome, time.monotonic() - started
+
+
+def survivors(tmp_path: Path) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_bytes()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if stat[stat.rfind(b")") + 2:].split()[0] != b"Z" and str(tmp_path / "marker") in cmdline:
+            found.append(cmdline)
+    return found
+
+
+ESCAPE = """
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:   # a daemon in its own session, holding stderr
+        time.sleep(3600)
+    os._exit(0)
+"""
+
+
+def test_the_childs_exit_is_awaited_not_the_end_of_stderr(tmp_path):
+    outcome, wall = contained(tmp_path, ESCAPE + "print('done', file=sys.stderr)\n")
+    assert outcome.returncode == 0 and not outcome.timed_out
+    assert outcome.leftovers == 1
+    assert "done" in outcome.stderr
+    assert wall < 10
+    assert survivors(tmp_path) == []
+
+
+def test_at_the_time_limit_every_descendant_is_ended(tmp_path):
+    outcome, wall = contained(tmp_path, ESCAPE + "time.sleep(3600)\n", timeout=2)
+    assert outcome.timed_out and outcome.returncode is None
+    assert wall < 2 + 8
+    assert survivors(tmp_path) == []
+
+
+def test_a_fork_chain_racing_the_kill_is_ended(tmp_path):
+    # each process forks the next and exits: the tree keeps moving while it is ended
+    outcome, _ = contained(tmp_path, """
+        import os, time
+        while True:
+            if os.fork():
+                time.sleep(0.01)
+                os._exit(0)
+        """, timeout=2)
+    assert outcome.returncode == 0 and outcome.leftovers >= 1
+    assert survivors(tmp_path) == []
+
+
+def test_stderr_keeps_only_a_tail(tmp_path):
+    outcome, _ = contained(tmp_path, """
+        import os, sys
+        for _ in range(200):
+            os.write(2, b"x" * (1 << 20))
+        os.write(2, b"\\nthe last line\\n")
+        """)
+    assert outcome.returncode == 0
+    assert len(outcome.stderr) <= STDERR_TAIL
+    assert outcome.stderr.endswith("the last line\n")
+
+
+def test_the_address_space_is_limited(tmp_path):
+    outcome, _ = contained(tmp_path, """
+        import mmap, sys
+        try:
+            mmap.mmap(-1, 4 << 30)
+        except OSError as exc:
+            print(exc, file=sys.stderr)
+            sys.exit(7)
+        """, memory_limit=1 << 30)
+    assert outcome.returncode == 7
+    assert "Cannot allocate memory" in outcome.stderr
+    reason = describe_exit(outcome, tmp_path / "result.json", 1024)
+    assert reason.startswith("killed: memory limit (1024 MiB of address space")
+
+
+def test_exit_without_a_result_names_the_phase(tmp_path):
+    (tmp_path / "result.json.phase").write_text("import")
+    outcome = Outcome(returncode=0, timed_out=False, stderr="W0000 tensorflow noise\n", leftovers=0)
+    assert describe_exit(outcome, tmp_path / "result.json", None) == (
+        "the build process exited with status 0 at import, before building")
+
+
+def test_when_the_caller_is_killed_the_keeper_ends_the_tree(tmp_path):
+    import signal
+    import subprocess
+
+    script = tmp_path / "hostile.py"
+    script.write_text(ESCAPE + "time.sleep(3600)\n")
+    caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import os, sys
+        from kerasfit.build.sandbox import run_contained
+        run_contained([sys.executable, {str(script)!r}, {str(tmp_path / 'marker')!r}], env=dict(os.environ),
+                      timeout=3600, memory_limit=None, workdir={str(tmp_path)!r})
+        """)])
+    deadline = time.monotonic() + 20
+    while len(survivors(tmp_path)) < 2:  # the child and its daemon are up
+        assert time.monotonic() < deadline and caller.poll() is None
+        time.sleep(0.05)
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 5
+    while survivors(tmp_path):
+        assert time.monotonic() < deadline, survivors(tmp_path)
+        time.sleep(0.05)
