@@ -353,8 +353,16 @@ def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
     return res
 
 
+def _run_file(job: _Job, text: str) -> FileResult:
+    if job.path.endswith(".ipynb"):
+        from .notebook import run_job
+
+        return run_job(job, text)
+    return _run_job(job, text)
+
+
 def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
-    return [_run_job(job, text) for job, text in batch]
+    return [_run_file(job, text) for job, text in batch]
 
 
 def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
@@ -489,17 +497,23 @@ def check_source(
     fix: bool = False,
     unsafe: bool = False,
     parse_cache=None,
+    file_settings: FileSettings | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
     ``parse_cache`` (an ``engine.ParseCache`` kept per document) lets repeated checks of
     an edited buffer re-parse only the top-level statements that changed.
+    ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
+    the server keeps the last good ones to check with while a setting is broken.
     """
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
-    settings = resolver.settings_for(Path(filename))
+    settings = file_settings if file_settings is not None else resolver.settings_for(Path(filename))
     res = _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
-    res.fail_on = resolver.fail_on_for(Path(filename))
+    try:
+        res.fail_on = resolver.fail_on_for(Path(filename))
+    except ConfigError:  # a broken config: the server checks with its last good settings
+        pass
     return res
 
 

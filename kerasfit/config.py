@@ -19,7 +19,7 @@ from .types import DEFAULT_TARGET, TARGETS
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".kerasfit_cache",
-    ".eggs", "*.egg-info",
+    ".eggs", "*.egg-info", ".ipynb_checkpoints",
 )
 
 _KEYS = {

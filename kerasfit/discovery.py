@@ -12,6 +12,8 @@ from typing import Iterable, Iterator
 
 # Bytes that any TF/Keras file must contain somewhere ("keras" covers tf_keras).
 PREFILTER_NEEDLES = (b"tensorflow", b"keras")
+# Jupyter notebooks: their code cells are checked as one module (kerasfit.notebook).
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -63,7 +65,7 @@ def discover(paths: Iterable[Path], excludes_for, force_exclude: bool = False) -
                     dirnames[:] = []
                     continue
                 for f in sorted(filenames):
-                    if not f.endswith((".py", ".pyi")):
+                    if not f.endswith(SUFFIXES):
                         continue
                     fp = d / f
                     if _excluded(fp, patterns, root):

@@ -509,6 +509,8 @@ def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
 class LintOutput:
     diagnostics: list[Diagnostic]
     module: cst.Module | None
+    # linted around syntax errors: ``module`` is the file with the broken statements blanked
+    recovered: bool = False
 
 
 def syntax_error_diagnostic(
@@ -580,6 +582,10 @@ def lint_source(
 ) -> LintOutput:
     module, tree, refused, text = parse_guarded(source, filename, parse_cache)
     if module is None:
+        if tree is None:  # CPython refuses the file: keep what parses around the error
+            recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
+            if recovered is not None:
+                return recovered
         return LintOutput(refused, None)
     # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
     # the module's own text, which positions and edits are checked against
@@ -629,6 +635,81 @@ def parse_guarded(
     ], text
 
 
+# ---- a syntax error costs only the statements it breaks --------------------------
+
+MAX_MERGED_PIECES = 16
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+# a line at column 0 that continues the statement above, never starts one
+_CONTINUES = re.compile(r"[)\]}]|(?:else|elif|except|finally)\b")
+
+
+def _compile_error(text: str) -> SyntaxError | None:
+    try:
+        compile(text, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError):
+        return SyntaxError("cannot parse")
+    return None
+
+
+def lint_around_syntax_errors(
+    source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
+) -> LintOutput | None:
+    """Lint a file that does not parse, losing only the top-level statements that do not.
+
+    CPython's AST is unavailable for such a file, so it is cut by indentation: a line
+    at column 0 (not a comment, closing bracket or ``else``/``except`` clause) may start
+    a statement. Each piece is verified by compiling it alone; a piece that does not
+    compile is retried joined with the next ones (a string or bracket spanning a cut),
+    and if none of those compile it is the broken statement: its characters become
+    spaces, so every offset, row and column elsewhere stays what it is in the file, and
+    the rest is linted as usual, with KF001 where CPython places each error. None when
+    nothing parses around the error (the caller reports the file's one error).
+    """
+    lines = _LINE_RE.findall(source)
+    starts = [0] + [i for i, ln in enumerate(lines) if i and ln[:1] not in ("", " ", "\t", "\f", "#", "\r", "\n")
+                    and not _CONTINUES.match(ln)]
+    bounds = list(zip(starts, starts[1:] + [len(lines)]))
+    if len(bounds) < 2:
+        return None
+    broken: list[tuple[int, int, SyntaxError]] = []
+    any_good = False
+    i = 0
+    while i < len(bounds):
+        a = bounds[i][0]
+        alone = None
+        for j in range(i, min(len(bounds), i + MAX_MERGED_PIECES)):
+            err = _compile_error("".join(lines[a : bounds[j][1]]))
+            if err is None:
+                any_good = True
+                i = j + 1
+                break
+            if j == i:
+                alone = err
+        else:
+            broken.append((a, bounds[i][1], alone))
+            i += 1
+    if not broken or not any_good:
+        return None
+    blank = set()
+    for a, b, _ in broken:
+        blank.update(range(a, b))
+    kept = "".join(re.sub(r"[^\r\n]", " ", ln) if k in blank else ln for k, ln in enumerate(lines))
+    if _compile_error(kept) is not None:
+        return None
+    out = lint_source(kept, filename, settings, parse_cache)
+    if out.module is None:
+        return None
+    for a, _, err in broken:
+        row = a + (err.lineno or 1)
+        err = SyntaxError(err.msg, (filename, row, err.offset or 1, None))
+        out.diagnostics.append(syntax_error_diagnostic(filename, None, err))
+    out.diagnostics.sort(key=Diagnostic.sort_key)
+    out.recovered = True
+    return out
+
+
 class ParseCache:
     """Re-parses only the top-level statements an edit touched (the language server's).
 
@@ -666,6 +747,7 @@ class ParseCache:
         cuts.append(len(source))
         mods: list[cst.Module] = []
         fresh: dict[str, cst.Module] = {}
+        keep: dict[str, cst.Module] = {}
         used: set[int] = set()
         for a, b in zip(cuts, cuts[1:]):
             text = source[a:b]
@@ -686,13 +768,14 @@ class ParseCache:
             if not m.body:
                 return None
             mods.append(m)
+            keep.setdefault(text, m)
         indents = {m.default_indent for m in mods if any(isinstance(x, cst.BaseCompoundStatement) for x in m.body)}
         newlines = {m.default_newline for m in mods}
         if len(indents) > 1 or len(newlines) > 1:
             return None
-        if len(self.pieces) + len(fresh) > self.max_pieces:
-            self.pieces.clear()
-        self.pieces.update(fresh)
+        # Keep only this text's pieces: the ones an edit replaced would otherwise pile
+        # up (a long editing session of a big file held hundreds of MB of dead trees).
+        self.pieces = keep if len(keep) <= self.max_pieces else {}
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
         for i, m in enumerate(mods):
@@ -904,6 +987,8 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     current = source
     applied = 0
     out = lint_source(current, filename, settings)
+    if out.recovered:  # never fix a file that does not parse (like ruff): the user is mid-edit
+        return FixOutcome(current, 0, out.diagnostics)
     broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
     misplaced: set[str] = set()  # rules whose fix did not find its text where it pointed
     for _ in range(MAX_FIX_PASSES):
@@ -973,7 +1058,7 @@ def _try_fixes(
     if candidate == current:
         return candidate, chosen, None
     new_out = lint_source(candidate, filename, settings)
-    return candidate, chosen, (new_out if new_out.module is not None else None)
+    return candidate, chosen, (new_out if new_out.module is not None and not new_out.recovered else None)
 
 
 def add_imports(

@@ -46,8 +46,9 @@ def text(
         mark = " [*]" if _fixable(d, unsafe) else ""
         build = _build_note(d.build)
         sev = "" if d.severity is Severity.WARNING else f" [{d.severity.value}]"
+        where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
         lines.append(
-            f"{c(d.filename, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {d.message}{build}"
+            f"{c(where, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {d.message}{build}"
         )
         if show_fixes and d.fix is not None:
             lines.append(f"    fix ({d.fix.applicability.value}): {d.fix.title}")
@@ -156,6 +157,8 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
     }
     if d.build is not None:
         out["build"] = d.build
+    if d.cell is not None:
+        out["cell"] = d.cell  # rows and columns are then within that cell (ruff's shape)
     return out
 
 
@@ -215,7 +218,11 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                 }
             ],
         }
-        if d.fix is not None and d.fix.edits and d.fix.applicability is not Applicability.DISPLAY:
+        if d.cell is not None:
+            # The artifact is the notebook's JSON: name the cell; the region is within it.
+            res["locations"][0]["logicalLocations"] = [{"name": f"cell {d.cell}", "kind": "module"}]
+            res["properties"] = {"cell": d.cell}
+        if d.fix is not None and d.fix.edits and d.fix.applicability is not Applicability.DISPLAY and d.cell is None:
             res["fixes"] = [
                 {
                     "description": {"text": f"{d.fix.title} ({d.fix.applicability.value})"},
@@ -234,7 +241,7 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                 }
             ]
         if d.build is not None:
-            res["properties"] = {"build": d.build}
+            res.setdefault("properties", {})["build"] = d.build
         results.append(res)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

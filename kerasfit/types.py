@@ -106,6 +106,8 @@ class Diagnostic:
     end: int = 0
     # Filled by the build cross-check: "confirmed" / "refuted" and measured shapes.
     build: dict[str, Any] | None = None
+    # In a notebook: the 1-based cell (all cells counted); rows are then within the cell.
+    cell: int | None = None
 
     @property
     def url(self) -> str | None:

@@ -20,10 +20,11 @@ if [ "${KERASFIT_REINSTALL:-}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")"
     echo "$want" > "$stamp"
 fi
 
-# Neovim drives the real-editor LSP test (Debian's package).
-if ! command -v nvim >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+# Neovim, and Vim with ALE, drive the real-editor LSP tests (Debian's packages).
+if { ! command -v nvim >/dev/null 2>&1 || ! command -v vim >/dev/null 2>&1 || [ ! -f /usr/share/vim-ale/plugin/ale.vim ]; } \
+    && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim vim vim-ale >/dev/null
 fi
 
 # Headless Chromium renders the `report --html` page in its test (Debian's package).

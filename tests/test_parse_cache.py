@@ -77,3 +77,17 @@ def test_identical_statements_stay_distinct_nodes():
     for _ in range(2):  # the second run is served from the cache
         res = check_source(src, "m.py", parse_cache=cache)
         assert [d.row for d in res.diagnostics] == [2, 3, 4, 5, 6]
+
+
+def test_a_long_edit_session_keeps_only_the_current_pieces():
+    """Pieces an edit replaced are dropped, so memory follows the file, not the session."""
+    src = SOURCES["tricky"]
+    cache = ParseCache()
+    cache.parse(src, ast.parse(src))
+    n = len(cache.pieces)
+    text = src
+    for k in range(30):
+        text = text.replace(f"Conv2D({30 + k}, 3)", f"Conv2D({31 + k}, 3)")
+        assert cache.parse(text, ast.parse(text)) is not None
+    assert len(cache.pieces) == n
+    assert all(p in text for p in cache.pieces)

@@ -17,9 +17,9 @@ from pytest_lsp import LanguageClient
 class Doc:
     """One open document on the client side: keeps the text and version in step."""
 
-    def __init__(self, client: LanguageClient, path: Path, text: str) -> None:
+    def __init__(self, client: LanguageClient, path: Path, text: str, uri: str | None = None) -> None:
         self.client, self.path, self.text, self.version = client, path, text, 1
-        self.uri = path.as_uri()
+        self.uri = uri or path.as_uri()
         path.write_text(text, encoding="utf-8")
         client.text_document_did_open(
             types.DidOpenTextDocumentParams(
@@ -68,6 +68,12 @@ class Doc:
             )
         )
         return [a for a in res or [] if isinstance(a, types.CodeAction)]
+
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """What an editor does when the user picks an action offered without its edit."""
+        if action.edit is None and action.data is not None:
+            action = await self.client.code_action_resolve_async(action)
+        return action
 
 
 def utf16_to_index(line: str, character: int) -> int:

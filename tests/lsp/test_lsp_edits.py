@@ -135,52 +135,30 @@ def test_kerasfit_import_does_not_import_pygls():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
-def _linted(source, diags):
+def test_quickfix_titles_and_one_fix_applied():
     pytest.importorskip("pygls")
-    from kerasfit.lsp.server import Linted
-    from kerasfit.reporters import lsp_diagnostic
-    from kerasfit.types import FileResult
-
-    lines = source.splitlines()
-    return Linted(1, source, FileResult("m.py", diagnostics=diags), [lsp_diagnostic(d, lambda r: lines[r - 1]) for d in diags])
-
-
-def test_quickfix_titles_and_display_only():
-    pytest.importorskip("pygls")
-    from kerasfit.lsp.server import _quickfix_edits
+    from kerasfit.lsp.server import _applied
     from kerasfit.types import Applicability, Edit, Fix
 
     src = "x = f(30)\n"
     edit = (Edit(6, 8, "32", 1, 6, 1, 8),)
     unsafe = Diagnostic("KF102", "channel-multiple", "m", Severity.WARNING, "m.py", 1, 4, 1, 9,
                         Fix(Applicability.UNSAFE, "Round up", edit))
-    display = Diagnostic("KF104", "l2-in-forward", "m", Severity.WARNING, "m.py", 1, 4, 1, 9,
-                         Fix(Applicability.DISPLAY, "Drop it", edit))
-    linted = _linted(src, [unsafe, display])
     assert E.quickfix_title(unsafe) == "Round up (unsafe)"
-    assert _quickfix_edits(linted, unsafe, linted.lsp[0]) == [
-        {"range": {"start": pos(0, 6), "end": pos(0, 8)}, "newText": "32"}
-    ]
-    assert _quickfix_edits(linted, display, linted.lsp[1]) is None
+    assert _applied(src, unsafe.fix) == "x = f(32)\n"
+    assert _applied("\ufeff" + src, Fix(Applicability.SAFE, "t", (Edit(6, 8, "32", 1, 6, 1, 8),))) == "\ufeffx = f(32)\n"
 
 
 def test_quickfix_with_an_import_adds_it():
     pytest.importorskip("pygls")
-    from kerasfit.lsp.server import _quickfix_edits
+    from kerasfit.lsp.server import _applied
     from kerasfit.types import Applicability, Edit, Fix
 
     src = "import tensorflow as tf\n\ny = tf.nn.relu(x)\n"
     start = src.index("tf.nn.relu")
-    d = Diagnostic("KF999", "x", "m", Severity.WARNING, "m.py", 3, 4, 3, 14,
-                   Fix(Applicability.SAFE, "Use keras", (Edit(start, start + 10, "keras.ops.relu", 3, 4, 3, 14),),
-                       imports=(("keras", None, None),)))
-    linted = _linted(src, [d])
-    from lsp_helpers import apply_text_edits
-    from lsprotocol.converters import get_converter
-    from lsprotocol.types import TextEdit
-
-    edits = [get_converter().structure(e, TextEdit) for e in _quickfix_edits(linted, d, linted.lsp[0])]
-    assert apply_text_edits(src, edits) == "import tensorflow as tf\nimport keras\n\ny = keras.ops.relu(x)\n"
+    fix = Fix(Applicability.SAFE, "Use keras", (Edit(start, start + 10, "keras.ops.relu", 3, 4, 3, 14),),
+              imports=(("keras", None, None),))
+    assert _applied(src, fix) == "import tensorflow as tf\nimport keras\n\ny = keras.ops.relu(x)\n"
 
 
 def test_cached_build_report_only_for_the_saved_buffer(tmp_path, monkeypatch):

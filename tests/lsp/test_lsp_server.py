@@ -83,7 +83,7 @@ async def test_code_action_at_cursor_without_context(client, tmp_path: Path):
     cursor = types.Position(line=4, character=2)
     actions = await doc.code_actions(types.Range(start=cursor, end=cursor), only=[types.CodeActionKind.QuickFix])
     assert [a.title for a in actions] == ["Use the fused batch-norm kernel", "Disable KF101 for this line"]
-    doc.apply(actions[0].edit)
+    doc.apply((await doc.resolve(actions[0])).edit)
     rest = await doc.diagnostics(lambda ds: len(ds) == 1)
     assert rest[0].range.start.line == 3
 
@@ -93,11 +93,27 @@ async def test_fix_all(client, tmp_path: Path):
     await doc.diagnostics(lambda ds: len(ds) == 2)
     actions = await doc.code_actions(whole(doc.text), only=["source.fixAll"])
     assert [a.kind for a in actions] == ["source.fixAll.kerasfit"]
-    doc.apply(actions[0].edit)
+    doc.apply((await doc.resolve(actions[0])).edit)
     assert doc.text.count("fused=True") == 2
     await doc.diagnostics(lambda ds: not ds)
     # nothing left to fix: no fixAll action offered
     assert await doc.code_actions(whole(doc.text), only=["source.fixAll.kerasfit"]) == []
+
+
+async def test_fix_all_is_resolved_only_when_picked(client, tmp_path: Path):
+    """A code-action request (sent on every cursor move) must not run the fixer: the
+    fix-all comes back without its edit, and codeAction/resolve computes it."""
+    doc = Doc(client, tmp_path / "model.py", TWO)
+    await doc.diagnostics(lambda ds: len(ds) == 2)
+    (action,) = await doc.code_actions(whole(doc.text), only=["source.fixAll"])
+    assert action.edit is None and action.data["kerasfit"] == "fixAll"
+    resolved = await client.code_action_resolve_async(action)
+    (change,) = resolved.edit.document_changes
+    assert change.text_document.version == doc.version
+    # an action resolved after the document moved on gets no (wrong) edit
+    doc.change(doc.text + "\n")
+    await doc.diagnostics(lambda ds: len(ds) == 2 and doc.version == 2)
+    assert (await client.code_action_resolve_async(action)).edit is None
 
 
 async def test_only_quickfix_excludes_fix_all(client, tmp_path: Path):
@@ -189,7 +205,10 @@ async def test_syntax_error_mid_edit_then_recovery(client, tmp_path: Path):
     await doc.diagnostics(lambda ds: bool(kf101(ds)))
     half = BN + "def build(:\n    x = tf_keras.layers.BatchNormalization(fus"
     doc.change(half)
-    (err,) = await doc.diagnostics(lambda ds: [d.code for d in ds] == ["KF001"])
+    # the finding above the half-typed function stays while typing
+    ds = await doc.diagnostics(lambda ds: sorted(d.code for d in ds) == ["KF001", "KF101"])
+    err = next(d for d in ds if d.code == "KF001")
+    assert next(d for d in ds if d.code == "KF101").range.start.line == 1
     assert err.severity == types.DiagnosticSeverity.Error
     assert err.message.startswith("Cannot parse")
     # the server is still up and answering requests on the broken text
@@ -274,7 +293,7 @@ async def test_unsafe_and_display_only_fixes(client, tmp_path: Path):
 
     # fixAll applies the safe fix only
     (fix_all,) = await doc.code_actions(whole(doc.text), only=["source.fixAll"])
-    doc.apply(fix_all.edit)
+    doc.apply((await doc.resolve(fix_all)).edit)
     assert "fused=True" in doc.text and "Conv2D(30," in doc.text
     left = await doc.diagnostics(lambda ds: "KF101" not in {d.code for d in ds})
     assert {"KF102", "KF104"} <= {d.code for d in left}
@@ -289,7 +308,7 @@ async def test_unsafe_fixes_setting_extends_fix_all(client, tmp_path: Path):
     await asyncio.sleep(0.2)
     (fix_all,) = await doc.code_actions(whole(doc.text), only=["source.fixAll.kerasfit"])
     assert "unsafe" in fix_all.title
-    doc.apply(fix_all.edit)
+    doc.apply((await doc.resolve(fix_all)).edit)
     assert "Conv2D(32," in doc.text and "fused=True" in doc.text
     left = await doc.diagnostics(lambda ds: not {"KF101", "KF102"} & {d.code for d in ds})
     assert "KF104" in {d.code for d in left}  # display-only stays

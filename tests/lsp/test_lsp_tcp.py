@@ -49,7 +49,7 @@ def test_tcp_session():
         send({"id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}})
         caps = recv()["result"]["capabilities"]
         assert caps["positionEncoding"] == "utf-16"
-        assert set(caps["codeActionProvider"]["codeActionKinds"]) == {"quickfix", "source.fixAll.kerasfit"}
+        assert set(caps["codeActionProvider"]["codeActionKinds"]) == {"quickfix", "source.fixAll.kerasfit", "notebook.source.fixAll.kerasfit"}
         assert caps["hoverProvider"]
         send({"id": 2, "method": "shutdown", "params": None})
         assert recv()["result"] is None

@@ -1,0 +1,169 @@
+"""Jupyter notebooks through the real console script: discovery, cells as one module,
+IPython syntax, positions per cell, every output format, and ``--fix`` written back."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from kfhelpers import finding_lines, run
+
+from kerasfit.notebook import Notebook, mask
+
+
+def make_notebook(path: Path, cells: list[tuple[str, str]], *, outputs: bool = True) -> dict:
+    """Write a notebook as Jupyter does (nbformat: indent 1, cell ids, outputs)."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["colab"] = {"provenance": [], "gpuType": "T4"}
+    for kind, src in cells:
+        if kind == "md":
+            nb.cells.append(nbformat.v4.new_markdown_cell(src))
+        else:
+            cell = nbformat.v4.new_code_cell(src, execution_count=len(nb.cells))
+            if outputs:
+                cell.outputs = [nbformat.v4.new_output("stream", text=f"output of cell {len(nb.cells) + 1}\n")]
+            cell.metadata["id"] = f"meta-{len(nb.cells)}"
+            nb.cells.append(cell)
+    nbformat.validate(nb)
+    nbformat.write(nb, str(path))
+    return json.loads(path.read_text())
+
+
+TRAIN = [
+    ("md", "# Train a small model on a TPU"),
+    ("code", "!pip install -q tf-keras\n%matplotlib inline\nimport tf_keras\nfrom tf_keras import layers"),
+    ("code", "%%bash\nnvidia-smi | head -n 3"),
+    # names imported in cell 2 resolve here, in cell 4
+    ("code", "files = !ls data\nbn = layers.BatchNormalization(fused=False)\nhead = layers.Dense(100)"),
+]
+
+
+def test_check_finds_notebooks_and_reports_cells(tmp_path):
+    make_notebook(tmp_path / "train.ipynb", TRAIN)
+    r = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 1, r
+    found = finding_lines(r.stdout)
+    assert found[0].startswith("train.ipynb:cell 4:2:6: KF101 "), found
+    assert found[1].startswith("train.ipynb:cell 4:3:"), found
+    assert "KF102" in found[1] and "100 units" in found[1]
+    assert "All checks passed" not in r.stdout
+    assert not any("KF001" in line for line in found), "magics and shell escapes must be masked"
+
+
+def test_json_and_sarif_carry_the_cell(tmp_path):
+    make_notebook(tmp_path / "train.ipynb", TRAIN)
+    js = run("check", "--no-cache", "--output-format", "json", "train.ipynb", cwd=tmp_path).json()
+    kf101 = next(d for d in js if d["code"] == "KF101")
+    assert kf101["cell"] == 4 and kf101["location"] == {"row": 2, "column": 6}
+    sarif = json.loads(run("check", "--no-cache", "--output-format", "sarif", "train.ipynb", cwd=tmp_path).stdout)
+    res = next(x for x in sarif["runs"][0]["results"] if x["ruleId"] == "KF101")
+    assert res["properties"]["cell"] == 4
+    assert res["locations"][0]["logicalLocations"][0]["name"] == "cell 4"
+    assert res["locations"][0]["physicalLocation"]["region"]["startLine"] == 2
+
+
+def test_fix_writes_back_only_sources_and_keeps_everything_else(tmp_path):
+    path = tmp_path / "train.ipynb"
+    before = make_notebook(path, TRAIN)
+    # KF101's fix is unsafe (it needs a 4-D input kerasfit cannot see)
+    r = run("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert "1 fixed" in r.stdout, r
+    after = json.loads(path.read_text())
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT))
+    src = "".join(after["cells"][3]["source"])
+    assert "BatchNormalization(fused=True)" in src
+    assert src.startswith("files = !ls data\n"), "the shell escape is written back as it was"
+    assert "".join(after["cells"][1]["source"]).startswith("!pip install -q tf-keras\n%matplotlib inline\n")
+    assert after["cells"][2]["source"] == before["cells"][2]["source"]
+    # everything but that one source is untouched: outputs, metadata, ids, counts
+    expected = copy.deepcopy(before)
+    expected["cells"][3]["source"] = after["cells"][3]["source"]
+    assert after == expected
+    # written the way Jupyter writes (indent 1, final newline): only the fixed line differs
+    old_lines, new_lines = (p.splitlines() for p in (json.dumps(before, indent=1, ensure_ascii=False), path.read_text()))
+    assert len(old_lines) == len(new_lines)
+    assert sum(a != b for a, b in zip(old_lines, new_lines)) == 1
+    # a second --fix changes nothing
+    text = path.read_text()
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "train.ipynb", cwd=tmp_path)
+    assert path.read_text() == text
+
+
+def test_unsafe_fix_with_an_import_keeps_cells_apart(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    make_notebook(path, [
+        ("code", "import tensorflow as tf"),
+        ("code", "%time x = 1\nconv = tf.keras.layers.Conv2D(30, 3)"),
+    ])
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "nb.ipynb", cwd=tmp_path)
+    after = json.loads(path.read_text())
+    assert [len(c["outputs"]) for c in after["cells"]] == [1, 1]
+    assert "".join(after["cells"][1]["source"]).startswith("%time x = 1\n")
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=nbformat.NO_CONVERT))
+
+
+def test_suppression_comments_inside_cells(tmp_path):
+    make_notebook(tmp_path / "nb.ipynb", [
+        ("code", "import tf_keras"),
+        ("code", "a = tf_keras.layers.BatchNormalization(fused=False)  # noqa: KF101\n"
+                 "b = tf_keras.layers.BatchNormalization(fused=False)"),
+    ])
+    found = finding_lines(run("check", "--no-cache", "nb.ipynb", cwd=tmp_path).stdout)
+    assert [f.split(": ")[0] for f in found] == ["nb.ipynb:cell 2:2:5"]
+
+
+def test_syntax_error_is_placed_in_its_cell(tmp_path):
+    make_notebook(tmp_path / "nb.ipynb", [("code", "import tf_keras"), ("md", "text"), ("code", "x = 1\ny = = 2")])
+    found = finding_lines(run("check", "--no-cache", "nb.ipynb", cwd=tmp_path).stdout)
+    assert found and found[0].startswith("nb.ipynb:cell 3:2:"), found
+    assert "KF001" in found[0]
+
+
+def test_not_a_notebook_is_one_line_error(tmp_path):
+    (tmp_path / "broken.ipynb").write_text('{"cells": [ "keras"')
+    r = run("check", "--no-cache", "broken.ipynb", cwd=tmp_path)
+    assert r.returncode != 0
+    errs = [line for line in (r.stdout + r.stderr).splitlines() if "broken.ipynb" in line]
+    assert len(errs) == 1 and "not a valid notebook" in errs[0], r
+    assert "All checks passed" not in r.stdout
+    assert (tmp_path / "broken.ipynb").read_text() == '{"cells": [ "keras"'
+
+
+def test_checkpoints_are_not_discovered(tmp_path):
+    make_notebook(tmp_path / ".ipynb_checkpoints" / "train-checkpoint.ipynb", TRAIN) if (tmp_path / ".ipynb_checkpoints").mkdir() is None else None
+    r = run("check", "--no-cache", ".", cwd=tmp_path)
+    assert r.returncode == 0 and finding_lines(r.stdout) == [], r
+
+
+@pytest.mark.parametrize(
+    ("line", "masked"),
+    [
+        ("!pip install x", True),
+        ("    %timeit f()", True),
+        ("files = !ls", True),
+        ("model.fit?", True),
+        ("??model", True),
+        ("x = 5 % 3", False),
+        ("print('!')", False),
+        ("y = a if b else c", False),
+    ],
+)
+def test_mask_ipython_lines(line, masked):
+    originals: dict[int, str] = {}
+    out = mask(line, originals)
+    assert (out != line) is masked
+    assert out.count("\n") == line.count("\n")
+    if masked:
+        assert out.startswith(line[: len(line) - len(line.lstrip())])  # indentation kept
+        assert list(originals.values()) == [line]
+
+
+def test_round_trip_of_the_module_restores_every_cell():
+    nb = Notebook.from_cells([(1, "%load_ext autoreload\nimport keras"), (3, "%%writefile x.py\nprint(1)\n"), (4, "y = 2")])
+    assert nb.split(nb.module) == ["%load_ext autoreload\nimport keras", "%%writefile x.py\nprint(1)\n", "y = 2"]
+    assert [nb.locate(r) for r in (nb.starts[2], nb.starts[2] - 1)] == [(2, 1), (1, 3)]
