@@ -1075,11 +1075,14 @@ def add_imports(
     tree, _ = _cpython_parse(source)
     if tree is None or budget_mask(source, tree)[1]:
         return None  # too deep for libcst's visitors: no import is added, so no fix applies
+    # libcst does not give form feeds in indentation back as written: transform the text
+    # without them (same lines), then carry only the lines the visitors changed back
+    parse_text = without_form_feeds(source)
     try:
-        module = parse_module(source)
+        module = parse_module(parse_text)
     except cst.ParserSyntaxError:
         return None
-    if module.code != source:
+    if module.code != parse_text:
         return None  # libcst would not give the rest of the file back as written
 
     def order(specs):
@@ -1095,4 +1098,21 @@ def add_imports(
         for mod, obj, asname in order(orphans):
             RemoveImportsVisitor.remove_unused_import(context, mod, obj, asname)
         module = RemoveImportsVisitor(context).transform_module(module)
-    return module.code
+    if parse_text is source:
+        return module.code
+    return _carry_line_changes(source, parse_text, module.code)
+
+
+def _carry_line_changes(original: str, before: str, after: str) -> str:
+    """``original`` with the lines that changed from ``before`` to ``after``.
+
+    ``before`` has ``original``'s lines one for one (only ignored whitespace differs), so
+    a line the change left alone keeps its original spelling."""
+    import difflib
+
+    # lines end at newlines only (str.splitlines would also split at a form feed)
+    orig, old, new = _LINE.findall(original), _LINE.findall(before), _LINE.findall(after)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        out.extend(orig[i1:i2] if tag == "equal" else new[j1:j2])
+    return "".join(out)

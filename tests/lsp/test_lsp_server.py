@@ -320,7 +320,7 @@ async def test_quickfix_removes_the_import_it_orphans_like_the_cli(client, tmp_p
     (d,) = await doc.diagnostics(lambda ds: bool(ds))
     assert d.code == "KF103"
     actions = await doc.code_actions(d.range, diags=[d], only=[types.CodeActionKind.QuickFix])
-    doc.apply(actions[0].edit)
+    doc.apply((await doc.resolve(actions[0])).edit)  # an import edit is resolved lazily
     assert doc.text == 'from keras.layers import Conv2D\nx = Conv2D(8, 3, padding="same")(x)\n'
     from kerasfit.api import check_source
 
