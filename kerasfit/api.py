@@ -48,7 +48,7 @@ class CheckOptions:
     jobs: int | None = None
     force_exclude: bool = False
     cache_dir: Path | None = None
-    build: Any = None  # a kerasfit.build.stage.BuildRequest: run the build cross-check stage
+    build: Any = None  # a kerasfit.crosscheck.stage.BuildRequest: run the build cross-check stage
     fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
 
 
@@ -426,7 +426,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                     res.fixed_source = None
                     res.fixes_applied = 0
     if options.build is not None:  # after fixes are written: the build sees the file as left
-        from .build.stage import run_stage
+        from .crosscheck.stage import run_stage
 
         run_stage(results, resolver, options.build)
     for res in results:

@@ -287,7 +287,7 @@ def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cac
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
-    from .build.stage import BuildRequest
+    from .crosscheck.stage import BuildRequest
 
     return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
                         timeout=timeout, use_cache=not no_cache)
@@ -295,7 +295,7 @@ def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cac
 
 def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path,
                    input_shape: str | None = None):
-    from .build.api import BuildOptions
+    from .crosscheck.api import BuildOptions
     from .config import find_config
 
     cfg = find_config(path.resolve().parent)
@@ -347,7 +347,7 @@ def report(
     try:
         if target:
             check_target(target)
-        from .build.api import BuildError, build_report, render_report
+        from .crosscheck.api import BuildError, build_report, render_report
 
         opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
                               input_shape)
@@ -361,7 +361,7 @@ def report(
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
     if html_file is not None:
         from .api import atomic_write
-        from .build.html import render_html
+        from .crosscheck.html import render_html
 
         try:
             html_file.touch(exist_ok=True)

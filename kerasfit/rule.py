@@ -84,11 +84,11 @@ class Rule:
     targets: ClassVar[frozenset[str]] = ALL_FAMILIES
     default_enabled: ClassVar[bool] = True
     severity: ClassVar[Severity] = Severity.WARNING
-    # Reported by the build cross-check only; its examples are models that tests/build
+    # Reported by the build cross-check only; its examples are models that tests/crosscheck
     # builds, not static cases.
     build_only: ClassVar[bool] = False
     # What the build cross-check can measure about this rule's findings, one of
-    # kerasfit.build.api.EVIDENCE ("feature-padding", "spatial-pad", "transpose",
+    # kerasfit.crosscheck.api.EVIDENCE ("feature-padding", "spatial-pad", "transpose",
     # "per-core-batch", "build-failure"); a build-only rule names what it reports
     # ("poor-fit", "tiny-per-core-batch"). None: the build says nothing about it.
     build_evidence: ClassVar[str | None] = None

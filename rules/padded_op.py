@@ -46,7 +46,7 @@ class PaddedOp(Rule):
     severity = Severity.WARNING
     build_only = True
 
-    # Built by tests/build (these run user code: a real TensorFlow build each).
+    # Built by tests/crosscheck (these run user code: a real TensorFlow build each).
     VALID = (
         Valid(
             "import keras\n\n"

@@ -1,6 +1,6 @@
 """Golden tests over the realistic model files in fixtures/ (STYLE 4).
 
-For each ``fixtures/<style>/<name>.py`` (``fixtures/build`` is the build cross-check's):
+For each ``fixtures/<style>/<name>.py`` (``fixtures/crosscheck`` is the build cross-check's):
 - ``<name>.diagnostics.txt``: the expected findings with every rule enabled
   (``--select ALL``), one ``row:col CODE message`` per line; empty for clean files;
 - ``<name>.fixed.py``: the file after ``--fix`` (safe fixes), when any apply;
@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FILES = sorted(
     p
     for p in FIXTURES.rglob("*.py")
-    if "build" not in p.relative_to(FIXTURES).parts[:1]
+    if "crosscheck" not in p.relative_to(FIXTURES).parts[:1]
     and not p.name.endswith((".fixed.py", ".unsafe.py"))
 )
 SETTINGS = LintSettings(list(all_rules().values()), TARGETS["tpu-v5e"], {})

@@ -248,3 +248,13 @@ def test_test_script_installs_once_per_pyproject(tmp_path):
     env["KERASFIT_REINSTALL"] = "1"
     assert any("pip install" in c for c in calls())
     assert shutil.which("sha256sum")
+
+
+def test_no_source_folder_has_a_name_tools_take_for_generated_output():
+    # ruff, pytest and .gitignore templates skip build/, dist/ and out/: the cross-check's
+    # code, tests and fixtures must not live under such a name (issue: a folder named build)
+    from kfhelpers import ROOT
+
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    dirs = {part for line in tracked.splitlines() for part in Path(line).parts[:-1]}
+    assert not dirs & {"build", "dist", "out"}, sorted(dirs & {"build", "dist", "out"})

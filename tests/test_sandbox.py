@@ -1,6 +1,6 @@
 """The build child's containment on plain Python children (no TensorFlow, fast).
 
-``tests/build/test_containment.py`` runs the same attacks through ``kerasfit report``
+``tests/crosscheck/test_containment.py`` runs the same attacks through ``kerasfit report``
 with the real build child; these pin the keeper's behaviour directly: the child's exit is
 what is waited for, every descendant is ended, stderr is a capped tail, RLIMIT_AS holds.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.sandbox import STDERR_TAIL, Outcome, describe_exit, run_contained
+from kerasfit.crosscheck.sandbox import STDERR_TAIL, Outcome, describe_exit, run_contained
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc: Linux")
 
@@ -126,7 +126,7 @@ def test_when_the_caller_is_killed_the_keeper_ends_the_tree(tmp_path):
     script.write_text(ESCAPE + "time.sleep(3600)\n")
     caller = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os, sys
-        from kerasfit.build.sandbox import run_contained
+        from kerasfit.crosscheck.sandbox import run_contained
         run_contained([sys.executable, {str(script)!r}, {str(tmp_path / 'marker')!r}], env=dict(os.environ),
                       timeout=3600, memory_limit=None, workdir={str(tmp_path)!r})
         """)])

@@ -915,7 +915,7 @@ def _cached_build_report(path: str, source: str) -> Any:
     `check --build` left behind.
     """
     try:
-        from ..build.api import cached_report  # optional: the build cross-check may be absent
+        from ..crosscheck.api import cached_report  # optional: the build cross-check may be absent
     except (ImportError, AttributeError):
         return None
     try:

@@ -78,7 +78,7 @@ def test_rule_paragraph_is_the_what_it_does_section():
 
 
 def test_build_lines_from_the_build_reports_ops():
-    from kerasfit.build.report import OpReport
+    from kerasfit.crosscheck.report import OpReport
 
     def op(layer, line, end_line, shape, padded, fit, file="/m.py", pass_="forward"):
         return OpReport(name="conv.1", op_name=f"model/{layer}/Conv2D", op_type="Conv2D", layer=layer, pass_=pass_,
@@ -163,7 +163,7 @@ def test_quickfix_with_an_import_adds_it():
 
 def test_cached_build_report_only_for_the_saved_buffer(tmp_path, monkeypatch):
     pytest.importorskip("pygls")
-    build_api = pytest.importorskip("kerasfit.build.api")
+    build_api = pytest.importorskip("kerasfit.crosscheck.api")
     from kerasfit.lsp import server
 
     calls = []

@@ -14,7 +14,7 @@ pytest_lsp = pytest.importorskip("pytest_lsp")
 from lsprotocol import types  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities  # noqa: E402
 
-from kerasfit.build.api import BuildOptions, build_report  # noqa: E402
+from kerasfit.crosscheck.api import BuildOptions, build_report  # noqa: E402
 
 pytestmark = pytest.mark.build
 
@@ -27,7 +27,7 @@ MODEL = CACHE.parent / "hover_model" / "keras_cnn.py"
 def cached_build():
     shutil.rmtree(CACHE, ignore_errors=True)
     MODEL.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "fixtures" / "build" / "keras_cnn.py", MODEL)
+    shutil.copy(ROOT / "fixtures" / "crosscheck" / "keras_cnn.py", MODEL)
     old = os.environ.get("KERASFIT_CACHE_DIR")
     os.environ["KERASFIT_CACHE_DIR"] = str(CACHE)
     try:

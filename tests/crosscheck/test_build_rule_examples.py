@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kerasfit.api import CheckOptions, check_source
-from kerasfit.build.api import BuildOptions, build_report, cross_check
+from kerasfit.crosscheck.api import BuildOptions, build_report, cross_check
 from kerasfit.registry import all_rules
 from kerasfit.rule import Valid
 

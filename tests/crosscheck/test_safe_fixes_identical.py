@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kerasfit.api import settings_for
-from kerasfit.build.api import BuildOptions, run_child
+from kerasfit.crosscheck.api import BuildOptions, run_child
 from kerasfit.engine import LintSettings, fix_source
 from kerasfit.registry import all_rules
 from kerasfit.rule import Invalid
@@ -149,7 +149,7 @@ def test_safe_fix_keeps_outputs_identical(before, after, entry, tf1, tmp_path: P
 
 def test_fused_true_after_a_dense_breaks_the_model_so_it_is_not_safe(tmp_path: Path):
     """Why KF101's tf-keras fix is unsafe without a proven rank: the issue's reproducer."""
-    from kerasfit.build.api import BuildError
+    from kerasfit.crosscheck.api import BuildError
 
     (ex,) = [e for e in all_rules()["KF101"].INVALID if "Dense(64)" in e.code]
     assert ex.unsafe and fix_source(ex.code, "m.py", LintSettings([all_rules()["KF101"]])).source == ex.code

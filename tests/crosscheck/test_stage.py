@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kerasfit.api import CheckOptions, Resolver, check_paths
-from kerasfit.build.stage import BuildRequest, build_options
+from kerasfit.crosscheck.stage import BuildRequest, build_options
 from kerasfit.config import ConfigError, Selection
 
-CNN = Path(__file__).resolve().parents[2] / "fixtures" / "build" / "keras_cnn.py"
+CNN = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "keras_cnn.py"
 
 PYPROJECT = """
 [tool.kerasfit]
@@ -19,7 +19,7 @@ target = "tpu-v4"
 batch-size = 128
 cores = 8
 
-[tool.kerasfit.build]
+[tool.kerasfit.crosscheck]
 entry = "build_model"
 timeout = 1
 """

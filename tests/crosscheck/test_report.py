@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.api import BuildError, BuildOptions, cross_check, render_report, run_child
-from kerasfit.build.hlo import classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.build.report import make_report
+from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
+from kerasfit.crosscheck.hlo import classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.report import make_report
 from kerasfit.types import Diagnostic, Severity
 
 ROOT = Path(__file__).resolve().parents[2]
-CNN = ROOT / "fixtures" / "build" / "keras_cnn.py"
-HLO = ROOT / "fixtures" / "build" / "hlo" / "keras_cnn_b16.hlo"
+CNN = ROOT / "fixtures" / "crosscheck" / "keras_cnn.py"
+HLO = ROOT / "fixtures" / "crosscheck" / "hlo" / "keras_cnn_b16.hlo"
 # TF name scope of each layer in the captured step -> (layer, line in keras_cnn.py)
 SCOPES = {"conv2d_1": ("conv2d", 9), "conv2d_1_2": ("conv2d_1", 11), "dense_1": ("dense", 13),
           "dense_1_2": ("dense_1", 14)}
@@ -165,7 +165,7 @@ def test_rows_are_ranked_by_wasted_time_and_name_their_cause(model_file):
 
 
 def test_time_is_a_roofline_of_the_padded_op(model_file):
-    from kerasfit.build.simulator import PEAKS
+    from kerasfit.crosscheck.simulator import PEAKS
 
     report = make_report(raw_build(model_file), target="tpu-v5e")
     for op in report.ops:
@@ -229,7 +229,7 @@ def test_kf107_transpose_left_in_the_step_is_confirmed_else_refuted(model_file):
 
 
 def test_a_build_failing_on_fused_confirms_kf101(model_file):
-    from kerasfit.build.api import cross_check_failure
+    from kerasfit.crosscheck.api import cross_check_failure
 
     d = diag("KF101", "unfused-batchnorm", model_file, 9)
     other = diag("KF102", "channel-multiple", model_file, 11)

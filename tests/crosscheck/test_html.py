@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from kerasfit.build.html import render_html
-from kerasfit.build.report import make_report
+from kerasfit.crosscheck.html import render_html
+from kerasfit.crosscheck.report import make_report
 
 from test_report import CNN, raw_build  # same folder (pytest prepends it)
 

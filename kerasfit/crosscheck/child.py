@@ -1,7 +1,7 @@
 """The build child: import the user's file, build the model, lower a training step to HLO.
 
-Run as ``python -m kerasfit.build.child --file model.py --out result.json ...``; the
-parent (``kerasfit.build.api.run_child``, through ``kerasfit.build.sandbox``) owns the
+Run as ``python -m kerasfit.crosscheck.child --file model.py --out result.json ...``; the
+parent (``kerasfit.crosscheck.api.run_child``, through ``kerasfit.crosscheck.sandbox``) owns the
 time and memory limits. This is the only kerasfit module that imports TensorFlow or Keras.
 It writes one JSON object to ``--out``: ``{"ok": true, ...}`` with the ops, or
 ``{"ok": false, "error": "<one line>"}``.
@@ -22,8 +22,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from kerasfit.build.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.build.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
+from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
 DEFAULT_BATCH = 128
 
 
@@ -883,11 +883,11 @@ def _retry_with_keras2(argv, opts, error: str) -> None:
     args = list(sys.argv[1:] if argv is None else argv) + ["--keras2"]
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "kerasfit.build.child", *args], env)
+    os.execve(sys.executable, [sys.executable, "-m", "kerasfit.crosscheck.child", *args], env)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="kerasfit.build.child")
+    p = argparse.ArgumentParser(prog="kerasfit.crosscheck.child")
     p.add_argument("--file", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--entry")

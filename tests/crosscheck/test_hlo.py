@@ -1,4 +1,4 @@
-"""The HLO text reader, on text captured from TF 2.21 (fixtures/build/hlo) and small
+"""The HLO text reader, on text captured from TF 2.21 (fixtures/crosscheck/hlo) and small
 hand-written modules. No TensorFlow."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.hlo import (
+from kerasfit.crosscheck.hlo import (
     FORWARD,
     INPUT_GRAD,
     KERNEL_GRAD,
@@ -19,7 +19,7 @@ from kerasfit.build.hlo import (
     strip_scopes,
 )
 
-HLO_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "build" / "hlo"
+HLO_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "hlo"
 
 
 @pytest.fixture(scope="module")

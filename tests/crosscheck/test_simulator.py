@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from kerasfit.build.hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
-from kerasfit.build.simulator import (
+from kerasfit.crosscheck.hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
+from kerasfit.crosscheck.simulator import (
     layout,
     most_common_batch,
     pad_to,
@@ -308,8 +308,8 @@ def test_what_if_larger_batch_and_rounded_features():
 
 def test_simulator_modules_import_without_tensorflow():
     code = (
-        "import sys; import kerasfit.build.api, kerasfit.build.simulator, kerasfit.build.hlo, "
-        "kerasfit.build.report; "
+        "import sys; import kerasfit.crosscheck.api, kerasfit.crosscheck.simulator, kerasfit.crosscheck.hlo, "
+        "kerasfit.crosscheck.report; "
         "bad = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras')]; "
         "assert not bad, bad"
     )

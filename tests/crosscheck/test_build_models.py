@@ -1,6 +1,6 @@
 """Build real (small) models with real TensorFlow in the child process.
 
-Every build runs ``python -m kerasfit.build.child`` once; module-scoped fixtures
+Every build runs ``python -m kerasfit.crosscheck.child`` once; module-scoped fixtures
 share the builds between tests. Marked ``build`` (``pytest -m "not build"`` skips).
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.api import (
+from kerasfit.crosscheck.api import (
     BuildError,
     BuildOptions,
     build_report,
@@ -25,13 +25,13 @@ from kerasfit.build.api import (
     render_report,
     run_child,
 )
-from kerasfit.build.hlo import FORWARD, KERNEL_GRAD
+from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD
 from kerasfit.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.build
 
 ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "fixtures" / "build"
+FIXTURES = ROOT / "fixtures" / "crosscheck"
 UNET = FIXTURES / "unet_tf1.py"
 CNN = FIXTURES / "keras_cnn.py"
 ZEROPAD = FIXTURES / "zeropad_conv.py"
@@ -184,7 +184,7 @@ def test_pad_before_conv_fix_keeps_outputs_identical(tmp_path):
 
     # The static KF103 findings are confirmed: each zero pad feeds a conv's forward and
     # weight-gradient passes.
-    from kerasfit.build.report import make_report
+    from kerasfit.crosscheck.report import make_report
 
     report = make_report(raw)
     static = [d for d in static_diagnostics(ZEROPAD) if d.code == "KF103"]
@@ -346,7 +346,7 @@ def test_check_build_on_a_tree_builds_only_files_that_define_a_model(tmp_path):
 
 def test_report_reads_build_options_from_pyproject(tmp_path):
     shutil.copy(CNN, tmp_path / "keras_cnn.py")
-    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit.build]\ndtype = "bfloat16"\nbatch-size = 64\ncores = 2\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit.crosscheck]\ndtype = "bfloat16"\nbatch-size = 64\ncores = 2\n')
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "report", "keras_cnn.py", "--output-format", "json", "--no-cache"],
         capture_output=True, text=True, cwd=tmp_path, timeout=300,
@@ -367,7 +367,7 @@ def test_tf1_bfloat16_graph_is_simulated_as_bfloat16():
     raw = run_child(TF1_BF16, BuildOptions(use_cache=False))
     assert raw["mode"] == "tf1-graph"
     assert {o["dtype"] for o in raw["ops"]} == {"bf16"}
-    from kerasfit.build.report import make_report
+    from kerasfit.crosscheck.report import make_report
 
     # gpu: XLA pads 16-bit channels to 8 (3 -> 8, 30 -> 32); the batch never pads.
     gpu = make_report(raw, "gpu", "float32")

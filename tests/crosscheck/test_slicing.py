@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.slicing import denial, find_candidates, slice_source
+from kerasfit.crosscheck.slicing import denial, find_candidates, slice_source
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "build" / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
 
 
 def kept(source: str, **kw) -> str:

@@ -3,7 +3,7 @@
 User code runs in the child, and user code can fork, daemonize, ``setsid()`` out of the
 process group, keep our stderr pipe open, write gigabytes of output or allocate without
 bound. So the child is not started by the caller directly but by a small *keeper*
-(``python -m kerasfit.build.sandbox``, stdlib only, never runs user code):
+(``python -m kerasfit.crosscheck.sandbox``, stdlib only, never runs user code):
 
 - the keeper is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): every orphaned
   descendant of the child, a double-forked or ``setsid`` daemon included, is re-parented
@@ -55,7 +55,7 @@ def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
     read_fd, write_fd = os.pipe()
     try:
         keeper = subprocess.Popen(
-            [sys.executable, "-m", "kerasfit.build.sandbox", str(status), repr(float(timeout)),
+            [sys.executable, "-m", "kerasfit.crosscheck.sandbox", str(status), repr(float(timeout)),
              str(memory_limit or 0), str(os.getpid()), "--", *cmd],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write_fd, env=env,
             start_new_session=True,
@@ -130,14 +130,14 @@ def _read_into(fd: int, tail: bytearray) -> int | None:
 _OUT_OF_MEMORY = re.compile(
     r"MemoryError|std::bad_alloc|Cannot allocate memory|ResourceExhausted|\bOOM\b|out of memory",
     re.I)
-# The child's last phase marker (kerasfit.build.child._phase) -> when it stopped.
+# The child's last phase marker (kerasfit.crosscheck.child._phase) -> when it stopped.
 _PHASES = {"tensorflow": "while importing TensorFlow", "import": "at import, before building",
            "build": "while building the model"}
 
 
 def _memory_reason(limit_mib: int) -> str:
     return (f"killed: memory limit ({limit_mib} MiB of address space; raise memory-limit "
-            "in [tool.kerasfit.build])")
+            "in [tool.kerasfit.crosscheck])")
 
 
 def describe_error(error: str, limit_mib: int | None) -> str:

@@ -1,6 +1,6 @@
 """The build cross-check's public API: run the child, cache, report, cross-check.
 
-Nothing here imports TensorFlow: the model is built by ``kerasfit.build.child`` in a
+Nothing here imports TensorFlow: the model is built by ``kerasfit.crosscheck.child`` in a
 subprocess with a time limit, so a crash, hang or import error in user code becomes
 one :class:`BuildError` line and never takes the static results down with it.
 """
@@ -39,7 +39,7 @@ _TF1_MARKERS = re.compile(
 
 
 # MiB of address space for the child. TensorFlow reserves far more than it touches (thread
-# stacks, allocator arenas): on 2 cores, building fixtures/build/keras_cnn.py peaks at
+# stacks, allocator arenas): on 2 cores, building fixtures/crosscheck/keras_cnn.py peaks at
 # 2.5 GiB of address space (0.6 GiB resident) and resnet50.py at 2.8 GiB (0.95 GiB).
 # The child's malloc arenas are capped (MALLOC_ARENA_MAX) so the peak does not grow with
 # the core count.
@@ -121,7 +121,7 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         raise BuildError(f"{shown}: unknown target {options.target!r} ({', '.join(TARGETS)})")
     with tempfile.TemporaryDirectory(prefix="kerasfit-build-") as tmp:
         out = Path(tmp) / "result.json"
-        cmd = [sys.executable, "-m", "kerasfit.build.child", "--file", str(path.resolve()),
+        cmd = [sys.executable, "-m", "kerasfit.crosscheck.child", "--file", str(path.resolve()),
                "--out", str(out), "--cores", str(max(1, options.cores)), "--dtype", options.dtype]
         if options.entry:
             cmd += ["--entry", options.entry]

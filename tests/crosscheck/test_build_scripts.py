@@ -1,6 +1,6 @@
 """Tutorial-style scripts build without running: no training, no download, no plot.
 
-The scripts in ``fixtures/build/scripts`` load data, plot and call ``fit`` at module
+The scripts in ``fixtures/crosscheck/scripts`` load data, plot and call ``fit`` at module
 level, import packages that are not installed (matplotlib, tensorflow_datasets), and
 write a marker file when run as a whole. Each is built once in the real child.
 """
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.build.api import BuildError, BuildOptions, run_child
+from kerasfit.crosscheck.api import BuildError, BuildOptions, run_child
 
 pytestmark = pytest.mark.build
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "build" / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
 
 
 @pytest.fixture()
