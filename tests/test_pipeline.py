@@ -4,6 +4,8 @@ accepted configuration key doing what ruff's key of the same name does."""
 from __future__ import annotations
 
 import json
+import subprocess
+from pathlib import Path
 
 import pytest
 
