@@ -102,10 +102,10 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
         cfg.cores = _positive_int(table["cores"], "cores", where)
     build = table.get("build", {})
     if not isinstance(build, dict):
-        raise ConfigError(f"{where}: [tool.kerasfit.crosscheck] must be a table")
+        raise ConfigError(f"{where}: [tool.kerasfit.build] must be a table")
     bad = sorted(set(build) - _BUILD_KEYS)
     if bad:
-        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.crosscheck]: {', '.join(bad)}")
+        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
     if "memory-limit" in build:  # MiB of address space for the build child
         _positive_int(build["memory-limit"], "build.memory-limit", where)
     cfg.build = dict(build)

@@ -137,7 +137,7 @@ def test_cli_flags_override_config_end_to_end(tmp_path):
         ('target = "tpu-v9"', "tpu-v9"),
         ("select = 3", "select"),
         ("batch-size = -1", "batch-size"),
-        ("[tool.kerasfit.crosscheck]\nentrypoint = 'm:f'", "entrypoint"),
+        ("[tool.kerasfit.build]\nentrypoint = 'm:f'", "entrypoint"),
         ("select = [", "TOML"),
     ],
 )

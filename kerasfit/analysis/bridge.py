@@ -4,18 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from ..context import dotted_name
 from .flow import TOP, Layer, built_layer, may_return_layer
-
-
-def _dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def built_layer_at(ctx, call: cst.Call) -> Layer | None:
@@ -29,7 +19,7 @@ def built_layer_at(ctx, call: cst.Call) -> Layer | None:
 
 
 def _built_layer(ctx, call: cst.Call) -> Layer | None:
-    dotted = _dotted(call.func)
+    dotted = dotted_name(call.func)
     if dotted is None or ctx.call_name(call) is not None:
         return None
     head = dotted.split(".")[0]

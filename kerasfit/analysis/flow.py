@@ -18,6 +18,7 @@ import ast
 import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from .names import ast_dotted
 
 if TYPE_CHECKING:
     from .index import ModuleFacts, ProjectIndex
@@ -347,7 +348,7 @@ class Interpreter:
                         return d.items[k]
                     return _join(default, TOP) if d.open else default
                 return TOP
-        dotted = _dotted(f)
+        dotted = ast_dotted(f)
         if dotted is None:
             return TOP
         if dotted in st.env:
@@ -418,17 +419,6 @@ def _truth(v: Any) -> bool | None:
         ts = {bool(x) for x in v}
         if len(ts) == 1:
             return ts.pop()
-    return None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
     return None
 
 

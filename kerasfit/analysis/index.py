@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from .names import star_names
+from .names import ast_dotted, star_names
 
 FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
 _MAX_DEPTH = 6
@@ -253,7 +253,7 @@ class ProjectIndex:
             return self.resolve(facts.path, ".".join([target, *tail]), depth + 1)
         value = facts.consts.get(name)
         if value is not None:
-            dotted = _dotted(value)
+            dotted = ast_dotted(value)
             if dotted is not None and dotted.split(".")[0] != name:
                 return self.local(facts, ".".join([dotted, *tail]), depth + 1)
         for mod in facts.star_modules:
@@ -301,17 +301,6 @@ class ProjectIndex:
             elif r.is_dir():
                 files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
         return compute_reach(self, files)
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 _CURRENT: ProjectIndex | None = None

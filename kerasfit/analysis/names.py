@@ -14,6 +14,7 @@ never imported at check time):
 
 from __future__ import annotations
 
+import ast
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -50,3 +51,15 @@ def by_name(tail: str) -> str | None:
     last = tail.rsplit(".", 1)[-1]
     hit = table.get(last)
     return hit if hit is not None and last[:1].isupper() else None
+
+
+def ast_dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain of CPython's AST, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

@@ -12,6 +12,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from ..symbols import canonical, is_model_building
+from .names import ast_dotted
 
 if TYPE_CHECKING:
     from .index import ModuleFacts, ProjectIndex
@@ -23,17 +24,6 @@ def _calls(fn: ast.AST):
     for n in ast.walk(fn):
         if isinstance(n, ast.Call):
             yield n
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _functions(facts: ModuleFacts):
@@ -58,7 +48,7 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> dict[tuple[str, str]
             if name.rsplit(".", 1)[-1] in _STEP_NAMES:
                 model.add(key)
             for call in _calls(fn):
-                dotted = _dotted(call.func)
+                dotted = ast_dotted(call.func)
                 if dotted is None:
                     continue
                 head = dotted.split(".")[0]

@@ -137,7 +137,7 @@ _PHASES = {"tensorflow": "while importing TensorFlow", "import": "at import, bef
 
 def _memory_reason(limit_mib: int) -> str:
     return (f"killed: memory limit ({limit_mib} MiB of address space; raise memory-limit "
-            "in [tool.kerasfit.crosscheck])")
+            "in [tool.kerasfit.build])")
 
 
 def describe_error(error: str, limit_mib: int | None) -> str:

@@ -1,7 +1,7 @@
 """``--build`` as a stage of :func:`kerasfit.api.check_paths`. Pure Python (no TensorFlow).
 
 The stage resolves each file's build options from the same configuration as the static
-checks (``--config``, ``--isolated``, ``[tool.kerasfit.crosscheck]``; command-line values win,
+checks (``--config``, ``--isolated``, ``[tool.kerasfit.build]``; command-line values win,
 and a value given on the command line is used even when it equals the default), builds
 the model (cached by content), cross-checks the file's findings, and passes the build's
 own findings through the same selection and suppression comments as static ones.
@@ -44,7 +44,7 @@ _MODEL_SOURCE = re.compile(
 
 
 def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) -> BuildOptions:
-    """One file's build options: the command line over ``[tool.kerasfit.crosscheck]`` over the
+    """One file's build options: the command line over ``[tool.kerasfit.build]`` over the
     file's ``[tool.kerasfit]`` (target, batch size, cores)."""
     from kerasfit.config import ConfigError
 

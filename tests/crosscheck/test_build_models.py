@@ -346,7 +346,7 @@ def test_check_build_on_a_tree_builds_only_files_that_define_a_model(tmp_path):
 
 def test_report_reads_build_options_from_pyproject(tmp_path):
     shutil.copy(CNN, tmp_path / "keras_cnn.py")
-    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit.crosscheck]\ndtype = "bfloat16"\nbatch-size = 64\ncores = 2\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit.build]\ndtype = "bfloat16"\nbatch-size = 64\ncores = 2\n')
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "report", "keras_cnn.py", "--output-format", "json", "--no-cache"],
         capture_output=True, text=True, cwd=tmp_path, timeout=300,

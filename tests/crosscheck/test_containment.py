@@ -206,7 +206,7 @@ def test_stderr_is_read_with_a_cap(tmp_path):
 def test_the_child_has_a_configurable_memory_limit(tmp_path):
     # Address space only, never touched: 96 GiB of untouched anonymous mappings costs no
     # RAM, so without a limit this "succeeds"; under the limit the mapping is refused.
-    (tmp_path / "pyproject.toml").write_text("[tool.kerasfit.crosscheck]\nmemory-limit = 12288\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.kerasfit.build]\nmemory-limit = 12288\n")
     path = write(tmp_path, "greedy.py", """
         import mmap
 
@@ -225,7 +225,7 @@ def test_the_child_has_a_configurable_memory_limit(tmp_path):
 
 
 def test_a_bad_memory_limit_is_a_config_error(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[tool.kerasfit.crosscheck]\nmemory-limit = 'lots'\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.kerasfit.build]\nmemory-limit = 'lots'\n")
     path = write(tmp_path, "model.py", MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), limit=60)
     assert proc.returncode == 2

@@ -19,7 +19,7 @@ target = "tpu-v4"
 batch-size = 128
 cores = 8
 
-[tool.kerasfit.crosscheck]
+[tool.kerasfit.build]
 entry = "build_model"
 timeout = 1
 """
