@@ -638,7 +638,6 @@ def parse_guarded(
 # ---- a syntax error costs only the statements it breaks --------------------------
 
 MAX_MERGED_PIECES = 16
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 # a line at column 0 that continues the statement above, never starts one
 _CONTINUES = re.compile(r"[)\]}]|(?:else|elif|except|finally)\b")
 
@@ -667,7 +666,7 @@ def lint_around_syntax_errors(
     the rest is linted as usual, with KF001 where CPython places each error. None when
     nothing parses around the error (the caller reports the file's one error).
     """
-    lines = _LINE_RE.findall(source)
+    lines = _LINE.findall(source)
     starts = [0] + [i for i, ln in enumerate(lines) if i and ln[:1] not in ("", " ", "\t", "\f", "#", "\r", "\n")
                     and not _CONTINUES.match(ln)]
     bounds = list(zip(starts, starts[1:] + [len(lines)]))

@@ -14,15 +14,13 @@ from typing import Iterator
 
 import libcst as cst
 
+from .context import dotted_name
+
 ImportSpec = tuple[str, "str | None", "str | None"]  # (module, obj or None, asname or None)
 
 
 def _dotted(expr: cst.BaseExpression) -> str:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return f"{_dotted(expr.value)}.{expr.attr.value}"
-    return ""
+    return dotted_name(expr) or ""
 
 
 def top_level_imports(module: cst.Module) -> dict[str, ImportSpec]:
