@@ -20,11 +20,13 @@ if [ "${KERASFIT_REINSTALL:-}" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")"
     echo "$want" > "$stamp"
 fi
 
-# Neovim, and Vim with ALE, drive the real-editor LSP tests (Debian's packages).
-if { ! command -v nvim >/dev/null 2>&1 || ! command -v vim >/dev/null 2>&1 || [ ! -f /usr/share/vim-ale/plugin/ale.vim ]; } \
+# Neovim, Vim with ALE, and Emacs with eglot drive the real-editor LSP tests (Debian's
+# packages; bookworm's Emacs 28 has no built-in eglot, elpa-eglot brings it).
+if { ! command -v nvim >/dev/null 2>&1 || ! command -v vim >/dev/null 2>&1 || [ ! -f /usr/share/vim-ale/plugin/ale.vim ] \
+     || ! command -v emacs >/dev/null 2>&1 || ! ls -d /usr/share/emacs/site-lisp/elpa/eglot-* >/dev/null 2>&1; } \
     && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt-get update -qq >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim vim vim-ale >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq neovim vim vim-ale emacs-nox elpa-eglot >/dev/null
 fi
 
 # Headless Chromium renders the `report --html` page in its test (Debian's package).
