@@ -232,9 +232,10 @@ def _frame_length(headers: list[bytes]) -> int | str:
     return int(value)
 
 
-def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None) -> None:
+def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None, prefix: bytes = b"") -> None:
     """pygls' ``start_io`` with this loop in place of its own; returns when input ends
-    or ``exit`` arrives (the caller turns ``server.exit_code`` into the exit status)."""
+    or ``exit`` arrives (the caller turns ``server.exit_code`` into the exit status).
+    ``prefix``: input already read from ``stdin``, read first."""
     import sys
     import threading
     from concurrent.futures import ThreadPoolExecutor
@@ -249,8 +250,10 @@ def serve_stdio(server: Any, stdin: Any = None, stdout: Any = None) -> None:
     async def read_some() -> bytes:
         return await asyncio.get_running_loop().run_in_executor(reading, stdin.read1, 1 << 16)
 
+    reader = FrameReader(read_some)
+    reader.push_back(prefix)
     try:
-        asyncio.run(MessageLoop(server.protocol, FrameReader(read_some)).run())
+        asyncio.run(MessageLoop(server.protocol, reader).run())
     except BrokenPipeError:
         log.error("the client closed the connection")
     except (KeyboardInterrupt, SystemExit):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import os
 import sys
@@ -153,6 +154,17 @@ class View:
 
 
 class _Protocol(LanguageServerProtocol):
+    # (id, result) of an initialize that kerasfit.lsp.boot answered before pygls was loaded
+    pre_answered: tuple[Any, Any] | None = None
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if self.pre_answered is not None and msg_id == self.pre_answered[0]:
+            _check_pre_answered(self, self.pre_answered[1], result, error)
+            self.pre_answered = None
+            self._result_types.pop(msg_id, None)
+            return  # the client has its answer already
+        super()._send_response(msg_id, result, error)
+
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
         # Columns are UTF-16 code units (the LSP default every client supports), the same
@@ -510,6 +522,15 @@ class KerasfitServer(LanguageServer):
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
+
+
+def _check_pre_answered(protocol: LanguageServerProtocol, sent: Any, result: Any, error: Any) -> None:
+    from .boot import same_answer
+
+    ours = protocol._converter.unstructure(result) if error is None else None
+    if error is not None or not same_answer(sent, ours):
+        log.warning("initialize was answered with %s, but the server would answer %s; "
+                    "run scripts/gen_lsp_capabilities.py", json.dumps(sent), json.dumps(ours) if error is None else error)
 
 
 def _unchecked(source: str, version: int | None, uri: str, why: str) -> Linted:
@@ -977,8 +998,11 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
 # ---- entry point ----------------------------------------------------------------------
 
 
-def serve(tcp: str | None = None) -> None:
-    """Run until the client sends exit (stdio), or serve TCP connections on HOST:PORT."""
+def serve(tcp: str | None = None, *, prefix: bytes = b"", answered: tuple[Any, Any] | None = None) -> None:
+    """Run until the client sends exit (stdio), or serve TCP connections on HOST:PORT.
+
+    ``prefix``: stdin bytes already read (by :mod:`kerasfit.lsp.boot`), handled first;
+    ``answered``: the (id, result) of the initialize in them that was answered already."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kerasfit-lsp: %(levelname)s: %(message)s")
     from ..api import tune_gc
 
@@ -991,7 +1015,8 @@ def serve(tcp: str | None = None) -> None:
         server.tcp = True
         serve_tcp(server, host or "127.0.0.1", int(port))
     else:
-        serve_stdio(server)
+        server.protocol.pre_answered = answered
+        serve_stdio(server, prefix=prefix)
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -25,9 +25,9 @@ def frame(message: Any) -> bytes:
 
 
 class RawServer:
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, cwd=cwd)
+                                     stderr=subprocess.PIPE, cwd=cwd, env=env)
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
         self._next_id = 1000

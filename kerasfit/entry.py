@@ -1,0 +1,17 @@
+"""The ``kerasfit`` command. ``kerasfit lsp``, as editors start it, skips the CLI's
+imports (typer) and answers ``initialize`` before loading the server (lsp/boot.py)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    if sys.argv[1:] == ["lsp"]:
+        from .lsp.boot import serve_stdio_fast
+
+        serve_stdio_fast()
+        return
+    from .cli import main as cli_main
+
+    cli_main()
