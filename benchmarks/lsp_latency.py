@@ -141,7 +141,8 @@ def pct(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
-def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, rss_every: int = 0) -> dict:
+def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, rss_every: int = 0,
+            lint_timeout_ms: int | None = None) -> dict:
     """One server process: start-up, first lint, ``edits`` timed edits, RSS, shutdown."""
     workdir = Path(tempfile.mkdtemp(prefix="kerasfit-lsp-bench-"))
     path = workdir / "model.py"
@@ -149,10 +150,13 @@ def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, r
     path.write_text(text)
     uri = path.as_uri()
 
+    options = {"debounceMs": debounce_ms}
+    if lint_timeout_ms:
+        options["lintTimeoutMs"] = lint_timeout_ms
     t_spawn = time.perf_counter()
     srv = Server(server_cmd)
     srv.request("initialize", {"processId": os.getpid(), "rootUri": workdir.as_uri(), "capabilities": CAPABILITIES,
-                               "initializationOptions": {"debounceMs": debounce_ms}})
+                               "initializationOptions": options})
     startup = time.perf_counter() - t_spawn
     srv.notify("initialized", {})
 
@@ -162,6 +166,7 @@ def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, r
 
     t0 = srv.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
     t1, msg = srv.wait(published(1), timeout=600)
+    unchecked = _unchecked(msg)
     first = t1 - t0
     rss_first = rss_mb(srv.proc.pid)
 
@@ -179,7 +184,8 @@ def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, r
             "textDocument": {"uri": uri, "version": version},
             "contentChanges": [{"range": {"start": start, "end": end}, "text": new.rstrip("\n")}],
         })
-        t_recv, _ = srv.wait(published(version), timeout=600)
+        t_recv, got = srv.wait(published(version), timeout=600)
+        unchecked += _unchecked(got)
         after.append((t_recv - t_send) * 1000 - debounce_ms)
         if k % 10 == 0:  # a cursor move's code-action request, fix-all included
             t = time.perf_counter()
@@ -202,8 +208,13 @@ def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, r
         "lines": len(text.splitlines()), "diagnostics": len(msg["params"]["diagnostics"]),
         "startup_s": startup, "first_lint_s": first, "edits": after, "code_action_ms": action,
         "rss_first_mb": rss_first, "rss_idle_mb": rss_idle, "rss_trace_mb": rss_trace,
-        "shutdown_s": shutdown, "exit_code": srv.proc.returncode,
+        "shutdown_s": shutdown, "exit_code": srv.proc.returncode, "unchecked": unchecked,
     }
+
+
+def _unchecked(published: dict) -> int:
+    """1 when the server published "did not check" (a lint over its time budget) instead of findings."""
+    return int(any("did not check" in d["message"] for d in published["params"]["diagnostics"]))
 
 
 def main() -> int:
@@ -214,13 +225,16 @@ def main() -> int:
     ap.add_argument("--memory-lines", type=int, default=0,
                     help="also edit a file of this many lines --memory-edits times and report RSS growth")
     ap.add_argument("--memory-edits", type=int, default=300)
+    ap.add_argument("--lint-timeout-ms", type=int, default=None,
+                    help="the server's lintTimeoutMs (its own default when omitted). On a busy machine a "
+                         "10,000-line lint can outlive the default; an abandoned lint measures nothing")
     ap.add_argument("--server", default=f"{sys.executable} -m kerasfit lsp", help="command that starts the server")
     ap.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
     args = ap.parse_args()
     cmd = args.server.split()
     results = []
     for n in args.lines:
-        r = session(cmd, n, args.edits, args.debounce_ms)
+        r = session(cmd, n, args.edits, args.debounce_ms, lint_timeout_ms=args.lint_timeout_ms)
         results.append(r)
         e = r["edits"]
         print(f"{r['lines']:>6} lines, {r['diagnostics']} diagnostics: edit -> diagnostics (minus {args.debounce_ms} ms debounce) "
@@ -229,13 +243,18 @@ def main() -> int:
         print(f"        start-up (spawn -> initialize answered) {r['startup_s'] * 1000:.0f} ms; "
               f"shutdown (request -> process gone) {r['shutdown_s'] * 1000:.0f} ms; exit code {r['exit_code']}")
     if args.memory_lines:
-        r = session(cmd, args.memory_lines, args.memory_edits, args.debounce_ms, rss_every=max(1, args.memory_edits // 10))
+        r = session(cmd, args.memory_lines, args.memory_edits, args.debounce_ms, rss_every=max(1, args.memory_edits // 10),
+                    lint_timeout_ms=args.lint_timeout_ms)
         results.append(r)
         trace = " ".join(f"{x:.0f}" for x in r["rss_trace_mb"])
         print(f"RSS, {r['lines']} lines: {r['rss_first_mb']:.0f} MB after the first lint, "
               f"{r['rss_idle_mb']:.0f} MB idle after {args.memory_edits} edits "
               f"({r['rss_idle_mb'] / r['rss_first_mb']:.2f}x; goal <= 1.3x); every {max(1, args.memory_edits // 10)} edits: {trace}")
         print(f"        edit -> diagnostics p50 {statistics.median(r['edits']):.0f} ms  p95 {pct(r['edits'], 0.95):.0f} ms")
+    for r in results:
+        if r["unchecked"]:
+            print(f"WARNING: at {r['lines']} lines {r['unchecked']} lint(s) ran out of time and published no findings: "
+                  f"those figures measure nothing (raise --lint-timeout-ms)")
     try:
         print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (wall-clock timings; a busy machine inflates them)")
     except OSError:
