@@ -78,15 +78,39 @@ def test_unet_last_conv_weight_update_is_16x1_of_128x8(unet):
     assert unet.outputs == [[16, 64, 64, 1]]
     # Its row in the ranked table names the cause.
     row = next(r for r in unet.rows if r.layer == "unet/output" and r.pass_ == KERNEL_GRAD)
-    assert row.why == ["batch 16→128 (per-core batch)", "out-channels 1→8"]
-    assert row.wasted_time > 0
+    assert row.why[:2] == ["batch 16→128 (per-core batch)", "out-channels 1→8"]
+
+
+def test_seed_unet_top3_check(unet):
+    """Issue 10's top-3 check, against the honest roofline.
+
+    The output conv's weight update is 16*1 of 128*8 (1.6%), but it is 2.1 MFLOP: padded,
+    134 MFLOP = 0.68 µs on v5e's MXU, under the 5.4 µs it takes to read its 4.5 MB from
+    HBM. It is memory-bound and wastes nothing, so it is not in the top 3. Every 3x3
+    conv at 64x64 shares its batch padding with 9x its FLOPs (or more), so no per-dim
+    padding rule could put it above them. What the top rows do show is the same cause:
+    per-core batch 16 padded to 128 in the weight updates.
+    """
+    top = unet.rows[:3]
+    assert (top[0].layer, top[0].pass_) == ("unet/up_block1/conv1", KERNEL_GRAD)
+    assert (top[1].layer, top[1].pass_) == ("unet/bottom/conv2", KERNEL_GRAD)
+    assert top[0].why == top[1].why == ["batch 16→128 (per-core batch)"]
+    # 16x32x32x64 x 3x3x64x32: 604 MFLOP x 8 on a 197 TFLOP/s MXU = 24.5 µs.
+    assert top[0].time == pytest.approx(603979776 * 8 / 197e12)
+    output = next(r for r in unet.rows if r.layer == "unet/output" and r.pass_ == KERNEL_GRAD)
+    assert output.wasted_time == 0 and unet.rows.index(output) >= 3
+    assert output.why[-1] == "memory-bound: the padding is hidden under HBM time"
+    assert output.time == pytest.approx((16 * 64 * 64 * 17 + 16) * 4 / 819e9)
+    # The per-core batch is the first change the report recommends.
+    assert unet.recommendations[0].text.startswith("per-core batch 16 → 128")
+    assert unet.recommendations[0].step_fit_after > unet.step_fit
 
 
 def test_unet_recommends_a_larger_per_core_batch(unet):
     first = unet.recommendations[0]
     assert "per-core batch 16 → 128" in first.text
     assert first.step_fit_after > unet.step_fit
-    text = render_report(unet)
+    text = render_report(unet, max_rows=None)
     assert "16×64×64×1 → 128×64×64×8" in text
     assert "per-core batch 16 → 128" in text
 
