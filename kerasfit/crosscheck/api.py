@@ -304,44 +304,47 @@ def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | 
         status, pool = "corrected", padded
     else:
         status, pool = "refuted", [op for op in ops if op.pass_ == FORWARD] or ops
-    op = max(pool, key=lambda o: (o.wasted_time, -o.fit))
+    # The layer's own ops first: another layer's op is evidence only when none of them shows it.
+    op = max(pool, key=lambda o: (not _is_consumer(o), o.wasted_time, -o.fit))
     width = _width(op)
-    tensor = "lhs" if op.pass_ in (INPUT_GRAD, _CONSUMER) else "out"
+    tensor = "lhs" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out"
     shape, padded_shape = op.tensors.get(tensor, [op.shape, op.padded_shape])
-    pass_ = f"{FORWARD} of {op.layer}" if op.pass_ == _CONSUMER else op.pass_
-    layer = next((o.layer for o in ops if o.pass_ != _CONSUMER), op.layer)
+    layer = next((o.layer for o in ops if not _is_consumer(o)), op.layer)
     verdict = {"status": status, "shape": shape, "padded_shape": padded_shape, "fit": op.fit,
-               "layer": layer, "pass": pass_, "out_features": list(width),
+               "layer": layer, "pass": op.pass_, "out_features": list(width),
                "wasted_time": op.wasted_time}
     if status == "corrected":
-        verdict["detail"] = f"measured: {pass_} pads {width[0]} to {width[1]}, not {claimed}"
+        verdict["detail"] = f"measured: {op.pass_} pads {width[0]} to {width[1]}, not {claimed}"
     return verdict
 
 
-_CONSUMER = "consumer"  # marks an OpReport standing for the next layer's forward op
+def _is_consumer(op: OpReport) -> bool:
+    return " of " in op.pass_  # a copy made by _consumers: "kernel-gradient of conv2d_1"
 
 
 def _width(op: OpReport) -> list[int]:
     """[real, padded] of the layer's own filter/unit count in this op.
 
-    The input gradient and the next layer's forward pass contract over it (they are
-    where it pads to 128 at a small batch); the forward pass and the weight update
-    produce it (docs/facts.md#2: padded to 8 there).
+    Its input gradient and the next layer's ops contract over it or read it as their
+    input's features (where it pads to 128: forward at a small batch, the weight update
+    at a large one); its forward pass and weight update produce it (docs/facts.md#2:
+    padded to 8 there).
     """
-    key = "in_features" if op.pass_ in (INPUT_GRAD, _CONSUMER) else "out_features"
+    key = "in_features" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out_features"
     return op.dims.get(key) or [0, 0]
 
 
 def _consumers(report: BuildReport, ops: list[OpReport]) -> list[OpReport]:
-    """Forward ops of other layers that contract over this layer's width.
+    """Other layers' forward and weight-update ops that read this layer's width.
 
     Matched by width, as ``simulator.with_features`` does; each is a copy whose pass
-    says it stands for a consumer, so :func:`_width` reads its in-features.
+    names the consuming layer, so :func:`_width` reads its in-features.
     """
     widths = {op.dims["out_features"][0] for op in ops if op.pass_ == FORWARD}
     names = {op.name for op in ops}
-    return [replace(op, pass_=_CONSUMER) for op in report.ops
-            if op.pass_ == FORWARD and op.name not in names and op.dims["in_features"][0] in widths]
+    return [replace(op, pass_=f"{op.pass_} of {op.layer}") for op in report.ops
+            if op.pass_ in (FORWARD, KERNEL_GRAD) and op.name not in names
+            and op.dims["in_features"][0] in widths]
 
 
 def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: int) -> dict[str, Any]:

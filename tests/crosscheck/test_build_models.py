@@ -164,14 +164,16 @@ def test_cnn_confirms_channel_multiple_findings(cnn):
     diags = cross_check(static_diagnostics(CNN), cnn, str(CNN))
     by_line = {d.row: d for d in diags if d.code == "KF102"}
     conv = by_line[line_of(CNN, "Conv2D(30")]
-    # The findings say "pad to 128". At batch 128 the forward pass pads 30 -> 32 and
-    # 100 -> 104, which must not "confirm" a 128: the weight update is what pads to 128
-    # (features -> 128 in that pass), so that op is the evidence cited.
-    assert conv.build["status"] == "confirmed" and conv.build["pass"] == KERNEL_GRAD
-    assert (conv.build["shape"], conv.build["padded_shape"]) == ([3, 3, 3, 30], [3, 3, 128, 128])
+    # The findings say "pad to 128". At batch 128 the layers' own ops pad 30 -> 32 and
+    # 100 -> 104 (an op's output features are the kernel's other dim, docs/facts.md#2),
+    # which must not "confirm" a 128: the next layer's weight update reads them as its
+    # input features, which pad to 128 in that pass (docs/facts.md#1), so it is cited.
+    assert conv.build["status"] == "confirmed" and conv.build["pass"] == f"{KERNEL_GRAD} of conv2d_1"
+    assert (conv.build["shape"], conv.build["padded_shape"]) == ([128, 16, 16, 30], [128, 16, 16, 128])
+    assert conv.build["layer"] == "conv2d"
     dense = by_line[line_of(CNN, "Dense(100")]
-    assert dense.build["status"] == "confirmed" and dense.build["pass"] == KERNEL_GRAD
-    assert (dense.build["shape"], dense.build["padded_shape"]) == ([64, 100], [128, 128])
+    assert dense.build["status"] == "confirmed" and dense.build["pass"] == f"{KERNEL_GRAD} of dense_1"
+    assert (dense.build["shape"], dense.build["padded_shape"]) == ([128, 100], [128, 128])
     assert dense.build["out_features"] == [100, 128]
     # Nothing unexplained on the Conv2D(64) line: 64 is a multiple of 8.
     assert not [d for d in diags if d.code == "KF301" and d.row == line_of(CNN, "Conv2D(64")]
@@ -399,10 +401,12 @@ def test_tf1_bfloat16_graph_is_simulated_as_bfloat16():
     conv = op(gpu, "net/conv", FORWARD)
     assert conv.dims == {"batch": [16, 16], "in_features": [3, 8], "out_features": [30, 32]}
     assert conv.fit == pytest.approx(3 * 30 / (8 * 32))
-    # tpu-v5e, common batch 16: forward features pad to 128; the output conv's weight
-    # update pads the batch 16 -> 128 and its single channel 1 -> 8.
+    # tpu-v5e, common batch 16: the forward pass pads the contracted in-features to 128
+    # and the kernel's other dim, the 30 filters, to 8 (docs/facts.md#2); the output
+    # conv's weight update pads the batch 16 -> 128 and its single channel 1 -> 8.
     tpu = make_report(raw, "tpu-v5e", "bfloat16")
-    assert op(tpu, "net/conv", FORWARD).dims["out_features"] == [30, 128]
+    assert op(tpu, "net/conv", FORWARD).dims == {"batch": [16, 16], "in_features": [3, 128],
+                                                  "out_features": [30, 32]}
     last = op(tpu, "net/out", KERNEL_GRAD)
     assert last.dims == {"batch": [16, 128], "in_features": [30, 32], "out_features": [1, 8]}
     assert not any("was asked for" in n for n in tpu.notes)

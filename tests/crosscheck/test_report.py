@@ -189,10 +189,10 @@ def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "corrected"
     assert out.build["detail"].endswith("not 112")
-    # Each claim is judged by the op that shows it: 128 where the next layer contracts
-    # over the 100 units, 104 in the weight update (the kernel's other dim pads to 8)
-    # — never a 104 "confirming" a 128.
-    for claim, pass_ in ((128, "forward of dense_1"), (104, "kernel-gradient")):
+    # Each claim is judged by the op that shows it: 128 in the input gradient, which
+    # contracts over the 100 units, 104 in the weight update (the kernel's other dim pads
+    # to 8) — never a 104 "confirming" a 128.
+    for claim, pass_ in ((128, "input-gradient"), (104, "kernel-gradient")):
         d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
         (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
         assert out.build["status"] == "confirmed"
