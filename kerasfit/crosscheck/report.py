@@ -345,13 +345,11 @@ def _us(seconds: float) -> str:
 DEFAULT_ROWS = 20
 
 
-def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
-    if fmt == "json":
-        return json.dumps(report.to_dict(), indent=2)
-    if fmt != "text":
-        raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    from tabulate import tabulate
+TABLE_HEADERS = ["#", "layer", "source", "pass", "op", "shape → padded", "useful", "time µs",
+                 "wasted µs", "why"]
 
+
+def table_rows(report: BuildReport, max_rows: int | None = DEFAULT_ROWS) -> list[list[str]]:
     rows = []
     shown = report.rows if max_rows is None else report.rows[:max_rows]
     for i, r in enumerate(shown, 1):
@@ -359,11 +357,32 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         line = f"{_short(src['file'])}:{src['line']}" if src else "-"
         what = r.kind if r.ops == 1 else f"{r.kind} ×{r.ops}"
         shape = f"{_x(r.shape)} → {_x(r.padded_shape)}" if r.kind in ("convolution", "dot") else _x(r.padded_shape)
-        rows.append([i, r.layer, line, r.pass_, what, shape, f"{r.useful_share:.1%}",
+        rows.append([str(i), r.layer, line, r.pass_, what, shape, f"{r.useful_share:.1%}",
                      _us(r.time), _us(r.wasted_time), "; ".join(r.why) or "-"])
-    out = [tabulate(rows, headers=["#", "layer", "source", "pass", "op", "shape → padded", "useful",
-                                   "time µs", "wasted µs", "why"],
-                    tablefmt="simple", disable_numparse=True)]
+    return rows
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    """The table as tabulate's "simple" format lays out text cells, without importing it.
+
+    A cached report is mostly start-up: tabulate and the importlib.metadata it pulls in
+    cost ~55 ms of it (more where bytecode is not cached).
+    """
+    cells = [[str(c) for c in row] for row in rows]
+    widths = [max([len(h) + 2] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in cells])
+
+
+def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2)
+    if fmt != "text":
+        raise ValueError(f"unknown report format {fmt!r} (text or json)")
+    out = [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -283,3 +284,49 @@ def test_roofline_waste_is_mxu_waste_and_memory_bound_ops_waste_none():
     assert b.wasted_time == pytest.approx(2.01e-6, abs=0.01e-6)
     assert b.why == ["batch 16→128 (per-core batch)"]
     assert [r.layer for r in report.rows] == ["body", "output"]
+
+
+def test_table_is_laid_out_as_tabulate_simple_would(model_file):
+    # render_report no longer imports tabulate (start-up of a cached report); the layout
+    # users and the README know must not change.
+    from tabulate import tabulate
+
+    from kerasfit.crosscheck.report import TABLE_HEADERS, _table, table_rows
+
+    report = make_report(raw_build(model_file, per_core=16, cores=8))
+    rows = table_rows(report, max_rows=None)
+    assert len(rows) > 5
+    expected = tabulate(rows, headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True)
+    assert _table(TABLE_HEADERS, rows) == expected
+    assert render_report(report, max_rows=None).startswith(expected + "\n")
+
+
+def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp_path):
+    """A cached `kerasfit report` is a JSON read and a simulation: no child, no TensorFlow."""
+    import subprocess
+    import sys
+
+    from kerasfit.crosscheck import api
+
+    cache = tmp_path / "cache"
+    key = api._cache_key(api._file_digest(model_file), BuildOptions())
+    entry = cache / "build" / f"{key}.json"
+    entry.parent.mkdir(parents=True)
+    entry.write_text(json.dumps(raw_build(model_file)))
+    code = (
+        "import sys\n"
+        "import kerasfit.crosscheck.api as api\n"
+        "def no_child(*args, **kwargs):\n    raise SystemExit('a build child was started')\n"
+        "api.run_child = no_child\n"
+        "from kerasfit.cli import main\n"
+        f"sys.argv = ['kerasfit', 'report', {str(model_file)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'tf_keras', 'tabulate'})\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "KERASFIT_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stderr
+    table, heavy = proc.stdout.rsplit("HEAVY", 1)
+    assert "wasted µs" in table and "per-core batch 16" in table
+    assert heavy.strip() == "[]"
