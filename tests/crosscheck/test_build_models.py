@@ -276,6 +276,9 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
     opts = BuildOptions(batch_size=4)
     first = build_report(path, opts)
     assert not first.cached
+    # The child times its phases (benchmarks/report_speed.py prints them).
+    assert list(first.timings) == ["import", "build", "trace", "lower", "parse"]
+    assert all(v >= 0 for v in first.timings.values()) and first.timings["lower"] > 0
     start = time.perf_counter()
     second = build_report(path, opts)
     assert second.cached and time.perf_counter() - start < 1.0
