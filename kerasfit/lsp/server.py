@@ -429,7 +429,8 @@ class KerasfitServer(LanguageServer):
         them up (98 -> 847 MB over 300 edits of a 10,000-line file). After the first lint
         everything alive (modules, rules, the first tree) is frozen out of the
         collector's sight, so a full collection after each lint only walks what lints
-        made since: a few ms. Collecting only the young generations (and all of them
+        made since (with the trim below, 8-21 ms of CPU per pass at 2,000 lines, measured
+        at load 9; it runs after the diagnostics are out). Collecting only the young generations (and all of them
         every 25 lints) left cycles that had aged holding memory for up to 25 lints.
 
         What a lint frees is mostly returned to the C allocator, not to the system:
