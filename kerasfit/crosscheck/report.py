@@ -251,7 +251,7 @@ def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
 
 def rank_rows(ops: list[OpReport]) -> list[Row]:
     """Group ops by layer, source line, pass and kind; sort by wasted time."""
-    groups: dict[tuple, list[OpReport]] = {}
+    groups: dict[tuple[Any, ...], list[OpReport]] = {}
     for op in ops:
         line = op.source.get("line") if op.source else None
         groups.setdefault((op.layer or op.op_name, line, op.pass_, op.kind), []).append(op)
@@ -299,7 +299,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     counts: dict[str, int] = {}
     for op in ops:
         counts[op.dtype] = counts.get(op.dtype, 0) + 1
-    measured = _DTYPE_NAMES.get(max(counts, key=counts.get), "") if counts else ""
+    measured = _DTYPE_NAMES.get(max(counts, key=lambda k: counts[k]), "") if counts else ""
     if measured and dtype == "bfloat16" and measured != "bfloat16":
         notes.append(f"--dtype bfloat16 was asked for, but the model's matmuls and convolutions are "
                      f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
@@ -342,7 +342,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
         raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    from tabulate import tabulate
+    from tabulate import tabulate  # type: ignore[import-untyped]  # no stubs installed
 
     rows = []
     shown = report.rows if max_rows is None else report.rows[:max_rows]

@@ -324,7 +324,7 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
     for op in ops:
         role = semantic_dims(op).get("batch")
         size = getattr(op, role) if role else None
-        if size != old:
+        if role is None or size != old:
             out.append(op)
             continue
         scale = new / old
