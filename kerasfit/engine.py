@@ -325,6 +325,10 @@ class Positions:
         self.generated_syntactic: dict[int, str] = {}
         if not wanted:
             return
+        if tree is not None and parent is None:
+            # no rule built the file index: a walk for parent links costs far less than
+            # placing every node of the module
+            parent = _parent_links(module)
         if tree is not None and parent is not None and self._by_statement(module, tree, nodes, parent, wanted):
             return
         gen = codegen.positions(module, nodes)
@@ -425,6 +429,17 @@ class Positions:
     def row_col(self, offset: int) -> tuple[int, int]:
         row = bisect.bisect_right(self.line_starts, offset) - 1
         return row + 1, offset - self.line_starts[row]
+
+
+def _parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
+    parent: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        n = stack.pop()
+        for c in iter_children(n):
+            parent[id(c)] = n
+            stack.append(c)
+    return parent
 
 
 def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
