@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import libcst as cst
+from libcst._nodes.internal import CodegenState
 
-from . import codegen
 from .imports import may_orphan
 from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
 from .incremental import line_starts as incremental_line_starts
@@ -117,6 +117,77 @@ def _call(fn: Callable, node: cst.CSTNode, on_error: Callable) -> None:
 
 
 # ---- positions -----------------------------------------------------------------
+
+
+class _PositionState(CodegenState):
+    """Codegen that records offsets for a chosen set of nodes only.
+
+    libcst's PositionProvider records every node (about 2x a parse); we only need the
+    handful a rule reported or a fix touches.
+    """
+
+    def __init__(self, module: cst.Module, wanted: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.wanted = wanted
+        self.off = 0
+        self.full: dict[int, tuple[int, int]] = {}
+        self.syntactic: dict[int, tuple[int, int]] = {}
+        self._open: dict[int, int] = {}
+
+    def add_token(self, value: str) -> None:
+        self.tokens.append(value)
+        self.off += len(value)
+
+    def add_indent_tokens(self) -> None:
+        for t in self.indent_tokens:
+            self.tokens.append(t)
+            self.off += len(t)
+
+    def pop_trailing_newline(self) -> None:
+        if self.tokens:
+            self.off -= len(self.tokens.pop())
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.wanted:
+            self._open[id(node)] = self.off
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        key = id(node)
+        if key in self.wanted and key in self._open:
+            self.full[key] = (self._open.pop(key), self.off)
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+        if id(node) in self.wanted:
+            return _Syntactic(self, id(node))
+        return _NOOP
+
+
+class _Noop:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NOOP = _Noop()
+
+
+class _Syntactic:
+    """Records where a statement's own text starts and ends (without leading lines)."""
+
+    __slots__ = ("state", "key", "start")
+
+    def __init__(self, state: _PositionState, key: int) -> None:
+        self.state, self.key = state, key
+
+    def __enter__(self) -> None:
+        self.start = self.state.off
+
+    def __exit__(self, *exc: object) -> None:
+        self.state.syntactic[self.key] = (self.start, self.state.off)
 
 
 _STATEMENT = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
@@ -330,20 +401,15 @@ class Positions:
         self.generated_syntactic: dict[int, str] = {}
         if not wanted:
             return
-        if tree is not None and parent is None:
-            # no rule built the file index: a walk for parent links costs far less than
-            # placing every node of the module
-            parent = _parent_links(module)
         if tree is not None and parent is not None and self._by_statement(module, tree, nodes, parent, wanted):
             return
-        gen = codegen.positions(module, nodes)
-        if gen is None:
-            return  # libcst's lines do not add up: nothing is placed (a finding without a place is dropped)
-        text = gen.text
-        self.generated = {k: text[a:b] for k, (a, b) in gen.full.items()}
-        self.generated_syntactic = {k: text[a:b] for k, (a, b) in gen.syntactic.items()}
+        state = _PositionState(module, wanted)
+        module._codegen(state)
+        text = "".join(state.tokens)
+        self.generated = {k: text[a:b] for k, (a, b) in state.full.items()}
+        self.generated_syntactic = {k: text[a:b] for k, (a, b) in state.syntactic.items()}
         if text == source:
-            self.full_spans, self.syntactic = gen.full, gen.syntactic
+            self.full_spans, self.syntactic = state.full, state.syntactic
             return
         # libcst does not give every file back byte for byte: it drops a form feed (and
         # whitespace, a lone backslash line) in front of a statement. Offsets in its
@@ -351,12 +417,12 @@ class Positions:
         align = SourceAlignment.of(text, source)
         if align is None:
             # Findings keep approximate places; no fix can be placed (each is refused by name).
-            self.full_spans, self.syntactic = gen.full, gen.syntactic
+            self.full_spans, self.syntactic = state.full, state.syntactic
             self.generated = {k: "\0" for k in self.generated}
             self.generated_syntactic = {k: "\0" for k in self.generated_syntactic}
             return
-        self.full_spans = {k: align.span(a, b) for k, (a, b) in gen.full.items()}
-        self.syntactic = {k: align.span(a, b) for k, (a, b) in gen.syntactic.items()}
+        self.full_spans = {k: align.span(a, b) for k, (a, b) in state.full.items()}
+        self.syntactic = {k: align.span(a, b) for k, (a, b) in state.syntactic.items()}
 
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
@@ -369,25 +435,25 @@ class Positions:
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
         for unit, anode, indents, shift in units.values():
-            gen = codegen.positions(codegen.in_blocks(unit, indents, module), [*nodes, unit], unit)
-            if gen is None:
-                return False
-            rel = gen.syntactic.get(id(unit))
+            state = _PositionState(module, wanted | {id(unit)})
+            state.indent_tokens = list(indents)
+            unit._codegen(state)
+            rel = state.syntactic.get(id(unit))
             if rel is None:
                 return False
             start = self._ast_offset(anode, shift)
             if start is None:
                 return False
-            text = gen.text
+            text = "".join(state.tokens)
             delta = start - rel[0]
             # The whole generated text (leading lines and indentation included) must be
             # the source at that place, or the offsets are not trusted.
             if delta < 0 or self.source[delta : delta + len(text)] != text:
                 return False
-            for k, (a, b) in gen.full.items():
+            for k, (a, b) in state.full.items():
                 full[k] = (a + delta, b + delta)
                 self.generated[k] = text[a:b]
-            for k, (a, b) in gen.syntactic.items():
+            for k, (a, b) in state.syntactic.items():
                 syn[k] = (a + delta, b + delta)
                 self.generated_syntactic[k] = text[a:b]
         if not wanted <= full.keys():
@@ -434,17 +500,6 @@ class Positions:
     def row_col(self, offset: int) -> tuple[int, int]:
         row = bisect.bisect_right(self.line_starts, offset) - 1
         return row + 1, offset - self.line_starts[row]
-
-
-def _parent_links(module: cst.Module) -> dict[int, cst.CSTNode]:
-    parent: dict[int, cst.CSTNode] = {}
-    stack: list[cst.CSTNode] = [module]
-    while stack:
-        n = stack.pop()
-        for c in iter_children(n):
-            parent[id(c)] = n
-            stack.append(c)
-    return parent
 
 
 def _nodes_of(spec: FixSpec) -> Iterator[cst.CSTNode]:
@@ -839,7 +894,10 @@ class _Indents:
         indents = self.of(old)
         if not indents:
             return text
-        return codegen.render_in_blocks(self.module, new, indents)
+        state = CodegenState(default_indent=self.module.default_indent, default_newline=self.module.default_newline)
+        state.indent_tokens = list(indents)
+        new._codegen(state)
+        return "".join(state.tokens)
 
 
 def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None) -> Fix | None:
