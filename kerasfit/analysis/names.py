@@ -18,6 +18,7 @@ import ast
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "framework_names.json"
 # tensorflow.compat.v1.keras.layers binds what tensorflow.keras.layers binds.
@@ -26,7 +27,7 @@ _PREFIX_ALIASES = (("tensorflow.compat.v1.keras.", "tensorflow.keras."), ("tenso
 
 
 @lru_cache(maxsize=1)
-def _table() -> dict:
+def _table() -> dict[str, Any]:
     with open(_DATA, encoding="utf-8") as fh:
         data = json.load(fh)
     return {"star": {k: frozenset(v) for k, v in data["star"].items()}, "by_name": data["by_name"]}
@@ -37,14 +38,15 @@ def star_names(module: str) -> frozenset[str] | None:
     for old, new in _PREFIX_ALIASES:
         if module.startswith(old):
             module = new + module[len(old):]
-    return _table()["star"].get(module)
+    found: frozenset[str] | None = _table()["star"].get(module)
+    return found
 
 
 def by_name(tail: str) -> str | None:
     """Canonical name for an attribute path only Keras/TF spell (``"Conv2D"``,
     ``"random.categorical"``), else None. ``tail`` is the dotted path after the receiver."""
     table = _table()["by_name"]
-    hit = table.get(tail)
+    hit: str | None = table.get(tail)
     if hit is not None:
         return hit
     # layers().Conv2D / ns.layers.Conv2D: the last component alone when it is a layer class
