@@ -44,7 +44,7 @@ def initialize_result(params: dict[str, Any], version: str) -> dict[str, Any]:
 
 def same_answer(sent: Any, pygls: Any) -> bool:
     """Equal as LSP reads them: an optional boolean that is false is the same as absent."""
-    return _normal(sent) == _normal(pygls)
+    return bool(_normal(sent) == _normal(pygls))
 
 
 def _normal(value: Any) -> Any:
