@@ -18,10 +18,13 @@ from kerasfit.ruleapi import (
     class_attr_assignment_line,
     class_attr_assignments,
     class_attr_uses,
+    container_contents,
     current_statement,
     get_arg,
     label,
     layer_constructor,
+    loop_source,
+    applied_in_order,
     name_loads,
     reaching_assignment,
     self_attr,
@@ -261,14 +264,21 @@ class PadBeforeConv(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         ctor: cst.Call | None = None
+        if name == "keras.Sequential":
+            self._sequential(node)
+            return
         if name is None:
-            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute)):
+            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
                 return
             if isinstance(node.func, cst.Call):
                 self._sequence(node.func)
+            if isinstance(node.func, (cst.Name, cst.Subscript)):
+                order = applied_in_order(self.ctx, node)
+                if order is not None:
+                    self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
-                if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call):
+                if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
                     return
             elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
                 return
@@ -346,8 +356,31 @@ class PadBeforeConv(Rule):
             items = [e.value for e in seq.args[0].value.elements if not isinstance(e, cst.StarredElement)]
         else:
             return
-        for first, second in zip(items, items[1:]):
-            if not isinstance(first, cst.Call) or not isinstance(second, cst.Call):
+        self._adjacent(list(zip(items, items[1:])), "the pad and the conv are separate layers of a sequence")
+
+    def _sequential(self, seq: cst.Call) -> None:
+        """``model = Sequential([...])`` and ``model.add(ZeroPadding2D(..))`` then
+        ``model.add(Conv2D(..))``: the layers a Sequential model stacks, wherever it is applied."""
+        par = self.ctx.parent(seq)
+        order = None
+        if isinstance(par, cst.Assign) and len(par.targets) == 1:
+            order = container_contents(self.ctx, par.targets[0].target)
+        if order is None:
+            layers = get_arg(seq, "layers", 0)
+            if layers is None or not isinstance(layers.value, (cst.List, cst.Tuple)):
+                return
+            items = [e.value for e in layers.value.elements if not isinstance(e, cst.StarredElement)]
+            self._adjacent(list(zip(items, items[1:])), "the pad and the conv are separate layers of a sequence")
+            return
+        self._adjacent(order.adjacent(), "the pad and the conv are separate layers of a sequence")
+
+    def _adjacent(self, pairs, why_pair: str) -> None:
+        """Report each (pad, valid conv) pair of layers applied one after the other; the
+        layers are constructor calls (or names bound once to one)."""
+        done = self.__dict__.setdefault("_done", set())
+        for first, second in pairs:
+            first, second = self._ctor(first), self._ctor(second)
+            if first is None or second is None or id(first) in done:
                 continue
             if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
                 continue
@@ -359,14 +392,25 @@ class PadBeforeConv(Rule):
                 paddings = self._paddings(get_arg(second, *spec.padding), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
+                done.add(id(first))
                 head = self._head(label(name), first)
-                why = "its padding is one of several values" if len(paddings) > 1 else "the pad and the conv are separate layers of a sequence"
+                why = "its padding is one of several values" if len(paddings) > 1 else why_pair
                 self.report(first, f"{head}; not auto-fixed: {why}")
                 continue
             layer = self.ctx.built_layer(second)
             conv = self._factory_conv(layer)
             if conv is not None:
+                done.add(id(first))
                 self._report_factory(first, layer, conv, False)
+
+    def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(expr, cst.Name):
+            b = self.ctx.lookup(expr.value, self.ctx.scopes_of(expr))
+            expr = b.value if b is not None and b.kind == "assign" else None
+        return expr if isinstance(expr, cst.Call) else None
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self.ctx.module.code_for_node(node)
 
     def _branch_layers(self, app: cst.Call) -> None:
         """``self.conv(self.pad(x))`` where ``__init__`` picks both layers in one branch
@@ -514,7 +558,7 @@ class PadBeforeConv(Rule):
         if not reasons and spatial is not None:
             reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
-            reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv))
+            reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv, pad))
 
         conv_label = label(name)
         head = self._head(conv_label, pad, pad_name, problem)
@@ -669,8 +713,13 @@ class PadBeforeConv(Rule):
         return []
 
     # ---- is the rewrite local? ------------------------------------------------
-    def _exclusive(self, via, pad_line, pad_input, ctor, conv) -> list[str]:
+    def _exclusive(self, via, pad_line, pad_input, ctor, conv, pad=None) -> list[str]:
         ctx = self.ctx
+        for app in (conv, pad):
+            func = app.func if isinstance(app, cst.Call) else None
+            held = func.value if isinstance(func, cst.Subscript) else loop_source(ctx, func) if isinstance(func, cst.Name) else None
+            if held is not None:
+                return [f"the layers are kept in `{self._code(held)}` and applied by index or in a loop"]
         if ctor is not None and not isinstance(conv.func, cst.Call):
             uses = self._layer_uses(conv.func)
             if uses != 1:
