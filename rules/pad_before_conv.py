@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from textwrap import dedent
 
 import libcst as cst
 
@@ -95,8 +96,11 @@ class PadBeforeConv(Rule):
     It is a may-analysis: a pad under an `if` that reaches the conv, a padding that is
     one of several values (`"valid" if stride > 1 else "same"`), a conv built by a
     project factory in this or another file of the tree (`DarknetConv2D_BN_Leaky(..,
-    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), and adjacent layers of
-    `compose(...)` / `Sequential([...])` all count. Such findings are not auto-fixed.
+    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), adjacent layers of
+    `compose(...)` / `Sequential([...])` / `model.add(...)`, and layers kept in a list or
+    dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
+    repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
+    self.stem: x = layer(x)`) all count. Such findings are not auto-fixed.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 
@@ -164,8 +168,194 @@ class PadBeforeConv(Rule):
         "from tensorflow.keras import layers\ndef pad(x):\n    return x\nx = layers.Conv2D(8, 3)(pad(x))\n",
         # transposed convolutions pad differently
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
+        # heterogeneous list applied at indexes the code does not fix: which layer runs is unknown
+        dedent("""\
+            import keras
+
+            class Pick(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.options = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+
+                def call(self, x, i, j):
+                    y = self.options[i](x)
+                    return self.options[j](y)
+            """),
+        # the period appended is [conv, pad]: at k (counting by two) the conv, at k + 1 the pad
+        dedent("""\
+            import keras
+
+            class Down(keras.layers.Layer):
+                def __init__(self, n):
+                    super().__init__()
+                    self.steps = []
+                    for _ in range(n):
+                        self.steps.append(keras.layers.Conv2D(16, 3))
+                        self.steps.append(keras.layers.ZeroPadding2D(1))
+
+                def call(self, x):
+                    k = 0
+                    while k < len(self.steps):
+                        x = self.steps[k](x)
+                        x = self.steps[k + 1](x)
+                        k += 2
+                    return x
+            """),
+        # a loop over the layers that also rebinds the tensor in between: the pad feeds the relu
+        dedent("""\
+            import keras
+
+            class Stack(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+
+                def call(self, x):
+                    for stage in self.stages:
+                        x = stage(x)
+                        x = keras.activations.relu(x)
+                    return x
+            """),
+        # a list changed by insert(): its order is not the construction order any more
+        dedent("""\
+            import keras
+
+            class Stack(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+                    self.stages.insert(1, keras.layers.ReLU())
+
+                def call(self, x):
+                    for stage in self.stages:
+                        x = stage(x)
+                    return x
+            """),
     )
     INVALID = (
+        # layers in two comprehension-built lists, applied pairwise by index
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Fuse(keras.layers.Layer):
+                    def __init__(self, n):
+                        super().__init__()
+                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                        self.convs = [keras.layers.Conv2D(64, 3, use_bias=False) for _ in range(n)]
+
+                    def call(self, xs):
+                        return [self.convs[i](self.pads[i](x)) for i, x in enumerate(xs)]
+                """),
+            message_contains="kept in `self.convs`",
+        ),
+        # the same lists walked with zip()
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Fuse(keras.layers.Layer):
+                    def __init__(self, n):
+                        super().__init__()
+                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                        self.convs = [keras.layers.Conv2D(64, 3) for _ in range(n)]
+
+                    def call(self, x):
+                        for pad, conv in zip(self.pads, self.convs):
+                            x = conv(pad(x))
+                        return x
+                """),
+            message_contains="applied by index or in a loop",
+        ),
+        # appends repeat [pad, conv]; the index counts by two, so k is a pad and k + 1 its conv
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Encoder(keras.layers.Layer):
+                    def __init__(self, widths):
+                        super().__init__()
+                        self.down = []
+                        for w in widths:
+                            self.down.append(keras.layers.ZeroPadding2D(((0, 1), (0, 1))))
+                            self.down.append(keras.layers.Conv2D(w, 3, strides=2))
+
+                    def call(self, x):
+                        k = 0
+                        for _ in range(len(self.down) // 2):
+                            x = self.down[k](x)
+                            x = self.down[k + 1](x)
+                            k += 2
+                        return x
+                """),
+            message_contains="stride 2",
+        ),
+        # a stem list applied in a loop: its pad and conv follow each other
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                class Stem(tf.keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.stem = [tf.keras.layers.ZeroPadding2D(3), tf.keras.layers.Conv2D(64, 7, strides=2)]
+
+                    def call(self, x):
+                        for layer in self.stem:
+                            x = layer(x)
+                        return x
+                """),
+            message_contains="consecutive layers of `self.stem`, applied in a loop",
+        ),
+        # the same by index, under range(len(...)), with the list built in a local first
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                class Stem(tf.keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        stem = []
+                        stem.append(tf.keras.layers.ZeroPadding2D(1))
+                        stem.append(tf.keras.layers.Conv2D(64, 3))
+                        self.stem = stem
+
+                    def call(self, x):
+                        for i in range(len(self.stem)):
+                            x = self.stem[i](x)
+                        return x
+                """),
+            message_contains="consecutive layers of `self.stem`",
+        ),
+        # layers in a dict, applied by constant key
+        Invalid(
+            dedent("""\
+                from keras import layers
+
+                class Head(layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.parts = {"pad": layers.ZeroPadding2D(1), "conv": layers.Conv2D(32, 3)}
+
+                    def call(self, x):
+                        return self.parts["conv"](self.parts["pad"](x))
+                """),
+            message_contains="kept in `self.parts`",
+        ),
+        # a Sequential model stacked with add()
+        Invalid(
+            dedent("""\
+                from keras.models import Sequential
+                from keras.layers import Conv2D, ZeroPadding2D
+
+                def vgg_block():
+                    model = Sequential()
+                    model.add(ZeroPadding2D((1, 1), input_shape=(224, 224, 3)))
+                    model.add(Conv2D(64, (3, 3), activation="relu"))
+                    return model
+                """),
+            message_contains="separate layers of a sequence",
+        ),
         # layers picked by a branch in __init__: the pad and the conv built together
         Invalid(
             "import keras\n\nclass Reassemble(keras.layers.Layer):\n    def __init__(self, factor):\n"

@@ -93,7 +93,7 @@ def _uses(ctx, base: cst.BaseExpression, where: cst.CSTNode):
             yield n
 
 
-def contents(ctx, base: cst.BaseExpression, _depth: int = 0) -> Contents | None:
+def contents(ctx, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
     """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
     if _depth > 3:
         return None
@@ -107,16 +107,16 @@ def contents(ctx, base: cst.BaseExpression, _depth: int = 0) -> Contents | None:
         return None
     if where is None:
         return None
-    key = (id(where), attr if attr is not None else f"name:{base.value}")  # type: ignore[union-attr]
+    key = (id(where), attr if attr is not None else f"name:{base.value}", id(_alias))  # type: ignore[union-attr]
     memo = ctx.__dict__.setdefault("_containers", {})
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
-    memo[key] = found = _contents(ctx, base, where, _depth)
+    memo[key] = found = _contents(ctx, base, where, _depth, _alias)
     return found
 
 
-def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int) -> Contents | None:
+def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
     init: cst.Assign | None = None
     appends: list[tuple[cst.Call, cst.CSTNode]] = []
     stores: list[tuple[object, cst.BaseExpression]] = []
@@ -151,7 +151,7 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int) -> 
                         continue
                 return None
             continue
-        if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n):
+        if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
             return None  # ``self.x += [...]`` / an alias that may be mutated elsewhere
     if init is None:
         return None
@@ -160,7 +160,7 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int) -> 
         # layers = []; layers.append(...); self.layers = layers
         if appends or stores:
             return None
-        return contents(ctx, value, depth + 1)
+        return contents(ctx, value, depth + 1, init)
     empty_seq = _is_empty(ctx, value)
     if appends:
         if not empty_seq or stores:
@@ -394,16 +394,7 @@ def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
                     return src  # type: ignore[return-value]
                 comp = comp.inner_for_in
         node = ctx.parent(node)
-    scopes = ctx.scopes_of(name)
-    scope = scopes[0] if scopes else None
-    if not isinstance(scope, cst.FunctionDef):
-        return None
-    bindings = ctx.scope_index(scope).bindings.get(name.value)
-    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].node, cst.For):
-        return None
-    loop = bindings[0].node
-    src = _iterated(loop.target, loop.iter, name.value)
-    return src if src is not False else None  # type: ignore[return-value]
+    return _for_binding(ctx, name)[1]
 
 
 def _iterated(target: cst.BaseExpression, it: cst.BaseExpression, name: str):
@@ -483,20 +474,21 @@ def applied_in_order(ctx, call: cst.Call) -> Order | None:
 
 
 def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpression | None]:
-    """The one ``for`` statement binding ``name`` in its function, and what it iterates
-    (the container itself for ``enumerate(C)``)."""
-    scopes = ctx.scopes_of(name)
-    scope = scopes[0] if scopes else None
-    if not isinstance(scope, cst.FunctionDef):
-        return None, None
-    bindings = ctx.scope_index(scope).bindings.get(name.value)
-    if not bindings or len(bindings) != 1 or not isinstance(bindings[0].node, cst.For):
-        return None, None
-    loop = bindings[0].node
-    if not any(a is loop for a in _ancestors(ctx, name)):
-        return None, None
-    src = _iterated(loop.target, loop.iter, name.value)
-    return (loop, src) if src not in (None, False) else (None, None)
+    """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
+    body rebinds it), and what it iterates (the container itself for ``enumerate(C)``)."""
+    for node in _ancestors(ctx, name):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(node, cst.For) and node.body is not None:
+            src = _iterated(node.target, node.iter, name.value)
+            if src is False:
+                continue
+            for n in _walk(node.body):
+                if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)) \
+                        and _mentions(n.target if not isinstance(n, cst.AsName) else n.name, name.value):
+                    return None, None
+            return (node, src) if src is not None else (None, None)
+    return None, None
 
 
 def _ancestors(ctx, node: cst.CSTNode):
