@@ -278,3 +278,43 @@ def test_sequential_built_with_add_is_a_container():
     """)
     c = container_contents(ctx, ctx.module.body[2].body[0].targets[0].target)
     assert c is not None and not c.repeats and len(c.items) == 4
+
+
+def test_a_container_handed_to_other_code_is_unknown():
+    ctx = _ctx("""
+        from keras.models import Sequential
+        from keras.layers import BatchNormalization, Conv2D, ZeroPadding2D
+
+        def add_norm(model):
+            model.add(BatchNormalization())
+
+        model = Sequential()
+        model.add(ZeroPadding2D((1, 1)))
+        add_norm(model)
+        model.add(Conv2D(64, (3, 3)))
+        print(len(model.layers))
+    """)
+    target = ctx.module.body[3].body[0].targets[0].target
+    assert container_contents(ctx, target) is None
+
+
+def test_comprehension_index_takes_its_own_range():
+    ctx = _ctx("""
+        import keras
+
+        class Down(keras.layers.Layer):
+            def __init__(self, n):
+                super().__init__()
+                self.steps = []
+                for _ in range(n):
+                    self.steps.append(keras.layers.ZeroPadding2D(1))
+                    self.steps.append(keras.layers.Conv2D(8, 3))
+
+            def call(self, x):
+                i = 0  # a different `i` from the comprehensions' own
+                odd = [self.steps[i](x) for i in range(1, len(self.steps), 2)]
+                any_ = [self.steps[i](x) for i in range(len(self.steps))]
+                return odd, any_, self.steps[i](x)
+    """)
+    apps = [c for c in _calls(ctx) if isinstance(c.func, cst.Subscript)]
+    assert [_layer(ctx, c) for c in apps] == ["Conv2D", None, "ZeroPadding2D"]

@@ -153,6 +153,8 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, ali
             continue
         if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
             return None  # ``self.x += [...]`` / an alias that may be mutated elsewhere
+        if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.parent(par)):
+            return None  # handed to code that may change it (``add_block(model)``)
     if init is None:
         return None
     value = init.value
@@ -198,6 +200,20 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, ali
         if layers is not None and not appends and (isinstance(layers.value, cst.Name) or _self_attr(layers.value)):
             return contents(ctx, layers.value, depth + 1)  # Sequential(blocks), blocks built above
     return None
+
+
+# Builtins that only read the container they are given.
+_READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
+
+
+def _reads_only(ctx, call: cst.CSTNode | None) -> bool:
+    """A call that does not change a container passed to it: a reading builtin, or a
+    framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
+    if not isinstance(call, cst.Call):
+        return True
+    if isinstance(call.func, cst.Name) and call.func.value in _READERS:
+        return True
+    return ctx.call_name_anywhere(call) is not None
 
 
 def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
@@ -329,10 +345,26 @@ def residue(ctx, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | Non
             return (a - b) % p
         return None
     if isinstance(expr, cst.Name):
+        comp = _comprehension_binding(ctx, expr)
+        if comp is not None:  # a comprehension variable: its own ``range``, not the function's name
+            return _range_residue(ctx, comp.iter, p, _depth) if isinstance(comp.target, cst.Name) else None
         v = ctx.const(expr, scopes=ctx.scopes_of(expr))
         if isinstance(v, int) and not isinstance(v, bool):
             return v % p
         return _name_residue(ctx, expr, p, _depth)
+    return None
+
+
+def _comprehension_binding(ctx, name: cst.Name) -> cst.CompFor | None:
+    for node in _ancestors(ctx, name):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(node, (*_COMPS, cst.DictComp)):
+            comp = node.for_in
+            while comp is not None:
+                if _mentions(comp.target, name.value):
+                    return comp
+                comp = comp.inner_for_in
     return None
 
 
