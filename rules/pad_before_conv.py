@@ -70,6 +70,25 @@ _NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
 
 
+# Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
+_KERAS1_KEYWORDS = frozenset({"border_mode", "subsample", "nb_filter", "nb_row", "nb_col", "init", "dim_ordering", "W_regularizer"})
+
+
+def _padding_arg(call: cst.Call, spec: "_ConvSpec") -> cst.Arg | None:
+    """The conv's padding argument (Keras 1 spells it `border_mode`)."""
+    return get_arg(call, *spec.padding) or (get_arg(call, "border_mode") if not spec.upper else None)
+
+
+def _keras1_signature(ctx, call: cst.Call) -> bool:
+    """Keras 1 (and Keras 2's legacy interface) read `Convolution2D(64, 3, 3)` as a 3x3
+    kernel, tf.keras as kernel 3, strides 3: positions cannot be trusted for a rewrite."""
+    if any(a.keyword is not None and a.keyword.value in _KERAS1_KEYWORDS for a in call.args):
+        return True
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    raw = ctx.raw_name(call.func) or ""
+    return len(positional) >= 3 and raw.rsplit(".", 1)[-1].startswith("Convolution")
+
+
 def _per_dim(value, n: int) -> tuple[int, ...] | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,) * n
@@ -216,6 +235,15 @@ class PadBeforeConv(Rule):
                         x = keras.activations.relu(x)
                     return x
             """),
+        # Keras 1: border_mode="same" is the conv's own padding
+        dedent("""\
+            from keras.models import Sequential
+            from keras.layers import Convolution2D, ZeroPadding2D
+
+            model = Sequential()
+            model.add(ZeroPadding2D((1, 1), input_shape=(3, 64, 64)))
+            model.add(Convolution2D(64, 3, 3, border_mode="same"))
+            """),
         # a list changed by insert(): its order is not the construction order any more
         dedent("""\
             import keras
@@ -326,6 +354,17 @@ class PadBeforeConv(Rule):
                         return x
                 """),
             message_contains="consecutive layers of `self.stem`",
+        ),
+        # Keras 1 `Convolution2D(n, rows, cols)`: found, never rewritten from positions
+        Invalid(
+            dedent("""\
+                from keras.layers import Convolution2D, ZeroPadding2D
+
+                def block(x):
+                    x = ZeroPadding2D((1, 1))(x)
+                    return Convolution2D(64, 3, 1, activation="relu")(x)
+                """),
+            message_contains="Keras 1 signature",
         ),
         # layers in a dict, applied by constant key
         Invalid(
@@ -487,7 +526,7 @@ class PadBeforeConv(Rule):
         inp = get_arg(node, "inputs", 0) if ctor is not None else get_arg(node, "input", 0) or get_arg(node, "inputs") or get_arg(node, "value")
         if inp is None:
             return
-        pad_arg = get_arg(args_of, *spec.padding)
+        pad_arg = _padding_arg(args_of, spec)
         paddings = self._paddings(pad_arg, spec)
         if paddings is None or "VALID" not in paddings:
             return
@@ -579,7 +618,7 @@ class PadBeforeConv(Rule):
                 spec = _SPECS.get(name)
                 if spec is None:
                     continue
-                paddings = self._paddings(get_arg(second, *spec.padding), spec)
+                paddings = self._paddings(_padding_arg(second, spec), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
                 done.add(id(first))
@@ -627,7 +666,7 @@ class PadBeforeConv(Rule):
             spec = _SPECS.get(name or "")
             if spec is None or not name.startswith("keras.layers."):
                 continue
-            paddings = self._paddings(get_arg(conv, *spec.padding), spec)
+            paddings = self._paddings(_padding_arg(conv, spec), spec)
             if paddings is None or "VALID" not in paddings:
                 continue
             block = self._block_of(conv)
@@ -746,7 +785,10 @@ class PadBeforeConv(Rule):
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
         if not reasons and spatial is not None:
-            reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
+            if _keras1_signature(self.ctx, args_of):
+                reasons.append("a Keras 1 signature (`Convolution2D(n, rows, cols)`, `border_mode=`) is not rewritten")
+            else:
+                reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
             reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv, pad))
 
