@@ -21,6 +21,8 @@ from libcst._nodes.internal import CodegenState
 
 from .layout import for_libcst
 from .imports import may_orphan
+from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
+from .incremental import line_starts as incremental_line_starts
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
 from .suppressions import Suppressions
@@ -271,12 +273,15 @@ def _unit_of(node, module, tree, parent):
     chain.reverse()
     stmts, astmts = module.body, tree.body
     indents: list[str] = []
+    shift = 0
     for k, s in enumerate(chain):
         a = _match_statement(stmts, astmts, s)
         if a is None:
             return None
+        if k == 0:
+            shift = row_shift(a)  # an incrementally parsed tree: see kerasfit.incremental
         if k == len(chain) - 1 or isinstance(s, cst.SimpleStatementLine):
-            return s, a, tuple(indents)
+            return s, a, tuple(indents), shift
         nxt = chain[k + 1]
         for cl, al, more in _blocks(s, a, module.default_indent):
             if any(c is nxt for c in cl):
@@ -284,7 +289,7 @@ def _unit_of(node, module, tree, parent):
                 indents.extend(more)
                 break
         else:
-            return s, a, tuple(indents)  # nested somewhere unmapped: generate this statement whole
+            return s, a, tuple(indents), shift  # nested somewhere unmapped: generate this statement whole
     return None
 
 
@@ -422,7 +427,7 @@ class Positions:
 
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
-        units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...]]] = {}
+        units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
         for n in nodes:
             found = _unit_of(n, module, tree, parent)
             if found is None:
@@ -430,14 +435,14 @@ class Positions:
             units.setdefault(id(found[0]), found)
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
-        for unit, anode, indents in units.values():
+        for unit, anode, indents, shift in units.values():
             state = _PositionState(module, wanted | {id(unit)})
             state.indent_tokens = list(indents)
             unit._codegen(state)
             rel = state.syntactic.get(id(unit))
             if rel is None:
                 return False
-            start = self._ast_offset(anode)
+            start = self._ast_offset(anode, shift)
             if start is None:
                 return False
             text = "".join(state.tokens)
@@ -457,8 +462,8 @@ class Positions:
         self.full_spans, self.syntactic = full, syn
         return True
 
-    def _ast_offset(self, node: ast.stmt) -> int | None:
-        row = node.lineno - 1
+    def _ast_offset(self, node: ast.stmt, shift: int = 0) -> int | None:
+        row = node.lineno - 1 + shift
         if not 0 <= row < len(self.line_starts):
             return None
         ls = self.line_starts[row]
@@ -607,6 +612,13 @@ def parse_guarded(
     """
     from . import parseguard
 
+    if parse_cache is not None:
+        inc = parse_cache.ast.tree(source)
+        if inc is not None:
+            module = parse_cache.parse(source, inc[0], inc[1])
+            if module is not None:
+                return module, inc[0], [], source
+            parse_cache.ast.forget()
     tree, cpython = _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
@@ -619,6 +631,10 @@ def parse_guarded(
     if parse_cache is not None and tree is not None and parse_text is source:
         text, refusals = parseguard.budget_mask(source, tree)
         module = parse_cache.parse(text, tree)
+        if module is not None and not refusals:
+            parse_cache.ast.remember(source, tree)
+        else:
+            parse_cache.ast.forget()
     if module is None:
         g = parseguard.guarded_parse(parse_text, tree)
         if g.module is None:
@@ -723,28 +739,22 @@ class ParseCache:
     def __init__(self, max_pieces: int = 4096) -> None:
         self.pieces: dict[str, cst.Module] = {}
         self.max_pieces = max_pieces
+        # CPython's side: only the statements an edit touched are compiled again
+        self.ast = IncrementalAST()
 
-    def parse(self, source: str, tree: ast.Module) -> cst.Module | None:
+    def parse(self, source: str, tree: ast.Module, cuts: list[int] | None = None) -> cst.Module | None:
+        """libcst's module of ``source``; ``cuts`` (piece starts) when already known."""
         if not tree.body or "\r" in source.replace("\r\n", ""):
             return None
-        starts = sorted({min([st.lineno, *(d.lineno for d in getattr(st, "decorator_list", ()))]) for st in tree.body})
-        line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\n", source)]
-        if starts[-1] > len(line_starts):
-            return None
-        # Cut above the blank and comment lines that lead into a statement, so no piece
-        # ends with trailing comments (libcst does not always give those back as written).
-        def blank_or_comment(n: int) -> bool:
-            a = line_starts[n - 1]
-            b = line_starts[n] if n < len(line_starts) else len(source)
-            text = source[a:b].strip()
-            return not text or text.startswith("#")
-
-        cuts = [0]
-        for prev, n in zip(starts, starts[1:]):
-            while n - 1 > prev and blank_or_comment(n - 1):
-                n -= 1
-            cuts.append(line_starts[n - 1])
-        cuts.append(len(source))
+        if cuts is None:
+            starts = sorted({statement_start_row(st) for st in tree.body})
+            line_starts = incremental_line_starts(source)
+            if starts[-1] > len(line_starts):
+                return None
+            # Cut above the blank and comment lines that lead into a statement, so no piece
+            # ends with trailing comments (libcst does not always give those back as written).
+            cuts = cut_offsets(source, starts, line_starts)
+        cuts = [*cuts, len(source)]
         mods: list[cst.Module] = []
         fresh: dict[str, cst.Module] = {}
         keep: dict[str, cst.Module] = {}

@@ -434,9 +434,16 @@ class KerasfitServer(LanguageServer):
         if linted is None:
             return
         try:
-            self.executor.submit(self.collect_garbage)
-        except RuntimeError:  # shutting down
-            pass
+            self._publish(uri, linted)
+        finally:
+            # after the diagnostics are written: a collection holds the GIL, and the
+            # publication (JSON, the write) needs it too
+            try:
+                self.executor.submit(self.collect_garbage)
+            except RuntimeError:  # shutting down
+                pass
+
+    def _publish(self, uri: str, linted: Linted) -> None:
         if linted.cells is not None:
             for key in linted.cells.keys:
                 doc = self.document(key)

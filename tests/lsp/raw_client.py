@@ -167,12 +167,16 @@ class RawServer:
                     pass
 
 
-def wait_for_diagnostics(server: RawServer, uri: str, until, timeout: float = 30.0) -> list[dict[str, Any]]:
-    """The latest diagnostics published for ``uri`` once ``until(diagnostics)`` holds."""
+def wait_for_diagnostics(
+    server: RawServer, uri: str, until, timeout: float = 30.0, version: int | None = None
+) -> list[dict[str, Any]]:
+    """The latest diagnostics published for ``uri`` (for ``version`` of it, if given)
+    once ``until(diagnostics)`` holds."""
     deadline = time.monotonic() + timeout
     while True:
         published = [m["params"]["diagnostics"] for m in server.seen
-                     if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri]
+                     if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                     and (version is None or m["params"].get("version") == version)]
         if published and until(published[-1]):
             return published[-1]
         if server.next_message(deadline) is None:
