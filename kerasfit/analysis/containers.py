@@ -515,10 +515,10 @@ def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpressio
             src = _iterated(node.target, node.iter, name.value)
             if src is False:
                 continue
-            for n in _walk(node.body):
-                if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor, cst.NamedExpr, cst.AsName)) \
-                        and _mentions(n.target if not isinstance(n, cst.AsName) else n.name, name.value):
-                    return None, None
+            from ..flow import bound_names  # flow imports this module
+
+            if any(name.value in bound_names(stmt) for stmt in node.body.body):
+                return None, None  # rebound inside the loop
             return (node, src) if src is not None else (None, None)
     return None, None
 

@@ -86,7 +86,7 @@ def injected_submodule(ctx, head: str) -> str | None:
         if bs:
             if isinstance(scope, cst.ClassDef):
                 return None
-            if _declared_global(scope, head):
+            if _declared_global(scope, head, ctx):
                 break
             found = {_injection(ctx, b, head) for b in bs}
             return found.pop() if len(found) == 1 else None
@@ -144,12 +144,23 @@ def _unpacked(assign, head: str) -> str | None:
     return f"keras.{INJECTED_SUBMODULES[names.index(head)]}" if head in names else None
 
 
-def _declared_global(func, head: str) -> bool:
+def _declared_global(func, head: str, ctx=None) -> bool:
+    return head in _globals_of(func, ctx)
+
+
+def _globals_of(func, ctx=None) -> frozenset[str]:
+    """Names a function declares ``global`` (one walk per function and file)."""
     import libcst as cst
 
     from ..flow import walk
 
-    return any(isinstance(n, cst.Global) and any(g.name.value == head for g in n.names) for n in walk(func.body))
+    memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
+    hit = memo.get(id(func))
+    if hit is None:
+        hit = memo[id(func)] = frozenset(
+            g.name.value for n in walk(func.body) if isinstance(n, cst.Global) for g in n.names
+        )
+    return hit
 
 
 def _global_injections(ctx) -> dict[str, str]:
@@ -172,7 +183,7 @@ def _global_injections(ctx) -> dict[str, str]:
         if not isinstance(fn, cst.FunctionDef):
             continue
         for el in assign.targets[0].target.elements if isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) else ():
-            if isinstance(el.value, cst.Name) and _declared_global(fn, el.value.value):
+            if isinstance(el.value, cst.Name) and _declared_global(fn, el.value.value, ctx):
                 found.setdefault(el.value.value, set()).add(_unpacked(assign, el.value.value))
     memo = {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and None not in v}
     ctx.__dict__["_global_injections"] = memo
