@@ -61,8 +61,8 @@ class PaddedOp(Rule):
         Invalid(
             "import keras\n\n"
             "def build_model():\n"
-            "    widths = [int(w) for w in '20 12'.split()]  # read at run time\n"
-            "    inputs = keras.Input((64,))\n"
+            "    widths = [int(w) for w in '3 5'.split()]  # read at run time\n"
+            "    inputs = keras.Input((8,))\n"
             "    x = inputs\n"
             "    for w in widths:\n"
             "        x = keras.layers.Dense(w, activation='relu')(x)\n"

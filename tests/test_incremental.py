@@ -25,6 +25,8 @@ from test_positions import TRICKY
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {p.name: p.read_text() for p in sorted((ROOT / "fixtures").rglob("*.py"))}
 SOURCES["tricky"] = TRICKY
+SOURCES["tricky-crlf"] = TRICKY.replace("\n", "\r\n")
+SOURCES["tabs"] = "import tensorflow as tf\n\n\nclass M(tf.keras.Model):\n\tdef call(self, x):\n\t\tif x:\n\t\t\treturn tf.pad(x, [[0, 0], [1, 1]])\n\t\treturn x\n\n\n# é, 😀 and ü in a comment\ny = 'ü😀'; z = tf.keras.layers.Dense(100)\n"
 
 SNIPPETS = [
     "\n",

@@ -14,13 +14,13 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kerasfit.types import TARGETS, Diagnostic, Severity
 
-from .hlo import FORWARD, KERNEL_GRAD
+from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
 from .report import BuildReport, OpReport, make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
@@ -292,10 +292,10 @@ def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | 
     """
     if not ops:
         return None
-    padded = [op for op in ops if op.dims.get("out_features", [0, 0])[0] != op.dims.get("out_features", [0, 0])[1]]
+    padded = [op for op in ops if _width(op)[0] != _width(op)[1]]
     m = _CLAIM.search(claim)
     claimed = int(m.group(1)) if m else None
-    matching = [op for op in padded if op.dims["out_features"][1] == claimed] if claimed else padded
+    matching = [op for op in padded if _width(op)[1] == claimed] if claimed else padded
     if matching:
         status, pool = "confirmed", matching
         if claimed is None:  # nothing specific claimed: cite the forward pass when it pads
@@ -304,15 +304,47 @@ def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | 
         status, pool = "corrected", padded
     else:
         status, pool = "refuted", [op for op in ops if op.pass_ == FORWARD] or ops
-    op = max(pool, key=lambda o: (o.wasted_time, -o.fit))
-    shape, padded_shape = op.tensors.get("out", [op.shape, op.padded_shape])
+    # The layer's own ops first: another layer's op is evidence only when none of them shows it.
+    op = max(pool, key=lambda o: (not _is_consumer(o), o.wasted_time, -o.fit))
+    width = _width(op)
+    tensor = "lhs" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out"
+    shape, padded_shape = op.tensors.get(tensor, [op.shape, op.padded_shape])
+    layer = next((o.layer for o in ops if not _is_consumer(o)), op.layer)
     verdict = {"status": status, "shape": shape, "padded_shape": padded_shape, "fit": op.fit,
-               "layer": op.layer, "pass": op.pass_, "out_features": op.dims.get("out_features"),
+               "layer": layer, "pass": op.pass_, "out_features": list(width),
                "wasted_time": op.wasted_time}
     if status == "corrected":
-        verdict["detail"] = (f"measured: {op.pass_} pads {op.dims['out_features'][0]} to "
-                             f"{op.dims['out_features'][1]}, not {claimed}")
+        verdict["detail"] = f"measured: {op.pass_} pads {width[0]} to {width[1]}, not {claimed}"
     return verdict
+
+
+def _is_consumer(op: OpReport) -> bool:
+    return " of " in op.pass_  # a copy made by _consumers: "kernel-gradient of conv2d_1"
+
+
+def _width(op: OpReport) -> list[int]:
+    """[real, padded] of the layer's own filter/unit count in this op.
+
+    Its input gradient and the next layer's ops contract over it or read it as their
+    input's features (where it pads to 128: forward at a small batch, the weight update
+    at a large one); its forward pass and weight update produce it (docs/facts.md#2:
+    padded to 8 there).
+    """
+    key = "in_features" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out_features"
+    return op.dims.get(key) or [0, 0]
+
+
+def _consumers(report: BuildReport, ops: list[OpReport]) -> list[OpReport]:
+    """Other layers' forward and weight-update ops that read this layer's width.
+
+    Matched by width, as ``simulator.with_features`` does; each is a copy whose pass
+    names the consuming layer, so :func:`_width` reads its in-features.
+    """
+    widths = {op.dims["out_features"][0] for op in ops if op.pass_ == FORWARD}
+    names = {op.name for op in ops}
+    return [replace(op, pass_=f"{op.pass_} of {op.layer}") for op in report.ops
+            if op.pass_ in (FORWARD, KERNEL_GRAD) and op.name not in names
+            and op.dims["in_features"][0] in widths]
 
 
 def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: int) -> dict[str, Any]:
@@ -440,7 +472,7 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         kind = static.get(d.code)
         ops = _ops_on(report, filename, d.row, d.end_row)
         if kind == "feature-padding" and ops:
-            d.build = _confirm_channels(ops, d.message)
+            d.build = _confirm_channels(ops + _consumers(report, ops), d.message)
         elif kind == "spatial-pad":
             d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
         elif kind == "transpose":

@@ -47,6 +47,13 @@ def _phase(name: str) -> None:
             pass
 
 
+_MARKS: dict[str, float] = {}  # phase -> perf_counter() when it ended (the report's timings)
+
+
+def _mark(phase: str) -> None:
+    _MARKS[phase] = time.perf_counter()
+
+
 def _one_line(text: str, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -482,7 +489,9 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
     step, variables = _keras_step(model, tf)
     try:
         concrete = step.get_concrete_function(*args)
+        _mark("trace")
         hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+        _mark("lower")
     except ChildError:
         raise
     except Exception as exc:
@@ -629,6 +638,8 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
     wrapped = tf.compat.v1.wrap_function(fn, [])
     if "model" in outputs_box:
         return None
+    _mark("build")
+    _mark("trace")  # a graph is built and differentiated in one go
     graph = wrapped.graph
     feeds = []
     captured = {id(t) for t in graph.internal_captures}
@@ -652,6 +663,7 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
         hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
     except Exception as exc:
         raise ChildError(f"lowering the graph to HLO failed: {type(exc).__name__}: {_one_line(exc)}") from None
+    _mark("lower")
     sites_by_op = {}
     for op in graph.get_operations():
         site = sites.from_traceback(getattr(op, "traceback", None))
@@ -705,6 +717,7 @@ def _build_entry(module, entry: str | None, opts, sites: Sites, tf, result: dict
                 "(TF1 graph code is built when the file uses tf.compat.v1 / tf.layers)"
             )
         result["mode"] = "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
+        _mark("build")
         hlo = _build_keras(model, opts, sites, tf, result)
     return hlo
 
@@ -844,8 +857,15 @@ def run(opts) -> dict[str, Any]:
     result["dtype"] = opts.dtype
     if opts.dump_hlo:
         Path(opts.dump_hlo).write_text(hlo)
-    result["timings"] = {"import": round(t_import - t0, 3), "build_and_lower": round(t_hlo - t_import, 3),
-                         "parse": round(time.perf_counter() - t_hlo, 3)}
+    # Seconds per phase: TensorFlow's import, the user's model, tracing forward and
+    # backward, XLA's lowering to HLO, and reading the HLO here.
+    ends = {"import": t_import, **{k: _MARKS.get(k, t_hlo) for k in ("build", "trace", "lower")},
+            "parse": time.perf_counter()}
+    start = t0
+    result["timings"] = {}
+    for phase, end in ends.items():
+        result["timings"][phase] = round(max(0.0, end - start), 3)
+        start = max(start, end)
     return result
 
 

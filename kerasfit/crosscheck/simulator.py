@@ -13,9 +13,18 @@ The model, stated once:
   and ``m`` the input features.
 * The most common batch among the step's convolutions picks the layout (docs/facts.md#1):
   >= 64 -> forward/input-gradient pad batch->128, features->8 and kernel-gradient pad
-  batch->8, features->128; < 64 -> the other way round. Kernels and results follow
-  the activations they meet (docs/facts.md#2–3 leave the choice to the compiler).
+  batch->8, features->128; < 64 -> the other way round.
+* Kernels (docs/facts.md#2): of the two feature dims of the kernel-shaped tensor (the
+  kernel in the forward and input-gradient passes, the result of the weight update) one
+  takes the activation's feature multiple (the MXU-facing one) and the other pads to 8.
+  That other dim is the op's output features ``n`` in every pass, so ``n`` pads to 8
+  and each op has at most one dim at 128, as in the guide's "16*1 out of 128*8"
+  (docs/facts.md#6). Padding both to 128 would make the kernel 128 x 128, which fact 2
+  rules out.
 * Op fit = useful work / padded work (docs/facts.md#6); the step fit weights ops by FLOPs.
+* Time is a roofline of the padded FLOPs against the op's unpadded HBM bytes: the MXU
+  pads operands on their way in, not in HBM, so a memory-bound op wastes no MXU time.
+  Tile padding in HBM is the separate expansion figure below.
 * HBM: activations tile on their two minor dims, 8x128 for 32-bit types, two rows
   packed per word for 16-bit, 2x128 / 4x128 when the second-minor dim is 1-2 / 3-4
   (docs/facts.md#7). The minor (lane) dim is whichever of batch/feature pads to 128.
@@ -140,7 +149,6 @@ class OpSim:
     tensors: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)  # real, padded
     why: list[str] = field(default_factory=list)  # "batch 16→128", "out-channels 1→8"
     bytes: int = 0  # HBM bytes of the operands and the result, unpadded
-    padded_bytes: int = 0
 
 
 def _groups(op: HloOp) -> tuple[int, bool]:
@@ -167,7 +175,10 @@ def _role_multiples(op: HloOp, target: Target, common_batch: int | None) -> dict
         wide = max(LANES, target.mxu)
         return {"m": SUBLANES, "k": wide, "n": wide}
     batch_mult, feat_mult = layout(op.pass_, common_batch, target)
-    return {sem["batch"]: batch_mult, sem["in_features"]: feat_mult, sem["out_features"]: feat_mult}
+    # docs/facts.md#2: n is the kernel-shaped tensor's non-MXU-facing dim in every pass,
+    # unless the op is channel-wise: then the kernel's channels are its only feature dim.
+    out_mult = feat_mult if _groups(op)[1] else SUBLANES
+    return {sem["batch"]: batch_mult, sem["in_features"]: feat_mult, sem["out_features"]: out_mult}
 
 
 def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str, int]) -> list[int]:
@@ -207,7 +218,7 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     worst = None
     tensors = {}
     itemsize = 2 if op.dtype in ("bf16", "f16") else 4
-    real_bytes = padded_bytes = 0
+    real_bytes = 0
     for tensor in ("out", "lhs", "rhs"):
         roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in mult}
         if channelwise:
@@ -215,7 +226,6 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
         padded = _padded_tensor(shapes[tensor], roles, mult)
         tensors[tensor] = (list(shapes[tensor]), padded)
         real_bytes += math.prod(shapes[tensor]) * itemsize if shapes[tensor] else 0
-        padded_bytes += math.prod(padded) * itemsize if padded else 0
         if tensor == weights:
             continue
         ratio = fit_of(shapes[tensor], padded)
@@ -231,7 +241,7 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     return OpSim(
         dims=dims, fit=fit, flops=op.flops, padded_flops=op.flops / fit if fit else 0.0,
         tensor=worst[1], shape=list(shapes[worst[1]]), padded_shape=worst[2],
-        multiples=b, tensors=tensors, why=why, bytes=real_bytes, padded_bytes=padded_bytes,
+        multiples=b, tensors=tensors, why=why, bytes=real_bytes,
     )
 
 

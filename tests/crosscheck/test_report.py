@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
-from kerasfit.crosscheck.hlo import classify_pass, memory_ops, parse_hlo, strip_scopes
+
+from kerasfit.crosscheck.hlo import KERNEL_GRAD, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.report import make_report
 from kerasfit.types import Diagnostic, Severity
 
@@ -91,8 +93,15 @@ def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
     diags = [diag("KF102", "channel-multiple", model_file, 9), diag("KF102", "channel-multiple", model_file, 11)]
     conv30, conv64 = cross_check(diags, report, str(model_file))[:2]
     assert conv30.build["status"] == "confirmed"
-    # Batch 16: the forward pass pads features to 128.
-    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 128]
+    # Batch 16: the forward pass pads the 30 filters to 32, the kernel's other dim
+    # (docs/facts.md#2); the next layer contracts over them and pads them to 128.
+    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 32]
+    static = diag("KF102", "channel-multiple", model_file, 9)
+    static.message = "`Conv2D`: 30 filters pad to 128 on tpu-v5e"
+    (claim128,) = [d for d in cross_check([static], report, str(model_file)) if d.code == "KF102"]
+    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward of conv2d_1"
+    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 16, 16, 30], [16, 16, 16, 128])
+    assert claim128.build["layer"] == "conv2d"
     assert 0 < conv30.build["fit"] < 1
     # Conv2D(64) also pads to 128 at this batch: the finding is confirmed by the build.
     assert conv64.build["status"] == "confirmed"
@@ -181,9 +190,10 @@ def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "corrected"
     assert out.build["detail"].endswith("not 112")
-    # Each claim is judged by the op that shows it: 128 in the forward pass, 104 in the
-    # weight update (features pad to 8 there) — never a 104 "confirming" a 128.
-    for claim, pass_ in ((128, "forward"), (104, "kernel-gradient")):
+    # Each claim is judged by the op that shows it: 128 in the input gradient, which
+    # contracts over the 100 units, 104 in the weight update (the kernel's other dim pads
+    # to 8) — never a 104 "confirming" a 128.
+    for claim, pass_ in ((128, "input-gradient"), (104, "kernel-gradient")):
         d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
         (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
         assert out.build["status"] == "confirmed"
@@ -236,3 +246,87 @@ def test_a_build_failing_on_fused_confirms_kf101(model_file):
     cross_check_failure([d, other], "calling build_model() failed (line 9): ValueError: Unrecognized "
                                     "keyword arguments passed to BatchNormalization: {'fused': False}")
     assert d.build["status"] == "confirmed" and other.build is None
+
+
+def _raw_of(ops, per_core: int) -> dict:
+    out = []
+    for op in ops:
+        d = op.to_dict()
+        d["layer"], d["source"] = op.op_name, None
+        out.append(d)
+    return {"ops": out, "mem_ops": [], "per_core_batch": per_core, "global_batch": per_core * 8, "cores": 8}
+
+
+def test_roofline_waste_is_mxu_waste_and_memory_bound_ops_waste_none():
+    """Hand-computed on tpu-v5e (197 TFLOP/s, 819 GB/s), U-Net shapes at per-core batch 16.
+
+    The 1x1 output conv's weight update, 16*1 of 128*8 (docs/facts.md#6): 2.10 MFLOP
+    useful, x 64 = 134 MFLOP padded = 0.68 µs on the MXU, but it reads 4.19 MB of
+    activations and 0.26 MB of dy: 5.44 µs of HBM. Memory-bound: no time wasted.
+    A 16 -> 16 3x3 conv's weight update at the same size: 302 MFLOP x 8 (batch 16 -> 128)
+    = 12.27 µs on the MXU against 8.40 MB = 10.25 µs of HBM: 2.01 µs wasted. The MXU
+    padding is never counted again as HBM bytes (batch 16 -> 128 is not in HBM).
+    """
+    from test_simulator import conv
+
+    out = conv(KERNEL_GRAD, 16, 16, 1, hw=64, k=1, name="output")
+    body = conv(KERNEL_GRAD, 16, 16, 16, hw=64, k=3, name="body")
+    report = make_report(_raw_of([out, body], 16), target="tpu-v5e")
+    by = {op.layer: op for op in report.ops}
+    o, b = by["output"], by["body"]
+    assert o.fit == pytest.approx(16 * 1 / (128 * 8))
+    assert o.padded_flops == pytest.approx(2 * 16 * 64 * 64 * 16 * 64)
+    assert o.time == pytest.approx((16 * 64 * 64 * 16 + 16 * 64 * 64 + 16) * 4 / 819e9)
+    assert o.wasted_time == 0
+    assert o.why[-1] == "memory-bound: the padding is hidden under HBM time"
+    assert b.time == pytest.approx(2 * 16 * 64 * 64 * 9 * 16 * 16 * 8 / 197e12)
+    assert b.useful_time == pytest.approx((2 * 16 * 64 * 64 * 16 + 9 * 16 * 16) * 4 / 819e9)
+    assert b.wasted_time == pytest.approx(2.01e-6, abs=0.01e-6)
+    assert b.why == ["batch 16→128 (per-core batch)"]
+    assert [r.layer for r in report.rows] == ["body", "output"]
+
+
+def test_table_is_laid_out_as_tabulate_simple_would(model_file):
+    # render_report no longer imports tabulate (start-up of a cached report); the layout
+    # users and the README know must not change.
+    from tabulate import tabulate
+
+    from kerasfit.crosscheck.report import TABLE_HEADERS, _table, table_rows
+
+    report = make_report(raw_build(model_file, per_core=16, cores=8))
+    rows = table_rows(report, max_rows=None)
+    assert len(rows) > 5
+    expected = tabulate(rows, headers=TABLE_HEADERS, tablefmt="simple", disable_numparse=True)
+    assert _table(TABLE_HEADERS, rows) == expected
+    assert render_report(report, max_rows=None).startswith(expected + "\n")
+
+
+def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp_path):
+    """A cached `kerasfit report` is a JSON read and a simulation: no child, no TensorFlow."""
+    import subprocess
+    import sys
+
+    from kerasfit.crosscheck import api
+
+    cache = tmp_path / "cache"
+    key = api._cache_key(api._file_digest(model_file), BuildOptions())
+    entry = cache / "build" / f"{key}.json"
+    entry.parent.mkdir(parents=True)
+    entry.write_text(json.dumps(raw_build(model_file)))
+    code = (
+        "import sys\n"
+        "import kerasfit.crosscheck.api as api\n"
+        "def no_child(*args, **kwargs):\n    raise SystemExit('a build child was started')\n"
+        "api.run_child = no_child\n"
+        "from kerasfit.cli import main\n"
+        f"sys.argv = ['kerasfit', 'report', {str(model_file)!r}]\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'tf_keras', 'tabulate'})\n"
+        "print('HEAVY', heavy)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "KERASFIT_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stderr
+    table, heavy = proc.stdout.rsplit("HEAVY", 1)
+    assert "wasted µs" in table and "per-core batch 16" in table
+    assert heavy.strip() == "[]"
