@@ -125,7 +125,7 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
 def check_fail_on(value: Any, where: Path | str = "--fail-on") -> str:
     if value not in FAIL_ON:
         raise ConfigError(f"{where}: fail-on must be one of {', '.join(FAIL_ON)}, not {value!r}")
-    return value
+    return str(value)
 
 
 def check_target(target: str, where: Path | str = "--target") -> None:

@@ -7,7 +7,7 @@ answer None whenever the answer is not certain, so rules stay precise.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator
 
 import libcst as cst
 
@@ -190,7 +190,7 @@ def _class_index(cls: cst.ClassDef) -> tuple[dict[str, list[cst.BaseExpression]]
 
 
 # id(class node) -> (node, assignments, reads); the node is kept so a reused id is detected.
-_CLASS_INDEX: dict[int, tuple[cst.ClassDef, dict, dict]] = {}
+_CLASS_INDEX: dict[int, tuple[cst.ClassDef, dict[Any, Any], dict[Any, Any]]] = {}
 
 
 def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
@@ -267,7 +267,7 @@ def loop_source(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
     return containers.loop_source(ctx, name)
 
 
-def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> tuple | None:
+def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:
     """The constant shape of a weight created by ``tf.Variable(init(shape))``,
     ``tf.get_variable(name, shape)`` or ``self.add_weight(shape=...)``, else None."""
     if _depth > 4:

@@ -56,7 +56,7 @@ def without_lone_backslashes(source: str) -> str:
             j += 1
         if j < len(lines) and ws:
             body = lines[j]
-            lead = _LEADING_WS.match(body).group()
+            lead = _leading(body)
             rest = body[len(lead) :]
             if rest.strip() and not rest.startswith("#"):  # the first backslash's column is the statement's
                 out[j] = ws + rest
@@ -66,8 +66,13 @@ def without_lone_backslashes(source: str) -> str:
 
 def _indent(line: str) -> str:
     """The indentation CPython counts: the whitespace after the last form feed."""
-    ws = _LEADING_WS.match(line).group()
+    ws = _leading(line)
     return ws[ws.rindex("\f") + 1 :] if "\f" in ws else ws
+
+
+def _leading(line: str) -> str:
+    m = _LEADING_WS.match(line)  # matches every string (possibly empty)
+    return m.group() if m is not None else ""
 
 
 def _statement_rows(source: str, n: int) -> set[int] | None:

@@ -113,7 +113,7 @@ def over_budget(tree: ast.Module, source: str, budget: int | None = None) -> lis
         if isinstance(node, ast.BoolOp):
             step = len(node.values)  # libcst: a left-nested chain, one level per operand
         elif isinstance(node, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(node, "value", ""), (str, bytes)):
-            pieces = _string_pieces(node, lines, budget)  # type: ignore[arg-type]
+            pieces = _string_pieces(node, lines, budget)
             if depth + pieces > budget and owner is not None:
                 flagged.add(id(owner))
                 found.append((owner, depth + pieces))

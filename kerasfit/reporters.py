@@ -59,7 +59,7 @@ def text(
     return "\n".join(lines)
 
 
-def _build_note(b: dict | None) -> str:
+def _build_note(b: dict[str, Any] | None) -> str:
     """`` (confirmed by --build: 128×16×16×30 → 128×16×16×32, fit 94%)``."""
     if not b or not b.get("status"):
         return ""
@@ -110,7 +110,7 @@ def uncounted_line(files: Sequence[FileResult]) -> str:
 
 
 def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float) -> str:
-    from tabulate import tabulate
+    from tabulate import tabulate  # type: ignore[import-untyped]  # no stubs installed (types-tabulate is not a dependency)
 
     counts: Counter[tuple[str, str]] = Counter((d.code, d.name) for f in files for d in f.diagnostics)
     fixable: Counter[str] = Counter(d.code for f in files for d in f.diagnostics if d.fixable)
@@ -144,7 +144,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
                 for e in d.fix.edits
             ],
         }
-    out = {
+    out: dict[str, Any] = {
         "code": d.code,
         "name": d.name,
         "message": d.message,

@@ -23,7 +23,7 @@ from .rule import Invalid, Rule, Valid
 from .types import TARGETS
 
 
-def _settings(rule: type[Rule], target: str | None, options: dict) -> LintSettings:
+def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:
     return LintSettings([rule], TARGETS[target or "tpu-v5e"], dict(options))
 
 

@@ -117,7 +117,7 @@ class Diagnostic:
     def fixable(self) -> bool:
         return self.fix is not None and self.fix.applicability is not Applicability.DISPLAY
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[Any, ...]:
         return (self.filename, self.row, self.column, self.code)
 
     def to_dict(self) -> dict[str, Any]:

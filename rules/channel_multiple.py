@@ -4,6 +4,11 @@ import re
 
 import libcst as cst
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
+
 from kerasfit.ruleapi import (
     Applicability,
     CONV_LAYERS,
@@ -186,7 +191,7 @@ class ChannelMultiple(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._facts: dict[int, tuple[set[str], bool, cst.Call | None]] = {}
         self._reported_sites: set[int] = set()
@@ -373,8 +378,9 @@ class ChannelMultiple(Rule):
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
         elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            if self.ctx.call_name(grand) in HEAD_CONSUMERS:
-                return "feeds " + self.ctx.call_name(grand).rsplit(".", 1)[-1]
+            consumer = self.ctx.call_name(grand)
+            if consumer is not None and consumer in HEAD_CONSUMERS:
+                return "feeds " + consumer.rsplit(".", 1)[-1]
         elif isinstance(parent, cst.Element) and isinstance(grand, cst.List) and grand.elements[-1] is parent:
             if i >= 4 and isinstance(stack[i - 3], cst.Arg) and self.ctx.call_name(stack[i - 4]) == "keras.Sequential":
                 return "last layer of the Sequential model"

@@ -192,51 +192,6 @@ class L2InForward(Rule):
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
             self._collect_regularizers(node)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        """``kw = {'kernel_regularizer': l2(WD)}`` / ``kw['bias_regularizer'] = l2(WD)``
-        with ``kw`` later spread into a layer call (``Conv2D(*args, **kw)``): a wrapper's
-        regularizer, reported like a keyword argument (not fixed: the dict is shared)."""
-        if len(node.targets) != 1:
-            return
-        target = node.targets[0].target
-        entries: list[tuple[str, cst.BaseExpression]] = []
-        var: str | None = None
-        # keys are string literals in the wrappers this is about; no folding needed
-        if isinstance(target, cst.Name) and isinstance(node.value, cst.Dict):
-            var = target.value
-            for el in node.value.elements:
-                if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
-                    key = string_value(el.key)
-                    if isinstance(key, str):
-                        entries.append((key, el.value))
-        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1:
-            idx = target.slice[0].slice
-            if isinstance(idx, cst.Index) and isinstance(idx.value, cst.SimpleString):
-                key = string_value(idx.value)
-                if isinstance(key, str):
-                    var = target.value.value
-                    entries.append((key, node.value))
-        entries = [(k, v) for k, v in entries if k in WEIGHT_REGULARIZER_ARGS]
-        if not entries or var is None or not self._spread_into_call(var):
-            return
-        for key, value in entries:
-            info = self._l2(value)
-            if info is None:
-                continue
-            text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-            group = self._groups.get(("inline", key, text))
-            if group is None:
-                self._groups[("inline", key, text)] = [value, 1, key, text, info[0], info[1], None]
-            else:
-                group[1] += 1
-
-    def _spread_into_call(self, var: str) -> bool:
-        scope = self.ctx.enclosing_function() or self.ctx.module
-        for n in walk(scope):
-            if isinstance(n, cst.Arg) and n.star == "**" and isinstance(n.value, cst.Name) and n.value.value == var:
-                return True
-        return False
-
     def leave_Module(self, node: cst.Module) -> None:
         for first, count, kw, text, lam, factor, fix_arg in self._groups.values():
             self._report_regularizer(first, kw, text, lam, factor, fix_arg)

@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
+
 from kerasfit.ruleapi import MAX_POOLING, Invalid, Rule, Severity, canonical
 
 # Evidence that the file trains what it builds.
@@ -70,7 +75,7 @@ class MaxpoolGradient(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._trains: bool | None = None
 

@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
+
 from kerasfit.ruleapi import Applicability, Invalid, Replace, Rule, get_arg, insert_keyword
 
 
@@ -111,7 +116,7 @@ class MissingStepsPerExecution(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._tpu: bool | None = None
 

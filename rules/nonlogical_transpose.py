@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from typing import Collection, Sequence
+
 from kerasfit.ruleapi import (
     CHANNELS_FIRST_VALUES,
     Invalid,
@@ -235,7 +237,7 @@ class NonlogicalTranspose(Rule):
         o = self.ctx.origin(operand)
         return o is not None and o.name in ops
 
-    def _feeds(self, node: cst.Call, ops: frozenset[str], matmul: bool = False) -> bool:
+    def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
         """The transpose's result goes only into ``ops``, directly or through one name."""
         stack = self.ctx.stack
         parent = stack[-1] if stack else None
@@ -283,7 +285,7 @@ class NonlogicalTranspose(Rule):
         return o is not None and o.name in RESHAPE_CALLS
 
 
-def _swaps_batch_and_channel(perm) -> bool:
+def _swaps_batch_and_channel(perm: Sequence[int]) -> bool:
     """``[3, 1, 2, 0]``: the first and last axes trade places, the rest stay."""
     r = len(perm)
     return r >= 3 and perm[0] in (r - 1, -1) and perm[-1] == 0 and list(perm[1:-1]) == list(range(1, r - 1))

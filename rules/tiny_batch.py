@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
+
 from kerasfit.ruleapi import (
     Invalid,
     Rule,
@@ -121,7 +126,7 @@ class TinyBatch(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._applies: bool | None = None
         self._cores_cache: int | None | bool = False
@@ -164,7 +169,7 @@ class TinyBatch(Rule):
 
     def _cores(self) -> int | None:
         if self._cores_cache is not False:
-            return self._cores_cache  # type: ignore[return-value]
+            return self._cores_cache
         ctx = self.ctx
         cores = ctx.options.get("cores")
         if not isinstance(cores, int) or cores <= 0:

@@ -72,7 +72,7 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def file_digest(path: str | os.PathLike) -> str | None:
+def file_digest(path: str | os.PathLike[str]) -> str | None:
     """Content hash of a file as the index records it (None when unreadable)."""
     try:
         return _digest(Path(path).read_bytes())
@@ -135,7 +135,7 @@ def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
 class ProjectIndex:
     """See the module docstring."""
 
-    def __init__(self, roots: Iterable[str | os.PathLike] = ()) -> None:
+    def __init__(self, roots: Iterable[str | os.PathLike[str]] = ()) -> None:
         self.roots = [Path(r).resolve() for r in roots]
         self._facts: dict[str, tuple[tuple[int, int], ModuleFacts | None]] = {}
         self._by_digest: dict[str, ModuleFacts] = {}
@@ -145,7 +145,7 @@ class ProjectIndex:
         self._reach: dict[tuple[str, str], bool] | None = None
 
     # ---- files ---------------------------------------------------------------
-    def facts(self, path: str | os.PathLike, source: str | bytes | None = None) -> ModuleFacts | None:
+    def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
         """Facts of ``path`` (read from disk unless ``source`` is given)."""
         key = os.path.abspath(path)
         if source is not None:
@@ -179,7 +179,7 @@ class ProjectIndex:
         """Record files consulted from now on as dependencies of ``path``."""
         self._asking = os.path.abspath(path) if path else None
 
-    def deps_of(self, path: str | os.PathLike) -> dict[str, str]:
+    def deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
         return dict(self._deps.get(os.path.abspath(path), {}))
 
     def module_file(self, from_path: str, module: str) -> str | None:
@@ -271,7 +271,7 @@ class ProjectIndex:
             return Symbol("function", f"{facts.path}:{head}", facts, facts.functions[head])
         return self._member(facts, dotted.split("."), _depth)
 
-    def imports_framework(self, path: str | os.PathLike, data: str | bytes) -> bool:
+    def imports_framework(self, path: str | os.PathLike[str], data: str | bytes) -> bool:
         """True when a file that never spells tensorflow/keras imports them through a
         project module (``from .compat import layers``): the prefilter's second chance."""
         facts = self.facts(path, source=data)
@@ -284,7 +284,7 @@ class ProjectIndex:
         return False
 
     # ---- reach -------------------------------------------------------------------
-    def reached_from_model(self, path: str | os.PathLike, function_name: str) -> bool:
+    def reached_from_model(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` is called (through project helpers,
         across the files under the roots) from model-building or training code."""
         if self._reach is None:

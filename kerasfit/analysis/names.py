@@ -18,6 +18,7 @@ import ast
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "framework_names.json"
 # tensorflow.compat.v1.keras.layers binds what tensorflow.keras.layers binds.
@@ -26,7 +27,7 @@ _PREFIX_ALIASES = (("tensorflow.compat.v1.keras.", "tensorflow.keras."), ("tenso
 
 
 @lru_cache(maxsize=1)
-def _table() -> dict:
+def _table() -> dict[str, Any]:
     with open(_DATA, encoding="utf-8") as fh:
         data = json.load(fh)
     return {"star": {k: frozenset(v) for k, v in data["star"].items()}, "by_name": data["by_name"]}
@@ -37,14 +38,15 @@ def star_names(module: str) -> frozenset[str] | None:
     for old, new in _PREFIX_ALIASES:
         if module.startswith(old):
             module = new + module[len(old):]
-    return _table()["star"].get(module)
+    found: frozenset[str] | None = _table()["star"].get(module)
+    return found
 
 
 def by_name(tail: str) -> str | None:
     """Canonical name for an attribute path only Keras/TF spell (``"Conv2D"``,
     ``"random.categorical"``), else None. ``tail`` is the dotted path after the receiver."""
     table = _table()["by_name"]
-    hit = table.get(tail)
+    hit: str | None = table.get(tail)
     if hit is not None:
         return hit
     # layers().Conv2D / ns.layers.Conv2D: the last component alone when it is a layer class
@@ -73,7 +75,7 @@ INJECTED_SUBMODULES = ("backend", "layers", "models", "utils")
 _INJECTOR = "get_submodules_from_kwargs"
 
 
-def injected_submodule(ctx, head: str) -> str | None:
+def injected_submodule(ctx: Any, head: str) -> str | None:
     """``keras.backend`` (etc.) when ``head`` is bound, where it is used, only to a
     submodule handed in at run time; None otherwise."""
     import libcst as cst
@@ -97,7 +99,7 @@ def injected_submodule(ctx, head: str) -> str | None:
     return _global_injections(ctx).get(head)
 
 
-def _injection(ctx, b, head: str) -> str | None:
+def _injection(ctx: Any, b: Any, head: str) -> str | None:
     import libcst as cst
 
     if b.kind == "assign" and b.value is not None:
@@ -123,13 +125,13 @@ def _injection(ctx, b, head: str) -> str | None:
     return None
 
 
-def _is_star_kwarg(param) -> bool:
+def _is_star_kwarg(param: Any) -> bool:
     import libcst as cst
 
     return isinstance(param, cst.Param) and param.star == "**"
 
 
-def _unpacked(assign, head: str) -> str | None:
+def _unpacked(assign: Any, head: str) -> str | None:
     """``backend, layers, models, utils = get_submodules_from_kwargs(kwargs)``: head's module."""
     import libcst as cst
 
@@ -144,11 +146,11 @@ def _unpacked(assign, head: str) -> str | None:
     return f"keras.{INJECTED_SUBMODULES[names.index(head)]}" if head in names else None
 
 
-def _declared_global(func, head: str, ctx=None) -> bool:
+def _declared_global(func: Any, head: str, ctx: Any = None) -> bool:
     return head in _globals_of(func, ctx)
 
 
-def _globals_of(func, ctx=None) -> frozenset[str]:
+def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
     """Names a function declares ``global`` (one walk per function and file)."""
     import libcst as cst
 
@@ -163,14 +165,14 @@ def _globals_of(func, ctx=None) -> frozenset[str]:
     return hit
 
 
-def _global_injections(ctx) -> dict[str, str]:
+def _global_injections(ctx: Any) -> dict[str, str]:
     """Module globals every function that fills them (``global`` + unpacking) agrees on."""
     import libcst as cst
 
-    memo = ctx.__dict__.get("_global_injections")
-    if memo is not None:
-        return memo
-    found: dict[str, set] = {}
+    cached: dict[str, str] | None = ctx.__dict__.get("_global_injections")
+    if cached is not None:
+        return cached
+    found: dict[str, set[str | None]] = {}
     for call, _ in ctx.index.calls:
         func = call.func
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
@@ -185,6 +187,6 @@ def _global_injections(ctx) -> dict[str, str]:
         for el in assign.targets[0].target.elements if isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) else ():
             if isinstance(el.value, cst.Name) and _declared_global(fn, el.value.value, ctx):
                 found.setdefault(el.value.value, set()).add(_unpacked(assign, el.value.value))
-    memo = {k: next(iter(v)) for k, v in found.items() if len(v) == 1 and None not in v}
+    memo = {k: str(next(iter(v))) for k, v in found.items() if len(v) == 1 and None not in v}
     ctx.__dict__["_global_injections"] = memo
     return memo

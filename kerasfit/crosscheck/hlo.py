@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 FORWARD = "forward"
 INPUT_GRAD = "input-gradient"
@@ -165,7 +165,7 @@ class Computation:
     root: str = ""
 
 
-_LAST_PARSE: list = []  # (text, result): parse_hlo and memory_ops read the same module
+_LAST_PARSE: list[tuple[str, tuple[dict[str, Computation], str]]] = []  # (text, result): parse_hlo and memory_ops read the same module
 
 
 def parse_module(text: str) -> tuple[dict[str, Computation], str]:
@@ -442,7 +442,7 @@ def is_gradient(op_name: str) -> bool:
     return bool(_GRAD_SCOPE.search(op_name))
 
 
-def classify_pass(op: HloOp, variable_shapes: list[list[int]] = ()) -> str:
+def classify_pass(op: HloOp, variable_shapes: Sequence[Sequence[int]] = ()) -> str:
     """forward / input-gradient / kernel-gradient, from the op's name first.
 
     The gradient scope decides forward vs backward: a Conv2DTranspose's forward op is

@@ -28,7 +28,7 @@ MAX_BARS = 40
 
 def _layer_bars(report: BuildReport) -> list[dict[str, Any]]:
     """One bar per layer and source line: segments per pass, useful then wasted."""
-    bars: dict[tuple, dict[str, Any]] = {}
+    bars: dict[tuple[Any, ...], dict[str, Any]] = {}
     for r in report.rows:
         line = r.source.get("line") if r.source else None
         key = (r.layer, line)

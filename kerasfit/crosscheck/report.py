@@ -251,7 +251,7 @@ def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
 
 def rank_rows(ops: list[OpReport]) -> list[Row]:
     """Group ops by layer, source line, pass and kind; sort by wasted time."""
-    groups: dict[tuple, list[OpReport]] = {}
+    groups: dict[tuple[Any, ...], list[OpReport]] = {}
     for op in ops:
         line = op.source.get("line") if op.source else None
         groups.setdefault((op.layer or op.op_name, line, op.pass_, op.kind), []).append(op)
@@ -262,7 +262,12 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
                         time=sum(o.time for o in members),
                         useful_time=sum(o.useful_time for o in members),
                         shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why)))
-    rows.sort(key=lambda r: (-r.wasted_time, -r.time))
+    # Exact ties are common (a 1-channel input conv and a 1-channel output conv pad the
+    # same arrays the same way): among them, rows whose cause the report can act on (the
+    # per-core batch) come first.
+    # (ties at three significant figures: a kernel's few bytes do not break them)
+    rows.sort(key=lambda r: (-float(f"{r.wasted_time:.3g}"), -float(f"{r.time:.3g}"),
+                             not any("(per-core batch)" in w for w in r.why), -r.wasted_time))
     return rows
 
 
@@ -280,7 +285,13 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         m = meta[op.name]
         sixteen = op.dtype in _SIXTEEN
         why = _name_causes(s.why, op, per_core)
-        if why and s.bytes / peak.hbm >= s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32):
+        mxu_time = s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
+        if s.tiled / peak.hbm >= mxu_time and s.tiled > s.bytes * 1.05:
+            # Memory-bound, and the arrays' tile padding in HBM is what the op waits on.
+            why = [*why, *s.tiled_why]
+            if per_core and per_core < LARGE_BATCH and any("lanes" in w for w in s.tiled_why):
+                why.append(f"per-core batch {per_core} < {LARGE_BATCH} puts features on the lanes")
+        elif why and s.tiled / peak.hbm >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
         reports.append(OpReport(
@@ -290,7 +301,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             flops=s.flops, padded_flops=s.padded_flops,
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
-            time=roofline(s.padded_flops, s.bytes, target, sixteen),
+            time=roofline(s.padded_flops, s.tiled, target, sixteen),
             useful_time=roofline(s.flops, s.bytes, target, sixteen),
             why=why,
         ))
@@ -304,15 +315,16 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     counts: dict[str, int] = {}
     for op in ops:
         counts[op.dtype] = counts.get(op.dtype, 0) + 1
-    measured = _DTYPE_NAMES.get(max(counts, key=counts.get), "") if counts else ""
+    measured = _DTYPE_NAMES.get(max(counts, key=lambda k: counts[k]), "") if counts else ""
     if measured and dtype == "bfloat16" and measured != "bfloat16":
         notes.append(f"--dtype bfloat16 was asked for, but the model's matmuls and convolutions are "
                      f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
     notes.append("kernels are modelled with the dim that faces the MXU padded like the activation's "
                  "feature and the other dim (an op's output features) to 8 (docs/facts.md#2–3: the "
                  "compiler picks per producer/consumer)")
-    notes.append("time is padded FLOPs over the MXU peak or unpadded bytes over HBM bandwidth, whichever "
-                 "is slower: a memory-bound op wastes no MXU time; HBM tile padding is the expansion above")
+    notes.append("time is padded FLOPs over the MXU peak or the arrays' bytes as tiled in HBM over its "
+                 "bandwidth, whichever is slower (docs/facts.md#7; the activations' lane dim is the one "
+                 "docs/facts.md#1 pads to 128); useful time is the same op unpadded")
     notes.append(f"times: roofline per op from {PEAKS[target].source}")
     if raw.get("elementwise_bytes"):
         notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "

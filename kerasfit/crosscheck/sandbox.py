@@ -86,7 +86,7 @@ def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
     return Outcome(data["returncode"], data["timed_out"], text, data["leftovers"])
 
 
-def _pump(keeper: subprocess.Popen, fd: int, tail: bytearray, backstop: float) -> None:
+def _pump(keeper: subprocess.Popen[bytes], fd: int, tail: bytearray, backstop: float) -> None:
     """Keep the stderr tail until the keeper exits; never wait for EOF."""
     os.set_blocking(fd, False)
     poller = select.poll()
@@ -185,7 +185,7 @@ def _prctl(option: int, value: int) -> bool:
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return bool(libc.prctl(option, value, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 
@@ -227,7 +227,7 @@ def _descendants(root: int) -> list[int] | None:
 
 def _reap() -> dict[int, int]:
     """Collect every exited child (adopted orphans too): pid -> status."""
-    done = {}
+    done: dict[int, int] = {}
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)

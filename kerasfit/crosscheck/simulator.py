@@ -22,9 +22,11 @@ The model, stated once:
   (docs/facts.md#6). Padding both to 128 would make the kernel 128 x 128, which fact 2
   rules out.
 * Op fit = useful work / padded work (docs/facts.md#6); the step fit weights ops by FLOPs.
-* Time is a roofline of the padded FLOPs against the op's unpadded HBM bytes: the MXU
-  pads operands on their way in, not in HBM, so a memory-bound op wastes no MXU time.
-  Tile padding in HBM is the separate expansion figure below.
+* Time is a roofline of the padded FLOPs against the op's arrays as tiled in HBM: the
+  MXU pads operands on their way in (not in HBM), but every array is stored in 8x128
+  tiles, with its lane dim the one the activations' layout pads to 128. With a small
+  per-core batch that is the channels, so a 1-channel activation takes 128x its bytes.
+  Useful time is the same op with neither padding.
 * HBM: activations tile on their two minor dims, 8x128 for 32-bit types, two rows
   packed per word for 16-bit, 2x128 / 4x128 when the second-minor dim is 1-2 / 3-4
   (docs/facts.md#7). The minor (lane) dim is whichever of batch/feature pads to 128.
@@ -149,6 +151,10 @@ class OpSim:
     tensors: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)  # real, padded
     why: list[str] = field(default_factory=list)  # "batch 16→128", "out-channels 1→8"
     bytes: int = 0  # HBM bytes of the operands and the result, unpadded
+    # the same arrays as stored in HBM, tiled (docs/facts.md#7), with the lane dim the
+    # activations' layout gives them (docs/facts.md#1); equal to ``bytes`` off TPU
+    tiled: int = 0
+    tiled_why: list[str] = field(default_factory=list)  # "in HBM: channels 1→128 (lanes)"
 
 
 def _groups(op: HloOp) -> tuple[int, bool]:
@@ -233,6 +239,7 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
             worst = (ratio, tensor, padded)
     assert worst is not None
     word = "channels" if op.opcode == "convolution" else "features"
+    tiled, tiled_why = _stored_bytes(op, shapes, sem, common_batch, target, itemsize, word)
     why = [f"{_DIM_WORDS[name].replace('features', word)} {r}→{p}"
            for name, (r, p) in dims.items() if p != r]
     if channelwise:
@@ -242,7 +249,60 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
         dims=dims, fit=fit, flops=op.flops, padded_flops=op.flops / fit if fit else 0.0,
         tensor=worst[1], shape=list(shapes[worst[1]]), padded_shape=worst[2],
         multiples=b, tensors=tensors, why=why, bytes=real_bytes,
+        tiled=max(tiled, real_bytes), tiled_why=tiled_why,
     )
+
+
+def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], common_batch: int | None,
+                  target: Target, itemsize: int, word: str) -> tuple[int, list[str]]:
+    """HBM bytes of the op's arrays as a TPU stores them, and the dims that grow.
+
+    An array is tiled on its two most-minor dims (docs/facts.md#7). An activation is
+    stored once, in the layout its forward pass gives it (docs/facts.md#1): with a
+    per-core batch under 64 the features sit on the 128 lanes, so a 1-channel
+    activation takes 128x its size, in every pass that reads or writes it. A kernel
+    is stored in-features x out-features, out-features minor.
+    """
+    real_total = sum(math.prod(v) * itemsize for v in shapes.values() if v)
+    if target.family != "tpu":
+        return real_total, []
+    batch_mult, _ = layout(FORWARD, common_batch, target)
+    total = 0
+    grows: list[tuple[str, str]] = []
+    for tensor in ("lhs", "rhs", "out"):
+        shape = shapes[tensor]
+        if not shape:
+            continue
+        roles = op.roles.get(tensor, {})
+        if op.extra.get("batch") or len(shape) < 2:
+            minor, second = len(shape) - 1, max(len(shape) - 2, 0)
+        else:
+            batch_dims = roles.get(sem.get("batch", ""), [])
+            ins = roles.get(sem["in_features"], [])
+            outs = roles.get(sem["out_features"], [])
+            feats = outs or ins
+            if batch_dims and feats:  # an activation or its gradient
+                b, f = batch_dims[-1], feats[-1]
+                minor, second = (b, f) if batch_mult == LANES else (f, b)
+            elif ins and outs:  # a kernel
+                minor, second = outs[-1], ins[-1]
+            else:
+                minor, second = len(shape) - 1, len(shape) - 2
+        if minor == second:
+            total += math.prod(shape) * itemsize
+            continue
+        real, padded = tiled_bytes(shape, second, minor, itemsize)
+        total += padded
+        if padded >= 2 * real and shape[minor] % LANES:
+            lane_dim = "batch" if minor in roles.get(sem.get("batch", ""), []) else word
+            grows.append((lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
+    if not grows:
+        return total, []
+    by_dim: dict[str, list[str]] = {}
+    for dim, change in grows:
+        if change not in by_dim.setdefault(dim, []):
+            by_dim[dim].append(change)
+    return total, ["in HBM: " + ", ".join(f"{d} {' and '.join(c)}" for d, c in by_dim.items()) + " on the lanes"]
 
 
 def tiled_bytes(shape: list[int], second_minor: int, minor: int, itemsize: int) -> tuple[int, int]:
@@ -334,7 +394,7 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
     for op in ops:
         role = semantic_dims(op).get("batch")
         size = getattr(op, role) if role else None
-        if size != old:
+        if role is None or size != old:
             out.append(op)
             continue
         scale = new / old

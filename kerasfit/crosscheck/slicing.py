@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+from typing import Iterator
 from dataclasses import dataclass, field
 
 # Functions the build discovers when they take no arguments (DESIGN: discovery).
@@ -170,7 +171,7 @@ def mutated_names(stmt: ast.stmt) -> set[str]:
     return out
 
 
-def _walk_shallow(node: ast.AST):
+def _walk_shallow(node: ast.AST) -> Iterator[ast.AST]:
     """ast.walk that does not enter function, class or lambda bodies."""
     stack = [node]
     while stack:
@@ -252,7 +253,7 @@ def _model_classes(body: list[ast.stmt]) -> set[str]:
     return out
 
 
-def _flat_top(body: list[ast.stmt]):
+def _flat_top(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Top-level statements and those inside top-level with/try/if blocks (not __main__)."""
     for stmt in body:
         if _is_main_guard(stmt):

@@ -44,8 +44,8 @@ def offset_to_position(text: str, offset: int) -> dict[str, int]:
             break
         line += 1
         start = m.end()
-    m = _LINE_BREAK.search(text, start)
-    line_text = text[start : m.start() if m else len(text)]
+    brk = _LINE_BREAK.search(text, start)
+    line_text = text[start : brk.start() if brk else len(text)]
     return {"line": line, "character": utf16_col(line_text, offset - start)}
 
 
@@ -99,9 +99,10 @@ def lines_overlap(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
     def last(r: dict[str, Any]) -> int:
         end = r["end"]
-        return end["line"] - 1 if end["character"] == 0 and end["line"] > r["start"]["line"] else end["line"]
+        line: int = end["line"]
+        return line - 1 if end["character"] == 0 and line > r["start"]["line"] else line
 
-    return a["start"]["line"] <= last(b) and b["start"]["line"] <= last(a)
+    return bool(a["start"]["line"] <= last(b) and b["start"]["line"] <= last(a))
 
 
 # ---- hover ----------------------------------------------------------------------------

@@ -12,8 +12,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy", reason="the build extra (TensorFlow, NumPy) is not installed")
 
 from kerasfit.api import settings_for
 from kerasfit.crosscheck.api import BuildOptions, run_child
