@@ -311,16 +311,26 @@ class FileContext:
             return None
         head, _, rest = dotted.partition(".")
         if head in self.module_shadowed and head not in self.imports:
-            return None
+            return self._injected(head, rest)
         if self._locally_rebound(head):
-            return None
+            return self._injected(head, rest)
         base = self.imports.get(head)
         if base is None:
             alias = self._module_alias(head)
             if alias is None:
-                return None
+                return self._injected(head, rest)
             base = alias
         return f"{base}.{rest}" if rest else base
+
+    def _injected(self, head: str, rest: str) -> str | None:
+        """``backend.mean`` where ``backend`` is a submodule handed in at run time
+        (keras_applications' ``get_submodules_from_kwargs`` idiom, see analysis.names)."""
+        if not rest:
+            return None
+        from .analysis.names import injected_submodule
+
+        base = injected_submodule(self, head)
+        return f"{base}.{rest}" if base else None
 
     def _locally_rebound(self, name: str) -> bool:
         """True when the innermost function scope assigns ``name`` itself."""

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from .layout import for_libcst
 from .imports import may_orphan
 from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
 from .incremental import line_starts as incremental_line_starts
@@ -622,8 +623,8 @@ def parse_guarded(
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return None, None, [syntax_error_diagnostic(filename, None, cpython)], source
-    # libcst parses the text without the form feeds CPython ignores (see without_form_feeds)
-    parse_text = without_form_feeds(source) if cpython is None else source
+    # libcst parses the text without the layout CPython ignores (form feeds, lone backslash lines)
+    parse_text = for_libcst(source) if cpython is None else source
     module = None
     refusals: list = []
     text = source
@@ -1086,7 +1087,7 @@ def add_imports(
         return None  # too deep for libcst's visitors: no import is added, so no fix applies
     # libcst does not give form feeds in indentation back as written: transform the text
     # without them (same lines), then carry only the lines the visitors changed back
-    parse_text = without_form_feeds(source)
+    parse_text = for_libcst(source)
     try:
         module = parse_module(parse_text)
     except cst.ParserSyntaxError:

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 import libcst as cst
 
+from .analysis import containers
 from .context import FileContext, get_arg
 from .engine import iter_children
 
@@ -206,11 +207,16 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
     """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name.
 
     Handles ``Conv2D(...)(x)``, ``conv = Conv2D(...); conv(x)`` and ``self.conv(x)`` with
-    ``self.conv = Conv2D(...)`` assigned exactly once in the class.
+    ``self.conv = Conv2D(...)`` assigned exactly once in the class, and layers kept in a
+    container when the element is determined: ``self.convs[i](x)`` with ``self.convs =
+    [Conv2D(...) for ...]``, ``for conv in self.convs: conv(x)``, ``self.down[k + 1](x)``
+    where the appends repeat ``[pad, conv]`` and ``k`` counts by two.
     """
     ctor: cst.BaseExpression | None = None
     if isinstance(func, cst.Call):
         ctor = func
+    elif isinstance(func, cst.Subscript) or (isinstance(func, cst.Name) and loop_source(ctx, func) is not None):
+        ctor = container_element(ctx, func)
     elif isinstance(func, cst.Name):
         ctor = value_of(ctx, func)
     else:
@@ -225,6 +231,40 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
         if name is not None:
             return ctor, name
     return None
+
+
+def container_element(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The one element expression ``C[i]`` or a loop variable over ``C`` is, when the
+    container's construction fixes it (see :mod:`kerasfit.analysis.containers`)."""
+    cands = element_candidates(ctx, expr)
+    if not cands or len(cands) != 1:
+        return None
+    el = cands[0]
+    if isinstance(el, cst.Name):  # conv = Conv2D(...); self.convs.append(conv)
+        b = ctx.lookup(el.value, ctx.scopes_of(el))
+        return b.value if b is not None and b.kind == "assign" else None
+    return el
+
+
+def element_candidates(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """Every element expression ``C[i]`` / a loop variable over ``C`` may be (a may-answer)."""
+    return containers.element_candidates(ctx, expr)
+
+
+def container_contents(ctx: FileContext, expr: cst.BaseExpression) -> containers.Contents | None:
+    """One period of what a layer container holds, in construction order (``adjacent()``
+    gives the layers that follow each other when it is iterated)."""
+    return containers.contents(ctx, expr)
+
+
+def applied_in_order(ctx: FileContext, call: cst.Call) -> containers.Order | None:
+    """``x = layer(x)`` in ``for layer in C:``: the container whose layers feed each other."""
+    return containers.applied_in_order(ctx, call)
+
+
+def loop_source(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
+    """The container a loop variable iterates (``for l in C``, ``enumerate``, ``zip``)."""
+    return containers.loop_source(ctx, name)
 
 
 def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:

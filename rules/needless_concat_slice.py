@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from textwrap import dedent
+
 import libcst as cst
 
 from kerasfit.ruleapi import (
@@ -15,6 +17,7 @@ from kerasfit.ruleapi import (
     get_arg,
     label,
     layer_constructor,
+    loop_source,
     self_attr,
     value_of,
     walk,
@@ -153,6 +156,21 @@ class NeedlessConcatSlice(Rule):
         "    model.fit(tf.image.resize(x_train, (64, 64)), y_train)\n",
     )
     INVALID = (
+        # the sliced tensor comes from a layer kept in a list: a Keras tensor in a helper method
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Heads:
+                    def __init__(self):
+                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+
+                    def first_channels(self, x):
+                        y = self.convs[0](x)
+                        return y[..., :3]
+                """),
+            message_contains="last (feature) axis",
+        ),
         Invalid(
             "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return tf.concat([h], axis=-1)\n",
             expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return h\n",
@@ -391,7 +409,10 @@ class NeedlessConcatSlice(Rule):
                 return True
             if isinstance(src.func, cst.Call) and (ctx.call_name(src.func) or "").startswith("keras.layers."):
                 return True
-            found = layer_constructor(ctx, src.func) if self_attr(src.func) else None
+            held = self_attr(src.func) or isinstance(src.func, cst.Subscript) or (
+                isinstance(src.func, cst.Name) and loop_source(ctx, src.func) is not None
+            )  # self.conv(x), self.convs[i](x), conv(x) for conv in self.convs
+            found = layer_constructor(ctx, src.func) if held else None
             if found is not None and found[1].startswith("keras.layers."):
                 return True
         for anc in reversed(ctx.stack):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from textwrap import dedent
 
 import libcst as cst
 
@@ -18,10 +19,13 @@ from kerasfit.ruleapi import (
     class_attr_assignment_line,
     class_attr_assignments,
     class_attr_uses,
+    container_contents,
     current_statement,
     get_arg,
     label,
     layer_constructor,
+    loop_source,
+    applied_in_order,
     name_loads,
     reaching_assignment,
     self_attr,
@@ -66,6 +70,25 @@ _NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
 
 
+# Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
+_KERAS1_KEYWORDS = frozenset({"border_mode", "subsample", "nb_filter", "nb_row", "nb_col", "init", "dim_ordering", "W_regularizer"})
+
+
+def _padding_arg(call: cst.Call, spec: "_ConvSpec") -> cst.Arg | None:
+    """The conv's padding argument (Keras 1 spells it `border_mode`)."""
+    return get_arg(call, *spec.padding) or (get_arg(call, "border_mode") if not spec.upper else None)
+
+
+def _keras1_signature(ctx, call: cst.Call) -> bool:
+    """Keras 1 (and Keras 2's legacy interface) read `Convolution2D(64, 3, 3)` as a 3x3
+    kernel, tf.keras as kernel 3, strides 3: positions cannot be trusted for a rewrite."""
+    if any(a.keyword is not None and a.keyword.value in _KERAS1_KEYWORDS for a in call.args):
+        return True
+    positional = [a for a in call.args if a.keyword is None and not a.star]
+    raw = ctx.raw_name(call.func) or ""
+    return len(positional) >= 3 and raw.rsplit(".", 1)[-1].startswith("Convolution")
+
+
 def _per_dim(value, n: int) -> tuple[int, ...] | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,) * n
@@ -92,8 +115,11 @@ class PadBeforeConv(Rule):
     It is a may-analysis: a pad under an `if` that reaches the conv, a padding that is
     one of several values (`"valid" if stride > 1 else "same"`), a conv built by a
     project factory in this or another file of the tree (`DarknetConv2D_BN_Leaky(..,
-    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), and adjacent layers of
-    `compose(...)` / `Sequential([...])` all count. Such findings are not auto-fixed.
+    strides=(2, 2))` whose wrapper sets 'valid' for stride 2), adjacent layers of
+    `compose(...)` / `Sequential([...])` / `model.add(...)`, and layers kept in a list or
+    dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
+    repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
+    self.stem: x = layer(x)`) all count. Such findings are not auto-fixed.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 
@@ -161,8 +187,214 @@ class PadBeforeConv(Rule):
         "from tensorflow.keras import layers\ndef pad(x):\n    return x\nx = layers.Conv2D(8, 3)(pad(x))\n",
         # transposed convolutions pad differently
         "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
+        # heterogeneous list applied at indexes the code does not fix: which layer runs is unknown
+        dedent("""\
+            import keras
+
+            class Pick(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.options = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+
+                def call(self, x, i, j):
+                    y = self.options[i](x)
+                    return self.options[j](y)
+            """),
+        # the period appended is [conv, pad]: at k (counting by two) the conv, at k + 1 the pad
+        dedent("""\
+            import keras
+
+            class Down(keras.layers.Layer):
+                def __init__(self, n):
+                    super().__init__()
+                    self.steps = []
+                    for _ in range(n):
+                        self.steps.append(keras.layers.Conv2D(16, 3))
+                        self.steps.append(keras.layers.ZeroPadding2D(1))
+
+                def call(self, x):
+                    k = 0
+                    while k < len(self.steps):
+                        x = self.steps[k](x)
+                        x = self.steps[k + 1](x)
+                        k += 2
+                    return x
+            """),
+        # a loop over the layers that also rebinds the tensor in between: the pad feeds the relu
+        dedent("""\
+            import keras
+
+            class Stack(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+
+                def call(self, x):
+                    for stage in self.stages:
+                        x = stage(x)
+                        x = keras.activations.relu(x)
+                    return x
+            """),
+        # Keras 1: border_mode="same" is the conv's own padding
+        dedent("""\
+            from keras.models import Sequential
+            from keras.layers import Convolution2D, ZeroPadding2D
+
+            model = Sequential()
+            model.add(ZeroPadding2D((1, 1), input_shape=(3, 64, 64)))
+            model.add(Convolution2D(64, 3, 3, border_mode="same"))
+            """),
+        # a list changed by insert(): its order is not the construction order any more
+        dedent("""\
+            import keras
+
+            class Stack(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+                    self.stages.insert(1, keras.layers.ReLU())
+
+                def call(self, x):
+                    for stage in self.stages:
+                        x = stage(x)
+                    return x
+            """),
     )
     INVALID = (
+        # layers in two comprehension-built lists, applied pairwise by index
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Fuse(keras.layers.Layer):
+                    def __init__(self, n):
+                        super().__init__()
+                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                        self.convs = [keras.layers.Conv2D(64, 3, use_bias=False) for _ in range(n)]
+
+                    def call(self, xs):
+                        return [self.convs[i](self.pads[i](x)) for i, x in enumerate(xs)]
+                """),
+            message_contains="kept in `self.convs`",
+        ),
+        # the same lists walked with zip()
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Fuse(keras.layers.Layer):
+                    def __init__(self, n):
+                        super().__init__()
+                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                        self.convs = [keras.layers.Conv2D(64, 3) for _ in range(n)]
+
+                    def call(self, x):
+                        for pad, conv in zip(self.pads, self.convs):
+                            x = conv(pad(x))
+                        return x
+                """),
+            message_contains="applied by index or in a loop",
+        ),
+        # appends repeat [pad, conv]; the index counts by two, so k is a pad and k + 1 its conv
+        Invalid(
+            dedent("""\
+                import keras
+
+                class Encoder(keras.layers.Layer):
+                    def __init__(self, widths):
+                        super().__init__()
+                        self.down = []
+                        for w in widths:
+                            self.down.append(keras.layers.ZeroPadding2D(((0, 1), (0, 1))))
+                            self.down.append(keras.layers.Conv2D(w, 3, strides=2))
+
+                    def call(self, x):
+                        k = 0
+                        for _ in range(len(self.down) // 2):
+                            x = self.down[k](x)
+                            x = self.down[k + 1](x)
+                            k += 2
+                        return x
+                """),
+            message_contains="stride 2",
+        ),
+        # a stem list applied in a loop: its pad and conv follow each other
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                class Stem(tf.keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.stem = [tf.keras.layers.ZeroPadding2D(3), tf.keras.layers.Conv2D(64, 7, strides=2)]
+
+                    def call(self, x):
+                        for layer in self.stem:
+                            x = layer(x)
+                        return x
+                """),
+            message_contains="consecutive layers of `self.stem`, applied in a loop",
+        ),
+        # the same by index, under range(len(...)), with the list built in a local first
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                class Stem(tf.keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        stem = []
+                        stem.append(tf.keras.layers.ZeroPadding2D(1))
+                        stem.append(tf.keras.layers.Conv2D(64, 3))
+                        self.stem = stem
+
+                    def call(self, x):
+                        for i in range(len(self.stem)):
+                            x = self.stem[i](x)
+                        return x
+                """),
+            message_contains="consecutive layers of `self.stem`",
+        ),
+        # Keras 1 `Convolution2D(n, rows, cols)`: found, never rewritten from positions
+        Invalid(
+            dedent("""\
+                from keras.layers import Convolution2D, ZeroPadding2D
+
+                def block(x):
+                    x = ZeroPadding2D((1, 1))(x)
+                    return Convolution2D(64, 3, 1, activation="relu")(x)
+                """),
+            message_contains="Keras 1 signature",
+        ),
+        # layers in a dict, applied by constant key
+        Invalid(
+            dedent("""\
+                from keras import layers
+
+                class Head(layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.parts = {"pad": layers.ZeroPadding2D(1), "conv": layers.Conv2D(32, 3)}
+
+                    def call(self, x):
+                        return self.parts["conv"](self.parts["pad"](x))
+                """),
+            message_contains="kept in `self.parts`",
+        ),
+        # a Sequential model stacked with add()
+        Invalid(
+            dedent("""\
+                from keras.models import Sequential
+                from keras.layers import Conv2D, ZeroPadding2D
+
+                def vgg_block():
+                    model = Sequential()
+                    model.add(ZeroPadding2D((1, 1), input_shape=(224, 224, 3)))
+                    model.add(Conv2D(64, (3, 3), activation="relu"))
+                    return model
+                """),
+            message_contains="separate layers of a sequence",
+        ),
         # layers picked by a branch in __init__: the pad and the conv built together
         Invalid(
             "import keras\n\nclass Reassemble(keras.layers.Layer):\n    def __init__(self, factor):\n"
@@ -261,14 +493,21 @@ class PadBeforeConv(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         ctor: cst.Call | None = None
+        if name == "keras.Sequential":
+            self._sequential(node)
+            return
         if name is None:
-            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute)):
+            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
                 return
             if isinstance(node.func, cst.Call):
                 self._sequence(node.func)
+            if isinstance(node.func, (cst.Name, cst.Subscript)):
+                order = applied_in_order(self.ctx, node)
+                if order is not None:
+                    self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
-                if b is None or b.kind != "assign" or not isinstance(b.value, cst.Call):
+                if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
                     return
             elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
                 return
@@ -287,7 +526,7 @@ class PadBeforeConv(Rule):
         inp = get_arg(node, "inputs", 0) if ctor is not None else get_arg(node, "input", 0) or get_arg(node, "inputs") or get_arg(node, "value")
         if inp is None:
             return
-        pad_arg = get_arg(args_of, *spec.padding)
+        pad_arg = _padding_arg(args_of, spec)
         paddings = self._paddings(pad_arg, spec)
         if paddings is None or "VALID" not in paddings:
             return
@@ -346,8 +585,31 @@ class PadBeforeConv(Rule):
             items = [e.value for e in seq.args[0].value.elements if not isinstance(e, cst.StarredElement)]
         else:
             return
-        for first, second in zip(items, items[1:]):
-            if not isinstance(first, cst.Call) or not isinstance(second, cst.Call):
+        self._adjacent(list(zip(items, items[1:])), "the pad and the conv are separate layers of a sequence")
+
+    def _sequential(self, seq: cst.Call) -> None:
+        """``model = Sequential([...])`` and ``model.add(ZeroPadding2D(..))`` then
+        ``model.add(Conv2D(..))``: the layers a Sequential model stacks, wherever it is applied."""
+        par = self.ctx.parent(seq)
+        order = None
+        if isinstance(par, cst.Assign) and len(par.targets) == 1:
+            order = container_contents(self.ctx, par.targets[0].target)
+        if order is None:
+            layers = get_arg(seq, "layers", 0)
+            if layers is None or not isinstance(layers.value, (cst.List, cst.Tuple)):
+                return
+            items = [e.value for e in layers.value.elements if not isinstance(e, cst.StarredElement)]
+            self._adjacent(list(zip(items, items[1:])), "the pad and the conv are separate layers of a sequence")
+            return
+        self._adjacent(order.adjacent(), "the pad and the conv are separate layers of a sequence")
+
+    def _adjacent(self, pairs, why_pair: str) -> None:
+        """Report each (pad, valid conv) pair of layers applied one after the other; the
+        layers are constructor calls (or names bound once to one)."""
+        done = self.__dict__.setdefault("_done", set())
+        for first, second in pairs:
+            first, second = self._ctor(first), self._ctor(second)
+            if first is None or second is None or id(first) in done:
                 continue
             if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
                 continue
@@ -356,17 +618,28 @@ class PadBeforeConv(Rule):
                 spec = _SPECS.get(name)
                 if spec is None:
                     continue
-                paddings = self._paddings(get_arg(second, *spec.padding), spec)
+                paddings = self._paddings(_padding_arg(second, spec), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
+                done.add(id(first))
                 head = self._head(label(name), first)
-                why = "its padding is one of several values" if len(paddings) > 1 else "the pad and the conv are separate layers of a sequence"
+                why = "its padding is one of several values" if len(paddings) > 1 else why_pair
                 self.report(first, f"{head}; not auto-fixed: {why}")
                 continue
             layer = self.ctx.built_layer(second)
             conv = self._factory_conv(layer)
             if conv is not None:
+                done.add(id(first))
                 self._report_factory(first, layer, conv, False)
+
+    def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(expr, cst.Name):
+            b = self.ctx.lookup(expr.value, self.ctx.scopes_of(expr))
+            expr = b.value if b is not None and b.kind == "assign" else None
+        return expr if isinstance(expr, cst.Call) else None
+
+    def _code(self, node: cst.CSTNode) -> str:
+        return self.ctx.module.code_for_node(node)
 
     def _branch_layers(self, app: cst.Call) -> None:
         """``self.conv(self.pad(x))`` where ``__init__`` picks both layers in one branch
@@ -393,7 +666,7 @@ class PadBeforeConv(Rule):
             spec = _SPECS.get(name or "")
             if spec is None or not name.startswith("keras.layers."):
                 continue
-            paddings = self._paddings(get_arg(conv, *spec.padding), spec)
+            paddings = self._paddings(_padding_arg(conv, spec), spec)
             if paddings is None or "VALID" not in paddings:
                 continue
             block = self._block_of(conv)
@@ -512,9 +785,12 @@ class PadBeforeConv(Rule):
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
         if not reasons and spatial is not None:
-            reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
+            if _keras1_signature(self.ctx, args_of):
+                reasons.append("a Keras 1 signature (`Convolution2D(n, rows, cols)`, `border_mode=`) is not rewritten")
+            else:
+                reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
-            reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv))
+            reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv, pad))
 
         conv_label = label(name)
         head = self._head(conv_label, pad, pad_name, problem)
@@ -669,8 +945,13 @@ class PadBeforeConv(Rule):
         return []
 
     # ---- is the rewrite local? ------------------------------------------------
-    def _exclusive(self, via, pad_line, pad_input, ctor, conv) -> list[str]:
+    def _exclusive(self, via, pad_line, pad_input, ctor, conv, pad=None) -> list[str]:
         ctx = self.ctx
+        for app in (conv, pad):
+            func = app.func if isinstance(app, cst.Call) else None
+            held = func.value if isinstance(func, cst.Subscript) else loop_source(ctx, func) if isinstance(func, cst.Name) else None
+            if held is not None:
+                return [f"the layers are kept in `{self._code(held)}` and applied by index or in a loop"]
         if ctor is not None and not isinstance(conv.func, cst.Call):
             uses = self._layer_uses(conv.func)
             if uses != 1:

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import re
 
+from textwrap import dedent
+
 import libcst as cst
 
 from kerasfit.ruleapi import (
@@ -12,6 +14,7 @@ from kerasfit.ruleapi import (
     Rule,
     SPATIAL_OUTPUT_RANK,
     get_arg,
+    layer_constructor,
     remove_arg,
     value_of,
 )
@@ -97,6 +100,35 @@ class UnfusedBatchnorm(Rule):
         "        return tf.nn.batch_normalization(x, m, v, None, None, 1e-5)\n",
     )
     INVALID = (
+        # the input comes from conv layers kept in a list: 4-D, so fused=True is identical (safe)
+        Invalid(
+            dedent("""\
+                import tf_keras as keras
+
+                class Tower(keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+
+                    def call(self, x):
+                        for conv in self.convs:
+                            x = keras.layers.BatchNormalization(fused=False)(conv(x))
+                        return x
+                """),
+            expected_fix=dedent("""\
+                import tf_keras as keras
+
+                class Tower(keras.layers.Layer):
+                    def __init__(self):
+                        super().__init__()
+                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+
+                    def call(self, x):
+                        for conv in self.convs:
+                            x = keras.layers.BatchNormalization(fused=True)(conv(x))
+                        return x
+                """),
+        ),
         Invalid(
             "import tensorflow as tf\ny = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)\n",
             message_contains="fused_batch_norm",
@@ -230,7 +262,11 @@ class UnfusedBatchnorm(Rule):
         if not isinstance(expr, cst.Call):
             return None
         layer = expr.func if isinstance(expr.func, cst.Call) else expr  # Conv2D(...)(x) or tf.layers.conv2d(x)
-        return SPATIAL_OUTPUT_RANK.get(self.ctx.call_name(layer) or "")
+        name = self.ctx.call_name(layer)
+        if name is None and expr.args and isinstance(expr.func, (cst.Attribute, cst.Subscript, cst.Name)):
+            found = layer_constructor(self.ctx, expr.func)  # self.conv(x), self.convs[i](x), conv(x)
+            name = found[1] if found is not None else None
+        return SPATIAL_OUTPUT_RANK.get(name or "")
 
     def _other_normalization(self, call: cst.Call) -> bool:
         """Layer / group / instance norm computed with the batch-norm formula."""

@@ -209,3 +209,82 @@ def test_parallel_assignment_binds_each_name():
     src = "import tensorflow as tf\nF_H, F_W, C_OUT = 5, 3, 32\nK = [F_H, F_W, C_OUT]\n"
     ctx = FileContext(cst.parse_module(src), "<string>", source=src)
     assert ctx.const(cst.parse_expression("K")) == [5, 3, 32]
+
+
+# ---- framework submodules handed in at run time (keras_applications' idiom) ------------------
+def test_submodules_from_kwargs_resolve(tmp_path):
+    _write(tmp_path, {"m.py": """
+        from keras_applications import get_submodules_from_kwargs
+
+
+        def gather_channels(x, indexes, **kwargs):
+            backend = kwargs['backend']
+            x = backend.permute_dimensions(x, (3, 0, 1, 2))
+            x = backend.gather(x, indexes)
+            return backend.permute_dimensions(x, (1, 2, 3, 0))
+
+
+        def focal(gt, pr, **kwargs):
+            backend = kwargs.get('backend')
+            return - backend.mean(gt * backend.log(pr))
+
+
+        def Stem(input_shape=None, **kwargs):
+            backend, layers, models, keras_utils = get_submodules_from_kwargs(kwargs)
+            x = layers.Input(input_shape)
+            y = backend.permute_dimensions(x, (0, 3, 1, 2))
+            return models.Model(x, y)
+    """})
+    assert _codes(tmp_path, "m.py", select=("KF107", "KF109")) == [
+        ("m.py", 7, "KF107"), ("m.py", 9, "KF107"), ("m.py", 14, "KF109"), ("m.py", 20, "KF107"),
+    ]
+
+
+def test_submodules_filled_into_module_globals(tmp_path):
+    _write(tmp_path, {"m.py": """
+        from keras_applications import get_submodules_from_kwargs
+
+        backend = None
+        layers = None
+        models = None
+        keras_utils = None
+
+
+        def block(x):
+            return backend.permute_dimensions(x, (0, 3, 1, 2))
+
+
+        def Net(**kwargs):
+            global backend, layers, models, keras_utils
+            backend, layers, models, keras_utils = get_submodules_from_kwargs(kwargs)
+            return block(layers.Input((32, 32, 3)))
+    """})
+    assert _codes(tmp_path, "m.py", select=("KF107",)) == [("m.py", 11, "KF107")]
+
+
+def test_other_backend_names_are_not_the_framework(tmp_path):
+    _write(tmp_path, {"m.py": """
+        import tensorflow as tf
+
+        backend = None
+
+
+        def a(x, config, **kwargs):
+            backend = config['backend']  # a user's setting, not the **kwargs idiom
+            return backend.permute_dimensions(x, (0, 3, 1, 2))
+
+
+        def b(x, **kwargs):
+            backend, layers, models, utils = load_plugins(kwargs)  # not the keras_applications helper
+            return backend.permute_dimensions(x, (0, 3, 1, 2))
+
+
+        def c(x):
+            return backend.permute_dimensions(x, (0, 3, 1, 2))  # a None global nobody fills
+
+
+        def d(x, **kwargs):
+            backend = kwargs['engine']
+            return backend.permute_dimensions(x, (0, 3, 1, 2))
+    """})
+    assert _codes(tmp_path, "m.py", select=("KF107",)) == []

@@ -207,6 +207,42 @@ def test_form_feed_inside_a_block_with_backslash_before_a_statement():
     assert out.source == src.replace("(30,", "(32,")
 
 
+@pytest.mark.parametrize(
+    "src",
+    [
+        # a lone backslash line at column 0 before an indented statement: CPython takes the
+        # statement's indentation; libcst refused it ("expected INDENT")
+        pytest.param("def f(x):\n\\\n    x = 1\n    c = keras.layers.Conv2D(30, 3)\n    return c\n", id="before-first-in-block"),
+        pytest.param("def f(x):\r\n\\\r\n    c = keras.layers.Conv2D(30, 3)\r\n    return c\r\n", id="crlf"),
+        # an indented backslash gives the statement its column: `y` is inside the `if`
+        pytest.param("if x:\n    a = 1\n    \\\nc = keras.layers.Conv2D(30, 3)\n", id="indented-backslash"),
+        pytest.param("def f(x):\n\\\n\\\n    c = keras.layers.Conv2D(30, 3)\n    return c\n", id="two-lines"),
+    ],
+)
+def test_lone_backslash_line_before_an_indented_statement_parses_like_cpython(src):
+    src = KF + src
+    ast.parse(src)
+    res = lint_source(src, "m.py", settings("KF102"))
+    assert [d.code for d in res.diagnostics] == ["KF102"]
+    (d,) = res.diagnostics
+    assert d.row == src[: src.index("(30,")].count("\n") + 1
+    out = fix_source(src, "m.py", settings("KF102"), unsafe=True)
+    assert out.error is None and out.source == src.replace("(30,", "(32,")
+
+
+def test_backslash_line_keeps_cpython_block_structure():
+    """libcst put `y` inside the `if` (col-0 backslash, col-0 statement): CPython does not."""
+    from kerasfit.layout import for_libcst
+
+    src = "if x:\n    a = 1\n\\\ny = 2\n"
+    module = cst.parse_module(for_libcst(src))
+    assert [type(s).__name__ for s in module.body] == ["If", "SimpleStatementLine"]
+    assert [type(s).__name__ for s in ast.parse(src).body] == ["If", "Assign"]
+    # inside brackets, after a continued line and inside a string the line is kept as written
+    for kept in ("f(1,\n\\\n2)\n", "x = 1 + \\\n\\\n  2\n", 's = """\n\\\n"""\n'):
+        assert for_libcst(kept) == kept
+
+
 def test_an_edit_that_misses_its_text_is_refused_and_named(tmp_path):
     src = "a = f(30)\n"
     good = Fix(Applicability.SAFE, "ok", (Edit(6, 8, "32", 1, 6, 1, 8, expected="30"),))

@@ -19,6 +19,14 @@ Modules and their public API (stable; other branches build on it):
   what a call of a project factory (``DarknetConv2D_BN_Leaky(64, (3, 3), strides=(2, 2))``)
   builds first, each argument a set of possible values (a may-analysis).
 - :mod:`.values` — value sets of libcst expressions: ``possible_values(ctx, node)``.
+- :mod:`.containers` — layers kept in lists / dicts / ``Sequential.add``: ``contents(ctx,
+  base)`` (one period of elements in construction order), ``element_candidates(ctx, expr)``
+  for ``C[i]`` and loop variables, ``applied_in_order(ctx, call)`` for ``x = layer(x)``
+  loops. Rules reach it through ``kerasfit.ruleapi`` (``layer_constructor`` answers for
+  container elements; ``container_contents``, ``element_candidates``, ``loop_source``,
+  ``applied_in_order``).
+- :mod:`.names` also resolves framework submodules handed in at run time
+  (``injected_submodule``: keras_applications' ``get_submodules_from_kwargs``).
 - :mod:`.roles` and :mod:`.tensors` — which functions run on the host (metric_fn,
   serving_input_fn, drivers, augmentation) and which names hold tensors (in-function data flow).
 

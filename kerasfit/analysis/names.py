@@ -65,3 +65,128 @@ def ast_dotted(node: ast.expr) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+# keras_applications hands the framework's submodules to model code at run time:
+# ``backend, layers, models, utils = get_submodules_from_kwargs(kwargs)`` (also into
+# module globals declared ``global``), or ``backend = kwargs['backend']`` /
+# ``kwargs.get('layers', ...)``. Which module each name holds is the position or key.
+INJECTED_SUBMODULES = ("backend", "layers", "models", "utils")
+_INJECTOR = "get_submodules_from_kwargs"
+
+
+def injected_submodule(ctx: Any, head: str) -> str | None:
+    """``keras.backend`` (etc.) when ``head`` is bound, where it is used, only to a
+    submodule handed in at run time; None otherwise."""
+    import libcst as cst
+
+    scopes = [s for s in reversed(ctx.stack) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    for i, scope in enumerate(scopes):
+        if isinstance(scope, cst.ClassDef) and i > 0:
+            continue
+        bs = ctx.scope_index(scope).bindings.get(head)
+        if bs:
+            if isinstance(scope, cst.ClassDef):
+                return None
+            if _declared_global(scope, head, ctx):
+                break
+            found = {_injection(ctx, b, head) for b in bs}
+            return found.pop() if len(found) == 1 else None
+    # module level: `backend = None`, filled by functions that declare it global
+    bs = ctx.scope_index(ctx.module).bindings.get(head)
+    if not bs or not all(b.kind == "assign" and isinstance(b.value, cst.Name) and b.value.value == "None" for b in bs):
+        return None
+    return _global_injections(ctx).get(head)
+
+
+def _injection(ctx: Any, b: Any, head: str) -> str | None:
+    import libcst as cst
+
+    if b.kind == "assign" and b.value is not None:
+        v = b.value
+        key = None
+        if isinstance(v, cst.Subscript) and len(v.slice) == 1 and isinstance(v.slice[0].slice, cst.Index):
+            base, k = v.value, v.slice[0].slice.value
+            key = k.evaluated_value if isinstance(k, cst.SimpleString) else None
+        elif (isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "get"
+              and v.args and isinstance(v.args[0].value, cst.SimpleString)):
+            base, key = v.func.value, v.args[0].value.evaluated_value
+        else:
+            return None
+        if key not in INJECTED_SUBMODULES or not isinstance(base, cst.Name):
+            return None
+        pb = ctx.lookup(base.value)
+        if pb is None or pb.kind != "param" or not _is_star_kwarg(pb.node):
+            return None
+        return f"keras.{key}"
+    node = b.node
+    if b.kind == "other" and isinstance(node, cst.Assign):
+        return _unpacked(node, head)
+    return None
+
+
+def _is_star_kwarg(param: Any) -> bool:
+    import libcst as cst
+
+    return isinstance(param, cst.Param) and param.star == "**"
+
+
+def _unpacked(assign: Any, head: str) -> str | None:
+    """``backend, layers, models, utils = get_submodules_from_kwargs(kwargs)``: head's module."""
+    import libcst as cst
+
+    v = assign.value
+    if not (isinstance(v, cst.Call) and len(assign.targets) == 1 and isinstance(assign.targets[0].target, (cst.Tuple, cst.List))):
+        return None
+    callee = v.func.attr.value if isinstance(v.func, cst.Attribute) else v.func.value if isinstance(v.func, cst.Name) else None
+    els = assign.targets[0].target.elements
+    if callee != _INJECTOR or len(els) != len(INJECTED_SUBMODULES):
+        return None
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in els]
+    return f"keras.{INJECTED_SUBMODULES[names.index(head)]}" if head in names else None
+
+
+def _declared_global(func: Any, head: str, ctx: Any = None) -> bool:
+    return head in _globals_of(func, ctx)
+
+
+def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
+    """Names a function declares ``global`` (one walk per function and file)."""
+    import libcst as cst
+
+    from ..flow import walk
+
+    memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
+    hit = memo.get(id(func))
+    if hit is None:
+        hit = memo[id(func)] = frozenset(
+            g.name.value for n in walk(func.body) if isinstance(n, cst.Global) for g in n.names
+        )
+    return hit
+
+
+def _global_injections(ctx: Any) -> dict[str, str]:
+    """Module globals every function that fills them (``global`` + unpacking) agrees on."""
+    import libcst as cst
+
+    cached: dict[str, str] | None = ctx.__dict__.get("_global_injections")
+    if cached is not None:
+        return cached
+    found: dict[str, set[str | None]] = {}
+    for call, _ in ctx.index.calls:
+        func = call.func
+        callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if callee != _INJECTOR:
+            continue
+        assign = ctx.parent(call)
+        if not isinstance(assign, cst.Assign):
+            continue
+        fn = ctx.index.scopes_of(call)[0]
+        if not isinstance(fn, cst.FunctionDef):
+            continue
+        for el in assign.targets[0].target.elements if isinstance(assign.targets[0].target, (cst.Tuple, cst.List)) else ():
+            if isinstance(el.value, cst.Name) and _declared_global(fn, el.value.value, ctx):
+                found.setdefault(el.value.value, set()).add(_unpacked(assign, el.value.value))
+    memo = {k: str(next(iter(v))) for k, v in found.items() if len(v) == 1 and None not in v}
+    ctx.__dict__["_global_injections"] = memo
+    return memo

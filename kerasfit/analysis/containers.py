@@ -1,0 +1,546 @@
+"""Layers kept in containers: what ``self.blocks[i]`` or ``for layer in self.layers`` is.
+
+Model code often builds its layers into a list or dict attribute in ``__init__`` /
+``build`` and applies them by index or in a loop in ``call``::
+
+    self.convs = [Conv2D(32, 3) for _ in range(n)]     # one constructor for every element
+    self.down = []
+    for i in range(n):
+        self.down.append(ZeroPadding2D(1))              # a period of two, repeated
+        self.down.append(Conv2D(32, 3, strides=2))
+    ...
+    x = self.convs[i](x)                                # the Conv2D
+    x = self.down[k](x); x = self.down[k + 1](x)        # pad, then conv (k counts by 2)
+
+:func:`contents` describes a container by one *period* of element expressions in
+construction order (``repeats`` when a loop or comprehension repeats it);
+:func:`element_candidates` says which element an index or a loop variable may be.
+Everything is syntactic and answers None when unsure: a container that is assigned
+more than once, aliased, or mutated other than by ``append`` (``add`` for a
+``Sequential``), or appended to from more than one block, is unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from ..context import UNKNOWN, get_arg
+from ..engine import iter_children
+
+_COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
+_LOOPS = (cst.For, cst.While)
+# Methods that change a list other than by appending at its end.
+_MUTATORS = frozenset({"extend", "insert", "pop", "remove", "clear", "reverse", "sort", "update", "setdefault", "popitem", "__setitem__"})
+_SEQUENTIAL = "keras.Sequential"
+
+
+@dataclass(frozen=True)
+class Contents:
+    """One period of a container's elements, in construction order."""
+
+    items: tuple[cst.BaseExpression, ...]
+    repeats: bool  # the period repeats an unknown number of times (built in a loop / comprehension)
+    keys: tuple[object, ...] | None = None  # a dict's constant keys, one per item
+
+    def adjacent(self) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        """Pairs of elements that follow each other when the container is iterated."""
+        pairs = list(zip(self.items, self.items[1:]))
+        if self.repeats and self.items:
+            pairs.append((self.items[-1], self.items[0]))
+        return pairs
+
+
+def _walk(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(iter_children(n))
+
+
+def _self_attr(expr: cst.CSTNode) -> str | None:
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """``self.x`` / ``name`` spelled the same (the receiver the container is known by)."""
+    if isinstance(a, cst.Name) and isinstance(b, cst.Name):
+        return a.value == b.value
+    return _self_attr(a) is not None and _self_attr(a) == _self_attr(b)
+
+
+def _enclosing(ctx, node: cst.CSTNode, kinds) -> cst.CSTNode | None:
+    p = ctx.parent(node)
+    while p is not None and not isinstance(p, kinds):
+        p = ctx.parent(p)
+    return p
+
+
+def _uses(ctx, base: cst.BaseExpression, where: cst.CSTNode):
+    """Every occurrence of the container's spelling in ``where`` (its class or function)."""
+    attr = _self_attr(base)
+    if attr is not None:
+        for n, _, scopes in ctx.index.attr_refs.get(attr, ()):
+            if _self_attr(n) == attr and any(s is where for s in scopes):
+                yield n
+        return
+    for n, _, scopes in ctx.index.name_refs.get(base.value, ()):  # type: ignore[union-attr]
+        if scopes and scopes[0] is where:
+            yield n
+
+
+def contents(ctx, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
+    """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
+    if _depth > 3:
+        return None
+    attr = _self_attr(base)
+    if attr is not None:
+        where = _enclosing(ctx, base, cst.ClassDef)
+    elif isinstance(base, cst.Name):
+        where = _enclosing(ctx, base, (cst.FunctionDef, cst.Lambda))
+        where = where if where is not None else ctx.module
+    else:
+        return None
+    if where is None:
+        return None
+    key = (id(where), attr if attr is not None else f"name:{base.value}", id(_alias))  # type: ignore[union-attr]
+    memo = ctx.__dict__.setdefault("_containers", {})
+    if key in memo:
+        return memo[key]
+    memo[key] = None  # a cycle (``a = b; b = a``) is unknown
+    memo[key] = found = _contents(ctx, base, where, _depth, _alias)
+    return found
+
+
+def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
+    init: cst.Assign | None = None
+    appends: list[tuple[cst.Call, cst.CSTNode]] = []
+    stores: list[tuple[object, cst.BaseExpression]] = []
+    for n in _uses(ctx, base, where):
+        par = ctx.parent(n)
+        if isinstance(par, cst.AssignTarget):
+            stmt = ctx.parent(par)
+            if init is not None or not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+                return None
+            init = stmt
+            continue
+        if isinstance(par, cst.Attribute) and par.value is n:
+            call = ctx.parent(par)
+            method = par.attr.value
+            if isinstance(call, cst.Call) and call.func is par:
+                if method in _MUTATORS:
+                    return None
+                if method in ("append", "add"):
+                    stmt = ctx.parent(call)
+                    if not isinstance(stmt, cst.Expr) or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+                        return None
+                    appends.append((call, stmt))
+            continue
+        if isinstance(par, cst.Subscript) and par.value is n:
+            if isinstance(ctx.parent(par), (cst.AssignTarget, cst.AugAssign)) or isinstance(ctx.parent(par), cst.Del):
+                target_of = ctx.parent(par)
+                if isinstance(target_of, cst.AssignTarget) and len(par.slice) == 1 and isinstance(par.slice[0].slice, cst.Index):
+                    k = ctx.const(par.slice[0].slice.value, scopes=ctx.scopes_of(par))
+                    stmt = ctx.parent(target_of)
+                    if k is not UNKNOWN and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+                        stores.append((k, stmt.value))
+                        continue
+                return None
+            continue
+        if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
+            return None  # ``self.x += [...]`` / an alias that may be mutated elsewhere
+        if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.parent(par)):
+            return None  # handed to code that may change it (``add_block(model)``)
+    if init is None:
+        return None
+    value = init.value
+    if isinstance(value, cst.Name) and depth < 3 and _self_attr(base) is not None:
+        # layers = []; layers.append(...); self.layers = layers
+        if appends or stores:
+            return None
+        return contents(ctx, value, depth + 1, init)
+    empty_seq = _is_empty(ctx, value)
+    if appends:
+        if not empty_seq or stores:
+            return None
+        return _appended(ctx, init, appends)
+    if stores:
+        if not (isinstance(value, cst.Dict) and not value.elements):
+            return None
+        keys = tuple(k for k, _ in stores)
+        if len(set(map(repr, keys))) != len(keys):
+            return None
+        return Contents(tuple(v for _, v in stores), False, keys)
+    if isinstance(value, (cst.List, cst.Tuple)):
+        if any(isinstance(e, cst.StarredElement) for e in value.elements):
+            return None
+        return Contents(tuple(e.value for e in value.elements), False)
+    if isinstance(value, cst.ListComp):
+        return Contents((value.elt,), True)
+    if isinstance(value, cst.Dict):
+        keys = []
+        for e in value.elements:
+            if not isinstance(e, cst.DictElement):
+                return None
+            k = ctx.const(e.key, scopes=ctx.scopes_of(e))
+            if k is UNKNOWN:
+                return None
+            keys.append(k)
+        return Contents(tuple(e.value for e in value.elements), False, tuple(keys))  # type: ignore[union-attr]
+    if isinstance(value, cst.DictComp):
+        return Contents((value.value,), True)
+    if isinstance(value, cst.Call) and ctx.call_name_anywhere(value) == _SEQUENTIAL:
+        layers = get_arg(value, "layers", 0)
+        if layers is not None and isinstance(layers.value, (cst.List, cst.Tuple)):
+            return contents_of_literal(layers.value)
+        if layers is not None and not appends and (isinstance(layers.value, cst.Name) or _self_attr(layers.value)):
+            return contents(ctx, layers.value, depth + 1)  # Sequential(blocks), blocks built above
+    return None
+
+
+# Builtins that only read the container they are given.
+_READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
+
+
+def _reads_only(ctx, call: cst.CSTNode | None) -> bool:
+    """A call that does not change a container passed to it: a reading builtin, or a
+    framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
+    if not isinstance(call, cst.Call):
+        return True
+    if isinstance(call.func, cst.Name) and call.func.value in _READERS:
+        return True
+    return ctx.call_name_anywhere(call) is not None
+
+
+def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
+    if any(isinstance(e, cst.StarredElement) for e in value.elements):
+        return None
+    return Contents(tuple(e.value for e in value.elements), False)
+
+
+def _is_empty(ctx, value: cst.BaseExpression) -> bool:
+    if isinstance(value, (cst.List, cst.Tuple)) and not value.elements:
+        return True
+    if isinstance(value, cst.Call) and not value.args:
+        if isinstance(value.func, cst.Name) and value.func.value == "list":
+            return True
+        return ctx.call_name_anywhere(value) == _SEQUENTIAL
+    return False
+
+
+def _appended(ctx, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
+    """The period the appends build: they must sit in one block, run together (nothing
+    between them leaves the block), after the container is created in the same function."""
+    lines = []
+    for _, expr_stmt in appends:
+        line = ctx.parent(expr_stmt)
+        if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
+            return None
+        lines.append(line)
+    block = ctx.parent(lines[0])
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)) or any(ctx.parent(ln) is not block for ln in lines[1:]):
+        return None
+    body = list(block.body)
+    pos = [next(i for i, s in enumerate(body) if s is ln) for ln in lines]
+    for s in body[min(pos) : max(pos) + 1]:
+        if not isinstance(s, cst.SimpleStatementLine) or any(
+            isinstance(small, (cst.Return, cst.Break, cst.Continue, cst.Raise)) for small in s.body
+        ):
+            return None
+    init_line = ctx.parent(init)
+    init_block = ctx.parent(init_line) if isinstance(init_line, cst.SimpleStatementLine) else None
+    func = _enclosing(ctx, init, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
+    if init_block is None or _enclosing(ctx, lines[0], (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not func:
+        return None
+    order = ctx.index.order
+    if order.get(id(init), 0) > order.get(id(appends[0][0]), 0):
+        return None
+    # The appends' block must lie inside the block that creates the container; a loop
+    # between the two repeats the period, a loop around both recreates the list.
+    repeats = False
+    node: cst.CSTNode | None = block
+    while node is not None and node is not init_block:
+        if isinstance(node, _LOOPS):
+            repeats = True
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            return None
+        node = ctx.parent(node)
+    if node is None:
+        return None
+    ordered = sorted(zip(pos, (c.args[0].value for c, _ in appends)), key=lambda t: t[0])
+    return Contents(tuple(v for _, v in ordered), repeats)
+
+
+# ---- which element --------------------------------------------------------------
+def element_candidates(ctx, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The element expressions ``expr`` may be: ``C[i]`` (by index or key) or a loop
+    variable over ``C`` (``for l in C``, ``enumerate(C)``, ``zip(C1, C2)``, also in
+    comprehensions). One candidate when the element is determined; None when ``expr``
+    is not a container element or the container is unknown."""
+    if isinstance(expr, cst.Subscript):
+        if len(expr.slice) != 1 or not isinstance(expr.slice[0].slice, cst.Index):
+            return None
+        c = contents(ctx, expr.value)
+        if c is None or not c.items:
+            return None
+        return _at(ctx, c, expr.slice[0].slice.value)
+    if isinstance(expr, cst.Name):
+        src = loop_source(ctx, expr)
+        if src is None:
+            return None
+        c = contents(ctx, src)
+        return _distinct(c.items) if c is not None and c.items else None
+    return None
+
+
+def _distinct(items) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+    for it in items:
+        if not any(it is o for o in out):
+            out.append(it)
+    return out
+
+
+def _at(ctx, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
+    scopes = ctx.scopes_of(index)
+    if c.keys is not None:
+        k = ctx.const(index, scopes=scopes)
+        if k is not UNKNOWN and not c.repeats:
+            hits = [v for key, v in zip(c.keys, c.items) if key == k]
+            return hits if hits else _distinct(c.items)
+        return _distinct(c.items)
+    p = len(c.items)
+    r = residue(ctx, index, p)
+    return [c.items[r]] if r is not None else _distinct(c.items)
+
+
+def residue(ctx, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
+    """``expr mod p`` when the code fixes it (``k + 1`` with ``k = 0`` and ``k += 2``,
+    ``2 * i``, a ``range`` start with a step that is a multiple of ``p``), else None."""
+    if p == 1:
+        return 0
+    if _depth > 6:
+        return None
+    if isinstance(expr, cst.Integer):
+        return int(expr.value.replace("_", ""), 0) % p
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        r = residue(ctx, expr.expression, p, _depth + 1)
+        return None if r is None else -r % p
+    if isinstance(expr, cst.BinaryOperation):
+        a = residue(ctx, expr.left, p, _depth + 1)
+        b = residue(ctx, expr.right, p, _depth + 1)
+        if isinstance(expr.operator, cst.Multiply):
+            if a == 0 or b == 0:
+                return 0
+            return None if a is None or b is None else a * b % p
+        if a is None or b is None:
+            return None
+        if isinstance(expr.operator, cst.Add):
+            return (a + b) % p
+        if isinstance(expr.operator, cst.Subtract):
+            return (a - b) % p
+        return None
+    if isinstance(expr, cst.Name):
+        comp = _comprehension_binding(ctx, expr)
+        if comp is not None:  # a comprehension variable: its own ``range``, not the function's name
+            return _range_residue(ctx, comp.iter, p, _depth) if isinstance(comp.target, cst.Name) else None
+        v = ctx.const(expr, scopes=ctx.scopes_of(expr))
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v % p
+        return _name_residue(ctx, expr, p, _depth)
+    return None
+
+
+def _comprehension_binding(ctx, name: cst.Name) -> cst.CompFor | None:
+    for node in _ancestors(ctx, name):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            return None
+        if isinstance(node, (*_COMPS, cst.DictComp)):
+            comp = node.for_in
+            while comp is not None:
+                if _mentions(comp.target, name.value):
+                    return comp
+                comp = comp.inner_for_in
+    return None
+
+
+def _name_residue(ctx, name: cst.Name, p: int, depth: int) -> int | None:
+    scopes = ctx.scopes_of(name)
+    scope = scopes[0] if scopes else None
+    if not isinstance(scope, cst.FunctionDef):
+        return None
+    bindings = ctx.scope_index(scope).bindings.get(name.value)
+    if not bindings:
+        return None
+    found: set[int] = set()
+    for b in bindings:
+        node = b.node
+        if b.kind == "assign" and b.value is not None:
+            r = residue(ctx, b.value, p, depth + 1) if not _mentions(b.value, name.value) else None
+        elif isinstance(node, cst.AugAssign) and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign)):
+            step = residue(ctx, node.value, p, depth + 1) if not _mentions(node.value, name.value) else None
+            if step != 0:
+                return None
+            continue
+        elif isinstance(node, cst.For) and isinstance(node.target, cst.Name) and node.target.value == name.value:
+            r = _range_residue(ctx, node.iter, p, depth)
+        else:
+            return None
+        if r is None:
+            return None
+        found.add(r)
+    return found.pop() if len(found) == 1 else None
+
+
+def _range_residue(ctx, it: cst.BaseExpression, p: int, depth: int) -> int | None:
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"):
+        return None
+    args = [a.value for a in it.args if a.keyword is None and not a.star]
+    if len(args) != len(it.args) or len(args) < 2:
+        return None
+    step = residue(ctx, args[2], p, depth + 1) if len(args) == 3 else 1 % p
+    if step != 0:
+        return None
+    return residue(ctx, args[0], p, depth + 1)
+
+
+def _mentions(expr: cst.CSTNode, name: str) -> bool:
+    return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
+
+
+def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
+    """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
+    in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
+    binding ``name``, else the one ``for`` statement binding it in its function."""
+    node: cst.CSTNode | None = ctx.parent(name)
+    while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+        if isinstance(node, (*_COMPS, cst.DictComp)):
+            comp = node.for_in
+            while comp is not None:
+                src = _iterated(comp.target, comp.iter, name.value)
+                if src is not False:
+                    return src  # type: ignore[return-value]
+                comp = comp.inner_for_in
+        node = ctx.parent(node)
+    return _for_binding(ctx, name)[1]
+
+
+def _iterated(target: cst.BaseExpression, it: cst.BaseExpression, name: str):
+    """The container ``name`` takes its elements from; None if not one; False if the
+    target does not bind ``name``."""
+    if isinstance(target, cst.Name):
+        return it if target.value == name else False
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return False
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    if name not in names:
+        return False
+    pos = names.index(name)
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name)):
+        return None
+    args = [a.value for a in it.args if a.keyword is None and not a.star]
+    if it.func.value == "enumerate" and len(args) >= 1 and len(names) == 2:
+        return args[0] if pos == 1 else None
+    if it.func.value == "zip" and len(args) == len(names):
+        return args[pos]
+    return None
+
+
+@dataclass(frozen=True)
+class Order:
+    """A container whose elements a loop applies one after the other."""
+
+    container: cst.BaseExpression
+    contents: Contents
+
+    def adjacent(self) -> list[tuple[cst.BaseExpression, cst.BaseExpression]]:
+        return self.contents.adjacent()
+
+
+def applied_in_order(ctx, call: cst.Call) -> Order | None:
+    """For ``x = layer(x)`` in ``for layer in C:`` (or ``enumerate(C)``, or ``x = C[i](x)``
+    under ``for i in range(len(C))``): the container, whose elements then feed each other
+    in construction order. None unless the loop body is that chain: the statement sits
+    directly in the loop's body, nothing else there rebinds ``x``, and no ``break`` /
+    ``continue`` skips a layer."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        loop, container = _for_binding(ctx, func)
+        if loop is None or not (isinstance(loop.target, cst.Name) or _enumerate_value(loop, func.value)):
+            return None
+    elif isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        index = func.slice[0].slice.value
+        if not isinstance(index, cst.Name):
+            return None
+        loop, it = _for_binding(ctx, index)
+        container = func.value
+        if loop is None or not isinstance(loop.target, cst.Name) or not _range_len_of(it, container):
+            return None
+    else:
+        return None
+    assign = ctx.parent(call)
+    if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
+        return None
+    target = assign.targets[0].target
+    first = call.args[0] if call.args else None
+    if not (isinstance(target, cst.Name) and first is not None and first.keyword is None and not first.star
+            and isinstance(first.value, cst.Name) and first.value.value == target.value):
+        return None
+    line = ctx.parent(assign)
+    if not isinstance(line, cst.SimpleStatementLine) or ctx.parent(line) is not loop.body:
+        return None
+    for stmt in loop.body.body:
+        if stmt is line:
+            continue
+        for n in _walk(stmt):
+            if isinstance(n, (cst.Break, cst.Continue)):
+                return None
+            if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)) and _mentions(n.target, target.value):
+                return None
+    c = contents(ctx, container)
+    return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
+
+
+def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpression | None]:
+    """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
+    body rebinds it), and what it iterates (the container itself for ``enumerate(C)``)."""
+    for node in _ancestors(ctx, name):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        if isinstance(node, cst.For) and node.body is not None:
+            src = _iterated(node.target, node.iter, name.value)
+            if src is False:
+                continue
+            from ..flow import bound_names  # flow imports this module
+
+            if any(name.value in bound_names(stmt) for stmt in node.body.body):
+                return None, None  # rebound inside the loop
+            return (node, src) if src is not None else (None, None)
+    return None, None
+
+
+def _ancestors(ctx, node: cst.CSTNode):
+    p = ctx.parent(node)
+    while p is not None:
+        yield p
+        p = ctx.parent(p)
+
+
+def _enumerate_value(loop: cst.For, name: str) -> bool:
+    t = loop.target
+    return (isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == 2 and isinstance(t.elements[1].value, cst.Name)
+            and t.elements[1].value.value == name and isinstance(loop.iter, cst.Call)
+            and isinstance(loop.iter.func, cst.Name) and loop.iter.func.value == "enumerate")
+
+
+def _range_len_of(it: cst.BaseExpression | None, container: cst.BaseExpression) -> bool:
+    """``range(len(C))``."""
+    if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range" and len(it.args) == 1):
+        return False
+    inner = it.args[0].value
+    return (isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "len"
+            and len(inner.args) == 1 and type(inner.args[0].value) is type(container) and _same(inner.args[0].value, container))
