@@ -612,7 +612,7 @@ def parse_guarded(
     """
     from . import parseguard
 
-    if parse_cache is not None:
+    if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
         if inc is not None:
             module = parse_cache.parse(source, inc[0], inc[1])

@@ -212,3 +212,14 @@ def test_deleting_a_whole_function_and_pasting_it_back():
     check_tree(inc, gone)
     check_tree(inc, SRC)
     assert inc.last.startswith("region of")
+
+
+def test_a_lone_backslash_line_typed_into_a_block_is_checked_as_cpython_reads_it():
+    """libcst needs such text rewritten (kerasfit.layout), which the whole-file path does:
+    an edited document with one gives the findings of a fresh check."""
+    src = "import tf_keras\n\n\ndef f(x):\n    if x:\n        y = 1\n    return tf_keras.layers.BatchNormalization(fused=False)(x)\n"
+    cache = _cache_after(src)
+    edited = src.replace("    return", "\\\n    return")
+    a, b = check_source(edited, "m.py", parse_cache=cache), check_source(edited, "m.py")
+    assert [d.to_dict() for d in a.diagnostics] == [d.to_dict() for d in b.diagnostics]
+    assert [d.code for d in a.diagnostics] == ["KF101"]
