@@ -156,6 +156,7 @@ class _Protocol(LanguageServerProtocol):
     # (id, result) of an initialize that kerasfit.lsp.boot answered before pygls was loaded
     pre_answered: tuple[Any, Any] | None = None
 
+    # pygls's private response hook (pinned: pygls>=2.0,<2.2 in pyproject; tests/lsp/test_lsp_boot.py)
     def _send_response(self, msg_id, result=None, error=None):
         if self.pre_answered is not None and msg_id == self.pre_answered[0]:
             _check_pre_answered(self, self.pre_answered[1], result, error)
@@ -430,8 +431,9 @@ class KerasfitServer(LanguageServer):
         everything alive (modules, rules, the first tree) is frozen out of the
         collector's sight, so a full collection after each lint only walks what lints
         made since (with the trim below, 8-21 ms of CPU per pass at 2,000 lines, measured
-        at load 9; it runs after the diagnostics are out). Collecting only the young generations (and all of them
-        every 25 lints) left cycles that had aged holding memory for up to 25 lints.
+        at load 9; it runs after the diagnostics are out). Collecting only the young
+        generations (and all of them every 25 lints) left cycles that had aged holding
+        memory for up to 25 lints.
 
         What a lint frees is mostly returned to the C allocator, not to the system:
         ``malloc_trim`` gives glibc's free pages back (without it RSS crept 105 -> 175 MB
