@@ -135,8 +135,7 @@ class IncrementalAST:
             if (i == 0 and j >= len(pieces)) or attempt == MAX_WIDEN:
                 return None  # the caller parses (and reports on) the whole file
             i, j = max(i - 1, 0), min(j + 1, len(pieces))
-        else:  # pragma: no cover - the loop always breaks or returns
-            return None
+        assert tree is not None  # the loop breaks on a tree or returns
         from .parseguard import over_budget
 
         if over_budget(tree, region):

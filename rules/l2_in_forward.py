@@ -15,8 +15,6 @@ from kerasfit.ruleapi import (
     WEIGHT_REGULARIZER_ARGS,
     dotted_name,
     get_arg,
-    string_value,
-    walk,
 )
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
