@@ -719,6 +719,13 @@ class FileContext:
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.index.parent.get(id(node))
 
+    def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
+        """The file index's references of ``name`` whose innermost scope is ``scope``
+        (grouped once per file: filtering the whole file's list per question was quadratic)."""
+        from .analysis.scoped import name_refs_in
+
+        return name_refs_in(self, name, scope)
+
     def _deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode] | None) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
         """The expressions that may give ``node`` its value, each with its scopes.
 

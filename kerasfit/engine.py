@@ -20,7 +20,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 from .layout import for_libcst
-from .imports import may_orphan
+from .imports import ImportTable, may_orphan
 from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
 from .incremental import line_starts as incremental_line_starts
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
@@ -205,20 +205,40 @@ _AST_KIND = {
 }
 
 
-def _match_statement(stmts: Sequence[cst.CSTNode], astmts: Sequence[ast.stmt], target: cst.CSTNode) -> ast.stmt | None:
-    """The AST statement where ``target`` (one of ``stmts``) starts."""
+def _statement_rows(stmts: Sequence[cst.CSTNode]) -> dict[int, int]:
+    """id of each statement in ``stmts`` -> the index of its first AST statement."""
+    rows: dict[int, int] = {}
     j = 0
     for s in stmts:
-        if s is target:
-            if j >= len(astmts):
-                return None
-            a = astmts[j]
-            kinds = _AST_KIND.get(type(s))
-            if kinds is not None and not isinstance(a, kinds):
-                return None
-            return a
+        rows.setdefault(id(s), j)
         j += len(s.body) if isinstance(s, cst.SimpleStatementLine) else 1
-    return None
+    return rows
+
+
+def _rows(stmts: Sequence[cst.CSTNode], memo: dict[int, dict[int, int]] | None) -> dict[int, int]:
+    # Each statement list is counted once per Positions, not once per placed node: a
+    # long module with a finding in every function made placement quadratic.
+    if memo is None:
+        return _statement_rows(stmts)
+    rows = memo.get(id(stmts))
+    if rows is None:
+        rows = memo[id(stmts)] = _statement_rows(stmts)
+    return rows
+
+
+def _match_statement(
+    stmts: Sequence[cst.CSTNode], astmts: Sequence[ast.stmt], target: cst.CSTNode,
+    memo: dict[int, dict[int, int]] | None = None,
+) -> ast.stmt | None:
+    """The AST statement where ``target`` (one of ``stmts``) starts."""
+    j = _rows(stmts, memo).get(id(target))
+    if j is None or j >= len(astmts):
+        return None
+    a = astmts[j]
+    kinds = _AST_KIND.get(type(target))
+    if kinds is not None and not isinstance(a, kinds):
+        return None
+    return a
 
 
 def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]]:
@@ -260,8 +280,9 @@ def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cs
     return out
 
 
-def _unit_of(node, module, tree, parent):
-    """(innermost statement holding ``node``, its AST statement, enclosing indents)."""
+def _unit_of(node, module, tree, parent, memo: dict[int, dict[int, int]] | None = None):
+    """(innermost statement holding ``node``, its AST statement, enclosing indents).
+    ``memo`` keeps each statement list's rows across the calls of one placement."""
     chain = []
     x = node
     while x is not None and x is not module:
@@ -275,7 +296,7 @@ def _unit_of(node, module, tree, parent):
     indents: list[str] = []
     shift = 0
     for k, s in enumerate(chain):
-        a = _match_statement(stmts, astmts, s)
+        a = _match_statement(stmts, astmts, s, memo)
         if a is None:
             return None
         if k == 0:
@@ -284,7 +305,7 @@ def _unit_of(node, module, tree, parent):
             return s, a, tuple(indents), shift
         nxt = chain[k + 1]
         for cl, al, more in _blocks(s, a, module.default_indent):
-            if any(c is nxt for c in cl):
+            if id(nxt) in _rows(cl, memo):
                 stmts, astmts = cl, al
                 indents.extend(more)
                 break
@@ -428,17 +449,27 @@ class Positions:
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
+        memo: dict[int, dict[int, int]] = {}
         for n in nodes:
-            found = _unit_of(n, module, tree, parent)
+            found = _unit_of(n, module, tree, parent, memo)
             if found is None:
                 return False
             units.setdefault(id(found[0]), found)
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
         for unit, anode, indents, shift in units.values():
-            state = _PositionState(module, wanted | {id(unit)})
+            # the unit joins ``wanted`` for its own codegen only (a copy of the set per
+            # unit was quadratic in the findings of a long file)
+            extra = id(unit) not in wanted
+            if extra:
+                wanted.add(id(unit))
+            state = _PositionState(module, wanted)
             state.indent_tokens = list(indents)
-            unit._codegen(state)
+            try:
+                unit._codegen(state)
+            finally:
+                if extra:
+                    wanted.discard(id(unit))
             rel = state.syntactic.get(id(unit))
             if rel is None:
                 return False
@@ -831,6 +862,7 @@ def lint_module(
         pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
         sup = Suppressions.scan(source)
         indents = _Indents(module)
+        imports = ImportTable(module)
         seen: set[tuple] = set()
         for rep in reports:
             try:
@@ -846,7 +878,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None and code not in settings.unfixable else None
+            fix = _to_fix(rep.fix, pos, module, indents, imports) if rep.fix is not None and code not in settings.unfixable else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
@@ -901,7 +933,9 @@ class _Indents:
         return "".join(state.tokens)
 
 
-def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None) -> Fix | None:
+def _to_fix(
+    spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None, imports: ImportTable | None = None
+) -> Fix | None:
     indents = indents or _Indents(module)
     edits: list[Edit] = []
     for ch in spec.changes:
@@ -931,7 +965,7 @@ def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
             return None  # a rule asked for overlapping edits: show without a fix
-    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)])
+    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)], imports)
     return Fix(spec.applicability, spec.title, tuple(edits), spec.imports, orphans)
 
 

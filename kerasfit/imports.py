@@ -62,12 +62,29 @@ def _names(node: cst.CSTNode) -> Iterator[str]:
             stack.extend(n.children)
 
 
-def may_orphan(module: cst.Module, removed: list[cst.CSTNode], added: list[cst.CSTNode | str]) -> tuple[ImportSpec, ...]:
-    """Imports used by the code a fix removes and not by the code it puts in its place."""
+class ImportTable:
+    """A module's top-level imports, read once however many fixes ask (each fix asking
+    anew made a long file with a fix per function quadratic)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.module = module
+        self._table: dict[str, ImportSpec] | None = None
+
+    def get(self) -> dict[str, ImportSpec]:
+        if self._table is None:
+            self._table = top_level_imports(self.module)
+        return self._table
+
+
+def may_orphan(
+    module: cst.Module, removed: list[cst.CSTNode], added: list[cst.CSTNode | str], table: ImportTable | None = None
+) -> tuple[ImportSpec, ...]:
+    """Imports used by the code a fix removes and not by the code it puts in its place.
+    ``table``: the module's imports when the caller asks for several fixes."""
     used = {name for node in removed for name in _names(node)}
     if not used:
         return ()
-    imports = top_level_imports(module)
+    imports = table.get() if table is not None and table.module is module else top_level_imports(module)
     used &= imports.keys()
     for new in added:
         if isinstance(new, str):

@@ -251,8 +251,8 @@ class NonlogicalTranspose(Rule):
             idx = self.ctx.index
             uses = [
                 (n, idx.parent.get(id(n)))
-                for n, _, scopes in idx.name_refs.get(target, ())
-                if (scopes[0] is func or (func is None and isinstance(scopes[0], cst.Module))) and n is not parent.targets[0].target
+                for n, _, _scopes in self.ctx.name_refs_in(target, func if func is not None else idx.module)
+                if n is not parent.targets[0].target
             ]
             if not uses:
                 return False

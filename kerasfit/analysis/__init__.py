@@ -27,6 +27,9 @@ Modules and their public API (stable; other branches build on it):
   ``applied_in_order``).
 - :mod:`.names` also resolves framework submodules handed in at run time
   (``injected_submodule``: keras_applications' ``get_submodules_from_kwargs``).
+- :mod:`.scoped` — the file index's references grouped by scope, built once per file:
+  ``name_refs_in(ctx, name, scope)``, ``attr_refs_within(ctx, attr, scope)`` (the
+  facade has ``ctx.name_refs_in``).
 - :mod:`.roles` and :mod:`.tensors` — which functions run on the host (metric_fn,
   serving_input_fn, drivers, augmentation) and which names hold tensors (in-function data flow).
 

@@ -28,6 +28,7 @@ import libcst as cst
 
 from ..context import UNKNOWN, get_arg
 from ..engine import iter_children
+from .scoped import attr_refs_within, name_refs_in
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _LOOPS = (cst.For, cst.While)
@@ -84,13 +85,12 @@ def _uses(ctx, base: cst.BaseExpression, where: cst.CSTNode):
     """Every occurrence of the container's spelling in ``where`` (its class or function)."""
     attr = _self_attr(base)
     if attr is not None:
-        for n, _, scopes in ctx.index.attr_refs.get(attr, ()):
-            if _self_attr(n) == attr and any(s is where for s in scopes):
+        for n, _, _scopes in attr_refs_within(ctx, attr, where):
+            if _self_attr(n) == attr:
                 yield n
         return
-    for n, _, scopes in ctx.index.name_refs.get(base.value, ()):  # type: ignore[union-attr]
-        if scopes and scopes[0] is where:
-            yield n
+    for n, _, _scopes in name_refs_in(ctx, base.value, where):  # type: ignore[union-attr]
+        yield n
 
 
 def contents(ctx, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:

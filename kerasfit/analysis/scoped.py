@@ -1,0 +1,47 @@
+"""References of a name grouped by the scope they sit in, built once per file index.
+
+The file index lists every reference of a spelling across the whole file; a question
+about one function or class that filters that list costs the whole file each time, so a
+long file with the same names in every class (``self.convs``, ``x``) was quadratic. The
+groups keep the index's source order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+_Ref = tuple[Any, bool, tuple[Any, ...]]  # (node, is_call, scopes innermost first), as the index keeps them
+
+
+def _groups(ctx: Any, key: tuple[str, str], refs: list[_Ref], innermost_only: bool) -> dict[int, list[_Ref]]:
+    idx = ctx.index
+    memo = ctx.__dict__.setdefault("_scoped_refs", {})
+    if memo.get("index") is not idx:  # a new index (another lint of the file): regroup
+        memo.clear()
+        memo["index"] = idx
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = {}
+        for ref in refs:
+            scopes = ref[2]
+            for s in scopes[:1] if innermost_only else scopes:
+                hit.setdefault(id(s), []).append(ref)
+    return hit  # type: ignore[no-any-return]
+
+
+def name_refs_in(ctx: Any, name: str, scope: cst.CSTNode) -> list[_Ref]:
+    """The index's references of the bare name ``name`` whose innermost scope is ``scope``."""
+    refs = ctx.index.name_refs.get(name)
+    if not refs:
+        return []
+    return _groups(ctx, ("name", name), refs, True).get(id(scope), [])
+
+
+def attr_refs_within(ctx: Any, attr: str, scope: cst.CSTNode) -> list[_Ref]:
+    """The index's ``<expr>.attr`` references with ``scope`` among their enclosing scopes."""
+    refs = ctx.index.attr_refs.get(attr)
+    if not refs:
+        return []
+    return _groups(ctx, ("attr", attr), refs, False).get(id(scope), [])
