@@ -416,8 +416,9 @@ def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
-    node: cst.CSTNode | None = ctx.parent(name)
-    while node is not None and not isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+    for node in _ancestors(ctx, name):
+        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+            break
         if isinstance(node, (*_COMPS, cst.DictComp)):
             comp = node.for_in
             while comp is not None:
@@ -425,7 +426,6 @@ def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
                 if src is not False:
                     return src  # type: ignore[return-value]
                 comp = comp.inner_for_in
-        node = ctx.parent(node)
     return _for_binding(ctx, name)[1]
 
 
@@ -524,10 +524,34 @@ def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpressio
 
 
 def _ancestors(ctx, node: cst.CSTNode):
+    chain = _walked_ancestors(ctx, node)
+    if chain is not None:
+        yield from chain
+        return
     p = ctx.parent(node)
     while p is not None:
         yield p
         p = ctx.parent(p)
+
+
+def _walked_ancestors(ctx, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+    """``node``'s ancestors, innermost first, read off the engine's walk when ``node`` is
+    the node being visited or one of its children; else None. Rules ask about the call
+    they visit, and the parent links otherwise cost a walk of the whole file (the file
+    index), which most files need for nothing else. ``ctx.stack`` is the walk's chain
+    only while it starts at the module (questions about other nodes swap in their
+    scopes, without it)."""
+    stack = ctx.stack
+    if not stack or stack[0] is not ctx.module:
+        return None
+    top = stack[-1]
+    kids = list(iter_children(top))
+    if any(c is node for c in kids):
+        return stack[::-1]
+    for c in kids:
+        if any(g is node for g in iter_children(c)):
+            return [c, *stack[::-1]]
+    return None
 
 
 def _enumerate_value(loop: cst.For, name: str) -> bool:

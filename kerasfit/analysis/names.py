@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -158,10 +159,28 @@ def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
 
     memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
     hit = memo.get(id(func))
+    if hit is None and ctx is not None and not _may_declare_globals(ctx):
+        hit = memo[id(func)] = frozenset()
     if hit is None:
         hit = memo[id(func)] = frozenset(
             g.name.value for n in walk(func.body) if isinstance(n, cst.Global) for g in n.names
         )
+    return hit
+
+
+_GLOBAL_WORD = re.compile(r"\bglobal\b")
+
+
+def _may_declare_globals(ctx: Any) -> bool:
+    """False when the file's text has no ``global`` keyword: then no function declares
+    one, and walking each function's body to find out (most of a keras_applications
+    file's name resolution) is skipped."""
+    src = getattr(ctx, "source", "")
+    if not src:  # a context built without its text: ask the tree
+        return True
+    hit: bool | None = ctx.__dict__.get("_may_declare_globals")
+    if hit is None:
+        hit = ctx.__dict__["_may_declare_globals"] = _GLOBAL_WORD.search(src) is not None
     return hit
 
 
