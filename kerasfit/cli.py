@@ -6,10 +6,8 @@ Exit codes: 0 nothing left to report, 1 findings (or unreadable files) remain,
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
-import re
 import sys
 from enum import Enum
 from pathlib import Path
@@ -52,13 +50,6 @@ class FailOn(str, Enum):
 class ListFormat(str, Enum):
     text = "text"
     json = "json"
-
-
-def _split(values: Optional[list[str]]) -> list[str]:
-    out: list[str] = []
-    for v in values or []:
-        out.extend(x.strip() for x in v.split(",") if x.strip())
-    return out
 
 
 def _fail(message: str) -> None:
@@ -115,160 +106,19 @@ def check(
     build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped (default: config, else 300).")] = None,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
-    from .api import CheckOptions, check_paths, check_source
-    from .config import ConfigError, Selection
+    # The body is typer-free (kerasfit.checkcmd): plain command lines run it without typer.
+    from .checkcmd import run_check
 
-    options = CheckOptions(
-        selection=Selection(select=_split(select) or None, extend_select=_split(extend_select), ignore=_split(ignore)),
-        target=target,
-        fix=fix,
-        unsafe_fixes=unsafe_fixes,
-        diff=diff,
-        use_cache=not no_cache,
-        cores=cores,
-        batch_size=batch_size,
-        config_file=config,
-        isolated=isolated,
-        jobs=jobs,
-        force_exclude=force_exclude,
-        build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache),
-        fail_on=fail_on.value if fail_on else None,
-        cache_dir=cache_dir,
-    )
-    path_list = list(paths) if paths else [Path(".")]
-    missing: list[Path] = []
-    originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
-    try:
-        if [str(p) for p in path_list] == ["-"]:
-
-            name = stdin_filename or "<stdin>"
-            source = _read_stdin(name, echo=fix and not diff)
-            res = check_source(source, name, options, fix=fix or diff, unsafe=unsafe_fixes)
-            originals[name] = source
-            if fix and not diff:
-                sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
-                # stdout is the file; what is left to fix goes to stderr (as ruff does)
-                _remaining_to_stderr(res, unsafe_fixes, res.fixes_applied, quiet)
-                raise typer.Exit(1 if res.failing and not exit_zero else 0)
-            from .api import RunResult
-
-            result = RunResult([res])
-        else:
-            # A path that does not exist is reported like an unreadable file (exit 1, as
-            # ruff does); the paths that do exist are still checked.
-            missing = [p for p in path_list if not p.exists() and not p.is_symlink()]
-            existing = [p for p in path_list if p not in missing]
-            from .api import RunResult
-            from .types import FileResult
-
-            result = check_paths(existing, options) if existing else RunResult([])
-            result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
-    except ConfigError as exc:
-        _fail(str(exc))
-        return
-
-    files = result.files
-
-    fixed = sum(f.fixes_applied for f in files)
-    if diff:
-        text = _diffs(files, originals)
-        if text:
-            sys.stdout.write(text)
-        typer.echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
-        for f in files:
-            if f.error:
-                typer.echo(f"error: {f.error}", err=True)
-        # a file that could not be read or parsed is not "nothing to fix"
-        unchecked = any(f.error for f in files) or any(d.code == "KF001" for f in files for d in f.diagnostics)
-        raise typer.Exit(0 if exit_zero or not (text or unchecked) else 1)
-
-    _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
-    if statistics:
-        from .reporters import statistics as stats
-
-        typer.echo(stats(files, result.prefiltered, result.elapsed), err=output_format is not OutputFormat.text)
-    remaining = any(f.failing for f in files)
-    errors = any(f.error for f in files)
-    raise typer.Exit(0 if exit_zero or not (remaining or errors) else 1)
-
-
-_FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
-
-
-def _remaining_to_stderr(res, unsafe: bool, fixed: int, quiet: bool) -> None:
-    from . import reporters
-
-    if quiet and not res.diagnostics:
-        return
-    typer.echo(reporters.text([res], unsafe=unsafe, fixed=fixed), err=True)
-
-
-def _read_stdin(name: str, echo: bool) -> str:
-    """stdin as text. Bytes that are not UTF-8 are one error line; with ``--fix -`` they
-    are also passed through unchanged, so a pipe (an editor's buffer) never comes back empty."""
-    raw = getattr(sys.stdin, "buffer", None)
-    if raw is None:  # a text-only stream (an embedding host): already decoded
-        return sys.stdin.read()
-    data = raw.read()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if echo:
-            sys.stdout.buffer.write(data)
-            sys.stdout.flush()
-        typer.echo(f"error: {name}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
-        raise typer.Exit(1) from None
-
-
-def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
-    from . import reporters
-
-    if fmt is OutputFormat.text:
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
-        if quiet:
-            out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
-        if out:
-            typer.echo(out)
-    elif fmt is OutputFormat.json:
-        typer.echo(reporters.json_report(files))
-    elif fmt is OutputFormat.sarif:
-        from .registry import all_rules
-
-        typer.echo(reporters.sarif(files, all_rules()))
-    elif fmt is OutputFormat.github:
-        out = reporters.github(files)
-        if out:
-            typer.echo(out)
-    else:
-        typer.echo(reporters.lsp(files))
-    if fmt is not OutputFormat.text:
-        for f in files:
-            if f.error:
-                typer.echo(f"error: {f.error}", err=True)
-
-
-def _diffs(files, originals: dict[str, str] | None = None) -> str:
-    chunks = []
-    for f in files:
-        if f.fixed_source is None:
-            continue
-        old = (originals or {}).get(f.filename)
-        if old is None:
-            try:
-                # bytes, not read_text: universal newlines would make every CRLF line differ
-                old = Path(f.filename).read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
-                continue
-        chunks.extend(
-            difflib.unified_diff(
-                old.splitlines(keepends=True),
-                f.fixed_source.splitlines(keepends=True),
-                fromfile=f"a/{f.filename}",
-                tofile=f"b/{f.filename}",
-            )
+    raise typer.Exit(
+        run_check(
+            paths=paths, fix=fix, unsafe_fixes=unsafe_fixes, diff=diff, select=select,
+            extend_select=extend_select, ignore=ignore, target=target, output_format=output_format.value,
+            exit_zero=exit_zero, fail_on=fail_on.value if fail_on else None, statistics=statistics,
+            no_cache=no_cache, cache_dir=cache_dir, config=config, isolated=isolated, show_fixes=show_fixes,
+            force_exclude=force_exclude, stdin_filename=stdin_filename, jobs=jobs, quiet=quiet, build=build,
+            entry=entry, batch_size=batch_size, cores=cores, dtype=dtype, build_timeout=build_timeout,
         )
-    return "".join(chunks)
+    )
 
 
 def _input_shape(text: str | None) -> tuple[int, ...] | None:

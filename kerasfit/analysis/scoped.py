@@ -21,14 +21,15 @@ def _groups(ctx: Any, key: tuple[str, str], refs: list[_Ref], innermost_only: bo
     if memo.get("index") is not idx:  # a new index (another lint of the file): regroup
         memo.clear()
         memo["index"] = idx
-    hit = memo.get(key)
+    hit: dict[int, list[_Ref]] | None = memo.get(key)
     if hit is None:
-        hit = memo[key] = {}
+        hit = {}
+        memo[key] = hit
         for ref in refs:
             scopes = ref[2]
             for s in scopes[:1] if innermost_only else scopes:
                 hit.setdefault(id(s), []).append(ref)
-    return hit  # type: ignore[no-any-return]
+    return hit
 
 
 def name_refs_in(ctx: Any, name: str, scope: cst.CSTNode) -> list[_Ref]:
