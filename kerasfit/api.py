@@ -8,7 +8,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -293,6 +292,8 @@ def atomic_write(path: Path, text: str) -> None:
 
     A symbolic link is followed, so the link stays a link and its target gets the text.
     """
+    import tempfile  # here: a check that writes nothing does not pay for its import
+
     path = Path(os.path.realpath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kerasfit-tmp", dir=path.parent)
     try:

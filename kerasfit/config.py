@@ -8,7 +8,6 @@ targets are errors with a message naming the file.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -141,6 +140,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+    import tomllib  # here: a tree without a config file does not pay for its import
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -193,7 +193,7 @@ def fingerprint() -> str:
 def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
     """Rule metadata, from ``cache_dir/rules-manifest.json`` when still current."""
     path = cache_dir / "rules-manifest.json" if cache_dir else None
-    fp = fingerprint()
+    fp = fingerprint() if path is not None else ""  # stats every source file: only for the cache
     if path is not None and path.is_file():
         try:
             data = json.loads(path.read_text())

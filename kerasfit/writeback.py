@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +82,8 @@ def _replace(real: Path, new: bytes, snap: Snapshot, st: os.stat_result, changed
     """Write a temporary file next to it with the same owner, group and mode, then
     rename it over the original (a crash leaves the old or the new text, never half)."""
     _remove_stale_temps(real)
+    import tempfile  # here: only a fix pays for its import
+
     fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.{os.getpid()}.", suffix=TMP_SUFFIX, dir=real.parent)
     try:
         try:

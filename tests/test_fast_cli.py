@@ -124,7 +124,7 @@ def test_a_plain_check_imports_no_typer_server_or_table_modules(project: Path) -
         "    main()\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click', 'rich', 'pygls', 'lsprotocol', 'tabulate', 'difflib', 'tensorflow', 'keras'})\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'typer', 'click', 'rich', 'pygls', 'lsprotocol', 'tabulate', 'difflib', 'tempfile', 'tensorflow', 'keras'})\n"
         "print('EXIT', code, 'HEAVY', heavy, file=sys.stderr)\n"
     )
     p = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
