@@ -91,4 +91,5 @@ def may_orphan(
             used -= set(re.findall(r"[A-Za-z_]\w*", new))
         else:
             used -= set(_names(new))
-    return tuple(sorted(imports[n] for n in used))
+    # None (a plain ``import m``) sorts first: compared with a name it raised TypeError
+    return tuple(sorted((imports[n] for n in used), key=lambda spec: tuple(v or "" for v in spec)))

@@ -1,0 +1,121 @@
+"""The shortcuts that keep long files linear give the answers of the whole-file scans
+they replace, on every fixture: references grouped by scope, ancestors read off the
+walk, the module's imports read once, and the ``global`` pre-check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from kerasfit.analysis import containers, names
+from kerasfit.analysis.scoped import attr_refs_within, name_refs_in
+from kerasfit.context import FileContext
+from kerasfit.engine import walk
+from kerasfit.imports import ImportTable, may_orphan, top_level_imports
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
+
+
+def _ctx(path: Path) -> FileContext:
+    src = path.read_text(encoding="utf-8")
+    return FileContext(cst.parse_module(src), str(path), source=src)
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_grouped_references_equal_the_filtered_whole_file_lists(path: Path) -> None:
+    ctx = _ctx(path)
+    idx = ctx.index
+    scopes = {id(s): s for refs in idx.name_refs.values() for _, _, sc in refs for s in sc}
+    scopes.update({id(s): s for refs in idx.attr_refs.values() for _, _, sc in refs for s in sc})
+    assert scopes
+    for name, refs in idx.name_refs.items():
+        for scope in scopes.values():
+            assert name_refs_in(ctx, name, scope) == [r for r in refs if r[2] and r[2][0] is scope]
+    for attr, refs in idx.attr_refs.items():
+        for scope in scopes.values():
+            assert attr_refs_within(ctx, attr, scope) == [r for r in refs if any(s is scope for s in r[2])]
+    assert name_refs_in(ctx, "no_such_name_anywhere", ctx.module) == []
+
+
+class _AncestorProbe:
+    """A rule-shaped visitor: at each call, the walk's ancestors of the call and of its
+    children must be the parent links' chain."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.checked = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        # the call and its children are placed from the walk; deeper nodes (an
+        # argument's value) may be, or are left to the parent links (None)
+        for n, placed in ((node, True), (node.func, True), *((a.value, False) for a in node.args)):
+            chain = []
+            p = self.ctx.parent(n)
+            while p is not None:
+                chain.append(p)
+                p = self.ctx.parent(p)
+            walked = containers._walked_ancestors(self.ctx, n)
+            assert walked is not None or not placed
+            if walked is not None:
+                assert [id(x) for x in walked] == [id(x) for x in chain]
+                self.checked += 1
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_ancestors_read_off_the_walk_are_the_parent_chain(path: Path) -> None:
+    ctx = _ctx(path)
+    probe = _AncestorProbe(ctx)
+    errors: list[BaseException] = []
+    walk(ctx.module, ctx, [probe], lambda rule, exc: errors.append(exc))  # type: ignore[list-item]
+    assert not errors, errors[0]
+    assert probe.checked or "(" not in path.read_text(encoding="utf-8")
+    # outside a walk (or for a node the walk is not at) the parent links answer
+    ctx.stack.clear()
+    assert containers._walked_ancestors(ctx, ctx.module.body[0]) is None
+
+
+def test_a_node_elsewhere_is_not_placed_from_the_walk() -> None:
+    src = "def f(x):\n    return g(x)\n\ndef h(y):\n    return k(y)\n"
+    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    f, h = ctx.module.body
+    call_in_h = h.body.body[0].body[0].value  # type: ignore[attr-defined]
+    ctx.stack[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]  # type: ignore[attr-defined]
+    assert containers._walked_ancestors(ctx, call_in_h) is None
+    ctx.stack[:] = [h]  # a scopes-only stack (raw_name_anywhere's) does not start at the module
+    assert containers._walked_ancestors(ctx, h.body) is None
+
+
+def test_global_precheck_reads_the_word_and_falls_back_without_text() -> None:
+    with_global = "B = None\n\ndef f():\n    global B\n    B = 1\n"
+    without = "B = None\n\ndef f():\n    B = 1  # a global average pool\n"
+    for src, expect in ((with_global, frozenset({"B"})), (without, frozenset()), ("x = 1\n", frozenset())):
+        module = cst.parse_module(src)
+        func = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
+        for ctx in (FileContext(module, "m.py", source=src), FileContext(module, "m.py")):
+            if func is not None:
+                assert names._globals_of(func, ctx) == expect
+    assert not names._may_declare_globals(FileContext(cst.parse_module(without), "m.py", source=without.replace("global ", "")))
+    assert names._may_declare_globals(FileContext(cst.parse_module("x = 1\n"), "m.py"))  # no text: ask the tree
+
+
+@pytest.mark.parametrize("path", FIXTURES[:20], ids=lambda p: str(p.relative_to(ROOT)))
+def test_import_table_is_the_module_imports(path: Path) -> None:
+    module = cst.parse_module(path.read_text(encoding="utf-8"))
+    table = ImportTable(module)
+    assert table.get() == top_level_imports(module)
+    assert table.get() is table.get()
+    names_used = [n for n in module.body if isinstance(n, cst.SimpleStatementLine)][-3:]
+    assert may_orphan(module, list(names_used), [], table) == may_orphan(module, list(names_used), [])
+    other = cst.parse_module("import numpy as np\n")
+    assert may_orphan(other, [other.body[0]], [], table) == may_orphan(other, [other.body[0]], [])
+
+
+def test_orphaned_imports_of_one_module_in_both_spellings_sort() -> None:
+    # `import tensorflow as tf` and `from tensorflow import keras` both orphaned: their
+    # specs compared None with "keras" and raised TypeError
+    src = "import tensorflow as tf\nfrom tensorflow import keras\ny = tf.pad(keras.layers.Dense(1)(x))\n"
+    module = cst.parse_module(src)
+    assert may_orphan(module, [module.body[2]], []) == (("tensorflow", None, "tf"), ("tensorflow", "keras", None))
