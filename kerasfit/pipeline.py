@@ -117,11 +117,11 @@ def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
     inner = [c.func.attr.value for c in chain if isinstance(c.func, cst.Attribute)]
     if any(m not in _DATASET_METHODS for m in inner[1:]):
         return False  # something else is chained in between: not a dataset chain
-    outer = []
-    for c in calls[len(chain):]:
-        if c.func.attr.value not in _DATASET_METHODS:  # type: ignore[attr-defined]
+    outer: list[str] = []
+    for c in calls[len(chain):]:  # _outer_methods' calls are all method calls
+        if not isinstance(c.func, cst.Attribute) or c.func.attr.value not in _DATASET_METHODS:
             break  # ds.batch(8).as_numpy_iterator(): the dataset part ends here
-        outer.append(c.func.attr.value)  # type: ignore[attr-defined]
+        outer.append(c.func.attr.value)
     calls = calls[: len(chain) + len(outer)]
     methods = inner + outer
     if any(_names_tf_data(ctx, c) for c in calls):

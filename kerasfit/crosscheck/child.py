@@ -185,7 +185,7 @@ def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
         if site is not None and not hasattr(self, "_kerasfit_site"):
             object.__setattr__(self, "_kerasfit_site", site)
 
-    __init__._kerasfit = True  # type: ignore[attr-defined]
+    __init__._kerasfit = True  # type: ignore[attr-defined]  # a marker on the function object: patched once
     layer_cls.__init__ = __init__
 
 
@@ -292,7 +292,7 @@ def _no_download_applications(keras_module: Any, notes: list[str]) -> None:
                     notes.append(note)
             return _fn(*args, **kwargs)
 
-        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]  # what functools.wraps would set, for inspect
         try:
             setattr(apps, name, wrapper)
         except (AttributeError, TypeError):
