@@ -526,7 +526,6 @@ def _keras_step(model: Any, tf: Any) -> tuple[Any, list[Any]]:
     if not variables:
         raise ChildError("the model has no trainable variables")
 
-    @tf.function(jit_compile=True, autograph=False)  # type: ignore[untyped-decorator]  # TensorFlow has no stubs
     def step(*inputs: Any) -> tuple[Any, Any, list[Any]]:
         with tf.GradientTape() as tape:
             outputs = model(inputs[0] if len(inputs) == 1 else list(inputs), training=True)
@@ -535,7 +534,8 @@ def _keras_step(model: Any, tf: Any) -> tuple[Any, list[Any]]:
         grads = tape.gradient(loss, variables)
         return loss, outputs, [g for g in grads if g is not None]
 
-    return step, variables
+    # called, not used as a decorator: TensorFlow's untyped decorator would untype ``step``
+    return tf.function(step, jit_compile=True, autograph=False), variables
 
 
 def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any]) -> str:
@@ -716,13 +716,14 @@ def _build_tf1(thunk: Callable[[], Any], opts: _Options, sites: Sites, tf: Any, 
         feeds.append(t)
     pruned = wrapped.prune(feeds=feeds, fetches=wrapped.structured_outputs)
 
-    @tf.function(jit_compile=True, autograph=False)  # type: ignore[untyped-decorator]  # TensorFlow has no stubs
     def step(*args: Any) -> Any:
         return pruned(*args)
 
+    compiled = tf.function(step, jit_compile=True, autograph=False)
+
     args = [tf.ones(t.shape, t.dtype) if t.dtype == tf.bool else tf.zeros(t.shape, t.dtype) for t in feeds]
     try:
-        hlo: str = step.experimental_get_compiler_ir(*args)(stage="hlo")
+        hlo: str = compiled.experimental_get_compiler_ir(*args)(stage="hlo")
     except Exception as exc:
         raise ChildError(f"lowering the graph to HLO failed: {type(exc).__name__}: {_one_line(exc)}") from None
     _mark("lower")
