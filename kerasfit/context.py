@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Collection, Iterator, NamedTuple, Sequence
 
 import libcst as cst
 
@@ -214,8 +214,13 @@ class FileContext:
         target: Target | None = None,
         options: dict | None = None,
         source: str = "",
+        *,
+        import_free: Collection[int] = (),
     ):
+        """``import_free``: ids of top-level statements known to hold no import (the
+        language server's, from kerasfit.reuse signatures), skipped when reading imports."""
         self.module = module
+        self._import_free = import_free
         self.source = source
         self.filename = filename
         self.target = target or TARGETS["tpu-v5e"]
@@ -229,7 +234,7 @@ class FileContext:
         # reach: built lazily on the first question that needs the whole file
         self._index: _FileIndex | None = None
         # the language server's per-statement indexes of this document (kerasfit.indexparts)
-        self.index_parts: dict[int, Any] | None = None
+        self.index_parts: Any = None
         self._call_sites: dict[int, CallSites] = {}
         # whole-file facts (see file_fact): key -> (compute, value, keyed by node ids)
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
@@ -295,7 +300,8 @@ class FileContext:
             self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
 
     def _all_import_statements(self) -> Iterator[cst.CSTNode]:
-        stack: list[Any] = [self.module.body]
+        skip = self._import_free
+        stack: list[Any] = [[st for st in self.module.body if id(st) not in skip] if skip else self.module.body]
         while stack:
             item = stack.pop()
             for stmt in iter_statements(item):
@@ -1331,7 +1337,7 @@ def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
 class _FileIndex:
     """One walk of a module: parents, source order, and the facts reach needs."""
 
-    def __init__(self, module: cst.Module, parts: dict[int, Any] | None = None, root: cst.CSTNode | None = None) -> None:
+    def __init__(self, module: cst.Module, parts: Any = None, root: cst.CSTNode | None = None) -> None:
         """The index of ``module``; with ``parts`` (kerasfit.indexparts), joined from the
         kept indexes of its top-level statements; with ``root``, of that node alone."""
         self.module = module

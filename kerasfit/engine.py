@@ -417,8 +417,13 @@ class Positions:
         nodes: Iterable[cst.CSTNode],
         tree: ast.Module | None = None,
         parent: dict[int, cst.CSTNode] | None = None,
+        units: dict[int, tuple] | None = None,
     ) -> None:
+        """``units``: the language server's per-document cache of generated statements
+        (left holding this check's), so a statement whose findings are kept is not
+        generated again."""
         nodes = list(nodes)
+        self.units = units
         wanted = {id(n) for n in nodes}
         self.source = source
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
@@ -455,35 +460,49 @@ class Positions:
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
+        inside: dict[int, set[int]] = {}
         for n in nodes:
             found = _unit_of(n, module, tree, parent)
             if found is None:
                 return False
             units.setdefault(id(found[0]), found)
+            inside.setdefault(id(found[0]), set()).add(id(n))
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
+        kept = self.units
+        now: dict[int, tuple] = {}
         for unit, anode, indents, shift in units.values():
-            state = _PositionState(module, wanted | {id(unit)})
-            state.indent_tokens = list(indents)
-            unit._codegen(state)
-            rel = state.syntactic.get(id(unit))
+            # a unit's generated text and the nodes' offsets in it depend on the unit,
+            # its indents and the nodes asked for: kept per document while all three hold
+            ask = frozenset(inside[id(unit)])
+            hit = kept.get(id(unit)) if kept is not None else None
+            if hit is None or hit[0] is not unit or hit[1] != indents or not ask <= hit[2]:
+                state = _PositionState(module, wanted | {id(unit)})
+                state.indent_tokens = list(indents)
+                unit._codegen(state)
+                hit = (unit, indents, state.full.keys() & wanted, "".join(state.tokens), state.full, state.syntactic)
+            now[id(unit)] = hit
+            text, sfull, ssyn = hit[3], hit[4], hit[5]
+            rel = ssyn.get(id(unit))
             if rel is None:
                 return False
             start = self._ast_offset(anode, shift)
             if start is None:
                 return False
-            text = "".join(state.tokens)
             delta = start - rel[0]
             # The whole generated text (leading lines and indentation included) must be
             # the source at that place, or the offsets are not trusted.
             if delta < 0 or self.source[delta : delta + len(text)] != text:
                 return False
-            for k, (a, b) in state.full.items():
+            for k, (a, b) in sfull.items():
                 full[k] = (a + delta, b + delta)
                 self.generated[k] = text[a:b]
-            for k, (a, b) in state.syntactic.items():
+            for k, (a, b) in ssyn.items():
                 syn[k] = (a + delta, b + delta)
                 self.generated_syntactic[k] = text[a:b]
+        if kept is not None:
+            kept.clear()
+            kept.update(now)
         if not wanted <= full.keys():
             return False
         self.full_spans, self.syntactic = full, syn
@@ -858,7 +877,9 @@ def lint_module(
     """Every finding of ``module``. ``memo`` (the language server's, per document) keeps
     each top-level statement's findings and walks only what an edit can have changed."""
     while True:
-        ctx = FileContext(module, filename, settings.target, settings.options, source)
+        # statements holding no import are skipped when the context reads the imports
+        import_free = memo.import_free(module) if memo is not None else ()
+        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free)
         if memo is not None:
             ctx.index_parts = memo.index_parts
         rules = [r(ctx) for r in settings.rules]
@@ -882,7 +903,10 @@ def lint_module(
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
         index = ctx._index  # parent links, when a rule already needed the file index
-        pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
+        pos = Positions(
+            module, source, wanted, tree, index.parent if index is not None else None,
+            memo.units if memo is not None else None,
+        )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
         seen: set[tuple] = set()

@@ -6,9 +6,10 @@ server check once findings are reused per statement (kerasfit.reuse). A statemen
 own index depends only on its nodes, which stay the same objects while its text is
 unchanged (engine.ParseCache), so each is built once and the file's is joined:
 
-- parent links and method classes: one ``dict.update`` per statement;
-- source order: each statement's numbers start at a base kept with its index, and
-  bases leave wide gaps, so an edit renumbers only the statements it inserts;
+- parent links and source order: one dict each, kept for the document; a check removes
+  the entries of the statements that left and adds the new ones'. Each statement's
+  numbers start at a base kept with its index, and bases leave wide gaps, so an edit
+  numbers only the statements it inserts;
 - scopes: a statement's index records scope chains without the module, and the join
   appends the module being checked (each check has a new module object);
 - the lists by name (references, stores, dict keys): joined on first use of a name.
@@ -69,8 +70,10 @@ class _Joined:
         return hit
 
 
-def _place(parts: list[IndexPart]) -> None:
-    """Give each part a base above the previous part's numbers, keeping kept bases."""
+def _place(parts: list[IndexPart]) -> list[IndexPart]:
+    """Give each part a base above the previous part's numbers, keeping kept bases;
+    returns the parts given a new one."""
+    moved = []
     end = 0  # the module itself is number 0
     for i, p in enumerate(parts):
         if p.base > end:
@@ -79,32 +82,67 @@ def _place(parts: list[IndexPart]) -> None:
         nxt = next((q.base for q in parts[i + 1 :] if q.base > end), None)
         room = None if nxt is None else nxt - end - p.size
         p.place(end + 1 + room // 2 if room is not None and room > 2 else end + _GAP)
+        moved.append(p)
         end = p.base + p.size
+    return moved
 
 
-def join_parts(index: _FileIndex, cache: dict[int, Any]) -> None:
-    """Fill ``index`` (of ``index.module``) from the statements' kept indexes in ``cache``,
-    building the missing ones; ``cache`` is left holding this module's statements only."""
+class Joined:
+    """A document's joined parent links and source order, kept between checks: a check
+    removes the entries of the statements that left and adds those of the new ones."""
+
+    def __init__(self) -> None:
+        self.parts: dict[int, IndexPart] = {}
+        self.module: cst.Module | None = None
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.order: dict[int, int] = {}
+
+
+def join_parts(index: _FileIndex, state: Joined) -> None:
+    """Fill ``index`` (of ``index.module``) from the statements' kept indexes in
+    ``state``, building the missing ones."""
     module = index.module
-    body: Iterable[cst.CSTNode] = module.body
+    body = module.body
     parts: list[IndexPart] = []
     fresh: dict[int, IndexPart] = {}
+    old = state.parts
     for st in body:
-        p = cache.get(id(st))
+        p = old.get(id(st))
         if p is None or id(st) in fresh:
             p = IndexPart(st)
         fresh[id(st)] = p
         parts.append(p)
-    cache.clear()
-    cache.update(fresh)
-    _place(parts)
+    parent, order = state.parent, state.order
+    if state.module is not module:
+        # statements that left: their entries go before new nodes (which may reuse ids) come
+        kept = {id(p) for p in parts}
+        for p in old.values():
+            if id(p) not in kept:
+                for k in p.index.parent:
+                    parent.pop(k, None)
+                for k in p.order:
+                    order.pop(k, None)
+                for st_id, q in old.items():
+                    if q is p:
+                        parent.pop(st_id, None)
+                        order.pop(st_id, None)
+        if state.module is not None:
+            order.pop(id(state.module), None)
+        before = {id(q) for q in old.values()}
+        added = {id(p) for p in parts if id(p) not in before}
+        for p in _place(parts):
+            added.add(id(p))
+        for p in parts:
+            if id(p) in added:
+                parent.update(p.index.parent)
+                order.update(p.order)
+        for st in body:
+            parent[id(st)] = module
+        order[id(module)] = 0
+        state.parts, state.module = fresh, module
+    index.parent, index.order = parent, order
     tail = (module,)
-    parent, order = index.parent, index.order
-    order[id(module)] = 0
-    for st, p in zip(body, parts):
-        parent.update(p.index.parent)
-        parent[id(st)] = module
-        order.update(p.order)
+    for p in parts:
         index.method_class.update(p.index.method_class)
         index.functions.extend(p.index.functions)
         index.classes.extend(p.index.classes)

@@ -17,8 +17,10 @@ What a statement's findings can depend on, and how each dependency is tracked:
   again. The walk stops at an unchanged import or literal constant: what others learn
   through it depends on its text alone;
 - facts about the whole file (does it use a TPU, which functions are input pipelines,
-  the core count): computed through :meth:`FileContext.file_fact`, recomputed after
-  every check and compared with the values the reused findings were made with;
+  the core count, what its text spells): computed through
+  :meth:`FileContext.file_fact`, recomputed after every check and compared with the
+  values the reused findings were made with; likewise what the context reads when it
+  is created (imports, the Keras flavour, module-level names);
 - the imports (framework flavour, aliases): an edit that adds, changes or removes an
   import anywhere checks the whole file;
 - other files of the project: the digests of the files the last check consulted;
@@ -87,9 +89,9 @@ def signature(stmt: cst.CSTNode) -> Signature:
         elif isinstance(target, cst.Attribute):
             binds.add(target.attr.value)
         elif isinstance(target, cst.Subscript):
-            for el in target.slice:
-                if isinstance(el.slice, cst.Index):
-                    key = _string_name(el.slice.value)
+            for sub in target.slice:
+                if isinstance(sub.slice, cst.Index):
+                    key = _string_name(sub.slice.value)
                     if key is not None:
                         binds.add(key)
 
@@ -231,28 +233,48 @@ class StatementMemo:
         self.key: object = None
         self.module: cst.Module | None = None  # keeps the nodes the ids below name alive
         self.sigs: dict[int, Signature] = {}
+        self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
+        self._fresh: dict[int, Signature] = {}
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
         self.deps: dict[str, str] = {}
-        # per top-level statement: its own file index (kerasfit.indexparts)
-        self.index_parts: dict[int, Any] = {}
+        self.read_facts: object = None  # what the context reads on creation (_read_facts)
+        # the statements' own file indexes, joined (kerasfit.indexparts)
+        from .indexparts import Joined
+
+        self.index_parts = Joined()
+        # per statement holding findings: its generated text and their offsets in it (engine.Positions)
+        self.units: dict[int, tuple[Any, ...]] = {}
         # what the last check did (for tests and the benchmark): statements walked, reused
         self.walked = 0
         self.reused = 0
 
     def forget(self) -> None:
         """Drop every kept finding (the statements' indexes stay: they depend on nothing else)."""
-        parts = self.index_parts
+        parts, units = self.index_parts, self.units
         self.__init__()  # type: ignore[misc]
-        self.index_parts = parts
+        self.index_parts, self.units = parts, units
 
-    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]]) -> Plan:
-        """How to walk ``module``: which statements keep their findings."""
+    def signatures(self, module: cst.Module) -> dict[int, Signature]:
+        """Each top-level statement's signature (kept ones reused; computed once per module)."""
+        if self._for is module:
+            return self._fresh
         sigs = self.sigs
         fresh: dict[int, Signature] = {}
         for st in module.body:
             s = sigs.get(id(st))
             fresh[id(st)] = s if s is not None else signature(st)
+        self._for, self._fresh = module, fresh
+        return fresh
+
+    def import_free(self, module: cst.Module) -> frozenset[int]:
+        """ids of the top-level statements of ``module`` that hold no import at any depth."""
+        return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
+
+    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]]) -> Plan:
+        """How to walk ``module``: which statements keep their findings."""
+        sigs = self.sigs
+        fresh = self.signatures(module)
         reuse: set[int] = set()
         if self.module is not None and key == self.key and self._deps_hold():
             old = {id(st) for st in self.module.body}
@@ -277,6 +299,13 @@ class StatementMemo:
             if f is None or f.digest != digest:
                 return False
         return True
+
+
+def _read_facts(ctx: FileContext) -> object:
+    """What every context reads when created: the imports and the Keras flavour (which
+    an environment variable set anywhere in the file changes). Its module-level names
+    need no comparing: a statement binding one is linked to every statement spelling it."""
+    return ctx.uses_legacy_keras, sorted(ctx.imports.items())
 
 
 class Plan:
@@ -333,6 +362,8 @@ class Plan:
             o = order.get(i)
             return o is not None and kept_at[bisect.bisect_right(starts, o) - 1]
 
+        if self.memo.read_facts != _read_facts(ctx):
+            return False
         for key, (compute, old, by_node) in self.memo.facts.items():
             new = ctx.file_fact(key, compute, by_node=by_node)
             if not by_node:
@@ -349,6 +380,7 @@ class Plan:
         memo = self.memo
         memo.key, memo.module, memo.found = self.key, self.module, self.found
         memo.facts = dict(ctx.facts)
+        memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
         from .analysis.index import current_index

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from textwrap import dedent
 
 import libcst as cst
@@ -424,7 +425,7 @@ class NeedlessConcatSlice(Rule):
                 if ctx.tensor_names(anc).holds_tensor(expr):
                     return True
                 # the file-wide roles only matter for a helper this file calls
-                called = ctx.source.count(f"{anc.name.value}(") > 1
+                called = ctx.file_fact(f"KF105.called.{anc.name.value}", partial(_called, anc.name.value))
                 return called and ctx.function_role(anc) == "model"
         return False
 
@@ -478,3 +479,8 @@ def _pipeline_fns(ctx) -> frozenset[str]:
         if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _PIPELINE_METHODS:
             out.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
     return frozenset(out)
+
+
+def _called(name: str, ctx) -> bool:
+    """The file's text calls ``name`` (besides its ``def``)."""
+    return ctx.source.count(f"{name}(") > 1
