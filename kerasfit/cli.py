@@ -11,11 +11,15 @@ import os
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, TypedDict
 
 import typer
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .crosscheck.api import BuildOptions
 
 app = typer.Typer(
     name="kerasfit",
@@ -52,7 +56,7 @@ class ListFormat(str, Enum):
     json = "json"
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"kerasfit: error: {message}", err=True)
     raise typer.Exit(2)
 
@@ -133,18 +137,9 @@ def _input_shape(text: str | None) -> tuple[int, ...] | None:
     return dims
 
 
-def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cache):
-    """The command line's build values; the check pipeline layers them over config."""
-    if not build:
-        return None
-    from .crosscheck.stage import BuildRequest
-
-    return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
-                        timeout=timeout, use_cache=not no_cache)
-
-
-def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path,
-                   input_shape: str | None = None):
+def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
+                   dtype: str | None, timeout: float | None, no_cache: bool, path: Path,
+                   input_shape: str | None = None) -> BuildOptions:
     from .crosscheck.api import BuildOptions
     from .config import find_config
 
@@ -163,7 +158,7 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
     )
 
 
-def _checked_dtype(dtype: str, cfg) -> str:
+def _checked_dtype(dtype: str, cfg: Config | None) -> str:
     if dtype not in ("float32", "bfloat16"):
         from .config import ConfigError
 
@@ -220,6 +215,19 @@ def report(
             _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
 
 
+class _RuleRow(TypedDict):
+    """One rule in ``kerasfit rules`` (the JSON output's objects)."""
+
+    code: str
+    name: str
+    summary: str
+    fix: str | None
+    targets: list[str]
+    default: str
+    severity: str
+    url: str | None
+
+
 @app.command("rules")
 def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
@@ -228,7 +236,7 @@ def rules_cmd(
     from .registry import all_rules
     from .types import rule_page
 
-    rows = []
+    rows: list[_RuleRow] = []
     for code, r in all_rules().items():
         rows.append(
             {
@@ -245,7 +253,7 @@ def rules_cmd(
     if output_format is ListFormat.json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    from tabulate import tabulate
+    from tabulate import tabulate  # type: ignore[import-untyped]  # no stubs installed (types-tabulate is not a dependency)
 
     table = [[r["code"], r["name"], r["fix"] or "-", ",".join(r["targets"]), r["default"], r["summary"]] for r in rows]
     typer.echo(tabulate(table, headers=["code", "name", "fix", "targets", "default", "summary"], tablefmt="github"))

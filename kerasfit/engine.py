@@ -14,7 +14,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -25,6 +25,7 @@ from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start
 from .incremental import line_starts as incremental_line_starts
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
+from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
 from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -62,9 +63,18 @@ def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield v
 
 
-def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None]) -> None:
-    visit: dict[str, list[Callable]] = {}
-    leave: dict[str, list[Callable]] = {}
+# a rule's bound visit_/leave_ method
+_Visitor = Callable[[cst.CSTNode], None]
+
+
+def walk(
+    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
+    plan: Plan | None = None,
+) -> None:
+    """Every rule's visitors over ``module``, in source order; ``plan`` (the language
+    server's) restores the findings of statements it keeps instead of walking them."""
+    visit: dict[str, list[_Visitor]] = {}
+    leave: dict[str, list[_Visitor]] = {}
     for rule in rules:
         for attr in dir(type(rule)):
             if attr.startswith("visit_"):
@@ -75,7 +85,30 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
         return
     anc = ctx.stack
     anc.clear()
-    stack: list[tuple] = [(module, 0)]
+    for fn in visit.get("Module", ()):
+        _call(fn, module, on_error)
+    anc.append(module)
+    for top in iter_children(module):
+        if plan is not None:
+            if plan.take(top):
+                continue
+            plan.begin(top)
+        _walk_from(top, anc, visit, leave, on_error)
+        if plan is not None:
+            plan.end(top)
+    del anc[1:]
+    for fn in leave.get("Module", ()):
+        _call(fn, module, on_error)
+    anc.clear()
+
+
+def _walk_from(
+    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+    on_error: Callable[[Rule, BaseException], None],
+) -> None:
+    """The visitors over one top-level node and everything under it (``anc`` holds the module)."""
+    # (node, depth) to visit, or (node, depth, True) to leave
+    stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
     is_node_ = _IS_NODE
     while stack:
@@ -107,14 +140,13 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
         d = depth + 1
         for c in reversed(kids):
             stack.append((c, d))
-    anc.clear()
 
 
-def _call(fn: Callable, node: cst.CSTNode, on_error: Callable) -> None:
+def _call(fn: _Visitor, node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
     try:
         fn(node)
     except Exception as exc:  # one broken rule must not hide the others' findings
-        on_error(fn.__self__, exc)
+        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
 
 
 # ---- positions -----------------------------------------------------------------
@@ -157,7 +189,9 @@ class _PositionState(CodegenState):
         if key in self.wanted and key in self._open:
             self.full[key] = (self._open.pop(key), self.off)
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(  # type: ignore[override]  # a context manager object, not a generator
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> _Syntactic | _Noop:
         if id(node) in self.wanted:
             return _Syntactic(self, id(node))
         return _NOOP
@@ -241,10 +275,14 @@ def _match_statement(
     return a
 
 
-def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]]:
+_Block = tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]
+
+
+def _blocks(s: cst.CSTNode, stmt: ast.stmt, default: str) -> list[_Block]:
     """The statement lists nested in a compound statement, paired with the AST's, and
     the indentation each adds."""
-    out: list = []
+    out: list[_Block] = []
+    a: Any = stmt  # matched to ``s`` (_match_statement): the same kind, with the same fields
 
     def indent(b: cst.IndentedBlock) -> str:
         return default if b.indent is None else b.indent
@@ -266,7 +304,8 @@ def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cs
             out.append(([s.orelse], a.orelse, []))  # elif: same indentation
     elif isinstance(s, (cst.Try, cst.TryStar)):
         block(s.body, a.body)
-        for h, ah in zip(s.handlers, a.handlers):
+        handlers: Sequence[cst.ExceptHandler | cst.ExceptStarHandler] = s.handlers
+        for h, ah in zip(handlers, a.handlers):
             block(h.body, ah.body)
         if s.orelse is not None:
             block(s.orelse.body, a.orelse)
@@ -280,11 +319,17 @@ def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cs
     return out
 
 
-def _unit_of(node, module, tree, parent, memo: dict[int, dict[int, int]] | None = None):
-    """(innermost statement holding ``node``, its AST statement, enclosing indents).
+_Unit = tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]
+
+
+def _unit_of(
+    node: cst.CSTNode, module: cst.Module, tree: ast.Module, parent: dict[int, cst.CSTNode],
+    memo: dict[int, dict[int, int]] | None = None,
+) -> _Unit | None:
+    """(innermost statement holding ``node``, its AST statement, enclosing indents, row shift).
     ``memo`` keeps each statement list's rows across the calls of one placement."""
-    chain = []
-    x = node
+    chain: list[cst.CSTNode] = []
+    x: cst.CSTNode | None = node
     while x is not None and x is not module:
         if isinstance(x, _STATEMENT):
             chain.append(x)
@@ -292,7 +337,8 @@ def _unit_of(node, module, tree, parent, memo: dict[int, dict[int, int]] | None 
     if x is None or not chain:
         return None
     chain.reverse()
-    stmts, astmts = module.body, tree.body
+    stmts: Sequence[cst.CSTNode] = module.body
+    astmts: Sequence[ast.stmt] = tree.body
     indents: list[str] = []
     shift = 0
     for k, s in enumerate(chain):
@@ -394,6 +440,13 @@ def _common_prefix(a: str, i: int, b: str, j: int) -> int:
         step //= 2
 
 
+# a statement generated for positions: (statement, indents, the nodes it placed, its
+# text, full spans, syntactic spans), offsets relative to the text
+_Generated = tuple[
+    cst.CSTNode, tuple[str, ...], set[int] | frozenset[int], str, dict[int, tuple[int, int]], dict[int, tuple[int, int]]
+]
+
+
 class Positions:
     """Character offsets of chosen nodes.
 
@@ -411,8 +464,13 @@ class Positions:
         nodes: Iterable[cst.CSTNode],
         tree: ast.Module | None = None,
         parent: dict[int, cst.CSTNode] | None = None,
+        units: dict[int, _Generated] | None = None,
     ) -> None:
+        """``units``: the language server's per-document cache of generated statements
+        (left holding this check's), so a statement whose findings are kept is not
+        generated again."""
         nodes = list(nodes)
+        self.units = units
         wanted = {id(n) for n in nodes}
         self.source = source
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
@@ -447,47 +505,63 @@ class Positions:
         self.syntactic = {k: align.span(a, b) for k, (a, b) in state.syntactic.items()}
 
     # -- the statement-local path --------------------------------------------------
-    def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
+    def _by_statement(
+        self, module: cst.Module, tree: ast.Module, nodes: list[cst.CSTNode], parent: dict[int, cst.CSTNode], wanted: set[int]
+    ) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
         memo: dict[int, dict[int, int]] = {}
+        inside: dict[int, set[int]] = {}
         for n in nodes:
             found = _unit_of(n, module, tree, parent, memo)
             if found is None:
                 return False
             units.setdefault(id(found[0]), found)
+            inside.setdefault(id(found[0]), set()).add(id(n))
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
+        kept = self.units
+        now: dict[int, _Generated] = {}
         for unit, anode, indents, shift in units.values():
-            # the unit joins ``wanted`` for its own codegen only (a copy of the set per
-            # unit was quadratic in the findings of a long file)
-            extra = id(unit) not in wanted
-            if extra:
-                wanted.add(id(unit))
-            state = _PositionState(module, wanted)
-            state.indent_tokens = list(indents)
-            try:
-                unit._codegen(state)
-            finally:
+            # a unit's generated text and the nodes' offsets in it depend on the unit,
+            # its indents and the nodes asked for: kept per document while all three hold
+            ask = frozenset(inside[id(unit)])
+            hit = kept.get(id(unit)) if kept is not None else None
+            if hit is None or hit[0] is not unit or hit[1] != indents or not ask <= hit[2]:
+                # the unit joins ``wanted`` for its own codegen only (a copy of the set
+                # per unit was quadratic in the findings of a long file)
+                extra = id(unit) not in wanted
                 if extra:
-                    wanted.discard(id(unit))
-            rel = state.syntactic.get(id(unit))
+                    wanted.add(id(unit))
+                try:
+                    state = _PositionState(module, wanted)
+                    state.indent_tokens = list(indents)
+                    unit._codegen(state)
+                finally:
+                    if extra:
+                        wanted.discard(id(unit))
+                hit = (unit, indents, state.full.keys() & wanted, "".join(state.tokens), state.full, state.syntactic)
+            now[id(unit)] = hit
+            text, sfull, ssyn = hit[3], hit[4], hit[5]
+            rel = ssyn.get(id(unit))
             if rel is None:
                 return False
             start = self._ast_offset(anode, shift)
             if start is None:
                 return False
-            text = "".join(state.tokens)
             delta = start - rel[0]
             # The whole generated text (leading lines and indentation included) must be
             # the source at that place, or the offsets are not trusted.
             if delta < 0 or self.source[delta : delta + len(text)] != text:
                 return False
-            for k, (a, b) in state.full.items():
+            for k, (a, b) in sfull.items():
                 full[k] = (a + delta, b + delta)
                 self.generated[k] = text[a:b]
-            for k, (a, b) in state.syntactic.items():
+            for k, (a, b) in ssyn.items():
                 syn[k] = (a + delta, b + delta)
                 self.generated_syntactic[k] = text[a:b]
+        if kept is not None:
+            kept.clear()
+            kept.update(now)
         if not wanted <= full.keys():
             return False
         self.full_spans, self.syntactic = full, syn
@@ -575,7 +649,7 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
     input cleanly and sooner, and costs about a tenth of a libcst parse.
     """
     try:
-        return compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True), None
+        return cast(ast.Module, compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)), None
     except SyntaxError as exc:
         return None, exc
     except ValueError:  # NUL bytes: libcst gives the error
@@ -607,7 +681,8 @@ def without_form_feeds(source: str) -> str:
     out = []
     for row, m in enumerate(_LINE.finditer(source), 1):
         line = m.group()
-        ws = _LEADING_WS.match(line).group()
+        lead = _LEADING_WS.match(line)
+        ws = lead.group() if lead is not None else ""
         if "\f" in ws and row not in inside:
             line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
         out.append(line)
@@ -626,7 +701,8 @@ def lint_source(
         return LintOutput(refused, None)
     # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
     # the module's own text, which positions and edits are checked against
-    diags = lint_module(module, text, filename, settings, tree)
+    memo = parse_cache.memo if parse_cache is not None and text is source and not refused else None
+    diags = lint_module(module, text, filename, settings, tree, memo)
     if refused:
         diags = sorted(diags + refused, key=Diagnostic.sort_key)
     return LintOutput(diags, module)
@@ -657,7 +733,7 @@ def parse_guarded(
     # libcst parses the text without the layout CPython ignores (form feeds, lone backslash lines)
     parse_text = for_libcst(source) if cpython is None else source
     module = None
-    refusals: list = []
+    refusals: list[parseguard.Refusal] = []
     text = source
     if parse_cache is not None and tree is not None and parse_text is source:
         text, refusals = parseguard.budget_mask(source, tree)
@@ -725,7 +801,7 @@ def lint_around_syntax_errors(
     i = 0
     while i < len(bounds):
         a = bounds[i][0]
-        alone = None
+        alone = SyntaxError("cannot parse")  # the piece's own error, set on the first try
         for j in range(i, min(len(bounds), i + MAX_MERGED_PIECES)):
             err = _compile_error("".join(lines[a : bounds[j][1]]))
             if err is None:
@@ -739,7 +815,7 @@ def lint_around_syntax_errors(
             i += 1
     if not broken or not any_good:
         return None
-    blank = set()
+    blank: set[int] = set()
     for a, b, _ in broken:
         blank.update(range(a, b))
     kept = "".join(re.sub(r"[^\r\n]", " ", ln) if k in blank else ln for k, ln in enumerate(lines))
@@ -770,6 +846,11 @@ class ParseCache:
     def __init__(self, max_pieces: int = 4096) -> None:
         self.pieces: dict[str, cst.Module] = {}
         self.max_pieces = max_pieces
+        # a piece's first statement with the piece's leading lines moved onto it, kept so
+        # an unchanged statement is the same node in every module (StatementMemo keys on it)
+        self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
+        # findings per top-level statement, reused while nothing they depend on changed
+        self.memo = StatementMemo()
         # CPython's side: only the statements an edit touched are compiled again
         self.ast = IncrementalAST()
 
@@ -817,15 +898,21 @@ class ParseCache:
         # Keep only this text's pieces: the ones an edit replaced would otherwise pile
         # up (a long editing session of a big file held hundreds of MB of dead trees).
         self.pieces = keep if len(keep) <= self.max_pieces else {}
-        body: list[cst.BaseStatement] = []
+        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
         carry: list[cst.EmptyLine] = []
+        heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
         for i, m in enumerate(mods):
             stmts = list(m.body)
-            lead = [*carry, *(m.header if i else ())]
+            lead = (*carry, *(m.header if i else ()))
             if lead:
-                stmts[0] = stmts[0].with_changes(leading_lines=[*lead, *stmts[0].leading_lines])
+                hit = self.heads.get(id(m))
+                if hit is None or hit[0] is not m or hit[1] != lead:
+                    hit = (m, lead, stmts[0].with_changes(leading_lines=[*lead, *stmts[0].leading_lines]))
+                heads[id(m)] = hit
+                stmts[0] = hit[2]
             body.extend(stmts)
             carry = list(m.footer)
+        self.heads = heads
         return cst.Module(
             body=body,
             header=mods[0].header,
@@ -844,12 +931,30 @@ def _parse_piece(text: str) -> cst.Module:
 
 
 def lint_module(
-    module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None
+    module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None,
+    memo: StatementMemo | None = None,
 ) -> list[Diagnostic]:
-    ctx = FileContext(module, filename, settings.target, settings.options, source)
-    rules = [r(ctx) for r in settings.rules]
-    crashes: list[tuple[Rule, BaseException]] = []
-    walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)))
+    """Every finding of ``module``. ``memo`` (the language server's, per document) keeps
+    each top-level statement's findings and walks only what an edit can have changed."""
+    while True:
+        # statements holding no import are skipped when the context reads the imports
+        import_free = memo.import_free(module) if memo is not None else ()
+        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free)
+        if memo is not None:
+            ctx.index_parts = memo.index_parts
+        rules = [r(ctx) for r in settings.rules]
+        crashes: list[tuple[Rule, BaseException]] = []
+        plan = None
+        if memo is not None and all(_statement_local(r) for r in settings.rules):
+            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes)
+        walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan)
+        if plan is None:
+            break
+        if plan.facts_hold(ctx):
+            plan.commit(ctx)
+            break
+        assert memo is not None  # a plan comes from the memo
+        memo.forget()  # a whole-file fact changed: check the whole file
     reports: list[Report] = [rep for r in rules for rep in r.reports]
     diags: list[Diagnostic] = []
     if reports:
@@ -859,11 +964,14 @@ def lint_module(
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
         index = ctx._index  # parent links, when a rule already needed the file index
-        pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
+        pos = Positions(
+            module, source, wanted, tree, index.parent if index is not None else None,
+            memo.units if memo is not None else None,
+        )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
         imports = ImportTable(module)
-        seen: set[tuple] = set()
+        seen: set[tuple[str, int, int, str]] = set()
         for rep in reports:
             try:
                 start, end = pos.span(rep.node)
@@ -895,6 +1003,19 @@ def lint_module(
         )
     diags.sort(key=Diagnostic.sort_key)
     return diags
+
+
+def _statement_local(rule: type[Rule]) -> bool:
+    """A rule whose findings for a statement can be kept while the statement and what it
+    links to are unchanged: it says so, and does not act at module level."""
+    return rule.statement_local and not hasattr(rule, "visit_Module") and not hasattr(rule, "leave_Module")
+
+
+def _memo_key(filename: str, settings: LintSettings) -> tuple[object, ...]:
+    return (
+        filename, tuple(settings.rules), settings.target,
+        repr(sorted(settings.options.items(), key=lambda kv: kv[0])), settings.unfixable,
+    )
 
 
 class _Indents:
@@ -1033,11 +1154,11 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     out = lint_source(current, filename, settings)
     if out.recovered:  # never fix a file that does not parse (like ruff): the user is mid-edit
         return FixOutcome(current, 0, out.diagnostics)
-    broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
+    broken: dict[tuple[object, ...], str] = {}  # fix -> the code of the rule that offered it
     misplaced: set[str] = set()  # rules whose fix did not find its text where it pointed
     for _ in range(MAX_FIX_PASSES):
-        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if allowed(d.fix, unsafe)}
-        fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
+        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe)}
+        fixes = [d.fix for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
         for f in fixes:
             if not f.matches(current):
                 misplaced.add(offered.get(_fix_key(f), "?"))
@@ -1080,7 +1201,7 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     return FixOutcome(current, applied, out.diagnostics, "; ".join(errors) or None)
 
 
-def _fix_key(fix: Fix) -> tuple:
+def _fix_key(fix: Fix) -> tuple[object, ...]:
     return (fix.title, tuple((e.content, e.row, e.column, e.end_row, e.end_column) for e in fix.edits))
 
 
@@ -1129,7 +1250,7 @@ def add_imports(
     if module.code != parse_text:
         return None  # libcst would not give the rest of the file back as written
 
-    def order(specs):
+    def order(specs: Iterable[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, str | None]]:
         return sorted(specs, key=lambda t: tuple(x or "" for x in t))
 
     if imports:
