@@ -970,7 +970,6 @@ def lint_module(
         )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
-        imports = ImportTable(module)
         seen: set[tuple[str, int, int, str]] = set()
         for rep in reports:
             try:
@@ -986,7 +985,7 @@ def lint_module(
             seen.add(key)
             if sup.suppressed(code, {row, end_row}):
                 continue
-            fix = _to_fix(rep.fix, pos, module, indents, imports) if rep.fix is not None and code not in settings.unfixable else None
+            fix = _to_fix(rep.fix, pos, module, indents) if rep.fix is not None and code not in settings.unfixable else None
             diags.append(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
@@ -1026,6 +1025,8 @@ class _Indents:
     def __init__(self, module: cst.Module) -> None:
         self.module = module
         self._of: dict[int, tuple[str, ...]] | None = None
+        # the module's imports, read once for all of a lint's fixes (per fix was quadratic)
+        self.imports = ImportTable(module)
 
     def of(self, node: cst.CSTNode) -> tuple[str, ...] | None:
         if self._of is None:
@@ -1054,9 +1055,7 @@ class _Indents:
         return "".join(state.tokens)
 
 
-def _to_fix(
-    spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None, imports: ImportTable | None = None
-) -> Fix | None:
+def _to_fix(spec: FixSpec, pos: Positions, module: cst.Module, indents: _Indents | None = None) -> Fix | None:
     indents = indents or _Indents(module)
     edits: list[Edit] = []
     for ch in spec.changes:
@@ -1086,7 +1085,7 @@ def _to_fix(
     for a, b in zip(edits, edits[1:]):
         if b.start < a.end:
             return None  # a rule asked for overlapping edits: show without a fix
-    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)], imports)
+    orphans = may_orphan(module, [ch.node for ch in spec.changes], [ch.new for ch in spec.changes if isinstance(ch, Replace)], indents.imports)
     return Fix(spec.applicability, spec.title, tuple(edits), spec.imports, orphans)
 
 
