@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import libcst as cst
 
 from ..context import dotted_name
@@ -97,25 +99,36 @@ _CST_MAY_RETURN: dict[int, tuple[cst.FunctionDef, bool]] = {}
 def _cst_scan(fn: cst.FunctionDef) -> bool:
     """``flow.may_return_layer`` on the libcst tree: some ``return`` hands back a call
     that is not a layer application, a conditional or a name (same cheap filter)."""
-    stack: list = [fn.body]
+    stack: list[Sequence[cst.BaseStatement | cst.BaseSmallStatement]] = [fn.body.body]
     while stack:
-        block = stack.pop()
-        for stmt in getattr(block, "body", ()):
+        for stmt in stack.pop():
             if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Return) and small.value is not None:
-                        v = small.value
-                        if isinstance(v, cst.Call) and not isinstance(v.func, cst.Call):
-                            return True
-                        if isinstance(v, (cst.Name, cst.IfExp, cst.Attribute)):
-                            return True
+                if any(_hands_back_maker(small) for small in stmt.body):
+                    return True
+            elif isinstance(stmt, cst.Return):  # in a one-line suite: ``if c: return f()``
+                if _hands_back_maker(stmt):
+                    return True
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             else:
                 for name in ("body", "orelse", "finalbody"):
                     sub = getattr(stmt, name, None)
-                    if sub is not None:
-                        stack.append(sub.body if isinstance(sub, (cst.Else, cst.Finally)) else sub)
+                    if isinstance(sub, cst.If):  # an ``elif``: a statement, not a block
+                        stack.append((sub,))
+                    elif isinstance(sub, (cst.Else, cst.Finally)):
+                        stack.append(sub.body.body)
+                    elif isinstance(sub, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                        stack.append(sub.body)
                 for h in getattr(stmt, "handlers", ()) or ():
-                    stack.append(h.body)
+                    stack.append(h.body.body)
+    return False
+
+
+def _hands_back_maker(small: cst.BaseSmallStatement) -> bool:
+    if isinstance(small, cst.Return) and small.value is not None:
+        v = small.value
+        if isinstance(v, cst.Call) and not isinstance(v.func, cst.Call):
+            return True
+        if isinstance(v, (cst.Name, cst.IfExp, cst.Attribute)):
+            return True
     return False
