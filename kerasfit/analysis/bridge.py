@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
 from ..context import dotted_name
 from .flow import TOP, Layer, built_layer, may_return_layer
 
+if TYPE_CHECKING:
+    from ..context import FileContext
+    from .index import ModuleFacts
 
-def built_layer_at(ctx, call: cst.Call) -> Layer | None:
-    cache = ctx.__dict__.setdefault("_built_layers", {})
+
+def built_layer_at(ctx: FileContext, call: cst.Call) -> Layer | None:
+    cache: dict[int, tuple[cst.Call, Layer | None]] = ctx.__dict__.setdefault("_built_layers", {})
     hit = cache.get(id(call))
     if hit is not None and hit[0] is call:
         return hit[1]
@@ -20,7 +24,7 @@ def built_layer_at(ctx, call: cst.Call) -> Layer | None:
     return out
 
 
-def _built_layer(ctx, call: cst.Call) -> Layer | None:
+def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
     dotted = dotted_name(call.func)
     if dotted is None or ctx.call_name(call) is not None:
         return None
@@ -37,7 +41,7 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     if facts is None:
         return None
     # only a name that leads to a project function is worth interpreting
-    known = ctx.__dict__.setdefault("_factory_callees", {})
+    known: dict[str, bool] = ctx.__dict__.setdefault("_factory_callees", {})
     if dotted not in known:
         sym = ctx.project.local(facts, dotted)
         known[dotted] = sym is not None and sym.kind == "function"
@@ -46,8 +50,8 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     sym = ctx.project.local(facts, dotted)
     if sym is None or sym.node is None or not may_return_layer(sym.node):
         return None
-    args: list = []
-    kwargs: dict = {}
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
     for a in call.args:
         if a.star:
             if a.star == "*":
@@ -62,15 +66,16 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     return built_layer(ctx.project, facts, dotted, args, kwargs)
 
 
-def _facts(ctx):
+def _facts(ctx: FileContext) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
     d = ctx.__dict__
     if "_index_facts" not in d:
         d["_index_facts"] = ctx.project.facts(ctx.filename or "<string>", source=ctx.source)
-    return d["_index_facts"]
+    facts: ModuleFacts | None = d["_index_facts"]
+    return facts
 
 
-def _arg_value(ctx, expr: cst.BaseExpression):
+def _arg_value(ctx: FileContext, expr: cst.BaseExpression) -> Any:
     # a parameter of the caller stays unknown here: folding it through every call
     # site of the caller costs more than a factory summary is worth
     if isinstance(expr, cst.Name):
