@@ -26,15 +26,15 @@ def remove_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
                     )
                 )
         args[-1] = last.with_changes(comma=comma)
-    elif comments and i > 0 and isinstance(args[i - 1].comma, cst.Comma):
-        prev_comma = args[i - 1].comma
-        ws = prev_comma.whitespace_after
-        if isinstance(ws, cst.ParenthesizedWhitespace):
-            ws = ws.with_changes(empty_lines=[*ws.empty_lines, *_as_lines(comments, ws)])
-            args[i - 1] = args[i - 1].with_changes(comma=prev_comma.with_changes(whitespace_after=ws))
-    elif comments and i == 0 and isinstance(call.whitespace_before_args, cst.ParenthesizedWhitespace):
-        ws = call.whitespace_before_args
-        call = call.with_changes(whitespace_before_args=ws.with_changes(empty_lines=[*ws.empty_lines, *_as_lines(comments, ws)]))
+    elif comments and i > 0 and isinstance(prev_comma := args[i - 1].comma, cst.Comma):
+        after = prev_comma.whitespace_after
+        if isinstance(after, cst.ParenthesizedWhitespace):
+            after = after.with_changes(empty_lines=[*after.empty_lines, *_as_lines(comments, after)])
+            args[i - 1] = args[i - 1].with_changes(comma=prev_comma.with_changes(whitespace_after=after))
+    elif comments and i == 0 and isinstance(before := call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        call = call.with_changes(
+            whitespace_before_args=before.with_changes(empty_lines=[*before.empty_lines, *_as_lines(comments, before)])
+        )
     return call.with_changes(args=args)
 
 
