@@ -1,8 +1,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -25,6 +30,17 @@ _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
+
+
+@dataclass
+class _SharedRegularizer:
+    """One regularizer object bound to a name and passed to several layers: reported once."""
+
+    at: cst.BaseExpression  # its definition
+    keyword: str  # the first layer argument it was passed as
+    name: str
+    lam: float | None
+    factor: float
 
 
 class L2InForward(Rule):
@@ -157,10 +173,10 @@ class L2InForward(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        # shared regularizer object -> [node to report, count, keyword, text, λ, wd factor, None]
-        self._groups: dict[object, list] = {}
+        # by id of the shared regularizer's definition
+        self._groups: dict[int, _SharedRegularizer] = {}
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -191,10 +207,11 @@ class L2InForward(Rule):
             self._collect_regularizers(node)
 
     def leave_Module(self, node: cst.Module) -> None:
-        for first, count, kw, text, lam, factor, fix_arg in self._groups.values():
-            self._report_regularizer(first, kw, text, lam, factor, fix_arg)
+        for g in self._groups.values():
+            self._report_regularizer(g.at, g.keyword, g.name, g.lam, g.factor, None)
 
-    def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam, factor: float, fix_arg) -> None:
+    def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
+                            fix_arg: cst.Arg | None) -> None:
         if lam is None:
             penalty, decay = "an L2 penalty", ""
         else:
@@ -235,12 +252,12 @@ class L2InForward(Rule):
         last = dn.rsplit(".", 1)[-1]
         if isinstance(expr, cst.Name):
             for anc in reversed(self.ctx.stack):
-                fors = []
+                fors: list[cst.CompFor | cst.For] = []
                 if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-                    f = anc.for_in
-                    while f is not None:
-                        fors.append(f)
-                        f = f.inner_for_in
+                    comp: cst.CompFor | None = anc.for_in
+                    while comp is not None:
+                        fors.append(comp)
+                        comp = comp.inner_for_in
                 elif isinstance(anc, cst.For):
                     fors.append(anc)
                 for f in fors:
@@ -307,12 +324,8 @@ class L2InForward(Rule):
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
                 self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
                 continue
-            key = ("shared", id(value))
-            group = self._groups.get(key)
-            if group is None:
-                self._groups[key] = [value, 1, a.keyword.value, shared, lam, factor, None]
-            else:
-                group[1] += 1
+            if id(value) not in self._groups:
+                self._groups[id(value)] = _SharedRegularizer(value, a.keyword.value, shared, lam, factor)
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
