@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 from textwrap import dedent
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -262,7 +266,7 @@ class NeedlessConcatSlice(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._pipeline_fns: set[str] | None = None
 
@@ -299,7 +303,7 @@ class NeedlessConcatSlice(Rule):
                 severity=Severity.INFO,
             )
 
-    def _single_concat(self, node: cst.Call, values, what: str, name_arg) -> None:
+    def _single_concat(self, node: cst.Call, values: cst.List | cst.Tuple, what: str, name_arg: cst.Arg | None) -> None:
         elements = values.elements
         if len(elements) != 1 or isinstance(elements[0], cst.StarredElement):
             return
@@ -329,7 +333,9 @@ class NeedlessConcatSlice(Rule):
         if not isinstance(src, cst.Call):
             return False
         cname = self.ctx.call_name(src)
-        spec = CONCAT_CALLS.get(cname or "")
+        if cname is None:
+            return False
+        spec = CONCAT_CALLS.get(cname)
         if spec is None:
             return False
         parts = get_arg(src, spec[0], spec[1])
