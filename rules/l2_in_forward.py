@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -30,17 +29,6 @@ _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
-
-
-@dataclass
-class _SharedRegularizer:
-    """One regularizer object bound to a name and passed to several layers: reported once."""
-
-    at: cst.BaseExpression  # its definition
-    keyword: str  # the first layer argument it was passed as
-    name: str
-    lam: float | None
-    factor: float
 
 
 class L2InForward(Rule):
@@ -173,11 +161,6 @@ class L2InForward(Rule):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        # by id of the shared regularizer's definition
-        self._groups: dict[int, _SharedRegularizer] = {}
-
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is None:
@@ -205,10 +188,6 @@ class L2InForward(Rule):
             self._check_losses_sum(node, node.args[0].value)
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
             self._collect_regularizers(node)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        for g in self._groups.values():
-            self._report_regularizer(g.at, g.keyword, g.name, g.lam, g.factor, None)
 
     def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
                             fix_arg: cst.Arg | None) -> None:
@@ -274,8 +253,7 @@ class L2InForward(Rule):
     def _check_losses_sum(self, call: cst.Call, arg: cst.BaseExpression) -> None:
         if not (isinstance(arg, cst.Attribute) and arg.attr.value == "losses"):
             return
-        src = self.ctx.source
-        if "add_loss" in src and "regularizer" not in src:
+        if self.ctx.file_fact("KF104.add_loss_only", _add_loss_only):
             return
         self.report(
             call,
@@ -324,8 +302,33 @@ class L2InForward(Rule):
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
                 self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
                 continue
-            if id(value) not in self._groups:
-                self._groups[id(value)] = _SharedRegularizer(value, a.keyword.value, shared, lam, factor)
+            # a shared regularizer is reported once, at its definition, by its first use
+            if self._first_use(shared, value) is a:
+                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None)
+
+    def _first_use(self, name: str, value: cst.BaseExpression) -> cst.Arg | None:
+        """The first argument in the file (source order) that passes ``name``, bound to
+        ``value``, as a weight regularizer of a call kerasfit names. Found from the
+        definition's uses, not from the walk so far, so each statement's findings stand
+        on their own (the language server reuses them per statement)."""
+        ctx = self.ctx
+        idx = ctx.index
+        best: tuple[int, cst.Arg] | None = None
+        for ref, _, scopes in idx.name_refs.get(name, ()):
+            arg = idx.parent.get(id(ref))
+            if not (isinstance(arg, cst.Arg) and arg.value is ref and arg.keyword is not None
+                    and arg.keyword.value in WEIGHT_REGULARIZER_ARGS):
+                continue
+            call = idx.parent.get(id(arg))
+            if not isinstance(call, cst.Call) or ctx.call_name_anywhere(call) is None:
+                continue
+            b = ctx.lookup(name, scopes)
+            if b is None or b.value is not value:
+                continue
+            at = idx.order[id(arg)]
+            if best is None or at < best[0]:
+                best = (at, arg)
+        return best[1] if best is not None else None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
@@ -346,3 +349,9 @@ class L2InForward(Rule):
         if isinstance(lam, (int, float)) and not isinstance(lam, bool):
             return None if lam == 0 else (float(lam), factor)
         return None, factor
+
+
+def _add_loss_only(ctx: FileContext) -> bool:
+    """The file adds losses of its own (``add_loss``) and spells no regularizer: its
+    ``model.losses`` are those, not weight penalties."""
+    return "add_loss" in ctx.source and "regularizer" not in ctx.source

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from textwrap import dedent
 from typing import TYPE_CHECKING
 
@@ -266,10 +267,6 @@ class NeedlessConcatSlice(Rule):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self._pipeline_fns: set[str] | None = None
-
     # ---- concat / split --------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -434,7 +431,7 @@ class NeedlessConcatSlice(Rule):
                 if ctx.tensor_names(anc).holds_tensor(expr):
                     return True
                 # the file-wide roles only matter for a helper this file calls
-                called = ctx.source.count(f"{anc.name.value}(") > 1
+                called = ctx.file_fact(f"KF105.called.{anc.name.value}", partial(_called, anc.name.value))
                 return called and ctx.function_role(anc) == "model"
         return False
 
@@ -469,17 +466,9 @@ class NeedlessConcatSlice(Rule):
 
     def _in_pipeline(self) -> bool:
         stack = self.ctx.stack
-        if self._pipeline_fns is None:
-            self._pipeline_fns = set()
-            for n in walk(self.ctx.module, into_defs=True):
-                if (
-                    isinstance(n, cst.Call)
-                    and isinstance(n.func, cst.Attribute)
-                    and n.func.attr.value in _PIPELINE_METHODS
-                ):
-                    self._pipeline_fns.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+        pipeline_fns: frozenset[str] = self.ctx.file_fact("KF105.pipeline_fns", _pipeline_fns)
         for i, anc in enumerate(stack):
-            if isinstance(anc, cst.FunctionDef) and anc.name.value in self._pipeline_fns:
+            if isinstance(anc, cst.FunctionDef) and anc.name.value in pipeline_fns:
                 return True
             if isinstance(anc, cst.Lambda) and i >= 2 and isinstance(stack[i - 1], cst.Arg):
                 call = stack[i - 2]
@@ -487,3 +476,17 @@ class NeedlessConcatSlice(Rule):
                     if call.func.attr.value in _PIPELINE_METHODS:
                         return True
         return False
+
+
+def _pipeline_fns(ctx: FileContext) -> frozenset[str]:
+    """Names of the functions the file hands to a ``Dataset`` method (``ds.map(parse)``)."""
+    out: set[str] = set()
+    for n in walk(ctx.module, into_defs=True):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _PIPELINE_METHODS:
+            out.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+    return frozenset(out)
+
+
+def _called(name: str, ctx: FileContext) -> bool:
+    """The file's text calls ``name`` (besides its ``def``)."""
+    return ctx.source.count(f"{name}(") > 1

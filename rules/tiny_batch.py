@@ -129,7 +129,6 @@ class TinyBatch(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._applies: bool | None = None
-        self._cores_cache: int | None | bool = False
 
     def _enabled(self) -> bool:
         if self._applies is None:
@@ -168,34 +167,7 @@ class TinyBatch(Rule):
         return None
 
     def _cores(self) -> int | None:
-        if self._cores_cache is not False:
-            return self._cores_cache
-        ctx = self.ctx
-        cores = ctx.options.get("cores")
-        if not isinstance(cores, int) or cores <= 0:
-            cores = None
-            idx = ctx.index
-            found: set[int] = set()
-            for call, scopes in idx.calls:
-                for a in call.args:
-                    if a.keyword is not None and a.keyword.value in _CORE_NAMES:
-                        v = ctx.const(a.value, scopes=scopes)
-                        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                            found.add(v)
-            for name in _CORE_NAMES:
-                for cand in (name, name.upper()):
-                    b = ctx.lookup(cand, [ctx.module])
-                    if b is not None and b.kind == "assign":
-                        v = ctx.const(b.value, scopes=[ctx.module])
-                        if isinstance(v, int) and v > 0:
-                            found.add(v)
-                for value, _ in idx.flag_defaults.get(name, ()):
-                    v = ctx.const(value, scopes=[ctx.module])
-                    if isinstance(v, int) and v > 0:
-                        found.add(v)
-            if len(found) == 1:
-                cores = found.pop()
-        self._cores_cache = cores
+        cores: int | None = self.ctx.file_fact("KF203.cores", _file_cores)
         return cores
 
     def _check(self, report_at: cst.CSTNode, expr: cst.BaseExpression) -> None:
@@ -253,3 +225,32 @@ class TinyBatch(Rule):
                 f"use a multiple of {small} (ideally of {large})"
             )
         self.report(node, msg)
+
+
+def _file_cores(ctx: FileContext) -> int | None:
+    """The core count the options give, else the one number the file spells for it."""
+    cores = ctx.options.get("cores")
+    if not isinstance(cores, int) or cores <= 0:
+        cores = None
+        idx = ctx.index
+        found: set[int] = set()
+        for call, scopes in idx.calls:
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value in _CORE_NAMES:
+                    v = ctx.const(a.value, scopes=scopes)
+                    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                        found.add(v)
+        for name in _CORE_NAMES:
+            for cand in (name, name.upper()):
+                b = ctx.lookup(cand, [ctx.module])
+                if b is not None and b.kind == "assign":
+                    v = ctx.const(b.value, scopes=[ctx.module])
+                    if isinstance(v, int) and v > 0:
+                        found.add(v)
+            for value, _ in idx.flag_defaults.get(name, ()):
+                v = ctx.const(value, scopes=[ctx.module])
+                if isinstance(v, int) and v > 0:
+                    found.add(v)
+        if len(found) == 1:
+            cores = found.pop()
+    return cores
