@@ -89,9 +89,9 @@ def signature(stmt: cst.CSTNode) -> Signature:
         elif isinstance(target, cst.Attribute):
             binds.add(target.attr.value)
         elif isinstance(target, cst.Subscript):
-            for el in target.slice:
-                if isinstance(el.slice, cst.Index):
-                    key = _string_name(el.slice.value)
+            for sub in target.slice:
+                if isinstance(sub.slice, cst.Index):
+                    key = _string_name(sub.slice.value)
                     if key is not None:
                         binds.add(key)
 
