@@ -296,3 +296,31 @@ def test_the_walk_stops_at_an_unchanged_import_but_not_at_a_function():
     sigs = {id(s): signature(s) for s in body}
     got = affected(body, {id(body[1])}, [], sigs)
     assert got == {id(body[i]) for i in (1, 3, 4)}  # a; c calls a; d calls c (not the import)
+
+
+def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_time():
+    """A rule gathering across statements (a pack's, reporting in ``leave_Module``) must
+    never see only the edited statement."""
+    from kerasfit.engine import LintSettings, lint_source
+    from kerasfit.rule import Rule
+
+    class CountCalls(Rule):
+        code, name, message = "KF990", "count-calls", "calls"
+
+        def __init__(self, ctx) -> None:
+            super().__init__(ctx)
+            self.n = 0
+
+        def visit_Call(self, node: cst.Call) -> None:
+            self.n += 1
+
+        def leave_Module(self, node: cst.Module) -> None:
+            self.report(node.body[0], f"{self.n} calls")
+
+    settings = LintSettings(rules=[CountCalls])
+    text = "import tensorflow as tf\n" + "".join(f"def f{i}(x):\n    return g(x)\n" for i in range(6))
+    cache = ParseCache()
+    lint_source(text, "m.py", settings, cache)
+    out = lint_source(text.replace("return g(x)\ndef f3", "return g(h(x))\ndef f3"), "m.py", settings, cache)
+    assert [d.message for d in out.diagnostics] == ["7 calls"]
+    assert cache.memo.module is None  # nothing kept for such a rule set
