@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Collection, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterator, NamedTuple, ParamSpec, Sequence, TypeVar, cast
 
 import libcst as cst
 
@@ -25,6 +25,10 @@ from .symbols import (
     is_tpu_symbol,
 )
 from .types import TARGETS, Target
+
+if TYPE_CHECKING:
+    from .analysis.flow import Layer
+    from .analysis.index import ProjectIndex
 
 
 # isinstance() against libcst's abstract CSTNode goes through ABC machinery and is
@@ -78,7 +82,7 @@ _BINOPS = {
     cst.Power: operator.pow,
 }
 # Builtins folded when every argument is a number (and the name is not rebound).
-_BUILTIN_FOLDS = {"int": int, "round": round, "max": max, "min": min, "abs": abs}
+_BUILTIN_FOLDS: dict[str, Callable[..., Any]] = {"int": int, "round": round, "max": max, "min": min, "abs": abs}
 
 
 @dataclass
@@ -116,15 +120,21 @@ def _module_dotted(node: cst.BaseExpression | None) -> str:
     return dotted_name(node) or ""
 
 
-def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> bool:
-    """``a, b = 1, 2``: names on the left, as many plain elements on the right."""
-    return (
+def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[cst.Name, cst.BaseExpression]] | None:
+    """``a, b = 1, 2``: names on the left, as many plain elements on the right; each
+    name with its element's value, else None."""
+    if not (
         isinstance(target, (cst.Tuple, cst.List))
         and isinstance(value, (cst.Tuple, cst.List))
         and len(target.elements) == len(value.elements)
-        and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in target.elements)
-        and all(isinstance(e, cst.Element) for e in value.elements)
-    )
+    ):
+        return None
+    pairs: list[tuple[cst.Name, cst.BaseExpression]] = []
+    for t, v in zip(target.elements, value.elements):
+        if not (isinstance(t, cst.Element) and isinstance(t.value, cst.Name) and isinstance(v, cst.Element)):
+            return None
+        pairs.append((t.value, v.value))
+    return pairs
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
@@ -173,18 +183,26 @@ class _OutOfBudget(Exception):
     pass
 
 
-def _bounded(fallback):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _bounded(
+    fallback: Callable[[], object],
+) -> Callable[[Callable[Concatenate[FileContext, _P], _R]], Callable[Concatenate[FileContext, _P], _R]]:
     """Count each call against the budgets; the outermost call of a question answers
     ``fallback()`` ("not followed") once one is spent (inner calls unwind to it)."""
 
-    def wrap(fn):
-        def bounded(self, *args, **kwargs):
+    def wrap(fn: Callable[Concatenate[FileContext, _P], _R]) -> Callable[Concatenate[FileContext, _P], _R]:
+        def bounded(self: FileContext, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
             spent = self._fold_spent
             if self._fold_active:
                 if spent >= FOLD_BUDGET or spent - self._fold_start >= QUESTION_BUDGET:
                     raise _OutOfBudget
             elif spent >= FOLD_BUDGET:
-                return fallback()
+                # (the fallback is "nothing found" in the decorated method's own return
+                # type; mypy cannot tie the two when the decorator is applied)
+                return cast(_R, fallback())
             else:
                 self._fold_start = spent
             self._fold_spent = spent + 1
@@ -194,10 +212,11 @@ def _bounded(fallback):
             except _OutOfBudget:
                 if self._fold_active > 1:
                     raise
-                return fallback()
+                return cast(_R, fallback())
             finally:
                 self._fold_active -= 1
 
+        # (a plain function has no declared __wrapped__; functools.wraps would copy more)
         bounded.__doc__, bounded.__name__, bounded.__wrapped__ = fn.__doc__, fn.__name__, fn  # type: ignore[attr-defined]
         return bounded
 
@@ -212,7 +231,7 @@ class FileContext:
         module: cst.Module,
         filename: str,
         target: Target | None = None,
-        options: dict | None = None,
+        options: dict[str, Any] | None = None,
         source: str = "",
         *,
         import_free: Collection[int] = (),
@@ -239,7 +258,7 @@ class FileContext:
         # whole-file facts (see file_fact): key -> (compute, value, keyed by node ids)
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
-        self._folds: dict[tuple, tuple[Any, int, Any]] = {}  # see _memo_fold
+        self._folds: dict[tuple[int | str | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
         self._fold_spent = self._fold_start = self._fold_active = 0
         self._scan_imports()
         # Filled by the engine's walk: ancestors of the node being visited.
@@ -383,7 +402,7 @@ class FileContext:
 
     # ---- the analysis package (kerasfit/analysis), reached through this facade ----
     @property
-    def project(self):
+    def project(self) -> ProjectIndex:
         """The project index of the running check (``analysis.index.ProjectIndex``)."""
         from .analysis.index import current_index
 
@@ -391,7 +410,7 @@ class FileContext:
 
     def _project_raw(self, raw: str) -> str | None:
         """The framework name a project import re-exports, else None (cached per name)."""
-        cache = self.__dict__.setdefault("_project_raws", {})
+        cache: dict[str, str | None] = self.__dict__.setdefault("_project_raws", {})
         if raw not in cache:
             cache[raw] = None
             if self.filename and not self.filename.startswith("<"):
@@ -428,7 +447,7 @@ class FileContext:
         hit = self.__dict__.get("_by_name_hits", {}).get(id(node))
         return hit is not None and hit[0] is node
 
-    def possible_values(self, node: cst.BaseExpression | None) -> frozenset | None:
+    def possible_values(self, node: cst.BaseExpression | None) -> frozenset[Any] | None:
         """``const`` lifted to a set of possible values (branches, conditional bindings)."""
         from .analysis.values import possible_values
 
@@ -440,7 +459,7 @@ class FileContext:
 
         return off_by_default(self, node)
 
-    def built_layer(self, call: cst.Call):
+    def built_layer(self, call: cst.Call) -> Layer | None:
         """For a call of a project function (same file or another file of the tree), the
         first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
         sets, factories traversed), else None."""
@@ -483,9 +502,9 @@ class FileContext:
             params = scope.params
             for p in (*params.posonly_params, *params.params, *params.kwonly_params):
                 idx.add(p.name.value, Binding(p.default, p, "param"))
-            for p in (params.star_arg, params.star_kwarg):
-                if isinstance(p, cst.Param):
-                    idx.add(p.name.value, Binding(None, p, "param"))
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    idx.add(star.name.value, Binding(None, star, "param"))
             if isinstance(scope, cst.Lambda):
                 return idx
         for stmt in iter_statements(scope.body):
@@ -493,11 +512,11 @@ class FileContext:
                 for t in stmt.targets:
                     if isinstance(t.target, cst.Name):
                         idx.add(t.target.value, Binding(stmt.value, stmt))
-                    elif _parallel_assignment(t.target, stmt.value):
+                    elif (pairs := _parallel_assignment(t.target, stmt.value)) is not None:
                         # F_H, F_W = 5, 5: each name gets its own element
                         # (anchored on the target name: folds are memoised per binding node)
-                        for el, v in zip(t.target.elements, stmt.value.elements):  # type: ignore[union-attr]
-                            idx.add(el.value.value, Binding(v.value, el.value))
+                        for name, v in pairs:
+                            idx.add(name.value, Binding(v, name))
                     else:
                         for n in _target_names(t.target):
                             idx.add(n.value, Binding(None, stmt, "other"))
@@ -796,19 +815,19 @@ class FileContext:
             # a method: self.m(...) from inside the class; any other reference escapes
             static = any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
             skip_self = not static
-            for ref, is_call, scopes in idx.attr_refs.get(name, ()):
+            for ref, call, scopes in idx.attr_refs.get(name, ()):
                 recv = ref.value
-                if is_call and isinstance(recv, cst.Name) and recv.value in ("self", "cls") and cls in scopes:
-                    calls.append((idx.parent[id(ref)], scopes))
+                if call is not None and isinstance(recv, cst.Name) and recv.value in ("self", "cls") and cls in scopes:
+                    calls.append((call, scopes))
                 else:
                     complete = False
         else:
-            for ref, is_call, scopes in idx.name_refs.get(name, ()):
+            for _ref, call, scopes in idx.name_refs.get(name, ()):
                 b, _ = self._lookup_in(name, scopes)
                 if b is None or b.node is not func:
                     continue
-                if is_call:
-                    calls.append((idx.parent[id(ref)], scopes))
+                if call is not None:
+                    calls.append((call, scopes))
                 else:
                     complete = False
         return CallSites(tuple(calls), complete, skip_self=skip_self)
@@ -883,14 +902,16 @@ class FileContext:
             cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
             if cls is None:
                 return []
+            found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
             found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
             if "." not in rest:
-                for b in self.scope_index(cls).bindings.get(rest, ()):
-                    found.append((b.value if b.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
+                for cb in self.scope_index(cls).bindings.get(rest, ()):
+                    found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
             return found if len(found) == 1 else []
         b, where = self._lookup_in(head, scopes)
         if where and not isinstance(where[0], cst.Module):
             return []  # a local or a parameter: which object it is depends on the caller
+        stores: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
         stores = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if self._is_global(head, w)]
         if stores:
             return stores if len(stores) == 1 else []
@@ -898,10 +919,10 @@ class FileContext:
             if self.imports.get(head, "").endswith("FLAGS") and "." not in rest:
                 return self._flag_default(rest)
             return []
-        if b.kind == "class" and "." not in rest:
-            inner = self.scope_index(b.node).bindings.get(rest, ())  # type: ignore[arg-type]
+        if isinstance(b.node, cst.ClassDef) and "." not in rest:  # (kind "class")
+            inner = self.scope_index(b.node).bindings.get(rest, ())
             if len(inner) == 1 and inner[0].kind == "assign":
-                return [(inner[0].value, (b.node, *where))]  # type: ignore[list-item]
+                return [(inner[0].value, (b.node, *where))]
             return []
         if b.kind == "assign" and isinstance(b.value, cst.Call):
             d = dotted_name(b.value.func) or ""
@@ -940,7 +961,7 @@ class FileContext:
         idx = self.index
         head = base.split(".")[0]
         b, where = self._lookup_in(head, scopes) if "." not in base else (None, ())
-        found = list(idx.subscript_stores.get((base, key), ()))
+        found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]] = list(idx.subscript_stores.get((base, key), ()))
         if b is None and where:
             return found if len(found) == 1 else []  # bound more than once
         if b is not None and b.kind == "assign" and "." not in base:
@@ -1111,9 +1132,9 @@ class FileContext:
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
             if cls is not None:
-                b = self.scope_index(cls).bindings.get(func.attr.value)
-                if b and len(b) == 1 and b[0].kind == "def":
-                    return b[0].node  # type: ignore[return-value]
+                bs = self.scope_index(cls).bindings.get(func.attr.value)
+                if bs and len(bs) == 1 and isinstance(bs[0].node, cst.FunctionDef):  # (kind "def")
+                    return bs[0].node
         return None
 
     @_bounded(list)
@@ -1351,8 +1372,9 @@ class _FileIndex:
         self.parent: dict[int, cst.CSTNode] = {}
         self.order: dict[int, int] = {}
         self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
-        self.name_refs: dict[str, list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]] = {}
-        self.attr_refs: dict[str, list[tuple[cst.Attribute, bool, tuple[ScopeNode, ...]]]] = {}
+        # each reference with the call whose callee it is (None when not called)
+        self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
+        self.attr_refs: dict[str, list[tuple[cst.Attribute, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
         self.attr_stores: dict[str, list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
         self.subscript_stores: dict[tuple[str, str], list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
         self.dict_keys: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
@@ -1383,14 +1405,16 @@ class _FileIndex:
                 parent[nid] = par
             order[nid] = n
             n += 1
+            # dispatch on the exact type (cheaper than isinstance on this hot path);
+            # mypy does not narrow ``node`` through ``tp``, hence the ignores below
             tp = type(node)
             if tp is cst.Call:
                 self._on_call(node, scopes)  # type: ignore[arg-type]
             elif tp is cst.Name:
                 self._on_name(node, par, scopes)  # type: ignore[arg-type]
             elif tp is cst.Attribute:
-                is_call = isinstance(par, cst.Call) and par.func is node
-                self.attr_refs.setdefault(node.attr.value, []).append((node, is_call, scopes))  # type: ignore[attr-defined]
+                call = par if isinstance(par, cst.Call) and par.func is node else None
+                self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
             elif tp is cst.Assign:
                 for t in node.targets:  # type: ignore[attr-defined]
                     self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
@@ -1442,8 +1466,8 @@ class _FileIndex:
             return
         if isinstance(par, (cst.ImportAlias, cst.AsName)):
             return
-        is_call = isinstance(par, cst.Call) and par.func is node
-        self.name_refs.setdefault(node.value, []).append((node, is_call, scopes))
+        call = par if isinstance(par, cst.Call) and par.func is node else None
+        self.name_refs.setdefault(node.value, []).append((node, call, scopes))
 
     def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
         if isinstance(target, cst.Attribute):

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -185,7 +189,8 @@ class L2InForward(Rule):
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
             self._collect_regularizers(node)
 
-    def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam, factor: float, fix_arg) -> None:
+    def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
+                            fix_arg: cst.Arg | None) -> None:
         if lam is None:
             penalty, decay = "an L2 penalty", ""
         else:
@@ -226,12 +231,12 @@ class L2InForward(Rule):
         last = dn.rsplit(".", 1)[-1]
         if isinstance(expr, cst.Name):
             for anc in reversed(self.ctx.stack):
-                fors = []
+                fors: list[cst.CompFor | cst.For] = []
                 if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
-                    f = anc.for_in
-                    while f is not None:
-                        fors.append(f)
-                        f = f.inner_for_in
+                    comp: cst.CompFor | None = anc.for_in
+                    while comp is not None:
+                        fors.append(comp)
+                        comp = comp.inner_for_in
                 elif isinstance(anc, cst.For):
                     fors.append(anc)
                 for f in fors:
@@ -346,7 +351,7 @@ class L2InForward(Rule):
         return None, factor
 
 
-def _add_loss_only(ctx) -> bool:
+def _add_loss_only(ctx: FileContext) -> bool:
     """The file adds losses of its own (``add_loss``) and spells no regularizer: its
     ``model.losses`` are those, not weight penalties."""
     return "add_loss" in ctx.source and "regularizer" not in ctx.source

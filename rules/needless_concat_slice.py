@@ -2,8 +2,12 @@ from __future__ import annotations
 
 from functools import partial
 from textwrap import dedent
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -296,7 +300,7 @@ class NeedlessConcatSlice(Rule):
                 severity=Severity.INFO,
             )
 
-    def _single_concat(self, node: cst.Call, values, what: str, name_arg) -> None:
+    def _single_concat(self, node: cst.Call, values: cst.List | cst.Tuple, what: str, name_arg: cst.Arg | None) -> None:
         elements = values.elements
         if len(elements) != 1 or isinstance(elements[0], cst.StarredElement):
             return
@@ -326,7 +330,9 @@ class NeedlessConcatSlice(Rule):
         if not isinstance(src, cst.Call):
             return False
         cname = self.ctx.call_name(src)
-        spec = CONCAT_CALLS.get(cname or "")
+        if cname is None:
+            return False
+        spec = CONCAT_CALLS.get(cname)
         if spec is None:
             return False
         parts = get_arg(src, spec[0], spec[1])
@@ -472,7 +478,7 @@ class NeedlessConcatSlice(Rule):
         return False
 
 
-def _pipeline_fns(ctx) -> frozenset[str]:
+def _pipeline_fns(ctx: FileContext) -> frozenset[str]:
     """Names of the functions the file hands to a ``Dataset`` method (``ds.map(parse)``)."""
     out: set[str] = set()
     for n in walk(ctx.module, into_defs=True):
@@ -481,6 +487,6 @@ def _pipeline_fns(ctx) -> frozenset[str]:
     return frozenset(out)
 
 
-def _called(name: str, ctx) -> bool:
+def _called(name: str, ctx: FileContext) -> bool:
     """The file's text calls ``name`` (besides its ``def``)."""
     return ctx.source.count(f"{name}(") > 1

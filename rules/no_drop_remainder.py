@@ -4,6 +4,7 @@ import libcst as cst
 
 from kerasfit.ruleapi import (
     Applicability,
+    FixSpec,
     Invalid,
     Rule,
     feeds_evaluation,
@@ -191,6 +192,6 @@ class NoDropRemainder(Rule):
             fix=self._fix(node),
         )
 
-    def _fix(self, node: cst.Call):
+    def _fix(self, node: cst.Call) -> FixSpec | None:
         change = insert_keyword(self.ctx, node, "drop_remainder", "True")
         return self.make_fix(change) if change is not None else None

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from textwrap import dedent
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -68,6 +73,8 @@ _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
 _PADS = {"tf.pad", "keras.ops.pad"}
 _NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
+# (label, padded input, per-dim (before, after) pairs or None, why it is not a zero pad or None)
+_PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | None]
 
 
 # Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
@@ -79,7 +86,7 @@ def _padding_arg(call: cst.Call, spec: "_ConvSpec") -> cst.Arg | None:
     return get_arg(call, *spec.padding) or (get_arg(call, "border_mode") if not spec.upper else None)
 
 
-def _keras1_signature(ctx, call: cst.Call) -> bool:
+def _keras1_signature(ctx: FileContext, call: cst.Call) -> bool:
     """Keras 1 (and Keras 2's legacy interface) read `Convolution2D(64, 3, 3)` as a 3x3
     kernel, tf.keras as kernel 3, strides 3: positions cannot be trusted for a rewrite."""
     if any(a.keyword is not None and a.keyword.value in _KERAS1_KEYWORDS for a in call.args):
@@ -89,7 +96,7 @@ def _keras1_signature(ctx, call: cst.Call) -> bool:
     return len(positional) >= 3 and raw.rsplit(".", 1)[-1].startswith("Convolution")
 
 
-def _per_dim(value, n: int) -> tuple[int, ...] | None:
+def _per_dim(value: object, n: int) -> tuple[int, ...] | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return (value,) * n
     if isinstance(value, (list, tuple)) and all(isinstance(v, int) for v in value):
@@ -485,7 +492,7 @@ class PadBeforeConv(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
+    def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
@@ -552,14 +559,16 @@ class PadBeforeConv(Rule):
             return
         pad, conditional = found
         off = self._off
-        layer = self.ctx.built_layer(ctor)
-        conv = self._factory_conv(layer)
+        conv = self._factory_conv(ctor)
         if conv is None:
             return
         self._off = off
-        self._report_factory(pad, layer, conv, conditional)
+        self._report_factory(pad, conv, conditional)
 
-    def _factory_conv(self, layer) -> tuple[str, set[str]] | None:
+    def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
+        """For a call of a project factory that builds a conv whose padding may be
+        'valid': (the conv's name, its possible paddings, the factory's name)."""
+        layer = self.ctx.built_layer(ctor)
         if layer is None:
             return None
         from kerasfit.ruleapi import canonical
@@ -573,7 +582,7 @@ class PadBeforeConv(Rule):
         if not isinstance(raw, frozenset) or not raw or not all(isinstance(v, str) for v in raw):
             return None
         paddings = {v.upper() for v in raw}
-        return (name, paddings) if "VALID" in paddings else None
+        return (name, paddings, layer.via[0]) if "VALID" in paddings else None
 
     def _sequence(self, seq: cst.Call) -> None:
         """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""
@@ -603,12 +612,12 @@ class PadBeforeConv(Rule):
             return
         self._adjacent(order.adjacent(), "the pad and the conv are separate layers of a sequence")
 
-    def _adjacent(self, pairs, why_pair: str) -> None:
+    def _adjacent(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]], why_pair: str) -> None:
         """Report each (pad, valid conv) pair of layers applied one after the other; the
         layers are constructor calls (or names bound once to one)."""
-        done = self.__dict__.setdefault("_done", set())
-        for first, second in pairs:
-            first, second = self._ctor(first), self._ctor(second)
+        done: set[int] = self.__dict__.setdefault("_done", set())
+        for first_layer, second_layer in pairs:
+            first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None or id(first) in done:
                 continue
             if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
@@ -626,16 +635,16 @@ class PadBeforeConv(Rule):
                 why = "its padding is one of several values" if len(paddings) > 1 else why_pair
                 self.report(first, f"{head}; not auto-fixed: {why}")
                 continue
-            layer = self.ctx.built_layer(second)
-            conv = self._factory_conv(layer)
+            conv = self._factory_conv(second)
             if conv is not None:
                 done.add(id(first))
-                self._report_factory(first, layer, conv, False)
+                self._report_factory(first, conv, False)
 
     def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
         if isinstance(expr, cst.Name):
             b = self.ctx.lookup(expr.value, self.ctx.scopes_of(expr))
-            expr = b.value if b is not None and b.kind == "assign" else None
+            bound = b.value if b is not None and b.kind == "assign" else None
+            return bound if isinstance(bound, cst.Call) else None
         return expr if isinstance(expr, cst.Call) else None
 
     def _code(self, node: cst.CSTNode) -> str:
@@ -662,9 +671,11 @@ class PadBeforeConv(Rule):
         if pad_attr is None:
             return
         for conv in convs:
-            name = ctx.call_name(conv) if isinstance(conv, cst.Call) else None
-            spec = _SPECS.get(name or "")
-            if spec is None or not name.startswith("keras.layers."):
+            if not isinstance(conv, cst.Call):
+                continue
+            name = ctx.call_name(conv)
+            spec = _SPECS.get(name) if name is not None else None
+            if name is None or spec is None or not name.startswith("keras.layers."):
                 continue
             paddings = self._paddings(_padding_arg(conv, spec), spec)
             if paddings is None or "VALID" not in paddings:
@@ -728,9 +739,8 @@ class PadBeforeConv(Rule):
             "the kernel-gradient conv still reads the padded copy"
         )
 
-    def _report_factory(self, pad: cst.Call, layer, conv: tuple[str, set[str]], conditional: bool) -> None:
-        name, paddings = conv
-        factory = layer.via[0]
+    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool) -> None:
+        name, paddings, factory = conv
         head = self._head(label(name), pad)
         info = self._pad(pad)
         problem = info[3] if info else None
@@ -742,7 +752,8 @@ class PadBeforeConv(Rule):
         self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}")
 
     # ------------------------------------------------------------------------
-    def _check(self, conv, name, spec, ctor, args_of, inp, pad_arg, paddings=frozenset({"VALID"})) -> None:
+    def _check(self, conv: cst.Call, name: str, spec: _ConvSpec, ctor: cst.Call | None, args_of: cst.Call, inp: cst.Arg,
+               pad_arg: cst.Arg | None, paddings: Set[str] = frozenset({"VALID"})) -> None:
         ctx = self.ctx
         via: str | None = None
         pad_line: cst.SimpleStatementLine | None = None
@@ -765,7 +776,8 @@ class PadBeforeConv(Rule):
             return
         pad_name, pad_input, pairs, problem = pad_info
 
-        rank = int(_RANK.search(name).group(1)) if _RANK.search(name) else None
+        rank_match = _RANK.search(name)
+        rank = int(rank_match.group(1)) if rank_match else None
         fmt = self._data_format(args_of, spec)
         reasons: list[str] = []
         spatial: list[tuple[int, int]] | None = None
@@ -784,7 +796,7 @@ class PadBeforeConv(Rule):
             reasons.insert(0, _NOT_ZERO)
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
-        if not reasons and spatial is not None:
+        if not reasons and spatial is not None and rank is not None:  # (spatial is only known with the rank)
             if _keras1_signature(self.ctx, args_of):
                 reasons.append("a Keras 1 signature (`Convolution2D(n, rows, cols)`, `border_mode=`) is not rewritten")
             else:
@@ -838,7 +850,7 @@ class PadBeforeConv(Rule):
             self.report(pad, message)
 
     # ---- the pad ------------------------------------------------------------
-    def _pad(self, call: cst.Call):
+    def _pad(self, call: cst.Call) -> _PadInfo | None:
         """(label, padded input, per-dim (before, after) pairs or None, problem or None)."""
         ctx = self.ctx
         name = ctx.call_name(call)
@@ -857,11 +869,11 @@ class PadBeforeConv(Rule):
             elif cval not in (0, None):
                 problem = "it pads with a non-zero constant"
             raw = ctx.const(p_arg.value) if p_arg is not None else None
-            pairs = None
+            pairs: list[tuple[int, int]] | None = None
             if isinstance(raw, (list, tuple)) and all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p) for p in raw
             ):
-                pairs = [tuple(p) for p in raw]
+                pairs = [(p[0], p[1]) for p in raw]
             return label(name), tensor.value, pairs, problem
         if name is not None or not call.args:
             return None
@@ -887,16 +899,16 @@ class PadBeforeConv(Rule):
         return label(lname), tensor.value, pairs, None
 
     @staticmethod
-    def _zero_padding_pairs(raw, n: int) -> list[tuple[int, int]] | None:
+    def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:
         if isinstance(raw, int) and not isinstance(raw, bool):
             return [(raw, raw)] * n
         if isinstance(raw, (list, tuple)):
             if n == 1 and len(raw) == 2 and all(isinstance(v, int) for v in raw):
-                return [tuple(raw)]
+                return [(raw[0], raw[1])]
             if len(raw) == n and all(isinstance(v, int) for v in raw):
                 return [(v, v) for v in raw]
             if len(raw) == n and all(isinstance(v, (list, tuple)) and len(v) == 2 for v in raw):
-                return [tuple(v) for v in raw]
+                return [(v[0], v[1]) for v in raw]
         return None
 
     # ---- the conv ------------------------------------------------------------
@@ -911,7 +923,7 @@ class PadBeforeConv(Rule):
             return "first"
         return None
 
-    def _geometry(self, name, spec, call, rank, spatial) -> list[str]:
+    def _geometry(self, name: str, spec: _ConvSpec, call: cst.Call, rank: int, spatial: list[tuple[int, int]]) -> list[str]:
         ctx = self.ctx
         if spec.kernel is not None:
             k_arg = get_arg(call, *spec.kernel)
@@ -945,7 +957,8 @@ class PadBeforeConv(Rule):
         return []
 
     # ---- is the rewrite local? ------------------------------------------------
-    def _exclusive(self, via, pad_line, pad_input, ctor, conv, pad=None) -> list[str]:
+    def _exclusive(self, via: str | None, pad_line: cst.SimpleStatementLine | None, pad_input: cst.BaseExpression,
+                   ctor: cst.Call | None, conv: cst.Call, pad: cst.Call | None = None) -> list[str]:
         ctx = self.ctx
         for app in (conv, pad):
             func = app.func if isinstance(app, cst.Call) else None

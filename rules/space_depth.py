@@ -1,6 +1,11 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     CONCAT_CALLS,
@@ -201,7 +206,7 @@ class SpaceDepth(Rule):
         if values is not None:
             self._phase_split(node, values.value, axis_v)
 
-    def _phase_split(self, node: cst.Call, elems: cst.BaseExpression, axis_v) -> None:
+    def _phase_split(self, node: cst.Call, elems: cst.BaseExpression, axis_v: int | None) -> None:
         if axis_v not in (-1, 3):
             return
         if not isinstance(elems, (cst.List, cst.Tuple)) or len(elems.elements) < 4:
@@ -227,7 +232,7 @@ def _has_product(shape: cst.BaseExpression) -> bool:
     )
 
 
-def _strided_slice(ctx, expr: cst.BaseExpression) -> bool:
+def _strided_slice(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     """``x[:, ::2, 1::2, :]``: a subscript with a constant step of 2 or more."""
     if not isinstance(expr, cst.Subscript):
         return False
@@ -242,7 +247,7 @@ def _strided_slice(ctx, expr: cst.BaseExpression) -> bool:
     return steps >= 2
 
 
-def _phase_source(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _phase_source(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
     """What a concatenated part is: ``x0`` bound once to ``x[:, 0::2, 0::2, :]``, or
     ``Lambda(lambda z: z[:, ::2, ::2, :])(x)`` — the slice itself."""
     if isinstance(expr, cst.Name):
@@ -260,7 +265,7 @@ def _phase_source(ctx, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _block_partition(ctx, reshape: cst.Call, name: str) -> bool:
+def _block_partition(ctx: FileContext, reshape: cst.Call, name: str) -> bool:
     """A window/block partition splits spatial dims (``h // ws``) and keeps the channel dim
     last: it moves spatial data to the batch dim, never into the feature dim."""
     kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]

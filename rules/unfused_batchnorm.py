@@ -3,8 +3,12 @@ from __future__ import annotations
 import re
 
 from textwrap import dedent
+from typing import TYPE_CHECKING
 
 import libcst as cst
+
+if TYPE_CHECKING:
+    from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -278,7 +282,7 @@ class UnfusedBatchnorm(Rule):
             return False
         b = self.ctx.lookup(mean.value.value)
         stmt = b.node if b is not None else None
-        if not isinstance(stmt, cst.Assign) or self.ctx.call_name(stmt.value) not in _MOMENTS:
+        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call)) or self.ctx.call_name(stmt.value) not in _MOMENTS:
             return False
         axes = get_arg(stmt.value, "axes", 1)
         value = self.ctx.const(axes.value) if axes is not None else None
@@ -295,6 +299,6 @@ _KERAS2_IMPORTS = ("keras.engine", "keras.layers.experimental", "keras_applicati
                    "tensorflow.keras.layers.experimental", "tensorflow.compat.v1", "tf_keras")
 
 
-def _keras2_era(ctx) -> bool:
+def _keras2_era(ctx: FileContext) -> bool:
     """The file's imports show Keras 2.x (or tf-keras) code."""
     return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.imports.values())

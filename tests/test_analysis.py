@@ -148,6 +148,60 @@ def test_unknown_branch_joins_both_values(tmp_path):
     assert layer.kwargs["padding"] == consts("valid", "same")
 
 
+def _same_file_factory(body: str) -> tuple[FileContext, cst.Call]:
+    src = textwrap.dedent("""
+        import tensorflow as tf
+
+        def conv_bn(filters, kind):
+        %s
+
+        def build(x):
+            return conv_bn(150, "a")(x)
+    """) % textwrap.indent(textwrap.dedent(body), "    ")
+    module = cst.parse_module(src)
+    call = cst.ensure_type(module.body[-1], cst.FunctionDef).body.body[0]
+    ret = cst.ensure_type(cst.ensure_type(call, cst.SimpleStatementLine).body[0], cst.Return)
+    return FileContext(module, "<string>", source=src), cst.ensure_type(cst.ensure_type(ret.value, cst.Call).func, cst.Call)
+
+
+def test_same_file_factory_with_elif_is_summarised():
+    # the libcst pre-filter once iterated an ``elif`` (an If, not a block) and crashed
+    ctx, call = _same_file_factory("""
+        if kind == "a":
+            return tf.keras.layers.Conv2D(filters, 3)
+        elif kind == "b":
+            return tf.keras.layers.Conv2D(filters, 1)
+    """)
+    layer = ctx.built_layer(call)
+    assert layer is not None and layer.name == "tensorflow.keras.layers.Conv2D" and layer.args[1] == frozenset({3})
+
+
+def test_same_file_factory_returning_from_a_one_line_suite_is_summarised():
+    # ``if c: return Conv2D(...)``: the return sits in a one-line suite, not a statement line
+    ctx, call = _same_file_factory("""
+        if kind == "a": return tf.keras.layers.Conv2D(filters, 3)
+        raise ValueError(kind)
+    """)
+    layer = ctx.built_layer(call)
+    assert layer is not None and layer.args[0] == frozenset({150})
+
+
+def test_elif_factory_does_not_crash_the_check(tmp_path):
+    _write(tmp_path, {"m.py": """
+        import tensorflow as tf
+
+        def conv_bn(filters, kind):
+            if kind == "a":
+                return tf.keras.layers.Conv2D(filters, 3)
+            elif kind == "b":
+                return tf.keras.layers.Conv2D(filters, 1)
+
+        def build(x):
+            return conv_bn(150, "a")(x)
+    """})
+    assert _codes(tmp_path, "m.py", select=("KF102",)) == [("m.py", 11, "KF102")]
+
+
 def test_reached_from_model_across_files(tmp_path):
     _write(tmp_path, {
         "util.py": "def helper(x):\n    return x\n\ndef unused(x):\n    return x\n",

@@ -312,6 +312,35 @@ def test_kf101_keras3_keeps_the_comment_after_fused(last):
     assert out.source == f"import keras\n\nbn = keras.layers.BatchNormalization(\n    momentum=0.9,\n    # the old default\n{tail})\n"
 
 
+BN_CALL = "import keras\n\nbn = keras.layers.BatchNormalization("
+
+
+@pytest.mark.parametrize(
+    "args, fixed",
+    [
+        # the comment after the new last argument's comma (the commonest layout)
+        ("\n    momentum=0.9,  # tuned\n    fused=True,\n)", "\n    momentum=0.9,  # tuned\n)"),
+        # no trailing comma: both comments, and the closing paren's own line
+        ("\n    momentum=0.9,  # tuned\n    fused=True  # the old default\n)",
+         "\n    momentum=0.9  # tuned\n    # the old default\n)"),
+        ("momentum=0.9, fused=True  # the old default\n)", "momentum=0.9  # the old default\n)"),
+        # comment lines between the removed argument and the next one
+        ("\n    momentum=0.9,\n    fused=True,\n    # about epsilon\n    epsilon=1e-3,\n)",
+         "\n    momentum=0.9,\n    # about epsilon\n    epsilon=1e-3,\n)"),
+        ("\n    fused=True,\n    # about epsilon\n    epsilon=1e-3,\n)", "\n    # about epsilon\n    epsilon=1e-3,\n)"),
+        # the removed argument ends a line its neighbours share
+        ("momentum=0.9, fused=True,  # old\n    epsilon=1e-3)", "momentum=0.9,  # old\n    epsilon=1e-3)"),
+        ("fused=True,  # old\n    epsilon=1e-3)", "  # old\n    epsilon=1e-3)"),
+    ],
+    ids=["after-previous-comma", "no-trailing-comma", "one-line-no-trailing-comma", "line-after-middle", "line-after-first",
+         "shared-line-middle", "shared-line-first"],
+)
+def test_kf101_removing_fused_keeps_every_comment_of_the_call(args, fixed):
+    out = fix_source(f"{BN_CALL}{args}\n", "m.py", settings("KF101"))
+    assert out.source == f"{BN_CALL}{fixed}\n"
+    assert fix_source(out.source, "m.py", settings("KF101")).source == out.source
+
+
 def test_kf103_keeps_a_multiline_conv_calls_indentation():
     src = (
         "import tensorflow as tf\n\n\ndef block(x):\n    if True:\n"

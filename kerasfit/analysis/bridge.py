@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 import libcst as cst
 
 from ..context import dotted_name
 from .flow import TOP, Layer, built_layer, may_return_layer
 
+if TYPE_CHECKING:
+    from ..context import FileContext
+    from .index import ModuleFacts
 
-def built_layer_at(ctx, call: cst.Call) -> Layer | None:
-    cache = ctx.__dict__.setdefault("_built_layers", {})
+
+def built_layer_at(ctx: FileContext, call: cst.Call) -> Layer | None:
+    cache: dict[int, tuple[cst.Call, Layer | None]] = ctx.__dict__.setdefault("_built_layers", {})
     hit = cache.get(id(call))
     if hit is not None and hit[0] is call:
         return hit[1]
@@ -18,7 +24,7 @@ def built_layer_at(ctx, call: cst.Call) -> Layer | None:
     return out
 
 
-def _built_layer(ctx, call: cst.Call) -> Layer | None:
+def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
     dotted = dotted_name(call.func)
     if dotted is None or ctx.call_name(call) is not None:
         return None
@@ -35,7 +41,7 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     if facts is None:
         return None
     # only a name that leads to a project function is worth interpreting
-    known = ctx.__dict__.setdefault("_factory_callees", {})
+    known: dict[str, bool] = ctx.__dict__.setdefault("_factory_callees", {})
     if dotted not in known:
         sym = ctx.project.local(facts, dotted)
         known[dotted] = sym is not None and sym.kind == "function"
@@ -44,8 +50,8 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     sym = ctx.project.local(facts, dotted)
     if sym is None or sym.node is None or not may_return_layer(sym.node):
         return None
-    args: list = []
-    kwargs: dict = {}
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
     for a in call.args:
         if a.star:
             if a.star == "*":
@@ -60,15 +66,16 @@ def _built_layer(ctx, call: cst.Call) -> Layer | None:
     return built_layer(ctx.project, facts, dotted, args, kwargs)
 
 
-def _facts(ctx):
+def _facts(ctx: FileContext) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
     d = ctx.__dict__
     if "_index_facts" not in d:
         d["_index_facts"] = ctx.project.facts(ctx.filename or "<string>", source=ctx.source)
-    return d["_index_facts"]
+    facts: ModuleFacts | None = d["_index_facts"]
+    return facts
 
 
-def _arg_value(ctx, expr: cst.BaseExpression):
+def _arg_value(ctx: FileContext, expr: cst.BaseExpression) -> Any:
     # a parameter of the caller stays unknown here: folding it through every call
     # site of the caller costs more than a factory summary is worth
     if isinstance(expr, cst.Name):
@@ -97,25 +104,36 @@ _CST_MAY_RETURN: dict[int, tuple[cst.FunctionDef, bool]] = {}
 def _cst_scan(fn: cst.FunctionDef) -> bool:
     """``flow.may_return_layer`` on the libcst tree: some ``return`` hands back a call
     that is not a layer application, a conditional or a name (same cheap filter)."""
-    stack: list = [fn.body]
+    stack: list[Sequence[cst.BaseStatement | cst.BaseSmallStatement]] = [fn.body.body]
     while stack:
-        block = stack.pop()
-        for stmt in getattr(block, "body", ()):
+        for stmt in stack.pop():
             if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Return) and small.value is not None:
-                        v = small.value
-                        if isinstance(v, cst.Call) and not isinstance(v.func, cst.Call):
-                            return True
-                        if isinstance(v, (cst.Name, cst.IfExp, cst.Attribute)):
-                            return True
+                if any(_hands_back_maker(small) for small in stmt.body):
+                    return True
+            elif isinstance(stmt, cst.Return):  # in a one-line suite: ``if c: return f()``
+                if _hands_back_maker(stmt):
+                    return True
             elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 continue
             else:
                 for name in ("body", "orelse", "finalbody"):
                     sub = getattr(stmt, name, None)
-                    if sub is not None:
-                        stack.append(sub.body if isinstance(sub, (cst.Else, cst.Finally)) else sub)
+                    if isinstance(sub, cst.If):  # an ``elif``: a statement, not a block
+                        stack.append((sub,))
+                    elif isinstance(sub, (cst.Else, cst.Finally)):
+                        stack.append(sub.body.body)
+                    elif isinstance(sub, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                        stack.append(sub.body)
                 for h in getattr(stmt, "handlers", ()) or ():
-                    stack.append(h.body)
+                    stack.append(h.body.body)
+    return False
+
+
+def _hands_back_maker(small: cst.BaseSmallStatement) -> bool:
+    if isinstance(small, cst.Return) and small.value is not None:
+        v = small.value
+        if isinstance(v, cst.Call) and not isinstance(v.func, cst.Call):
+            return True
+        if isinstance(v, (cst.Name, cst.IfExp, cst.Attribute)):
+            return True
     return False

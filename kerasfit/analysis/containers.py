@@ -23,12 +23,16 @@ more than once, aliased, or mutated other than by ``append`` (``add`` for a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import libcst as cst
 
 from ..context import UNKNOWN, get_arg
 from ..engine import iter_children
 from .scoped import attr_refs_within, name_refs_in
+
+if TYPE_CHECKING:
+    from ..context import FileContext
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _LOOPS = (cst.For, cst.While)
@@ -53,7 +57,7 @@ class Contents:
         return pairs
 
 
-def _walk(node: cst.CSTNode):
+def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     stack = [node]
     while stack:
         n = stack.pop()
@@ -74,41 +78,45 @@ def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return _self_attr(a) is not None and _self_attr(a) == _self_attr(b)
 
 
-def _enclosing(ctx, node: cst.CSTNode, kinds) -> cst.CSTNode | None:
+def _enclosing(ctx: FileContext, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
     p = ctx.parent(node)
     while p is not None and not isinstance(p, kinds):
         p = ctx.parent(p)
     return p
 
 
-def _uses(ctx, base: cst.BaseExpression, where: cst.CSTNode):
+def _uses(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
     """Every occurrence of the container's spelling in ``where`` (its class or function)."""
     attr = _self_attr(base)
     if attr is not None:
-        for n, _, _scopes in attr_refs_within(ctx, attr, where):
-            if _self_attr(n) == attr:
-                yield n
+        for a, _, _scopes in attr_refs_within(ctx, attr, where):
+            if _self_attr(a) == attr:
+                yield a
         return
-    for n, _, _scopes in name_refs_in(ctx, base.value, where):  # type: ignore[union-attr]
+    if not isinstance(base, cst.Name):  # (contents takes only self.attr or a name)
+        return
+    for n, _, _scopes in name_refs_in(ctx, base.value, where):
         yield n
 
 
-def contents(ctx, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
+def contents(ctx: FileContext, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
     """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
     if _depth > 3:
         return None
     attr = _self_attr(base)
     if attr is not None:
         where = _enclosing(ctx, base, cst.ClassDef)
+        spelling = attr
     elif isinstance(base, cst.Name):
         where = _enclosing(ctx, base, (cst.FunctionDef, cst.Lambda))
         where = where if where is not None else ctx.module
+        spelling = f"name:{base.value}"
     else:
         return None
     if where is None:
         return None
-    key = (id(where), attr if attr is not None else f"name:{base.value}", id(_alias))  # type: ignore[union-attr]
-    memo = ctx.__dict__.setdefault("_containers", {})
+    key = (id(where), spelling, id(_alias))
+    memo: dict[tuple[int, str, int], Contents | None] = ctx.__dict__.setdefault("_containers", {})
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
@@ -116,7 +124,7 @@ def contents(ctx, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign 
     return found
 
 
-def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
+def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
     init: cst.Assign | None = None
     appends: list[tuple[cst.Call, cst.CSTNode]] = []
     stores: list[tuple[object, cst.BaseExpression]] = []
@@ -182,15 +190,17 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, ali
     if isinstance(value, cst.ListComp):
         return Contents((value.elt,), True)
     if isinstance(value, cst.Dict):
-        keys = []
+        dict_keys: list[object] = []
+        dict_values: list[cst.BaseExpression] = []
         for e in value.elements:
             if not isinstance(e, cst.DictElement):
                 return None
             k = ctx.const(e.key, scopes=ctx.scopes_of(e))
             if k is UNKNOWN:
                 return None
-            keys.append(k)
-        return Contents(tuple(e.value for e in value.elements), False, tuple(keys))  # type: ignore[union-attr]
+            dict_keys.append(k)
+            dict_values.append(e.value)
+        return Contents(tuple(dict_values), False, tuple(dict_keys))
     if isinstance(value, cst.DictComp):
         return Contents((value.value,), True)
     if isinstance(value, cst.Call) and ctx.call_name_anywhere(value) == _SEQUENTIAL:
@@ -206,7 +216,7 @@ def _contents(ctx, base: cst.BaseExpression, where: cst.CSTNode, depth: int, ali
 _READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
 
 
-def _reads_only(ctx, call: cst.CSTNode | None) -> bool:
+def _reads_only(ctx: FileContext, call: cst.CSTNode | None) -> bool:
     """A call that does not change a container passed to it: a reading builtin, or a
     framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
     if not isinstance(call, cst.Call):
@@ -222,7 +232,7 @@ def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
     return Contents(tuple(e.value for e in value.elements), False)
 
 
-def _is_empty(ctx, value: cst.BaseExpression) -> bool:
+def _is_empty(ctx: FileContext, value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)) and not value.elements:
         return True
     if isinstance(value, cst.Call) and not value.args:
@@ -232,10 +242,10 @@ def _is_empty(ctx, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _appended(ctx, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
+def _appended(ctx: FileContext, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
     """The period the appends build: they must sit in one block, run together (nothing
     between them leaves the block), after the container is created in the same function."""
-    lines = []
+    lines: list[cst.SimpleStatementLine] = []
     for _, expr_stmt in appends:
         line = ctx.parent(expr_stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
@@ -276,7 +286,7 @@ def _appended(ctx, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]
 
 
 # ---- which element --------------------------------------------------------------
-def element_candidates(ctx, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """The element expressions ``expr`` may be: ``C[i]`` (by index or key) or a loop
     variable over ``C`` (``for l in C``, ``enumerate(C)``, ``zip(C1, C2)``, also in
     comprehensions). One candidate when the element is determined; None when ``expr``
@@ -297,7 +307,7 @@ def element_candidates(ctx, expr: cst.BaseExpression) -> list[cst.BaseExpression
     return None
 
 
-def _distinct(items) -> list[cst.BaseExpression]:
+def _distinct(items: Sequence[cst.BaseExpression]) -> list[cst.BaseExpression]:
     out: list[cst.BaseExpression] = []
     for it in items:
         if not any(it is o for o in out):
@@ -305,7 +315,7 @@ def _distinct(items) -> list[cst.BaseExpression]:
     return out
 
 
-def _at(ctx, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _at(ctx: FileContext, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
     scopes = ctx.scopes_of(index)
     if c.keys is not None:
         k = ctx.const(index, scopes=scopes)
@@ -318,7 +328,7 @@ def _at(ctx, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]
     return [c.items[r]] if r is not None else _distinct(c.items)
 
 
-def residue(ctx, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
+def residue(ctx: FileContext, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
     """``expr mod p`` when the code fixes it (``k + 1`` with ``k = 0`` and ``k += 2``,
     ``2 * i``, a ``range`` start with a step that is a multiple of ``p``), else None."""
     if p == 1:
@@ -355,12 +365,12 @@ def residue(ctx, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | Non
     return None
 
 
-def _comprehension_binding(ctx, name: cst.Name) -> cst.CompFor | None:
+def _comprehension_binding(ctx: FileContext, name: cst.Name) -> cst.CompFor | None:
     for node in _ancestors(ctx, name):
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
         if isinstance(node, (*_COMPS, cst.DictComp)):
-            comp = node.for_in
+            comp: cst.CompFor | None = node.for_in
             while comp is not None:
                 if _mentions(comp.target, name.value):
                     return comp
@@ -368,7 +378,7 @@ def _comprehension_binding(ctx, name: cst.Name) -> cst.CompFor | None:
     return None
 
 
-def _name_residue(ctx, name: cst.Name, p: int, depth: int) -> int | None:
+def _name_residue(ctx: FileContext, name: cst.Name, p: int, depth: int) -> int | None:
     scopes = ctx.scopes_of(name)
     scope = scopes[0] if scopes else None
     if not isinstance(scope, cst.FunctionDef):
@@ -396,7 +406,7 @@ def _name_residue(ctx, name: cst.Name, p: int, depth: int) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _range_residue(ctx, it: cst.BaseExpression, p: int, depth: int) -> int | None:
+def _range_residue(ctx: FileContext, it: cst.BaseExpression, p: int, depth: int) -> int | None:
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"):
         return None
     args = [a.value for a in it.args if a.keyword is None and not a.star]
@@ -412,7 +422,7 @@ def _mentions(expr: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
 
 
-def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
@@ -420,16 +430,17 @@ def loop_source(ctx, name: cst.Name) -> cst.BaseExpression | None:
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
             break
         if isinstance(node, (*_COMPS, cst.DictComp)):
-            comp = node.for_in
+            comp: cst.CompFor | None = node.for_in
             while comp is not None:
                 src = _iterated(comp.target, comp.iter, name.value)
                 if src is not False:
-                    return src  # type: ignore[return-value]
+                    return src
                 comp = comp.inner_for_in
-    return _for_binding(ctx, name)[1]
+    bound = _for_binding(ctx, name)
+    return bound[1] if bound is not None else None
 
 
-def _iterated(target: cst.BaseExpression, it: cst.BaseExpression, name: str):
+def _iterated(target: cst.BaseExpression, it: cst.BaseExpression, name: str) -> cst.BaseExpression | None | Literal[False]:
     """The container ``name`` takes its elements from; None if not one; False if the
     target does not bind ``name``."""
     if isinstance(target, cst.Name):
@@ -461,7 +472,7 @@ class Order:
         return self.contents.adjacent()
 
 
-def applied_in_order(ctx, call: cst.Call) -> Order | None:
+def applied_in_order(ctx: FileContext, call: cst.Call) -> Order | None:
     """For ``x = layer(x)`` in ``for layer in C:`` (or ``enumerate(C)``, or ``x = C[i](x)``
     under ``for i in range(len(C))``): the container, whose elements then feed each other
     in construction order. None unless the loop body is that chain: the statement sits
@@ -469,16 +480,22 @@ def applied_in_order(ctx, call: cst.Call) -> Order | None:
     ``continue`` skips a layer."""
     func = call.func
     if isinstance(func, cst.Name):
-        loop, container = _for_binding(ctx, func)
-        if loop is None or not (isinstance(loop.target, cst.Name) or _enumerate_value(loop, func.value)):
+        bound = _for_binding(ctx, func)
+        if bound is None:
+            return None
+        loop, container = bound
+        if not (isinstance(loop.target, cst.Name) or _enumerate_value(loop, func.value)):
             return None
     elif isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
         index = func.slice[0].slice.value
         if not isinstance(index, cst.Name):
             return None
-        loop, it = _for_binding(ctx, index)
+        bound = _for_binding(ctx, index)
+        if bound is None:
+            return None
+        loop, it = bound
         container = func.value
-        if loop is None or not isinstance(loop.target, cst.Name) or not _range_len_of(it, container):
+        if not isinstance(loop.target, cst.Name) or not _range_len_of(it, container):
             return None
     else:
         return None
@@ -505,9 +522,10 @@ def applied_in_order(ctx, call: cst.Call) -> Order | None:
     return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
 
 
-def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpression | None]:
+def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
     """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
-    body rebinds it), and what it iterates (the container itself for ``enumerate(C)``)."""
+    body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
+    None when there is none or it iterates something unknown."""
     for node in _ancestors(ctx, name):
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             break
@@ -518,12 +536,12 @@ def _for_binding(ctx, name: cst.Name) -> tuple[cst.For | None, cst.BaseExpressio
             from ..flow import bound_names  # flow imports this module
 
             if any(name.value in bound_names(stmt) for stmt in node.body.body):
-                return None, None  # rebound inside the loop
-            return (node, src) if src is not None else (None, None)
-    return None, None
+                return None  # rebound inside the loop
+            return (node, src) if src is not None else None
+    return None
 
 
-def _ancestors(ctx, node: cst.CSTNode):
+def _ancestors(ctx: FileContext, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     chain = _walked_ancestors(ctx, node)
     if chain is not None:
         yield from chain
@@ -534,7 +552,7 @@ def _ancestors(ctx, node: cst.CSTNode):
         p = ctx.parent(p)
 
 
-def _walked_ancestors(ctx, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+def _walked_ancestors(ctx: FileContext, node: cst.CSTNode) -> list[cst.CSTNode] | None:
     """``node``'s ancestors, innermost first, read off the engine's walk when ``node`` is
     the node being visited or one of its children; else None. Rules ask about the call
     they visit, and the parent links otherwise cost a walk of the whole file (the file

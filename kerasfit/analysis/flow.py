@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import operator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 from .names import ast_dotted
 
 if TYPE_CHECKING:
@@ -44,8 +44,8 @@ class Layer:
     functions traversed, outermost first."""
 
     name: str
-    args: tuple
-    kwargs: dict = field(hash=False)
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(hash=False)
     via: tuple[str, ...] = ()
 
     def arg(self, keyword: str, position: int | None, default: Any = TOP) -> Any:
@@ -58,11 +58,11 @@ class Layer:
 
 @dataclass
 class _Dict:
-    items: dict
+    items: dict[Any, Any]  # constant key -> abstract value
     open: bool = False  # may hold keys we do not know
 
 
-def consts(*values: Any) -> frozenset:
+def consts(*values: Any) -> frozenset[Any]:
     return frozenset(values)
 
 
@@ -80,18 +80,18 @@ def _join(a: Any, b: Any) -> Any:
     return TOP
 
 
-_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+_BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
         ast.Div: operator.truediv, ast.Mod: operator.mod}
-_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
+_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
         ast.LtE: operator.le, ast.Is: operator.is_, ast.IsNot: operator.is_not,
         ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _COMPOSERS = {"compose"}  # function composition helpers: the first function applies first
 
 
-def _pairwise(op, a: Any, b: Any) -> Any:
+def _pairwise(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
     if not (isinstance(a, frozenset) and isinstance(b, frozenset)) or len(a) * len(b) > _MAX_SET:
         return TOP
-    out = set()
+    out: set[Any] = set()
     for x in a:
         for y in b:
             try:
@@ -107,7 +107,8 @@ class Interpreter:
         self.steps = 0
 
     # ---- entry ---------------------------------------------------------------------
-    def call(self, facts: ModuleFacts, dotted: str, args: list, kwargs: dict, depth: int = 0, via: tuple = ()) -> Any:
+    def call(self, facts: ModuleFacts, dotted: str, args: list[Any], kwargs: dict[str, Any], depth: int = 0,
+             via: tuple[str, ...] = ()) -> Any:
         """Value of calling ``dotted`` (as written in ``facts``' module) with abstract args."""
         if depth > _MAX_DEPTH:
             return TOP
@@ -120,7 +121,8 @@ class Interpreter:
             return TOP
         return self.run(sym.facts, sym.node, args, kwargs, depth + 1, via + (sym.node.name,))
 
-    def run(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list, kwargs: dict, depth: int, via: tuple) -> Any:
+    def run(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list[Any], kwargs: dict[str, Any], depth: int,
+            via: tuple[str, ...]) -> Any:
         env = self._bind(facts, fn, args, kwargs)
         if env is None:
             return TOP
@@ -131,7 +133,7 @@ class Interpreter:
             result = r if result is None else _join(result, r)
         return TOP if result is None else result
 
-    def _bind(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list, kwargs: dict) -> dict | None:
+    def _bind(self, facts: ModuleFacts, fn: ast.FunctionDef, args: list[Any], kwargs: dict[str, Any]) -> dict[str, Any] | None:
         a = fn.args
         env: dict[str, Any] = {}
         params = [*a.posonlyargs, *a.args]
@@ -209,7 +211,7 @@ class Interpreter:
         elif isinstance(s, (ast.For, ast.While, ast.With, ast.Try)):
             # bodies are not iterated: what they bind is unknown afterwards
             for n in _statements([s]):
-                targets: list = []
+                targets: list[ast.expr] = []
                 if isinstance(n, ast.Assign):
                     targets = n.targets
                 elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
@@ -275,7 +277,7 @@ class Interpreter:
                     return TOP
             return tuple(parts) if isinstance(e, ast.Tuple) else list(parts)
         if isinstance(e, ast.Dict):
-            items: dict = {}
+            items: dict[Any, Any] = {}
             open_ = False
             for k, v in zip(e.keys, e.values):
                 if k is None:
@@ -353,7 +355,7 @@ class Interpreter:
             return TOP
         if dotted in st.env:
             return TOP  # a local callable: not followed
-        args: list = []
+        args: list[Any] = []
         for a in e.args:
             if isinstance(a, ast.Starred):
                 v = self._expr(a.value, st)
@@ -362,7 +364,7 @@ class Interpreter:
                     continue
                 return self._unknown_call(dotted, st)
             args.append(self._expr(a, st))
-        kwargs: dict = {}
+        kwargs: dict[str, Any] = {}
         for k in e.keywords:
             if k.arg is None:
                 v = self._expr(k.value, st)
@@ -387,13 +389,13 @@ class Interpreter:
 
 
 class _Frame:
-    def __init__(self, facts: ModuleFacts, env: dict, depth: int, via: tuple, const_depth: int = 0) -> None:
+    def __init__(self, facts: ModuleFacts, env: dict[str, Any], depth: int, via: tuple[str, ...], const_depth: int = 0) -> None:
         self.facts = facts
         self.env = env
         self.depth = depth
         self.via = via
         self.const_depth = const_depth
-        self.returns: list = []
+        self.returns: list[Any] = []
         self.done = False
 
     def fork(self) -> _Frame:
@@ -425,7 +427,7 @@ def _truth(v: Any) -> bool | None:
 _MAY_RETURN: dict[int, tuple[ast.AST, bool]] = {}
 
 
-def _statements(body: list[ast.stmt]):
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements of a function body, nested blocks included, nested defs excluded
     (cheaper than ``ast.walk``, which also visits every expression node)."""
     for s in body:
@@ -474,7 +476,7 @@ def may_return_layer(fn: ast.FunctionDef) -> bool:
     return answer
 
 
-def built_layer(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list, kwargs: dict) -> Layer | None:
+def built_layer(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list[Any], kwargs: dict[str, Any]) -> Layer | None:
     """The first framework layer a call of project function ``dotted`` builds, or None."""
     v = Interpreter(index).call(facts, dotted, args, kwargs)
     return v if isinstance(v, Layer) and v.via else None

@@ -9,7 +9,7 @@ calls (same file or imported from the tree), to a fixed point.
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 from ..symbols import canonical, is_model_building
 from .names import ast_dotted
@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 _STEP_NAMES = {"model_fn", "train_step", "test_step", "call", "build", "training_step", "loss_fn", "compute_loss"}
 
 
-def _calls(fn: ast.AST):
+def _calls(fn: ast.AST) -> Iterator[ast.Call]:
     for n in ast.walk(fn):
         if isinstance(n, ast.Call):
             yield n
 
 
-def _functions(facts: ModuleFacts):
+def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for name, fn in facts.functions.items():
         yield name, fn
     for cname, cls in facts.classes.items():

@@ -12,12 +12,12 @@ accelerator's layout must not report there.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from ..context import FileContext, ScopeNode
 
 # Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
@@ -43,7 +43,7 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
     idx = ctx.index
     host: set[int] = set()
 
-    def mark(expr: cst.BaseExpression | None, scopes) -> None:
+    def mark(expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> None:
         if isinstance(expr, cst.Lambda):
             host.add(id(expr))
         elif isinstance(expr, (cst.Name, cst.Attribute)):
@@ -94,9 +94,9 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
         # preprocessing that tf.data runs on the host
         host |= {id(f) for f in idx.functions if ctx.function_role(f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
-    for node, is_call, scopes in idx.attr_refs.get("numpy", ()):
+    for node, numpy_call, scopes in idx.attr_refs.get("numpy", ()):
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        if is_call and owner is not None and ctx.raw_name_anywhere(node) is None:
+        if numpy_call is not None and owner is not None and ctx.raw_name_anywhere(node) is None:
             host.add(id(owner))
     # functions nested in a host function run there too
     for f in idx.functions:
@@ -127,7 +127,7 @@ def graph_file(ctx: FileContext) -> bool:
     if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.imports.values()):
         return True
     for attr in _TF1_ONLY:
-        for node, _is_call, _scopes in ctx.index.attr_refs.get(attr, ()):
+        for node, _call, _scopes in ctx.index.attr_refs.get(attr, ()):
             raw = ctx.raw_name_anywhere(node)
             if raw == f"tensorflow.{attr}" or (raw or "").startswith(f"tensorflow.{attr}."):
                 return True

@@ -26,7 +26,7 @@ import libcst as cst
 from ..symbols import canonical
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from ..context import FileContext, ScopeNode
 
 # Ops whose arguments are host data being converted, not tensors being computed on.
 _CONVERTERS = (
@@ -91,7 +91,7 @@ class TensorNames:
         stack = ctx.stack
         at = next((i for i, n in enumerate(stack) if n is fn), None)
         if at is not None:
-            self._scopes: list | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
+            self._scopes: list[ScopeNode] | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
         else:
             self._scopes = None
         self.names, self.host = self._solve()
@@ -147,8 +147,8 @@ class TensorNames:
             elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and isinstance(n.target, cst.Name) and n.value is not None:
                 bound.setdefault(n.target.value, []).append(n.value if isinstance(n, cst.AnnAssign) else cst.BinaryOperation(n.target, cst.Add(), n.value))
             elif isinstance(n, (cst.For, cst.CompFor)):
-                for t in _names_in(n.target):
-                    bound.setdefault(t, []).append(None)
+                for loop_name in _names_in(n.target):
+                    bound.setdefault(loop_name, []).append(None)
             elif isinstance(n, cst.Call) and self._op(n) in ("tensor", "shape"):
                 for a in n.args:
                     if a.keyword is not None and a.keyword.value in _NON_TENSOR_KEYWORDS:
@@ -187,7 +187,8 @@ class TensorNames:
                 break
         return frozenset(tensors), frozenset(host)
 
-    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None, bound: dict) -> None:
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
+              bound: dict[str, list[cst.BaseExpression | None]]) -> None:
         if isinstance(target, cst.Name):
             bound.setdefault(target.value, []).append(value)
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -225,7 +226,7 @@ class TensorNames:
             return True
         return False
 
-    def _produces_tensor(self, v: cst.BaseExpression, seen: frozenset) -> bool:
+    def _produces_tensor(self, v: cst.BaseExpression, seen: frozenset[str]) -> bool:
         if isinstance(v, cst.Call):
             return self._op(v) == "tensor"
         if isinstance(v, cst.BinaryOperation):

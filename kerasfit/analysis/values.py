@@ -7,16 +7,19 @@ reaches it. None means unknown (some possible value could not be folded).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
 from ..context import UNKNOWN
 
+if TYPE_CHECKING:
+    from ..context import FileContext
+
 _MAX = 16
 
 
-def possible_values(ctx, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset | None:
+def possible_values(ctx: FileContext, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset[Any] | None:
     if node is None or _depth > 8:
         return None
     if isinstance(node, cst.IfExp):
@@ -40,9 +43,9 @@ def possible_values(ctx, node: cst.BaseExpression | None, _depth: int = 0) -> fr
     if isinstance(node, cst.Name):
         bindings = ctx.reaching_bindings(node)
         if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
-            out: set = set()
-            for b in bindings:
-                s = possible_values(ctx, b.value, _depth + 1)
+            out: set[Any] = set()
+            for binding in bindings:
+                s = possible_values(ctx, binding.value, _depth + 1)
                 if s is None:
                     return None
                 out |= s
@@ -50,7 +53,7 @@ def possible_values(ctx, node: cst.BaseExpression | None, _depth: int = 0) -> fr
     return None
 
 
-def off_by_default(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
+def off_by_default(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | None:
     """The ``if`` test that keeps ``node`` from running when every parameter has its
     default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
     else None. Tests that do not fold are assumed to run either way."""
@@ -67,14 +70,14 @@ def off_by_default(ctx, node: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
-_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
             cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
             cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
             cst.GreaterThan: lambda a, b: a > b, cst.LessThan: lambda a, b: a < b,
             cst.GreaterThanEqual: lambda a, b: a >= b, cst.LessThanEqual: lambda a, b: a <= b}
 
 
-def _fold_test(ctx, test: cst.BaseExpression) -> Any:
+def _fold_test(ctx: FileContext, test: cst.BaseExpression) -> Any:
     scopes = ctx.scopes_of(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = _COMPARE.get(type(test.comparisons[0].operator))
