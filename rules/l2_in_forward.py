@@ -38,7 +38,8 @@ class L2InForward(Rule):
     `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
     or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
     `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
-    recurrent, embedding and batch-norm weights; `activity_regularizer` is left
+    recurrent, embedding and batch-norm weights, Keras 1's `W_regularizer` /
+    `b_regularizer` / `U_regularizer` included; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
 
     Every occurrence is its own finding, with its own line and `# noqa`: an inline
@@ -111,6 +112,15 @@ class L2InForward(Rule):
             "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
             "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
             message_contains="(0.0005 matches it",
+        ),
+        # Keras 1: W_ (kernel) and b_ (bias) regularizers, as in old DenseNet / VGG zoos
+        Invalid(
+            "from keras.layers import Convolution2D, Dense\nfrom keras.regularizers import l2\n\n"
+            "def head(x, weight_decay=1e-4):\n"
+            "    x = Convolution2D(16, 3, 3, border_mode='same', W_regularizer=l2(weight_decay))(x)\n"
+            "    return Dense(10, W_regularizer=l2(weight_decay), b_regularizer=l2(weight_decay))(x)\n",
+            count=3,
+            message_contains="`W_regularizer=l2(weight_decay)`",
         ),
         # every site is its own finding (its own line, squiggle and noqa)
         Invalid(
