@@ -36,7 +36,7 @@ class TinyBatch(Rule):
     64 is still flagged: no slice gives a core more than the whole batch.
 
     Only in files that set up a TPU (a TPU strategy, resolver or estimator) or when
-    `cores` is configured; evaluation datasets are skipped.
+    `cores` is configured; evaluation and prediction datasets are skipped.
 
     ## Why is this slow on the accelerator
     XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
