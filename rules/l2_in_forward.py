@@ -18,7 +18,7 @@ from kerasfit.ruleapi import (
 )
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
-_COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)
+_COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
 _SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
 _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
@@ -112,6 +112,25 @@ class L2InForward(Rule):
             "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
             "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
             message_contains="(0.0005 matches it",
+        ),
+        # the weights come from a method named for variables (`self._freeze_vars()`), as in
+        # EfficientDet's Keras train step
+        Invalid(
+            "import re\nimport tensorflow as tf\n\n"
+            "class Train(tf.keras.Model):\n"
+            "    def _reg_l2_loss(self, weight_decay, regex=r'.*(kernel|weight):0$'):\n"
+            "        var_match = re.compile(regex)\n"
+            "        return weight_decay * tf.add_n(\n"
+            "            [tf.nn.l2_loss(v) for v in self._freeze_vars() if var_match.match(v.name)])\n",
+            message_contains="`tf.nn.l2_loss` over the weights",
+        ),
+        # a filtered variable list, TF's `var_list` convention (Mask R-CNN, detection models)
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def total_loss(model_loss, params):\n"
+            "    var_list = [v for v in tf.trainable_variables() if 'bias' not in v.name]\n"
+            "    return model_loss + params['l2_weight_decay'] * tf.add_n([tf.nn.l2_loss(v) for v in var_list])\n",
+            message_contains="`tf.nn.l2_loss` over the weights",
         ),
         # Keras 1: W_ (kernel) and b_ (bias) regularizers, as in old DenseNet / VGG zoos
         Invalid(
