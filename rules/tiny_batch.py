@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from textwrap import dedent
+
 import libcst as cst
 
 from typing import TYPE_CHECKING
@@ -28,8 +30,9 @@ class TinyBatch(Rule):
     ## What it does
     Computes the per-core batch size from constants in the file and flags it when it is
     below 64 or not a multiple of 8. Batch sizes come from a training `tf.data`
-    `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`,
-    folded through constants, flags and config dicts. The per-core batch is
+    `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`
+    (in a file that trains an estimator: one built only to export or predict never uses
+    it), folded through constants, flags and config dicts. The per-core batch is
     `N` for `.batch(N * strategy.num_replicas_in_sync)`, else the global batch divided
     by the core count (`--cores` / `cores` in the config, `TPUConfig(num_shards=...)`,
     or a `NUM_CORES`-style constant or flag). With no core count, a global batch below
@@ -91,6 +94,17 @@ class TinyBatch(Rule):
         "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
         "val_ds = tf.data.Dataset.range(10).batch(8)\n",
         "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\nmodel.fit(ds, batch_size=batch_size)\n",
+        # an estimator built only to export a SavedModel: its train_batch_size never runs
+        dedent("""\
+            import tensorflow.compat.v1 as tf
+
+            def export(model_fn, export_dir, serving_input_fn):
+                estimator = tf.estimator.tpu.TPUEstimator(
+                    model_fn=model_fn,
+                    config=tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100)),
+                    use_tpu=True, train_batch_size=1, predict_batch_size=1, export_to_tpu=True)
+                estimator.export_saved_model(export_dir, serving_input_fn)
+            """),
     )
     INVALID = (
         Invalid(
@@ -108,7 +122,8 @@ class TinyBatch(Rule):
         Invalid(
             "import tensorflow.compat.v1 as tf\n"
             "config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))\n"
-            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n",
+            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n"
+            "est.train(input_fn=train_input_fn, max_steps=1000)\n",
             message_contains="not a multiple of 8",
         ),
         Invalid(
@@ -150,10 +165,25 @@ class TinyBatch(Rule):
             if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
                 self._check(arg.value, arg.value)
         elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
-            if self.ctx.call_name(node) in _ESTIMATORS:
+            if self.ctx.call_name(node) in _ESTIMATORS and self._trains_here():
                 arg = get_arg(node, "train_batch_size")
                 assert arg is not None
                 self._check(arg.value, arg.value)
+
+    def _trains_here(self) -> bool:
+        """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
+        estimator built only to export or predict never runs its ``train_batch_size``."""
+        hit = self.__dict__.get("_trains")
+        if hit is None:
+            hit = False
+            for call, _ in self.ctx.index.calls:
+                func = call.func
+                last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+                if last in ("train", "train_and_evaluate"):
+                    hit = True
+                    break
+            self.__dict__["_trains"] = hit
+        return hit
 
     # ---- the arithmetic -------------------------------------------------------
     def _per_replica_factor(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
