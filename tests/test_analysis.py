@@ -354,3 +354,33 @@ def test_one_op_on_both_branches_joins_its_arguments(tmp_path):
     assert layer.args == (consts(8), consts(3))
     assert layer.kwargs["padding"] == consts("valid", "same")
     assert layer.kwargs["data_format"] is TOP  # given on one path only
+
+
+def test_version_switch_in_a_backend_module_keeps_the_framework(tmp_path):
+    # keras-cv: `from keras_cv.src.backend import keras`, where the backend package binds
+    # `keras` to a Keras 2 shim module on one branch and to `keras` itself on the other
+    _write(tmp_path, {
+        "kcv/__init__.py": "",
+        "kcv/backend/__init__.py": """
+            from kcv.backend import config
+
+            if not config.keras_3():
+                import kcv.backend.keras2 as keras
+            else:
+                import keras
+        """,
+        "kcv/backend/config.py": "def keras_3():\n    return True\n",
+        "kcv/backend/keras2.py": "from tensorflow import keras\nfrom tensorflow.keras import *\n",
+        "kcv/models/block.py": """
+            from kcv.backend import keras
+
+            def apply_conv_bn(inputs, filters, kernel_size=3, strides=1):
+                if kernel_size > 1:
+                    inputs = keras.layers.ZeroPadding2D(padding=kernel_size // 2)(inputs)
+                return keras.layers.Conv2D(filters, kernel_size, strides=strides, padding="valid")(inputs)
+        """,
+    })
+    index = ProjectIndex()
+    sym = index.resolve(str(tmp_path / "kcv/models/block.py"), "kcv.backend.keras.layers.Conv2D")
+    assert sym is not None and sym.kind == "framework" and sym.raw == "keras.layers.Conv2D"
+    assert _codes(tmp_path, "kcv/models/block.py", select=("KF103",)) == [("block.py", 6, "KF103")]
