@@ -259,6 +259,17 @@ class PadBeforeConv(Rule):
             def block(x):
                 return tf.keras.layers.Conv2D(8, 3)(pad_relu(x))
             """),
+        # a subclass with its own constructor is not the base under another name
+        dedent("""\
+            import tensorflow as tf
+
+            class SameConv(tf.keras.layers.Conv2D):
+                def __init__(self, filters):
+                    super().__init__(filters, 3, padding="same")
+
+            def block(x):
+                return SameConv(8)(tf.keras.layers.ZeroPadding2D(1)(x))
+            """),
         # Keras 1: border_mode="same" is the conv's own padding
         dedent("""\
             from keras.models import Sequential
@@ -323,6 +334,21 @@ class PadBeforeConv(Rule):
                     return tf.nn.conv2d(inputs, kernel, [1, 1, 1, 1], "VALID")
                 """),
             message_contains="the pad is made inside `space_to_depth_fixed_padding`",
+        ),
+        # a layer renamed by an empty subclass (tensorflow/tpu wraps Keras' DepthwiseConv2D so)
+        Invalid(
+            dedent("""\
+                import tensorflow.compat.v1 as tf
+
+                class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer):
+                    \"\"\"Wrap keras DepthwiseConv2D to tf.layers.\"\"\"
+                    pass
+
+                def depthwise_down(inputs):
+                    inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return DepthwiseConv2D([3, 3], strides=2, padding="valid", use_bias=False)(inputs)
+                """),
+            message_contains="`tf.pad` feeds a 'valid' `DepthwiseConv2D`",
         ),
         # layers in two comprehension-built lists, applied pairwise by index
         Invalid(
