@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import operator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Collection, Iterator, NamedTuple, Sequence
 
 import libcst as cst
 
@@ -214,8 +214,13 @@ class FileContext:
         target: Target | None = None,
         options: dict | None = None,
         source: str = "",
+        *,
+        import_free: Collection[int] = (),
     ):
+        """``import_free``: ids of top-level statements known to hold no import (the
+        language server's, from kerasfit.reuse signatures), skipped when reading imports."""
         self.module = module
+        self._import_free = import_free
         self.source = source
         self.filename = filename
         self.target = target or TARGETS["tpu-v5e"]
@@ -228,9 +233,11 @@ class FileContext:
         self.uses_legacy_keras = False
         # reach: built lazily on the first question that needs the whole file
         self._index: _FileIndex | None = None
+        # the language server's per-statement indexes of this document (kerasfit.indexparts)
+        self.index_parts: Any = None
         self._call_sites: dict[int, CallSites] = {}
-        self._roles: dict[int, str] | None = None
-        self._uses_tpu: bool | None = None
+        # whole-file facts (see file_fact): key -> (compute, value, keyed by node ids)
+        self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._folds: dict[tuple, tuple[Any, int, Any]] = {}  # see _memo_fold
         self._fold_spent = self._fold_start = self._fold_active = 0
@@ -293,7 +300,8 @@ class FileContext:
             self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
 
     def _all_import_statements(self) -> Iterator[cst.CSTNode]:
-        stack: list[Any] = [self.module.body]
+        skip = self._import_free
+        stack: list[Any] = [[st for st in self.module.body if id(st) not in skip] if skip else self.module.body]
         while stack:
             item = stack.pop()
             for stmt in iter_statements(item):
@@ -735,7 +743,7 @@ class FileContext:
     @property
     def index(self) -> _FileIndex:
         if self._index is None:
-            self._index = _FileIndex(self.module)
+            self._index = _FileIndex(self.module, self.index_parts)
         return self._index
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
@@ -1159,9 +1167,8 @@ class FileContext:
         role, else their same-file callers' when those agree. Computed once per file."""
         if func is None:
             return "other"
-        if self._roles is None:
-            self._roles = _compute_roles(self)
-        return self._roles.get(id(func), "other")
+        roles: dict[int, str] = self.file_fact("roles", _compute_roles, by_node=True)
+        return roles.get(id(func), "other")
 
     def enclosing_callable(self) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around the visited node."""
@@ -1179,15 +1186,21 @@ class FileContext:
     def uses_tpu(self) -> bool:
         """The file sets up a TPU: a TPU strategy / cluster resolver / TPUEstimator /
         ``tpu.rewrite`` etc. (symbols.TPU_SYMBOLS), resolved through imports."""
-        if self._uses_tpu is None:
-            self._uses_tpu = False
-            if "tpu" in self.source.lower():
-                for call, scopes in self.index.calls:
-                    raw = self.raw_name_anywhere(call.func)
-                    if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
-                        self._uses_tpu = True
-                        break
-        return self._uses_tpu
+        return bool(self.file_fact("uses_tpu", _uses_tpu))
+
+    def file_fact(self, key: str, compute: Callable[[FileContext], Any], *, by_node: bool = False) -> Any:
+        """``compute(self)``, once per check: a fact about the whole file that findings
+        anywhere may rest on (the file uses a TPU, which functions are input pipelines).
+
+        Rules keep whole-file facts here, never in their own attributes: the language
+        server reuses a statement's findings only while every fact they were made with
+        still holds (kerasfit.reuse). ``key`` names the fact (prefix it with the rule's
+        code); ``compute`` must be a module-level function of the context. ``by_node``:
+        the value is a set or dict keyed by node ids, compared only on unchanged nodes."""
+        hit = self.facts.get(key)
+        if hit is None:
+            hit = self.facts[key] = (compute, compute(self), by_node)
+        return hit[1]
 
     # ---- analyses in kerasfit.analysis (lazy; rules ask only through these) -----------
     def call_name_anywhere(self, call: cst.Call) -> str | None:
@@ -1226,12 +1239,9 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
-        host = self.__dict__.get("_host_functions")
-        if host is None:
-            from .analysis.roles import host_functions
+        from .analysis.roles import host_functions
 
-            host = self.__dict__["_host_functions"] = host_functions(self)
-        return id(func) in host
+        return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
 
     def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True when ``func`` builds or runs inside a traced graph although no role says
@@ -1240,16 +1250,13 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
-        cache = self.__dict__.setdefault("_graph_code", {})
-        if not cache:
-            from .analysis.roles import graph_file, traced_functions
+        from .analysis.roles import graph_file, traced_functions
 
-            cache["file"] = graph_file(self)
-            cache["traced"] = traced_functions(self)
-        if cache["file"] or id(func) in cache["traced"]:
+        traced = self.file_fact("traced_functions", traced_functions, by_node=True)
+        if self.file_fact("graph_file", graph_file) or id(func) in traced:
             return True
         # nested in a traced function: traced with it
-        return any(id(s) in cache["traced"] for s in self.index.scopes_of(func))
+        return any(id(s) in traced for s in self.index.scopes_of(func))
 
 
 def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:
@@ -1359,7 +1366,9 @@ def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
 class _FileIndex:
     """One walk of a module: parents, source order, and the facts reach needs."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, parts: Any = None, root: cst.CSTNode | None = None) -> None:
+        """The index of ``module``; with ``parts`` (kerasfit.indexparts), joined from the
+        kept indexes of its top-level statements; with ``root``, of that node alone."""
         self.module = module
         self.parent: dict[int, cst.CSTNode] = {}
         self.order: dict[int, int] = {}
@@ -1374,11 +1383,20 @@ class _FileIndex:
         self.functions: list[cst.FunctionDef | cst.Lambda] = []
         self.classes: list[cst.ClassDef] = []
         self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
-        self._build()
+        if parts is not None:
+            from .indexparts import join_parts
 
-    def _build(self) -> None:
+            join_parts(self, parts)
+        else:
+            self._build(root)
+
+    def _build(self, root: cst.CSTNode | None = None) -> None:
         parent, order = self.parent, self.order
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = [(self.module, None, (self.module,))]
+        # a statement's own index (root) records scopes without the module: joined
+        # indexes add the module of the day (kerasfit.indexparts)
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
+            [(self.module, None, (self.module,))] if root is None else [(root, None, ())]
+        )
         n = 0
         while stack:
             node, par, scopes = stack.pop()
@@ -1527,6 +1545,16 @@ _DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "par
 _DRIVER_METHODS = frozenset(
     {"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate", "minimize", "apply_gradients", "compute_gradients"}
 )
+
+
+def _uses_tpu(ctx: FileContext) -> bool:
+    if "tpu" not in ctx.source.lower():
+        return False
+    for call, _ in ctx.index.calls:
+        raw = ctx.raw_name_anywhere(call.func)
+        if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+            return True
+    return False
 
 
 def _compute_roles(ctx: FileContext) -> dict[int, str]:

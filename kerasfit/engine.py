@@ -25,6 +25,7 @@ from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start
 from .incremental import line_starts as incremental_line_starts
 from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
 from .rule import FixSpec, Remove, Replace, Report, Rule
+from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
 from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -62,7 +63,12 @@ def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield v
 
 
-def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None]) -> None:
+def walk(
+    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
+    plan: Plan | None = None,
+) -> None:
+    """Every rule's visitors over ``module``, in source order; ``plan`` (the language
+    server's) restores the findings of statements it keeps instead of walking them."""
     visit: dict[str, list[Callable]] = {}
     leave: dict[str, list[Callable]] = {}
     for rule in rules:
@@ -75,7 +81,29 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
         return
     anc = ctx.stack
     anc.clear()
-    stack: list[tuple] = [(module, 0)]
+    for fn in visit.get("Module", ()):
+        _call(fn, module, on_error)
+    anc.append(module)
+    for top in iter_children(module):
+        if plan is not None:
+            if plan.take(top):
+                continue
+            plan.begin(top)
+        _walk_from(top, anc, visit, leave, on_error)
+        if plan is not None:
+            plan.end(top)
+    del anc[1:]
+    for fn in leave.get("Module", ()):
+        _call(fn, module, on_error)
+    anc.clear()
+
+
+def _walk_from(
+    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[Callable]], leave: dict[str, list[Callable]],
+    on_error: Callable[[Rule, BaseException], None],
+) -> None:
+    """The visitors over one top-level node and everything under it (``anc`` holds the module)."""
+    stack: list[tuple] = [(top, 1)]
     child_fields = _child_fields
     is_node_ = _IS_NODE
     while stack:
@@ -107,7 +135,6 @@ def walk(module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: 
         d = depth + 1
         for c in reversed(kids):
             stack.append((c, d))
-    anc.clear()
 
 
 def _call(fn: Callable, node: cst.CSTNode, on_error: Callable) -> None:
@@ -390,8 +417,13 @@ class Positions:
         nodes: Iterable[cst.CSTNode],
         tree: ast.Module | None = None,
         parent: dict[int, cst.CSTNode] | None = None,
+        units: dict[int, tuple] | None = None,
     ) -> None:
+        """``units``: the language server's per-document cache of generated statements
+        (left holding this check's), so a statement whose findings are kept is not
+        generated again."""
         nodes = list(nodes)
+        self.units = units
         wanted = {id(n) for n in nodes}
         self.source = source
         self.line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
@@ -428,35 +460,49 @@ class Positions:
     # -- the statement-local path --------------------------------------------------
     def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
+        inside: dict[int, set[int]] = {}
         for n in nodes:
             found = _unit_of(n, module, tree, parent)
             if found is None:
                 return False
             units.setdefault(id(found[0]), found)
+            inside.setdefault(id(found[0]), set()).add(id(n))
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
+        kept = self.units
+        now: dict[int, tuple] = {}
         for unit, anode, indents, shift in units.values():
-            state = _PositionState(module, wanted | {id(unit)})
-            state.indent_tokens = list(indents)
-            unit._codegen(state)
-            rel = state.syntactic.get(id(unit))
+            # a unit's generated text and the nodes' offsets in it depend on the unit,
+            # its indents and the nodes asked for: kept per document while all three hold
+            ask = frozenset(inside[id(unit)])
+            hit = kept.get(id(unit)) if kept is not None else None
+            if hit is None or hit[0] is not unit or hit[1] != indents or not ask <= hit[2]:
+                state = _PositionState(module, wanted | {id(unit)})
+                state.indent_tokens = list(indents)
+                unit._codegen(state)
+                hit = (unit, indents, state.full.keys() & wanted, "".join(state.tokens), state.full, state.syntactic)
+            now[id(unit)] = hit
+            text, sfull, ssyn = hit[3], hit[4], hit[5]
+            rel = ssyn.get(id(unit))
             if rel is None:
                 return False
             start = self._ast_offset(anode, shift)
             if start is None:
                 return False
-            text = "".join(state.tokens)
             delta = start - rel[0]
             # The whole generated text (leading lines and indentation included) must be
             # the source at that place, or the offsets are not trusted.
             if delta < 0 or self.source[delta : delta + len(text)] != text:
                 return False
-            for k, (a, b) in state.full.items():
+            for k, (a, b) in sfull.items():
                 full[k] = (a + delta, b + delta)
                 self.generated[k] = text[a:b]
-            for k, (a, b) in state.syntactic.items():
+            for k, (a, b) in ssyn.items():
                 syn[k] = (a + delta, b + delta)
                 self.generated_syntactic[k] = text[a:b]
+        if kept is not None:
+            kept.clear()
+            kept.update(now)
         if not wanted <= full.keys():
             return False
         self.full_spans, self.syntactic = full, syn
@@ -595,7 +641,8 @@ def lint_source(
         return LintOutput(refused, None)
     # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
     # the module's own text, which positions and edits are checked against
-    diags = lint_module(module, text, filename, settings, tree)
+    memo = parse_cache.memo if parse_cache is not None and text is source and not refused else None
+    diags = lint_module(module, text, filename, settings, tree, memo)
     if refused:
         diags = sorted(diags + refused, key=Diagnostic.sort_key)
     return LintOutput(diags, module)
@@ -739,6 +786,11 @@ class ParseCache:
     def __init__(self, max_pieces: int = 4096) -> None:
         self.pieces: dict[str, cst.Module] = {}
         self.max_pieces = max_pieces
+        # a piece's first statement with the piece's leading lines moved onto it, kept so
+        # an unchanged statement is the same node in every module (StatementMemo keys on it)
+        self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.BaseStatement]] = {}
+        # findings per top-level statement, reused while nothing they depend on changed
+        self.memo = StatementMemo()
         # CPython's side: only the statements an edit touched are compiled again
         self.ast = IncrementalAST()
 
@@ -788,13 +840,19 @@ class ParseCache:
         self.pieces = keep if len(keep) <= self.max_pieces else {}
         body: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
+        heads = {}
         for i, m in enumerate(mods):
             stmts = list(m.body)
-            lead = [*carry, *(m.header if i else ())]
+            lead = (*carry, *(m.header if i else ()))
             if lead:
-                stmts[0] = stmts[0].with_changes(leading_lines=[*lead, *stmts[0].leading_lines])
+                hit = self.heads.get(id(m))
+                if hit is None or hit[0] is not m or hit[1] != lead:
+                    hit = (m, lead, stmts[0].with_changes(leading_lines=[*lead, *stmts[0].leading_lines]))
+                heads[id(m)] = hit
+                stmts[0] = hit[2]
             body.extend(stmts)
             carry = list(m.footer)
+        self.heads = heads
         return cst.Module(
             body=body,
             header=mods[0].header,
@@ -813,12 +871,29 @@ def _parse_piece(text: str) -> cst.Module:
 
 
 def lint_module(
-    module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None
+    module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None,
+    memo: StatementMemo | None = None,
 ) -> list[Diagnostic]:
-    ctx = FileContext(module, filename, settings.target, settings.options, source)
-    rules = [r(ctx) for r in settings.rules]
-    crashes: list[tuple[Rule, BaseException]] = []
-    walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)))
+    """Every finding of ``module``. ``memo`` (the language server's, per document) keeps
+    each top-level statement's findings and walks only what an edit can have changed."""
+    while True:
+        # statements holding no import are skipped when the context reads the imports
+        import_free = memo.import_free(module) if memo is not None else ()
+        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free)
+        if memo is not None:
+            ctx.index_parts = memo.index_parts
+        rules = [r(ctx) for r in settings.rules]
+        crashes: list[tuple[Rule, BaseException]] = []
+        plan = None
+        if memo is not None and all(_statement_local(r) for r in settings.rules):
+            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes)
+        walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan)
+        if plan is None:
+            break
+        if plan.facts_hold(ctx):
+            plan.commit(ctx)
+            break
+        memo.forget()  # a whole-file fact changed: check the whole file
     reports: list[Report] = [rep for r in rules for rep in r.reports]
     diags: list[Diagnostic] = []
     if reports:
@@ -828,7 +903,10 @@ def lint_module(
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
         index = ctx._index  # parent links, when a rule already needed the file index
-        pos = Positions(module, source, wanted, tree, index.parent if index is not None else None)
+        pos = Positions(
+            module, source, wanted, tree, index.parent if index is not None else None,
+            memo.units if memo is not None else None,
+        )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
         seen: set[tuple] = set()
@@ -863,6 +941,19 @@ def lint_module(
         )
     diags.sort(key=Diagnostic.sort_key)
     return diags
+
+
+def _statement_local(rule: type[Rule]) -> bool:
+    """A rule whose findings for a statement can be kept while the statement and what it
+    links to are unchanged: it says so, and does not act at module level."""
+    return rule.statement_local and not hasattr(rule, "visit_Module") and not hasattr(rule, "leave_Module")
+
+
+def _memo_key(filename: str, settings: LintSettings) -> tuple:
+    return (
+        filename, tuple(settings.rules), settings.target,
+        repr(sorted(settings.options.items(), key=lambda kv: kv[0])), settings.unfixable,
+    )
 
 
 class _Indents:

@@ -25,6 +25,7 @@ import re
 import threading
 import tokenize
 from dataclasses import dataclass
+from typing import Any
 
 import libcst as cst
 
@@ -183,10 +184,36 @@ def mask(source: str, statements: list[ast.stmt]) -> str:
 # ---- parsing -----------------------------------------------------------------------
 
 _stack_lock = threading.Lock()
+_big = threading.local()  # .stack: this thread was started with PARSE_STACK_BYTES
+
+
+def big_stack_executor(name: str) -> Any:
+    """A one-thread executor whose thread has the parse stack: parses on it run inline,
+    without starting a thread per parse (the language server parses one edited
+    statement per check, and starting the thread cost more than parsing it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    with _stack_lock:
+        old = threading.stack_size()
+        try:
+            threading.stack_size(PARSE_STACK_BYTES)
+            ex.submit(_mark_big_stack).result()  # the executor starts its thread here
+        except (ValueError, RuntimeError):  # a platform without settable stacks: threads per parse
+            pass
+        finally:
+            threading.stack_size(old)
+    return ex
+
+
+def _mark_big_stack() -> None:
+    _big.stack = True
 
 
 def parse_module(text: str) -> cst.Module:
     """``libcst.parse_module`` on a thread with a large stack (exceptions re-raised)."""
+    if getattr(_big, "stack", False):
+        return cst.parse_module(text)
     box: dict[str, object] = {}
 
     def run() -> None:

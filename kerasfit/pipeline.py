@@ -129,7 +129,7 @@ def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
         return True
     if any(m in _TF_DATASET_ONLY_METHODS for m in methods):
         return True
-    return len(set(methods) & _DATASET_METHODS) >= 2 and _file_uses_tf_data(ctx)
+    return len(set(methods) & _DATASET_METHODS) >= 2 and bool(ctx.file_fact("uses_tf_data", _file_uses_tf_data))
 
 
 def _file_uses_tf_data(ctx: FileContext) -> bool:

@@ -94,6 +94,11 @@ class Rule:
     build_evidence: ClassVar[str | None] = None
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None
+    # The findings made while walking one top-level statement depend only on that
+    # statement, what it reaches by name, and facts kept with ``ctx.file_fact``: the
+    # language server keeps them while those are unchanged (kerasfit.reuse). A rule that
+    # gathers across statements (in its own attributes, or at module level) says False.
+    statement_local: ClassVar[bool] = True
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 

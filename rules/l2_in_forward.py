@@ -186,11 +186,6 @@ class L2InForward(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        # shared regularizer object -> [node to report, count, keyword, text, λ, wd factor, None]
-        self._groups: dict[object, list] = {}
-
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
         if name is None:
@@ -218,10 +213,6 @@ class L2InForward(Rule):
             self._check_losses_sum(node, node.args[0].value)
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
             self._collect_regularizers(node)
-
-    def leave_Module(self, node: cst.Module) -> None:
-        for first, count, kw, text, lam, factor, fix_arg in self._groups.values():
-            self._report_regularizer(first, kw, text, lam, factor, fix_arg)
 
     def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam, factor: float, fix_arg) -> None:
         if lam is None:
@@ -286,8 +277,7 @@ class L2InForward(Rule):
     def _check_losses_sum(self, call: cst.Call, arg: cst.BaseExpression) -> None:
         if not (isinstance(arg, cst.Attribute) and arg.attr.value == "losses"):
             return
-        src = self.ctx.source
-        if "add_loss" in src and "regularizer" not in src:
+        if self.ctx.file_fact("KF104.add_loss_only", _add_loss_only):
             return
         self.report(
             call,
@@ -336,12 +326,33 @@ class L2InForward(Rule):
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
                 self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
                 continue
-            key = ("shared", id(value))
-            group = self._groups.get(key)
-            if group is None:
-                self._groups[key] = [value, 1, a.keyword.value, shared, lam, factor, None]
-            else:
-                group[1] += 1
+            # a shared regularizer is reported once, at its definition, by its first use
+            if self._first_use(shared, value) is a:
+                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None)
+
+    def _first_use(self, name: str, value: cst.BaseExpression) -> cst.Arg | None:
+        """The first argument in the file (source order) that passes ``name``, bound to
+        ``value``, as a weight regularizer of a call kerasfit names. Found from the
+        definition's uses, not from the walk so far, so each statement's findings stand
+        on their own (the language server reuses them per statement)."""
+        ctx = self.ctx
+        idx = ctx.index
+        best: tuple[int, cst.Arg] | None = None
+        for ref, _, scopes in idx.name_refs.get(name, ()):
+            arg = idx.parent.get(id(ref))
+            if not (isinstance(arg, cst.Arg) and arg.value is ref and arg.keyword is not None
+                    and arg.keyword.value in WEIGHT_REGULARIZER_ARGS):
+                continue
+            call = idx.parent.get(id(arg))
+            if not isinstance(call, cst.Call) or ctx.call_name_anywhere(call) is None:
+                continue
+            b = ctx.lookup(name, scopes)
+            if b is None or b.value is not value:
+                continue
+            at = idx.order[id(arg)]
+            if best is None or at < best[0]:
+                best = (at, arg)
+        return best[1] if best is not None else None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
@@ -362,3 +373,9 @@ class L2InForward(Rule):
         if isinstance(lam, (int, float)) and not isinstance(lam, bool):
             return None if lam == 0 else (float(lam), factor)
         return None, factor
+
+
+def _add_loss_only(ctx) -> bool:
+    """The file adds losses of its own (``add_loss``) and spells no regularizer: its
+    ``model.losses`` are those, not weight penalties."""
+    return "add_loss" in ctx.source and "regularizer" not in ctx.source

@@ -75,25 +75,8 @@ class MaxpoolGradient(Rule):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
-        super().__init__(ctx)
-        self._trains: bool | None = None
-
     def _file_trains(self) -> bool:
-        if self._trains is None:
-            ctx = self.ctx
-            self._trains = False
-            for call, _ in ctx.index.calls:
-                func = call.func
-                if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
-                    self._trains = True
-                    break
-                raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-                if raw is not None and raw.split(".")[0] == "tensorflow":
-                    if canonical(raw) in _TRAIN_NAMES:
-                        self._trains = True
-                        break
-        return self._trains
+        return bool(self.ctx.file_fact("KF901.trains", _file_trains))
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -104,3 +87,15 @@ class MaxpoolGradient(Rule):
             "Max pooling's gradient is a select-and-scatter, slower on the TPU than average pooling's; "
             "where accuracy allows, use average pooling or a strided convolution",
         )
+
+
+def _file_trains(ctx: FileContext) -> bool:
+    """The file runs training: a ``fit``-like method call or a TF training symbol."""
+    for call, _ in ctx.index.calls:
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
+            return True
+        raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if raw is not None and raw.split(".")[0] == "tensorflow" and canonical(raw) in _TRAIN_NAMES:
+            return True
+    return False

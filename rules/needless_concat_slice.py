@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from textwrap import dedent
 
 import libcst as cst
@@ -282,10 +283,6 @@ class NeedlessConcatSlice(Rule):
         ),
     )
 
-    def __init__(self, ctx) -> None:
-        super().__init__(ctx)
-        self._pipeline_fns: set[str] | None = None
-
     # ---- concat / split --------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -449,17 +446,9 @@ class NeedlessConcatSlice(Rule):
                     return True
                 # the file-wide roles only matter for a helper this file calls or hands
                 # over by name (`layers.Lambda(slice_tensor, arguments=...)`)
-                return self._used_elsewhere(anc) and ctx.function_role(anc) == "model"
+                used = ctx.file_fact(f"KF105.used.{anc.name.value}", partial(_used_by_name, anc.name.value))
+                return used and ctx.function_role(anc) == "model"
         return False
-
-    def _used_elsewhere(self, fn: cst.FunctionDef) -> bool:
-        """The function's name appears in the file beyond its ``def`` (cached per function)."""
-        cache = self.__dict__.setdefault("_used", {})
-        hit = cache.get(id(fn))
-        if hit is None or hit[0] is not fn:
-            name = fn.name.value
-            hit = cache[id(fn)] = (fn, len(re.findall(rf"(?<!\w){re.escape(name)}\b", self.ctx.source)) > 1)
-        return hit[1]
 
     @staticmethod
     def _loss_signature(fn: cst.FunctionDef) -> bool:
@@ -492,17 +481,9 @@ class NeedlessConcatSlice(Rule):
 
     def _in_pipeline(self) -> bool:
         stack = self.ctx.stack
-        if self._pipeline_fns is None:
-            self._pipeline_fns = set()
-            for n in walk(self.ctx.module, into_defs=True):
-                if (
-                    isinstance(n, cst.Call)
-                    and isinstance(n.func, cst.Attribute)
-                    and n.func.attr.value in _PIPELINE_METHODS
-                ):
-                    self._pipeline_fns.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+        pipeline_fns: frozenset[str] = self.ctx.file_fact("KF105.pipeline_fns", _pipeline_fns)
         for i, anc in enumerate(stack):
-            if isinstance(anc, cst.FunctionDef) and anc.name.value in self._pipeline_fns:
+            if isinstance(anc, cst.FunctionDef) and anc.name.value in pipeline_fns:
                 return True
             if isinstance(anc, cst.Lambda) and i >= 2 and isinstance(stack[i - 1], cst.Arg):
                 call = stack[i - 2]
@@ -510,3 +491,18 @@ class NeedlessConcatSlice(Rule):
                     if call.func.attr.value in _PIPELINE_METHODS:
                         return True
         return False
+
+
+def _pipeline_fns(ctx) -> frozenset[str]:
+    """Names of the functions the file hands to a ``Dataset`` method (``ds.map(parse)``)."""
+    out: set[str] = set()
+    for n in walk(ctx.module, into_defs=True):
+        if isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _PIPELINE_METHODS:
+            out.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+    return frozenset(out)
+
+
+def _used_by_name(name: str, ctx) -> bool:
+    """The file's text names ``name`` besides its ``def``: a call, or the function
+    handed over by reference (``layers.Lambda(slice_tensor)``)."""
+    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", ctx.source)) > 1

@@ -144,7 +144,6 @@ class TinyBatch(Rule):
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
         self._applies: bool | None = None
-        self._cores_cache: int | None | bool = False
 
     def _enabled(self) -> bool:
         if self._applies is None:
@@ -165,25 +164,10 @@ class TinyBatch(Rule):
             if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
                 self._check(arg.value, arg.value)
         elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
-            if self.ctx.call_name(node) in _ESTIMATORS and self._trains_here():
+            if self.ctx.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
                 arg = get_arg(node, "train_batch_size")
                 assert arg is not None
                 self._check(arg.value, arg.value)
-
-    def _trains_here(self) -> bool:
-        """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
-        estimator built only to export or predict never runs its ``train_batch_size``."""
-        hit = self.__dict__.get("_trains")
-        if hit is None:
-            hit = False
-            for call, _ in self.ctx.index.calls:
-                func = call.func
-                last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
-                if last in ("train", "train_and_evaluate"):
-                    hit = True
-                    break
-            self.__dict__["_trains"] = hit
-        return hit
 
     # ---- the arithmetic -------------------------------------------------------
     def _per_replica_factor(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
@@ -198,34 +182,7 @@ class TinyBatch(Rule):
         return None
 
     def _cores(self) -> int | None:
-        if self._cores_cache is not False:
-            return self._cores_cache
-        ctx = self.ctx
-        cores = ctx.options.get("cores")
-        if not isinstance(cores, int) or cores <= 0:
-            cores = None
-            idx = ctx.index
-            found: set[int] = set()
-            for call, scopes in idx.calls:
-                for a in call.args:
-                    if a.keyword is not None and a.keyword.value in _CORE_NAMES:
-                        v = ctx.const(a.value, scopes=scopes)
-                        if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                            found.add(v)
-            for name in _CORE_NAMES:
-                for cand in (name, name.upper()):
-                    b = ctx.lookup(cand, [ctx.module])
-                    if b is not None and b.kind == "assign":
-                        v = ctx.const(b.value, scopes=[ctx.module])
-                        if isinstance(v, int) and v > 0:
-                            found.add(v)
-                for value, _ in idx.flag_defaults.get(name, ()):
-                    v = ctx.const(value, scopes=[ctx.module])
-                    if isinstance(v, int) and v > 0:
-                        found.add(v)
-            if len(found) == 1:
-                cores = found.pop()
-        self._cores_cache = cores
+        cores: int | None = self.ctx.file_fact("KF203.cores", _file_cores)
         return cores
 
     def _check(self, report_at: cst.CSTNode, expr: cst.BaseExpression) -> None:
@@ -283,3 +240,43 @@ class TinyBatch(Rule):
                 f"use a multiple of {small} (ideally of {large})"
             )
         self.report(node, msg)
+
+
+def _file_trains(ctx: FileContext) -> bool:
+    """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
+    estimator built only to export or predict never runs its ``train_batch_size``."""
+    for call, _ in ctx.index.calls:
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last in ("train", "train_and_evaluate"):
+            return True
+    return False
+
+
+def _file_cores(ctx: FileContext) -> int | None:
+    """The core count the options give, else the one number the file spells for it."""
+    cores = ctx.options.get("cores")
+    if not isinstance(cores, int) or cores <= 0:
+        cores = None
+        idx = ctx.index
+        found: set[int] = set()
+        for call, scopes in idx.calls:
+            for a in call.args:
+                if a.keyword is not None and a.keyword.value in _CORE_NAMES:
+                    v = ctx.const(a.value, scopes=scopes)
+                    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                        found.add(v)
+        for name in _CORE_NAMES:
+            for cand in (name, name.upper()):
+                b = ctx.lookup(cand, [ctx.module])
+                if b is not None and b.kind == "assign":
+                    v = ctx.const(b.value, scopes=[ctx.module])
+                    if isinstance(v, int) and v > 0:
+                        found.add(v)
+            for value, _ in idx.flag_defaults.get(name, ()):
+                v = ctx.const(value, scopes=[ctx.module])
+                if isinstance(v, int) and v > 0:
+                    found.add(v)
+        if len(found) == 1:
+            cores = found.pop()
+    return cores

@@ -96,7 +96,8 @@ def injected_submodule(ctx: Any, head: str) -> str | None:
     bs = ctx.scope_index(ctx.module).bindings.get(head)
     if not bs or not all(b.kind == "assign" and isinstance(b.value, cst.Name) and b.value.value == "None" for b in bs):
         return None
-    return _global_injections(ctx).get(head)
+    injected: dict[str, str] = ctx.file_fact("global_injections", _global_injections)
+    return injected.get(head)
 
 
 def _injection(ctx: Any, b: Any, head: str) -> str | None:
@@ -169,9 +170,6 @@ def _global_injections(ctx: Any) -> dict[str, str]:
     """Module globals every function that fills them (``global`` + unpacking) agrees on."""
     import libcst as cst
 
-    cached: dict[str, str] | None = ctx.__dict__.get("_global_injections")
-    if cached is not None:
-        return cached
     found: dict[str, set[str | None]] = {}
     for call, _ in ctx.index.calls:
         func = call.func
@@ -188,5 +186,4 @@ def _global_injections(ctx: Any) -> dict[str, str]:
             if isinstance(el.value, cst.Name) and _declared_global(fn, el.value.value, ctx):
                 found.setdefault(el.value.value, set()).add(_unpacked(assign, el.value.value))
     memo = {k: str(next(iter(v))) for k, v in found.items() if len(v) == 1 and None not in v}
-    ctx.__dict__["_global_injections"] = memo
     return memo

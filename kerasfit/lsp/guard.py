@@ -29,7 +29,10 @@ class LintRunner:
 
     @staticmethod
     def _new() -> ThreadPoolExecutor:
-        return ThreadPoolExecutor(max_workers=1, thread_name_prefix="kerasfit-lint")
+        from ..parseguard import big_stack_executor
+
+        ex: ThreadPoolExecutor = big_stack_executor("kerasfit-lint")
+        return ex
 
     def still_running(self) -> int:
         self.abandoned = [f for f in self.abandoned if not f.done()]

@@ -1,0 +1,388 @@
+"""Reusing a top-level statement's findings between checks of an edited document.
+
+The language server checks a document after every edit, and most edits change one
+top-level statement. Walking every statement with every rule again was most of the
+cost of a check (issue 12). :class:`StatementMemo` keeps, per top-level statement node,
+the findings the rules made while walking it, and walks again only the statements an
+edit can have changed the findings of.
+
+What a statement's findings can depend on, and how each dependency is tracked:
+
+- its own text: :class:`~kerasfit.engine.ParseCache` gives an unchanged statement the
+  same node in every module, so a statement is "changed" exactly when its node is new;
+- other statements, through names: rules follow names to their bindings, functions to
+  their call sites, attributes and dict keys to where they are stored. A statement is
+  linked to another when one binds a name the other spells (:func:`signature`); the
+  statements linked to a changed one, and transitively those linked to them, are walked
+  again. The walk stops at an unchanged import or literal constant: what others learn
+  through it depends on its text alone;
+- facts about the whole file (does it use a TPU, which functions are input pipelines,
+  the core count, what its text spells): computed through
+  :meth:`FileContext.file_fact`, recomputed after every check and compared with the
+  values the reused findings were made with; likewise what the context reads when it
+  is created (imports, the Keras flavour, module-level names);
+- the imports (framework flavour, aliases): an edit that adds, changes or removes an
+  import anywhere checks the whole file;
+- other files of the project: the digests of the files the last check consulted;
+- the settings: any change checks the whole file.
+
+Any doubt is a whole-file check, which is what a check without a memo does. The
+hypothesis sessions in tests/test_reuse.py hold the two equal.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import libcst as cst
+
+from .context import _FLAG_DEFINERS, _SKIP_FIELDS, child_fields, is_node, string_value
+
+if TYPE_CHECKING:
+    from .context import FileContext
+    from .rule import Report, Rule
+
+# When more statements than this share must be walked again, a whole-file walk is as cheap.
+_MOST = 0.5
+
+
+@dataclass(frozen=True)
+class Signature:
+    """What links a top-level statement to the others (see the module docstring)."""
+
+    binds: frozenset[str]  # module names it binds; defs, attributes, keys it defines at any depth
+    reads: frozenset[str]  # every name, attribute and keyword it spells
+    inert: bool  # an import or literal constant: nothing reaches others through it
+    imports: bool  # holds an import statement at any depth
+
+
+_DEFS = (cst.FunctionDef, cst.Lambda)
+
+
+def _string_name(node: cst.CSTNode | None) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        try:
+            v = string_value(node)
+        except Exception:  # an odd literal: not a name
+            return None
+        return v if isinstance(v, str) and v.isidentifier() else None
+    return None
+
+
+def signature(stmt: cst.CSTNode) -> Signature:
+    """:class:`Signature` of one top-level statement (one walk of its nodes)."""
+    binds: set[str] = set()
+    reads: set[str] = set()
+    imports = calls = False
+
+    def store(target: cst.CSTNode, local: bool) -> None:
+        if isinstance(target, cst.Name):
+            if not local:
+                binds.add(target.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for el in target.elements:
+                store(el.value, local)
+        elif isinstance(target, cst.StarredElement):
+            store(target.value, local)
+        elif isinstance(target, cst.Attribute):
+            binds.add(target.attr.value)
+        elif isinstance(target, cst.Subscript):
+            for sub in target.slice:
+                if isinstance(sub.slice, cst.Index):
+                    key = _string_name(sub.slice.value)
+                    if key is not None:
+                        binds.add(key)
+
+    stack: list[tuple[cst.CSTNode, bool]] = [(stmt, False)]
+    while stack:
+        node, local = stack.pop()  # local: inside a function body (its names are its own)
+        tp = type(node)
+        if tp is cst.Name:
+            reads.add(node.value)  # type: ignore[attr-defined]
+        elif tp is cst.Attribute:
+            reads.add(node.attr.value)  # type: ignore[attr-defined]
+        elif tp is cst.Arg:
+            if node.keyword is not None:  # type: ignore[attr-defined]
+                reads.add(node.keyword.value)  # type: ignore[attr-defined]
+        elif tp is cst.Call:
+            calls = True
+            func = node.func  # type: ignore[attr-defined]
+            attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+            if attr == "dict":
+                binds.update(a.keyword.value for a in node.args if a.keyword is not None)  # type: ignore[attr-defined]
+            elif (attr in _FLAG_DEFINERS or attr == "setattr") and node.args:  # type: ignore[attr-defined]
+                i = 1 if attr == "setattr" else 0
+                if len(node.args) > i:  # type: ignore[attr-defined]
+                    key = _string_name(node.args[i].value)  # type: ignore[attr-defined]
+                    if key is not None:
+                        binds.add(key)
+        elif tp is cst.DictElement:
+            key = _string_name(node.key)  # type: ignore[attr-defined]
+            if key is not None:
+                binds.add(key)
+        elif tp is cst.FunctionDef or tp is cst.ClassDef:
+            binds.add(node.name.value)  # type: ignore[attr-defined]
+        elif tp is cst.Assign:
+            for t in node.targets:  # type: ignore[attr-defined]
+                store(t.target, local)
+        elif tp is cst.AnnAssign or tp is cst.AugAssign or tp is cst.NamedExpr:
+            store(node.target, local)  # type: ignore[attr-defined]
+        elif tp is cst.For:
+            store(node.target, local)  # type: ignore[attr-defined]
+        elif tp is cst.WithItem:
+            if node.asname is not None:  # type: ignore[attr-defined]
+                store(node.asname.name, local)  # type: ignore[attr-defined]
+        elif tp is cst.ExceptHandler or tp is cst.ExceptStarHandler:
+            if node.name is not None:  # type: ignore[attr-defined]
+                store(node.name.name, local)  # type: ignore[attr-defined]
+        elif tp is cst.Del:
+            store(node.target, local)  # type: ignore[attr-defined]
+        elif tp is cst.Global or tp is cst.Nonlocal:
+            binds.update(n.name.value for n in node.names)  # type: ignore[attr-defined]
+        elif tp is cst.Import or tp is cst.ImportFrom:
+            imports = True
+            names = node.names  # type: ignore[attr-defined]
+            if not local and not isinstance(names, cst.ImportStar):
+                for alias in names:
+                    if alias.asname is not None:
+                        store(alias.asname.name, local)
+                    else:
+                        n = alias.name
+                        while isinstance(n, cst.Attribute):
+                            n = n.value
+                        store(n, local)
+        elif isinstance(node, cst.Match):
+            # match captures bind names this walk does not follow: link it to everything
+            binds.add("*")
+        inner = local or tp is cst.FunctionDef or tp is cst.Lambda
+        for name in child_fields(tp):
+            v = getattr(node, name)
+            sc = inner if name == "body" else local
+            if type(v) is list or type(v) is tuple:
+                for c in v:
+                    if is_node(c):
+                        stack.append((c, sc))
+            elif v is not None and is_node(v):
+                stack.append((v, sc))
+    only_imports = isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+    )
+    literal = isinstance(stmt, cst.SimpleStatementLine) and not calls and reads <= binds
+    return Signature(frozenset(binds), frozenset(reads), only_imports or literal, imports)
+
+
+_STAR = "*"
+
+
+def affected(
+    body: Sequence[cst.CSTNode], changed: set[int], removed: Sequence[Signature], sigs: dict[int, Signature]
+) -> set[int] | None:
+    """ids of the statements of ``body`` to walk again: the changed ones and those linked
+    to them (see the module docstring); None when the whole file must be walked."""
+    binders: dict[str, list[int]] = {}
+    readers: dict[str, list[int]] = {}
+    star: list[int] = []
+    for i, st in enumerate(body):
+        sig = sigs[id(st)]
+        for n in sig.binds:
+            binders.setdefault(n, []).append(i)
+        for n in sig.reads:
+            readers.setdefault(n, []).append(i)
+        if _STAR in sig.binds:
+            star.append(i)
+    out: set[int] = set()
+    todo: list[Signature] = list(removed)
+    for i, st in enumerate(body):
+        if id(st) in changed:
+            out.add(i)
+            todo.append(sigs[id(st)])
+    if any(_STAR in s.binds for s in todo):
+        return None
+    limit = _MOST * len(body)
+    while todo:
+        sig = todo.pop()
+        near: set[int] = set(star)
+        for n in sig.binds:
+            near.update(readers.get(n, ()))
+        for n in sig.reads:
+            near.update(binders.get(n, ()))
+        for i in near:
+            if i in out:
+                continue
+            s = sigs[id(body[i])]
+            if s.inert:
+                continue  # unchanged: its findings and what others learn from it are its text's
+            out.add(i)
+            if len(out) > limit:
+                return None
+            todo.append(s)
+    return {id(body[i]) for i in out}
+
+
+# A finding kept without its rule instance (which holds the whole check's context):
+# (index of the rule in the settings, node, message, severity, fix)
+_Kept = tuple[int, cst.CSTNode, str, Any, Any]
+
+
+class StatementMemo:
+    """Per document: each top-level statement's findings from the checks so far."""
+
+    def __init__(self) -> None:
+        self.key: object = None
+        self.module: cst.Module | None = None  # keeps the nodes the ids below name alive
+        self.sigs: dict[int, Signature] = {}
+        self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
+        self._fresh: dict[int, Signature] = {}
+        self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
+        self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
+        self.deps: dict[str, str] = {}
+        self.read_facts: object = None  # what the context reads on creation (_read_facts)
+        # the statements' own file indexes, joined (kerasfit.indexparts)
+        from .indexparts import Joined
+
+        self.index_parts = Joined()
+        # per statement holding findings: its generated text and their offsets in it (engine.Positions)
+        self.units: dict[int, tuple[Any, ...]] = {}
+        # what the last check did (for tests and the benchmark): statements walked, reused
+        self.walked = 0
+        self.reused = 0
+
+    def forget(self) -> None:
+        """Drop every kept finding (the statements' indexes stay: they depend on nothing else)."""
+        parts, units = self.index_parts, self.units
+        self.__init__()  # type: ignore[misc]
+        self.index_parts, self.units = parts, units
+
+    def signatures(self, module: cst.Module) -> dict[int, Signature]:
+        """Each top-level statement's signature (kept ones reused; computed once per module)."""
+        if self._for is module:
+            return self._fresh
+        sigs = self.sigs
+        fresh: dict[int, Signature] = {}
+        for st in module.body:
+            s = sigs.get(id(st))
+            fresh[id(st)] = s if s is not None else signature(st)
+        self._for, self._fresh = module, fresh
+        return fresh
+
+    def import_free(self, module: cst.Module) -> frozenset[int]:
+        """ids of the top-level statements of ``module`` that hold no import at any depth."""
+        return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
+
+    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]]) -> Plan:
+        """How to walk ``module``: which statements keep their findings."""
+        sigs = self.sigs
+        fresh = self.signatures(module)
+        reuse: set[int] = set()
+        if self.module is not None and key == self.key and self._deps_hold():
+            old = {id(st) for st in self.module.body}
+            changed = {id(st) for st in module.body if id(st) not in old}
+            now = {id(st) for st in module.body}
+            removed = [sigs[id(st)] for st in self.module.body if id(st) not in now]
+            if not any(fresh[i].imports for i in changed) and not any(s.imports for s in removed):
+                again = affected(module.body, changed, removed, fresh)
+                if again is not None:
+                    reuse = {i for i in now if i not in again and i in self.found}
+        self.sigs = fresh
+        return Plan(self, module, key, rules, crashes, reuse)
+
+    def _deps_hold(self) -> bool:
+        if not self.deps:
+            return True
+        from .analysis.index import current_index
+
+        index = current_index()
+        for path, digest in self.deps.items():
+            f = index.facts(path)
+            if f is None or f.digest != digest:
+                return False
+        return True
+
+
+def _read_facts(ctx: FileContext) -> object:
+    """What every context reads when created: the imports and the Keras flavour (which
+    an environment variable set anywhere in the file changes). Its module-level names
+    need no comparing: a statement binding one is linked to every statement spelling it."""
+    return ctx.uses_legacy_keras, sorted(ctx.imports.items())
+
+
+class Plan:
+    """One check's walk: restores kept findings, records new ones (engine.walk calls it)."""
+
+    def __init__(
+        self, memo: StatementMemo, module: cst.Module, key: object, rules: Sequence[Rule],
+        crashes: list[tuple[Rule, BaseException]], reuse: set[int],
+    ) -> None:
+        self.memo, self.module, self.key, self.rules, self.crashes = memo, module, key, rules, crashes
+        self.reuse = reuse
+        self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
+        self._marks: list[int] = []
+        self._crash_mark = 0
+        self._rule_index = {id(r): i for i, r in enumerate(rules)}
+
+    def take(self, stmt: cst.CSTNode) -> bool:
+        """Restore ``stmt``'s findings instead of walking it; False: walk it."""
+        if id(stmt) not in self.reuse:
+            return False
+        from .rule import Report
+
+        kept, crashed = self.memo.found[id(stmt)]
+        for i, node, message, severity, fix in kept:
+            rule = self.rules[i]
+            rule.reports.append(Report(rule, node, message, severity, fix))
+        for i, exc in crashed:
+            self.crashes.append((self.rules[i], exc))
+        self.found[id(stmt)] = (kept, crashed)
+        return True
+
+    def begin(self, stmt: cst.CSTNode) -> None:
+        self._marks = [len(r.reports) for r in self.rules]
+        self._crash_mark = len(self.crashes)
+
+    def end(self, stmt: cst.CSTNode) -> None:
+        kept: list[_Kept] = []
+        for i, (r, mark) in enumerate(zip(self.rules, self._marks)):
+            kept.extend((i, rep.node, rep.message, rep.severity, rep.fix) for rep in r.reports[mark:])
+        crashed = [(self._rule_index[id(r)], exc) for r, exc in self.crashes[self._crash_mark :]]
+        self.found[id(stmt)] = (kept, crashed)
+
+    def facts_hold(self, ctx: FileContext) -> bool:
+        """The whole-file facts the kept findings were made with still hold."""
+        if not self.reuse:
+            return True
+        body = self.module.body
+        index = ctx.index
+        starts = [index.order[id(st)] for st in body]
+        kept_at = [id(st) in self.reuse for st in body]
+        order = index.order
+
+        def in_kept(i: int) -> bool:
+            o = order.get(i)
+            return o is not None and kept_at[bisect.bisect_right(starts, o) - 1]
+
+        if self.memo.read_facts != _read_facts(ctx):
+            return False
+        for key, (compute, old, by_node) in self.memo.facts.items():
+            new = ctx.file_fact(key, compute, by_node=by_node)
+            if not by_node:
+                if new != old:
+                    return False
+            elif isinstance(old, dict):
+                if {k: v for k, v in old.items() if in_kept(k)} != {k: v for k, v in new.items() if in_kept(k)}:
+                    return False
+            elif {k for k in old if in_kept(k)} != {k for k in new if in_kept(k)}:
+                return False
+        return True
+
+    def commit(self, ctx: FileContext) -> None:
+        memo = self.memo
+        memo.key, memo.module, memo.found = self.key, self.module, self.found
+        memo.facts = dict(ctx.facts)
+        memo.read_facts = _read_facts(ctx)
+        memo.walked = len(self.found) - len(self.reuse)
+        memo.reused = len(self.reuse)
+        from .analysis.index import current_index
+
+        memo.deps = current_index().deps_of(ctx.filename) if ctx.filename else {}
