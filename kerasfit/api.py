@@ -12,7 +12,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import __version__
 from .config import (
@@ -29,6 +29,11 @@ from .config import (
 from .discovery import Candidate, discover, mentions_tensorflow
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
+    from .engine import LintSettings, ParseCache
 
 PARALLEL_MIN_FILES = 6
 
@@ -84,7 +89,7 @@ class FileSettings:
 
         return hashlib.sha256(repr((__version__, fingerprint(), self)).encode()).hexdigest()[:16]
 
-    def lint_settings(self):
+    def lint_settings(self) -> LintSettings:
         from .engine import LintSettings
         from .registry import all_rules
 
@@ -112,7 +117,7 @@ class Resolver:
             validate_selectors(list(sel), self.rules, "command line")
         if options.target is not None:
             effective_target(options.target, Config())
-        self._by_config: dict[int, tuple] = {}
+        self._by_config: dict[tuple[int, tuple[str, ...]], FileSettings] = {}
 
     def _cache_dir(self) -> Path:
         """Ruff's order: the command line, then the project's ``cache-dir`` (relative to
@@ -146,7 +151,7 @@ class Resolver:
             target = effective_target(self.options.target, cfg)
             family = TARGETS[target].family
             chosen = select_rules(self.rules, sel, family, list(extra))
-            opts = {}
+            opts: dict[str, int] = {}
             cores = self.options.cores or cfg.cores
             batch = self.options.batch_size or cfg.batch_size
             if cores:
@@ -161,7 +166,7 @@ class Resolver:
     def fail_on_for(self, path: Path) -> Severity:
         return Severity(self.options.fail_on or self.config_for(path.parent).fail_on or "warning")
 
-    def excludes_for(self, directory: Path):
+    def excludes_for(self, directory: Path) -> tuple[tuple[str, ...], Path]:
         cfg = self.config_for(directory)
         return cfg.excludes(), cfg.root.resolve()
 
@@ -232,7 +237,7 @@ class Cache:
         self.dirty = True
 
     def save(self) -> None:
-        if not self.dirty or self.path is None:
+        if not self.dirty or self.path is None or self.dir is None:
             return
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -324,7 +329,7 @@ class _Job:
     unsafe: bool
 
 
-def _run_job(job: _Job, text: str, parse_cache=None) -> FileResult:
+def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> FileResult:
     from .analysis.index import current_index
     from .engine import fix_source, lint_source
 
@@ -464,13 +469,16 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     # those files again one per process, so the death is pinned on one file and the
     # others still get their results.
     for i in lost:
-        if _run_chunks(ctx, work, [[i]], results):
-            job = work[i][0]
-            results[i] = FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
-    return results  # type: ignore[return-value]
+        _run_chunks(ctx, work, [[i]], results)
+    # a slot still empty is a file whose worker died again, alone
+    return [
+        r if r is not None else FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
+        for r, (job, _) in zip(results, work)
+    ]
 
 
-def _run_chunks(ctx, work, chunks: list[list[int]], results: list) -> list[int]:
+def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[list[int]],
+                results: list[FileResult | None]) -> list[int]:
     """Run chunks in worker processes; the indices whose worker died (never a hang)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -496,7 +504,7 @@ def check_source(
     *,
     fix: bool = False,
     unsafe: bool = False,
-    parse_cache=None,
+    parse_cache: ParseCache | None = None,
     file_settings: FileSettings | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.

@@ -13,11 +13,17 @@ import re
 import sys
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, BinaryIO, NoReturn, Optional, Sequence, TypedDict
 
 import typer
 
 from . import __version__
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .crosscheck.api import BuildOptions
+    from .crosscheck.stage import BuildRequest
+    from .types import FileResult
 
 app = typer.Typer(
     name="kerasfit",
@@ -61,7 +67,7 @@ def _split(values: Optional[list[str]]) -> list[str]:
     return out
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"kerasfit: error: {message}", err=True)
     raise typer.Exit(2)
 
@@ -195,7 +201,7 @@ def check(
 _FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
 
 
-def _remaining_to_stderr(res, unsafe: bool, fixed: int, quiet: bool) -> None:
+def _remaining_to_stderr(res: FileResult, unsafe: bool, fixed: int, quiet: bool) -> None:
     from . import reporters
 
     if quiet and not res.diagnostics:
@@ -206,7 +212,7 @@ def _remaining_to_stderr(res, unsafe: bool, fixed: int, quiet: bool) -> None:
 def _read_stdin(name: str, echo: bool) -> str:
     """stdin as text. Bytes that are not UTF-8 are one error line; with ``--fix -`` they
     are also passed through unchanged, so a pipe (an editor's buffer) never comes back empty."""
-    raw = getattr(sys.stdin, "buffer", None)
+    raw: BinaryIO | None = getattr(sys.stdin, "buffer", None)
     if raw is None:  # a text-only stream (an embedding host): already decoded
         return sys.stdin.read()
     data = raw.read()
@@ -220,7 +226,7 @@ def _read_stdin(name: str, echo: bool) -> str:
         raise typer.Exit(1) from None
 
 
-def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
+def _emit(files: Sequence[FileResult], fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
     from . import reporters
 
     if fmt is OutputFormat.text:
@@ -248,8 +254,8 @@ def _emit(files, fmt: OutputFormat, unsafe: bool, fixed: int, show_fixes: bool, 
                 typer.echo(f"error: {f.error}", err=True)
 
 
-def _diffs(files, originals: dict[str, str] | None = None) -> str:
-    chunks = []
+def _diffs(files: Sequence[FileResult], originals: dict[str, str] | None = None) -> str:
+    chunks: list[str] = []
     for f in files:
         if f.fixed_source is None:
             continue
@@ -283,7 +289,8 @@ def _input_shape(text: str | None) -> tuple[int, ...] | None:
     return dims
 
 
-def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cache):
+def _build_request(build: bool, entry: str | None, batch_size: int | None, cores: int | None,
+                   dtype: str | None, timeout: float | None, no_cache: bool) -> BuildRequest | None:
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
@@ -293,8 +300,9 @@ def _build_request(build: bool, entry, batch_size, cores, dtype, timeout, no_cac
                         timeout=timeout, use_cache=not no_cache)
 
 
-def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, path: Path,
-                   input_shape: str | None = None):
+def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
+                   dtype: str | None, timeout: float | None, no_cache: bool, path: Path,
+                   input_shape: str | None = None) -> BuildOptions:
     from .crosscheck.api import BuildOptions
     from .config import find_config
 
@@ -313,7 +321,7 @@ def _build_options(entry, batch_size, cores, target, dtype, timeout, no_cache, p
     )
 
 
-def _checked_dtype(dtype: str, cfg) -> str:
+def _checked_dtype(dtype: str, cfg: Config | None) -> str:
     if dtype not in ("float32", "bfloat16"):
         from .config import ConfigError
 
@@ -370,6 +378,19 @@ def report(
             _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
 
 
+class _RuleRow(TypedDict):
+    """One rule in ``kerasfit rules`` (the JSON output's objects)."""
+
+    code: str
+    name: str
+    summary: str
+    fix: str | None
+    targets: list[str]
+    default: str
+    severity: str
+    url: str | None
+
+
 @app.command("rules")
 def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
@@ -378,7 +399,7 @@ def rules_cmd(
     from .registry import all_rules
     from .types import rule_page
 
-    rows = []
+    rows: list[_RuleRow] = []
     for code, r in all_rules().items():
         rows.append(
             {
@@ -395,7 +416,7 @@ def rules_cmd(
     if output_format is ListFormat.json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    from tabulate import tabulate
+    from tabulate import tabulate  # type: ignore[import-untyped]  # no stubs installed (types-tabulate is not a dependency)
 
     table = [[r["code"], r["name"], r["fix"] or "-", ",".join(r["targets"]), r["default"], r["summary"]] for r in rows]
     typer.echo(tabulate(table, headers=["code", "name", "fix", "targets", "default", "summary"], tablefmt="github"))

@@ -8,12 +8,15 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 # Bytes that any TF/Keras file must contain somewhere ("keras" covers tf_keras).
 PREFILTER_NEEDLES = (b"tensorflow", b"keras")
 # Jupyter notebooks: their code cells are checked as one module (kerasfit.notebook).
 SUFFIXES = (".py", ".pyi", ".ipynb")
+
+# directory -> (its exclude patterns, the root they are relative to)
+ExcludesFor = Callable[[Path], tuple[Sequence[str], Path | None]]
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ def _excluded(path: Path, patterns: Iterable[str], root: Path | None) -> bool:
     return False
 
 
-def discover(paths: Iterable[Path], excludes_for, force_exclude: bool = False) -> Iterator[Candidate]:
+def discover(paths: Iterable[Path], excludes_for: ExcludesFor, force_exclude: bool = False) -> Iterator[Candidate]:
     """Yield Python files under ``paths``.
 
     ``excludes_for(directory)`` returns (patterns, config root) for a directory, so nested

@@ -14,7 +14,7 @@ import io
 import re
 import tokenize
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -63,14 +63,18 @@ def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             yield v
 
 
+# a rule's bound visit_/leave_ method
+_Visitor = Callable[[cst.CSTNode], None]
+
+
 def walk(
     module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
     plan: Plan | None = None,
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
     server's) restores the findings of statements it keeps instead of walking them."""
-    visit: dict[str, list[Callable]] = {}
-    leave: dict[str, list[Callable]] = {}
+    visit: dict[str, list[_Visitor]] = {}
+    leave: dict[str, list[_Visitor]] = {}
     for rule in rules:
         for attr in dir(type(rule)):
             if attr.startswith("visit_"):
@@ -99,11 +103,12 @@ def walk(
 
 
 def _walk_from(
-    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[Callable]], leave: dict[str, list[Callable]],
+    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
     on_error: Callable[[Rule, BaseException], None],
 ) -> None:
     """The visitors over one top-level node and everything under it (``anc`` holds the module)."""
-    stack: list[tuple] = [(top, 1)]
+    # (node, depth) to visit, or (node, depth, True) to leave
+    stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
     is_node_ = _IS_NODE
     while stack:
@@ -137,11 +142,11 @@ def _walk_from(
             stack.append((c, d))
 
 
-def _call(fn: Callable, node: cst.CSTNode, on_error: Callable) -> None:
+def _call(fn: _Visitor, node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
     try:
         fn(node)
     except Exception as exc:  # one broken rule must not hide the others' findings
-        on_error(fn.__self__, exc)
+        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
 
 
 # ---- positions -----------------------------------------------------------------
@@ -184,7 +189,9 @@ class _PositionState(CodegenState):
         if key in self.wanted and key in self._open:
             self.full[key] = (self._open.pop(key), self.off)
 
-    def record_syntactic_position(self, node, *, start_node=None, end_node=None):  # type: ignore[override]
+    def record_syntactic_position(  # type: ignore[override]  # a context manager object, not a generator
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> _Syntactic | _Noop:
         if id(node) in self.wanted:
             return _Syntactic(self, id(node))
         return _NOOP
@@ -248,10 +255,14 @@ def _match_statement(stmts: Sequence[cst.CSTNode], astmts: Sequence[ast.stmt], t
     return None
 
 
-def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]]:
+_Block = tuple[Sequence[cst.CSTNode], Sequence[ast.stmt], list[str]]
+
+
+def _blocks(s: cst.CSTNode, stmt: ast.stmt, default: str) -> list[_Block]:
     """The statement lists nested in a compound statement, paired with the AST's, and
     the indentation each adds."""
-    out: list = []
+    out: list[_Block] = []
+    a: Any = stmt  # matched to ``s`` (_match_statement): the same kind, with the same fields
 
     def indent(b: cst.IndentedBlock) -> str:
         return default if b.indent is None else b.indent
@@ -273,7 +284,8 @@ def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cs
             out.append(([s.orelse], a.orelse, []))  # elif: same indentation
     elif isinstance(s, (cst.Try, cst.TryStar)):
         block(s.body, a.body)
-        for h, ah in zip(s.handlers, a.handlers):
+        handlers: Sequence[cst.ExceptHandler | cst.ExceptStarHandler] = s.handlers
+        for h, ah in zip(handlers, a.handlers):
             block(h.body, ah.body)
         if s.orelse is not None:
             block(s.orelse.body, a.orelse)
@@ -287,10 +299,15 @@ def _blocks(s: cst.CSTNode, a: ast.stmt, default: str) -> list[tuple[Sequence[cs
     return out
 
 
-def _unit_of(node, module, tree, parent):
-    """(innermost statement holding ``node``, its AST statement, enclosing indents)."""
-    chain = []
-    x = node
+_Unit = tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]
+
+
+def _unit_of(
+    node: cst.CSTNode, module: cst.Module, tree: ast.Module, parent: dict[int, cst.CSTNode]
+) -> _Unit | None:
+    """(innermost statement holding ``node``, its AST statement, enclosing indents, row shift)."""
+    chain: list[cst.CSTNode] = []
+    x: cst.CSTNode | None = node
     while x is not None and x is not module:
         if isinstance(x, _STATEMENT):
             chain.append(x)
@@ -298,7 +315,8 @@ def _unit_of(node, module, tree, parent):
     if x is None or not chain:
         return None
     chain.reverse()
-    stmts, astmts = module.body, tree.body
+    stmts: Sequence[cst.CSTNode] = module.body
+    astmts: Sequence[ast.stmt] = tree.body
     indents: list[str] = []
     shift = 0
     for k, s in enumerate(chain):
@@ -400,6 +418,13 @@ def _common_prefix(a: str, i: int, b: str, j: int) -> int:
         step //= 2
 
 
+# a statement generated for positions: (statement, indents, the nodes it placed, its
+# text, full spans, syntactic spans), offsets relative to the text
+_Generated = tuple[
+    cst.CSTNode, tuple[str, ...], set[int] | frozenset[int], str, dict[int, tuple[int, int]], dict[int, tuple[int, int]]
+]
+
+
 class Positions:
     """Character offsets of chosen nodes.
 
@@ -417,7 +442,7 @@ class Positions:
         nodes: Iterable[cst.CSTNode],
         tree: ast.Module | None = None,
         parent: dict[int, cst.CSTNode] | None = None,
-        units: dict[int, tuple] | None = None,
+        units: dict[int, _Generated] | None = None,
     ) -> None:
         """``units``: the language server's per-document cache of generated statements
         (left holding this check's), so a statement whose findings are kept is not
@@ -458,7 +483,9 @@ class Positions:
         self.syntactic = {k: align.span(a, b) for k, (a, b) in state.syntactic.items()}
 
     # -- the statement-local path --------------------------------------------------
-    def _by_statement(self, module, tree, nodes, parent, wanted) -> bool:
+    def _by_statement(
+        self, module: cst.Module, tree: ast.Module, nodes: list[cst.CSTNode], parent: dict[int, cst.CSTNode], wanted: set[int]
+    ) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
         inside: dict[int, set[int]] = {}
         for n in nodes:
@@ -470,7 +497,7 @@ class Positions:
         full: dict[int, tuple[int, int]] = {}
         syn: dict[int, tuple[int, int]] = {}
         kept = self.units
-        now: dict[int, tuple] = {}
+        now: dict[int, _Generated] = {}
         for unit, anode, indents, shift in units.values():
             # a unit's generated text and the nodes' offsets in it depend on the unit,
             # its indents and the nodes asked for: kept per document while all three hold
@@ -590,7 +617,7 @@ def _cpython_parse(source: str) -> tuple[ast.Module | None, SyntaxError | None]:
     input cleanly and sooner, and costs about a tenth of a libcst parse.
     """
     try:
-        return compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True), None
+        return cast(ast.Module, compile(source, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)), None
     except SyntaxError as exc:
         return None, exc
     except ValueError:  # NUL bytes: libcst gives the error
@@ -622,7 +649,8 @@ def without_form_feeds(source: str) -> str:
     out = []
     for row, m in enumerate(_LINE.finditer(source), 1):
         line = m.group()
-        ws = _LEADING_WS.match(line).group()
+        lead = _LEADING_WS.match(line)
+        ws = lead.group() if lead is not None else ""
         if "\f" in ws and row not in inside:
             line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
         out.append(line)
@@ -673,7 +701,7 @@ def parse_guarded(
     # libcst parses the text without the layout CPython ignores (form feeds, lone backslash lines)
     parse_text = for_libcst(source) if cpython is None else source
     module = None
-    refusals: list = []
+    refusals: list[parseguard.Refusal] = []
     text = source
     if parse_cache is not None and tree is not None and parse_text is source:
         text, refusals = parseguard.budget_mask(source, tree)
@@ -741,7 +769,7 @@ def lint_around_syntax_errors(
     i = 0
     while i < len(bounds):
         a = bounds[i][0]
-        alone = None
+        alone = SyntaxError("cannot parse")  # the piece's own error, set on the first try
         for j in range(i, min(len(bounds), i + MAX_MERGED_PIECES)):
             err = _compile_error("".join(lines[a : bounds[j][1]]))
             if err is None:
@@ -755,7 +783,7 @@ def lint_around_syntax_errors(
             i += 1
     if not broken or not any_good:
         return None
-    blank = set()
+    blank: set[int] = set()
     for a, b, _ in broken:
         blank.update(range(a, b))
     kept = "".join(re.sub(r"[^\r\n]", " ", ln) if k in blank else ln for k, ln in enumerate(lines))
@@ -788,7 +816,7 @@ class ParseCache:
         self.max_pieces = max_pieces
         # a piece's first statement with the piece's leading lines moved onto it, kept so
         # an unchanged statement is the same node in every module (StatementMemo keys on it)
-        self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.BaseStatement]] = {}
+        self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
         # findings per top-level statement, reused while nothing they depend on changed
         self.memo = StatementMemo()
         # CPython's side: only the statements an edit touched are compiled again
@@ -838,9 +866,9 @@ class ParseCache:
         # Keep only this text's pieces: the ones an edit replaced would otherwise pile
         # up (a long editing session of a big file held hundreds of MB of dead trees).
         self.pieces = keep if len(keep) <= self.max_pieces else {}
-        body: list[cst.BaseStatement] = []
+        body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
         carry: list[cst.EmptyLine] = []
-        heads = {}
+        heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
         for i, m in enumerate(mods):
             stmts = list(m.body)
             lead = (*carry, *(m.header if i else ()))
@@ -893,6 +921,7 @@ def lint_module(
         if plan.facts_hold(ctx):
             plan.commit(ctx)
             break
+        assert memo is not None  # a plan comes from the memo
         memo.forget()  # a whole-file fact changed: check the whole file
     reports: list[Report] = [rep for r in rules for rep in r.reports]
     diags: list[Diagnostic] = []
@@ -909,7 +938,7 @@ def lint_module(
         )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
-        seen: set[tuple] = set()
+        seen: set[tuple[str, int, int, str]] = set()
         for rep in reports:
             try:
                 start, end = pos.span(rep.node)
@@ -949,7 +978,7 @@ def _statement_local(rule: type[Rule]) -> bool:
     return rule.statement_local and not hasattr(rule, "visit_Module") and not hasattr(rule, "leave_Module")
 
 
-def _memo_key(filename: str, settings: LintSettings) -> tuple:
+def _memo_key(filename: str, settings: LintSettings) -> tuple[object, ...]:
     return (
         filename, tuple(settings.rules), settings.target,
         repr(sorted(settings.options.items(), key=lambda kv: kv[0])), settings.unfixable,
@@ -1090,11 +1119,11 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     out = lint_source(current, filename, settings)
     if out.recovered:  # never fix a file that does not parse (like ruff): the user is mid-edit
         return FixOutcome(current, 0, out.diagnostics)
-    broken: dict[tuple, str] = {}  # fix -> the code of the rule that offered it
+    broken: dict[tuple[object, ...], str] = {}  # fix -> the code of the rule that offered it
     misplaced: set[str] = set()  # rules whose fix did not find its text where it pointed
     for _ in range(MAX_FIX_PASSES):
-        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if allowed(d.fix, unsafe)}
-        fixes = [d.fix for d in out.diagnostics if allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
+        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe)}
+        fixes = [d.fix for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
         for f in fixes:
             if not f.matches(current):
                 misplaced.add(offered.get(_fix_key(f), "?"))
@@ -1137,7 +1166,7 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     return FixOutcome(current, applied, out.diagnostics, "; ".join(errors) or None)
 
 
-def _fix_key(fix: Fix) -> tuple:
+def _fix_key(fix: Fix) -> tuple[object, ...]:
     return (fix.title, tuple((e.content, e.row, e.column, e.end_row, e.end_column) for e in fix.edits))
 
 
@@ -1186,7 +1215,7 @@ def add_imports(
     if module.code != parse_text:
         return None  # libcst would not give the rest of the file back as written
 
-    def order(specs):
+    def order(specs: Iterable[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, str | None]]:
         return sorted(specs, key=lambda t: tuple(x or "" for x in t))
 
     if imports:

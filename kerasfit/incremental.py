@@ -30,6 +30,7 @@ import ast
 import bisect
 import re
 from dataclasses import dataclass
+from typing import cast
 
 # attribute set on top-level AST statements: rows to add to every line number beneath
 SHIFT_ATTR = "_kerasfit_row_shift"
@@ -40,7 +41,7 @@ _NEWLINE = re.compile(r"\r\n|\n")
 
 
 def row_shift(stmt: ast.AST) -> int:
-    return getattr(stmt, SHIFT_ATTR, 0)
+    return cast(int, getattr(stmt, SHIFT_ATTR, 0))
 
 
 def line_starts(source: str) -> list[int]:
@@ -49,7 +50,8 @@ def line_starts(source: str) -> list[int]:
 
 def statement_start_row(stmt: ast.stmt) -> int:
     """1-based row where a top-level statement begins (its first decorator)."""
-    rows = [stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))]
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    rows = [stmt.lineno, *(d.lineno for d in decorators)]
     return min(rows) + row_shift(stmt)
 
 
@@ -183,7 +185,7 @@ def _plain(source: str) -> bool:
 
 def _compile(text: str) -> ast.Module | None:
     try:
-        return compile(text, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        return cast(ast.Module, compile(text, "<kerasfit>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

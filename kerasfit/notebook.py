@@ -17,9 +17,12 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .types import Diagnostic, Edit, FileResult, Fix
+
+if TYPE_CHECKING:
+    from .api import _Job
 
 MARK = "# kerasfit-cell {}"
 _MARK_RE = re.compile(r"^# kerasfit-cell (\d+)$")
@@ -183,8 +186,9 @@ class Notebook:
         # each chunk between markers is then a cell's lines without the newline the
         # module ended it with
         lines = (module[:-1] if module.endswith("\n") else module).split("\n")
-        heads = [i for i, ln in enumerate(lines) if _MARK_RE.match(ln)]
-        numbers = [int(_MARK_RE.match(lines[i]).group(1)) for i in heads]
+        marks = [(i, m) for i, ln in enumerate(lines) if (m := _MARK_RE.match(ln)) is not None]
+        heads = [i for i, _ in marks]
+        numbers = [int(m.group(1)) for _, m in marks]
         if numbers != [c.number for c in self.cells]:
             raise NotebookError("the fixed code lost a cell boundary; nothing written")
         out: list[str] = []
@@ -222,10 +226,15 @@ class Notebook:
 
 
 def _language(raw: dict[str, Any]) -> str:
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-    info = meta.get("language_info") if isinstance(meta.get("language_info"), dict) else {}
-    kernel = meta.get("kernelspec") if isinstance(meta.get("kernelspec"), dict) else {}
+    meta = _table(raw.get("metadata"))
+    info = _table(meta.get("language_info"))
+    kernel = _table(meta.get("kernelspec"))
     return str(info.get("name") or kernel.get("language") or "").lower()
+
+
+def _table(value: object) -> dict[str, Any]:
+    """A JSON object, or an empty one for whatever else a hand-edited notebook holds there."""
+    return value if isinstance(value, dict) else {}
 
 
 def _dump_like(raw: dict[str, Any], original: str) -> str:
@@ -251,7 +260,7 @@ def validate(text: str, filename: str) -> None:
     except ImportError:
         return
     try:
-        nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]  # nbformat's reads is unannotated
         nbformat.validate(nb)
     except Exception as exc:  # nbformat raises several kinds; any of them means do not write
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -261,7 +270,7 @@ def validate(text: str, filename: str) -> None:
 # ---- the CLI's path ----------------------------------------------------------------
 
 
-def run_job(job: Any, text: str) -> FileResult:
+def run_job(job: _Job, text: str) -> FileResult:
     """``api._run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
     from .api import _Job, _run_job
 

@@ -6,10 +6,14 @@ through kerasfit.ruleapi.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from .context import UNKNOWN, FileContext, dotted_name, get_arg
+
+if TYPE_CHECKING:
+    from .rule import Replace
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -118,11 +122,11 @@ def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
     inner = [c.func.attr.value for c in chain if isinstance(c.func, cst.Attribute)]
     if any(m not in _DATASET_METHODS for m in inner[1:]):
         return False  # something else is chained in between: not a dataset chain
-    outer = []
-    for c in calls[len(chain):]:
-        if c.func.attr.value not in _DATASET_METHODS:  # type: ignore[attr-defined]
+    outer: list[str] = []
+    for c in calls[len(chain):]:  # _outer_methods' calls are all method calls
+        if not isinstance(c.func, cst.Attribute) or c.func.attr.value not in _DATASET_METHODS:
             break  # ds.batch(8).as_numpy_iterator(): the dataset part ends here
-        outer.append(c.func.attr.value)  # type: ignore[attr-defined]
+        outer.append(c.func.attr.value)
     calls = calls[: len(chain) + len(outer)]
     methods = inner + outer
     if any(_names_tf_data(ctx, c) for c in calls):
@@ -211,7 +215,7 @@ def receiver_dotted(call: cst.Call) -> str | None:
     return dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
 
 
-def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
+def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -> Replace | None:
     """A Replace that adds ``keyword=value`` after the last argument of ``call`` by a
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
@@ -222,8 +226,13 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str):
         return Replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))
     last = call.args[-1]
     comma = last.comma
-    if isinstance(comma, cst.Comma) and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace):
-        # one argument per line with a trailing comma: add a line in the same style
+    if (
+        isinstance(comma, cst.Comma)
+        and isinstance(comma.whitespace_before, cst.SimpleWhitespace)
+        and isinstance(comma.whitespace_after, cst.ParenthesizedWhitespace)
+    ):
+        # one argument per line with a trailing comma: add a line in the same style (a
+        # comma on a line of its own falls through to the inline edit below)
         before = call.args[-2].comma.whitespace_after if len(call.args) > 1 and isinstance(call.args[-2].comma, cst.Comma) else call.whitespace_before_args
         if not isinstance(before, cst.ParenthesizedWhitespace):
             return None

@@ -16,7 +16,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from kerasfit.types import TARGETS, Diagnostic, Severity
 
@@ -145,12 +145,14 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         if outcome.timed_out:
             raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s "
                              "(raise the build timeout)")
-        result = None
+        result: dict[str, Any] | None = None
         if out.exists():
             try:
-                result = json.loads(out.read_text())
+                loaded = json.loads(out.read_text())
             except ValueError:
-                result = None
+                loaded = None
+            # the user's code sees --out in sys.argv: anything but an object is not a result
+            result = loaded if isinstance(loaded, dict) else None
         if result is None:
             raise BuildError(f"{shown}: {describe_exit(outcome, out, options.memory_limit)}")
         if not result.get("ok"):
@@ -276,7 +278,7 @@ def _feature_fit(op: OpReport) -> float:
     return (fi * fo) / (pfi * pfo) if pfi and pfo else 1.0
 
 
-def _x(shape) -> str:
+def _x(shape: Sequence[int]) -> str:
     return "×".join(str(d) for d in shape)
 
 
@@ -374,7 +376,7 @@ def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: i
         spatial = len(shape) > 2 and shape[0] == padded[0] and shape[-1] == padded[-1]
         consumers = [by_name[c] for c in pad.get("consumers", []) if c in by_name]
         kgrad = [c for c in consumers if c.pass_ == KERNEL_GRAD]
-        ref = (kgrad or consumers or [None])[0]
+        ref = next(iter(kgrad or consumers), None)
         return {"status": "confirmed" if pad.get("zero") and spatial else "refuted",
                 "shape": shape, "padded_shape": padded, "fit": ref.fit if ref else None,
                 "layer": pad.get("layer"),
@@ -403,7 +405,7 @@ def _offsets(text: str | None, row: int, col: int, end_row: int, end_col: int) -
     return at(row, col), at(end_row, end_col)
 
 
-def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict | None,
+def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[str, Any] | None,
               text: str | None) -> Diagnostic:
     row = source["line"] if source else 1
     end_row = source.get("end_line", row) if source else 1

@@ -10,7 +10,10 @@ It writes one JSON object to ``--out``: ``{"ok": true, ...}`` with the ops, or
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import inspect
 import json
@@ -20,11 +23,57 @@ import sys
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from types import FrameType, ModuleType
+from typing import Any, Callable, Iterable, Iterator, Literal, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
 DEFAULT_BATCH = 128
+
+# TensorFlow and Keras ship no type stubs: the modules, models, layers and tensors this
+# child handles are Any to mypy (pyproject's ignore_missing_imports).
+
+
+class _Options(argparse.Namespace):
+    """The command line, as ``main`` parses it."""
+
+    file: str
+    out: str
+    entry: str | None
+    batch_size: int | None
+    cores: int
+    dtype: str
+    input_shape: list[int] | None
+    legacy: bool
+    keras2: bool
+    probe_weights: str | None
+    probe_outputs: str | None
+    dump_hlo: str | None
+
+
+class Site(TypedDict):
+    """A place in the user's file (1-based lines, 0-based columns), as the report gets it."""
+
+    file: str
+    line: int
+    end_line: int
+    column: int
+    end_column: int
+    callers: NotRequired[list[int]]  # outer user-file lines (a helper's call sites)
+
+
+# An HLO op name -> (the layer it belongs to, where that layer was created)
+Locate = Callable[[str], tuple[str | None, Site | None]]
+
+
+class _GraphState(TypedDict, total=False):
+    """What the patched TF1 ``placeholder`` learns while the user's graph is built."""
+
+    global_batch: int
+    per_core_batch: int
+    declared: int | None  # the batch the script's placeholders hard-code
+    input_sites: list[Site]
+    notes: list[str]
 
 
 class ChildError(Exception):
@@ -54,7 +103,7 @@ def _mark(phase: str) -> None:
     _MARKS[phase] = time.perf_counter()
 
 
-def _one_line(text: str, limit: int = 300) -> str:
+def _one_line(text: object, limit: int = 300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -75,14 +124,14 @@ class Sites:
             hit = self._is_user[filename] = os.path.realpath(filename) == self.user_file
         return hit
 
-    def from_frames(self, skip_self: object = None) -> dict[str, Any] | None:
+    def from_frames(self, skip_self: object = None) -> Site | None:
         """The innermost user-file frame of the current stack.
 
         Frames running the object's own ``__init__`` (a user-defined layer calling
         ``super().__init__``) are skipped: the interesting line is the one that
         constructs the object, not its class body.
         """
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None:
             if self.is_user(frame.f_code.co_filename) and (
                 skip_self is None or frame.f_locals.get("self") is not skip_self
@@ -93,16 +142,16 @@ class Sites:
             frame = frame.f_back
         return None
 
-    def _callers(self, frame) -> list[int]:
+    def _callers(self, frame: FrameType | None) -> list[int]:
         """Outer user-file lines: where a helper that made the layer was called."""
-        lines = []
+        lines: list[int] = []
         while frame is not None and len(lines) < 8:
             if self.is_user(frame.f_code.co_filename):
                 lines.append(frame.f_lineno)
             frame = frame.f_back
         return lines
 
-    def _site(self, frame) -> dict[str, Any]:
+    def _site(self, frame: FrameType) -> Site:
         line, end_line, col, end_col = frame.f_lineno, frame.f_lineno, 0, 0
         try:
             pos = list(frame.f_code.co_positions())[frame.f_lasti // 2]
@@ -114,8 +163,9 @@ class Sites:
         return {"file": self.user_file, "line": line, "end_line": end_line,
                 "column": col, "end_column": end_col}
 
-    def from_traceback(self, tb) -> dict[str, Any] | None:
-        """The innermost user-file frame of a TF op's creation stack."""
+    def from_traceback(self, tb: Iterable[Any] | None) -> Site | None:
+        """The innermost user-file frame of a TF op's creation stack (``op.traceback``:
+        entries with ``filename`` and ``lineno``)."""
         user = [fr for fr in reversed(list(tb or ())) if self.is_user(fr.filename)]
         if not user:
             return None
@@ -124,18 +174,18 @@ class Sites:
                 "column": 0, "end_column": 0, "callers": [fr.lineno for fr in user[1:9]]}
 
 
-def _patch_layer_init(layer_cls, sites: Sites) -> None:
+def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
     original = layer_cls.__init__
     if getattr(original, "_kerasfit", False):
         return
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         site = sites.from_frames(skip_self=self)
         original(self, *args, **kwargs)
         if site is not None and not hasattr(self, "_kerasfit_site"):
             object.__setattr__(self, "_kerasfit_site", site)
 
-    __init__._kerasfit = True  # type: ignore[attr-defined]
+    __init__._kerasfit = True  # type: ignore[attr-defined]  # a marker on the function object: patched once
     layer_cls.__init__ = __init__
 
 
@@ -160,39 +210,39 @@ MAX_CANDIDATES = 3
 class _Inert:
     """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: object, **kwargs: object) -> None:
         pass
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: object, **kwargs: object) -> _Inert:
         return _Inert()
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__"):
             raise AttributeError(name)
         return _Inert()
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(())
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: object) -> _Inert:
         return _Inert()
 
-    def __enter__(self):
+    def __enter__(self) -> _Inert:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
 
-class _StubModule(type(sys)):
-    def __getattr__(self, name):
+class _StubModule(ModuleType):
+    def __getattr__(self, name: str) -> type[_Inert]:
         if name.startswith("__"):
             raise AttributeError(name)
         # A class, so ``class Foo(tfa.layers.Base)`` and ``isinstance`` still work.
         return type(name, (_Inert,), {"__module__": self.__name__})
 
 
-class _StubFinder:
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Stands in for third-party packages the script imports that are not installed.
 
     Sits last on ``sys.meta_path``: a package that is installed is always the real one.
@@ -204,7 +254,8 @@ class _StubFinder:
         self.names = names
         self.used: list[str] = []
 
-    def find_spec(self, fullname, path=None, target=None):
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         top = fullname.split(".")[0]
         if top not in self.names:
             return None
@@ -212,16 +263,16 @@ class _StubFinder:
             self.used.append(top)
         return importlib.util.spec_from_loader(fullname, self, is_package=True)
 
-    def create_module(self, spec):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         module = _StubModule(spec.name)
         module.__path__ = []
         return module
 
-    def exec_module(self, module):
+    def exec_module(self, module: ModuleType) -> None:
         pass
 
 
-def _no_download_applications(keras_module, notes: list[str]) -> None:
+def _no_download_applications(keras_module: Any, notes: list[str]) -> None:
     """``keras.applications.X(weights="imagenet")`` builds with random weights: padding
     does not depend on them, and a build never downloads."""
     apps = getattr(keras_module, "applications", None)
@@ -232,7 +283,7 @@ def _no_download_applications(keras_module, notes: list[str]) -> None:
         if not (callable(fn) and name[:1].isupper() and isinstance(fn, type(_one_line))):
             continue
 
-        def wrapper(*args, _fn=fn, _name=name, **kwargs):
+        def wrapper(*args: Any, _fn: Callable[..., Any] = fn, _name: str = name, **kwargs: Any) -> Any:
             weights = kwargs.get("weights", "imagenet")
             if isinstance(weights, str) and not os.path.exists(weights):
                 kwargs["weights"] = None
@@ -241,7 +292,7 @@ def _no_download_applications(keras_module, notes: list[str]) -> None:
                     notes.append(note)
             return _fn(*args, **kwargs)
 
-        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = fn  # type: ignore[attr-defined]  # what functools.wraps would set, for inspect
         try:
             setattr(apps, name, wrapper)
         except (AttributeError, TypeError):
@@ -252,37 +303,37 @@ class _Refused(RuntimeError):
     pass
 
 
-def _refuse_training(keras_module, notes: list[str]) -> None:
+def _refuse_training(keras_module: Any, notes: list[str]) -> None:
     """Belt and braces under the slicer: a build never trains, predicts or downloads."""
     model = getattr(keras_module, "Model", None)
     for name in ("fit", "fit_generator", "evaluate", "predict", "train_on_batch"):
         if model is not None and hasattr(model, name):
-            def refuse(self, *a, _name=name, **k):
+            def refuse(self: Any, *a: object, _name: str = name, **k: object) -> None:
                 notes.append(f"refused a call to Model.{_name}()")
                 raise _Refused(f"kerasfit does not run Model.{_name}() while building")
             setattr(model, name, refuse)
     utils = getattr(keras_module, "utils", None)
     if utils is not None and hasattr(utils, "get_file"):
-        def get_file(*a, **k):
+        def get_file(*a: object, **k: object) -> None:
             notes.append("refused a download (keras.utils.get_file)")
             raise _Refused("kerasfit does not download while building")
         utils.get_file = get_file
 
 
-def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]):
+def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> ModuleType:
     """Run the sliced script as a fresh module, one top-level statement at a time.
 
     A statement that fails (it read a name whose data loading was skipped) is noted
     and passed over: the entry fails later only if it really needed it.
     """
     name = path.stem if path.stem.isidentifier() else "kerasfit_user_module"
-    module = type(sys)(name)
+    module = ModuleType(name)
     module.__file__ = str(path)
     module.__dict__["__builtins__"] = __builtins__
     sys.modules[name] = module
     failed: list[str] = []
     for stmt in plan.tree.body:
-        code = compile(__import__("ast").Module(body=[stmt], type_ignores=[]), str(path), "exec")
+        code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         try:
             exec(code, module.__dict__)
         except BaseException as exc:  # user code: anything, including SystemExit
@@ -293,7 +344,8 @@ def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]):
     return module
 
 
-def _load_script(path: Path, opts, sites: Sites, notes: list[str], candidate: Candidate | None):
+def _load_script(path: Path, opts: _Options, sites: Sites, notes: list[str],
+                 candidate: Candidate | None) -> tuple[Slice, ModuleType]:
     """Slice the script for the entry (or a candidate) and run the slice."""
     source = path.read_text(encoding="utf-8", errors="replace")
     entry = opts.entry
@@ -309,7 +361,7 @@ def _load_script(path: Path, opts, sites: Sites, notes: list[str], candidate: Ca
     return plan, _exec_slice(path, plan, sites, notes)
 
 
-def _no_required_args(fn) -> bool:
+def _no_required_args(fn: Callable[..., Any]) -> bool:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -320,8 +372,8 @@ def _no_required_args(fn) -> bool:
     )
 
 
-def _model_classes():
-    classes = []
+def _model_classes() -> tuple[type, ...]:
+    classes: list[type] = []
     for mod in ("keras", "tf_keras"):
         m = sys.modules.get(mod)
         if m is not None and hasattr(m, "Model"):
@@ -329,7 +381,7 @@ def _model_classes():
     return tuple(classes)
 
 
-def _resolve_entry(module, entry: str | None, sites: Sites):
+def _resolve_entry(module: ModuleType, entry: str | None, sites: Sites) -> tuple[str, Callable[[], Any]]:
     """(description, thunk) for what to build; the thunk runs the user's code."""
     if entry:
         if ":" in entry and entry.split(":", 1)[1].isidentifier():
@@ -369,8 +421,9 @@ def _resolve_entry(module, entry: str | None, sites: Sites):
 # ---------------------------------------------------------------- Keras models
 
 
-def _layers_of(model) -> list:
-    seen, out = set(), []
+def _layers_of(model: Any) -> list[Any]:
+    seen: set[int] = set()
+    out: list[Any] = []
     stack = [model]
     while stack:
         layer = stack.pop()
@@ -386,13 +439,13 @@ def _layers_of(model) -> list:
     return out
 
 
-def _is_random_augmentation(layer) -> bool:
+def _is_random_augmentation(layer: Any) -> bool:
     name = type(layer).__name__
     module = type(layer).__module__
     return name.startswith("Random") and ("preprocessing" in module or "augment" in module)
 
 
-def _record_scopes(layers, tf) -> dict[str, Any]:
+def _record_scopes(layers: list[Any], tf: Any) -> dict[str, Any]:
     """Wrap each layer's ``call`` to see the name scope its ops get while tracing.
 
     HLO op names carry TF name scopes, which Keras uniquifies per graph ("dense" may
@@ -407,7 +460,7 @@ def _record_scopes(layers, tf) -> dict[str, Any]:
             object.__setattr__(layer, "call", lambda inputs, *a, **k: inputs)
             continue
 
-        def call(*args, _layer=layer, _original=original, **kwargs):
+        def call(*args: Any, _layer: Any = layer, _original: Any = original, **kwargs: Any) -> Any:
             scope = tf.compat.v1.get_default_graph().get_name_scope()
             if scope:
                 scopes[scope] = _layer
@@ -417,8 +470,9 @@ def _record_scopes(layers, tf) -> dict[str, Any]:
     return scopes
 
 
-def _input_specs(model, input_shape: list[int] | None = None):
-    shapes, dtypes = [], []
+def _input_specs(model: Any, input_shape: list[int] | None = None) -> tuple[list[list[int | None]], list[str]]:
+    shapes: list[list[int | None]] = []
+    dtypes: list[str] = []
     inputs = None
     try:
         inputs = model.inputs
@@ -429,7 +483,7 @@ def _input_specs(model, input_shape: list[int] | None = None):
             shapes.append(list(t.shape))
             dtypes.append(str(getattr(t.dtype, "name", t.dtype)))
     else:
-        shape = getattr(model, "input_shape", None)
+        shape: Any = getattr(model, "input_shape", None)  # Keras's: one shape, a list of them, or None
         if shape is None:
             try:
                 shape = model._build_shapes_dict  # keras 3 subclassed, built via build()
@@ -458,13 +512,21 @@ def _input_specs(model, input_shape: list[int] | None = None):
     return shapes, dtypes
 
 
-def _keras_step(model, tf):
+def _batched(shape: list[int | None], batch: int) -> list[int]:
+    """An input of ``shape`` at ``batch``; _input_specs has filled in or refused every
+    unknown dim after the batch one."""
+    dims = [int(d) for d in shape[1:] if d is not None]
+    if len(dims) != len(shape) - 1:
+        raise ChildError(f"the input shape {tuple(shape)} has unknown non-batch dims")
+    return [batch] + dims
+
+
+def _keras_step(model: Any, tf: Any) -> tuple[Any, list[Any]]:
     variables = list(model.trainable_variables)
     if not variables:
         raise ChildError("the model has no trainable variables")
 
-    @tf.function(jit_compile=True, autograph=False)
-    def step(*inputs):
+    def step(*inputs: Any) -> tuple[Any, Any, list[Any]]:
         with tf.GradientTape() as tape:
             outputs = model(inputs[0] if len(inputs) == 1 else list(inputs), training=True)
             flat = [o for o in tf.nest.flatten(outputs) if o.dtype.is_floating]
@@ -472,25 +534,23 @@ def _keras_step(model, tf):
         grads = tape.gradient(loss, variables)
         return loss, outputs, [g for g in grads if g is not None]
 
-    return step, variables
+    # called, not used as a decorator: TensorFlow's untyped decorator would untype ``step``
+    return tf.function(step, jit_compile=True, autograph=False), variables
 
 
-def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
+def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any]) -> str:
     shapes, dtypes = _input_specs(model, opts.input_shape)
     fixed = shapes[0][0] if shapes and shapes[0] else None
     global_batch = opts.batch_size or fixed or DEFAULT_BATCH
     per_core = max(1, global_batch // max(1, opts.cores))
-    args = []
-    for s, dt in zip(shapes, dtypes):
-        s = [per_core] + [int(d) for d in s[1:]]
-        args.append(tf.zeros(s, dtype=dt))
+    args = [tf.zeros(_batched(s, per_core), dtype=dt) for s, dt in zip(shapes, dtypes)]
     layers = _layers_of(model)
     scopes = _record_scopes(layers, tf)
     step, variables = _keras_step(model, tf)
     try:
         concrete = step.get_concrete_function(*args)
         _mark("trace")
-        hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+        hlo: str = step.experimental_get_compiler_ir(*args)(stage="hlo")
         _mark("lower")
     except ChildError:
         raise
@@ -507,13 +567,14 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
     result["per_core_batch"] = per_core
     result["variables"] = [v.shape.as_list() for v in variables]
 
-    def site_of(layer):
-        return getattr(layer, "_kerasfit_site", None)
+    def site_of(layer: Any) -> Site | None:
+        site: Site | None = getattr(layer, "_kerasfit_site", None)
+        return site
 
     # Longest scope first so an op lands in its innermost layer.
     ordered = sorted(scopes.items(), key=lambda kv: len(kv[0]), reverse=True)
 
-    def locate(op_name: str):
+    def locate(op_name: str) -> tuple[str | None, Site | None]:
         name = strip_scopes(op_name)
         for scope, layer in ordered:
             if name == scope or name.startswith(scope + "/"):
@@ -526,11 +587,11 @@ def _build_keras(model, opts, sites: Sites, tf, result: dict) -> str:
 
     result["_locate"] = locate
     if opts.probe_outputs:
-        _probe(model, shapes, dtypes, per_core, opts, tf)
+        _probe(model, shapes, dtypes, per_core, opts.probe_weights, opts.probe_outputs, tf)
     return hlo
 
 
-def _endpoint_layers(model, attr: str) -> list:
+def _endpoint_layers(model: Any, attr: str) -> list[Any]:
     """The layers producing ``model.inputs`` / ``model.outputs`` (functional models)."""
     layers = []
     try:
@@ -547,32 +608,32 @@ def _endpoint_layers(model, attr: str) -> list:
     return layers
 
 
-def _output_layers(model) -> list[str]:
+def _output_layers(model: Any) -> list[str]:
     """Names of the layers producing the model's outputs: their width is the task's."""
     return [layer.name for layer in _endpoint_layers(model, "outputs") if getattr(layer, "name", None)]
 
 
-def _probe(model, shapes, dtypes, per_core, opts, tf) -> None:
+def _probe(model: Any, shapes: list[list[int | None]], dtypes: list[str], per_core: int,
+           weights: str | None, outputs: str, tf: Any) -> None:
     """Save/load weights and record outputs on a fixed input (fix-equivalence tests)."""
     import numpy as np
 
-    if opts.probe_weights:
-        if os.path.exists(opts.probe_weights):
-            with np.load(opts.probe_weights) as data:
+    if weights:
+        if os.path.exists(weights):
+            with np.load(weights) as data:
                 model.set_weights([data[f"arr_{i}"] for i in range(len(data.files))])
         else:
-            np.savez(opts.probe_weights, *model.get_weights())
+            np.savez(weights, *model.get_weights())
     rng = np.random.RandomState(0)
-    xs = [rng.standard_normal([per_core] + [int(d) for d in s[1:]]).astype(dt)
-          for s, dt in zip(shapes, dtypes)]
+    xs = [rng.standard_normal(_batched(s, per_core)).astype(dt) for s, dt in zip(shapes, dtypes)]
     out = model(xs[0] if len(xs) == 1 else xs, training=False)
-    np.savez(opts.probe_outputs, *[np.asarray(o) for o in tf.nest.flatten(out)])
+    np.savez(outputs, *[np.asarray(o) for o in tf.nest.flatten(out)])
 
 
 # ---------------------------------------------------------------- TF1 graphs
 
 
-def _patch_tf1(tf, opts, state: dict, sites: Sites) -> None:
+def _patch_tf1(tf: Any, opts: _Options, state: _GraphState, sites: Sites) -> None:
     """Placeholders get the per-core batch; eager-disabling calls become no-ops.
 
     The HLO must be traced at the per-core batch while TF1 code usually hard-codes the
@@ -582,7 +643,7 @@ def _patch_tf1(tf, opts, state: dict, sites: Sites) -> None:
     v1 = tf.compat.v1
     original = v1.placeholder
 
-    def placeholder(dtype, shape=None, name=None):
+    def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Any:
         if shape is not None:
             dims = list(tf.TensorShape(shape).as_list()) if tf.TensorShape(shape).rank is not None else None
             if dims:
@@ -607,10 +668,11 @@ def _patch_tf1(tf, opts, state: dict, sites: Sites) -> None:
                 "ignored tf.compat.v1.disable_eager_execution/disable_v2_behavior"))
 
 
-def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
+def _build_tf1(thunk: Callable[[], Any], opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
+               state: _GraphState) -> str | None:
     outputs_box: dict[str, Any] = {}
 
-    def fn():
+    def fn() -> list[Any]:
         try:
             outputs = thunk()
         except ChildError:
@@ -654,17 +716,18 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
         feeds.append(t)
     pruned = wrapped.prune(feeds=feeds, fetches=wrapped.structured_outputs)
 
-    @tf.function(jit_compile=True, autograph=False)
-    def step(*args):
+    def step(*args: Any) -> Any:
         return pruned(*args)
+
+    compiled = tf.function(step, jit_compile=True, autograph=False)
 
     args = [tf.ones(t.shape, t.dtype) if t.dtype == tf.bool else tf.zeros(t.shape, t.dtype) for t in feeds]
     try:
-        hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+        hlo: str = compiled.experimental_get_compiler_ir(*args)(stage="hlo")
     except Exception as exc:
         raise ChildError(f"lowering the graph to HLO failed: {type(exc).__name__}: {_one_line(exc)}") from None
     _mark("lower")
-    sites_by_op = {}
+    sites_by_op: dict[str, Site] = {}
     for op in graph.get_operations():
         site = sites.from_traceback(getattr(op, "traceback", None))
         if site is not None:
@@ -678,7 +741,7 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
     result["per_core_batch"] = state.get("per_core_batch") or max(
         1, result["global_batch"] // max(1, opts.cores))
 
-    def locate(op_name: str):
+    def locate(op_name: str) -> tuple[str | None, Site | None]:
         name = strip_scopes(op_name)
         parts = name.split("/")
         for i in range(len(parts), 0, -1):
@@ -695,7 +758,8 @@ def _build_tf1(thunk, opts, sites: Sites, tf, result: dict, state: dict):
 # ---------------------------------------------------------------- main
 
 
-def _build_entry(module, entry: str | None, opts, sites: Sites, tf, result: dict, state: dict):
+def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: Sites, tf: Any,
+                 result: dict[str, Any], state: _GraphState) -> str:
     """Resolve the entry in the (sliced) module and lower its training step to HLO."""
     description, thunk = _resolve_entry(module, entry, sites)
     result["entry"] = description
@@ -726,7 +790,8 @@ _GUARD_HINT = ('put the training, data and plotting code under `if __name__ == "
                "or pass --entry 'function' or an expression that builds the model")
 
 
-def _build_script(path: Path, opts, sites: Sites, tf, keras, result: dict, state: dict):
+def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any, result: dict[str, Any],
+                  state: _GraphState) -> str:
     """Slice the script, then build its entry (or the discovered candidates, best first)."""
     sys.path.insert(0, str(path.parent))
     try:
@@ -739,7 +804,8 @@ def _build_script(path: Path, opts, sites: Sites, tf, keras, result: dict, state
     result["candidates"] = [c.label for c in plan.candidates]
     errors: list[str] = []
     hlo = None
-    for candidate in candidates or [None]:
+    tries: list[Candidate | None] = [*candidates] or [None]
+    for candidate in tries:
         notes: list[str] = []
         attempt = dict(result, notes=notes)
         try:
@@ -774,7 +840,7 @@ def _build_script(path: Path, opts, sites: Sites, tf, keras, result: dict, state
     return hlo
 
 
-def _reset_graphs(tf, keras) -> None:
+def _reset_graphs(tf: Any, keras: Any) -> None:
     try:
         keras.backend.clear_session()
         tf.compat.v1.reset_default_graph()
@@ -782,7 +848,7 @@ def _reset_graphs(tf, keras) -> None:
         pass
 
 
-def run(opts) -> dict[str, Any]:
+def run(opts: _Options) -> dict[str, Any]:
     t0 = time.perf_counter()
     path = Path(opts.file).resolve()
     sites = Sites(str(path))
@@ -812,7 +878,7 @@ def run(opts) -> dict[str, Any]:
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         if opts.legacy or opts.keras2:
             tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    state: dict[str, Any] = {}
+    state: _GraphState = {}
     if opts.legacy:
         _patch_tf1(tf, opts, state, sites)
     if opts.keras2:
@@ -826,7 +892,7 @@ def run(opts) -> dict[str, Any]:
     hlo = _build_script(path, opts, sites, tf, keras, result, state)
     t_hlo = time.perf_counter()
     ops, pads = parse_hlo(hlo)
-    locate = result.pop("_locate")
+    locate: Locate = result.pop("_locate")
     variables = result.get("variables", [])
     out_ops = []
     for op in ops:
@@ -883,7 +949,7 @@ _FIRST_ERROR = "KERASFIT_KERAS3_ERROR"
 _TF_KERAS = re.compile(r"\btf\.keras\b|\btensorflow\.keras\b|from tensorflow import keras")
 
 
-def _retry_with_keras2(argv, opts, error: str) -> None:
+def _retry_with_keras2(argv: list[str] | None, opts: _Options, error: str) -> None:
     """A script that reaches Keras through ``tf.keras`` and fails under Keras 3 was most
     likely written for Keras 2 (TF < 2.16): build it again with tf-keras.
 
@@ -921,7 +987,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe-weights")
     p.add_argument("--probe-outputs")
     p.add_argument("--dump-hlo")
-    opts = p.parse_args(argv)
+    opts = p.parse_args(argv, namespace=_Options())
     global _PHASE_FILE
     _PHASE_FILE = Path(f"{opts.out}.phase")
     try:

@@ -20,7 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Generator, Iterable, Iterator, cast
 
 from lsprotocol import types
 from lsprotocol.converters import get_converter
@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
@@ -157,7 +158,7 @@ class _Protocol(LanguageServerProtocol):
     pre_answered: tuple[Any, Any] | None = None
 
     # pygls's private response hook (pinned: pygls>=2.0,<2.2 in pyproject; tests/lsp/test_lsp_boot.py)
-    def _send_response(self, msg_id, result=None, error=None):
+    def _send_response(self, msg_id: Any, result: Any = None, error: Any = None) -> None:
         if self.pre_answered is not None and msg_id == self.pre_answered[0]:
             _check_pre_answered(self, self.pre_answered[1], result, error)
             self.pre_answered = None
@@ -166,7 +167,7 @@ class _Protocol(LanguageServerProtocol):
         super()._send_response(msg_id, result, error)
 
     @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
         # Columns are UTF-16 code units (the LSP default every client supports), the same
         # unit `kerasfit check --output-format lsp` writes. Hide any other preference so
         # pygls does not negotiate UTF-8 / UTF-32 with clients that offer them.
@@ -176,8 +177,8 @@ class _Protocol(LanguageServerProtocol):
         return (yield from super().lsp_initialize(params))
 
     @lsp_method(types.EXIT)
-    def lsp_exit(self, *args):
-        server = self._server
+    def lsp_exit(self, *args: Any) -> Generator[Any, Any, Any]:
+        server = cast("KerasfitServer", self._server)
         server.exit_code = 0 if self._shutdown else 1  # the LSP exit status
         if not getattr(server, "tcp", False):
             return (yield from super().lsp_exit(*args))
@@ -186,7 +187,7 @@ class _Protocol(LanguageServerProtocol):
         # serve() exit with the LSP exit code.
         if self.writer is not None:
             self.writer.close()
-        server.shutdown()
+        server.shutdown()  # type: ignore[no-untyped-call]  # pygls leaves it unannotated
 
 
 class KerasfitServer(LanguageServer):
@@ -205,7 +206,8 @@ class KerasfitServer(LanguageServer):
         # Everything per document is keyed by the URI as pygls keys its workspace
         # (percent-decoded); ``uris`` keeps the spelling the client sent, to answer with.
         self.uris: dict[str, str] = {}
-        self.pending: dict[str, asyncio.Task] = {}
+        self.pending: dict[str, asyncio.Task[None]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None  # the server's, for logging from the lint thread
         self.linted: dict[str, Linted] = {}
         self.lints = LintRunner()
         # per open document: re-parse only the top-level statements an edit touched
@@ -221,7 +223,7 @@ class KerasfitServer(LanguageServer):
     def executor(self) -> ThreadPoolExecutor:
         return self.lints.executor
 
-    async def run_guarded(self, uri: str, fn, *args) -> Any:
+    async def run_guarded(self, uri: str, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` on the lint thread, within the lint time budget."""
         return await self.lints.run(uri, self.settings.lint_timeout_ms / 1000, fn, *args)
 
@@ -233,8 +235,9 @@ class KerasfitServer(LanguageServer):
         self.uris[key] = uri
         return key
 
-    def document(self, key: str):
-        return self.workspace.text_documents.get(key)
+    def document(self, key: str) -> TextDocument | None:
+        doc: TextDocument | None = self.workspace.text_documents.get(key)
+        return doc
 
     def is_python(self, key: str) -> bool:
         if key in self.workspace.notebook_documents:
@@ -321,7 +324,7 @@ class KerasfitServer(LanguageServer):
         try:
             if self.lints.held_back(uri):
                 raise LintTimeout(self.settings.lint_timeout_ms / 1000)
-            linted = await self.run_guarded(uri, self.lint_now, uri, source, version)
+            linted: Linted = await self.run_guarded(uri, self.lint_now, uri, source, version)
         except ConfigError as exc:
             self.config_error(str(exc))
             return None
@@ -413,7 +416,7 @@ class KerasfitServer(LanguageServer):
         for cell, key, text in zip(linted.cells.nb.cells, linted.cells.keys, texts):
             doc = self.document(key)
             edit = E.minimal_edit(cell.source, text) if doc is not None and text != cell.source else None
-            if edit is not None:
+            if edit is not None and doc is not None:
                 changes.append(
                     types.TextDocumentEdit(
                         text_document=types.OptionalVersionedTextDocumentIdentifier(uri=self.uris.get(key, key), version=doc.version),
@@ -589,7 +592,7 @@ class ClientLogHandler(logging.Handler):
         loop = getattr(ls, "loop", None)
         if loop is None or loop.is_closed():
             return
-        kind = _MESSAGE_TYPE.get(max(k for k in _MESSAGE_TYPE if k <= max(record.levelno, logging.DEBUG)))
+        kind = _MESSAGE_TYPE[max(k for k in _MESSAGE_TYPE if k <= max(record.levelno, logging.DEBUG))]
         params = types.LogMessageParams(type=kind, message=f"kerasfit: {self.format(record)}")
         try:
             loop.call_soon_threadsafe(ls.window_log_message, params)
@@ -603,7 +606,7 @@ def doc_key(uri: str) -> str:
 
 
 def _shift_bom(d: dict[str, Any]) -> None:
-    def ranges(obj: Any):
+    def ranges(obj: Any) -> Iterator[dict[str, Any]]:
         if isinstance(obj, dict):
             if "start" in obj and "end" in obj and isinstance(obj["start"], dict):
                 yield obj
@@ -737,7 +740,7 @@ def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> N
 # as one module keyed by the notebook, and each cell gets its own diagnostics.
 
 
-def _remember_cells(ls: KerasfitServer, cells) -> None:
+def _remember_cells(ls: KerasfitServer, cells: Iterable[Any] | None) -> None:
     for c in cells or ():
         ls.remember(c.uri)
 
@@ -812,7 +815,7 @@ def _wants(only: list[str] | None, kind: str) -> bool:
     return not only or any(kind == k or kind.startswith(k + ".") for k in only)
 
 
-def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], converter) -> types.WorkspaceEdit:
+def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], converter: Any) -> types.WorkspaceEdit:
     edits = [converter.structure(e, types.TextEdit) for e in text_edits]
     return types.WorkspaceEdit(
         document_changes=[
@@ -1045,7 +1048,7 @@ def serve(tcp: str | None = None, *, prefix: bytes = b"", answered: tuple[Any, A
         server.tcp = True
         serve_tcp(server, host or "127.0.0.1", int(port))
     else:
-        server.protocol.pre_answered = answered
+        cast(_Protocol, server.protocol).pre_answered = answered
         serve_stdio(server, prefix=prefix)
     for stream in (sys.stdout, sys.stderr):
         try:

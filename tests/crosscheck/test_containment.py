@@ -175,6 +175,26 @@ def test_exit_zero_at_import_is_named_as_such(tmp_path):
         "before building"]
 
 
+def test_a_result_file_that_is_not_a_json_object_is_one_line(tmp_path):
+    # The user's code can read --out from sys.argv; valid JSON that is not an object there
+    # used to end kerasfit with a traceback ('list' object has no attribute 'get').
+    path = write(tmp_path, "forged_result.py", """
+        import os, sys
+
+        def forge():
+            with open(sys.argv[sys.argv.index("--out") + 1], "w") as f:
+                f.write("[]")
+            os._exit(0)
+
+        UNITS = forge()
+        """, MODEL)
+    proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"kerasfit: build failed: {path}: the build process exited with status 0 at import, "
+        "before building"]
+
+
 def test_stderr_is_read_with_a_cap(tmp_path):
     # 400 MB of output: kept whole, the parent's memory grew by several times that.
     path = write(tmp_path, "loud.py", """
