@@ -338,6 +338,9 @@ class FileContext:
             return None
         head, _, rest = dotted.partition(".")
         if head in self.module_shadowed and head not in self.imports:
+            renamed = self._renamed_layer(head)
+            if renamed is not None:
+                return f"{renamed}.{rest}" if rest else renamed
             return self._injected(head, rest)
         if self._locally_rebound(head):
             return self._injected(head, rest)
@@ -383,6 +386,32 @@ class FileContext:
                 if base:
                     return f"{base}.{rest}" if rest else base
         return None
+
+    def _renamed_layer(self, name: str) -> str | None:
+        """``class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer): pass``:
+        a module-level subclass with an empty body is its first base under another name."""
+        bindings = self.scope_index(self.module).bindings.get(name)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != "class":
+            return None
+        cls = bindings[0].node
+        if not isinstance(cls, cst.ClassDef):
+            return None
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+        for stmt in body:
+            small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
+            if small is None or not all(
+                isinstance(x, cst.Pass) or (isinstance(x, cst.Expr) and isinstance(x.value, (cst.SimpleString, cst.ConcatenatedString)))
+                for x in small
+            ):
+                return None
+        if not cls.bases or cls.bases[0].keyword is not None:
+            return None
+        dotted = dotted_name(cls.bases[0].value)
+        head, _, rest = (dotted or "").partition(".")
+        base = self.imports.get(head)
+        if base is None or base.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            return None
+        return f"{base}.{rest}" if rest else base
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         """Canonical name (symbols.canonical) of a Name/Attribute, or None.

@@ -25,8 +25,13 @@ _DATASET_ROOT_CANONICAL = (
     "keras.utils.timeseries_dataset_from_array",
     "keras.preprocessing.image_dataset_from_directory",
 )
-# A name or function that says "evaluation": val_ds, eval_dataset, test_input_fn, dev_set.
-_EVAL_RE = re.compile(r"(^|_)(val|valid|validation|eval|evaluation|evaluate|test|testing|dev|holdout)(_|$|\d|s\b|set|ds|data)", re.I)
+# A name or function that says "evaluation" (or prediction, which must not skip examples
+# either): val_ds, eval_dataset, test_input_fn, dev_set, predict_input_fn.
+_EVAL_RE = re.compile(
+    r"(^|_)(val|valid|validation|eval|evaluation|evaluate|test|testing|dev|holdout|predict|prediction|inference)"
+    r"(_|$|\d|s\b|set|ds|data)",
+    re.I,
+)
 _TRAIN_RE = re.compile(r"train|training", re.I)
 
 

@@ -15,7 +15,7 @@ from .callargs import (
     set_keyword,
     keyword_value,
 )
-from .context import UNKNOWN, FileContext, dotted_name, get_arg, string_value
+from .context import UNKNOWN, FileContext, ScopeNode, dotted_name, get_arg, string_value
 from .engine import iter_children
 from .flow import (
     walk,
@@ -64,6 +64,7 @@ from .symbols import (
     HOST_CALLBACK_WRAPPERS,
     HOST_OPS,
     INPUT_FN_TAKERS,
+    KERAS1_WIDTH_KEYWORDS,
     L2_REGULARIZERS,
     L2_REGULARIZER_STRINGS,
     MATMUL_CALLS,
@@ -92,6 +93,7 @@ from .symbols import (
 from .types import TARGETS, Applicability, Severity, Target
 
 __all__ = [
+    "ScopeNode",
     "string_value",
     "Applicability",
     "BATCHNORM_LAYERS",
@@ -109,6 +111,7 @@ __all__ = [
     "HOST_OPS",
     "INPUT_FN_TAKERS",
     "Invalid",
+    "KERAS1_WIDTH_KEYWORDS",
     "L2_REGULARIZERS",
     "L2_REGULARIZER_STRINGS",
     "MATMUL_CALLS",

@@ -152,6 +152,9 @@ DENSE_LAYERS: dict[str, tuple[str, int]] = {
     "keras.layers.GRU": ("units", 0),
     "keras.layers.SimpleRNN": ("units", 0),
 }
+# Keras 1 keywords for the output width (`Convolution2D(nb_filter=12, nb_row=3, nb_col=3)`,
+# `Dense(output_dim=10)`): the first positional argument is the width in both versions.
+KERAS1_WIDTH_KEYWORDS = {"filters": "nb_filter", "units": "output_dim"}
 # Ops that consume a tensor as a convolution input: canonical -> (input kw, index).
 CONV_CALLS = {
     **{k: ("inputs", 0) for k in CONV_LAYERS},
@@ -236,6 +239,10 @@ WEIGHT_REGULARIZER_ARGS = (
     "beta_regularizer",
     "gamma_regularizer",
     "regularizer",  # tf.get_variable / add_weight
+    # Keras 1 spellings (still in old model zoos): W = kernel, b = bias, U = recurrent
+    "W_regularizer",
+    "b_regularizer",
+    "U_regularizer",
 )
 REGULARIZATION_LOSS_CALLS = {"tf.losses.get_regularization_loss", "tf.losses.get_regularization_losses"}
 # Concatenations and splits (KF105): canonical -> (values kw, values index, axis kw, axis index, axis default).

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from textwrap import dedent
 
 import libcst as cst
 
@@ -16,6 +17,7 @@ from kerasfit.ruleapi import (
     HEAD_ACTIVATIONS,
     HEAD_CONSUMERS,
     Invalid,
+    KERAS1_WIDTH_KEYWORDS,
     MODEL_CONSTRUCTORS,
     Replace,
     Rule,
@@ -55,8 +57,9 @@ class ChannelMultiple(Rule):
     ## What it does
     Flags the output width of a convolution or dense layer — `filters` of
     `Conv1D/2D/3D`, `Conv*Transpose`, `SeparableConv*`, `tf.layers.conv2d`…, `units`
-    of `Dense`, `tf.layers.dense` and recurrent layers, and the output-channel dim of
-    a `tf.nn.conv2d` kernel variable — that folds to a constant which is not a
+    of `Dense`, `tf.layers.dense` and recurrent layers (Keras 1's `nb_filter=` /
+    `output_dim=` too), and the output-channel dim of a `tf.nn.conv2d` kernel
+    variable — that folds to a constant which is not a
     multiple of 8. The message says what the dim pads to on the selected target and
     the share of the padded work that is wasted.
 
@@ -134,6 +137,25 @@ class ChannelMultiple(Rule):
             unsafe=True,
             message_contains="pad to 128 on tpu-v5e (22% of the padded work wasted)",
         ),
+        # Keras 1 spells the width nb_filter= / output_dim=
+        Invalid(
+            dedent("""\
+                from keras.layers import Convolution2D, Dense
+
+                def block(x):
+                    x = Convolution2D(nb_filter=12, nb_row=3, nb_col=3, border_mode="same")(x)
+                    return Dense(output_dim=100, activation="relu")(x)
+                """),
+            expected_fix=dedent("""\
+                from keras.layers import Convolution2D, Dense
+
+                def block(x):
+                    x = Convolution2D(nb_filter=16, nb_row=3, nb_col=3, border_mode="same")(x)
+                    return Dense(output_dim=104, activation="relu")(x)
+                """),
+            count=2,
+            unsafe=True,
+        ),
         Invalid(
             "import tensorflow as tf\nx = tf.keras.layers.Dense(units=100)(x)\n",
             expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(units=104)(x)\n",
@@ -205,6 +227,8 @@ class ChannelMultiple(Rule):
         spec = _LAYERS.get(name)
         if spec is not None:
             arg = get_arg(node, *spec)
+            if arg is None and name.startswith("keras."):
+                arg = get_arg(node, KERAS1_WIDTH_KEYWORDS[spec[0]])  # Keras 1: nb_filter=, output_dim=
             if arg is not None:
                 self._check_layer(node, name, arg.value, "units" if name in DENSE_LAYERS else "filters")
         elif name in _NN_CONVS:

@@ -22,7 +22,7 @@ from kerasfit.ruleapi import (
 )
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
-_COLLECTIONISH = re.compile(r"variables|weights|trainable|params|kernels", re.I)
+_COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
 _SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
 _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
@@ -42,7 +42,8 @@ class L2InForward(Rule):
     `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
     or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
     `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
-    recurrent, embedding and batch-norm weights; `activity_regularizer` is left
+    recurrent, embedding and batch-norm weights, Keras 1's `W_regularizer` /
+    `b_regularizer` / `U_regularizer` included; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
 
     Every occurrence is its own finding, with its own line and `# noqa`: an inline
@@ -115,6 +116,34 @@ class L2InForward(Rule):
             "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
             "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
             message_contains="(0.0005 matches it",
+        ),
+        # the weights come from a method named for variables (`self._freeze_vars()`), as in
+        # EfficientDet's Keras train step
+        Invalid(
+            "import re\nimport tensorflow as tf\n\n"
+            "class Train(tf.keras.Model):\n"
+            "    def _reg_l2_loss(self, weight_decay, regex=r'.*(kernel|weight):0$'):\n"
+            "        var_match = re.compile(regex)\n"
+            "        return weight_decay * tf.add_n(\n"
+            "            [tf.nn.l2_loss(v) for v in self._freeze_vars() if var_match.match(v.name)])\n",
+            message_contains="`tf.nn.l2_loss` over the weights",
+        ),
+        # a filtered variable list, TF's `var_list` convention (Mask R-CNN, detection models)
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\n"
+            "def total_loss(model_loss, params):\n"
+            "    var_list = [v for v in tf.trainable_variables() if 'bias' not in v.name]\n"
+            "    return model_loss + params['l2_weight_decay'] * tf.add_n([tf.nn.l2_loss(v) for v in var_list])\n",
+            message_contains="`tf.nn.l2_loss` over the weights",
+        ),
+        # Keras 1: W_ (kernel) and b_ (bias) regularizers, as in old DenseNet / VGG zoos
+        Invalid(
+            "from keras.layers import Convolution2D, Dense\nfrom keras.regularizers import l2\n\n"
+            "def head(x, weight_decay=1e-4):\n"
+            "    x = Convolution2D(16, 3, 3, border_mode='same', W_regularizer=l2(weight_decay))(x)\n"
+            "    return Dense(10, W_regularizer=l2(weight_decay), b_regularizer=l2(weight_decay))(x)\n",
+            count=3,
+            message_contains="`W_regularizer=l2(weight_decay)`",
         ),
         # every site is its own finding (its own line, squiggle and noqa)
         Invalid(

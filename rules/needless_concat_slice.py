@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from functools import partial
 from textwrap import dedent
 from typing import TYPE_CHECKING
@@ -58,11 +59,12 @@ class NeedlessConcatSlice(Rule):
     Precision policy for the last-axis slices: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
     Keras `Layer`/`Model`/`Loss`/`Metric` subclass, a `@tf.function`, a
-    `keras.layers.Lambda`, a Keras loss function `f(y_true, y_pred)`, a helper only
-    model code calls, a value produced by a TF/Keras call, or — in loss and box
-    helpers — a name that holds a tensor by the function's own data flow: it is
-    computed by a TF op, sliced or combined from a tensor, or flows (sliced,
-    combined, unpacked) into a TF op (`b1_wh = b1[..., 2:4]` … `K.maximum(b1_wh, …)`).
+    `keras.layers.Lambda` (inline, or a function handed to it by name), a Keras
+    loss function `f(y_true, y_pred)`, a helper only model code calls, a value
+    produced by a TF/Keras call, or — in loss and box helpers — a name that holds
+    a tensor by the function's own data flow: it is computed by a TF op, sliced or
+    combined from a tensor, or flows (sliced, combined, unpacked) into a TF op
+    (`b1_wh = b1[..., 2:4]` … `K.maximum(b1_wh, …)`).
     Never flagged: code inside functions handed to `Dataset.map`/`filter`/
     `interleave` (the host input pipeline), host code (a TPUEstimator `metric_fn`,
     a `serving_input_fn`, a `main` that drives training), values produced by NumPy,
@@ -161,6 +163,24 @@ class NeedlessConcatSlice(Rule):
         "    model.fit(tf.image.resize(x_train, (64, 64)), y_train)\n",
     )
     INVALID = (
+        # a grouped conv written with Lambda layers: the slicing function is handed over by name
+        Invalid(
+            dedent("""\
+                from tensorflow.keras import layers
+
+                def slice_tensor(x, start, stop):
+                    return x[:, :, :, start:stop]
+
+                def group_conv(x, filters, groups):
+                    width = x.shape[-1] // groups
+                    parts = [
+                        layers.Lambda(slice_tensor, arguments={"start": g * width, "stop": (g + 1) * width})(x)
+                        for g in range(groups)
+                    ]
+                    return layers.Concatenate()([layers.Conv2D(filters // groups, 3, padding="same")(p) for p in parts])
+                """),
+            message_contains="last (feature) axis",
+        ),
         # the sliced tensor comes from a layer kept in a list: a Keras tensor in a helper method
         Invalid(
             dedent("""\
@@ -430,9 +450,10 @@ class NeedlessConcatSlice(Rule):
                 # only model code calls
                 if ctx.tensor_names(anc).holds_tensor(expr):
                     return True
-                # the file-wide roles only matter for a helper this file calls
-                called = ctx.file_fact(f"KF105.called.{anc.name.value}", partial(_called, anc.name.value))
-                return called and ctx.function_role(anc) == "model"
+                # the file-wide roles only matter for a helper this file calls or hands
+                # over by name (`layers.Lambda(slice_tensor, arguments=...)`)
+                used = ctx.file_fact(f"KF105.used.{anc.name.value}", partial(_used_by_name, anc.name.value))
+                return used and ctx.function_role(anc) == "model"
         return False
 
     @staticmethod
@@ -487,6 +508,7 @@ def _pipeline_fns(ctx: FileContext) -> frozenset[str]:
     return frozenset(out)
 
 
-def _called(name: str, ctx: FileContext) -> bool:
-    """The file's text calls ``name`` (besides its ``def``)."""
-    return ctx.source.count(f"{name}(") > 1
+def _used_by_name(name: str, ctx: FileContext) -> bool:
+    """The file's text names ``name`` besides its ``def``: a call, or the function
+    handed over by reference (``layers.Lambda(slice_tensor)``)."""
+    return len(re.findall(rf"(?<!\w){re.escape(name)}\b", ctx.source)) > 1

@@ -34,9 +34,10 @@ class NoDropRemainder(Rule):
 
     Not flagged: any explicit `drop_remainder=` (including a variable such as
     `is_training`), `.batch` on objects that are not `tf.data` datasets, and datasets
-    that only feed evaluation (`val_ds`, `eval_input_fn`, the not-training branch of
-    `if is_training:`): dropping their last batch would skip examples and change the
-    metric, so the trade-off is not the linter's to make.
+    that only feed evaluation or prediction (`val_ds`, `eval_input_fn`,
+    `predict_input_fn`, the not-training branch of `if is_training:`): dropping their
+    last batch would skip examples and change the metric or the predictions, so the
+    trade-off is not the linter's to make.
 
     ## Why is this slow on the accelerator
     Without `drop_remainder=True` the batch dimension is unknown (`None`): the last,
@@ -83,6 +84,9 @@ class NoDropRemainder(Rule):
         # evaluation only
         "import tensorflow as tf\nval_ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)\n",
         "import tensorflow as tf\n\ndef eval_input_fn():\n    return tf.data.TFRecordDataset('val').batch(128)\n",
+        # prediction: dropping the last batch would skip examples' predictions
+        "import tensorflow as tf\n\ndef predict_input_fn(params):\n"
+        "    return tf.data.TFRecordDataset('test.tfrecords').take(10).batch(params['batch_size'])\n",
         "import tensorflow as tf\n\ndef make(files, is_training):\n"
         "    ds = tf.data.TFRecordDataset(files)\n"
         "    if is_training:\n"

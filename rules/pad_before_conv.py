@@ -4,12 +4,12 @@ import re
 from collections.abc import Set
 from dataclasses import dataclass
 from textwrap import dedent
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import FileContext, ScopeNode
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -21,11 +21,13 @@ from kerasfit.ruleapi import (
     Severity,
     ZERO_PADDING_LAYERS,
     binds,
+    canonical,
     class_attr_assignment_line,
     class_attr_assignments,
     class_attr_uses,
     container_contents,
     current_statement,
+    dotted_name,
     get_arg,
     label,
     layer_constructor,
@@ -75,6 +77,8 @@ _NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
 # (label, padded input, per-dim (before, after) pairs or None, why it is not a zero pad or None)
 _PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | None]
+# a pad made inside a project helper: as _PadInfo, labelled with the helper (its input may be unnamed)
+_HelperPad = tuple[str, cst.BaseExpression | None, list[tuple[int, int]] | None, str | None]
 
 
 # Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
@@ -123,7 +127,9 @@ class PadBeforeConv(Rule):
     one of several values (`"valid" if stride > 1 else "same"`), a conv built by a
     project factory in this or another file of the tree (`DarknetConv2D_BN_Leaky(..,
     strides=(2, 2))` whose wrapper sets 'valid' for stride 2), adjacent layers of
-    `compose(...)` / `Sequential([...])` / `model.add(...)`, and layers kept in a list or
+    `compose(...)` / `Sequential([...])` / `model.add(...)`, a pad made by a project
+    helper in this or another file of the tree (the reference ResNets'
+    `fixed_padding(x, k)`, whose every return is a `tf.pad`), and layers kept in a list or
     dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
     repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
     self.stem: x = layer(x)`) all count. Such findings are not auto-fixed.
@@ -242,6 +248,37 @@ class PadBeforeConv(Rule):
                         x = keras.activations.relu(x)
                     return x
             """),
+        # a helper that pads the channels only: the conv's padding could not do that
+        dedent("""\
+            import tensorflow as tf
+
+            def pad_channels(x, extra):
+                return tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 4]])
+
+            def head(x):
+                return tf.keras.layers.Conv2D(8, 1)(pad_channels(x, 4))
+            """),
+        # a helper that pads and then does more: the conv reads the relu, not the pad
+        dedent("""\
+            import tensorflow as tf
+
+            def pad_relu(x):
+                return tf.nn.relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]))
+
+            def block(x):
+                return tf.keras.layers.Conv2D(8, 3)(pad_relu(x))
+            """),
+        # a subclass with its own constructor is not the base under another name
+        dedent("""\
+            import tensorflow as tf
+
+            class SameConv(tf.keras.layers.Conv2D):
+                def __init__(self, filters):
+                    super().__init__(filters, 3, padding="same")
+
+            def block(x):
+                return SameConv(8)(tf.keras.layers.ZeroPadding2D(1)(x))
+            """),
         # Keras 1: border_mode="same" is the conv's own padding
         dedent("""\
             from keras.models import Sequential
@@ -268,6 +305,60 @@ class PadBeforeConv(Rule):
             """),
     )
     INVALID = (
+        # the reference ResNets' `fixed_padding`: the pad is made by a helper of this file
+        # (both data-format branches pad), only for stride 2, where the conv is 'VALID'
+        Invalid(
+            dedent("""\
+                import tensorflow.compat.v1 as tf
+
+                def fixed_padding(inputs, kernel_size, data_format):
+                    pad_beg = (kernel_size - 1) // 2
+                    pad_end = kernel_size - 1 - pad_beg
+                    if data_format == "channels_first":
+                        return tf.pad(inputs, [[0, 0], [0, 0], [pad_beg, pad_end], [pad_beg, pad_end]])
+                    return tf.pad(inputs, [[0, 0], [pad_beg, pad_end], [pad_beg, pad_end], [0, 0]])
+
+                def conv2d_fixed_padding(inputs, filters, kernel_size, strides, data_format="channels_last"):
+                    if strides > 1:
+                        inputs = fixed_padding(inputs, kernel_size, data_format)
+                    return tf.layers.conv2d(
+                        inputs=inputs, filters=filters, kernel_size=kernel_size, strides=strides,
+                        padding=("SAME" if strides == 1 else "VALID"), data_format=data_format)
+                """),
+            message_contains="`fixed_padding` feeds a 'valid' `tf.layers.conv2d`",
+        ),
+        # a helper of a helper, unconditionally before a 'VALID' tf.nn.conv2d: never rewritten
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def _padding(inputs, paddings):
+                    return tf.pad(inputs, [[0, 0], paddings, paddings, [0, 0]])
+
+                def space_to_depth_fixed_padding(inputs, kernel_size, block_size=2):
+                    return _padding(inputs, ((kernel_size // 2 + 1) // block_size, (kernel_size // 2) // block_size))
+
+                def conv0(inputs, kernel):
+                    inputs = space_to_depth_fixed_padding(inputs, 7)
+                    return tf.nn.conv2d(inputs, kernel, [1, 1, 1, 1], "VALID")
+                """),
+            message_contains="the pad is made inside `space_to_depth_fixed_padding`",
+        ),
+        # a layer renamed by an empty subclass (tensorflow/tpu wraps Keras' DepthwiseConv2D so)
+        Invalid(
+            dedent("""\
+                import tensorflow.compat.v1 as tf
+
+                class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer):
+                    \"\"\"Wrap keras DepthwiseConv2D to tf.layers.\"\"\"
+                    pass
+
+                def depthwise_down(inputs):
+                    inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return DepthwiseConv2D([3, 3], strides=2, padding="valid", use_bias=False)(inputs)
+                """),
+            message_contains="`tf.pad` feeds a 'valid' `DepthwiseConv2D`",
+        ),
         # layers in two comprehension-built lists, applied pairwise by index
         Invalid(
             dedent("""\
@@ -571,8 +662,6 @@ class PadBeforeConv(Rule):
         layer = self.ctx.built_layer(ctor)
         if layer is None:
             return None
-        from kerasfit.ruleapi import canonical
-
         name = canonical(layer.name)
         spec = _SPECS.get(name)
         if spec is None:
@@ -715,17 +804,19 @@ class PadBeforeConv(Rule):
                 expr = hit[1]
             else:
                 for b in self.ctx.reaching_bindings(expr):
-                    if b.kind == "assign" and isinstance(b.value, cst.Call) and self._pad(b.value) is not None:
+                    if b.kind == "assign" and isinstance(b.value, cst.Call) and (
+                        self._pad(b.value) is not None or self._helper_pad(b.value) is not None
+                    ):
                         self._off = self.ctx.off_by_default(b.node)
                         return b.value, True
                 return None
-        if isinstance(expr, cst.Call) and self._pad(expr) is not None:
+        if isinstance(expr, cst.Call) and (self._pad(expr) is not None or self._helper_pad(expr) is not None):
             return expr, conditional
         return None
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:
-            info = self._pad(pad)
+            info = self._pad(pad) or self._helper_pad(pad)
             ctor = self.ctx.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
@@ -742,7 +833,7 @@ class PadBeforeConv(Rule):
     def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool) -> None:
         name, paddings, factory = conv
         head = self._head(label(name), pad)
-        info = self._pad(pad)
+        info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
         why = _NOT_ZERO if problem else f"the conv is built by `{factory}`, which gives it padding 'valid' here"
         if len(paddings) > 1:
@@ -773,6 +864,9 @@ class PadBeforeConv(Rule):
             return
         pad_info = self._pad(pad)
         if pad_info is None:
+            helper = self._helper_pad(pad)
+            if helper is not None:
+                self._report_helper(pad, name, args_of, spec, helper, paddings)
             return
         pad_name, pad_input, pairs, problem = pad_info
 
@@ -835,8 +929,26 @@ class PadBeforeConv(Rule):
                 changes.append(Remove(line))
         self.report(pad, f"{head}; use the conv's padding='same' (identical here)", fix=self.make_fix(*changes))
 
+    def _report_helper(
+        self, pad: cst.Call, conv_name: str, args_of: cst.Call, spec: _ConvSpec, info: _HelperPad, paddings: Set[str]
+    ) -> None:
+        """The conv's input is a helper's pad: found, never rewritten (the pad lives in
+        the helper, which other convs may call)."""
+        helper, _, pairs, problem = info
+        m = _RANK.search(conv_name)
+        rank = int(m.group(1)) if m else None
+        fmt = self._data_format(args_of, spec)
+        if pairs is not None and fmt is not None and rank is not None and len(pairs) == rank + 2:
+            chan = 1 if fmt == "first" else rank + 1
+            if all(p == (0, 0) for i, p in enumerate(pairs) if i not in (0, chan)):
+                return  # channels only: nothing the conv's own padding could do
+        why = _NOT_ZERO if problem else f"the pad is made inside `{helper}`, which other convs may call too"
+        if len(paddings) > 1:
+            why += "; the conv's padding is one of several values ('valid' on one path)"
+        self.report(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {why}")
+
     def _report_simple(self, pad: cst.Call, conv_name: str, why: str) -> None:
-        info = self._pad(pad)
+        info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
         self._report_maybe_off(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
 
@@ -850,9 +962,14 @@ class PadBeforeConv(Rule):
             self.report(pad, message)
 
     # ---- the pad ------------------------------------------------------------
-    def _pad(self, call: cst.Call) -> _PadInfo | None:
-        """(label, padded input, per-dim (before, after) pairs or None, problem or None)."""
+    def _pad(self, call: cst.Call, scopes: Sequence[ScopeNode] | None = None) -> _PadInfo | None:
+        """(label, padded input, per-dim (before, after) pairs or None, problem or None).
+        ``scopes``: fold the arguments where the call sits (a pad inside a helper)."""
         ctx = self.ctx
+
+        def const(node: cst.BaseExpression) -> Any:
+            return ctx.const(node, scopes=scopes) if scopes is not None else ctx.const(node)
+
         name = ctx.call_name(call)
         if name in _PADS:
             tensor = get_arg(call, "tensor" if name == "tf.pad" else "x", 0)
@@ -861,14 +978,14 @@ class PadBeforeConv(Rule):
             p_arg = get_arg(call, "paddings" if name == "tf.pad" else "pad_width", 1)
             m_arg = get_arg(call, "mode", 2)
             c_arg = get_arg(call, "constant_values", 3 if name == "tf.pad" else None)
-            mode = ctx.const(m_arg.value) if m_arg is not None else "CONSTANT"
-            cval = ctx.const(c_arg.value) if c_arg is not None else 0
+            mode = const(m_arg.value) if m_arg is not None else "CONSTANT"
+            cval = const(c_arg.value) if c_arg is not None else 0
             problem = None
             if not isinstance(mode, str) or mode.upper() != "CONSTANT":
                 problem = f"{mode.upper() if isinstance(mode, str) else 'a non-constant'} mode is not zero padding"
             elif cval not in (0, None):
                 problem = "it pads with a non-zero constant"
-            raw = ctx.const(p_arg.value) if p_arg is not None else None
+            raw = const(p_arg.value) if p_arg is not None else None
             pairs: list[tuple[int, int]] | None = None
             if isinstance(raw, (list, tuple)) and all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p) for p in raw
@@ -886,17 +1003,59 @@ class PadBeforeConv(Rule):
         if tensor is None:
             return None
         p_arg = get_arg(ctor, "padding", 0)
-        raw = ctx.const(p_arg.value) if p_arg is not None else 1
+        raw = const(p_arg.value) if p_arg is not None else 1
         spatial = self._zero_padding_pairs(raw, n)
         pairs = None
         if spatial is not None:
             fmt_arg = get_arg(ctor, "data_format")
-            fmt = ctx.const(fmt_arg.value) if fmt_arg is not None else "channels_last"
+            fmt = const(fmt_arg.value) if fmt_arg is not None else "channels_last"
             if fmt in (None, "channels_last"):
                 pairs = [(0, 0), *spatial, (0, 0)]
             elif fmt == "channels_first":
                 pairs = [(0, 0), (0, 0), *spatial]
         return label(lname), tensor.value, pairs, None
+
+    def _helper_pad(self, call: cst.BaseExpression) -> _HelperPad | None:
+        """``fixed_padding(x, k)``: a call of a project function whose every return is a
+        pad. A function of this file is followed through its returns (helpers of helpers
+        too); one of another file of the tree through its summary. Returns ``_pad``'s
+        shape with the helper's name as the label, else None."""
+        if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
+            return None
+        cache: dict[int, tuple[cst.Call, _HelperPad | None]] = self.__dict__.setdefault("_helpers", {})
+        hit = cache.get(id(call))
+        if hit is not None and hit[0] is call:
+            return hit[1]
+        out = self._helper_pad_uncached(call) if self.ctx.call_name(call) is None else None
+        cache[id(call)] = (call, out)
+        return out
+
+    def _helper_pad_uncached(self, call: cst.Call) -> _HelperPad | None:
+        ctx = self.ctx
+        helper = dotted_name(call.func) or "helper"
+        tensor = get_arg(call, None, 0)
+        origins = ctx.origins(call)
+        if origins and all(o.via for o in origins):
+            if any(o.name not in _PADS and o.name not in ZERO_PADDING_LAYERS for o in origins):
+                return None
+            found = [self._pad(o.call, scopes=ctx.scopes_of(o.call)) for o in origins]
+            infos = [i for i in found if i is not None]
+            if len(infos) < len(found):
+                return None
+            pairs = infos[0][2] if all(i[2] == infos[0][2] for i in infos) else None
+            problems = {i[3] for i in infos}
+            problem = problems.pop() if len(problems) == 1 else None
+            return helper, tensor.value if tensor else None, pairs, problem
+        layer = ctx.built_layer(call)  # a function of another file of the tree
+        if layer is None or canonical(layer.name) not in _PADS:
+            return None
+        mode = layer.arg("mode", 2, frozenset({"CONSTANT"}))
+        problem = None
+        if isinstance(mode, frozenset) and len(mode) == 1:
+            m = next(iter(mode))
+            if not isinstance(m, str) or m.upper() != "CONSTANT":
+                problem = f"{m.upper() if isinstance(m, str) else 'a non-constant'} mode is not zero padding"
+        return helper, tensor.value if tensor else None, None, problem
 
     @staticmethod
     def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:

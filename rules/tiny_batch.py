@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from textwrap import dedent
+
 import libcst as cst
 
 from typing import TYPE_CHECKING
@@ -28,15 +30,16 @@ class TinyBatch(Rule):
     ## What it does
     Computes the per-core batch size from constants in the file and flags it when it is
     below 64 or not a multiple of 8. Batch sizes come from a training `tf.data`
-    `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`,
-    folded through constants, flags and config dicts. The per-core batch is
+    `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`
+    (in a file that trains an estimator: one built only to export or predict never uses
+    it), folded through constants, flags and config dicts. The per-core batch is
     `N` for `.batch(N * strategy.num_replicas_in_sync)`, else the global batch divided
     by the core count (`--cores` / `cores` in the config, `TPUConfig(num_shards=...)`,
     or a `NUM_CORES`-style constant or flag). With no core count, a global batch below
     64 is still flagged: no slice gives a core more than the whole batch.
 
     Only in files that set up a TPU (a TPU strategy, resolver or estimator) or when
-    `cores` is configured; evaluation datasets are skipped.
+    `cores` is configured; evaluation and prediction datasets are skipped.
 
     ## Why is this slow on the accelerator
     XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
@@ -91,6 +94,17 @@ class TinyBatch(Rule):
         "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
         "val_ds = tf.data.Dataset.range(10).batch(8)\n",
         "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\nmodel.fit(ds, batch_size=batch_size)\n",
+        # an estimator built only to export a SavedModel: its train_batch_size never runs
+        dedent("""\
+            import tensorflow.compat.v1 as tf
+
+            def export(model_fn, export_dir, serving_input_fn):
+                estimator = tf.estimator.tpu.TPUEstimator(
+                    model_fn=model_fn,
+                    config=tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100)),
+                    use_tpu=True, train_batch_size=1, predict_batch_size=1, export_to_tpu=True)
+                estimator.export_saved_model(export_dir, serving_input_fn)
+            """),
     )
     INVALID = (
         Invalid(
@@ -108,7 +122,8 @@ class TinyBatch(Rule):
         Invalid(
             "import tensorflow.compat.v1 as tf\n"
             "config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))\n"
-            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n",
+            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n"
+            "est.train(input_fn=train_input_fn, max_steps=1000)\n",
             message_contains="not a multiple of 8",
         ),
         Invalid(
@@ -149,7 +164,7 @@ class TinyBatch(Rule):
             if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
                 self._check(arg.value, arg.value)
         elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
-            if self.ctx.call_name(node) in _ESTIMATORS:
+            if self.ctx.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
                 arg = get_arg(node, "train_batch_size")
                 assert arg is not None
                 self._check(arg.value, arg.value)
@@ -225,6 +240,17 @@ class TinyBatch(Rule):
                 f"use a multiple of {small} (ideally of {large})"
             )
         self.report(node, msg)
+
+
+def _file_trains(ctx: FileContext) -> bool:
+    """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
+    estimator built only to export or predict never runs its ``train_batch_size``."""
+    for call, _ in ctx.index.calls:
+        func = call.func
+        last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if last in ("train", "train_and_evaluate"):
+            return True
+    return False
 
 
 def _file_cores(ctx: FileContext) -> int | None:

@@ -342,3 +342,99 @@ def test_other_backend_names_are_not_the_framework(tmp_path):
             return backend.permute_dimensions(x, (0, 3, 1, 2))
     """})
     assert _codes(tmp_path, "m.py", select=("KF107",)) == []
+
+
+def test_pad_helper_in_another_file_feeds_a_valid_conv(tmp_path):
+    # tensorflow/tpu's Mask R-CNN: `spatial_transform_ops.fixed_padding` pads per data
+    # format in a helper of a helper; the conv that reads it is in another file
+    _write(tmp_path, {
+        "spatial_transform_ops.py": """
+            import tensorflow.compat.v1 as tf
+
+            def _padding(inputs, paddings, data_format):
+                if data_format == 'channels_first':
+                    padded_inputs = tf.pad(inputs, [[0, 0], [0, 0], paddings, paddings])
+                else:
+                    padded_inputs = tf.pad(inputs, [[0, 0], paddings, paddings, [0, 0]])
+                return padded_inputs
+
+            def fixed_padding(inputs, kernel_size, data_format='channels_last'):
+                pad_total = kernel_size - 1
+                return _padding(inputs, (pad_total // 2, pad_total - pad_total // 2), data_format)
+
+            def reflect(inputs):
+                return tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')
+        """,
+        "resnet.py": """
+            import tensorflow.compat.v1 as tf
+
+            import spatial_transform_ops
+
+            def conv2d_fixed_padding(inputs, filters, kernel_size, strides, data_format='channels_last'):
+                if strides > 1:
+                    inputs = spatial_transform_ops.fixed_padding(inputs, kernel_size, data_format=data_format)
+                return tf.layers.conv2d(
+                    inputs=inputs, filters=filters, kernel_size=kernel_size, strides=strides,
+                    padding=('SAME' if strides == 1 else 'VALID'), data_format=data_format)
+
+            def smooth(inputs):
+                return tf.layers.conv2d(spatial_transform_ops.reflect(inputs), 16, 3)
+
+            def not_a_pad(inputs):
+                return tf.layers.conv2d(tf.nn.relu(inputs), 16, 3)
+        """,
+    })
+    res = check_paths([str(tmp_path / "resnet.py")], CheckOptions(selection=Selection(select=["KF103"]), use_cache=False, jobs=1))
+    found = sorted((d.row, d.message) for d in res.diagnostics)
+    assert [row for row, _ in found] == [8, 14]
+    assert "`spatial_transform_ops.fixed_padding` feeds a 'valid' `tf.layers.conv2d`" in found[0][1]
+    assert "REFLECT mode is not zero padding" in found[1][1]
+
+
+def test_one_op_on_both_branches_joins_its_arguments(tmp_path):
+    _write(tmp_path, {"lib.py": """
+        import tensorflow as tf
+
+        def conv(filters, fmt):
+            if fmt == 'channels_first':
+                return tf.keras.layers.Conv2D(filters, 3, padding='valid', data_format=fmt)
+            return tf.keras.layers.Conv2D(filters, 3, padding='same')
+    """})
+    index = ProjectIndex()
+    from kerasfit.analysis.flow import TOP, consts
+
+    layer = built_layer(index, index.facts(tmp_path / "lib.py"), "conv", [consts(8), TOP], {})
+    assert layer is not None and layer.name == "tensorflow.keras.layers.Conv2D"
+    assert layer.args == (consts(8), consts(3))
+    assert layer.kwargs["padding"] == consts("valid", "same")
+    assert layer.kwargs["data_format"] is TOP  # given on one path only
+
+
+def test_version_switch_in_a_backend_module_keeps_the_framework(tmp_path):
+    # keras-cv: `from keras_cv.src.backend import keras`, where the backend package binds
+    # `keras` to a Keras 2 shim module on one branch and to `keras` itself on the other
+    _write(tmp_path, {
+        "kcv/__init__.py": "",
+        "kcv/backend/__init__.py": """
+            from kcv.backend import config
+
+            if not config.keras_3():
+                import kcv.backend.keras2 as keras
+            else:
+                import keras
+        """,
+        "kcv/backend/config.py": "def keras_3():\n    return True\n",
+        "kcv/backend/keras2.py": "from tensorflow import keras\nfrom tensorflow.keras import *\n",
+        "kcv/models/block.py": """
+            from kcv.backend import keras
+
+            def apply_conv_bn(inputs, filters, kernel_size=3, strides=1):
+                if kernel_size > 1:
+                    inputs = keras.layers.ZeroPadding2D(padding=kernel_size // 2)(inputs)
+                return keras.layers.Conv2D(filters, kernel_size, strides=strides, padding="valid")(inputs)
+        """,
+    })
+    index = ProjectIndex()
+    sym = index.resolve(str(tmp_path / "kcv/models/block.py"), "kcv.backend.keras.layers.Conv2D")
+    assert sym is not None and sym.kind == "framework" and sym.raw == "keras.layers.Conv2D"
+    assert _codes(tmp_path, "kcv/models/block.py", select=("KF103",)) == [("block.py", 6, "KF103")]

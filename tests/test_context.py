@@ -402,3 +402,28 @@ def test_names_unpacked_from_one_statement_fold_to_their_own_values():
     )
     names = [n for n in _nodes(ctx, cst.Name) if n.value in ("F_H", "C_OUT", "F_W")][3:]
     assert [_const(ctx, n) for n in names] == [5, 32, 5]
+
+
+def test_an_empty_subclass_is_its_first_framework_base_renamed():
+    ctx = _ctx('''
+        import tensorflow.compat.v1 as tf
+
+        class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer):
+            """Wrap keras DepthwiseConv2D to tf.layers."""
+            pass
+
+        class Conv2D(tf.layers.Conv2D):
+            def _bias_activation(self, outputs):
+                return outputs
+
+        class Plain(object):
+            pass
+
+        a = DepthwiseConv2D(3)
+        b = Conv2D(8, 3)
+        c = Plain()
+    ''')
+    names = {ctx.module.code_for_node(c.func): ctx.call_name(c) for c in _nodes(ctx, cst.Call)}
+    assert names["DepthwiseConv2D"] == "keras.layers.DepthwiseConv2D"
+    assert names["Conv2D"] is None  # it overrides a method: not a mere rename
+    assert names["Plain"] is None

@@ -77,6 +77,13 @@ def _join(a: Any, b: Any) -> Any:
         return _Dict({k: _join(a.items.get(k, TOP), b.items.get(k, TOP)) for k in keys}, a.open or b.open)
     if a is b or a == b:
         return a
+    if isinstance(a, Layer) and isinstance(b, Layer) and a.name == b.name and a.via == b.via:
+        # one op on both paths of an ``if`` (``tf.pad`` per data format): the same op,
+        # each argument the join of both; one given on a single path only is unknown
+        n = max(len(a.args), len(b.args))
+        args = tuple(_join(a.args[i], b.args[i]) if i < min(len(a.args), len(b.args)) else TOP for i in range(n))
+        kwargs = {k: _join(a.kwargs.get(k, TOP), b.kwargs.get(k, TOP)) for k in set(a.kwargs) | set(b.kwargs)}
+        return Layer(a.name, args, kwargs, a.via)
     return TOP
 
 

@@ -93,10 +93,16 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if a.asname:
-                    facts.imports[a.asname] = a.name
+                    # a version switch (`import shim as keras` / `else: import keras`)
+                    # keeps the framework binding
+                    if facts.imports.get(a.asname, "").split(".")[0] not in FRAMEWORK_ROOTS:
+                        facts.imports[a.asname] = a.name
                 else:
                     top = a.name.split(".")[0]
-                    facts.imports.setdefault(top, top)
+                    if top in FRAMEWORK_ROOTS:
+                        facts.imports[top] = top
+                    else:
+                        facts.imports.setdefault(top, top)
         elif isinstance(stmt, ast.ImportFrom):
             mod = "." * stmt.level + (stmt.module or "")
             for a in stmt.names:
