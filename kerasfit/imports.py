@@ -23,20 +23,9 @@ def _dotted(expr: cst.BaseExpression) -> str:
     return dotted_name(expr) or ""
 
 
-_LAST: list[tuple[cst.Module, dict[str, ImportSpec]]] = []  # one module's answer: every fix of a check asks
-
-
 def top_level_imports(module: cst.Module) -> dict[str, ImportSpec]:
     """Bound name -> how to name its import to libcst's import visitors (module level only:
-    a function-local import is left alone)."""
-    if _LAST and _LAST[0][0] is module:
-        return _LAST[0][1]
-    out = _top_level_imports(module)
-    _LAST[:] = [(module, out)]
-    return out
-
-
-def _top_level_imports(module: cst.Module) -> dict[str, ImportSpec]:
+    a function-local import is left alone). Read once per check through ImportTable."""
     out: dict[str, ImportSpec] = {}
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import libcst as cst
 
-from .context import _FLAG_DEFINERS, _SKIP_FIELDS, child_fields, is_node, string_value
+from .context import _FLAG_DEFINERS, _string_key, child_fields, is_node
 
 if TYPE_CHECKING:
     from .context import FileContext
@@ -62,13 +62,8 @@ _DEFS = (cst.FunctionDef, cst.Lambda)
 
 
 def _string_name(node: cst.CSTNode | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        try:
-            v = string_value(node)
-        except Exception:  # an odd literal: not a name
-            return None
-        return v if isinstance(v, str) and v.isidentifier() else None
-    return None
+    key = _string_key(node) if isinstance(node, cst.BaseExpression) else None
+    return key if key is not None and key.isidentifier() else None
 
 
 def signature(stmt: cst.CSTNode) -> Signature:
