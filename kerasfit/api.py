@@ -445,7 +445,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
 
         run_stage(results, resolver, options.build)
     for res in results:
-        res.fail_on = resolver.fail_on_for(Path(res.filename))
+        if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
+            res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 

@@ -179,11 +179,7 @@ def find_config(directory: Path) -> Config | None:
     d = directory.resolve()
     for candidate in (d, *d.parents):
         p = candidate / "pyproject.toml"
-        try:
-            found = p.is_file()
-        except PermissionError:  # a directory that cannot be searched: nothing in it is checked either
-            continue
-        if found:
+        if p.is_file():
             cfg = _load_pyproject(p)
             if cfg is not None:
                 return cfg
