@@ -4,7 +4,9 @@
 write an editor may save, `git checkout` may switch the file, or it may be deleted;
 and the file may be owned by someone else, hard-linked, or setuid. The write keeps
 all of that: it happens only if the file is still exactly what was read, it keeps
-the inode's owner, group, mode and links, and it never creates a file.
+the inode's owner, group, mode and links, and it never creates a file. A write that
+fails (a full disk) leaves the file as it was read, and a symbolic link is written
+through only into the directories the run was asked to check.
 """
 
 from __future__ import annotations
