@@ -251,7 +251,7 @@ def _missing(path: Path) -> bool:
     directory on the way is not searchable) is not missing: discovery says why."""
     try:
         os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
         return True
     except OSError:
         return False
