@@ -424,21 +424,37 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     cache.save()
 
     if writing:
+        read = {job.path: (job, text) for job, text, _ in pending}
+        trees = _checked_trees(paths)
         for res in results:
             if res.fixed_source is not None:
-                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename))
+                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
                 if problem is not None:
                     res.error = "; ".join(filter(None, (res.error, problem)))
                     res.fixed_source = None
                     res.fixes_applied = 0
+                    # the file still holds every finding the fixes would have removed
+                    job, text = read[res.filename]
+                    use_index(index)
+                    try:
+                        res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text).diagnostics
+                    finally:
+                        use_index(previous)
     if options.build is not None:  # after fixes are written: the build sees the file as left
         from .crosscheck.stage import run_stage
 
         run_stage(results, resolver, options.build)
     for res in results:
-        res.fail_on = resolver.fail_on_for(Path(res.filename))
+        if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
+            res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0)
+
+
+def _checked_trees(paths: Sequence[str | Path]) -> list[Path]:
+    """The real directories a run was asked to check: a directory named, or the one
+    holding a file named. --fix writes nowhere else (a link out of them stays as is)."""
+    return [Path(os.path.realpath(p if os.path.isdir(p) else Path(p).parent)) for p in paths]
 
 
 def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]:

@@ -205,7 +205,7 @@ def run_check(
         else:
             # A path that does not exist is reported like an unreadable file (exit 1, as
             # ruff does); the paths that do exist are still checked.
-            missing = [p for p in path_list if not p.exists() and not p.is_symlink()]
+            missing = [p for p in path_list if _missing(p)]
             existing = [p for p in path_list if p not in missing]
             result = check_paths(existing, options) if existing else RunResult([])
             result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
@@ -220,12 +220,20 @@ def run_check(
         text = _diffs(files, originals)
         if text:
             sys.stdout.write(text)
+        # a file that does not parse has no diff: its KF001 line as --fix prints it, on
+        # stderr (stdout is the patch)
+        unparsed = [FileResult(f.filename, [d for d in f.diagnostics if d.code == "KF001"]) for f in files]
+        if any(f.diagnostics for f in unparsed):
+            from . import reporters
+
+            lines = reporters.text(unparsed).splitlines()
+            echo("\n".join(line for line in lines if _FINDING_LINE.search(line)), err=True)
         echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
         for f in files:
             if f.error:
                 echo(f"error: {f.error}", err=True)
         # a file that could not be read or parsed is not "nothing to fix"
-        unchecked = any(f.error for f in files) or any(d.code == "KF001" for f in files for d in f.diagnostics)
+        unchecked = any(f.error for f in files) or any(f.diagnostics for f in unparsed)
         return 0 if exit_zero or not (text or unchecked) else 1
 
     _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
@@ -236,6 +244,18 @@ def run_check(
     remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
     return 0 if exit_zero or not (remaining or errors) else 1
+
+
+def _missing(path: Path) -> bool:
+    """Nothing at ``path``, not even a dangling link. One that cannot be looked at (a
+    directory on the way is not searchable) is not missing: discovery says why."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):  # ValueError: a NUL in the name
+        return True
+    except OSError:
+        return False
+    return False
 
 
 _FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF

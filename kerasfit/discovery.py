@@ -52,6 +52,10 @@ def discover(paths: Iterable[Path], excludes_for: ExcludesFor, force_exclude: bo
     """
     seen: set[Path] = set()
     for p in paths:
+        problem = _unreachable(p)
+        if problem is not None:
+            yield Candidate(p, True, problem)
+            continue
         if p.is_dir():
             failed: list[OSError] = []
             for dirpath, dirnames, filenames in os.walk(p, onerror=failed.append):
@@ -103,6 +107,18 @@ def _walk_errors(failed: list[OSError]) -> Iterator[Candidate]:
         exc = failed.pop(0)
         where = Path(exc.filename or "?")
         yield Candidate(where, False, f"{where}: cannot list directory: {exc.strerror or exc}, skipped")
+
+
+def _unreachable(path: Path) -> str | None:
+    """Why a path named on the command line cannot even be looked at, if so (stat needs
+    no permission on the file itself: only a directory on the way refuses)."""
+    try:
+        os.stat(path)
+    except PermissionError as exc:
+        return f"{path}: cannot search a directory on its path: {exc.strerror or exc}, skipped"
+    except OSError:
+        return None
+    return None
 
 
 def _not_a_file(path: Path) -> str | None:

@@ -1094,9 +1094,12 @@ def _removal_range(pos: Positions, node: cst.CSTNode, start: int, end: int) -> t
     src = pos.source
     if isinstance(node, (cst.BaseSmallStatement, cst.BaseCompoundStatement, cst.SimpleStatementLine)):
         s_start, s_end = pos.span(node)
-        line_start = src.rfind("\n", 0, s_start) + 1
-        line_end = src.find("\n", s_end)
-        line_end = len(src) if line_end < 0 else line_end + 1
+        # lines end at \n, \r\n or a lone \r (as Python reads them)
+        starts = pos.line_starts
+        row = bisect.bisect_right(starts, s_start) - 1
+        end_row = bisect.bisect_right(starts, max(s_end - 1, s_start)) - 1
+        line_start = starts[row]
+        line_end = starts[end_row + 1] if end_row + 1 < len(starts) else len(src)
         before = src[line_start:s_start]
         after = src[s_end:line_end]
         if not before.strip() and (not after.strip() or after.strip().startswith("#")):

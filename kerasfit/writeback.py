@@ -4,7 +4,9 @@
 write an editor may save, `git checkout` may switch the file, or it may be deleted;
 and the file may be owned by someone else, hard-linked, or setuid. The write keeps
 all of that: it happens only if the file is still exactly what was read, it keeps
-the inode's owner, group, mode and links, and it never creates a file.
+the inode's owner, group, mode and links, and it never creates a file. A write that
+fails (a full disk) leaves the file as it was read, and a symbolic link is written
+through only into the directories the run was asked to check.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 TMP_SUFFIX = ".kerasfit-tmp"
 
@@ -47,9 +50,14 @@ def stat_or_none(path: Path) -> os.stat_result | None:
         return None
 
 
-def write_fixed(path: Path, text: str, snap: Snapshot | None) -> str | None:
-    """Write ``text`` over ``path`` if it still holds ``snap``; None, or why not (one line)."""
+def write_fixed(path: Path, text: str, snap: Snapshot | None, trees: Sequence[Path] = ()) -> str | None:
+    """Write ``text`` over ``path`` if it still holds ``snap``; None, or why not (one line).
+
+    ``trees``: real directories the file must resolve into (a symbolic link a checkout
+    carries must not make --fix write elsewhere); empty, anywhere."""
     real = Path(os.path.realpath(path))
+    if trees and not any(real.is_relative_to(t) for t in trees):
+        return f"{path}: a symbolic link to {real}, outside the checked tree; not fixed"
     changed = f"{path}: changed while checking, not fixed"
     if snap is None:
         return changed
@@ -65,10 +73,10 @@ def write_fixed(path: Path, text: str, snap: Snapshot | None) -> str | None:
     try:
         if st.st_nlink > 1:
             # A new inode would split the links (the other names keep the old text).
-            return _in_place(real, new, snap, changed)
-        return _replace(real, new, snap, st, changed)
-    except OSError as exc:
-        return f"{path}: cannot write fixes: {exc.strerror or exc}"
+            return _in_place(real, new, snap, changed, path)
+        return _replace(real, new, snap, st, changed, path)
+    except OSError as exc:  # nothing was changed, or the original bytes were put back
+        return f"{path}: cannot write fixes: {exc.strerror or exc}; left as it was, not fixed"
 
 
 def _read(path: Path) -> bytes | None:
@@ -78,7 +86,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _replace(real: Path, new: bytes, snap: Snapshot, st: os.stat_result, changed: str) -> str | None:
+def _replace(real: Path, new: bytes, snap: Snapshot, st: os.stat_result, changed: str, path: Path) -> str | None:
     """Write a temporary file next to it with the same owner, group and mode, then
     rename it over the original (a crash leaves the old or the new text, never half)."""
     _remove_stale_temps(real)
@@ -96,7 +104,7 @@ def _replace(real: Path, new: bytes, snap: Snapshot, st: os.stat_result, changed
             os.close(fd)
             fd = -1
             os.unlink(tmp)
-            return _in_place(real, new, snap, changed)
+            return _in_place(real, new, snap, changed, path)
         # after fchown (which clears setuid/setgid); the owner is the same, so the
         # bits are carried onto the same owner's file, and never widened
         os.fchmod(fd, stat.S_IMODE(st.st_mode))
@@ -125,8 +133,13 @@ def _replace(real: Path, new: bytes, snap: Snapshot, st: os.stat_result, changed
         raise
 
 
-def _in_place(real: Path, new: bytes, snap: Snapshot, changed: str) -> str | None:
-    """Rewrite the existing inode (keeps owner, group, mode and every hard link)."""
+def _in_place(real: Path, new: bytes, snap: Snapshot, changed: str, shown: Path) -> str | None:
+    """Rewrite the existing inode (keeps owner, group, mode and every hard link).
+
+    One inode cannot be swapped atomically, so: the room for a longer text is reserved
+    before a byte changes (a full disk fails here, file untouched), and a write that
+    fails anyway puts the original bytes back from memory, over blocks the file already
+    holds. What is left is a SIGKILL or power loss in the middle of the write (README)."""
     try:
         fd = os.open(real, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0))  # never O_CREAT
     except FileNotFoundError:
@@ -137,16 +150,62 @@ def _in_place(real: Path, new: bytes, snap: Snapshot, changed: str) -> str | Non
         st = os.fstat(fd)
         if not snap.same_file(st) or _read_fd(fd, st.st_size + 1) != snap.data:
             return changed
-        os.lseek(fd, 0, os.SEEK_SET)
-        view = memoryview(new)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.ftruncate(fd, len(new))
-        os.fsync(fd)
+        old = snap.data
+        if len(new) > len(old):
+            try:
+                _reserve(fd, len(new))
+            except OSError:
+                if os.fstat(fd).st_size != len(old):  # a reservation that failed half way
+                    os.ftruncate(fd, len(old))
+                raise
+        try:
+            _write_all(fd, new)
+            if len(new) < len(old):
+                os.ftruncate(fd, len(new))
+            os.fsync(fd)
+        except BaseException as exc:
+            lost = _restore(fd, old)
+            if lost is None or not isinstance(exc, OSError):
+                raise  # the file holds what was read again
+            return (f"{shown}: cannot write fixes: {exc.strerror or exc}, and putting the original back "
+                    f"failed too ({lost}): the file may be damaged")
         return None
     finally:
         os.close(fd)
+
+
+def _reserve(fd: int, size: int) -> None:
+    """Make the file ``size`` bytes long with its blocks allocated (ENOSPC now, not mid-write)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except AttributeError:  # no posix_fallocate (macOS): at least the length
+        os.ftruncate(fd, size)
+    except OSError as exc:
+        if exc.errno not in (errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+            raise
+        os.ftruncate(fd, size)  # a filesystem that cannot allocate ahead: the length only
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` from offset 0 (os.write may write less than asked)."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        view = view[n:]
+
+
+def _restore(fd: int, old: bytes) -> str | None:
+    """Put the bytes that were read back into the inode; None, or why that failed too."""
+    try:
+        _write_all(fd, old)
+        os.ftruncate(fd, len(old))
+        os.fsync(fd)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _read_fd(fd: int, limit: int) -> bytes:

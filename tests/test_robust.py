@@ -276,6 +276,21 @@ def test_unlistable_and_unsearchable_directories_are_one_line_each(tmp_path):
     assert any(line.startswith("model.py:2:6: KF101") for line in r.lines)
 
 
+@pytest.mark.skipif(os.geteuid() == 0 and not __import__("shutil").which("setpriv"), reason="root without setpriv")
+def test_a_file_named_inside_an_unsearchable_directory_is_one_line_and_the_rest_is_checked(tmp_path):
+    """Issue 17 item 8a, for real where capabilities can be dropped (tests/test_fix_failures.py injects it)."""
+    write(tmp_path / "locked" / "a.py", BAD)
+    write(tmp_path / "b.py", BAD)
+    (tmp_path / "locked").chmod(0o644)
+    try:
+        r = _run_without_dac_override("check", "locked/a.py", "b.py", "--no-cache", cwd=tmp_path)
+    finally:
+        (tmp_path / "locked").chmod(0o755)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert error_lines(r) == ["error: locked/a.py: cannot search a directory on its path: Permission denied, skipped"]
+    assert any(line.startswith("b.py:2:6: KF101") for line in r.lines)
+
+
 # ---- item 9: malformed configs and caches ---------------------------------------------------
 
 
