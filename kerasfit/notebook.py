@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .config import over_size_budget
 from .types import Diagnostic, Edit, FileResult, Fix
 
 if TYPE_CHECKING:
@@ -404,6 +405,10 @@ def run_job(job: _Job, text: str) -> FileResult:
         nb = Notebook.from_json(text[len(bom):], job.path)
     except NotebookError as exc:
         res.error = str(exc)
+        return res
+    over = over_size_budget(job.path, sum(len(c.source.encode("utf-8")) for c in nb.cells), job.settings.max_file_size)
+    if over is not None:
+        res.error = over
         return res
     inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
     res.error = inner.error
