@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import __version__
 from .config import (
+    DEFAULT_MAX_FILE_SIZE,
     Config,
     ConfigError,
     Selection,
     effective_target,
     find_config,
     load_config_file,
+    over_size_budget,
     per_file_ignores,
     select_rules,
     validate_selectors,
@@ -54,6 +56,7 @@ class CheckOptions:
     cache_dir: Path | None = None
     build: Any = None  # a kerasfit.crosscheck.stage.BuildRequest: run the build cross-check stage
     fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
+    max_file_size: int | None = None  # bytes; None: each file's config, else DEFAULT_MAX_FILE_SIZE
 
 
 @dataclass
@@ -82,6 +85,7 @@ class FileSettings:
     target: str
     options: tuple[tuple[str, Any], ...]
     unfixable: tuple[str, ...] = ()  # selected codes whose fixes are not offered
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def fingerprint(self) -> str:
         from .registry import fingerprint
@@ -158,7 +162,8 @@ class Resolver:
             if batch:
                 opts["batch_size"] = batch
             codes = tuple(r.code for r in chosen)
-            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg))
+            budget = self.options.max_file_size or cfg.max_file_size or DEFAULT_MAX_FILE_SIZE
+            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg), budget)
             self._by_config[key] = cached
         return cached
 
@@ -409,6 +414,11 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             if hit is not None:
                 results.append(FileResult(str(path), diagnostics=hit, cached=True))
                 continue
+        if not job.path.endswith(".ipynb"):  # a notebook is measured by its cells' source
+            over = over_size_budget(job.path, len(data), settings.max_file_size)
+            if over is not None:
+                results.append(FileResult(job.path, error=over))
+                continue
         pending.append((job, text, data))
 
     previous = current_index()
@@ -461,8 +471,13 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if os.environ.get("KERASFIT_NO_PARALLEL"):
         n = 1
-    if n <= 1 or len(work) < PARALLEL_MIN_FILES:
+    limited = _memory_limited()
+    if not limited and (n <= 1 or len(work) < PARALLEL_MIN_FILES):
         return _worker(work)
+    if limited:
+        # Under a memory limit a file too big to check kills its checker (libcst's parser
+        # aborts when an allocation fails): check in workers so the death costs one file.
+        n = max(1, min(n, len(work)))
     import multiprocessing as mp
 
     import libcst  # noqa: F401  - imported before fork so workers inherit it
@@ -492,6 +507,13 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
         r if r is not None else FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
         for r, (job, _) in zip(results, work)
     ]
+
+
+def _memory_limited() -> bool:
+    """An address-space or data-segment limit is set (``ulimit -v`` / ``-d``)."""
+    import resource
+
+    return any(resource.getrlimit(r)[0] != resource.RLIM_INFINITY for r in (resource.RLIMIT_AS, resource.RLIMIT_DATA))
 
 
 def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[list[int]],

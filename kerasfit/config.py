@@ -24,7 +24,11 @@ DEFAULT_EXCLUDES = (
 _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable", "extend-fixable", "fail-on",
+    "max-file-size",
 }
+# A check holds 30–40 KB per source line at its peak (libcst's tree is ~29 KB of it); 2 MiB
+# of source (~50k lines) is about 2 GB. A larger file is skipped with one line instead of taking the run down with it.
+DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 FAIL_ON = ("error", "warning", "info")
 _BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit", "input-shape"}
 
@@ -54,6 +58,7 @@ class Config:
     extend_fixable: list[str] = field(default_factory=list)
     unfixable: list[str] = field(default_factory=list)
     fail_on: str | None = None  # the lowest severity that makes the exit code 1
+    max_file_size: int | None = None  # bytes of source (a notebook's: its code cells')
 
     def excludes(self) -> tuple[str, ...]:
         base = tuple(self.exclude) if self.exclude is not None else DEFAULT_EXCLUDES
@@ -118,7 +123,17 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     cfg.unfixable = _list_of_str(table.get("unfixable", []), "unfixable", where)
     if "fail-on" in table:
         cfg.fail_on = check_fail_on(table["fail-on"], where)
+    if "max-file-size" in table:
+        cfg.max_file_size = _positive_int(table["max-file-size"], "max-file-size", where)
     return cfg
+
+
+def over_size_budget(path: str, size: int, limit: int) -> str | None:
+    """The one-line reason a file of ``size`` bytes is not checked, or None."""
+    if size <= limit:
+        return None
+    return (f"{path}: {size:,} bytes of source, over max-file-size ({limit:,} bytes); not checked "
+            "(raise it with --max-file-size or [tool.kerasfit] max-file-size)")
 
 
 def check_fail_on(value: Any, where: Path | str = "--fail-on") -> str:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
+from .config import over_size_budget
 from .types import Diagnostic, Edit, FileResult, Fix
 
 if TYPE_CHECKING:
@@ -44,12 +46,6 @@ class Cell:
     number: int  # 1-based position among all the notebook's cells (markdown included)
     source: str  # as written
     masked: str  # as the module holds it
-
-
-@dataclass
-class Masked:
-    text: str
-    originals: dict[int, str]
 
 
 def mask(source: str, originals: dict[int, str]) -> str:
@@ -116,6 +112,8 @@ class Notebook:
             raw = json.loads(text)
         except ValueError as exc:
             raise NotebookError(f"{filename}: not a valid notebook (JSON error: {exc})") from None
+        except RecursionError:
+            raise NotebookError(f"{filename}: not a valid notebook (JSON nested too deeply to read), skipped") from None
         cells_raw = raw.get("cells") if isinstance(raw, dict) else None
         if not isinstance(cells_raw, list):
             raise NotebookError(f"{filename}: not a valid notebook (no list of cells; nbformat 4 expected)")
@@ -210,19 +208,158 @@ class Notebook:
         return self.originals.get(int(m.group(1)), line)
 
     def dumps(self, new_sources: Sequence[str]) -> str:
-        """The notebook's JSON with only the code cells' sources replaced."""
+        """The notebook's text with only the changed code cells' ``source`` values replaced.
+
+        Every other byte stays as it was: escapes, numbers, key order, duplicate keys, a
+        BOM, the indentation and line endings of the file and of untouched sources.
+        """
         if self.raw is None:
             raise NotebookError("no notebook to write back to")
-        raw = self.raw
-        by_number = {c.number: s for c, s in zip(self.cells, new_sources)}
-        for i, c in enumerate(raw["cells"], start=1):
-            if i in by_number:
-                new = by_number[i]
-                if isinstance(c.get("source"), list):
-                    c["source"] = new.splitlines(keepends=True)
-                else:
-                    c["source"] = new
-        return _dump_like(raw, self.text)
+        spans = _source_spans(self.text)
+        edits: list[tuple[int, int, str]] = []
+        for cell, new in zip(self.cells, new_sources):
+            if new in (cell.source, cell.source.replace("\r\n", "\n")):  # the module reads CRLF as LF
+                continue
+            span = spans.get(cell.number)
+            if span is None:
+                raise NotebookError(f"cannot find the source of cell {cell.number} in the file; nothing written")
+            start, end = span
+            edits.append((start, end, _encode_source(self.text, start, end, new, cell.source)))
+        out = self.text
+        for start, end, value in sorted(edits, reverse=True):
+            out = out[:start] + value + out[end:]
+        return out
+
+
+# ---- the original text's layout --------------------------------------------------------
+# A notebook is written back by splicing new ``source`` values into the original text, so
+# the scanner below only needs each value's span; it walks nested values with a depth
+# counter rather than recursion, so no nesting depth can exhaust the stack.
+
+_WS = re.compile(r"[ \t\n\r]*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_SCALAR = re.compile(r"[^,:\[\]{}\s\"]+")
+
+
+def _skip_ws(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    return m.end() if m else i
+
+
+def _value_end(text: str, i: int) -> int:
+    """The offset just past the JSON value that starts at ``i``."""
+    depth = 0
+    while True:
+        i = _skip_ws(text, i)
+        c = text[i]
+        if c == '"':
+            m = _STRING.match(text, i)
+            if m is None:
+                raise NotebookError("unterminated string")
+            i = m.end()
+        elif c in "[{":
+            depth += 1
+            i += 1
+            continue
+        elif c in "]}":
+            depth -= 1
+            i += 1
+        elif c in ",:":
+            i += 1
+            continue
+        else:
+            m = _SCALAR.match(text, i)
+            if m is None:
+                raise NotebookError(f"unexpected character at offset {i}")
+            i = m.end()
+        if depth <= 0:
+            return i
+
+
+def _items(text: str, i: int, close: str) -> Iterable[tuple[str | None, int, int]]:
+    """(key or None, start, end) of each member of the object or array opening at ``i``."""
+    i = _skip_ws(text, i) + 1
+    while True:
+        i = _skip_ws(text, i)
+        if text[i] == close:
+            return
+        key: str | None = None
+        if close == "}":
+            m = _STRING.match(text, i)
+            if m is None:
+                raise NotebookError(f"expected a key at offset {i}")
+            key = json.loads(m.group())
+            i = _skip_ws(text, m.end()) + 1  # the colon
+            i = _skip_ws(text, i)
+        end = _value_end(text, i)
+        yield key, i, end
+        i = _skip_ws(text, end)
+        if text[i] == ",":
+            i += 1
+
+
+def _last(text: str, i: int, name: str) -> tuple[int, int] | None:
+    """The span of the object's member ``name`` (the last one, as ``json.loads`` keeps)."""
+    found = None
+    for key, start, end in _items(text, i, "}"):
+        if key == name:
+            found = (start, end)
+    return found
+
+
+def _source_spans(text: str) -> dict[int, tuple[int, int]]:
+    """Cell number (1-based, every cell) → span of its ``source`` value in ``text``."""
+    try:
+        top = _skip_ws(text, 1 if text.startswith("\ufeff") else 0)
+        cells = _last(text, top, "cells")
+        spans: dict[int, tuple[int, int]] = {}
+        if cells is None or text[cells[0]] != "[":
+            return spans
+        for number, (_, start, _end) in enumerate(_items(text, cells[0], "]"), start=1):
+            if text[start] == "{":
+                src = _last(text, start, "source")
+                if src is not None:
+                    spans[number] = src
+        return spans
+    except (IndexError, ValueError) as exc:
+        raise NotebookError(f"cannot read the notebook's layout ({exc}); nothing written") from None
+
+
+def _line_indent(text: str, i: int) -> str:
+    start = text.rfind("\n", 0, i) + 1
+    line = text[start:i]
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _encode_source(text: str, start: int, end: int, new: str, old: str) -> str:
+    """``new`` as a JSON value written the way the value at ``start:end`` was."""
+    if "\r\n" in old and "\n" not in old.replace("\r\n", ""):
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+    ascii_only = text.isascii() and "\\u" in text
+    if text[start] != "[":
+        return json.dumps(new, ensure_ascii=ascii_only)
+    lines = re.findall(r"[^\n]*\n|[^\n]+$", new)
+    items = [json.dumps(ln, ensure_ascii=ascii_only) for ln in lines]
+    body = text[start + 1 : end - 1]
+    eol = "\r\n" if "\r\n" in text else "\n"
+    if body.strip():
+        lead = body[: len(body) - len(body.lstrip())]
+        trail = body[len(body.rstrip()):]
+        m = re.search(r",([ \t\r\n]*)\"", body)
+        sep = "," + (m.group(1) if m else lead)
+    else:
+        key_indent = _line_indent(text, start)
+        unit = _indent_unit(text)
+        lead, trail = (eol + key_indent + unit, eol + key_indent) if unit is not None else ("", "")
+        sep = "," + (lead if unit is not None else " ")
+    if not items:
+        return "[]"
+    return "[" + lead + sep.join(items) + trail + "]"
+
+
+def _indent_unit(text: str) -> str | None:
+    m = re.match(r"\ufeff?\{\r?\n([ \t]+)", text)
+    return m.group(1) if m else None
 
 
 def _language(raw: dict[str, Any]) -> str:
@@ -237,22 +374,6 @@ def _table(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _dump_like(raw: dict[str, Any], original: str) -> str:
-    """JSON written the way the original was (indent, ASCII escapes, final newline)."""
-    m = re.match(r"\{\r?\n([ \t]+)", original)
-    indent: int | str | None = None
-    if m is not None:
-        ws = m.group(1)
-        indent = len(ws) if set(ws) == {" "} else ws
-    ascii_only = original.isascii() and "\\u" in original
-    out = json.dumps(raw, indent=indent, ensure_ascii=ascii_only)
-    if "\r\n" in original:
-        out = out.replace("\n", "\r\n")
-    if original.endswith("\n"):
-        out += "\r\n" if original.endswith("\r\n") else "\n"
-    return out
-
-
 def validate(text: str, filename: str) -> None:
     """nbformat's verdict on a notebook about to be written (when the extra is installed)."""
     try:
@@ -260,8 +381,12 @@ def validate(text: str, filename: str) -> None:
     except ImportError:
         return
     try:
-        nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]  # nbformat's reads is unannotated
-        nbformat.validate(nb)
+        # nbformat warns (MissingIDFieldWarning, …) on notebooks Jupyter itself accepts;
+        # its warnings are not the user's findings, so they stay off the output
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nb = nbformat.reads(text, as_version=nbformat.NO_CONVERT)  # type: ignore[no-untyped-call]  # nbformat's reads is unannotated
+            nbformat.validate(nb)
     except Exception as exc:  # nbformat raises several kinds; any of them means do not write
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{filename}: the fixed notebook does not validate ({msg}); nothing written") from None
@@ -275,22 +400,35 @@ def run_job(job: _Job, text: str) -> FileResult:
     from .api import _Job, _run_job
 
     res = FileResult(job.path)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
     try:
-        nb = Notebook.from_json(text[1:] if text.startswith("\ufeff") else text, job.path)
+        nb = Notebook.from_json(text[len(bom):], job.path)
     except NotebookError as exc:
         res.error = str(exc)
         return res
+    over = over_size_budget(job.path, sum(len(c.source.encode("utf-8")) for c in nb.cells), job.settings.max_file_size)
+    if over is not None:
+        res.error = over
+        return res
     inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
     res.error = inner.error
-    res.diagnostics = [nb.to_cell(d)[1] for d in inner.diagnostics]
+    where = nb
     if inner.fixed_source is not None:
         try:
-            fixed = nb.dumps(nb.split(inner.fixed_source))
+            sources = nb.split(inner.fixed_source)
+            fixed = nb.dumps(sources)
             validate(fixed, job.path)
+            fixed = bom + fixed
         except NotebookError as exc:
             res.error = f"{job.path}: {exc}" if not str(exc).startswith(job.path) else str(exc)
+            # nothing is written, so every finding of the notebook as it stands is still there
+            unfixed = _run_job(_Job(job.path, job.settings, False, False), nb.module)
+            res.diagnostics = [nb.to_cell(d)[1] for d in unfixed.diagnostics]
             return res
         if fixed != text:
             res.fixed_source = fixed
             res.fixes_applied = inner.fixes_applied
+        # what is left was found in the fixed module: place it in the fixed cells
+        where = Notebook.from_cells([(c.number, src) for c, src in zip(nb.cells, sources)])
+    res.diagnostics = [where.to_cell(d)[1] for d in inner.diagnostics]
     return res
