@@ -137,8 +137,9 @@ def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
         else:
             how = f"exited with status {code}"
         return Outcome(None, False, text, 0, how, isolate)
+    # the keeper's word: a namespace the probe allowed may still have been refused
     return Outcome(data["returncode"], data["timed_out"], text, data["leftovers"], data.get("supervisor"),
-                   isolate)
+                   bool(data.get("contained", isolate)))
 
 
 def _signal_name(number: int) -> str:
@@ -466,7 +467,7 @@ def _supervise(status_path: str, timeout: float, limit: int, lifeline: int, cmd:
     ended.discard(child.pid)
     _reap()
     _write_status(status_path, {"returncode": returncode, "timed_out": returncode is None and not stop,
-                                "leftovers": len(ended)})
+                                "leftovers": len(ended), "contained": os.getpid() == 1})
     return 0
 
 
