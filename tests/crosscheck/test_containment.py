@@ -288,6 +288,7 @@ def test_a_build_that_kills_its_keeper_is_reported_on_its_merits(tmp_path):
         """)
     assert proc.returncode == 0, proc.stderr
     assert '"ops"' in proc.stdout and "timed out" not in proc.stderr
+    assert "without a PID namespace" not in proc.stdout
     assert wall < 30
     assert_no_survivors(path)
 
@@ -318,3 +319,13 @@ def test_a_build_that_stops_its_keeper_is_not_held_to_the_backstop(tmp_path):
     assert '"ops"' in proc.stdout
     assert wall < 30  # a stopped keeper was killed by the caller at 30 + 20 s
     assert_no_survivors(path)
+
+
+def test_without_a_namespace_the_report_notes_that_survivors_are_possible(tmp_path, monkeypatch):
+    from kerasfit.crosscheck import sandbox
+    from kerasfit.crosscheck.api import BuildOptions, run_child
+
+    monkeypatch.setattr(sandbox, "namespaces_available", lambda: False)  # as on a host that allows none
+    path = write(tmp_path, "plain.py", "UNITS = 4\n", MODEL)
+    raw = run_child(path, BuildOptions(use_cache=False, timeout=120))
+    assert any(n.startswith("the build ran without a PID namespace") for n in raw["notes"]), raw["notes"]
