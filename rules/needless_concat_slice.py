@@ -465,8 +465,8 @@ class NeedlessConcatSlice(Rule):
         copy = {"tf.concat": "identity", "keras.ops.concatenate": "copy"}.get(self.ctx.call_name(node) or "")
         raw = self.ctx.raw_name(func) or ""
         # the module itself, not an alias module that has no such function (tf.keras.backend)
-        if copy is None or not raw.startswith(("tensorflow.concat", "tensorflow.compat.v1.concat",
-                                               "tensorflow.compat.v2.concat", "keras.ops.concatenate")):
+        if copy is None or raw not in ("tensorflow.concat", "tensorflow.compat.v1.concat",
+                                       "tensorflow.compat.v2.concat", "keras.ops.concatenate"):
             return None
         return cst.Call(cst.Attribute(func.value, cst.Name(copy)), [cst.Arg(el)])
 
