@@ -35,6 +35,19 @@ _KERAS_TENSOR_BASES = MODEL_BASES | {"keras.losses.Loss", "keras.metrics.Metric"
 # Dataset methods whose function argument runs in the input pipeline (on the host).
 _PIPELINE_METHODS = {"map", "flat_map", "interleave", "filter", "py_function"}
 _ATOMIC = (cst.Name, cst.Attribute, cst.Call, cst.Subscript)
+# TF/Keras functions whose result is not one tensor (a list, a tuple, a structure, a variable).
+_NOT_ONE_TENSOR = frozenset(SPLIT_CALLS) | {
+    "tf.meshgrid", "tf.unique", "tf.unique_with_counts", "tf.nn.moments", "tf.while_loop", "tf.cond",
+    "tf.case", "tf.switch_case", "tf.map_fn", "tf.scan", "tf.foldl", "tf.foldr", "tf.vectorized_map",
+    "tf.py_function", "tf.numpy_function", "tf.dynamic_partition", "tf.math.top_k", "tf.nn.top_k",
+    "tf.linalg.eigh", "tf.linalg.qr", "tf.linalg.svd", "tf.get_variable", "tf.compat.v1.get_variable",
+    "keras.backend.variable", "keras.ops.top_k", "keras.ops.eigh", "keras.ops.qr", "keras.ops.svd",
+}
+_NOT_TENSOR_MODULES = ("tf.nest.", "tf.data.", "tf.distribute.", "tf.train.", "keras.utils.")
+# Layers whose output can be anything (a Lambda returns what its function returns).
+_LAYERS_ANY_OUTPUT = frozenset({"keras.layers.Lambda", "keras.layers.TFSMLayer", "keras.layers.RNN"})
+# Keywords that make a layer return a list: RNN states, attention scores.
+_SEVERAL_OUTPUTS = frozenset({"return_state", "return_attention_scores"})
 
 
 def _is_full_slice(el: cst.SubscriptElement) -> bool:
@@ -49,7 +62,7 @@ class NeedlessConcatSlice(Rule):
     costly on the accelerator:
 
     - a concat of a single tensor: `tf.concat([x], axis)`, `layers.Concatenate()([x])`,
-      `keras.ops.concatenate([x])` (warning; a safe fix when it is exactly `x`);
+      `keras.ops.concatenate([x])` (warning; a safe fix, see below);
     - a concat immediately split back into as many pieces along the same axis, e.g.
       `y = tf.concat([a, b], -1)` then `p, q = tf.split(y, 2, -1)` (warning);
     - static slicing, `tf.split`, `keras.ops.split` or `tf.unstack` of the last
@@ -83,6 +96,7 @@ class NeedlessConcatSlice(Rule):
 
     ## Example
     ```python
+    h = tf.nn.relu(x)
     h = tf.concat([h], axis=-1)
     y = tf.concat([a, b], axis=-1)
     p, q = tf.split(y, 2, axis=-1)
@@ -91,17 +105,24 @@ class NeedlessConcatSlice(Rule):
 
     ## Use instead
     ```python
-    h = h
+    h = tf.nn.relu(x)
     p, q = a, b
     rgb = rgb_head(features)   # produce the parts with separate layers where you can
     ```
 
     ## Fix safety
-    Safe for the single-tensor concat, and only when the element is a plain
-    variable, attribute, call or subscript that is plausibly a tensor (so replacing
-    the concat by it keeps the value and its type) and no `name=` is given.
-    The other findings have no automatic fix: whether the pieces equal the original
-    parts depends on their sizes, and replacing a slice means changing the model.
+    Safe for the single-tensor concat without `name=`. When the element is provably
+    a tensor value — the result of a TF/Keras op, directly or through the one
+    assignment that reaches the name — the concat becomes the element itself. Anything
+    else (a parameter, an attribute, a `tf.Variable`, a Python list) keeps its copy:
+    `v` for a Variable would be an alias that later `assign`s change, and a list
+    would stay a list. The fix then writes the copy the concat already was:
+    `tf.identity(x)` for `tf.concat` (which returns `identity(values[0])` for one
+    value) and `keras.ops.copy(x)` for `keras.ops.concatenate`; other spellings
+    (the `Concatenate` layer on a non-op value, a bare imported `concat`) are not
+    fixed. The other findings have no automatic fix: whether the pieces equal the
+    original parts depends on their sizes, and replacing a slice means changing the
+    model.
 
     ## References
     docs/facts.md#1, #7, #11; Cloud TPU performance guide, "TensorFlow ops".
@@ -110,7 +131,7 @@ class NeedlessConcatSlice(Rule):
     code = "KF105"
     name = "needless-concat-slice"
     message = "Needless concat, or slice of the padded feature dim"
-    fix_title = "Use the tensor itself"
+    fix_title = "Use the tensor itself"  # or its copy, see Fix safety
     fix_safety = Applicability.SAFE
     # Lane padding of the feature dim is the TPU's layout (docs/facts.md#7, #11).
     targets = frozenset({"tpu"})
@@ -201,16 +222,75 @@ class NeedlessConcatSlice(Rule):
             expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return h\n",
         ),
         Invalid(
-            "import keras\n\nclass M(keras.Model):\n    def call(self, x):\n        x = keras.ops.concatenate([x], axis=-1)\n"
-            "        return x\n",
-            expected_fix="import keras\n\nclass M(keras.Model):\n    def call(self, x):\n        return x\n",
+            dedent("""\
+                import keras
+
+                class M(keras.Model):
+                    def call(self, x):
+                        h = keras.ops.relu(x)
+                        h = keras.ops.concatenate([h], axis=-1)
+                        return h
+                """),
+            expected_fix=dedent("""\
+                import keras
+
+                class M(keras.Model):
+                    def call(self, x):
+                        h = keras.ops.relu(x)
+                        return h
+                """),
+        ),
+        # a parameter may be anything (a Variable, a list): the copy stays, as keras.ops spells it
+        Invalid(
+            dedent("""\
+                import keras
+
+                class M(keras.Model):
+                    def call(self, x):
+                        x = keras.ops.concatenate([x], axis=-1)
+                        return x
+                """),
+            expected_fix=dedent("""\
+                import keras
+
+                class M(keras.Model):
+                    def call(self, x):
+                        x = keras.ops.copy(x)
+                        return x
+                """),
         ),
         Invalid(
             "from tensorflow.keras import layers\nx = layers.Concatenate()([layers.Dense(16)(inp)])\n",
             expected_fix="from tensorflow.keras import layers\nx = layers.Dense(16)(inp)\n",
         ),
-        # a Python list would become a tensor: not rewritten
-        Invalid("import tensorflow as tf\ny = tf.concat([parts], 0)\n", message_contains="single tensor"),
+        # `v` would alias the Variable: after `v.assign_add(1.0)` the "copy" would read 2.0
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                v = tf.Variable([1.0])
+                snapshot = tf.concat([v], 0)
+                v.assign_add([1.0])
+                """),
+            expected_fix=dedent("""\
+                import tensorflow as tf
+
+                v = tf.Variable([1.0])
+                snapshot = tf.identity(v)
+                v.assign_add([1.0])
+                """),
+        ),
+        # a Python list would stay a list: tf.identity packs it into a tensor, as the concat did
+        Invalid(
+            "import tensorflow as tf\ny = tf.concat([parts], 0)\n",
+            expected_fix="import tensorflow as tf\ny = tf.identity(parts)\n",
+        ),
+        Invalid(
+            "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.concat([x], axis=-1)\n",
+            expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.identity(x)\n",
+        ),
+        # imported by its bare name: no module to spell the copy with, so no fix
+        Invalid("from tensorflow import concat\ny = concat([parts], 0)\n", message_contains="not auto-fixed"),
         Invalid(
             "import tensorflow as tf\n\ndef f(a, b):\n    y = tf.concat([a, b], axis=-1)\n    p, q = tf.split(y, 2, axis=-1)\n"
             "    return p * q\n",
@@ -326,8 +406,9 @@ class NeedlessConcatSlice(Rule):
             return
         el = elements[0].value
         msg = f"`{what}` of a single tensor is a needless copy"
-        if name_arg is None and isinstance(el, _ATOMIC) and self._tensorish(el):
-            change: Replace | Remove = Replace(node, el)
+        change: Replace | Remove | None = None
+        if name_arg is None and isinstance(el, _ATOMIC) and self._op_result(el):
+            change = Replace(node, el)
             stack = self.ctx.stack
             # `x = tf.concat([x], -1)` becomes nothing rather than `x = x`
             if (
@@ -342,8 +423,52 @@ class NeedlessConcatSlice(Rule):
             ):
                 change = Remove(stack[-2])
             self.report(node, f"{msg}; use the tensor itself", fix=self.make_fix(change))
-        else:
+            return
+        # Anything else (a parameter, a Variable, a list) keeps its copy: `v` for a
+        # Variable would be an alias, a list would stay a list. The copy is spelled as
+        # what a one-value concat runs: TF's concat returns identity(values[0]) then, and
+        # keras.ops.copy is convert_to_tensor + tf.identity, as keras.ops.concatenate is.
+        copy = self._copy_call(node, el) if name_arg is None else None
+        if copy is None:
             self.report(node, f"{msg}; use the tensor itself (not auto-fixed: it may not be a tensor)")
+            return
+        title = f"Use `{self.ctx.module.code_for_node(copy.func)}` (it may not be a tensor value)"
+        self.report(node, f"{msg}; use the tensor itself", fix=self.make_fix(Replace(node, copy), title=title))
+
+    def _op_result(self, expr: cst.BaseExpression) -> bool:
+        """``expr`` is provably one tensor value: a TF/Keras op's result (directly, or the
+        one assignment that reaches the name). Not a parameter, an attribute or a subscript
+        (a Variable, a list, anything), not an object a constructor makes (``tf.Variable``),
+        not an op that returns several tensors."""
+        src = value_of(self.ctx, expr)
+        if not isinstance(src, cst.Call):
+            return False
+        name = self.ctx.call_name(src)
+        if name is not None:
+            last = name.rsplit(".", 1)[-1]
+            return not last[:1].isupper() and name not in _NOT_ONE_TENSOR and not name.startswith(_NOT_TENSOR_MODULES)
+        # a layer application: Dense(16)(x), self.dense(x)
+        held = self_attr(src.func) or isinstance(src.func, cst.Subscript) or isinstance(src.func, cst.Call)
+        found = layer_constructor(self.ctx, src.func) if held else None
+        if found is None or not found[1].startswith("keras.layers.") or found[1] in _LAYERS_ANY_OUTPUT:
+            return False
+        keywords = {a.keyword.value for a in src.args if a.keyword is not None}
+        if isinstance(src.func, cst.Call):
+            keywords |= {a.keyword.value for a in src.func.args if a.keyword is not None}
+        return not keywords & _SEVERAL_OUTPUTS
+
+    def _copy_call(self, node: cst.Call, el: cst.BaseExpression) -> cst.Call | None:
+        """``tf.identity(el)`` / ``keras.ops.copy(el)``, spelled with the concat's own module."""
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return None  # a bare imported name: no module spelling to reuse
+        copy = {"tf.concat": "identity", "keras.ops.concatenate": "copy"}.get(self.ctx.call_name(node) or "")
+        raw = self.ctx.raw_name(func) or ""
+        # the module itself, not an alias module that has no such function (tf.keras.backend)
+        if copy is None or raw not in ("tensorflow.concat", "tensorflow.compat.v1.concat",
+                                       "tensorflow.compat.v2.concat", "keras.ops.concatenate"):
+            return None
+        return cst.Call(cst.Attribute(func.value, cst.Name(copy)), [cst.Arg(el)])
 
     def _undoes_concat(self, node: cst.Call, name: str, value: cst.BaseExpression, axis: int) -> bool:
         src = value_of(self.ctx, value)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.crosscheck.sandbox import STDERR_TAIL, Outcome, describe_exit, run_contained
+from kerasfit.crosscheck.sandbox import STDERR_TAIL, Outcome, describe_exit, namespaces_available, run_contained
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="subreaper and /proc: Linux")
 
@@ -140,3 +140,109 @@ def test_when_the_caller_is_killed_the_keeper_ends_the_tree(tmp_path):
     while survivors(tmp_path):
         assert time.monotonic() < deadline, survivors(tmp_path)
         time.sleep(0.05)
+
+
+# The build turns on its keeper (issue 17, item 6). Under a PID namespace the keeper is the
+# namespace's init: a signal from inside that it does not handle never arrives, and when
+# it ends the kernel ends everything in it. Without one (namespace=False, as on hosts that
+# allow none) the reason must still be the true one, never "timed out".
+ATTACK_KEEPER = """
+import os, signal, sys, time
+if os.fork() == 0:
+    os.setsid()
+    time.sleep(3600)
+os.kill(os.getppid(), signal.{signal})
+time.sleep(0.5)
+print("still here", file=sys.stderr)
+"""
+
+needs_namespace = pytest.mark.skipif(not namespaces_available(), reason="no PID namespace on this host")
+
+
+def end_survivors(tmp_path: Path) -> None:
+    """The fallback leaves processes behind, as documented: end them so the test does not leak."""
+    import signal
+
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and str(tmp_path / "marker") in Path(f"/proc/{entry}/cmdline").read_text(errors="replace"):
+                os.kill(int(entry), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+
+
+@needs_namespace
+def test_a_build_that_kills_its_keeper_cannot_and_leaves_nothing(tmp_path):
+    outcome, wall = contained(tmp_path, ATTACK_KEEPER.format(signal="SIGKILL"))
+    assert outcome.contained
+    assert outcome.returncode == 0 and not outcome.timed_out, outcome
+    assert "still here" in outcome.stderr
+    assert outcome.leftovers == 1  # the setsid grandchild, ended when the build was done
+    assert wall < 10
+    assert survivors(tmp_path) == []
+
+
+@needs_namespace
+def test_a_build_that_stops_its_keeper_is_still_timed_and_ended(tmp_path):
+    outcome, wall = contained(tmp_path, ATTACK_KEEPER.format(signal="SIGSTOP") + "time.sleep(3600)\n",
+                              timeout=2)
+    assert outcome.timed_out and outcome.returncode is None
+    assert wall < 2 + 8  # not the caller's backstop (timeout + 20 s)
+    assert survivors(tmp_path) == []
+
+
+@needs_namespace
+def test_a_keeper_killed_from_outside_takes_the_whole_build_with_it(tmp_path):
+    import signal
+    import threading
+
+    script = tmp_path / "hostile.py"
+    script.write_text(ESCAPE + "time.sleep(3600)\n")
+    got: list[Outcome] = []
+    runner = threading.Thread(target=lambda: got.append(run_contained(
+        [sys.executable, str(script), str(tmp_path / "marker")], env=dict(os.environ), timeout=3600,
+        memory_limit=None, workdir=tmp_path)))
+    runner.start()
+    deadline = time.monotonic() + 20
+    while len(survivors(tmp_path)) < 4:  # the keeper, its init, the child and its daemon
+        assert time.monotonic() < deadline, survivors(tmp_path)
+        time.sleep(0.05)
+    # the namespace's init: the keeper's forked copy, whose parent is the keeper
+    keepers = [int(e) for e in os.listdir("/proc") if e.isdigit() and _argv(e)[:3] == [
+        sys.executable, "-m", "kerasfit.crosscheck.sandbox"] and str(tmp_path / "marker") in _argv(e)]
+    init = next(pid for pid in keepers if _ppid(pid) in keepers)
+    os.kill(init, signal.SIGKILL)
+    runner.join(20)
+    assert not runner.is_alive()
+    outcome = got[0]
+    assert not outcome.timed_out and outcome.supervisor == "was killed by a signal (SIGKILL)"
+    assert describe_exit(outcome, tmp_path / "result.json", None) == (
+        "the build process was killed by a signal (SIGKILL) before starting")
+    assert survivors(tmp_path) == []
+
+
+def _ppid(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(stat[stat.rfind(b")") + 2:].split()[1])
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def test_without_a_namespace_a_killed_keeper_is_named_not_called_a_timeout(tmp_path):
+    try:
+        started = time.monotonic()
+        outcome = run_contained([sys.executable, "-c", ATTACK_KEEPER.format(signal="SIGKILL") + "time.sleep(3600)\n",
+                                 str(tmp_path / "marker")], env=dict(os.environ), timeout=60,
+                                memory_limit=None, workdir=tmp_path, namespace=False)
+        assert time.monotonic() - started < 10
+    finally:
+        end_survivors(tmp_path)
+    assert not outcome.contained and not outcome.timed_out and outcome.returncode is None
+    reason = describe_exit(outcome, tmp_path / "result.json", None)
+    assert reason == ("the build's supervisor was killed by a signal (SIGKILL) before starting; "
+                      "processes the build started may still be running (no PID namespace here)")

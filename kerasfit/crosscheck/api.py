@@ -157,6 +157,12 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             raise BuildError(f"{shown}: {describe_exit(outcome, out, options.memory_limit)}")
         if not result.get("ok"):
             raise BuildError(f"{shown}: {describe_error(str(result.get('error')), options.memory_limit)}")
+        if not outcome.contained:
+            notes = result.setdefault("notes", [])
+            if isinstance(notes, list):
+                notes.append("the build ran without a PID namespace (no unshare(1), privilege or user "
+                             "namespaces here): a process it started that killed or stopped its "
+                             "supervisor first may still be running")
         return result
 
 

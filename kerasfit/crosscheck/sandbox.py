@@ -1,17 +1,35 @@
 """Run the build child contained: a time limit, a memory limit, and no survivors.
 
 User code runs in the child, and user code can fork, daemonize, ``setsid()`` out of the
-process group, keep our stderr pipe open, write gigabytes of output or allocate without
-bound. So the child is not started by the caller directly but by a small *keeper*
-(``python -m kerasfit.crosscheck.sandbox``, stdlib only, never runs user code):
+process group, keep our stderr pipe open, write gigabytes of output, allocate without
+bound, or signal any process of its user id. So the child is not started by the caller
+directly but by a small *keeper* (``python -m kerasfit.crosscheck.sandbox``, stdlib only,
+never runs user code):
 
-- the keeper is a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): every orphaned
+- where it can, the keeper makes the build's supervisor the init process of a new PID
+  namespace with its own ``/proc`` (``unshare(2)`` through ctypes, as root directly, else
+  inside a user namespace mapping our own ids; the caller probes once whether that works).
+  The build then cannot name any process outside it, the caller included, and cannot
+  signal its supervisor: the kernel drops every signal sent to a namespace's init from
+  inside that init has no handler for, SIGKILL and SIGSTOP included. When init ends,
+  however it ends, the kernel kills everything left in the namespace; init dies with the
+  outer keeper (``PR_SET_PDEATHSIG``), which waits for it and so knows how it ended.
+  Not ``cgroup.kill``: that needs cgroup v2 with a delegated, writable subtree (absent on
+  hybrid v1 hosts and in many containers). Not ``unshare(1)``: its waiting parent stands
+  between us and init and reports init's death by SIGKILL as its own exit status 1
+  (util-linux 2.38), so the reason would be lost;
+- otherwise (no privilege, no user namespaces, not Linux) the keeper supervises the build
+  as a plain process the build can signal: it ends whatever it finds at the end, but a
+  build that kills or stops the keeper first can leave survivors (``Outcome.contained``);
+- the keeper is also a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``): every orphaned
   descendant of the child, a double-forked or ``setsid`` daemon included, is re-parented
   to the keeper instead of init, so the keeper can always find and end all of them;
 - it starts the child in its own session and process group with ``RLIMIT_AS`` set;
 - it waits for the *child's exit* (not for EOF on a pipe a grandchild may hold), kills
   every remaining descendant (at the time limit, the child too) and writes a status file;
-- it notices when the caller dies (its parent changes) and cleans up the same way.
+- it holds the read end of a *lifeline* pipe whose only writer is the caller: EOF there
+  (the caller closed it, or died) makes it clean up the same way. A signal would not do:
+  inside the namespace anything the keeper handles, the build could send too.
 
 The caller reads the shared stderr pipe incrementally, keeping only a tail, and waits for
 the keeper's exit, never for EOF. Without ``/proc`` or ``prctl`` (not Linux) the keeper
@@ -20,6 +38,7 @@ falls back to killing the child's process group.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -30,6 +49,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["Outcome", "describe_error", "describe_exit", "run_contained"]
 
@@ -42,60 +62,108 @@ _PR_SET_CHILD_SUBREAPER = 36
 
 @dataclass
 class Outcome:
-    returncode: int | None  # the child's status (negative: killed by that signal); None if timed out
-    timed_out: bool
+    returncode: int | None  # the child's status (negative: killed by that signal); None if not known
+    timed_out: bool  # the keeper ended the child at the time limit
     stderr: str  # the last STDERR_TAIL bytes the child (and its descendants) wrote
     leftovers: int  # descendants still alive when the child was done, ended by the keeper
+    # How the keeper ended when it could not report (None: it reported): "killed by a signal
+    # (SIGKILL)", "stopped responding", "exited with status 1".
+    supervisor: str | None = None
+    # The build ran in its own PID namespace: nothing it started can outlive the keeper.
+    contained: bool = True
+
+
+@functools.cache
+def namespaces_available() -> bool:
+    """Whether the keeper can run the build in a PID namespace here (asked once per process)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return subprocess.run([sys.executable, "-m", "kerasfit.crosscheck.sandbox", "--probe"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
-                  memory_limit: int | None, workdir: str | Path) -> Outcome:
-    """Run ``cmd`` under a keeper; ``memory_limit`` is the address space in bytes (None: none)."""
+                  memory_limit: int | None, workdir: str | Path, namespace: bool = True) -> Outcome:
+    """Run ``cmd`` under a keeper; ``memory_limit`` is the address space in bytes (None: none).
+
+    ``namespace=False`` skips the PID namespace even where one is available (the keeper alone,
+    as on hosts that allow none).
+    """
     status = Path(workdir) / "keeper.json"
+    isolate = namespace and namespaces_available()
     read_fd, write_fd = os.pipe()
+    life_read, life_write = os.pipe()
     try:
         keeper = subprocess.Popen(
             [sys.executable, "-m", "kerasfit.crosscheck.sandbox", str(status), repr(float(timeout)),
-             str(memory_limit or 0), str(os.getpid()), "--", *cmd],
+             str(memory_limit or 0), str(life_read), "namespace" if isolate else "plain", "--", *cmd],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write_fd, env=env,
-            start_new_session=True,
+            start_new_session=True, pass_fds=(life_read,),
         )
     except BaseException:
         os.close(read_fd)
+        os.close(life_write)
         raise
     finally:
         os.close(write_fd)
+        os.close(life_read)
     tail = bytearray()
+    stuck = False
     try:
-        _pump(keeper, read_fd, tail, time.monotonic() + timeout + _BACKSTOP)
+        stuck = _pump(keeper, read_fd, tail, time.monotonic() + timeout + _BACKSTOP)
     finally:
-        if keeper.poll() is None:  # interrupted: SIGTERM makes the keeper end the child's tree
-            keeper.terminate()
+        os.close(life_write)  # done or interrupted: EOF on the lifeline makes the keeper clean up
+        if keeper.poll() is None:
             try:
                 keeper.wait(5)
             except subprocess.TimeoutExpired:
-                keeper.kill()
+                keeper.kill()  # in a namespace, init follows (PR_SET_PDEATHSIG), and everything in it
                 keeper.wait()
         os.close(read_fd)
     text = tail.decode("utf-8", errors="replace")
     try:
         data = json.loads(status.read_text())
     except (OSError, ValueError):
-        # The keeper itself was killed (backstop) or crashed: say so, and what it printed.
-        return Outcome(None, keeper.returncode == -signal.SIGKILL, text, 0)
-    return Outcome(data["returncode"], data["timed_out"], text, data["leftovers"])
+        # The keeper itself was killed, stopped or crashed: say which, and what it printed.
+        code = keeper.returncode
+        if stuck:
+            how = f"stopped responding and was killed after {timeout + _BACKSTOP:g} s"
+        elif code < 0:
+            how = f"was killed by a signal ({_signal_name(-code)})"
+        else:
+            how = f"exited with status {code}"
+        return Outcome(None, False, text, 0, how, isolate)
+    # the keeper's word: a namespace the probe allowed may still have been refused
+    return Outcome(data["returncode"], data["timed_out"], text, data["leftovers"], data.get("supervisor"),
+                   bool(data.get("contained", isolate)))
 
 
-def _pump(keeper: subprocess.Popen[bytes], fd: int, tail: bytearray, backstop: float) -> None:
-    """Keep the stderr tail until the keeper exits; never wait for EOF."""
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _pump(keeper: subprocess.Popen[bytes], fd: int, tail: bytearray, backstop: float) -> bool:
+    """Keep the stderr tail until the keeper exits; never wait for EOF.
+
+    True if the keeper outlived the backstop and was killed here.
+    """
     os.set_blocking(fd, False)
     poller = select.poll()
     poller.register(fd, select.POLLIN)
     eof = False
+    stuck = False
     while keeper.poll() is None:
         if time.monotonic() > backstop:
             keeper.kill()
             keeper.wait()
+            stuck = True
             break
         if eof:
             try:
@@ -108,6 +176,7 @@ def _pump(keeper: subprocess.Popen[bytes], fd: int, tail: bytearray, backstop: f
     for _ in range(64):
         if not _read_into(fd, tail):
             break
+    return stuck
 
 
 def _read_into(fd: int, tail: bytearray) -> int | None:
@@ -157,14 +226,18 @@ def describe_exit(outcome: Outcome, result_path: str | Path, limit_mib: int | No
     code = outcome.returncode
     lines = [ln.strip() for ln in outcome.stderr.splitlines() if ln.strip()]
     if code is None:
-        return f"the build process was stopped {when} (its supervisor failed)"
+        how = outcome.supervisor or "failed"
+        if outcome.contained:
+            # the namespace went with the keeper: the kernel killed every process of the build
+            if how.startswith("was killed by a signal (SIGKILL)"):
+                return f"the build process was killed by a signal (SIGKILL) {when}"
+            return f"the build process was ended {when}: its supervisor {how}"
+        return (f"the build's supervisor {how} {when}; processes the build started may still be "
+                "running (no PID namespace here)")
     if limit_mib and code != 0 and any(_OUT_OF_MEMORY.search(ln) for ln in lines[-20:]):
         return f"{_memory_reason(limit_mib)}, {when}"
     if code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
+        name = _signal_name(-code)
         if -code == signal.SIGKILL:
             return f"the build process was killed ({name}; out of memory?) {when}"
         return f"the build process crashed ({name}) {when}"
@@ -262,13 +335,112 @@ def _end_all(child_pgid: int) -> set[int]:
     return ended
 
 
+# Linux ABI constants (<sched.h>, <sys/mount.h>), for ctypes: Python 3.11 has no os.unshare.
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_CLONE_NEWPID = 0x20000000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC, _MS_REC, _MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+_PR_SET_PDEATHSIG = 1
+# The namespace's init exits with this when it could not mount its /proc (before any user code).
+_NO_PROC = 75
+
+
+def _libc() -> Any:
+    import ctypes  # deferred: only the keeper needs it
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _enter_namespaces() -> bool:
+    """Make this process's next child the init of a new PID and mount namespace.
+
+    As root (CAP_SYS_ADMIN) directly; otherwise inside a new user namespace that maps our
+    own uid and gid to themselves (the build keeps its ids). False where neither is allowed.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = _libc()
+    except OSError:
+        return False
+    if libc.unshare(_CLONE_NEWPID | _CLONE_NEWNS) == 0:
+        return True
+    uid, gid = os.getuid(), os.getgid()
+    if libc.unshare(_CLONE_NEWUSER | _CLONE_NEWPID | _CLONE_NEWNS) != 0:
+        return False
+    try:  # an unprivileged process may map exactly itself, once setgroups is denied
+        for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as f:
+                f.write(text)
+    except OSError:
+        return False
+    return True
+
+
+def _mount_proc() -> bool:
+    """In the namespace's init: a private mount tree and a /proc that shows only the namespace."""
+    libc = _libc()
+    if libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        return False  # never mount /proc while the tree still propagates back to the host
+    return bool(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None) == 0)
+
+
+def _probe() -> int:
+    """Exit 0 if a namespace with its own /proc can be made here (run in a throwaway process)."""
+    if not _enter_namespaces():
+        return 1
+    init = os.fork()
+    if init == 0:
+        os._exit(0 if os.getpid() == 1 and _mount_proc() and os.path.exists("/proc/1/stat") else 1)
+    return 0 if os.waitstatus_to_exitcode(os.waitpid(init, 0)[1]) == 0 else 1
+
+
+def _write_status(path: str, data: dict[str, Any]) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
+
+
 def _keeper(argv: list[str]) -> int:
-    status_path, timeout, limit, caller = argv[0], float(argv[1]), int(argv[2]), int(argv[3])
-    cmd = argv[5:]
+    status_path, timeout, limit, lifeline = argv[0], float(argv[1]), int(argv[2]), int(argv[3])
+    namespace, cmd = argv[4] == "namespace", argv[6:]
+    # Python's KeyboardInterrupt handler is a handler the build could reach in the namespace
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not namespace or not _enter_namespaces():
+        return _supervise(status_path, timeout, limit, lifeline, cmd, handle_term=True)
+    init = os.fork()
+    if init == 0:
+        # the namespace's init. If this outer process dies (the caller's backstop kills it),
+        # so does init, and with it the namespace; this process is single-threaded.
+        _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if not _mount_proc():
+            os._exit(_NO_PROC)
+        # No handlers here: the kernel drops every unhandled signal sent to init from inside.
+        os._exit(_supervise(status_path, timeout, limit, lifeline, cmd, handle_term=False))
+    code = os.waitstatus_to_exitcode(os.waitpid(init, 0)[1])
+    if not os.path.exists(status_path):  # init did not report: its end is the build's end
+        if code == _NO_PROC:
+            how = "could not mount /proc in its namespace"
+        elif code < 0:
+            how = f"was killed by a signal ({_signal_name(-code)})"
+        else:
+            how = f"exited with status {code}"
+        _write_status(status_path, {"returncode": None, "timed_out": False, "leftovers": 0,
+                                    "supervisor": how})
+    return 0
+
+
+def _supervise(status_path: str, timeout: float, limit: int, lifeline: int, cmd: list[str],
+               handle_term: bool) -> int:
+    """Run the child, wait for it, end every descendant, write the status file."""
     stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    if handle_term:  # outside a namespace, SIGTERM from whoever runs kerasfit still cleans up
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
     # (not PR_SET_PDEATHSIG: that fires when the *thread* that started us exits)
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    watch = select.poll()
+    watch.register(lifeline, select.POLLIN)  # EOF (or POLLHUP): the caller is done or gone
 
     def limit_memory() -> None:
         if limit:
@@ -285,21 +457,19 @@ def _keeper(argv: list[str]) -> int:
         if child.pid in reaped:
             returncode = os.waitstatus_to_exitcode(reaped[child.pid])
             break
-        if stop or time.monotonic() > deadline or os.getppid() != caller:
+        if stop or time.monotonic() > deadline:
             break
-        time.sleep(_POLL)
+        if watch.poll(_POLL * 1000):
+            stop.append(True)
+            break
     child.returncode = returncode if returncode is not None else -signal.SIGKILL  # no re-wait
     ended = _end_all(child.pid)
     ended.discard(child.pid)
     _reap()
-    tmp = f"{status_path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump({"returncode": returncode,
-                   "timed_out": returncode is None and not stop and os.getppid() == caller,
-                   "leftovers": len(ended)}, f)
-    os.replace(tmp, status_path)
+    _write_status(status_path, {"returncode": returncode, "timed_out": returncode is None and not stop,
+                                "leftovers": len(ended), "contained": os.getpid() == 1})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_keeper(sys.argv[1:]))
+    sys.exit(_probe() if sys.argv[1:] == ["--probe"] else _keeper(sys.argv[1:]))

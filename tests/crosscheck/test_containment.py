@@ -253,3 +253,79 @@ def test_a_bad_memory_limit_is_a_config_error(tmp_path):
     proc, _ = kerasfit(tmp_path, "report", str(path), limit=60)
     assert proc.returncode == 2
     assert "memory-limit" in proc.stderr and "pyproject.toml" in proc.stderr
+
+
+# The build turns on its keeper (issue 17, item 6): it used to kill it ("timed out after 60 s"
+# after 14 s, the build and its grandchild left running under pid 1) or stop it (the keeper
+# killed at the time limit + 20 s, the build left running). Now the build runs in a PID
+# namespace whose init is the keeper: those signals never arrive, the build is reported on
+# its merits, and nothing outlives `report`.
+TURNS_ON_KEEPER = """
+import os, signal, time
+
+import keras
+
+
+def build_model():
+    keeper = os.getppid()
+    {attack}
+    inp = keras.Input((8,))
+    return keras.Model(inp, keras.layers.Dense(4)(inp))
+"""
+
+
+def turn_on_keeper(tmp_path: Path, name: str, attack: str) -> tuple[Path, subprocess.CompletedProcess, float]:
+    path = write(tmp_path, name, TURNS_ON_KEEPER.format(attack=textwrap.indent(textwrap.dedent(attack), "    ").strip()))
+    proc, wall = kerasfit(tmp_path, "report", str(path), "--build-timeout", "30", "--output-format", "json",
+                          limit=120)
+    return path, proc, wall
+
+
+def test_a_build_that_kills_its_keeper_is_reported_on_its_merits(tmp_path):
+    path, proc, wall = turn_on_keeper(tmp_path, "kills_keeper.py", """
+        os.kill(keeper, signal.SIGKILL)
+        time.sleep(0.5)
+        """)
+    assert proc.returncode == 0, proc.stderr
+    assert '"ops"' in proc.stdout and "timed out" not in proc.stderr
+    assert "without a PID namespace" not in proc.stdout
+    assert wall < 30
+    assert_no_survivors(path)
+
+
+def test_a_grandchild_that_sleeps_forever_and_kills_the_keeper_does_not_survive(tmp_path):
+    path, proc, wall = turn_on_keeper(tmp_path, "grandchild_kills_keeper.py", """
+        if os.fork() == 0:
+            os.setsid()
+            time.sleep(1)  # the build is done or nearly: the keeper is ending everything
+            os.kill(keeper, signal.SIGKILL)
+            while True:
+                time.sleep(3600)
+        """)
+    assert proc.returncode == 0, proc.stderr
+    assert '"ops"' in proc.stdout
+    assert wall < 30
+    assert_no_survivors(path)
+
+
+def test_a_build_that_stops_its_keeper_is_not_held_to_the_backstop(tmp_path):
+    path, proc, wall = turn_on_keeper(tmp_path, "stops_keeper.py", """
+        if os.fork() == 0:
+            time.sleep(3600)
+        os.kill(keeper, signal.SIGSTOP)
+        time.sleep(0.5)
+        """)
+    assert proc.returncode == 0, proc.stderr
+    assert '"ops"' in proc.stdout
+    assert wall < 30  # a stopped keeper was killed by the caller at 30 + 20 s
+    assert_no_survivors(path)
+
+
+def test_without_a_namespace_the_report_notes_that_survivors_are_possible(tmp_path, monkeypatch):
+    from kerasfit.crosscheck import sandbox
+    from kerasfit.crosscheck.api import BuildOptions, run_child
+
+    monkeypatch.setattr(sandbox, "namespaces_available", lambda: False)  # as on a host that allows none
+    path = write(tmp_path, "plain.py", "UNITS = 4\n", MODEL)
+    raw = run_child(path, BuildOptions(use_cache=False, timeout=120))
+    assert any(n.startswith("the build ran without a PID namespace") for n in raw["notes"]), raw["notes"]

@@ -164,6 +164,54 @@ def test_safe_fix_keeps_outputs_identical(before, after, entry, tf1, tmp_path: P
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+# KF105 on a one-element concat of something that is not provably a tensor (issue 17,
+# item 2): `tf.concat([v], 0)` -> `v` made a Variable's copy an alias (2.0, not 1.0, after
+# an assign_add) and left a list a list (`* 2` repeats it instead of doubling). The fixed
+# source is what the rule writes today, so a fix that changes the numbers fails here.
+MEANING = {
+    "variable-copy": """
+        import keras
+        import tensorflow as tf
+
+        def build_model():
+            v = tf.Variable([1.0])
+            snapshot = tf.concat([v], 0)
+            v.assign_add([1.0])
+            inp = keras.Input((3,))
+            return keras.Model(inp, keras.layers.Rescaling(float(snapshot[0]))(keras.layers.Dense(2)(inp)))
+        """,
+    "list-of-tensors": """
+        import keras
+        import tensorflow as tf
+
+        def build_model():
+            parts = [tf.ones((3,)), 2.0 * tf.ones((3,))]
+            stacked = tf.concat([parts], 0)
+            scale = float(tf.reduce_mean(stacked * 2))
+            inp = keras.Input((3,))
+            return keras.Model(inp, keras.layers.Rescaling(scale)(keras.layers.Dense(2)(inp)))
+        """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(MEANING))
+def test_a_one_element_concat_fix_keeps_a_variables_copy_and_a_lists_tensor(case, tmp_path: Path):
+    before = textwrap.dedent(MEANING[case])
+    settings = LintSettings([all_rules()["KF105"]])
+    after = _safe_fix(before, settings, "model.py")
+    assert after is not None and "tf.concat" not in after  # the safe fix fired
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "model.py").write_text(before)
+    (tmp_path / "b" / "model.py").write_text(after)
+    weights = tmp_path / "weights.npz"
+    old = _outputs(tmp_path / "a" / "model.py", None, weights, tmp_path / "before.npz")
+    new = _outputs(tmp_path / "b" / "model.py", None, weights, tmp_path / "after.npz")
+    assert len(old) == len(new) > 0
+    for a, b in zip(old, new):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_fused_true_after_a_dense_breaks_the_model_so_it_is_not_safe(tmp_path: Path):
     """Why KF101's tf-keras fix is unsafe without a proven rank: the issue's reproducer."""
     from kerasfit.crosscheck.api import BuildError
