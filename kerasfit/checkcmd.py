@@ -214,6 +214,8 @@ def run_check(
         return 2
 
     files = result.files
+    for warning in result.warnings:
+        echo(f"warning: {warning}", err=True)
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:

@@ -8,6 +8,7 @@ targets are errors with a message naming the file.
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -170,7 +171,24 @@ def _load_pyproject(path: Path) -> Config | None:
     table = _kerasfit_table(_read_toml(path), path, False)
     if table is None:
         return None
-    return parse_table(table, path)
+    cfg = parse_table(table, path)
+    if cfg.cache_dir is not None:
+        _cache_dir_inside(cfg, path)
+    return cfg
+
+
+def _cache_dir_inside(cfg: Config, where: Path) -> None:
+    """A project's own pyproject may only keep its cache inside the project: a checked-out
+    repository must not make kerasfit create files elsewhere (``--cache-dir``,
+    $KERASFIT_CACHE_DIR and ``--config`` are the user's and may point anywhere)."""
+    assert cfg.cache_dir is not None
+    root = os.path.realpath(cfg.root)
+    target = os.path.realpath(cfg.root / Path(cfg.cache_dir).expanduser())
+    if os.path.commonpath([root, target]) != root:
+        raise ConfigError(
+            f"{where}: [tool.kerasfit] cache-dir {cfg.cache_dir!r} is outside the project ({root});"
+            " use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere"
+        )
 
 
 @lru_cache(maxsize=4096)
