@@ -102,6 +102,16 @@ def _packs() -> tuple[str, ...]:
     return tuple(p for p, _ in _pack_prefixes())
 
 
+def _installed_path() -> list[str]:
+    """sys.path without the working directory: ``python -m kerasfit`` puts '' (the cwd)
+    first, and a checked-out tree must not name packages for kerasfit to import."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    return [e for e in sys.path if os.path.isabs(e) and os.path.realpath(e) != cwd]
+
+
 def _entry_point_values(group: str) -> list[tuple[str, str]]:
     """Entry points of ``group`` from installed distributions' metadata.
 
@@ -110,9 +120,9 @@ def _entry_point_values(group: str) -> list[tuple[str, str]]:
     """
     header = f"[{group}]"
     values: list[tuple[str, str]] = []
-    for entry in sys.path:
+    for entry in _installed_path():
         try:
-            it = os.scandir(entry or ".")
+            it = os.scandir(entry)
         except OSError:
             continue
         with it:
