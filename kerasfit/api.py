@@ -18,6 +18,7 @@ from .config import (
     Config,
     ConfigError,
     Selection,
+    cache_dir_of,
     effective_target,
     find_config,
     load_config_file,
@@ -126,10 +127,8 @@ class Resolver:
         its pyproject.toml), then $KERASFIT_CACHE_DIR, then ``.kerasfit_cache`` here."""
         if self.options.cache_dir is not None:
             return self.options.cache_dir
-        cfg = self.config_for(Path.cwd())
-        if cfg.cache_dir:
-            return cfg.root / Path(cfg.cache_dir).expanduser()
-        return default_cache_dir()
+        configured = cache_dir_of(self.config_for(Path.cwd()), trusted=self._explicit is not None)
+        return configured if configured is not None else default_cache_dir()
 
     def config_for(self, directory: Path) -> Config:
         if self._explicit is not None:

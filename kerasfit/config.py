@@ -171,24 +171,25 @@ def _load_pyproject(path: Path) -> Config | None:
     table = _kerasfit_table(_read_toml(path), path, False)
     if table is None:
         return None
-    cfg = parse_table(table, path)
-    if cfg.cache_dir is not None:
-        _cache_dir_inside(cfg, path)
-    return cfg
+    return parse_table(table, path)
 
 
-def _cache_dir_inside(cfg: Config, where: Path) -> None:
-    """A project's own pyproject may only keep its cache inside the project: a checked-out
-    repository must not make kerasfit create files elsewhere (``--cache-dir``,
-    $KERASFIT_CACHE_DIR and ``--config`` are the user's and may point anywhere)."""
-    assert cfg.cache_dir is not None
-    root = os.path.realpath(cfg.root)
-    target = os.path.realpath(cfg.root / Path(cfg.cache_dir).expanduser())
-    if os.path.commonpath([root, target]) != root:
-        raise ConfigError(
-            f"{where}: [tool.kerasfit] cache-dir {cfg.cache_dir!r} is outside the project ({root});"
-            " use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere"
-        )
+def cache_dir_of(cfg: Config, *, trusted: bool) -> Path | None:
+    """The config's ``cache-dir`` (relative to its file), or None. A project's own
+    pyproject (not ``trusted``) may only keep its cache inside the project: a checked-out
+    repository must not make kerasfit create files elsewhere (``--config``, like
+    ``--cache-dir`` and $KERASFIT_CACHE_DIR, is the user's and may point anywhere)."""
+    if not cfg.cache_dir:
+        return None
+    path = cfg.root / Path(cfg.cache_dir).expanduser()
+    if not trusted:
+        root = os.path.realpath(cfg.root)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise ConfigError(
+                f"{cfg.source or cfg.root}: [tool.kerasfit] cache-dir {cfg.cache_dir!r} is outside the project"
+                f" ({root}); use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere"
+            )
+    return path
 
 
 @lru_cache(maxsize=4096)
