@@ -185,6 +185,17 @@ def test_text_output_escapes_control_characters_in_paths(forged):
     assert "--- a/d\\n::error::injected.py\n" in diff and "+++ b/d\\n::error::injected.py\n" in diff
 
 
+def test_a_config_error_naming_a_forged_directory_is_one_line(tmp_path):
+    project = tmp_path / "p\n::error::x"
+    write(project / "pyproject.toml", "[tool.kerasfit]\nbogus = 1\n")
+    write(project / "model.py", BAD)
+    for fmt in ("text", "github"):
+        r = run("check", "model.py", "--output-format", fmt, cwd=project)
+        assert r.returncode == 2
+        (line,) = r.stderr.splitlines()
+        assert line.startswith("kerasfit: error: ") and "p\\n::error::x" in line and "bogus" in line
+
+
 def test_github_output_escapes_paths_by_the_workflow_command_rules(forged):
     r = run("check", ".", "--no-cache", "--output-format", "github", cwd=forged)
     assert r.returncode == 1
