@@ -19,6 +19,7 @@ from .config import (
     Config,
     ConfigError,
     Selection,
+    cache_dir_of,
     effective_target,
     find_config,
     load_config_file,
@@ -27,6 +28,7 @@ from .config import (
     select_rules,
     validate_selectors,
 )
+from .cachefs import CacheDir
 from .discovery import Candidate, discover, mentions_tensorflow
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
@@ -64,6 +66,7 @@ class RunResult:
     files: list[FileResult]
     prefiltered: int = 0
     elapsed: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # one line each, for stderr (the cache's)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -114,7 +117,8 @@ class Resolver:
         use_cache = manifest_cache and options.use_cache and not (options.fix or options.diff)
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
         self.cache_dir = self._cache_dir()
-        self.rules = manifest(self.cache_dir if use_cache else None)
+        self.cache = CacheDir(self.cache_dir)  # one per run: a link in it is reported once
+        self.rules = manifest(self.cache if use_cache else None)
         cli = options.selection
         for sel in (cli.select or [], cli.extend_select, cli.ignore):
             validate_selectors(list(sel), self.rules, "command line")
@@ -127,10 +131,8 @@ class Resolver:
         its pyproject.toml), then $KERASFIT_CACHE_DIR, then ``.kerasfit_cache`` here."""
         if self.options.cache_dir is not None:
             return self.options.cache_dir
-        cfg = self.config_for(Path.cwd())
-        if cfg.cache_dir:
-            return cfg.root / Path(cfg.cache_dir).expanduser()
-        return default_cache_dir()
+        configured = cache_dir_of(self.config_for(Path.cwd()), trusted=self._explicit is not None)
+        return configured if configured is not None else default_cache_dir()
 
     def config_for(self, directory: Path) -> Config:
         if self._explicit is not None:
@@ -196,19 +198,27 @@ class Cache:
 
     VERSION = 1
 
-    def __init__(self, directory: Path | None) -> None:
+    def __init__(self, directory: CacheDir | None) -> None:
         self.dir = directory
-        self.path = directory / f"results-v{self.VERSION}.json" if directory else None
+        self.name = f"results-v{self.VERSION}.json"
         self.entries: dict[str, dict[str, Any]] = {}
         self.dirty = False
-        if self.path is not None and self.path.is_file():
+        raw = directory.read(self.name) if directory is not None else None
+        if raw is not None:
             try:
-                data = json.loads(self.path.read_text())
+                data = json.loads(raw)
                 # valid JSON of another shape is ignored (and rewritten by this run)
                 if isinstance(data, dict) and data.get("kerasfit") == __version__ and isinstance(data.get("files"), dict):
                     self.entries = data["files"]
-            except (OSError, ValueError, RecursionError):
+            except (ValueError, RecursionError):
                 self.entries = {}
+
+    @property
+    def path(self) -> Path | None:
+        """Where the results live; None when this run does not use a cache."""
+        if self.dir is None or self.dir.disabled:
+            return None
+        return self.dir.path / self.name
 
     @staticmethod
     def key(data: bytes, settings: FileSettings) -> str:
@@ -241,16 +251,11 @@ class Cache:
         self.dirty = True
 
     def save(self) -> None:
+        """A read-only tree still gets its results, just not cached."""
         if not self.dirty or self.path is None or self.dir is None:
             return
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            gitignore = self.dir / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("*\n")
-            atomic_write(self.path, json.dumps({"kerasfit": __version__, "files": self.entries}))
-        except OSError:
-            pass  # a read-only tree still gets its results, just not cached
+        data = json.dumps({"kerasfit": __version__, "files": self.entries}).encode()
+        self.dir.write(self.name, data, gitignore=True)
 
 
 def default_cache_dir() -> Path:
@@ -381,7 +386,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     t0 = time.perf_counter()
     resolver = Resolver(options)
     use_cache = options.use_cache and not (options.fix or options.diff)
-    cache = Cache(resolver.cache_dir if use_cache else None)
+    cache = Cache(resolver.cache if use_cache else None)
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
@@ -458,7 +463,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
             res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
-    return RunResult(results, prefiltered, time.perf_counter() - t0)
+    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings))
 
 
 def _checked_trees(paths: Sequence[str | Path]) -> list[Path]:

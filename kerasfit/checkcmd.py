@@ -167,6 +167,7 @@ def run_check(
     """``kerasfit check``; returns the exit code."""
     from .api import CheckOptions, RunResult, check_paths, check_source
     from .config import ConfigError, Selection
+    from .reporters import printable
     from .types import FileResult
 
     options = CheckOptions(
@@ -210,10 +211,12 @@ def run_check(
             result = check_paths(existing, options) if existing else RunResult([])
             result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
     except ConfigError as exc:
-        echo(f"kerasfit: error: {exc}", err=True)
+        echo(f"kerasfit: error: {printable(str(exc))}", err=True)
         return 2
 
     files = result.files
+    for warning in result.warnings:
+        echo(f"warning: {printable(warning)}", err=True)
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
@@ -231,7 +234,7 @@ def run_check(
         echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
         for f in files:
             if f.error:
-                echo(f"error: {f.error}", err=True)
+                echo(f"error: {printable(f.error)}", err=True)
         # a file that could not be read or parsed is not "nothing to fix"
         unchecked = any(f.error for f in files) or any(f.diagnostics for f in unparsed)
         return 0 if exit_zero or not (text or unchecked) else 1
@@ -273,6 +276,8 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
     """stdin as text. Bytes that are not UTF-8 are one error line (None); with ``--fix -``
     they are also passed through unchanged, so a pipe (an editor's buffer) never comes
     back empty."""
+    from .reporters import printable
+
     raw = getattr(sys.stdin, "buffer", None)
     if raw is None:  # a text-only stream (an embedding host): already decoded
         return str(sys.stdin.read())
@@ -283,7 +288,7 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
         if echo_back:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
-        echo(f"error: {name}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
+        echo(f"error: {printable(name)}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
         return None
 
 
@@ -312,11 +317,13 @@ def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool
     if fmt != "text":
         for f in files:
             if f.error:
-                echo(f"error: {f.error}", err=True)
+                echo(f"error: {reporters.printable(f.error)}", err=True)
 
 
 def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
     import difflib
+
+    from .reporters import printable
 
     chunks: list[str] = []
     for f in files:
@@ -333,8 +340,8 @@ def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
             difflib.unified_diff(
                 old.splitlines(keepends=True),
                 f.fixed_source.splitlines(keepends=True),
-                fromfile=f"a/{f.filename}",
-                tofile=f"b/{f.filename}",
+                fromfile=f"a/{printable(f.filename)}",
+                tofile=f"b/{printable(f.filename)}",
             )
         )
     return "".join(chunks)

@@ -57,7 +57,9 @@ class ListFormat(str, Enum):
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(f"kerasfit: error: {message}", err=True)
+    from .reporters import printable  # here: --version and --help do not import the reporters
+
+    typer.echo(f"kerasfit: error: {printable(message)}", err=True)
     raise typer.Exit(2)
 
 
@@ -201,7 +203,9 @@ def report(
         _fail(str(exc))
         return
     except BuildError as exc:
-        typer.echo(f"kerasfit: build failed: {exc}", err=True)
+        from .reporters import printable  # here, as in _fail
+
+        typer.echo(f"kerasfit: build failed: {printable(str(exc))}", err=True)
         raise typer.Exit(2)
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
     if html_file is not None:

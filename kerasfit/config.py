@@ -8,6 +8,7 @@ targets are errors with a message naming the file.
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -186,6 +187,24 @@ def _load_pyproject(path: Path) -> Config | None:
     if table is None:
         return None
     return parse_table(table, path)
+
+
+def cache_dir_of(cfg: Config, *, trusted: bool) -> Path | None:
+    """The config's ``cache-dir`` (relative to its file), or None. A project's own
+    pyproject (not ``trusted``) may only keep its cache inside the project: a checked-out
+    repository must not make kerasfit create files elsewhere (``--config``, like
+    ``--cache-dir`` and $KERASFIT_CACHE_DIR, is the user's and may point anywhere)."""
+    if not cfg.cache_dir:
+        return None
+    path = cfg.root / Path(cfg.cache_dir).expanduser()
+    if not trusted:
+        root = os.path.realpath(cfg.root)
+        if os.path.commonpath([root, os.path.realpath(path)]) != root:
+            raise ConfigError(
+                f"{cfg.source or cfg.root}: [tool.kerasfit] cache-dir {cfg.cache_dir!r} is outside the project"
+                f" ({root}); use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere"
+            )
+    return path
 
 
 @lru_cache(maxsize=4096)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from . import __version__
 
 if TYPE_CHECKING:
+    from .cachefs import CacheDir
     from .rule import Rule
 
 ENTRY_POINT_GROUP = "kerasfit.rules"
@@ -101,6 +102,16 @@ def _packs() -> tuple[str, ...]:
     return tuple(p for p, _ in _pack_prefixes())
 
 
+def _installed_path() -> list[str]:
+    """sys.path without the working directory: ``python -m kerasfit`` puts '' (the cwd)
+    first, and a checked-out tree must not name packages for kerasfit to import."""
+    try:
+        cwd = os.path.realpath(os.getcwd())
+    except OSError:
+        cwd = None
+    return [e for e in sys.path if os.path.isabs(e) and os.path.realpath(e) != cwd]
+
+
 def _entry_point_values(group: str) -> list[tuple[str, str]]:
     """Entry points of ``group`` from installed distributions' metadata.
 
@@ -109,9 +120,9 @@ def _entry_point_values(group: str) -> list[tuple[str, str]]:
     """
     header = f"[{group}]"
     values: list[tuple[str, str]] = []
-    for entry in sys.path:
+    for entry in _installed_path():
         try:
-            it = os.scandir(entry or ".")
+            it = os.scandir(entry)
         except OSError:
             continue
         with it:
@@ -190,31 +201,28 @@ def fingerprint() -> str:
     return h.hexdigest()[:24]
 
 
-def manifest(cache_dir: Path | None = None) -> dict[str, RuleMeta]:
+MANIFEST = "rules-manifest.json"
+
+
+def manifest(cache_dir: CacheDir | None = None) -> dict[str, RuleMeta]:
     """Rule metadata, from ``cache_dir/rules-manifest.json`` when still current."""
-    path = cache_dir / "rules-manifest.json" if cache_dir else None
-    fp = fingerprint() if path is not None else ""  # stats every source file: only for the cache
-    if path is not None and path.is_file():
+    fp = fingerprint() if cache_dir is not None else ""  # stats every source file: only for the cache
+    raw = cache_dir.read(MANIFEST) if cache_dir is not None else None
+    if raw is not None:
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(raw)
             if data.get("fingerprint") == fp:
                 metas = {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
                 # an empty or malformed list would silently switch every rule off
                 if metas and all(isinstance(m.code, str) and isinstance(m.name, str) and isinstance(m.default_enabled, bool) and all(isinstance(t, str) for t in m.targets) for m in metas.values()):
                     return metas
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
     metas = {
         code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets))) for code, r in all_rules().items()
     }
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"fingerprint": fp, "rules": [asdict(m) for m in metas.values()]}))
-            os.replace(tmp, path)
-        except OSError:
-            pass
+    if cache_dir is not None:
+        cache_dir.write(MANIFEST, json.dumps({"fingerprint": fp, "rules": [asdict(m) for m in metas.values()]}).encode(), gitignore=True)
     return metas
 
 

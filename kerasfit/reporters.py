@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Sequence
+from urllib.parse import quote
 
 from . import __version__
 from .types import Applicability, Diagnostic, FileResult, Severity, rule_page
@@ -27,6 +29,23 @@ def _hidden_unsafe(d: Diagnostic) -> bool:
 
 # ---- text ---------------------------------------------------------------------------
 
+# What ends a line for some reader (a terminal, str.splitlines, a CI log) or acts on a
+# terminal: C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control(m: re.Match[str]) -> str:
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def printable(s: str) -> str:
+    """``s`` as one inert line: a file named ``d⏎::error::x.py`` cannot start a line of its
+    own (which GitHub Actions would read as a workflow command) or drive the terminal."""
+    return _CONTROL.sub(_escape_control, s)
+
+
 
 def text(
     files: Sequence[FileResult],
@@ -46,15 +65,15 @@ def text(
         mark = " [*]" if _fixable(d, unsafe) else ""
         build = _build_note(d.build)
         sev = "" if d.severity is Severity.WARNING else f" [{d.severity.value}]"
-        where = f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename
+        where = printable(f"{d.filename}:cell {d.cell}" if d.cell is not None else d.filename)
         lines.append(
-            f"{c(where, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {d.message}{build}"
+            f"{c(where, '1')}:{d.row}:{d.column + 1}: {c(d.code, '1;31')}{mark}{sev} {printable(d.message)}{build}"
         )
         if show_fixes and d.fix is not None:
-            lines.append(f"    fix ({d.fix.applicability.value}): {d.fix.title}")
+            lines.append(f"    fix ({d.fix.applicability.value}): {printable(d.fix.title)}")
     for f in files:
         if f.error:
-            lines.append(f"error: {f.error}")
+            lines.append(f"error: {printable(f.error)}")
     lines.append(summary_line(files, unsafe=unsafe, fixed=fixed))
     return "\n".join(lines)
 
@@ -203,7 +222,8 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
         )
     results = []
     for d in diags:
-        uri = Path(d.filename).as_posix()
+        # a URI reference (RFC 3986): '%', spaces, controls and ':' percent-encoded
+        uri = quote(Path(d.filename).as_posix(), safe="/")
         res: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
@@ -274,7 +294,9 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
 
 
 def _gh_escape(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """GitHub's workflow-command escaping (which the runner undoes), then any other
+    control character made inert (which it does not)."""
+    s = printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
     if prop:
         s = s.replace(":", "%3A").replace(",", "%2C")
     return s

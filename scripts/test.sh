@@ -35,15 +35,4 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
-# The SARIF 2.1.0 JSON schema the SARIF output is validated against ships in an npm package.
-schema=tests/.cache/sarif-schema.json
-if [ ! -f "$schema" ] && command -v npm >/dev/null 2>&1; then
-    tmp=$(mktemp -d)
-    if (cd "$tmp" && npm pack --silent @microsoft/jest-sarif >/dev/null 2>&1 && tar xzf ./*.tgz); then
-        mkdir -p tests/.cache
-        cp "$tmp"/package/lib/schemas/sarif-2.1.0-rtm.5.json "$schema"
-    fi
-    rm -rf "$tmp"
-fi
-
 exec python -m pytest "$@"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
 
 from kfhelpers import BAD, CLEAN, GOOD, NOFIX, assert_one_line_error, finding_lines, run, write
 
+from kerasfit.api import CheckOptions, check_paths
 from kerasfit.registry import all_rules
 
 LINE_RE = re.compile(r"^(?P<path>[^:]+):(?P<row>\d+):(?P<col>\d+): (?P<code>KF\d{3})(?P<fix> \[\*\])?(?: \[\w+\])? \S")
@@ -242,6 +244,83 @@ def test_cache_warm_run_same_results_then_invalidated(project):
 def test_no_cache_writes_no_cache_directory(project):
     run("check", "model.py", "--no-cache", cwd=project)
     assert not (project / ".kerasfit_cache").exists()
+
+
+# ---- a repository's cache must not write outside it (issue 17, item 4) ---------------------
+
+
+def _cache_warning(r) -> str:
+    lines = [line for line in r.stderr.splitlines() if line.startswith("warning:")]
+    assert len(lines) == 1, r.stderr
+    assert "symbolic link" in lines[0] and "without the cache" in lines[0], lines
+    return lines[0]
+
+
+def test_a_committed_cache_file_symlink_is_not_followed(project, tmp_path_factory):
+    victim = tmp_path_factory.mktemp("outside") / "victim.txt"
+    victim.write_text("precious\n")
+    cache = project / ".kerasfit_cache"
+    cache.mkdir()
+    (cache / "results-v1.json").symlink_to(victim)
+    r = run("check", "model.py", cwd=project)
+    assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r  # checked, uncached
+    assert "results-v1.json" in _cache_warning(r)
+    assert victim.read_text() == "precious\n"
+    assert (cache / "results-v1.json").is_symlink()
+
+
+def test_a_committed_cache_directory_symlink_is_not_used(project, tmp_path_factory):
+    outside = tmp_path_factory.mktemp("outside")
+    (project / ".kerasfit_cache").symlink_to(outside, target_is_directory=True)
+    r = run("check", "model.py", cwd=project)
+    assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r
+    assert ".kerasfit_cache" in _cache_warning(r)
+    assert list(outside.iterdir()) == []
+
+
+def test_a_dangling_gitignore_symlink_in_the_cache_is_not_created(project, tmp_path_factory):
+    target = tmp_path_factory.mktemp("outside") / "created-by-kerasfit"
+    cache = project / ".kerasfit_cache"
+    cache.mkdir()
+    (cache / ".gitignore").symlink_to(target)
+    r = run("check", "model.py", cwd=project)
+    assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r
+    assert ".gitignore" in _cache_warning(r)
+    assert not target.exists()
+
+
+def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_factory):
+    """A link planted at the name the old code used for its temporary
+    (``rules-manifest.<pid>.tmp``) is neither followed nor renamed into place."""
+    outside = tmp_path_factory.mktemp("outside")
+    cache = project / ".kerasfit_cache"
+    cache.mkdir()
+    for name in ("rules-manifest", "results-v1"):  # this process's pid: checked in-process below
+        (cache / f"{name}.{os.getpid()}.tmp").symlink_to(outside / name)
+    result = check_paths([project / "model.py"], CheckOptions(cache_dir=cache, jobs=1))
+    assert list(outside.iterdir()) == []
+    assert len(result.diagnostics) == 2
+    for name in ("rules-manifest.json", "results-v1.json"):
+        assert (cache / name).is_file() and not (cache / name).is_symlink()
+        assert json.loads((cache / name).read_text())
+    assert sorted(p.name for p in cache.iterdir() if not p.is_symlink()) == [
+        ".gitignore", "results-v1.json", "rules-manifest.json"]
+    assert result.warnings == []
+
+
+def test_the_build_cache_does_not_follow_a_link_either(tmp_path, tmp_path_factory, monkeypatch):
+    """``report``'s cache lives in ``<cache>/build``: a link there is refused the same way."""
+    from kerasfit.crosscheck import api as build_api
+
+    outside = tmp_path_factory.mktemp("outside")
+    (tmp_path / ".kerasfit_cache").mkdir()
+    (tmp_path / ".kerasfit_cache" / "build").symlink_to(outside, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("KERASFIT_CACHE_DIR", raising=False)
+    cache = build_api._cache_dir()
+    build_api._write_json(cache, "latest-0.json", {"key": "0" * 32})
+    assert list(outside.iterdir()) == []
+    assert len(cache.warnings) == 1 and "build" in cache.warnings[0]
 
 
 # ---- configuration flags ---------------------------------------------------------------------

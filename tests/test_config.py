@@ -170,6 +170,39 @@ def test_config_error_in_nested_project_names_nested_file(tmp_path):
     assert str(nested) in str(exc.value)
 
 
+# ---- cache-dir: a project's cache stays in the project (issue 17, item 4) ------------------------
+
+
+@pytest.mark.parametrize("value", ["../x", "~/kf-cache", "ABSOLUTE", "var/../../x", "link/cache"])
+def test_project_cache_dir_outside_the_project_is_a_config_error(tmp_path, value):
+    project = tmp_path / "project"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    value = value.replace("ABSOLUTE", str(outside / "abs"))
+    write(project / "pyproject.toml", f'[tool.kerasfit]\ncache-dir = "{value}"\n')
+    write(project / "model.py", BAD)
+    (project / "link").symlink_to(outside, target_is_directory=True)  # resolves outside
+    home = tmp_path / "home"
+    home.mkdir()
+    r = run("check", "model.py", cwd=project, env={"HOME": str(home)})
+    assert r.returncode == 2
+    assert_one_line_error(r.stderr, "pyproject.toml", "cache-dir", "outside the project")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "outside", "project"]
+    assert list(outside.iterdir()) == [] and list(home.iterdir()) == []
+
+
+def test_cache_dir_may_point_anywhere_from_the_user_not_the_project(tmp_path):
+    project = tmp_path / "project"
+    write(project / "model.py", BAD)
+    flag, env, cfg = tmp_path / "flag", tmp_path / "env", tmp_path / "user.toml"
+    assert run("check", "model.py", "--cache-dir", flag, cwd=project).returncode == 1
+    assert run("check", "model.py", cwd=project, env={"KERASFIT_CACHE_DIR": str(env)}).returncode == 1
+    write(cfg, f'cache-dir = "{tmp_path / "cfg"}"\n')  # --config: a file the user chose
+    assert run("check", "model.py", "--config", cfg, cwd=project).returncode == 1
+    for d in (flag, env, tmp_path / "cfg"):
+        assert (d / "results-v1.json").is_file(), d
+
+
 # ---- discovery ------------------------------------------------------------------------------------
 
 

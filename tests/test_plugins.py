@@ -136,6 +136,28 @@ def test_without_the_pack_the_rule_is_absent(tmp_path: Path):
     assert not [r for r in rules if not r["code"].startswith("KF")]
 
 
+def test_a_dist_info_in_the_working_directory_is_not_a_rule_pack(tmp_path: Path):
+    """``python -m kerasfit`` has the cwd on sys.path; a checked-out tree's
+    ``*.dist-info/entry_points.txt`` must not make kerasfit import the package it names."""
+    tree = tmp_path / "tree"
+    marker = tmp_path / "imported"
+    (tree / "evilpack").mkdir(parents=True)
+    (tree / "evilpack" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    dist = tree / "evil-1.0.dist-info"
+    dist.mkdir()
+    (dist / "entry_points.txt").write_text("[kerasfit.rules]\nEVIL = evilpack\n")
+    (tree / "model.py").write_text("import tensorflow as tf\nx = tf.keras.layers.BatchNormalization(fused=False)\n")
+    for args in (["check", "model.py"], ["rules"]):
+        proc = _run(args, tree, tmp_path / "empty-site")
+        assert not marker.exists(), (args, proc.stdout, proc.stderr)
+        assert "Traceback" not in proc.stderr and "EVIL" not in proc.stdout, proc.stdout + proc.stderr
+    assert _run(["check", "model.py"], tree, tmp_path / "empty-site").returncode == 1
+    # the same pack installed on sys.path (not the cwd) is a pack as before
+    site = tmp_path / "site"
+    _install_pack(site)
+    assert "TEAM101" in _run(["rules"], tree, site).stdout
+
+
 PACK_TESTS = """
 from kerasfit.testing import pack_tests
 

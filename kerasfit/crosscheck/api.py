@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from kerasfit.cachefs import CacheDir
 from kerasfit.types import TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
@@ -169,11 +170,12 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
 # ---------------------------------------------------------------- cache
 
 
-def _cache_dir() -> Path:
-    # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR
+def _cache_dir() -> CacheDir:
+    # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR;
+    # opened without following links (see kerasfit.cachefs)
     from ..api import default_cache_dir
 
-    return default_cache_dir() / "build"
+    return CacheDir(default_cache_dir()).child("build")
 
 
 def _file_digest(path: Path) -> str:
@@ -188,17 +190,18 @@ def _cache_key(digest: str, options: BuildOptions) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
-def _write_json(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)  # readers never see half a file
+_KEY = re.compile(r"[0-9a-f]{32}")  # a name read back from a cache file names only a cache file
 
 
-def _read_json(path: Path) -> Any:
+def _write_json(cache: CacheDir, name: str, data: Any) -> None:
+    cache.write(name, json.dumps(data).encode(), gitignore=True)  # readers never see half a file
+
+
+def _read_json(cache: CacheDir, name: str) -> Any:
+    raw = cache.read(name)
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
         return None
 
 
@@ -211,16 +214,17 @@ def build_report(path: str | Path, options: BuildOptions) -> BuildReport:
     except OSError as exc:
         raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
     key = _cache_key(digest, options)
-    entry = _cache_dir() / f"{key}.json"
-    raw = _read_json(entry) if options.use_cache else None
+    cache = _cache_dir()
+    raw = _read_json(cache, f"{key}.json") if options.use_cache else None
     cached = raw is not None
     if raw is None:
         raw = run_child(path, options)
         if options.use_cache:
-            _write_json(entry, raw)
+            _write_json(cache, f"{key}.json", raw)
     if options.use_cache:
-        _write_json(_cache_dir() / f"latest-{digest}.json", {"key": key, "options": asdict(options)})
+        _write_json(cache, f"latest-{digest}.json", {"key": key, "options": asdict(options)})
     report = make_report(raw, options.target, options.dtype)
+    report.notes.extend(cache.warnings)
     report.cached = cached
     report.elapsed = time.perf_counter() - started
     return report
@@ -233,10 +237,11 @@ def cached_report(path: str | Path) -> BuildReport | None:
         digest = _file_digest(path)
     except OSError:
         return None
-    latest = _read_json(_cache_dir() / f"latest-{digest}.json")
-    if not isinstance(latest, dict):
+    cache = _cache_dir()
+    latest = _read_json(cache, f"latest-{digest}.json")
+    if not isinstance(latest, dict) or not _KEY.fullmatch(str(latest.get("key"))):
         return None
-    raw = _read_json(_cache_dir() / f"{latest.get('key')}.json")
+    raw = _read_json(cache, f"{latest.get('key')}.json")
     if not isinstance(raw, dict):
         return None
     opts = latest.get("options") or {}

@@ -952,6 +952,10 @@ async def resolve_code_action(ls: KerasfitServer, action: types.CodeAction) -> t
             new = await ls.run_guarded(key, _applied, linted.source, fix)
     except LintTimeout:
         return action
+    # A didChange handled while the fixer ran: the edit fits text the editor no longer has.
+    now = ls.snapshot(key)
+    if now is None or now[:2] != (linted.version, linted.source):
+        return action
     action.edit = ls.edit_to(key, linted, new)
     return action
 

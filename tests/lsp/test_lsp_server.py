@@ -116,6 +116,26 @@ async def test_fix_all_is_resolved_only_when_picked(client, tmp_path: Path):
     assert (await client.code_action_resolve_async(action)).edit is None
 
 
+async def test_a_resolve_overtaken_by_a_change_returns_no_stale_edit(client, tmp_path: Path):
+    """A didChange handled while codeAction/resolve runs the fixer: the edit computed for
+    the old text is not sent (issue 17, item 8)."""
+    n = 500  # enough findings that the fix-all takes well over a second
+    text = "import tf_keras\n" + "".join(f"b{i} = tf_keras.layers.BatchNormalization(fused=False)(tf_keras.layers.Conv2D(8, 3)(x))\n"
+                                    for i in range(n))
+    doc = Doc(client, tmp_path / "model.py", text)
+    await doc.diagnostics(lambda ds: len(ds) == n, timeout=60)
+    (action,) = await doc.code_actions(whole(doc.text), only=["source.fixAll"])
+    pending = asyncio.ensure_future(client.code_action_resolve_async(action))
+    await asyncio.sleep(0.3)  # the server has started fixing version 1
+    assert not pending.done()
+    doc.change("import tf_keras\nprint('rewritten')\n" + doc.text.split("\n", 1)[1])
+    resolved = await asyncio.wait_for(pending, 60)
+    if resolved.edit is not None:  # recomputed for the current text is fine too
+        for dc in resolved.edit.document_changes or []:
+            assert dc.text_document.version == doc.version, "an edit for an older version"
+    await doc.diagnostics(lambda ds: len(ds) == n, timeout=60)
+
+
 async def test_only_quickfix_excludes_fix_all(client, tmp_path: Path):
     doc = Doc(client, tmp_path / "model.py", TWO)
     await doc.diagnostics(lambda ds: len(ds) == 2)
