@@ -70,7 +70,7 @@ def test_render_text_and_json(model_file):
     report = make_report(raw_build(model_file, per_core=16, cores=8))
     text = render_report(report)
     header = text.splitlines()[0]
-    for column in ("layer", "source", "pass", "shape → padded", "useful", "time µs", "wasted µs", "why"):
+    for column in ("layer", "source", "pass", "shape → padded", "fit", "bound", "time µs", "wasted µs", "why"):
         assert column in header
     assert "step fit" in text and "HBM expansion" in text and "wasted; per-core batch 16" in text
     assert "1. per-core batch 16 → 128 (global 128 → 1024 on 8 cores" in text
@@ -93,14 +93,14 @@ def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
     diags = [diag("KF102", "channel-multiple", model_file, 9), diag("KF102", "channel-multiple", model_file, 11)]
     conv30, conv64 = cross_check(diags, report, str(model_file))[:2]
     assert conv30.build["status"] == "confirmed"
-    # Batch 16: the forward pass pads the 30 filters to 32, the kernel's other dim
-    # (docs/facts.md#2); the next layer contracts over them and pads them to 128.
-    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 32]
+    # Batch 16: the forward pass pads features to 128, the 30 filters (the kernel's out
+    # dim, docs/facts.md#1–3 and the padding rule's bound of #2) included.
+    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 128]
     static = diag("KF102", "channel-multiple", model_file, 9)
-    static.message = "`Conv2D`: 30 filters pad to 128 on tpu-v5e"
+    static.message = "`Conv2D`: 30 filters pad to 32 or 128 on tpu-v5e"
     (claim128,) = [d for d in cross_check([static], report, str(model_file)) if d.code == "KF102"]
-    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward of conv2d_1"
-    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 16, 16, 30], [16, 16, 16, 128])
+    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward"
+    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 32, 32, 30], [16, 32, 32, 128])
     assert claim128.build["layer"] == "conv2d"
     assert 0 < conv30.build["fit"] < 1
     # Conv2D(64) also pads to 128 at this batch: the finding is confirmed by the build.
