@@ -323,7 +323,8 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         if s.tiled / peak.hbm >= mxu_time and s.tiled > s.bytes * 1.05:
             # Memory-bound, and the arrays' tile padding in HBM is what the op waits on.
             why = [*why, *s.tiled_why]
-            if per_core and per_core < LARGE_BATCH and any("lanes" in w for w in s.tiled_why):
+            if (per_core and per_core < LARGE_BATCH and not op.extra.get("batch")
+                    and any("lanes" in w for w in s.tiled_why)):
                 why.append(f"per-core batch {per_core} < {LARGE_BATCH} puts features on the lanes")
         elif why and s.tiled / peak.hbm >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.

@@ -310,8 +310,8 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
             f_pos = o_pos if o_pos is not None else i_pos
             if b_pos is not None and f_pos is not None:  # an activation or its gradient
                 minor, second = (b_pos, f_pos) if batch_mult == LANES else (f_pos, b_pos)
-            elif i_pos is not None and o_pos is not None:  # a kernel
-                minor, second = o_pos, i_pos
+            elif i_pos is not None and o_pos is not None:  # a kernel: as the array is laid out
+                minor, second = len(shape) - 1, len(shape) - 2
             else:
                 minor, second = len(shape) - 1, len(shape) - 2
         if minor == second:
