@@ -13,6 +13,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ __all__ = [
     "cross_check", "cross_check_failure", "render_report",
 ]
 
-CACHE_SCHEMA = 2
+CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
@@ -141,7 +142,8 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         env.setdefault("PYTHONWARNINGS", "ignore")
         env.setdefault("MALLOC_ARENA_MAX", "8")
         limit = options.memory_limit * 2**20 if options.memory_limit else None
-        outcome = run_contained(cmd, env=env, timeout=options.timeout, memory_limit=limit, workdir=tmp)
+        with _Progress(Path(f"{out}.phase"), shown):
+            outcome = run_contained(cmd, env=env, timeout=options.timeout, memory_limit=limit, workdir=tmp)
         if outcome.timed_out:
             raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s "
                              "(raise the build timeout)")
@@ -158,6 +160,50 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         if not result.get("ok"):
             raise BuildError(f"{shown}: {describe_error(str(result.get('error')), options.memory_limit)}")
         return result
+
+
+class _Progress:
+    """Tell a terminal what the build child is doing while it waits (30–50 s cold).
+
+    The child writes its phase to a file (``child._phase``); a thread reads it twice a
+    second and prints each new one to stderr. Silent when stderr is not a terminal, so
+    pipes, CI logs and the language server see nothing.
+    """
+
+    WORDS = {"tensorflow": "importing TensorFlow", "import": "running the script's imports",
+             "build": "building the model", "trace": "tracing one training step",
+             "lower": "lowering the step to HLO", "parse": "reading the HLO"}
+
+    def __init__(self, phase_file: Path, shown: str):
+        self.phase_file, self.shown = phase_file, shown
+        self.enabled = sys.stderr.isatty()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            self._thread = threading.Thread(target=self._watch, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(1.0)
+
+    def _watch(self) -> None:
+        last = ""
+        start = time.monotonic()
+        while not self._stop.wait(0.5):
+            try:
+                phase = self.phase_file.read_text().strip()
+            except OSError:
+                continue
+            if phase and phase != last:
+                last = phase
+                words = self.WORDS.get(phase, phase)
+                print(f"kerasfit: {self.shown}: {words}… ({time.monotonic() - start:.0f} s)",
+                      file=sys.stderr, flush=True)
 
 
 # ---------------------------------------------------------------- cache

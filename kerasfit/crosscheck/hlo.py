@@ -511,6 +511,23 @@ def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
                         found.append(u)
             return found
 
+        def feeds_only_contractions(name: str) -> bool:
+            """Do its values reach only dot/conv operands (through other relayouts)?"""
+            work, seen, found = [name], set(), False
+            while work:
+                cur = work.pop()
+                if cur in seen:
+                    continue
+                seen.add(cur)
+                for u in consumers(cur):
+                    if u.opcode in ("dot", "convolution"):
+                        found = True
+                    elif u.opcode in ("transpose", "copy"):
+                        work.append(u.name)
+                    else:
+                        return False
+            return found
+
         def producer(name: str) -> Instr | None:
             instr = comp.instrs.get(name)
             seen: set[str] = set()
@@ -531,9 +548,7 @@ def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
                     continue  # the step's own results being returned, not work the model does
                 if instr.opcode == "transpose" and _is_permutation_noop(instr, operands[0] if operands else None):
                     continue
-                uses = consumers(instr.name)
-                if instr.opcode in ("transpose", "copy", "broadcast") and uses and all(
-                        u.opcode in ("dot", "convolution") for u in uses):
+                if instr.opcode in ("transpose", "copy", "broadcast") and feeds_only_contractions(instr.name):
                     free = _FREE_OPERAND
                 elif instr.opcode == "broadcast":
                     kind = ""  # costed with the elementwise fusion it feeds
@@ -542,11 +557,10 @@ def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
             elif elementwise and (instr.opcode in _FUSIBLE) and instr.opcode != "constant":
                 kind = _fusion_kind(op_name)
                 uses = consumers(instr.name)
-                writes = instr.opcode in _FUSION_ENDS or not uses or any(
-                    u.opcode not in _FUSIBLE or u.opcode in _FUSION_ENDS and u.opcode != instr.opcode
-                    for u in uses)
+                # an elementwise op feeding a reduction fuses into its input (#15)
+                writes = instr.opcode in _FUSION_ENDS or not uses or any(u.opcode not in _FUSIBLE for u in uses)
                 moved = _nbytes(instr) if writes else 0
-                for o in instr.operands:
+                for o in dict.fromkeys(instr.operands):  # x * x reads x once
                     src = producer(o)
                     if src is None or src.opcode in ("constant", "dot", "convolution", "iota"):
                         continue

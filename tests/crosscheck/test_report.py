@@ -192,14 +192,22 @@ def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "corrected"
     assert out.build["detail"].endswith("not 112")
-    # Each claim is judged by the op that shows it: 128 in the input gradient, which
-    # contracts over the 100 units, 104 in the weight update (the kernel's other dim pads
-    # to 8) — never a 104 "confirming" a 128.
-    for claim, pass_ in ((128, "input-gradient"), (104, "kernel-gradient")):
+    # Each claim is judged by an op that shows it: 128 in the forward pass and the input
+    # gradient (features pad to 128 at batch 16), 104 in the weight update (to 8) —
+    # never a 104 "confirming" a 128.
+    for claim, passes in ((128, ("forward", "input-gradient")), (104, ("kernel-gradient",))):
         d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
         (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
         assert out.build["status"] == "confirmed"
-        assert out.build["out_features"] == [100, claim] and out.build["pass"] == pass_
+        assert out.build["out_features"] == [100, claim] and out.build["pass"] in passes
+    # KF102's own message names both sizes: either confirms it
+    d.message, d.build = "`Dense`: 100 units pad to 104 or 128 on tpu-v5e", None
+    (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+    assert out.build["status"] == "confirmed"
+    # a correction is the model applied to the built shapes, never called "measured"
+    d.message, d.build = "`Dense`: 100 units pad to 112 on tpu-v5e", None
+    (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+    assert "measured" not in out.build["detail"] and out.build["detail"].startswith("modelled")
 
 
 def test_output_layer_gets_no_build_warning_the_static_rule_calls_info(model_file):
