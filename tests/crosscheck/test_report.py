@@ -42,7 +42,7 @@ def raw_build(path: Path, per_core: int = 16, cores: int = 1) -> dict:
         mem.append(d)
     return {"ok": True, "file": str(path), "entry": "build_model()", "mode": "keras", "ops": out,
             "mem_ops": mem, "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
-            "outputs": [[per_core, 10]], "notes": []}
+            "outputs": [[per_core, 10]], "notes": [], "variables": variables}
 
 
 @pytest.fixture()
@@ -344,3 +344,68 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
     table, heavy = proc.stdout.rsplit("HEAVY", 1)
     assert "wasted µs" in table and "per-core batch 16" in table
     assert heavy.strip() == "[]"
+
+
+def test_table_has_fit_and_bound_columns_and_the_header_the_hbm_need(model_file):
+    from kerasfit.crosscheck.report import TABLE_HEADERS, hbm_need, table_rows
+
+    report = make_report(raw_build(model_file))
+    assert TABLE_HEADERS[6:8] == ["fit", "bound"] and "useful" not in TABLE_HEADERS
+    rows = table_rows(report, max_rows=None)
+    by_kind = {}
+    for row, r in zip(rows, report.rows):
+        by_kind.setdefault(r.kind, (row, r))
+    conv_row, conv = by_kind["convolution"]
+    assert conv_row[6] == f"{conv.fit:.1%}" and conv_row[7] in ("MXU", "HBM")
+    # elementwise work is in the step, HBM-bound, with no MXU fit
+    ew_row, ew = by_kind["elementwise"]
+    assert ew_row[6] == "-" and ew_row[7] == "HBM" and ew.time > 0 and ew.wasted_time == 0
+    # HBM need, hand-computed for keras_cnn.py's weights as tiled float32 arrays
+    # (docs/facts.md#7): 3x3x(3->4)x(30->128) 18,432 B, 30 -> 128 lanes 512 B,
+    # 3x3x(30->32)x(64->128) 147,456 B, 512 B, 64x(100->128) 32,768 B, 512 B,
+    # (100->104)x(10->128) 53,248 B, 512 B = 253,952 B; gradients as much, Adam's two slots
+    # twice that.
+    h = report.hbm
+    assert h["weights"] == 253_952 and h["gradients"] == 253_952 and h["optimizer"] == 2 * 253_952
+    assert h["need"] == 4 * 253_952 + h["activations"] and h["capacity"] == 16 * 10**9 and h["fits"]
+    assert h["activations"] > 0
+    text = render_report(report)
+    assert "HBM need ≈" in text and "of 16.0 GB per chip (docs/facts.md#25)" in text
+    # the what-if a batch recommendation reads: 8x the batch, 8x the activations
+    from kerasfit.crosscheck.hlo import HloOp
+
+    hlo_ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
+               for d in raw_build(model_file)["ops"]]
+    big = hbm_need(raw_build(model_file), hlo_ops, "tpu-v5e", per_core_batch=128)
+    assert big["activations"] == 8 * h["activations"] and big["weights"] == h["weights"]
+
+
+def test_progress_lines_only_on_a_terminal(tmp_path, capsys):
+    import io
+    import sys
+    import time
+
+    from kerasfit.crosscheck.api import _Progress
+
+    phase = tmp_path / "result.json.phase"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stderr, expect in ((Terminal(), True), (io.StringIO(), False)):
+        old, sys.stderr = sys.stderr, stderr
+        try:
+            with _Progress(phase, "model.py"):
+                phase.write_text("tensorflow")
+                time.sleep(0.8)
+                phase.write_text("trace")
+                time.sleep(0.8)
+        finally:
+            sys.stderr = old
+        lines = stderr.getvalue().splitlines()
+        if expect:
+            assert [line.split("… ")[0] for line in lines] == [
+                "kerasfit: model.py: importing TensorFlow", "kerasfit: model.py: tracing one training step"]
+        else:
+            assert lines == []

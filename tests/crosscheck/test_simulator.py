@@ -320,3 +320,31 @@ def test_simulator_modules_import_without_tensorflow():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("width", [1, 10, 30, 100, 200])
+def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
+    """What KF102 says a width pads to is what the simulator pads it to over a step."""
+    from kerasfit.api import CheckOptions, check_source
+    from kerasfit.types import width_padding
+
+    t = TARGETS[target]
+    dtype = "f32" if t.family == "tpu" else "bf16"  # KF102 speaks of 16-bit off TPU
+    sizes = set()
+    for batch in (16, 128):  # both layouts of docs/facts.md#1
+        fwd, igrad, kgrad = (with_dtype([conv(p, batch, 64 if p != INPUT_GRAD else width,
+                                              width if p != INPUT_GRAD else 64)], dtype)[0]
+                             for p in (FORWARD, INPUT_GRAD, KERNEL_GRAD))
+        sizes.add(simulate_op(fwd, batch, t).dims["out_features"][1])
+        sizes.add(simulate_op(kgrad, batch, t).dims["out_features"][1])
+        sizes.add(simulate_op(igrad, batch, t).dims["in_features"][1])
+    low, high = width_padding(t, width, "float32" if t.family == "tpu" else "bfloat16")
+    assert (min(sizes), max(sizes)) == (low, high)
+    if width % t.channel_multiple == 0:
+        return
+    source = f"import keras\nx = keras.layers.Dense({width}, name='hidden')(x)\n"
+    (d,) = [d for d in check_source(source, "m.py", CheckOptions(isolated=True, target=target)).diagnostics
+            if d.code == "KF102"]
+    said = f"pad to {low} or {high} on {target}" if low != high else f"pad to {high} on {target}"
+    assert said in d.message, d.message
