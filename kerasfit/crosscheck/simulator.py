@@ -281,7 +281,7 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
         return real_total, []
     batch_mult, _ = layout(FORWARD, common_batch, target)
     total = 0
-    grows: list[tuple[str, str]] = []
+    grows: list[tuple[int, str, str]] = []
     for tensor in ("lhs", "rhs", "out"):
         full = shapes[tensor]
         if not full:
@@ -301,6 +301,7 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
                 seen.append(role)
                 pos[role] = j
                 j += 1
+        kernel = False
         if op.extra.get("batch") or len(shape) < 2:
             minor, second = len(shape) - 1, max(len(shape) - 2, 0)
         else:
@@ -312,6 +313,7 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
                 minor, second = (b_pos, f_pos) if batch_mult == LANES else (f_pos, b_pos)
             elif i_pos is not None and o_pos is not None:  # a kernel: as the array is laid out
                 minor, second = len(shape) - 1, len(shape) - 2
+                kernel = True
             else:
                 minor, second = len(shape) - 1, len(shape) - 2
         if minor == second:
@@ -320,14 +322,18 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
         real, padded = tiled_bytes(shape, second, minor, itemsize)
         total += padded
         if padded >= 2 * real and shape[minor] % LANES:
-            lane_dim = "batch" if minor == pos.get(sem.get("batch", ""), -1) else word
-            grows.append((lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
+            lane_dim = ("batch" if minor == pos.get(sem.get("batch", ""), -1)
+                        else f"kernel {word}" if kernel else word)
+            grows.append((padded - real, lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
         elif shape[second] <= 4 and padded > real:
-            grows.append(("sublanes", f"{word} {shape[second]}→{2 if shape[second] <= 2 else 4}"))
+            grows.append((padded - real, "sublanes", f"{word} {shape[second]}→{2 if shape[second] <= 2 else 4}"))
+    # name only the arrays whose padding is a real part of the extra bytes
+    most = max((g[0] for g in grows), default=0)
+    grows = [g for g in grows if g[0] * 4 >= most]
     if not grows:
         return total, []
     by_dim: dict[str, list[str]] = {}
-    for dim, change in grows:
+    for _, dim, change in grows:
         if change not in by_dim.setdefault(dim, []):
             by_dim[dim].append(change)
     parts = [f"{d} {' and '.join(c)} on the lanes" for d, c in by_dim.items() if d != "sublanes"]
