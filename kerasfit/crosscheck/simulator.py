@@ -455,8 +455,20 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
         clone = HloOp.from_dict(op.to_dict())
         setattr(clone, role, new)
         clone.flops = int(op.flops * scale)
+        _resize(clone, role, old, new)
         out.append(clone)
     return out
+
+
+def _resize(op: HloOp, role: str, old: int, new: int) -> None:
+    """Change the arrays' dim of a role from ``old`` to ``new`` too, so a what-if's HBM
+    bytes (its time, and ``report.hbm_need``) follow its FLOPs."""
+    for tensor, attr in (("lhs", "lhs_shape"), ("rhs", "rhs_shape"), ("out", "shape")):
+        dims = op.roles.get(tensor, {}).get(role, [])
+        shape = list(getattr(op, attr))
+        if len(dims) == 1 and dims[0] < len(shape) and shape[dims[0]] == old:
+            shape[dims[0]] = new
+            setattr(op, attr, shape)
 
 
 def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list[HloOp]:
@@ -476,6 +488,7 @@ def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list
                 clone = clone or HloOp.from_dict(op.to_dict())
                 clone.flops = int(clone.flops * new / old)
                 setattr(clone, role, new)
+                _resize(clone, role, old, new)
         out.append(clone or op)
     return out
 

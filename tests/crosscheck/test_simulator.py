@@ -310,6 +310,12 @@ def test_what_if_larger_batch_and_rounded_features():
     assert simulate(rounded).step_fit > base
     # The clone keeps the original untouched.
     assert ops[0].n == 1
+    # ... and its arrays follow the new sizes, so a what-if's HBM bytes do too
+    out_fwd = next(op for op in rounded if op.name == "out.forward")
+    assert out_fwd.shape == [16, 8, 8, 8] and out_fwd.rhs_shape == [3, 3, 16, 8]
+    big = with_batch(ops, 16, 128)
+    assert big[0].lhs_shape[0] == 128 and big[0].shape[0] == 128
+    assert simulate_op(big[0], 128, V5E).bytes == 8 * simulate_op(ops[0], 16, V5E).bytes - 7 * 3 * 3 * 16 * 4
 
 
 def test_simulator_modules_import_without_tensorflow():
