@@ -329,6 +329,8 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         elif why and s.tiled / peak.hbm >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
+        if s.trips > 1:
+            why.append(f"×{s.trips} (while loop)")
         reports.append(OpReport(
             name=op.name, op_name=op.op_name, op_type=op.op_type, layer=m.get("layer"),
             pass_=op.pass_, kind=op.opcode, shape=s.shape, padded_shape=s.padded_shape,

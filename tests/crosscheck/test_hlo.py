@@ -199,6 +199,12 @@ def test_a_while_body_counts_its_trip_count():
 
     sim = simulate([op])
     assert sim.flops == 7 * 2 * 8 * 16 * 16
+    from kerasfit.crosscheck.report import make_report
+
+    d = op.to_dict()
+    d["pass"], d["layer"], d["source"] = FORWARD, "rnn", None
+    (rep,) = make_report({"ops": [d], "mem_ops": [], "per_core_batch": 8}).ops
+    assert "×7 (while loop)" in rep.why and rep.flops == 7 * 2 * 8 * 16 * 16
     # without a constant bound, XLA's known trip count in the backend config is read
     known = LOOP.replace("condition=%cond, body=%body",
                          'condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}')
