@@ -90,7 +90,7 @@ from .symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from .types import TARGETS, Applicability, Severity, Target
+from .types import TARGETS, Applicability, Severity, Target, width_padding
 
 __all__ = [
     "ScopeNode",
@@ -135,6 +135,7 @@ __all__ = [
     "TARGETS",
     "TRANSPOSE_CALLS",
     "Target",
+    "width_padding",
     "UNKNOWN",
     "Valid",
     "WEIGHT_REGULARIZER_ARGS",

@@ -153,23 +153,109 @@ class Target:
     large: int  # the large padding multiple (MXU / lane width)
     mxu: int  # systolic array edge: 128 (v4, v5e), 256 (v6e)
     channel_multiple: int  # what filters/units should be a multiple of (KF102)
+    hbm_bytes: int = 0  # device memory per chip (docs/facts.md#25)
 
 
 # docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
 # docs/facts.md#18: tensor cores want channels divisible by 8 (fp16).
 # docs/facts.md#17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
 # counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
+# docs/facts.md#25: HBM per chip, as the vendors' pages state it (GiB or GB).
+GiB, GB = 2**30, 10**9
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("tpu-v4", "tpu", 8, 128, 128, 8),
-        Target("tpu-v5e", "tpu", 8, 128, 128, 8),
-        Target("tpu-v6e", "tpu", 8, 256, 256, 8),
-        Target("gpu", "gpu", 8, 8, 8, 8),
-        Target("gaudi", "gaudi", 8, 128, 128, 8),
+        Target("tpu-v4", "tpu", 8, 128, 128, 8, 32 * GiB),
+        Target("tpu-v5e", "tpu", 8, 128, 128, 8, 16 * GB),
+        Target("tpu-v6e", "tpu", 8, 256, 256, 8, 32 * GB),
+        Target("gpu", "gpu", 8, 8, 8, 8, 40 * GB),
+        Target("gaudi", "gaudi", 8, 128, 128, 8, 96 * GB),
     )
 }
 DEFAULT_TARGET = "tpu-v5e"
+
+
+# ---- the padding rule: one function, read by the simulator and by KF102 ---------------
+
+# Dimension roles. A contraction (conv or matmul, docs/facts.md#5) has a batch, the
+# activation's features, and a kernel's in- and out-features; a batched matmul
+# (attention's QK^T and PV) has rows that stream and two matrix dims that face the MXU.
+BATCH, FEATURE, KERNEL_IN, KERNEL_OUT = "batch", "feature", "kernel-in", "kernel-out"
+ROWS, MATRIX, SPATIAL = "rows", "matrix", "spatial"
+DIM_ROLES = (BATCH, FEATURE, KERNEL_IN, KERNEL_OUT, ROWS, MATRIX, SPATIAL)
+# The passes of a training step (the same strings as the simulator's).
+PASS_FORWARD, PASS_INPUT_GRAD, PASS_KERNEL_GRAD = "forward", "input-gradient", "kernel-gradient"
+# docs/facts.md#1: the most common batch at or above which XLA swaps the 8/128 choice.
+LARGE_BATCH = 64
+# docs/facts.md#7: HBM tiles are 8 sublanes x 128 lanes on every TPU generation.
+SUBLANES, LANES = 8, 128
+# What the rule takes where fact 2 leaves the compiler a choice; both the report and
+# KF102 print it.
+KERNEL_BOUND = ("a kernel's in- and out-features pad like the activation features of the "
+                "pass (docs/facts.md#1–3): of fact 2's 8 or 128 this takes 128 (256 on v6e) for "
+                "both wherever the pass pads features to it, the upper bound")
+
+
+def pad_multiple(target: Target, role: str, pass_: str = PASS_FORWARD,
+                 common_batch: int | None = None, dtype: str = "float32") -> int:
+    """What a dim of this role is padded to on ``target`` (docs/facts.md#1–3, #7, #8, #17, #18).
+
+    TPU: the most common batch picks the layout (fact 1): at 64 or more, forward and
+    input-gradient ops pad batch to 128 and features to 8, kernel-gradient ops batch to 8
+    and features to 128; below 64 the other way round. A result pads like its input
+    (fact 3). A kernel's two feature dims pad like the pass's activation features
+    (:data:`KERNEL_BOUND`): fact 2 lets the compiler pick 8 or 128 per kernel, and this
+    rule takes the pass's choice for both, which is 128 where the features face the MXU.
+    The feature multiple that faces the MXU is its edge, 256 on v6e (fact 8); the batch
+    multiple is the 128-lane tile on every generation (fact 7). A batched matmul's rows
+    stream on the 8 sublanes and its matrix dims face the MXU. ``None`` for the common
+    batch means unknown: the small-batch layout. Spatial dims never pad.
+
+    GPU: tensor cores want 16-bit channels in multiples of 8 and XLA pads them; float32
+    is not padded (fact 18). Gaudi: matrix dims to 64 (float32) or 128 (bf16) (fact 17).
+    Neither pads the batch.
+    """
+    if role not in DIM_ROLES:
+        raise ValueError(f"unknown dimension role {role!r}")
+    if role == SPATIAL:
+        return 1
+    sixteen = dtype in ("bfloat16", "float16", "bf16", "f16")
+    if target.family != "tpu":
+        if role in (BATCH, ROWS):
+            return 1
+        if target.family == "gpu":
+            return target.small if sixteen else 1
+        return 128 if sixteen else 64
+    wide = max(LANES, target.mxu)
+    if role == ROWS:
+        return SUBLANES
+    if role == MATRIX:
+        return wide
+    large_batch = (common_batch or 0) >= LARGE_BATCH
+    batch_on_lanes = large_batch != (pass_ == PASS_KERNEL_GRAD)
+    if role == BATCH:
+        return LANES if batch_on_lanes else SUBLANES
+    return SUBLANES if batch_on_lanes else wide
+
+
+def padded(n: int, multiple: int) -> int:
+    """``n`` rounded up to a multiple (0 stays 0)."""
+    return -(-n // multiple) * multiple if n > 0 else 0
+
+
+def width_padding(target: Target, width: int, dtype: str = "float32") -> tuple[int, int]:
+    """(least, most) a layer's output width pads to over one training step.
+
+    The width is the kernel's out-features in the forward pass and the weight update and
+    the contracted features of the input gradient; on a TPU those passes pad features
+    to opposite multiples whatever the batch (docs/facts.md#1), so a width off the small
+    multiple pads to both over a step. This is what KF102 reports, from :func:`pad_multiple`.
+    """
+    sizes = {padded(width, pad_multiple(target, role, pass_, batch, dtype))
+             for role, pass_ in ((KERNEL_OUT, PASS_FORWARD), (KERNEL_OUT, PASS_KERNEL_GRAD),
+                                 (KERNEL_IN, PASS_INPUT_GRAD))
+             for batch in (None, LARGE_BATCH)}
+    return min(sizes), max(sizes)
 
 
 @dataclass

@@ -31,6 +31,7 @@ from kerasfit.ruleapi import (
     label,
     shape_of_variable,
     walk,
+    width_padding,
 )
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
@@ -75,8 +76,12 @@ class ChannelMultiple(Rule):
 
     ## Why is this slow on the accelerator
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
-    128, and the MXU-facing kernel dim to 128 (256 on v6e) (docs/facts.md#1–3, #8): a
-    `Dense(100)` computes as if it had 128 units, wasting 22% of that op. Tensor cores
+    128 by pass: a layer's width pads to the small multiple in some passes of a training
+    step and to the MXU's 128 (256 on v6e) in the others (docs/facts.md#1–3, #8), so a
+    `Dense(100)` computes as if it had 104 units in some passes and 128 in the others,
+    wasting up to 22% of those ops. The sizes come from the same padding rule the
+    build's simulator uses (`kerasfit.types.pad_multiple`), which takes the upper of
+    fact 2's two kernel sizes where the pass pads features to the MXU's. Tensor cores
     want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18);
     Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
     unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
@@ -135,7 +140,7 @@ class ChannelMultiple(Rule):
             "import tensorflow as tf\nx = tf.keras.layers.Dense(100, activation='relu')(x)\n",
             expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(104, activation='relu')(x)\n",
             unsafe=True,
-            message_contains="pad to 128 on tpu-v5e (22% of the padded work wasted)",
+            message_contains="pad to 104 or 128 on tpu-v5e (22% of the padded work wasted)",
         ),
         # Keras 1 spells the width nb_filter= / output_dim=
         Invalid(
@@ -263,8 +268,9 @@ class ChannelMultiple(Rule):
             )
             return
         advice = f"round up to {rounded} (a multiple of {self.ctx.target.channel_multiple})"
-        if pad != rounded:
-            advice += f", or {pad} to fill the MXU"
+        high = int(pad.rsplit(" ", 1)[-1])
+        if high != rounded:
+            advice += f", or {high} to fill the MXU"
         if isinstance(expr, cst.Integer):
             self.report(
                 expr,
@@ -296,7 +302,8 @@ class ChannelMultiple(Rule):
             if v <= 4 or _SEMANTIC_SIZE.search(param):
                 self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO)
                 continue
-            advice = f"pass {rounded} (a multiple of {m})" + (f", or {pad} to fill the MXU" if pad != rounded else "")
+            high = int(pad.rsplit(" ", 1)[-1])
+            advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
             if isinstance(pv.value, cst.Integer):
                 self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))))
             else:
@@ -343,7 +350,8 @@ class ChannelMultiple(Rule):
         if head is not None:
             self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO)
             return
-        advice = f"pass {rounded} (a multiple of {m})" + (f", or {pad} to fill the MXU" if pad != rounded else "")
+        high = int(pad.rsplit(" ", 1)[-1])
+        advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
         self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))))
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
@@ -369,12 +377,20 @@ class ChannelMultiple(Rule):
             "(not auto-fixed: its bias and the next kernel's input dim must change too)",
         )
 
-    def _numbers(self, v: int) -> tuple[int, int, int]:
-        m = self.ctx.target.channel_multiple
-        large = self.ctx.target.large
-        pad = -(-v // large) * large
+    def _numbers(self, v: int) -> tuple[str, int, int]:
+        """(what it pads to, the rounded width, % wasted at the larger padding).
+
+        The sizes come from the padding rule the build's simulator uses
+        (``kerasfit.types.width_padding``): on a TPU a width pads to the small multiple
+        in some passes of a step and to the MXU's in the others (docs/facts.md#1–3);
+        a GPU or Gaudi pads in 16-bit (docs/facts.md#17, #18).
+        """
+        target = self.ctx.target
+        m = target.channel_multiple
+        low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
         rounded = -(-v // m) * m
-        return pad, rounded, round(100 * (pad - v) / pad)
+        pad = f"{low} or {high}" if low != high else str(high)
+        return pad, rounded, round(100 * (high - v) / high)
 
     # ---- output-head detection ------------------------------------------------
     def _head_reason(self, call: cst.Call, expr: cst.BaseExpression, v: int) -> str | None:

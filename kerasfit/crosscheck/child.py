@@ -99,8 +99,14 @@ def _phase(name: str) -> None:
 _MARKS: dict[str, float] = {}  # phase -> perf_counter() when it ended (the report's timings)
 
 
+# the phase that starts when one ends: what a waiting terminal is told (api._Progress)
+_NEXT_PHASE = {"build": "trace", "trace": "lower", "lower": "parse"}
+
+
 def _mark(phase: str) -> None:
     _MARKS[phase] = time.perf_counter()
+    if phase in _NEXT_PHASE:
+        _phase(_NEXT_PHASE[phase])
 
 
 def _one_line(text: object, limit: int = 300) -> str:

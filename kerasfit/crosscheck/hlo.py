@@ -234,6 +234,105 @@ def _live(comps: dict[str, Computation], entry: str) -> set[tuple[str, str]]:
     return live
 
 
+_TRIP = re.compile(r'known_trip_count[^0-9]*(\d+)')
+_TENSOR_LIST = re.compile(r"\(\w+\[(\d+)(?:,[^\]]*)?\](?:\{[^}]*\})?, s32\[\]\)")
+
+
+def _trip_count(instr: Instr, comps: dict[str, Computation]) -> int:
+    """How often a ``while`` runs its body, from the HLO alone.
+
+    XLA's own known trip count when the backend config carries one; else the constant
+    bound its condition compares the counter with (TF's ``while/Less`` against the
+    sequence length); else the length of the TensorLists the loop carries (one slot per
+    step); else 1.
+    """
+    m = _TRIP.search(instr.attrs)
+    if m:
+        return int(m.group(1))
+    bounds: list[int] = []
+    work, seen = [c for c in instr.called if c in comps and "cond" in c] or instr.called[:1], set()
+    while work:
+        name = work.pop()
+        if name in seen or name not in comps:
+            continue
+        seen.add(name)
+        comp = comps[name]
+        for i in comp.instrs.values():
+            work += i.called
+            if i.opcode != "compare" or len(i.operands) != 2:
+                continue
+            direction = _attr(i.attrs, "direction")
+            for o in i.operands[1:]:
+                c = comp.instrs.get(o)
+                if c is not None and c.opcode == "constant" and re.fullmatch(r"\s*\d+\s*", c.args):
+                    bounds.append(int(c.args) + (1 if direction == "LE" else 0))
+    if bounds:
+        return max(1, min(bounds))
+    lengths = [int(n) for n in _TENSOR_LIST.findall(instr.type_text)]
+    return max(lengths, key=lengths.count) if lengths else 1
+
+
+def trip_multipliers(comps: dict[str, Computation], entry: str) -> dict[str, int]:
+    """How many times each computation runs per step: ``while`` bodies times their trips."""
+    mult = {entry: 1}
+    work = [entry]
+    while work:
+        name = work.pop()
+        comp = comps.get(name)
+        if comp is None:
+            continue
+        for instr in comp.instrs.values():
+            trips = _trip_count(instr, comps) if instr.opcode == "while" else 1
+            for c in instr.called:
+                if c in comps and mult.get(c, 0) < mult[name] * trips:
+                    mult[c] = mult[name] * trips
+                    work.append(c)
+    return mult
+
+
+# Ops that only relabel a tensor or move it through HBM unchanged in value.
+_PASS_THROUGH = frozenset({"reshape", "bitcast", "copy", "convert", "transpose", "broadcast"})
+
+
+def _param_of(name: str, comp: Computation) -> Instr | None:
+    """The parameter a value is, seen through reshapes, transposes, converts and copies."""
+    seen: set[str] = set()
+    while name not in seen:
+        seen.add(name)
+        instr = comp.instrs.get(name)
+        if instr is None:
+            return None
+        if instr.opcode == "parameter":
+            return instr
+        if instr.opcode not in _PASS_THROUGH or not instr.operands:
+            return None
+        name = instr.operands[0]
+    return None
+
+
+def _is_permutation_noop(instr: Instr, src: Instr | None) -> bool:
+    """A transpose that moves no byte: identity dims, or a result layout that keeps the
+    operand's physical order (XLA writes a dot's output layout that way)."""
+    perm = _ints(_attr(instr.attrs, "dimensions"))
+    if perm == sorted(perm):
+        return True
+    out_layout = _layout(instr.type_text)
+    in_layout = _layout(src.type_text) if src is not None else None
+    if out_layout is None or in_layout is None or len(perm) != len(out_layout):
+        return False
+    # physical major-to-minor order of the result, in the operand's dims
+    out_phys = [perm[d] for d in reversed(out_layout)]
+    in_phys = list(reversed(in_layout))
+    shape = src.shape if src is not None else []
+    # size-1 dims do not change the bytes' order
+    return [d for d in out_phys if shape[d] != 1] == [d for d in in_phys if shape[d] != 1]
+
+
+def _layout(type_text: str) -> list[int] | None:
+    m = re.match(r"^[a-z]+\d*\[[^\]]*\]\{([\d,]*)", type_text.strip())
+    return [int(x) for x in m.group(1).split(",") if x] if m else None
+
+
 def _attr(attrs: str, name: str) -> str:
     m = re.search(r"\b" + name + r"=(\{[^}]*\}|[^,\s]+)", attrs)
     return m.group(1) if m else ""
@@ -268,7 +367,11 @@ def _conv(instr: Instr, lhs: Instr, rhs: Instr) -> HloOp | None:
         "out": {"m": [out_l.index("b")], "n": [out_l.index("f")]},
     }
     k = rs[rhs_l.index("i")]
-    flops = 2 * math.prod(out) * math.prod(win) * k
+    # A strided conv's input gradient dilates dy with zeros (lhs_dilate): only one window
+    # tap in prod(dilation) meets a real value, the rest multiply zeros the TPU skips.
+    dil = re.search(r"lhs_dilate=([\dx]+)", window)
+    dilation = math.prod(int(d) for d in dil.group(1).split("x")) if dil else 1
+    flops = 2 * math.prod(out) * math.prod(win) * k // dilation
     return HloOp(
         name=instr.name, opcode="convolution", op_type="", op_name="", dtype=instr.dtype,
         shape=out, lhs_shape=lhs.shape, rhs_shape=rs, lhs=lhs.name, rhs=rhs.name, roles=roles,
@@ -317,50 +420,159 @@ class MemOp:
     dtype: str
     shape: list[int]  # result
     operand_shapes: list[list[int]]
-    bytes: int  # operands read + result written, unpadded
+    bytes: int  # HBM bytes per run: operands read + result written, unpadded
+    # what the report groups it as: the opcode of a data move, or "elementwise" /
+    # "normalization" / "softmax" for the loop fusions XLA makes of elementwise ops
+    kind: str = ""
+    trips: int = 1  # runs per step (a while body's trip count)
+    # why it costs nothing on a TPU ("" when it does): a transpose or copy that only feeds
+    # dot/conv operands is folded into their layout (docs/facts.md#4)
+    free: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-# What the report counts as HBM traffic (pre-optimization HLO: before fusion, so an
-# elementwise op's bytes are an upper bound — docs/facts.md#5 fuses many into their conv).
+# What the report counts as HBM traffic (pre-optimization HLO, before fusion).
 MOVES = frozenset({"pad", "transpose", "copy", "concatenate", "slice", "dynamic-slice",
                    "dynamic-update-slice", "reverse", "gather", "scatter"})
 ELEMENTWISE = frozenset({"add", "subtract", "multiply", "divide", "maximum", "minimum",
                          "exponential", "log", "tanh", "logistic", "sqrt", "rsqrt", "negate",
                          "abs", "select", "compare", "convert", "power", "clamp", "reduce",
                          "reduce-window", "select-and-scatter", "erf"})
+# Ops XLA fuses with their elementwise neighbours into one loop (docs/facts.md#5, #15):
+# only the bytes that cross the fusion's edge go through HBM.
+_FUSIBLE = ELEMENTWISE | {"broadcast", "and", "or", "not", "xor", "sign", "floor", "ceil",
+                          "round-nearest-afz", "round-nearest-even", "cosine", "sine", "atan2",
+                          "is-finite", "remainder", "exponential-minus-one", "log-plus-one",
+                          "iota", "constant", "cbrt", "tan", "rng", "rng-bit-generator"}
+# A reduction fuses its input but not its output (docs/facts.md#15): its result is written.
+_FUSION_ENDS = frozenset({"reduce", "reduce-window", "select-and-scatter"})
+_RELABEL = frozenset({"reshape", "bitcast"})  # no bytes of their own
+_FREE_OPERAND = "folded into the dot/conv operand layout (docs/facts.md#4)"
+_NORM = re.compile(r"batch_?norm|BatchNorm|layer_?norm|LayerNorm|normali[sz]ation|moments|"
+                   r"group_?norm|GroupNorm", re.I)
+_SOFTMAX = re.compile(r"softmax", re.I)
 
 
-def memory_ops(text: str, elementwise: bool = False) -> list[MemOp]:
-    """Live data-moving ops of the entry computation with their unpadded bytes.
+def _fusion_kind(op_name: str) -> str:
+    if _SOFTMAX.search(op_name):
+        return "softmax"
+    if _NORM.search(op_name):
+        return "normalization"
+    return "elementwise"
 
-    Elementwise ops only when asked: before fusion their bytes are an upper bound that
-    would drown everything else (docs/facts.md#5 fuses them into their convolution).
+
+def _nbytes(instr: Instr) -> int:
+    n = math.prod(instr.shape)
+    return n * DTYPE_BYTES.get(instr.dtype, 4) if n > 1 else 0
+
+
+def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
+    """Live data-moving ops of the step with their unpadded HBM bytes per run.
+
+    Data moves (pads, transposes, copies, slices...) cost what they read and write,
+    except a transpose that moves nothing (an identity, or a layout-only one) and a
+    transpose or copy whose only consumers are dot/conv operands (docs/facts.md#4), which
+    are returned with ``free`` set. Elementwise ops (and broadcasts) are costed as the
+    loop fusions XLA makes of them: each one counts the bytes it reads from outside a
+    fusion (not from a dot/conv, whose output fusion absorbs it, docs/facts.md#5) and the
+    result it writes for a non-fusible consumer or as a reduction's output
+    (docs/facts.md#15). While bodies count their trip count.
     """
     comps, entry = parse_module(text)
     if not entry:
         return []
     live = _live(comps, entry)
-    comp = comps[entry]
-    wanted = MOVES | ELEMENTWISE if elementwise else MOVES
+    mult = trip_multipliers(comps, entry)
     out = []
-    for instr in comp.instrs.values():
-        if (entry, instr.name) not in live or instr.opcode not in wanted:
+    for cname, trips in mult.items():
+        comp = comps.get(cname)
+        if comp is None:
             continue
-        if instr.opcode == "copy" and "XLA_Retvals" in _metadata(instr.attrs, "op_name"):
-            continue  # the step's own results being returned, not work the model does
-        shape = instr.shape
-        if math.prod(shape) <= 1:
-            continue
-        size = DTYPE_BYTES.get(instr.dtype, 4)
-        operands = [comp.instrs[o] for o in instr.operands if o in comp.instrs]
-        operand_shapes = [o.shape for o in operands if math.prod(o.shape) > 1]
-        moved = math.prod(shape) * size + sum(
-            math.prod(o.shape) * DTYPE_BYTES.get(o.dtype, 4) for o in operands if math.prod(o.shape) > 1)
-        out.append(MemOp(instr.name, instr.opcode, _metadata(instr.attrs, "op_name"), instr.dtype,
-                         shape, operand_shapes, moved))
+        users: dict[str, list[Instr]] = {}
+        for instr in comp.instrs.values():
+            if (cname, instr.name) in live:
+                for o in instr.operands:
+                    users.setdefault(o, []).append(instr)
+
+        def consumers(name: str) -> list[Instr]:
+            """Live users, seen through reshapes and bitcasts."""
+            found, work, seen = [], [name], set()
+            while work:
+                cur = work.pop()
+                if cur in seen:
+                    continue
+                seen.add(cur)
+                for u in users.get(cur, []):
+                    if u.opcode in _RELABEL:
+                        work.append(u.name)
+                    else:
+                        found.append(u)
+            return found
+
+        def feeds_only_contractions(name: str) -> bool:
+            """Do its values reach only dot/conv operands (through other relayouts)?"""
+            work, seen, found = [name], set(), False
+            while work:
+                cur = work.pop()
+                if cur in seen:
+                    continue
+                seen.add(cur)
+                for u in consumers(cur):
+                    if u.opcode in ("dot", "convolution"):
+                        found = True
+                    elif u.opcode in ("transpose", "copy"):
+                        work.append(u.name)
+                    else:
+                        return False
+            return found
+
+        def producer(name: str) -> Instr | None:
+            instr = comp.instrs.get(name)
+            seen: set[str] = set()
+            while instr is not None and instr.opcode in _RELABEL and instr.operands and instr.name not in seen:
+                seen.add(instr.name)
+                instr = comp.instrs.get(instr.operands[0])
+            return instr
+
+        for instr in comp.instrs.values():
+            if (cname, instr.name) not in live or math.prod(instr.shape) <= 1:
+                continue
+            op_name = _metadata(instr.attrs, "op_name")
+            operands = [comp.instrs[o] for o in instr.operands if o in comp.instrs]
+            kind = instr.opcode
+            free = ""
+            if instr.opcode in MOVES or instr.opcode == "broadcast":
+                if instr.opcode == "copy" and "XLA_Retvals" in op_name:
+                    continue  # the step's own results being returned, not work the model does
+                if instr.opcode == "transpose" and _is_permutation_noop(instr, operands[0] if operands else None):
+                    continue
+                if instr.opcode in ("transpose", "copy", "broadcast") and feeds_only_contractions(instr.name):
+                    free = _FREE_OPERAND
+                elif instr.opcode == "broadcast":
+                    kind = ""  # costed with the elementwise fusion it feeds
+            if kind in MOVES or free:
+                moved = _nbytes(instr) + sum(_nbytes(o) for o in operands)
+            elif elementwise and (instr.opcode in _FUSIBLE) and instr.opcode != "constant":
+                kind = _fusion_kind(op_name)
+                uses = consumers(instr.name)
+                # an elementwise op feeding a reduction fuses into its input (#15)
+                writes = instr.opcode in _FUSION_ENDS or not uses or any(u.opcode not in _FUSIBLE for u in uses)
+                moved = _nbytes(instr) if writes else 0
+                for o in dict.fromkeys(instr.operands):  # x * x reads x once
+                    src = producer(o)
+                    if src is None or src.opcode in ("constant", "dot", "convolution", "iota"):
+                        continue
+                    if src.opcode not in _FUSIBLE or src.opcode in _FUSION_ENDS:
+                        moved += _nbytes(src)
+                if not moved:
+                    continue
+            else:
+                continue
+            out.append(MemOp(instr.name, instr.opcode, op_name, instr.dtype, instr.shape,
+                             [o.shape for o in operands if math.prod(o.shape) > 1], moved,
+                             kind=kind, trips=trips, free=free))
     return out
 
 
@@ -372,6 +584,7 @@ def parse_hlo(text: str) -> tuple[list[HloOp], list[PadOp]]:
     """All live convolutions/dots (module order) and the zero/non-zero pads feeding them."""
     comps, entry = parse_module(text)
     live = _live(comps, entry) if entry else {(c, i) for c in comps for i in comps[c].instrs}
+    mult = trip_multipliers(comps, entry) if entry else {}
     ops: list[HloOp] = []
     pads: list[PadOp] = []
     for cname, comp in comps.items():
@@ -394,6 +607,18 @@ def parse_hlo(text: str) -> tuple[list[HloOp], list[PadOp]]:
                 op.op_name = _metadata(instr.attrs, "op_name")
                 op.grad_x = 'grad_x="true"' in instr.attrs
                 op.grad_y = 'grad_y="true"' in instr.attrs
+                if mult.get(cname, 1) > 1:
+                    op.extra["trips"] = mult[cname]
+                # Which operands are step parameters (weights or inputs), for classify_pass.
+                params = {}
+                for tensor, name in (("lhs", instr.operands[0]), ("rhs", instr.operands[1])):
+                    param = _param_of(name, comp) if cname == entry else None
+                    if param is not None and param.args.strip().isdigit():
+                        params[tensor] = [int(param.args), param.shape]
+                if params:
+                    op.extra["params"] = params
+                if op.extra.get("batch") and _sums_batch(instr, users, len(op.roles["out"].get("b", []))):
+                    op.extra["batch_summed"] = True
                 ops.append(op)
             elif instr.opcode == "pad" and instr.operands:
                 src = comp.instrs.get(instr.operands[0])
@@ -411,6 +636,23 @@ def parse_hlo(text: str) -> tuple[list[HloOp], list[PadOp]]:
                         padding=_attr(instr.attrs, "padding"), zero=zero, consumers=consumers,
                     ))
     return ops, pads
+
+
+def _sums_batch(instr: Instr, users: dict[str, list[Instr]], nb: int) -> bool:
+    """Is a batched dot's result summed over its batch dims (a broadcast weight's gradient)?"""
+    work, seen = [instr.name], set()
+    while work:
+        cur = work.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for u in users.get(cur, []):
+            perm = _ints(_attr(u.attrs, "dimensions")) if u.opcode == "transpose" else []
+            if u.opcode in ("convert", "copy") or perm and perm == sorted(perm):
+                work.append(u.name)
+            elif u.opcode == "reduce" and set(range(nb)) <= set(_ints(_attr(u.attrs, "dimensions"))):
+                return True
+    return False
 
 
 def _conv_consumers(name: str, users: dict[str, list[Instr]], comp: Computation,
@@ -457,15 +699,21 @@ def classify_pass(op: HloOp, variable_shapes: Sequence[Sequence[int]] = ()) -> s
         return KERNEL_GRAD
     if any(s in op.op_type for s in _INPUT_GRAD):
         return INPUT_GRAD
-    if op.grad_y:
-        return KERNEL_GRAD
-    if op.grad_x:
-        return INPUT_GRAD
     if op.opcode == "convolution" and re.search(r"->\d", op.dim_labels):
         # Output starting with spatial dims ("->01bf") is a kernel layout.
         return KERNEL_GRAD
-    shape = sorted(op.shape)
-    if any(sorted(v) == shape for v in variable_shapes if v):
+    # From the operands, not TF's grad_x/grad_y (which name the matmul operand, weight or
+    # not): a weight times the upstream gradient is an input gradient; a gradient times an
+    # activation is a weight update when its result is a weight's gradient -- a weight's
+    # shape, or summed over the batch dims of a batched matmul -- and otherwise the
+    # gradient of another activation (attention's backward dots).
+    shapes = [sorted(v) for v in variable_shapes if v]
+    params = op.extra.get("params") or {}
+    if any(index > 0 and sorted(shape) in shapes for index, shape in params.values()):
+        return INPUT_GRAD
+    if op.extra.get("batch"):
+        return KERNEL_GRAD if op.extra.get("batch_summed") else INPUT_GRAD
+    if sorted(op.shape) in shapes:
         return KERNEL_GRAD
     return INPUT_GRAD
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import TARGETS
+from kerasfit.types import KERNEL_BOUND, TARGETS
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient
 from .simulator import (
@@ -20,6 +20,7 @@ from .simulator import (
     pad_to,
     roofline,
     simulate,
+    tiled_bytes,
     with_batch,
     with_features,
 )
@@ -46,6 +47,8 @@ class OpReport:
     time: float = 0.0  # estimated seconds on the target (roofline of the padded op)
     useful_time: float = 0.0  # the same op unpadded
     why: list[str] = field(default_factory=list)  # the padded dims, named
+    bound: str = "HBM"  # what its padded time waits on: "MXU" or "HBM"
+    unit: str = ""  # "MXU" | "VPU" for contractions, "" for data movement
 
     @property
     def line(self) -> int | None:
@@ -64,6 +67,7 @@ class OpReport:
             "padded_flops": self.padded_flops, "share": self.share,
             "source": self.source, "tensors": self.tensors, "time": self.time,
             "useful_time": self.useful_time, "wasted_time": self.wasted_time, "why": self.why,
+            "bound": self.bound, "unit": self.unit,
         }
 
 
@@ -81,6 +85,8 @@ class Row:
     shape: list[int]
     padded_shape: list[int]
     why: list[str]
+    fit: float | None = None  # FLOP-weighted MXU fit of its contractions (None: no MXU work)
+    bound: str = "HBM"  # what most of its time waits on: "MXU" or "HBM"
 
     @property
     def wasted_time(self) -> float:
@@ -94,7 +100,8 @@ class Row:
         return {"layer": self.layer, "source": self.source, "pass": self.pass_, "kind": self.kind,
                 "ops": self.ops, "time": self.time, "useful_time": self.useful_time,
                 "wasted_time": self.wasted_time, "useful_share": self.useful_share,
-                "shape": self.shape, "padded_shape": self.padded_shape, "why": self.why}
+                "shape": self.shape, "padded_shape": self.padded_shape, "why": self.why,
+                "fit": self.fit, "bound": self.bound}
 
 
 @dataclass
@@ -142,6 +149,7 @@ class BuildReport:
     measured_dtype: str = ""  # what the HLO's matmuls/convs really are
     mem_rows: list[OpReport] = field(default_factory=list)  # pads, transposes, copies, elementwise
     output_layers: list[str] = field(default_factory=list)  # their width is the task's
+    hbm: dict[str, Any] = field(default_factory=dict)  # hbm_need(): the step's HBM need vs capacity
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +167,7 @@ class BuildReport:
             "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
             "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
+            "hbm": self.hbm,
         }
 
 
@@ -219,6 +228,10 @@ _DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 # Data movement with nothing computed: all of its time is waste (docs/facts.md#4, #11, #19).
 _PURE_MOVES = {"pad": "pad materialized in HBM", "transpose": "transpose (a copy in HBM)",
                "copy": "copy (relayout)"}
+# Elementwise work XLA fuses into loops: HBM-bound, all of it needed.
+_FUSIONS = {"elementwise": "elementwise (fused, HBM-bound)",
+            "normalization": "normalization (fused, HBM-bound)",
+            "softmax": "softmax (fused, HBM-bound)"}
 
 
 def _name_causes(why: list[str], op: HloOp, per_core: int) -> list[str]:
@@ -232,19 +245,33 @@ def _name_causes(why: list[str], op: HloOp, per_core: int) -> list[str]:
 
 
 def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
+    """Data moves and fused elementwise work, timed by their HBM bytes.
+
+    A transpose or copy that only feeds dot/conv operands is free on a TPU (``free``,
+    docs/facts.md#4) and gets no row; a while body's op counts its trips.
+    """
     out = []
     hbm = PEAKS[target].hbm
     for m in raw.get("mem_ops", []):
-        t = m["bytes"] / hbm
-        kind = m["opcode"]
+        if m.get("free"):
+            continue
+        trips = int(m.get("trips") or 1)
+        t = m["bytes"] * trips / hbm
+        kind = m.get("kind") or m["opcode"]
         useful = 0.0 if kind in _PURE_MOVES else t
+        why = []
+        if kind in _PURE_MOVES:
+            why = [_PURE_MOVES[kind] + f", {m['bytes'] * trips / 1e6:.1f} MB of HBM traffic"]
+        elif kind in _FUSIONS:
+            why = [_FUSIONS[kind]]
+        if trips > 1:
+            why.append(f"×{trips} (while loop)")
         out.append(OpReport(
             name=m["name"], op_name=m["op_name"], op_type=m["opcode"], layer=m.get("layer"),
             pass_="backward" if is_gradient(m["op_name"]) else FORWARD, kind=kind,
             shape=(m["operand_shapes"] or [m["shape"]])[0], padded_shape=m["shape"], tensor="out",
             dims={}, fit=1.0 if useful else 0.0, flops=0, padded_flops=0.0, source=m.get("source"),
-            time=t, useful_time=useful,
-            why=[_PURE_MOVES[kind] + f", {m['bytes'] / 1e6:.1f} MB"] if kind in _PURE_MOVES else [],
+            time=t, useful_time=useful, why=why, bound="HBM",
         ))
     return out
 
@@ -258,10 +285,15 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
     rows = []
     for (layer, _, pass_, kind), members in groups.items():
         worst = max(members, key=lambda o: (o.wasted_time, o.time))
+        mxu = [o for o in members if o.unit == "MXU"]
+        padded = sum(o.padded_flops for o in mxu)
+        fit = sum(o.flops for o in mxu) / padded if padded else None
+        by_mxu = sum(o.time for o in members if o.bound == "MXU")
         rows.append(Row(layer=layer, source=worst.source, pass_=pass_, kind=kind, ops=len(members),
                         time=sum(o.time for o in members),
                         useful_time=sum(o.useful_time for o in members),
-                        shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why)))
+                        shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why),
+                        fit=fit, bound="MXU" if by_mxu * 2 > sum(o.time for o in members) else "HBM"))
     # Exact ties are common (a 1-channel input conv and a 1-channel output conv pad the
     # same arrays the same way): among them, rows whose cause the report can act on (the
     # per-core batch) come first.
@@ -286,14 +318,19 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         sixteen = op.dtype in _SIXTEEN
         why = _name_causes(s.why, op, per_core)
         mxu_time = s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
+        if s.unit == "VPU":
+            mxu_time = 0.0  # no matrix-unit work: the bytes it moves set its time
         if s.tiled / peak.hbm >= mxu_time and s.tiled > s.bytes * 1.05:
             # Memory-bound, and the arrays' tile padding in HBM is what the op waits on.
             why = [*why, *s.tiled_why]
-            if per_core and per_core < LARGE_BATCH and any("lanes" in w for w in s.tiled_why):
+            if (per_core and per_core < LARGE_BATCH and not op.extra.get("batch")
+                    and any("lanes" in w for w in s.tiled_why)):
                 why.append(f"per-core batch {per_core} < {LARGE_BATCH} puts features on the lanes")
         elif why and s.tiled / peak.hbm >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
+        if s.trips > 1:
+            why.append(f"×{s.trips} (while loop)")
         reports.append(OpReport(
             name=op.name, op_name=op.op_name, op_type=op.op_type, layer=m.get("layer"),
             pass_=op.pass_, kind=op.opcode, shape=s.shape, padded_shape=s.padded_shape,
@@ -301,9 +338,10 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             flops=s.flops, padded_flops=s.padded_flops,
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
-            time=roofline(s.padded_flops, s.tiled, target, sixteen),
-            useful_time=roofline(s.flops, s.bytes, target, sixteen),
-            why=why,
+            time=max(mxu_time, s.tiled / peak.hbm),
+            useful_time=(s.bytes / peak.hbm if s.unit == "VPU"
+                         else roofline(s.flops, s.bytes, target, sixteen)),
+            why=why, bound="MXU" if mxu_time > s.tiled / peak.hbm else "HBM", unit=s.unit,
         ))
     reports.sort(key=lambda r: (r.fit, -r.padded_flops))
     mem = _mem_rows(raw, target)
@@ -319,16 +357,17 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     if measured and dtype == "bfloat16" and measured != "bfloat16":
         notes.append(f"--dtype bfloat16 was asked for, but the model's matmuls and convolutions are "
                      f"{measured} (graph code does not follow a Keras dtype policy): simulated as {measured}")
-    notes.append("kernels are modelled with the dim that faces the MXU padded like the activation's "
-                 "feature and the other dim (an op's output features) to 8 (docs/facts.md#2–3: the "
-                 "compiler picks per producer/consumer)")
+    notes.append(KERNEL_BOUND)
+    free = [m for m in raw.get("mem_ops", []) if m.get("free")]
+    if free:
+        notes.append(f"{len(free)} transpose/copy/broadcast op(s) feed only dot/conv operands: folded "
+                     "into their operand layout on a TPU (docs/facts.md#4), not costed")
     notes.append("time is padded FLOPs over the MXU peak or the arrays' bytes as tiled in HBM over its "
                  "bandwidth, whichever is slower (docs/facts.md#7; the activations' lane dim is the one "
                  "docs/facts.md#1 pads to 128); useful time is the same op unpadded")
     notes.append(f"times: roofline per op from {PEAKS[target].source}")
-    if raw.get("elementwise_bytes"):
-        notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "
-                     "them into their convolutions (docs/facts.md#5); not counted in the step time")
+    notes.append("elementwise, normalization and softmax ops are timed as XLA's loop fusions: the "
+                 "bytes that cross a fusion's edge over HBM bandwidth (docs/facts.md#5, #15)")
     return BuildReport(
         file=raw.get("file", ""), entry=raw.get("entry", ""), mode=raw.get("mode", ""),
         target=target, dtype=measured or dtype, global_batch=int(raw.get("global_batch") or 0),
@@ -342,7 +381,57 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         rows=rows, step_time=sum(r.time for r in rows),
         useful_time=sum(r.useful_time for r in rows), measured_dtype=measured,
         mem_rows=mem, output_layers=list(raw.get("output_layers") or ()),
+        hbm=hbm_need(raw, ops, target, dtype),
     )
+
+
+# Adam, Keras's usual optimizer, keeps two slots per weight; SGD with momentum one.
+OPTIMIZER_SLOTS = 2
+
+
+def _tiled(shape: list[int], itemsize: int) -> int:
+    """Bytes of an array tiled on its two minor dims (docs/facts.md#7)."""
+    if not shape:
+        return itemsize
+    if len(shape) == 1:
+        return pad_to(shape[0], 128) * itemsize
+    return tiled_bytes(list(shape), len(shape) - 2, len(shape) - 1, itemsize)[1]
+
+
+def hbm_need(raw: dict[str, Any], ops: list[HloOp], target: str, dtype: str = "float32",
+             per_core_batch: int | None = None) -> dict[str, Any]:
+    """The HBM one training step needs on one chip, against its capacity (docs/facts.md#7, #25).
+
+    Weights, their gradients and the optimizer's slots (Adam's two) as tiled arrays, plus
+    the forward activations the backward pass reads (every forward conv/dot's input and
+    output, tiled as the activations' layout stores them), scaled to ``per_core_batch``
+    when given (what-if for a larger batch). An estimate: XLA's rematerialization and
+    buffer reuse move it either way. Recommendations that raise the batch or a width
+    read ``need`` against ``capacity``.
+    """
+    t = TARGETS[target]
+    itemsize = 2 if dtype == "bfloat16" else 4
+    weights = sum(_tiled(list(v), 4) for v in raw.get("variables", []))  # kept in float32
+    sim = simulate(ops, target, dtype)
+    seen: set[str] = set()
+    activations = 0
+    for op, s in sim.ops:
+        if op.pass_ != FORWARD:
+            continue
+        for name, tensor in ((op.lhs, "lhs"), (op.name, "out")):
+            if name in seen:
+                continue
+            seen.add(name)
+            real, _ = s.tensors.get(tensor, ([], []))
+            if real:
+                activations += _tiled(list(real), itemsize) * s.trips
+    base = int(raw.get("per_core_batch") or 0)
+    if per_core_batch and base:
+        activations = activations * per_core_batch // base
+    need = weights * (2 + OPTIMIZER_SLOTS) + activations
+    return {"need": need, "capacity": t.hbm_bytes, "weights": weights, "gradients": weights,
+            "optimizer": weights * OPTIMIZER_SLOTS, "activations": activations,
+            "fits": need <= t.hbm_bytes if t.hbm_bytes else None}
 
 
 def _x(shape: list[int]) -> str:
@@ -357,7 +446,7 @@ def _us(seconds: float) -> str:
 DEFAULT_ROWS = 20
 
 
-TABLE_HEADERS = ["#", "layer", "source", "pass", "op", "shape → padded", "useful", "time µs",
+TABLE_HEADERS = ["#", "layer", "source", "pass", "op", "shape → padded", "fit", "bound", "time µs",
                  "wasted µs", "why"]
 
 
@@ -369,7 +458,8 @@ def table_rows(report: BuildReport, max_rows: int | None = DEFAULT_ROWS) -> list
         line = f"{_short(src['file'])}:{src['line']}" if src else "-"
         what = r.kind if r.ops == 1 else f"{r.kind} ×{r.ops}"
         shape = f"{_x(r.shape)} → {_x(r.padded_shape)}" if r.kind in ("convolution", "dot") else _x(r.padded_shape)
-        rows.append([str(i), r.layer, line, r.pass_, what, shape, f"{r.useful_share:.1%}",
+        fit = "-" if r.fit is None else f"{r.fit:.1%}"
+        rows.append([str(i), r.layer, line, r.pass_, what, shape, fit, r.bound,
                      _us(r.time), _us(r.wasted_time), "; ".join(r.why) or "-"])
     return rows
 
@@ -410,9 +500,18 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
     out.append(f"step fit {report.step_fit:.1%} (FLOP-weighted MXU fit of convolutions and matmuls)")
     out.append(
         f"layout (docs/facts.md#1, common batch {report.common_batch}): forward/input-gradient "
-        f"batch→{b} feature→{f}; kernel-gradient batch→{kb} feature→{kf}; output features→8 in "
-        f"every pass (docs/facts.md#2)"
+        f"batch→{b} feature→{f}; kernel-gradient batch→{kb} feature→{kf}; kernel dims pad like "
+        f"the pass's features (docs/facts.md#2–3, the upper bound)"
     )
+    if report.hbm.get("capacity"):
+        h = report.hbm
+        out.append(
+            f"HBM need ≈ {h['need'] / 1e9:.2f} GB of {h['capacity'] / 1e9:.1f} GB per chip "
+            f"(docs/facts.md#25): weights {h['weights'] / 1e6:,.1f} MB, gradients "
+            f"{h['gradients'] / 1e6:,.1f} MB, optimizer slots {h['optimizer'] / 1e6:,.1f} MB (Adam's 2), "
+            f"activations kept for the backward pass {h['activations'] / 1e6:,.1f} MB (tiled)"
+            + ("" if h.get("fits") else " — does not fit")
+        )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
     if report.recommendations:
         out.append("changes that would recover most:")

@@ -14,13 +14,13 @@ The model, stated once:
 * The most common batch among the step's convolutions picks the layout (docs/facts.md#1):
   >= 64 -> forward/input-gradient pad batch->128, features->8 and kernel-gradient pad
   batch->8, features->128; < 64 -> the other way round.
-* Kernels (docs/facts.md#2): of the two feature dims of the kernel-shaped tensor (the
-  kernel in the forward and input-gradient passes, the result of the weight update) one
-  takes the activation's feature multiple (the MXU-facing one) and the other pads to 8.
-  That other dim is the op's output features ``n`` in every pass, so ``n`` pads to 8
-  and each op has at most one dim at 128, as in the guide's "16*1 out of 128*8"
-  (docs/facts.md#6). Padding both to 128 would make the kernel 128 x 128, which fact 2
-  rules out.
+* Padding multiples come from one rule, ``kerasfit.types.pad_multiple`` (what KF102's
+  message reads too): in a pass every feature dim -- the activation's, the result's and
+  both of a kernel's -- pads like the activation features (docs/facts.md#1, #3), which
+  is fact 2's upper bound for a kernel (``kerasfit.types.KERNEL_BOUND``). The guide's
+  "16*1 out of 128*8" (docs/facts.md#6) is this rule's weight update at a small batch.
+* A depthwise conv has no contraction over channels: it is vector-unit (VPU) work, timed
+  by the bytes it moves, not MXU work. A grouped conv is per-group MXU work.
 * Op fit = useful work / padded work (docs/facts.md#6); the step fit weights ops by FLOPs.
 * Time is a roofline of the padded FLOPs against the op's arrays as tiled in HBM: the
   MXU pads operands on their way in (not in HBM), but every array is stored in 8x128
@@ -39,16 +39,22 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kerasfit.types import TARGETS, Target
+from kerasfit.types import (
+    BATCH,
+    KERNEL_IN,
+    KERNEL_OUT,
+    LANES,
+    LARGE_BATCH,
+    MATRIX,
+    ROWS,
+    SUBLANES,
+    TARGETS,
+    FEATURE,
+    Target,
+    pad_multiple,
+)
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
-
-# docs/facts.md#1: the batch size at which XLA swaps the 8/128 choice.
-LARGE_BATCH = 64
-# docs/facts.md#7: HBM tiles are 8 sublanes x 128 lanes of 32-bit words on every TPU
-# generation (v6e's wider MXU does not change the memory tiling).
-SUBLANES = 8
-LANES = 128
 
 
 @dataclass(frozen=True)
@@ -92,34 +98,12 @@ def most_common_batch(batches: Iterable[int]) -> int | None:
     return max(counts.items(), key=lambda kv: (kv[1], kv[0]))[0]
 
 
-def layout(pass_: str, common_batch: int | None, target: Target) -> tuple[int, int]:
-    """(batch multiple, feature multiple) of the activations in a pass (docs/facts.md#1, #7, #8).
-
-    The 8 x 128 tiling is the same on every TPU generation; v6e's 256-wide MXU only
-    widens the feature dim that faces the MXU (the one padded to 128 elsewhere). A GPU or
-    Gaudi never pads the batch (docs/facts.md#17–18); their feature rule is in
-    :func:`feature_multiple`.
-    """
-    if target.family != "tpu":
-        return 1, target.small
-    large_batch = (common_batch or 0) >= LARGE_BATCH
-    weight_update = pass_ == KERNEL_GRAD
-    if large_batch != weight_update:
-        return LANES, SUBLANES
-    return SUBLANES, max(LANES, target.mxu)
-
-
-def feature_multiple(target: Target, sixteen_bit: bool) -> int:
-    """What a GPU or Gaudi pads channels/units to (docs/facts.md#17, #18).
-
-    XLA's GPU pass pads only fp16/bf16 convolutions for tensor cores; float32 is not
-    padded. Gaudi's matrix engine wants dims divisible by 128 (bf16) / 64 (fp32).
-    """
-    if target.family == "gpu":
-        return target.small if sixteen_bit else 1
-    if target.family == "gaudi":
-        return 128 if sixteen_bit else 64
-    raise ValueError(target.family)
+def layout(pass_: str, common_batch: int | None, target: Target,
+           dtype: str = "float32") -> tuple[int, int]:
+    """(batch multiple, feature multiple) of the activations in a pass: the padding rule
+    (``kerasfit.types.pad_multiple``, docs/facts.md#1, #7, #8, #17, #18)."""
+    return (pad_multiple(target, BATCH, pass_, common_batch, dtype),
+            pad_multiple(target, FEATURE, pass_, common_batch, dtype))
 
 
 def semantic_dims(op: HloOp) -> dict[str, str]:
@@ -138,7 +122,7 @@ def fit_of(real: Iterable[int], padded: Iterable[int]) -> float:
 
 @dataclass
 class OpSim:
-    """The simulator's verdict on one op."""
+    """The simulator's verdict on one op (per step: a while body's op counts its trips)."""
 
     dims: dict[str, tuple[int, int]]  # batch / in_features / out_features (/ rows): (real, padded)
     fit: float
@@ -155,6 +139,8 @@ class OpSim:
     # activations' layout gives them (docs/facts.md#1); equal to ``bytes`` off TPU
     tiled: int = 0
     tiled_why: list[str] = field(default_factory=list)  # "in HBM: channels 1→128 (lanes)"
+    unit: str = "MXU"  # "VPU": a depthwise conv, no contraction for the matrix unit
+    trips: int = 1
 
 
 def _groups(op: HloOp) -> tuple[int, bool]:
@@ -169,30 +155,48 @@ def _groups(op: HloOp) -> tuple[int, bool]:
 
 
 def _role_multiples(op: HloOp, target: Target, common_batch: int | None) -> dict[str, int]:
-    sixteen = op.dtype in ("bf16", "f16")
-    sem = semantic_dims(op)
-    if target.family != "tpu":
-        feat = feature_multiple(target, sixteen)
-        mult = {sem["in_features"]: feat, sem["out_features"]: feat}
-        mult[sem.get("batch") or sem["rows"]] = 1
-        return mult
+    """The padding rule (``kerasfit.types.pad_multiple``) for the op's m/k/n dims."""
     if op.extra.get("batch"):
         # Batched matmul: rows stream on sublanes, both matrix dims face the MXU.
-        wide = max(LANES, target.mxu)
-        return {"m": SUBLANES, "k": wide, "n": wide}
-    batch_mult, feat_mult = layout(op.pass_, common_batch, target)
-    # docs/facts.md#2: n is the kernel-shaped tensor's non-MXU-facing dim in every pass,
-    # unless the op is channel-wise: then the kernel's channels are its only feature dim.
-    out_mult = feat_mult if _groups(op)[1] else SUBLANES
-    return {sem["batch"]: batch_mult, sem["in_features"]: feat_mult, sem["out_features"]: out_mult}
+        return {"m": pad_multiple(target, ROWS, op.pass_, common_batch, op.dtype),
+                "k": pad_multiple(target, MATRIX, op.pass_, common_batch, op.dtype),
+                "n": pad_multiple(target, MATRIX, op.pass_, common_batch, op.dtype)}
+    sem = semantic_dims(op)
+    return {sem["batch"]: pad_multiple(target, BATCH, op.pass_, common_batch, op.dtype),
+            sem["in_features"]: pad_multiple(target, KERNEL_IN, op.pass_, common_batch, op.dtype),
+            sem["out_features"]: pad_multiple(target, KERNEL_OUT, op.pass_, common_batch, op.dtype)}
 
 
 def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str, int]) -> list[int]:
-    # Tiling acts on one minor dim per role: pad the last dim of each role's group.
-    out = list(shape)
-    for role, dims in roles.items():
-        if dims:
-            out[dims[-1]] = pad_to(out[dims[-1]], mult[role])
+    """The tensor as the MXU sees it: each role's dims merged into one, padded.
+
+    A dot over ``[batch, seq, features]`` streams batch x seq rows, exactly like the same
+    dot after a reshape to 2-D: merged, the two cost the same.
+    """
+    owner = {d: r for r, ds in roles.items() for d in ds}
+    out: list[int] = []
+    done: set[str] = set()
+    for i, size in enumerate(shape):
+        role = owner.get(i)
+        if role is None:
+            out.append(size)
+        elif role not in done:
+            done.add(role)
+            out.append(pad_to(math.prod(shape[d] for d in roles[role]), mult[role]))
+    return out
+
+
+def _merged(shape: list[int], roles: dict[str, list[int]]) -> list[int]:
+    owner = {d: r for r, ds in roles.items() for d in ds}
+    out: list[int] = []
+    done: set[str] = set()
+    for i, size in enumerate(shape):
+        role = owner.get(i)
+        if role is None:
+            out.append(size)
+        elif role not in done:
+            done.add(role)
+            out.append(math.prod(shape[d] for d in roles[role]))
     return out
 
 
@@ -205,12 +209,15 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     sem = semantic_dims(op)
     sizes = {"m": op.m, "k": op.k, "n": op.n}
     groups, channelwise = _groups(op)
+    trips = int(op.extra.get("trips") or 1)
     dims: dict[str, tuple[int, int]] = {}
     for name, role in sem.items():
         real, multiple = sizes[role], mult[role]
-        if name == "in_features" and channelwise:
-            dims[name] = (1, 1)  # one input channel per output channel: no contraction
-        elif name in ("in_features", "out_features") and groups > 1 and not channelwise:
+        if channelwise:
+            # VPU work: nothing is padded for a matrix unit (docs/facts.md#5 covers
+            # contractions; a depthwise conv contracts over no channel)
+            dims[name] = (1, 1) if name == "in_features" else (real, real)
+        elif name in ("in_features", "out_features") and groups > 1:
             per = real if name == "in_features" else -(-real // groups)
             dims[name] = (real * (groups if name == "in_features" else 1),
                           pad_to(per, multiple) * groups)
@@ -228,28 +235,31 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
     for tensor in ("out", "lhs", "rhs"):
         roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in mult}
         if channelwise:
-            roles.pop(sem["in_features"], None)
+            roles = {}
         padded = _padded_tensor(shapes[tensor], roles, mult)
-        tensors[tensor] = (list(shapes[tensor]), padded)
+        merged = _merged(shapes[tensor], roles)
+        tensors[tensor] = (merged, padded)
         real_bytes += math.prod(shapes[tensor]) * itemsize if shapes[tensor] else 0
         if tensor == weights:
             continue
-        ratio = fit_of(shapes[tensor], padded)
+        ratio = fit_of(merged, padded)
         if worst is None or ratio < worst[0]:
-            worst = (ratio, tensor, padded)
+            worst = (ratio, tensor, merged, padded)
     assert worst is not None
     word = "channels" if op.opcode == "convolution" else "features"
     tiled, tiled_why = _stored_bytes(op, shapes, sem, common_batch, target, itemsize, word)
     why = [f"{_DIM_WORDS[name].replace('features', word)} {r}→{p}"
            for name, (r, p) in dims.items() if p != r]
     if channelwise:
-        why.append("channel-wise (no contraction over channels)")
-    b = layout(op.pass_, common_batch, target)
+        why.append("depthwise: VPU work, no contraction over channels (timed by its HBM bytes)")
+    b = layout(op.pass_, common_batch, target, op.dtype)
     return OpSim(
-        dims=dims, fit=fit, flops=op.flops, padded_flops=op.flops / fit if fit else 0.0,
-        tensor=worst[1], shape=list(shapes[worst[1]]), padded_shape=worst[2],
-        multiples=b, tensors=tensors, why=why, bytes=real_bytes,
-        tiled=max(tiled, real_bytes), tiled_why=tiled_why,
+        dims=dims, fit=fit, flops=op.flops * trips,
+        padded_flops=op.flops * trips / fit if fit else 0.0,
+        tensor=worst[1], shape=worst[2], padded_shape=worst[3],
+        multiples=b, tensors=tensors, why=why, bytes=real_bytes * trips,
+        tiled=max(tiled, real_bytes) * trips, tiled_why=tiled_why,
+        unit="VPU" if channelwise else "MXU", trips=trips,
     )
 
 
@@ -261,31 +271,49 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
     stored once, in the layout its forward pass gives it (docs/facts.md#1): with a
     per-core batch under 64 the features sit on the 128 lanes, so a 1-channel
     activation takes 128x its size, in every pass that reads or writes it. A kernel
-    is stored in-features x out-features, out-features minor.
+    is stored in-features x out-features, out-features minor. A role spread over
+    several dims (a 3-D dot's batch x sequence rows) is tiled as the one dim it is to
+    the MXU, so the sequence never lands on the lanes; a batched matmul's batch dims
+    are never tiled.
     """
     real_total = sum(math.prod(v) * itemsize for v in shapes.values() if v)
     if target.family != "tpu":
         return real_total, []
     batch_mult, _ = layout(FORWARD, common_batch, target)
     total = 0
-    grows: list[tuple[str, str]] = []
+    grows: list[tuple[int, str, str]] = []
     for tensor in ("lhs", "rhs", "out"):
-        shape = shapes[tensor]
-        if not shape:
+        full = shapes[tensor]
+        if not full:
             continue
-        roles = op.roles.get(tensor, {})
+        roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in ("m", "k", "n")}
+        shape = _merged(full, roles)
+        # positions of each role in the merged shape
+        pos: dict[str, int] = {}
+        owner = {d: r for r, ds in roles.items() for d in ds}
+        seen: list[str] = []
+        j = 0
+        for i in range(len(full)):
+            role = owner.get(i)
+            if role is None:
+                j += 1
+            elif role not in seen:
+                seen.append(role)
+                pos[role] = j
+                j += 1
+        kernel = False
         if op.extra.get("batch") or len(shape) < 2:
             minor, second = len(shape) - 1, max(len(shape) - 2, 0)
         else:
-            batch_dims = roles.get(sem.get("batch", ""), [])
-            ins = roles.get(sem["in_features"], [])
-            outs = roles.get(sem["out_features"], [])
-            feats = outs or ins
-            if batch_dims and feats:  # an activation or its gradient
-                b, f = batch_dims[-1], feats[-1]
-                minor, second = (b, f) if batch_mult == LANES else (f, b)
-            elif ins and outs:  # a kernel
-                minor, second = outs[-1], ins[-1]
+            b_pos = pos.get(sem.get("batch", ""))
+            i_pos = pos.get(sem["in_features"])
+            o_pos = pos.get(sem["out_features"])
+            f_pos = o_pos if o_pos is not None else i_pos
+            if b_pos is not None and f_pos is not None:  # an activation or its gradient
+                minor, second = (b_pos, f_pos) if batch_mult == LANES else (f_pos, b_pos)
+            elif i_pos is not None and o_pos is not None:  # a kernel: as the array is laid out
+                minor, second = len(shape) - 1, len(shape) - 2
+                kernel = True
             else:
                 minor, second = len(shape) - 1, len(shape) - 2
         if minor == second:
@@ -294,15 +322,23 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
         real, padded = tiled_bytes(shape, second, minor, itemsize)
         total += padded
         if padded >= 2 * real and shape[minor] % LANES:
-            lane_dim = "batch" if minor in roles.get(sem.get("batch", ""), []) else word
-            grows.append((lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
+            lane_dim = ("batch" if minor == pos.get(sem.get("batch", ""), -1)
+                        else f"kernel {word}" if kernel else word)
+            grows.append((padded - real, lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
+        elif shape[second] <= 4 and padded > real:
+            grows.append((padded - real, "sublanes", f"{word} {shape[second]}→{2 if shape[second] <= 2 else 4}"))
+    # name only the arrays whose padding is a real part of the extra bytes
+    most = max((g[0] for g in grows), default=0)
+    grows = [g for g in grows if g[0] * 4 >= most]
     if not grows:
         return total, []
     by_dim: dict[str, list[str]] = {}
-    for dim, change in grows:
+    for _, dim, change in grows:
         if change not in by_dim.setdefault(dim, []):
             by_dim[dim].append(change)
-    return total, ["in HBM: " + ", ".join(f"{d} {' and '.join(c)}" for d, c in by_dim.items()) + " on the lanes"]
+    parts = [f"{d} {' and '.join(c)} on the lanes" for d, c in by_dim.items() if d != "sublanes"]
+    parts += [f"{c} (a small sublane tile, docs/facts.md#7)" for c in by_dim.get("sublanes", [])]
+    return total, ["in HBM: " + "; ".join(parts)]
 
 
 def tiled_bytes(shape: list[int], second_minor: int, minor: int, itemsize: int) -> tuple[int, int]:
@@ -325,29 +361,44 @@ def activation_expansion(ops: list[HloOp], common_batch: int | None, target: Tar
     """HBM expansion of the forward activations, like the profiler's memory viewer."""
     seen: set[str] = set()
     real = padded = 0
+    batch_mult, _ = layout(FORWARD, common_batch, target)
     for op in ops:
-        if op.pass_ != FORWARD:
+        if op.pass_ != FORWARD or op.extra.get("batch"):
             continue
-        batch_mult, _ = layout(FORWARD, common_batch, target)
-        for name, shape, roles in ((op.lhs, op.lhs_shape, op.roles["lhs"]),
-                                   (op.name, op.shape, op.roles["out"])):
-            if name in seen or not shape:
+        for name, full, roles in ((op.lhs, op.lhs_shape, op.roles["lhs"]),
+                                  (op.name, op.shape, op.roles["out"])):
+            if name in seen or not full:
                 continue
             seen.add(name)
-            b = roles.get("m", [])
-            f = roles.get("k", []) or roles.get("n", [])
-            if not b or not f:
+            feat = "k" if "k" in roles else "n"
+            if not roles.get("m") or not roles.get(feat):
                 continue
-            # The dim padded to the wide multiple is the lane (minor) dim.
-            minor, second = (b[-1], f[-1]) if batch_mult > target.small else (f[-1], b[-1])
+            used = {r: roles[r] for r in ("m", feat)}
+            shape = _merged(full, used)
+            order = [r for r in _role_order(full, used)]
+            b, f = order.index("m"), order.index(feat)
             if target.family != "tpu":
                 r = math.prod(shape) * itemsize
-                p = pad_to(shape[f[-1]], target.small) * r // max(shape[f[-1]], 1)
+                p = pad_to(shape[f], pad_multiple(target, FEATURE, FORWARD, common_batch, op.dtype)) \
+                    * r // max(shape[f], 1)
             else:
+                # The dim padded to the lanes is the minor one (docs/facts.md#1, #7).
+                minor, second = (b, f) if batch_mult == LANES else (f, b)
                 r, p = tiled_bytes(shape, second, minor, itemsize)
             real += r
             padded += p
     return padded / real if real else 1.0
+
+
+def _role_order(full: list[int], roles: dict[str, list[int]]) -> list[str]:
+    """The merged shape's dims named by role ("" for a dim of no role)."""
+    owner = {d: r for r, ds in roles.items() for d in ds}
+    out: list[str] = []
+    for i in range(len(full)):
+        role = owner.get(i, "")
+        if role == "" or role not in out:
+            out.append(role)
+    return out
 
 
 @dataclass
@@ -382,7 +433,10 @@ def simulate(ops: list[HloOp], target: str | Target = "tpu-v5e", dtype: str = "f
         sim.ops.append((op, simulate_op(op, common, t)))
     sim.flops = sum(s.flops for _, s in sim.ops)
     sim.padded_flops = sum(s.padded_flops for _, s in sim.ops)
-    sim.step_fit = sim.flops / sim.padded_flops if sim.padded_flops else 1.0
+    # the MXU fit: a depthwise conv's VPU work has no matrix-unit padding to weigh in
+    mxu = [s for _, s in sim.ops if s.unit == "MXU"]
+    useful, padded = sum(s.flops for s in mxu), sum(s.padded_flops for s in mxu)
+    sim.step_fit = useful / padded if padded else 1.0
     itemsize = 2 if dtype in ("bfloat16", "float16") else 4
     sim.hbm_expansion = activation_expansion(ops, common, t, itemsize)
     return sim
@@ -401,8 +455,20 @@ def with_batch(ops: list[HloOp], old: int, new: int) -> list[HloOp]:
         clone = HloOp.from_dict(op.to_dict())
         setattr(clone, role, new)
         clone.flops = int(op.flops * scale)
+        _resize(clone, role, old, new)
         out.append(clone)
     return out
+
+
+def _resize(op: HloOp, role: str, old: int, new: int) -> None:
+    """Change the arrays' dim of a role from ``old`` to ``new`` too, so a what-if's HBM
+    bytes (its time, and ``report.hbm_need``) follow its FLOPs."""
+    for tensor, attr in (("lhs", "lhs_shape"), ("rhs", "rhs_shape"), ("out", "shape")):
+        dims = op.roles.get(tensor, {}).get(role, [])
+        shape = list(getattr(op, attr))
+        if len(dims) == 1 and dims[0] < len(shape) and shape[dims[0]] == old:
+            shape[dims[0]] = new
+            setattr(op, attr, shape)
 
 
 def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list[HloOp]:
@@ -422,6 +488,7 @@ def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list
                 clone = clone or HloOp.from_dict(op.to_dict())
                 clone.flops = int(clone.flops * new / old)
                 setattr(clone, role, new)
+                _resize(clone, role, old, new)
         out.append(clone or op)
     return out
 

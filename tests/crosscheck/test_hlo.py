@@ -130,6 +130,9 @@ def test_nonzero_pad_is_not_zero():
         # An einsum's weight gradient is recognised by its variable-shaped result.
         ("gradient_tape/m/e/Einsum/Einsum_1", "Einsum", "", False, False, [10, 64], KERNEL_GRAD),
         ("gradient_tape/m/e/Einsum/Einsum", "Einsum", "", False, False, [16, 64], INPUT_GRAD),
+        # TF's grad_y names the second matmul operand, a weight or not: attention's
+        # activation x activation backward matmul is no weight update (before: it was).
+        ("gradient_tape/m/mha/MatMul/MatMul_1", "BatchMatMulV2", "", False, True, [16, 64], INPUT_GRAD),
     ],
 )
 def test_classify_pass(op_name, op_type, labels, grad_x, grad_y, shape, expected):
@@ -155,3 +158,131 @@ def test_parse_shape():
     assert parse_shape("f32[16,3,3,8]{3,2,1,0}") == [16, 3, 3, 8]
     assert parse_shape("f32[]") == []
     assert parse_shape("bf16[<=8,4]") == [8, 4]
+
+
+LOOP = """\
+HloModule loop
+
+%body (t: (s32[], f32[8,16])) -> (s32[], f32[8,16]) {
+  %t = (s32[], f32[8,16]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element((s32[], f32[8,16]{1,0}) %t), index=0
+  %h = f32[8,16]{1,0} get-tuple-element((s32[], f32[8,16]{1,0}) %t), index=1
+  %w = f32[16,16]{1,0} constant({...})
+  %d = f32[8,16]{1,0} dot(f32[8,16]{1,0} %h, f32[16,16]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_type="MatMul" op_name="model/rnn/while/cell/MatMul"}
+  %one = s32[] constant(1)
+  %j = s32[] add(s32[] %i, s32[] %one)
+  ROOT %r = (s32[], f32[8,16]{1,0}) tuple(s32[] %j, f32[8,16]{1,0} %d)
+}
+
+%cond (c: (s32[], f32[8,16])) -> pred[] {
+  %c = (s32[], f32[8,16]{1,0}) parameter(0)
+  %n = s32[] get-tuple-element((s32[], f32[8,16]{1,0}) %c), index=0
+  %seven = s32[] constant(7), metadata={op_type="Less" op_name="model/rnn/while/Less"}
+  ROOT %lt = pred[] compare(s32[] %n, s32[] %seven), direction=LT
+}
+
+ENTRY %main (x: f32[8,16]) -> f32[8,16] {
+  %x = f32[8,16]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8,16]{1,0}) tuple(s32[] %zero, f32[8,16]{1,0} %x)
+  %loop = (s32[], f32[8,16]{1,0}) while((s32[], f32[8,16]{1,0}) %init), condition=%cond, body=%body
+  ROOT %out = f32[8,16]{1,0} get-tuple-element((s32[], f32[8,16]{1,0}) %loop), index=1
+}
+"""
+
+
+def test_a_while_body_counts_its_trip_count():
+    # Before: the loop's matmul was counted once; the condition runs it 7 times.
+    (op,) = parse_hlo(LOOP)[0]
+    assert op.extra["trips"] == 7
+    from kerasfit.crosscheck.simulator import simulate
+
+    sim = simulate([op])
+    assert sim.flops == 7 * 2 * 8 * 16 * 16
+    from kerasfit.crosscheck.report import make_report
+
+    d = op.to_dict()
+    d["pass"], d["layer"], d["source"] = FORWARD, "rnn", None
+    (rep,) = make_report({"ops": [d], "mem_ops": [], "per_core_batch": 8}).ops
+    assert "×7 (while loop)" in rep.why and rep.flops == 7 * 2 * 8 * 16 * 16
+    # without a constant bound, XLA's known trip count in the backend config is read
+    known = LOOP.replace("condition=%cond, body=%body",
+                         'condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"5"}}')
+    assert parse_hlo(known)[0][0].extra["trips"] == 5
+
+
+MOVES_HLO = """\
+HloModule moves
+
+ENTRY %main (x: f32[8,16], w: f32[32,16]) -> (f32[8,32], f32[32,8], f32[8,16]) {
+  %x = f32[8,16]{1,0} parameter(0)
+  %w = f32[32,16]{1,0} parameter(1)
+  %wt = f32[16,32]{1,0} transpose(f32[32,16]{1,0} %w), dimensions={1,0}, metadata={op_name="m/dense/MatMul"}
+  %wr = f32[16,32]{0,1} copy(f32[16,32]{1,0} %wt), metadata={op_name="m/dense/MatMul"}
+  %d = f32[8,32]{1,0} dot(f32[8,16]{1,0} %x, f32[16,32]{1,0} %wr), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="m/dense/MatMul"}
+  %same = f32[8,32]{1,0} transpose(f32[8,32]{1,0} %d), dimensions={0,1}, metadata={op_name="m/dense/MatMul"}
+  %moved = f32[32,8]{1,0} transpose(f32[8,32]{1,0} %same), dimensions={1,0}, metadata={op_name="m/t/transpose"}
+  %two = f32[] constant(2)
+  %b = f32[32,8]{1,0} broadcast(f32[] %two), dimensions={}
+  %scaled = f32[32,8]{1,0} multiply(f32[32,8]{1,0} %moved, f32[32,8]{1,0} %b), metadata={op_name="m/scale/mul"}
+  %sq = f32[8,16]{1,0} multiply(f32[8,16]{1,0} %x, f32[8,16]{1,0} %x), metadata={op_name="m/act/mul"}
+  %act = f32[8,16]{1,0} tanh(f32[8,16]{1,0} %sq), metadata={op_name="m/act/tanh"}
+  ROOT %t = (f32[8,32]{1,0}, f32[32,8]{1,0}, f32[8,16]{1,0}) tuple(f32[8,32]{1,0} %same, f32[32,8]{1,0} %scaled, f32[8,16]{1,0} %act)
+}
+"""
+
+
+def test_moves_feeding_only_a_dot_are_free_and_others_cost_their_bytes():
+    from kerasfit.crosscheck.hlo import memory_ops
+
+    by = {m.name: m for m in memory_ops(MOVES_HLO)}
+    # docs/facts.md#4: the weight's transpose and relayout copy only feed the dot operand.
+    assert by["wt"].free and by["wr"].free
+    # an identity transpose moves nothing and is not an op at all
+    assert "same" not in by
+    # a real transpose read by an elementwise op costs its HBM bytes: 2 x 8x32 floats
+    assert not by["moved"].free and by["moved"].kind == "transpose" and by["moved"].bytes == 2 * 8 * 32 * 4
+    # elementwise ops are costed as one loop fusion: x read once, tanh's result written
+    # once, the multiply in between stays in the fusion (docs/facts.md#5)
+    assert by["sq"].kind == "elementwise" and by["sq"].bytes == 8 * 16 * 4
+    assert by["act"].bytes == 8 * 16 * 4
+    # the scale reads the transpose's result from HBM and writes its own
+    assert by["scaled"].bytes == 2 * 32 * 8 * 4
+    # a scalar broadcast fused into its consumer costs nothing of its own
+    assert "b" not in by
+
+
+DOTS_3D = """\
+HloModule dots
+
+ENTRY %main (x: f32[2,8,16], y: f32[16,16], w: f32[16,32]) -> (f32[2,8,32], f32[16,32]) {
+  %x = f32[2,8,16]{2,1,0} parameter(0)
+  %y = f32[16,16]{1,0} parameter(1)
+  %w = f32[16,32]{1,0} parameter(2)
+  %a = f32[2,8,32]{2,1,0} dot(f32[2,8,16]{2,1,0} %x, f32[16,32]{1,0} %w), lhs_contracting_dims={2}, rhs_contracting_dims={0}, metadata={op_name="m/dense3d/MatMul"}
+  %b = f32[16,32]{1,0} dot(f32[16,16]{1,0} %y, f32[16,32]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="m/dense2d/MatMul"}
+  ROOT %t = (f32[2,8,32]{2,1,0}, f32[16,32]{1,0}) tuple(f32[2,8,32]{2,1,0} %a, f32[16,32]{1,0} %b)
+}
+"""
+
+
+@pytest.mark.parametrize("common", [16, 128])
+def test_a_3d_dense_costs_what_the_same_dense_after_a_reshape_costs(common):
+    # Before: the 3-D dot's sequence axis (8) sat on the lanes in HBM, 8 -> 128.
+    from kerasfit.crosscheck.simulator import simulate_op
+    from kerasfit.types import TARGETS
+
+    a, b = parse_hlo(DOTS_3D)[0]
+    for op in (a, b):
+        op.pass_ = FORWARD
+    sa, sb = (simulate_op(op, common, TARGETS["tpu-v5e"]) for op in (a, b))
+    assert (sa.fit, sa.flops, sa.tiled, sa.bytes) == (sb.fit, sb.flops, sb.tiled, sb.bytes)
+    assert not any("8→128" in w for w in sa.tiled_why)
+
+
+def test_strided_input_gradient_counts_no_dilation_zeros():
+    text = SMALL.replace("window={size=3x3}, dim_labels=b01f_01io->b01f, metadata={op_type=\"Conv2D\" op_name=\"model/conv/Conv2D\"}",
+                         "window={size=3x3 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f, metadata={op_type=\"Conv2D\" op_name=\"model/conv/Conv2D\"}")
+    (op,) = parse_hlo(text)[0]
+    # 4x6x6x8 outputs x 9 taps x 3 channels x 2, of which one tap in 2x2 meets a real value
+    assert op.flops == 2 * 4 * 6 * 6 * 8 * 9 * 3 // 4

@@ -42,7 +42,7 @@ def raw_build(path: Path, per_core: int = 16, cores: int = 1) -> dict:
         mem.append(d)
     return {"ok": True, "file": str(path), "entry": "build_model()", "mode": "keras", "ops": out,
             "mem_ops": mem, "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
-            "outputs": [[per_core, 10]], "notes": []}
+            "outputs": [[per_core, 10]], "notes": [], "variables": variables}
 
 
 @pytest.fixture()
@@ -70,7 +70,7 @@ def test_render_text_and_json(model_file):
     report = make_report(raw_build(model_file, per_core=16, cores=8))
     text = render_report(report)
     header = text.splitlines()[0]
-    for column in ("layer", "source", "pass", "shape → padded", "useful", "time µs", "wasted µs", "why"):
+    for column in ("layer", "source", "pass", "shape → padded", "fit", "bound", "time µs", "wasted µs", "why"):
         assert column in header
     assert "step fit" in text and "HBM expansion" in text and "wasted; per-core batch 16" in text
     assert "1. per-core batch 16 → 128 (global 128 → 1024 on 8 cores" in text
@@ -93,14 +93,14 @@ def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
     diags = [diag("KF102", "channel-multiple", model_file, 9), diag("KF102", "channel-multiple", model_file, 11)]
     conv30, conv64 = cross_check(diags, report, str(model_file))[:2]
     assert conv30.build["status"] == "confirmed"
-    # Batch 16: the forward pass pads the 30 filters to 32, the kernel's other dim
-    # (docs/facts.md#2); the next layer contracts over them and pads them to 128.
-    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 32]
+    # Batch 16: the forward pass pads features to 128, the 30 filters (the kernel's out
+    # dim, docs/facts.md#1–3 and the padding rule's bound of #2) included.
+    assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 128]
     static = diag("KF102", "channel-multiple", model_file, 9)
-    static.message = "`Conv2D`: 30 filters pad to 128 on tpu-v5e"
+    static.message = "`Conv2D`: 30 filters pad to 32 or 128 on tpu-v5e"
     (claim128,) = [d for d in cross_check([static], report, str(model_file)) if d.code == "KF102"]
-    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward of conv2d_1"
-    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 16, 16, 30], [16, 16, 16, 128])
+    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward"
+    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 32, 32, 30], [16, 32, 32, 128])
     assert claim128.build["layer"] == "conv2d"
     assert 0 < conv30.build["fit"] < 1
     # Conv2D(64) also pads to 128 at this batch: the finding is confirmed by the build.
@@ -192,14 +192,22 @@ def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "corrected"
     assert out.build["detail"].endswith("not 112")
-    # Each claim is judged by the op that shows it: 128 in the input gradient, which
-    # contracts over the 100 units, 104 in the weight update (the kernel's other dim pads
-    # to 8) — never a 104 "confirming" a 128.
-    for claim, pass_ in ((128, "input-gradient"), (104, "kernel-gradient")):
+    # Each claim is judged by an op that shows it: 128 in the forward pass and the input
+    # gradient (features pad to 128 at batch 16), 104 in the weight update (to 8) —
+    # never a 104 "confirming" a 128.
+    for claim, passes in ((128, ("forward", "input-gradient")), (104, ("kernel-gradient",))):
         d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
         (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
         assert out.build["status"] == "confirmed"
-        assert out.build["out_features"] == [100, claim] and out.build["pass"] == pass_
+        assert out.build["out_features"] == [100, claim] and out.build["pass"] in passes
+    # KF102's own message names both sizes: either confirms it
+    d.message, d.build = "`Dense`: 100 units pad to 104 or 128 on tpu-v5e", None
+    (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+    assert out.build["status"] == "confirmed"
+    # a correction is the model applied to the built shapes, never called "measured"
+    d.message, d.build = "`Dense`: 100 units pad to 112 on tpu-v5e", None
+    (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
+    assert "measured" not in out.build["detail"] and out.build["detail"].startswith("modelled")
 
 
 def test_output_layer_gets_no_build_warning_the_static_rule_calls_info(model_file):
@@ -336,3 +344,68 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
     table, heavy = proc.stdout.rsplit("HEAVY", 1)
     assert "wasted µs" in table and "per-core batch 16" in table
     assert heavy.strip() == "[]"
+
+
+def test_table_has_fit_and_bound_columns_and_the_header_the_hbm_need(model_file):
+    from kerasfit.crosscheck.report import TABLE_HEADERS, hbm_need, table_rows
+
+    report = make_report(raw_build(model_file))
+    assert TABLE_HEADERS[6:8] == ["fit", "bound"] and "useful" not in TABLE_HEADERS
+    rows = table_rows(report, max_rows=None)
+    by_kind = {}
+    for row, r in zip(rows, report.rows):
+        by_kind.setdefault(r.kind, (row, r))
+    conv_row, conv = by_kind["convolution"]
+    assert conv_row[6] == f"{conv.fit:.1%}" and conv_row[7] in ("MXU", "HBM")
+    # elementwise work is in the step, HBM-bound, with no MXU fit
+    ew_row, ew = by_kind["elementwise"]
+    assert ew_row[6] == "-" and ew_row[7] == "HBM" and ew.time > 0 and ew.wasted_time == 0
+    # HBM need, hand-computed for keras_cnn.py's weights as tiled float32 arrays
+    # (docs/facts.md#7): 3x3x(3->4)x(30->128) 18,432 B, 30 -> 128 lanes 512 B,
+    # 3x3x(30->32)x(64->128) 147,456 B, 512 B, 64x(100->128) 32,768 B, 512 B,
+    # (100->104)x(10->128) 53,248 B, 512 B = 253,952 B; gradients as much, Adam's two slots
+    # twice that.
+    h = report.hbm
+    assert h["weights"] == 253_952 and h["gradients"] == 253_952 and h["optimizer"] == 2 * 253_952
+    assert h["need"] == 4 * 253_952 + h["activations"] and h["capacity"] == 16 * 10**9 and h["fits"]
+    assert h["activations"] > 0
+    text = render_report(report)
+    assert "HBM need ≈" in text and "of 16.0 GB per chip (docs/facts.md#25)" in text
+    # the what-if a batch recommendation reads: 8x the batch, 8x the activations
+    from kerasfit.crosscheck.hlo import HloOp
+
+    hlo_ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
+               for d in raw_build(model_file)["ops"]]
+    big = hbm_need(raw_build(model_file), hlo_ops, "tpu-v5e", per_core_batch=128)
+    assert big["activations"] == 8 * h["activations"] and big["weights"] == h["weights"]
+
+
+def test_progress_lines_only_on_a_terminal(tmp_path, capsys):
+    import io
+    import sys
+    import time
+
+    from kerasfit.crosscheck.api import _Progress
+
+    phase = tmp_path / "result.json.phase"
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stderr, expect in ((Terminal(), True), (io.StringIO(), False)):
+        old, sys.stderr = sys.stderr, stderr
+        try:
+            with _Progress(phase, "model.py"):
+                phase.write_text("tensorflow")
+                time.sleep(0.8)
+                phase.write_text("trace")
+                time.sleep(0.8)
+        finally:
+            sys.stderr = old
+        lines = stderr.getvalue().splitlines()
+        if expect:
+            assert [line.split("… ")[0] for line in lines] == [
+                "kerasfit: model.py: importing TensorFlow", "kerasfit: model.py: tracing one training step"]
+        else:
+            assert lines == []

@@ -70,12 +70,14 @@ def test_pad_to(n, multiple, padded):
         (KERNEL_GRAD, 16, V6E, (128, 8)),
         (FORWARD, 256, V6E, (128, 8)),
         (FORWARD, 16, V6E, (8, 256)),
-        # A GPU never pads the batch.
-        (FORWARD, 16, GPU, (1, 8)),
+        # A GPU never pads the batch, and float32 channels not at all (fact 18).
+        (FORWARD, 16, GPU, (1, 1)),
     ],
 )
 def test_layout(pass_, common, target, expected):
     assert layout(pass_, common, target) == expected
+    if target is GPU:
+        assert layout(pass_, common, target, "bfloat16") == (1, 8)
 
 
 @pytest.mark.parametrize(
@@ -98,14 +100,14 @@ def test_most_common_batch(batches, expected):
         ("aligned", conv(FORWARD, 128, 64, 128), 128, 1.0, (128, 128), (64, 64), (128, 128)),
         # 30 filters pad to 32 in a large-batch forward pass ...
         ("30 filters fwd", conv(FORWARD, 128, 32, 30), 128, 30 / 32, (128, 128), (32, 32), (30, 32)),
-        # ... and to 32 in its weight update too: the weight update pads the in-features
-        # to 128, but the kernel's other dim (the filters) to 8 (docs/facts.md#2).
-        ("30 filters kgrad", conv(KERNEL_GRAD, 128, 128, 30), 128, 30 / 32, (128, 128), (128, 128), (30, 32)),
-        # Small batch: the forward pass pads the contracted in-features to 128; the kernel's
-        # other dim, the 64 filters, pads to 8 (docs/facts.md#2), not to 128: 50%, not 25%.
-        ("small batch fwd", conv(FORWARD, 16, 64, 64), 16, 0.5, (16, 16), (64, 128), (64, 64)),
+        # ... and to 128 in its weight update, which pads features to 128 at a large batch:
+        # both kernel dims pad like the pass's features (the padding rule's bound of
+        # docs/facts.md#2, kerasfit.types.KERNEL_BOUND). Before: 30 -> 32, 93.75%.
+        ("30 filters kgrad", conv(KERNEL_GRAD, 128, 128, 30), 128, 30 / 128, (128, 128), (128, 128), (30, 128)),
+        # Small batch: the forward pass pads features to 128, in and out alike: 25%.
+        ("small batch fwd", conv(FORWARD, 16, 64, 64), 16, 0.25, (16, 16), (64, 128), (64, 128)),
         # Its input gradient contracts over the 64 filters (dy's channels): 64 -> 128.
-        ("small batch igrad", conv(INPUT_GRAD, 16, 64, 64), 16, 0.5, (16, 16), (64, 128), (64, 64)),
+        ("small batch igrad", conv(INPUT_GRAD, 16, 64, 64), 16, 0.25, (16, 16), (64, 128), (64, 128)),
     ],
 )
 def test_op_fit(case, op, common, fit, batch, cin, cout):
@@ -161,19 +163,18 @@ def test_v6e_forward_conv_at_large_batch_pads_like_v5e():
     s = simulate_op(conv(FORWARD, 128, 64, 96), 128, V6E)
     assert s.dims == {"batch": (128, 128), "in_features": (64, 64), "out_features": (96, 96)}
     assert s.fit == 1.0
-    # The weight update faces the MXU with its in-features: 128 -> 256, 50% (its filters
-    # are the kernel's other dim, to 8); forward and input-gradient 100%:
-    # 3F / (F + F + 2F) = 75%.
-    assert simulate(train_step(128, 128, 128), "tpu-v6e").step_fit == pytest.approx(0.75)
+    # The weight update pads its features to the MXU's 256, both kernel dims: 25%;
+    # forward and input-gradient 100%: 3F / (F + F + 4F) = 50%.
+    assert simulate(train_step(128, 128, 128), "tpu-v6e").step_fit == pytest.approx(0.5)
     assert simulate(train_step(128, 256, 256), "tpu-v6e").step_fit == pytest.approx(1.0)
 
 
 def test_v6e_small_batch_pads_features_to_the_256_wide_mxu():
-    # Per-core batch 16: forward batch 16 -> 16 (8 sublanes), the contracted in-features
-    # face the MXU: 3 -> 256; the 64 filters are the kernel's other dim (8). Fit = 3/256.
+    # Per-core batch 16: forward batch 16 -> 16 (8 sublanes), features face the MXU:
+    # 3 -> 256 and 64 -> 256. Fit = 3/256 x 64/256.
     s = simulate_op(conv(FORWARD, 16, 3, 64), 16, V6E)
-    assert s.dims == {"batch": (16, 16), "in_features": (3, 256), "out_features": (64, 64)}
-    assert s.fit == pytest.approx(3 / 256)
+    assert s.dims == {"batch": (16, 16), "in_features": (3, 256), "out_features": (64, 256)}
+    assert s.fit == pytest.approx(3 / 256 * 64 / 256)
     assert "in-channels 3→256" in s.why
 
 
@@ -220,12 +221,12 @@ def test_depthwise_conv_has_no_contraction_over_channels():
     s = simulate_op(depthwise(FORWARD, 128, 32), 128, V5E)
     assert s.dims == {"batch": (128, 128), "in_features": (1, 1), "out_features": (32, 32)}
     assert s.fit == 1.0
-    # Its weight update at batch 128: batch -> 8, channels 32 -> 128: 25%. Before: the
-    # one "input channel" padded to 128 as well, 0.2%.
+    # Its weight update is per-channel too: vector-unit work, nothing padded for the
+    # MXU (before: channels 32 -> 128, a 25% "MXU fit").
     s = simulate_op(depthwise(KERNEL_GRAD, 128, 32), 128, V5E)
-    assert s.dims == {"batch": (128, 128), "in_features": (1, 1), "out_features": (32, 128)}
-    assert s.fit == pytest.approx(0.25)
-    assert "channel-wise (no contraction over channels)" in s.why
+    assert s.dims == {"batch": (128, 128), "in_features": (1, 1), "out_features": (32, 32)}
+    assert s.fit == 1.0 and s.unit == "VPU"
+    assert any(w.startswith("depthwise: VPU work") for w in s.why)
 
 
 def test_grouped_conv_pads_each_group():
@@ -309,6 +310,12 @@ def test_what_if_larger_batch_and_rounded_features():
     assert simulate(rounded).step_fit > base
     # The clone keeps the original untouched.
     assert ops[0].n == 1
+    # ... and its arrays follow the new sizes, so a what-if's HBM bytes do too
+    out_fwd = next(op for op in rounded if op.name == "out.forward")
+    assert out_fwd.shape == [16, 8, 8, 8] and out_fwd.rhs_shape == [3, 3, 16, 8]
+    big = with_batch(ops, 16, 128)
+    assert big[0].lhs_shape[0] == 128 and big[0].shape[0] == 128
+    assert simulate_op(big[0], 128, V5E).bytes == 8 * simulate_op(ops[0], 16, V5E).bytes - 7 * 3 * 3 * 16 * 4
 
 
 def test_simulator_modules_import_without_tensorflow():
@@ -319,3 +326,31 @@ def test_simulator_modules_import_without_tensorflow():
         "assert not bad, bad"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("width", [1, 10, 30, 100, 200])
+def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
+    """What KF102 says a width pads to is what the simulator pads it to over a step."""
+    from kerasfit.api import CheckOptions, check_source
+    from kerasfit.types import width_padding
+
+    t = TARGETS[target]
+    dtype = "f32" if t.family == "tpu" else "bf16"  # KF102 speaks of 16-bit off TPU
+    sizes = set()
+    for batch in (16, 128):  # both layouts of docs/facts.md#1
+        fwd, igrad, kgrad = (with_dtype([conv(p, batch, 64 if p != INPUT_GRAD else width,
+                                              width if p != INPUT_GRAD else 64)], dtype)[0]
+                             for p in (FORWARD, INPUT_GRAD, KERNEL_GRAD))
+        sizes.add(simulate_op(fwd, batch, t).dims["out_features"][1])
+        sizes.add(simulate_op(kgrad, batch, t).dims["out_features"][1])
+        sizes.add(simulate_op(igrad, batch, t).dims["in_features"][1])
+    low, high = width_padding(t, width, "float32" if t.family == "tpu" else "bfloat16")
+    assert (min(sizes), max(sizes)) == (low, high)
+    if width % t.channel_multiple == 0:
+        return
+    source = f"import keras\nx = keras.layers.Dense({width}, name='hidden')(x)\n"
+    (d,) = [d for d in check_source(source, "m.py", CheckOptions(isolated=True, target=target)).diagnostics
+            if d.code == "KF102"]
+    said = f"pad to {low} or {high} on {target}" if low != high else f"pad to {high} on {target}"
+    assert said in d.message, d.message
