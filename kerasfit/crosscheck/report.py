@@ -7,15 +7,20 @@ simulator, so the same cached build can be reported for any target.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from kerasfit.types import TARGETS
 
-from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient
+from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (
+    LANES,
     LARGE_BATCH,
     PEAKS,
+    OpSim,
+    Simulation,
     layout,
     pad_to,
     roofline,
@@ -81,6 +86,7 @@ class Row:
     shape: list[int]
     padded_shape: list[int]
     why: list[str]
+    members: list[str] = field(default_factory=list)  # its ops' HLO names (what-ifs change them)
 
     @property
     def wasted_time(self) -> float:
@@ -99,14 +105,47 @@ class Row:
 
 @dataclass
 class Recommendation:
+    """A change at a line the user owns and what it does to the step, or, where no change
+    of the user's reaches a top row, where that row comes from and which lever is theirs."""
+
     text: str
-    step_fit_after: float
-    gain: float  # step-fit points recovered
-    source: dict[str, Any] | None = None
+    source: dict[str, Any] | None = None  # the line to change (or to look at)
+    rows: list[int] = field(default_factory=list)  # ranks (1-based) of the table rows it covers
+    step_time: float | None = None  # seconds per step after the change; None: nothing modelled
+    saved: float = 0.0  # seconds per step (negative: the step gets slower)
+    waste_saved: float = 0.0  # of the wasted time
+    step_fit_after: float | None = None
+    code: str | None = None  # the static finding it carries out (KF103 ...)
+    # "batch" | "width": the change needs more HBM; an HBM-need estimate against the chip's
+    # capacity belongs beside it in the text
+    raises: str | None = None
+    kind: str = ""  # "change" (a line of the user's to edit) | "origin" (where a top row comes from)
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            self.kind = "change" if self.step_time is not None else "origin"
+
+    @property
+    def is_change(self) -> bool:
+        return self.kind == "change"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "step_fit_after": self.step_fit_after, "gain": self.gain,
-                "source": self.source}
+        return {"text": self.text, "source": self.source, "rows": self.rows,
+                "step_time": self.step_time, "saved": self.saved, "waste_saved": self.waste_saved,
+                "step_fit_after": self.step_fit_after, "code": self.code, "raises": self.raises,
+                "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    """A static finding as the recommendations use it (``kerasfit check`` on the same file)."""
+
+    code: str
+    evidence: str  # the rule's ``build_evidence``: "spatial-pad", "transpose", "feature-padding" ...
+    filename: str
+    row: int
+    end_row: int
+    fix: str  # the fix's title, else the message
 
 
 @dataclass
@@ -142,6 +181,9 @@ class BuildReport:
     measured_dtype: str = ""  # what the HLO's matmuls/convs really are
     mem_rows: list[OpReport] = field(default_factory=list)  # pads, transposes, copies, elementwise
     output_layers: list[str] = field(default_factory=list)  # their width is the task's
+    keras3_error: str = ""  # why Keras 3 refused the model when tf-keras built it
+    complete: bool = True  # no statement on the way to the model failed: verdicts may use it
+    blocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # library layers with insides
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,39 +201,139 @@ class BuildReport:
             "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
             "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
+            "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
         }
 
 
-def _step_fit(ops: list[HloOp], target: str, dtype: str) -> float:
-    return simulate(ops, target, dtype).step_fit
+_SIXTEEN = ("bf16", "f16")
+TOP_ROWS = 5  # the rows every report's advice must account for
+# A change covers a row when it removes at least this share of the row's wasted time.
+COVERS = 0.25
+MAX_CHANGES = 6
+NEGLIGIBLE = 0.01  # of the step's wasted time
 
 
-def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], target: str,
-               dtype: str, step_fit: float) -> list[Recommendation]:
+def _op_times(op: HloOp, s: OpSim, target: str) -> tuple[float, float]:
+    """(time, useful time) of a simulated op: the roofline of the padded and the unpadded op."""
+    sixteen = op.dtype in _SIXTEEN
+    return (roofline(s.padded_flops, s.tiled, target, sixteen),
+            roofline(s.flops, s.bytes, target, sixteen))
+
+
+def same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def source_at(src: dict[str, Any] | None, filename: str, row: int, end_row: int) -> bool:
+    """Does a source site (or one of the user-file calls that led to it) cover the rows?
+
+    ``callers`` are the outer user-file lines on the stack when the layer/op was made: a
+    width passed through a helper (``block(x, 30)``) is measured at the helper's conv
+    and judged at the call site.
+    """
+    if not src or not same_file(src["file"], filename):
+        return False
+    end = max(end_row, row)
+    if src["line"] <= end and src.get("end_line", src["line"]) >= row:
+        return True
+    return any(row <= line <= end for line in src.get("callers", ()))
+
+
+class _WhatIf:
+    """The step with a change applied: its time, and each ranked row's wasted time."""
+
+    def __init__(self, ops: list[HloOp], rows: list[Row], timed: list[OpReport], target: str, dtype: str,
+                 common_batch: int | None):
+        self.ops, self.rows, self.target, self.dtype = ops, rows, target, dtype
+        self.before = {o.name: (o.time, o.useful_time) for o in timed}
+        self.step_time = sum(r.time for r in rows)
+        self.common_batch = common_batch
+
+    def _times(self, ops: list[HloOp]) -> dict[str, tuple[float, float]]:
+        return {op.name: _op_times(op, s, self.target) for op, s in simulate(ops, self.target, self.dtype).ops}
+
+    def apply(self, ops: list[HloOp] | None = None, removed: set[str] = frozenset()  # type: ignore[assignment]
+              ) -> tuple[float, list[float]]:
+        """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed`` gone."""
+        after = dict(self.before)
+        if ops is not None:
+            after.update(self._times(ops))
+        waste, total = [], 0.0
+        for r in self.rows:
+            t = sum(after[m][0] for m in r.members if m not in removed)
+            u = sum(after[m][1] for m in r.members if m not in removed)
+            total += t
+            waste.append(max(0.0, t - u))
+        return total, waste
+
+    def covered(self, waste: list[float], scale: float = 1.0) -> list[int]:
+        """Ranks of the rows whose waste (per example, with ``scale``) the change cuts."""
+        return [i for i, (r, w) in enumerate(zip(self.rows, waste), 1)
+                if r.wasted_time > 0 and w * scale <= (1 - COVERS) * r.wasted_time]
+
+
+def _line(*sources: dict[str, Any] | None) -> str:
+    """``line 15`` or, for a line in a helper, ``line 15, called at lines 23, 25``."""
+    src = next((s for s in sources if s), None)
+    if not src:
+        return "no source line"
+    callers = sorted({s["callers"][0] for s in sources if s and s.get("callers")} - {src["line"]})
+    if not callers:
+        return f"line {src['line']}"
+    return f"line {src['line']}, called at line{'s' if len(callers) > 1 else ''} {', '.join(map(str, callers))}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{_us(seconds)} µs"
+
+
+def _effect(what: _WhatIf, after: float) -> str:
+    return f"step ≈ {_ms(what.step_time)} → {_ms(after)}"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("row " if len(ranks) == 1 else "rows ") + ", ".join(map(str, ranks))
+
+
+def _batch_change(what: _WhatIf, raw: dict[str, Any], target: str, step_fit: float) -> Recommendation | None:
+    """docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
+    weight-update convolutions' batch to 128. Compared per example: a bigger batch is more work."""
     t = TARGETS[target]
     per_core = int(raw.get("per_core_batch") or 0)
     cores = int(raw.get("cores") or 1)
-    forced: list[Recommendation] = []
-    found: list[Recommendation] = []
-    # docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
-    # weight-update convolutions' batch to 128.
-    if t.family == "tpu" and 0 < per_core < LARGE_BATCH:
-        new = t.large
-        after = _step_fit(with_batch(ops, per_core, new), target, dtype)
-        text = (f"per-core batch {per_core} → {new} (global {per_core * cores} → {new * cores} "
-                f"on {cores} core{'s' if cores != 1 else ''}, or fewer cores): step fit "
-                f"{step_fit:.1%} → {after:.1%}")
-        forced.append(Recommendation(text, after, after - step_fit))
-    # Per layer: round the filter/unit count its forward op produces.
+    if not (t.family == "tpu" and 0 < per_core < LARGE_BATCH):
+        return None
+    new = t.large
+    ops = with_batch(what.ops, per_core, new)
+    fit = simulate(ops, target, what.dtype).step_fit
+    after, waste = what.apply(ops)
+    scale = per_core / new
+    text = (f"per-core batch {per_core} → {new} (global {per_core * cores} → {new * cores} on {cores} "
+            f"core{'s' if cores != 1 else ''}, or fewer cores): step fit {step_fit:.1%} → {fit:.1%}, "
+            f"time per example {_ms(what.step_time / per_core)} → {_ms(after / new)}")
+    saved = what.step_time - after * scale
+    return Recommendation(text, None, what.covered(waste, scale), after, saved,
+                          sum(r.wasted_time for r in what.rows) - sum(waste) * scale, fit,
+                          raises="batch")
+
+
+def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], target: str
+                   ) -> list[Recommendation]:
+    """Per layer: round the filter/unit count its forward op produces."""
+    t = TARGETS[target]
     by_layer: dict[str, list[OpReport]] = {}
     for rep in reports:
         if rep.layer:
             by_layer.setdefault(rep.layer, []).append(rep)
     # An output layer's width is set by the task (classes, channels), not a free choice.
     outputs = set(raw.get("output_layers") or ())
+    out = []
     for layer, reps in by_layer.items():
         fwd = [r for r in reps if r.pass_ == FORWARD]
-        if not fwd or layer in outputs:
+        if not fwd or layer in outputs or (fwd[0].source or {}).get("block"):
             continue
         n = fwd[0].dims["out_features"][0]
         candidates = {pad_to(n, t.channel_multiple)}
@@ -201,20 +343,242 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
         names = {r.name for r in reps}
         best = None
         for new in sorted(candidates):
-            after = _step_fit(with_features(ops, names, n, new), target, dtype)
-            if best is None or after > best[1]:
-                best = (new, after)
-        if best and best[1] - step_fit > 0.001:
-            src = fwd[0].source
-            where = f" (line {src['line']})" if src else ""
-            text = (f"{layer}{where}: {n} → {best[0]} filters/units: step fit "
-                    f"{step_fit:.1%} → {best[1]:.1%}")
-            found.append(Recommendation(text, best[1], best[1] - step_fit, src))
-    found.sort(key=lambda r: -r.gain)
-    return (forced + found)[:3]
+            ops = with_features(what.ops, names, n, new)
+            after, waste = what.apply(ops)
+            recovered = what.step_time - sum(r.useful_time for r in what.rows) - sum(waste)
+            if best is None or recovered > best[3]:
+                best = (new, after, waste, recovered, ops)
+        if best is None or best[3] <= 0.001 * what.step_time:
+            continue
+        new, after, waste, recovered, ops = best
+        src = fwd[0].source
+        fit = simulate(ops, target, what.dtype).step_fit
+        text = (f"{layer} ({_line(src)}): {n} → {new} filters/units: {_effect(what, after)}, "
+                f"{_ms(recovered)} less waste; step fit → {fit:.1%}")
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  recovered, fit, raises="width" if new > n else None))
+    return out
 
 
-_SIXTEEN = ("bf16", "f16")
+def _pad_changes(what: _WhatIf, raw: dict[str, Any], mem: list[OpReport]) -> list[Recommendation]:
+    """Zero spatial pads feeding a convolution, materialized in HBM (docs/facts.md#19): the
+    conv's own padding removes the pad and its gradient's slice. One change per source line."""
+    by_line: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for pad in raw.get("pads", []):
+        src = pad.get("source")
+        shape, padded = pad["shape"], pad["padded_shape"]
+        spatial = len(shape) > 2 and shape[0] == padded[0] and shape[-1] == padded[-1]
+        if src and pad.get("zero") and spatial and pad.get("layer") and not src.get("block"):
+            by_line.setdefault((src["file"], src["line"]), []).append(pad)
+    out = []
+    for pads in by_line.values():
+        layers = {p["layer"] for p in pads}
+        pad_names = {p["name"] for p in pads}
+        removed = {m.name for m in mem if m.layer in layers and (
+            m.name in pad_names or m.kind in ("pad", "slice"))}
+        if not removed:
+            continue
+        after, waste = what.apply(removed=removed)
+        src = pads[0]["source"]
+        text = (f"{', '.join(sorted(layers))} ({_line(*(p['source'] for p in pads))}): a zero pad before a convolution is "
+                f"written to HBM and read again by the weight update; give the convolution the "
+                f"padding instead (padding='same' where it is equivalent): {_effect(what, after)}")
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+    return out
+
+
+# TF's own name for a transpose op (tf.transpose, keras.ops.transpose, Permute): a transpose
+# named after another op (".../MatMul") is one the compiler inserted for that op.
+_TRANSPOSE_OP = re.compile(r"(^|/)([Tt]ranspose(_\d+)?)$")
+
+
+def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendation]:
+    """Transposes the user's code writes, by source line: keeping one layout removes them
+    (the forward one and its gradient)."""
+    by_line: dict[tuple[str, int], list[OpReport]] = {}
+    for m in mem:
+        src = m.source
+        if m.kind != "transpose" or not src or src.get("block") or m.wasted_time <= 0:
+            continue
+        forward_name = re.sub(r"(/[Tt]ranspose(_\d+)?)+$", r"\1", strip_scopes(m.op_name))
+        if _TRANSPOSE_OP.search(forward_name):
+            by_line.setdefault((src["file"], src["line"]), []).append(m)
+    out = []
+    for found in by_line.values():
+        removed = {m.name for m in found}
+        after, waste = what.apply(removed=removed)
+        src = found[0].source
+        layers = sorted({m.layer or m.op_name for m in found})
+        text = (f"{', '.join(layers)} ({_line(src)}): a transpose that moves the last axis is a "
+                f"copy through HBM (docs/facts.md#4, #7); keep one layout end to end: "
+                f"{_effect(what, after)}")
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+    return out
+
+
+def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpReport],
+                   reports: list[OpReport], changes: list[Recommendation]) -> list[Recommendation]:
+    """A static finding on a row of the table always yields its recommendation: the build's
+    change at the same line takes the finding's code and fix; else the finding's own."""
+    out = []
+    for f in findings:
+        hit = [i for i, r in enumerate(what.rows, 1)
+               if source_at(r.source, f.filename, f.row, f.end_row)
+               or any(source_at(o.source, f.filename, f.row, f.end_row)
+                      for o in mem + reports if o.name in r.members)]
+        if not hit:
+            continue
+        same = next((c for c in changes if c.source and c.code is None
+                     and source_at(c.source, f.filename, f.row, f.end_row)), None)
+        if same is not None:
+            same.code = f.code
+            same.text = f"{f.code} {same.text}"
+            continue
+        removed: set[str] = set()
+        if f.evidence in ("transpose", "spatial-pad"):
+            kinds = ("transpose",) if f.evidence == "transpose" else ("pad", "slice")
+            removed = {m.name for m in mem if m.kind in kinds
+                       and source_at(m.source, f.filename, f.row, f.end_row)}
+        src = next((what.rows[i - 1].source for i in hit), None)
+        if removed:
+            after, waste = what.apply(removed=removed)
+            out.append(Recommendation(
+                f"{f.code} at line {f.row}: {f.fix}: {_effect(what, after)}", src, what.covered(waste),
+                after, what.step_time - after, sum(r.wasted_time for r in what.rows) - sum(waste),
+                code=f.code))
+        else:
+            out.append(Recommendation(f"{f.code} at line {f.row} ({_ranks(hit)}): {f.fix}", src, hit,
+                                      code=f.code, kind="change"))
+    return out
+
+
+# What a library block's arguments do to its padding: the levers the user has.
+_BLOCK_LEVERS = {
+    "MultiHeadAttention": "a head size (key_dim) of 128 fills the MXU's contraction; fewer heads of a "
+                          "larger key_dim keep num_heads × key_dim; a sequence length that is a "
+                          "multiple of 128 fills the score matrix",
+}
+_PADDED = re.compile(r"([a-z-]+) (\d+)→(\d+)")
+
+
+def _origins(what: _WhatIf, raw: dict[str, Any], reports: list[OpReport], uncovered: list[int]
+             ) -> list[Recommendation]:
+    """Top rows no change of the user's reaches: say where they come from."""
+    blocks = raw.get("blocks") or {}
+    out: list[Recommendation] = []
+    by_block: dict[str, list[int]] = {}
+    for i in uncovered:
+        src = what.rows[i - 1].source
+        if src and src.get("block") in blocks:
+            by_block.setdefault(src["block"], []).append(i)
+            continue
+        r = what.rows[i - 1]
+        out.append(Recommendation(f"row {i}, {r.layer} ({_line(r.source)}), {r.pass_} {r.kind}: "
+                                  + _cause(r, reports, raw, what), r.source, [i]))
+    for block, ranks in by_block.items():
+        info = blocks[block]
+        config = info.get("config") or {}
+        rows = [what.rows[i - 1] for i in ranks]
+        pads = sorted({(m.group(1), int(m.group(2)), int(m.group(3)))
+                       for r in rows for w in r.why for m in _PADDED.finditer(w)
+                       if "HBM" not in w.split(m.group(0))[0]}, key=lambda p: (p[1], p[0]))
+        lengths = {d for shape in raw.get("inputs") or [] for d in shape[1:] if d}
+        named = []
+        for dim, real, padded in pads:
+            args = [k for k, v in config.items() if v == real]
+            whose = f"{'/'.join(args)}={real}" if args else "the input's length" if real in lengths else ""
+            named.append(f"{dim} {real}→{padded}" + (f" ({whose})" if whose else ""))
+        src = rows[0].source
+        lever = _BLOCK_LEVERS.get(info["class"], "its layers' sizes follow its arguments")
+        argv = ", ".join(f"{k}={v}" for k, v in config.items() if k in ("num_heads", "key_dim", "value_dim")
+                         or info["class"] not in _BLOCK_LEVERS)
+        out.append(Recommendation(
+            f"{_ranks(ranks)}: inside `{info['class']}` {block} ({_line(src)}"
+            + (f", {argv}" if argv else "") + "): " + ("; ".join(named) or "padding") + f" — {lever}",
+            src, ranks))
+    return out
+
+
+def _padded_dims(why: list[str]) -> list[tuple[str, int, int]]:
+    """(dim, real, padded) of the MXU padding a row names (not its HBM tiling), worst first."""
+    dims = []
+    for w in why:
+        if w.startswith("in HBM"):
+            continue
+        m = _PADDED.match(w)
+        if m:
+            dims.append((m.group(1), int(m.group(2)), int(m.group(3))))
+    return sorted(dims, key=lambda d: d[1] / d[2])
+
+
+def _cause(row: Row, reports: list[OpReport], raw: dict[str, Any], what: _WhatIf) -> str:
+    """Where a row's waste comes from, in terms of the script: whose width, which rule."""
+    if row.kind not in ("convolution", "dot"):
+        written = " by the compiler around this layer's op" if row.kind == "transpose" else ""
+        return f"{'; '.join(row.why) or row.kind}{written}: no line of yours writes it"
+    dims = _padded_dims(row.why)
+    if not dims:
+        return f"{'; '.join(row.why) or 'its arrays'}: the 8×128 tiles of HBM (docs/facts.md#7)"
+    dim, real, padded = dims[0]
+    if dim.startswith("in-"):
+        producers = sorted({f"{o.layer}'s width ({_line(o.source)})" for o in reports
+                            if o.pass_ == FORWARD and o.layer != row.layer and o.dims["out_features"][0] == real})
+        inputs = any(shape and shape[-1] == real for shape in raw.get("inputs") or [])
+        whose = ("the model input's" if inputs and not producers else
+                 " or ".join(producers[:2]) or "the width it reads")
+    elif dim.startswith("out-"):
+        whose = f"{row.layer}'s width"
+    else:
+        whose = "the per-core batch"
+    common = what.common_batch or 0
+    batched = any("rows" in o.dims for o in reports if o.name in row.members)
+    if batched and dim != "batch":
+        rule = (f"a batched matmul (attention) pads both matrix dims to {padded} "
+                "(docs/facts.md#5, #8: both face the MXU)")
+    elif row.pass_ == KERNEL_GRAD and padded % LANES == 0 and dim != "batch":
+        rule = (f"the weight update pads the features it reads to {padded} at a per-core batch of "
+                f"{LARGE_BATCH} or more (docs/facts.md#1)" if common >= LARGE_BATCH else
+                f"pads to {padded} (docs/facts.md#1)")
+    elif padded % LANES == 0 and dim != "batch":
+        rule = f"features pad to {padded} at a per-core batch under {LARGE_BATCH} (docs/facts.md#1)"
+    else:
+        rule = f"pads to a multiple of {_multiple(real, padded)} (docs/facts.md#1–3)"
+    return f"{dim} {real}→{padded}: {real} is {whose}; {rule}"
+
+
+def _multiple(real: int, padded: int) -> int:
+    for m in (8, 128, 256):
+        if pad_to(real, m) == padded:
+            return m
+    return padded
+
+
+def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], rows: list[Row],
+               raw: dict[str, Any], target: str, dtype: str, sim: Simulation,
+               findings: list[StaticFinding]) -> list[Recommendation]:
+    step_fit, common_batch = sim.step_fit, sim.common_batch
+    what = _WhatIf(ops, rows, reports + mem, target, dtype, common_batch)
+    batch = _batch_change(what, raw, target, step_fit)
+    changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem)
+               + _width_changes(what, reports, raw, target))
+    changes += _from_findings(what, findings, mem, reports, changes)
+    top = set(range(1, min(TOP_ROWS, len(rows)) + 1))
+    # Changes that reach a top row or carry a static finding, then the rest by what they save.
+    changes.sort(key=lambda c: (not (top & set(c.rows) or c.code), -c.waste_saved))
+    kept = [c for c in changes if top & set(c.rows) or c.code]
+    kept += [c for c in changes if c not in kept][:max(0, MAX_CHANGES - len(kept))]
+    kept.sort(key=lambda c: -c.waste_saved)
+    if batch is not None:
+        kept.insert(0, batch)
+    covered = {i for c in kept for i in c.rows}
+    # rows whose waste is a rounding error of the step's need no explanation
+    floor = NEGLIGIBLE * sum(r.wasted_time for r in rows)
+    uncovered = sorted(i for i in top - covered if rows[i - 1].wasted_time > floor)
+    return kept + sorted(_origins(what, raw, reports, uncovered), key=lambda r: r.rows[0])
+
+
 _DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 # Data movement with nothing computed: all of its time is waste (docs/facts.md#4, #11, #19).
 _PURE_MOVES = {"pad": "pad materialized in HBM", "transpose": "transpose (a copy in HBM)",
@@ -261,7 +625,8 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
         rows.append(Row(layer=layer, source=worst.source, pass_=pass_, kind=kind, ops=len(members),
                         time=sum(o.time for o in members),
                         useful_time=sum(o.useful_time for o in members),
-                        shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why)))
+                        shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why),
+                        members=[o.name for o in members]))
     # Exact ties are common (a 1-channel input conv and a 1-channel output conv pad the
     # same arrays the same way): among them, rows whose cause the report can act on (the
     # per-core batch) come first.
@@ -271,8 +636,10 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
     return rows
 
 
-def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32") -> BuildReport:
-    """Simulate the child's ops for a target and build the report."""
+def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32",
+                findings: list[StaticFinding] | None = None) -> BuildReport:
+    """Simulate the child's ops for a target and build the report; ``findings`` are the
+    file's static findings, each of which on a row of the table yields a recommendation."""
     ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
            for d in raw.get("ops", [])]
     meta = {d["name"]: d for d in raw.get("ops", [])}
@@ -294,6 +661,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         elif why and s.tiled / peak.hbm >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
+        times = _op_times(op, s, target)
         reports.append(OpReport(
             name=op.name, op_name=op.op_name, op_type=op.op_type, layer=m.get("layer"),
             pass_=op.pass_, kind=op.opcode, shape=s.shape, padded_shape=s.padded_shape,
@@ -301,16 +669,14 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             flops=s.flops, padded_flops=s.padded_flops,
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
-            time=roofline(s.padded_flops, s.tiled, target, sixteen),
-            useful_time=roofline(s.flops, s.bytes, target, sixteen),
-            why=why,
+            time=times[0], useful_time=times[1], why=why,
         ))
     reports.sort(key=lambda r: (r.fit, -r.padded_flops))
     mem = _mem_rows(raw, target)
     rows = rank_rows(reports + mem)
 
     lay = {p: list(layout(p, sim.common_batch, t)) for p in (FORWARD, "input-gradient", KERNEL_GRAD)}
-    recs = _recommend(ops, reports, raw, target, dtype, sim.step_fit)
+    recs = _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
     notes = list(raw.get("notes", []))
     counts: dict[str, int] = {}
     for op in ops:
@@ -342,7 +708,17 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         rows=rows, step_time=sum(r.time for r in rows),
         useful_time=sum(r.useful_time for r in rows), measured_dtype=measured,
         mem_rows=mem, output_layers=list(raw.get("output_layers") or ()),
+        keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
+        blocks=dict(raw.get("blocks") or {}),
     )
+
+
+def _complete(raw: dict[str, Any]) -> bool:
+    """Did every statement on the way to the model run? (The child says so; older builds
+    noted the statements they passed over.)"""
+    if "complete" in raw:
+        return bool(raw["complete"])
+    return not any(str(n).startswith("script statements that failed") for n in raw.get("notes", []))
 
 
 def _x(shape: list[int]) -> str:
@@ -389,6 +765,21 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in cells])
 
 
+def advice_lines(report: BuildReport) -> list[str]:
+    """The recommendations as the text report and the page print them: changes first
+    (numbered), then where the top rows no change reaches come from."""
+    out = []
+    changes = [r for r in report.recommendations if r.is_change]
+    origins = [r for r in report.recommendations if not r.is_change]
+    if changes:
+        out.append("changes that would recover most:")
+        out += [f"  {i}. {r.text}" for i, r in enumerate(changes, 1)]
+    if origins:
+        out.append(f"where the top {TOP_ROWS} rows come from (no change of yours above reaches them):")
+        out += [f"  - {r.text}" for r in origins]
+    return out
+
+
 def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)
@@ -414,17 +805,13 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         f"every pass (docs/facts.md#2)"
     )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
-    if report.recommendations:
-        out.append("changes that would recover most:")
-        out += [f"  {i}. {r.text}" for i, r in enumerate(report.recommendations, 1)]
+    out += advice_lines(report)
     for note in report.notes:
         out.append(f"note: {note}")
     return "\n".join(out)
 
 
 def _short(path: str) -> str:
-    import os
-
     try:
         rel = os.path.relpath(path)
     except ValueError:

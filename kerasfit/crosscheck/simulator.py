@@ -422,6 +422,11 @@ def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list
                 clone = clone or HloOp.from_dict(op.to_dict())
                 clone.flops = int(clone.flops * new / old)
                 setattr(clone, role, new)
+                # the arrays too: their HBM bytes are the time of a memory-bound op
+                for tensor, shape in (("lhs", clone.lhs_shape), ("rhs", clone.rhs_shape), ("out", clone.shape)):
+                    dims = clone.roles.get(tensor, {}).get(role, [])
+                    if len(dims) == 1 and shape[dims[0]] == old:
+                        shape[dims[0]] = new
         out.append(clone or op)
     return out
 
