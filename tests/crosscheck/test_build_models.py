@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from kerasfit.crosscheck.api import (
     render_report,
     run_child,
 )
-from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD
+from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD, PASSES
 from kerasfit.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.build
@@ -167,18 +168,20 @@ def cnn():
 def test_cnn_confirms_channel_multiple_findings(cnn):
     diags = cross_check(static_diagnostics(CNN), cnn, str(CNN))
     by_line = {d.row: d for d in diags if d.code == "KF102"}
-    conv = by_line[line_of(CNN, "Conv2D(30")]
-    # The findings say "pad to 128". At batch 128 the layers' own ops pad 30 -> 32 and
-    # 100 -> 104 (an op's output features are the kernel's other dim, docs/facts.md#2),
-    # which must not "confirm" a 128: the next layer's weight update reads them as its
-    # input features, which pad to 128 in that pass (docs/facts.md#1), so it is cited.
-    assert conv.build["status"] == "confirmed" and conv.build["pass"] == f"{KERNEL_GRAD} of conv2d_1"
-    assert (conv.build["shape"], conv.build["padded_shape"]) == ([128, 16, 16, 30], [128, 16, 16, 128])
-    assert conv.build["layer"] == "conv2d"
-    dense = by_line[line_of(CNN, "Dense(100")]
-    assert dense.build["status"] == "confirmed" and dense.build["pass"] == f"{KERNEL_GRAD} of dense_1"
-    assert (dense.build["shape"], dense.build["padded_shape"]) == ([128, 100], [128, 128])
-    assert dense.build["out_features"] == [100, 128]
+    # Each verdict cites the finding's own layer's op (never the next layer's, which reads
+    # the width): one that pads to what the finding claims, else the padding the
+    # simulator models for the layer's own ops, said to be modelled, not measured.
+    for needle, layer in (("Conv2D(30", "conv2d"), ("Dense(100", "dense")):
+        d = by_line[line_of(CNN, needle)]
+        assert d.build["layer"] == layer and d.build["pass"] in PASSES, d.build
+        own = [o for o in cnn.ops if o.layer == layer and o.pass_ == d.build["pass"]]
+        assert own and d.build["wasted_time"] in {o.wasted_time for o in own}
+        claimed = int(re.search(r"pads? to (\d+)", d.message).group(1))
+        if d.build["status"] == "confirmed":
+            assert d.build["out_features"][1] == claimed
+        else:
+            assert d.build["status"] == "corrected" and d.build["out_features"][1] != claimed
+            assert d.build["detail"].startswith("modelled") and "measured" not in d.build["detail"]
     # Nothing unexplained on the Conv2D(64) line: 64 is a multiple of 8.
     assert not [d for d in diags if d.code == "KF301" and d.row == line_of(CNN, "Conv2D(64")]
 

@@ -11,7 +11,7 @@ import pytest
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import make_report
+from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, make_report
 from kerasfit.types import Diagnostic, Severity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,9 +99,11 @@ def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
     static = diag("KF102", "channel-multiple", model_file, 9)
     static.message = "`Conv2D`: 30 filters pad to 128 on tpu-v5e"
     (claim128,) = [d for d in cross_check([static], report, str(model_file)) if d.code == "KF102"]
-    assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward of conv2d_1"
-    assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 16, 16, 30], [16, 16, 16, 128])
-    assert claim128.build["layer"] == "conv2d"
+    # Only the finding's own layer is evidence: the next layer's contraction over the 30
+    # filters (the 128) is not conv2d's op, and the padding is modelled, not measured.
+    assert claim128.build["status"] == "corrected" and claim128.build["layer"] == "conv2d"
+    assert claim128.build["pass"] == "forward" and claim128.build["out_features"] == [30, 32]
+    assert claim128.build["detail"].startswith("modelled") and "measured" not in claim128.build["detail"]
     assert 0 < conv30.build["fit"] < 1
     # Conv2D(64) also pads to 128 at this batch: the finding is confirmed by the build.
     assert conv64.build["status"] == "confirmed"
@@ -336,3 +338,66 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
     table, heavy = proc.stdout.rsplit("HEAVY", 1)
     assert "wasted µs" in table and "per-core batch 16" in table
     assert heavy.strip() == "[]"
+
+
+_FUSED = ("build_model(): calling build_model() failed (line 9): ValueError: Unrecognized keyword "
+          "arguments passed to BatchNormalization: {'fused': False}")
+
+
+def test_keras3_refusing_fused_confirms_kf101_whatever_tf_keras_built(model_file):
+    raw = raw_build(model_file)
+
+    def verdict(**built):
+        (d,) = [x for x in cross_check([diag("KF101", "unfused-batchnorm", model_file, 9)],
+                                       make_report(dict(raw, **built)), str(model_file)) if x.code == "KF101"]
+        return d.build
+
+    # tf-keras built it after Keras 3 refused `fused`: confirmed
+    confirmed = verdict(mode="tf-keras", keras3_error=_FUSED)
+    assert confirmed["status"] == "confirmed" and "fused" in confirmed["detail"]
+    # Keras 3 failed on something else, or tf-keras built it with no Keras 3 try: no verdict
+    assert verdict(mode="tf-keras", keras3_error="NameError: name 'foo' is not defined") is None
+    assert verdict(mode="tf-keras") is None
+    # Keras 3 built the model with the finding in the file: refuted
+    assert verdict(mode="keras")["status"] == "refuted"
+
+
+def test_an_incomplete_build_is_the_basis_of_no_verdict(model_file):
+    raw = raw_build(model_file, per_core=16, cores=8)
+    diags = lambda: [diag("KF102", "channel-multiple", model_file, 9), diag("KF104", "l2-in-forward", model_file, 3)]
+    full = cross_check(diags(), make_report(raw), str(model_file))
+    assert full[0].build and "KF302" in {d.code for d in full}
+    passed_over = dict(raw, notes=["script statements that failed and were passed over: line 3: NameError"])
+    for incomplete in (passed_over, dict(raw, complete=False)):
+        report = make_report(incomplete)
+        assert not report.complete
+        out = cross_check(diags(), report, str(model_file))
+        assert [d.code for d in out] == ["KF102", "KF104"] and all(d.build is None for d in out)
+
+
+def test_a_static_finding_on_a_row_always_yields_its_recommendation(model_file):
+    raw = raw_build(model_file)
+    plain = make_report(raw)
+    dense_rows = [i for i, r in enumerate(plain.rows, 1) if r.layer == "dense"]
+    assert dense_rows and not [r for r in plain.recommendations if r.code]
+    finding = StaticFinding("KF102", "feature-padding", str(model_file), 13, 13, "Round the width up")
+    nowhere = StaticFinding("KF107", "transpose", str(model_file), 2, 2, "Keep one layout")
+    report = make_report(raw, findings=[finding, nowhere])
+    (rec,) = [r for r in report.recommendations if r.code]
+    assert rec.code == "KF102" and rec.is_change and set(dense_rows) <= set(rec.rows)
+    assert rec.text in render_report(report)
+
+
+def test_every_top_row_is_covered_by_a_change_or_said_where_it_comes_from(model_file):
+    for per_core, cores in ((16, 8), (16, 1)):
+        report = make_report(raw_build(model_file, per_core=per_core, cores=cores))
+        covered = {i for r in report.recommendations for i in r.rows}
+        wasted = sum(r.wasted_time for r in report.rows)
+        top = [i for i, r in enumerate(report.rows[:TOP_ROWS], 1) if r.wasted_time > NEGLIGIBLE * wasted]
+        assert top and set(top) <= covered
+        # a change says what it does to the step; an origin names the row and its cause
+        for rec in report.recommendations:
+            if rec.is_change and rec.step_time is not None:
+                assert "→" in rec.text and rec.step_time > 0
+            elif not rec.is_change:
+                assert rec.rows and ("row" in rec.text) and "→" in rec.text
