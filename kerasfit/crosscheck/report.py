@@ -255,7 +255,7 @@ class _WhatIf:
     def _times(self, ops: list[HloOp]) -> dict[str, tuple[float, float]]:
         return {op.name: _op_times(op, s, self.target) for op, s in simulate(ops, self.target, self.dtype).ops}
 
-    def apply(self, ops: list[HloOp] | None = None, removed: set[str] = frozenset()  # type: ignore[assignment]
+    def apply(self, ops: list[HloOp] | None = None, removed: frozenset[str] | set[str] = frozenset()
               ) -> tuple[float, list[float]]:
         """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed`` gone."""
         after = dict(self.before)

@@ -424,9 +424,9 @@ def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list
                 setattr(clone, role, new)
                 # the arrays too: their HBM bytes are the time of a memory-bound op
                 for tensor, shape in (("lhs", clone.lhs_shape), ("rhs", clone.rhs_shape), ("out", clone.shape)):
-                    dims = clone.roles.get(tensor, {}).get(role, [])
-                    if len(dims) == 1 and shape[dims[0]] == old:
-                        shape[dims[0]] = new
+                    at = clone.roles.get(tensor, {}).get(role, [])
+                    if len(at) == 1 and shape[at[0]] == old:
+                        shape[at[0]] = new
         out.append(clone or op)
     return out
 

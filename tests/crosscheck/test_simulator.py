@@ -309,6 +309,11 @@ def test_what_if_larger_batch_and_rounded_features():
     assert simulate(rounded).step_fit > base
     # The clone keeps the original untouched.
     assert ops[0].n == 1
+    # The arrays change with the width: a memory-bound op's time follows its bytes.
+    before = {op.name: op for op in ops}
+    changed = [op for op in rounded if op.flops != before[op.name].flops]
+    assert changed and all(simulate([op]).ops[0][1].bytes > simulate([before[op.name]]).ops[0][1].bytes
+                           for op in changed)
 
 
 def test_simulator_modules_import_without_tensorflow():
