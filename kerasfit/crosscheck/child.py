@@ -177,6 +177,16 @@ class Sites:
                 "column": 0, "end_column": 0, "callers": [fr.lineno for fr in user[1:9]]}
 
 
+def _constructed_by_user(layer: Any, sites: Sites) -> bool:
+    """Is the code constructing ``layer`` (past its own ``__init__`` chain) the user's file?
+    A library layer's insides (MultiHeadAttention's projections, an application's convs)
+    are not."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_locals.get("self") is layer:
+        frame = frame.f_back
+    return frame is not None and sites.is_user(frame.f_code.co_filename)
+
+
 def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
     original = layer_cls.__init__
     if getattr(original, "_kerasfit", False):
@@ -184,9 +194,12 @@ def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         site = sites.from_frames(skip_self=self)
+        by_user = _constructed_by_user(self, sites)
         original(self, *args, **kwargs)
         if site is not None and not hasattr(self, "_kerasfit_site"):
             object.__setattr__(self, "_kerasfit_site", site)
+        if not hasattr(self, "_kerasfit_by_user"):
+            object.__setattr__(self, "_kerasfit_by_user", by_user)
 
     __init__._kerasfit = True  # type: ignore[attr-defined]  # a marker on the function object: patched once
     layer_cls.__init__ = __init__
@@ -603,7 +616,8 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
 
 
 def _library_blocks(model: Any, sites: Sites) -> tuple[dict[str, dict[str, Any]], dict[int, str]]:
-    """Library layers with layers inside (MultiHeadAttention, a keras.applications model).
+    """Library layers with layers the library made inside them (MultiHeadAttention, a
+    keras.applications model; not a Sequential of the user's own layers).
 
     Their insides are not the user's to change; the report names the block and the
     arguments it was made with, the levers the user does have. Returns the blocks by
@@ -623,7 +637,10 @@ def _library_blocks(model: Any, sites: Sites) -> tuple[dict[str, dict[str, Any]]
             children = list(layer._flatten_layers(include_self=False, recursive=False))
         except Exception:
             children = []
-        if block is None and children and layer is not model and not user_class(layer):
+        # (a Sequential makes its own InputLayer: that does not make it a library block)
+        made_inside = [c for c in children if not getattr(c, "_kerasfit_by_user", True)
+                       and type(c).__name__ != "InputLayer"]
+        if block is None and made_inside and layer is not model and not user_class(layer):
             block = layer.name
             try:
                 config = layer.get_config()

@@ -138,3 +138,40 @@ def test_multi_head_attention_rows_are_traced_to_the_block_and_its_arguments(tmp
     text = subprocess.run([*kerasfit_cmd, "report", str(path)], capture_output=True, text=True,
                           timeout=600).stdout
     assert where["text"] in text
+
+
+BLOCK_IN_A_CUSTOM_LAYER = '''\
+    from tensorflow import keras
+    from tensorflow.keras import layers
+
+
+    class Block(layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.att = layers.MultiHeadAttention(num_heads=2, key_dim=32)
+            self.ff = keras.Sequential([layers.Dense(96, activation="relu"), layers.Dense(64)])
+
+        def call(self, x):
+            x = x + self.att(x, x)
+            return x + self.ff(x)
+
+
+    def build_model():
+        inputs = keras.Input(shape=(32, 64))
+        x = Block()(inputs)
+        x = layers.GlobalAveragePooling1D()(x)
+        return keras.Model(inputs, layers.Dense(3)(x))
+'''
+
+
+def test_attention_inside_a_custom_layer_is_a_block_and_a_users_sequential_is_not(tmp_path, kerasfit_cmd):
+    path = tmp_path / "block.py"
+    path.write_text(textwrap.dedent(BLOCK_IN_A_CUSTOM_LAYER))
+    data = report_json(kerasfit_cmd, path)
+    # the Sequential holds the user's own Dense layers: they are the user's to change
+    assert set(data["blocks"]) == {"multi_head_attention"}
+    dense = [r for r in data["rows"] if r["layer"] in ("dense", "dense_1")]
+    assert dense and not any((r["source"] or {}).get("block") for r in dense)
+    (where,) = [r for r in data["recommendations"] if "inside `MultiHeadAttention`" in r["text"]]
+    assert where["source"]["line"] == 8 and "key_dim=32" in where["text"]
+    assert_top_rows_accounted_for(data)
