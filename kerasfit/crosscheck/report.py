@@ -255,10 +255,11 @@ class _WhatIf:
     def _times(self, ops: list[HloOp]) -> dict[str, tuple[float, float]]:
         return {op.name: _op_times(op, s, self.target) for op, s in simulate(ops, self.target, self.dtype).ops}
 
-    def apply(self, ops: list[HloOp] | None = None, removed: frozenset[str] | set[str] = frozenset()
-              ) -> tuple[float, list[float]]:
-        """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed`` gone."""
-        after = dict(self.before)
+    def apply(self, ops: list[HloOp] | None = None, removed: frozenset[str] | set[str] = frozenset(),
+              moves: float = 1.0) -> tuple[float, list[float]]:
+        """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed``
+        gone; the pads, transposes and copies' times times ``moves`` (their bytes follow the batch)."""
+        after = {name: (t * moves, u * moves) for name, (t, u) in self.before.items()}
         if ops is not None:
             after.update(self._times(ops))
         waste, total = [], 0.0
@@ -286,12 +287,12 @@ def _line(*sources: dict[str, Any] | None) -> str:
     return f"line {src['line']}, called at line{'s' if len(callers) > 1 else ''} {', '.join(map(str, callers))}"
 
 
-def _ms(seconds: float) -> str:
+def _in_us(seconds: float) -> str:
     return f"{_us(seconds)} µs"
 
 
 def _effect(what: _WhatIf, after: float) -> str:
-    return f"step ≈ {_ms(what.step_time)} → {_ms(after)}"
+    return f"step ≈ {_in_us(what.step_time)} → {_in_us(after)}"
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -309,11 +310,11 @@ def _batch_change(what: _WhatIf, raw: dict[str, Any], target: str, step_fit: flo
     new = t.large
     ops = with_batch(what.ops, per_core, new)
     fit = simulate(ops, target, what.dtype).step_fit
-    after, waste = what.apply(ops)
+    after, waste = what.apply(ops, moves=new / per_core)
     scale = per_core / new
     text = (f"per-core batch {per_core} → {new} (global {per_core * cores} → {new * cores} on {cores} "
             f"core{'s' if cores != 1 else ''}, or fewer cores): step fit {step_fit:.1%} → {fit:.1%}, "
-            f"time per example {_ms(what.step_time / per_core)} → {_ms(after / new)}")
+            f"time per example {_in_us(what.step_time / per_core)} → {_in_us(after / new)}")
     saved = what.step_time - after * scale
     return Recommendation(text, None, what.covered(waste, scale), after, saved,
                           sum(r.wasted_time for r in what.rows) - sum(waste) * scale, fit,
@@ -354,7 +355,7 @@ def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], 
         src = fwd[0].source
         fit = simulate(ops, target, what.dtype).step_fit
         text = (f"{layer} ({_line(src)}): {n} → {new} filters/units: {_effect(what, after)}, "
-                f"{_ms(recovered)} less waste; step fit → {fit:.1%}")
+                f"{_in_us(recovered)} less waste; step fit → {fit:.1%}")
         out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
                                   recovered, fit, raises="width" if new > n else None))
     return out
