@@ -140,6 +140,7 @@ td, th {{ border-bottom: 1px solid #e2e8f0; padding: 2px 8px; text-align: left; 
 <tbody>{table}</tbody></table>
 {more}
 {advice}
+<h2>Notes</h2>
 <ul>{notes}</ul>
 <script type="application/json" id="measured"></script>
 <script>
