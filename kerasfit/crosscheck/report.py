@@ -6,6 +6,7 @@ simulator, so the same cached build can be reported for any target.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -222,9 +223,15 @@ def _op_times(op: HloOp, s: OpSim, target: str) -> tuple[float, float]:
 
 def same_file(a: str, b: str) -> bool:
     try:
-        return os.path.realpath(a) == os.path.realpath(b)
+        return _real(a) == _real(b)
     except (OSError, ValueError):
         return a == b
+
+
+@functools.lru_cache(maxsize=256)
+def _real(path: str) -> str:
+    # every op of a big model asks about the same two or three paths
+    return os.path.realpath(path)
 
 
 def source_at(src: dict[str, Any] | None, filename: str, row: int, end_row: int) -> bool:
@@ -424,11 +431,15 @@ def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpRep
     """A static finding on a row of the table always yields its recommendation: the build's
     change at the same line takes the finding's code and fix; else the finding's own."""
     out = []
+    source_of = {o.name: o.source for o in mem + reports if o.source}
+    row_sources = []
+    for r in what.rows:
+        distinct = {(src["line"], src.get("end_line"), tuple(src.get("callers", ()))): src
+                    for src in [r.source] + [source_of.get(m) for m in r.members] if src}
+        row_sources.append(list(distinct.values()))
     for f in findings:
-        hit = [i for i, r in enumerate(what.rows, 1)
-               if source_at(r.source, f.filename, f.row, f.end_row)
-               or any(source_at(o.source, f.filename, f.row, f.end_row)
-                      for o in mem + reports if o.name in r.members)]
+        hit = [i for i, sources in enumerate(row_sources, 1)
+               if any(source_at(src, f.filename, f.row, f.end_row) for src in sources)]
         if not hit:
             continue
         same = next((c for c in changes if c.source and c.code is None
