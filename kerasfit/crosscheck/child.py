@@ -182,7 +182,8 @@ def _constructed_by_user(layer: Any, sites: Sites) -> bool:
     A library layer's insides (MultiHeadAttention's projections, an application's convs)
     are not."""
     frame: FrameType | None = sys._getframe(2)
-    while frame is not None and frame.f_locals.get("self") is layer:
+    # its __init__ chain and the decorators wrapping it (tf-keras's take the layer as an argument)
+    while frame is not None and any(v is layer for v in frame.f_locals.values()):
         frame = frame.f_back
     return frame is not None and sites.is_user(frame.f_code.co_filename)
 
@@ -617,7 +618,8 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
 
 def _library_blocks(model: Any, sites: Sites) -> tuple[dict[str, dict[str, Any]], dict[int, str]]:
     """Library layers with layers the library made inside them (MultiHeadAttention, a
-    keras.applications model; not a Sequential of the user's own layers).
+    keras.applications model, the built model itself when it is one; not a Sequential
+    of the user's own layers).
 
     Their insides are not the user's to change; the report names the block and the
     arguments it was made with, the levers the user does have. Returns the blocks by
@@ -637,10 +639,11 @@ def _library_blocks(model: Any, sites: Sites) -> tuple[dict[str, dict[str, Any]]
             children = list(layer._flatten_layers(include_self=False, recursive=False))
         except Exception:
             children = []
-        # (a Sequential makes its own InputLayer: that does not make it a library block)
+        # layers with weights only: a Sequential's own InputLayer, tf-keras's TFOpLambda
+        # wrapping the user's `x + y` are made by the library but hold nothing of it
         made_inside = [c for c in children if not getattr(c, "_kerasfit_by_user", True)
-                       and type(c).__name__ != "InputLayer"]
-        if block is None and made_inside and layer is not model and not user_class(layer):
+                       and getattr(c, "weights", None)]
+        if block is None and made_inside and not user_class(layer):
             block = layer.name
             try:
                 config = layer.get_config()

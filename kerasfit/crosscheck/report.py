@@ -472,6 +472,7 @@ _BLOCK_LEVERS = {
                           "larger key_dim keep num_heads × key_dim; a sequence length that is a "
                           "multiple of 128 fills the score matrix",
 }
+_CONTAINERS = ("Functional", "Sequential", "Model")
 _PADDED = re.compile(r"([a-z-]+) (\d+)→(\d+)")
 
 
@@ -500,14 +501,18 @@ def _origins(what: _WhatIf, raw: dict[str, Any], reports: list[OpReport], uncove
         named = []
         for dim, real, padded in pads:
             args = [k for k, v in config.items() if v == real]
-            whose = f"{'/'.join(args)}={real}" if args else "the input's length" if real in lengths else ""
+            whose = f"{'/'.join(args)}={real}" if args else "the model input's" if real in lengths else ""
             named.append(f"{dim} {real}→{padded}" + (f" ({whose})" if whose else ""))
+        named += sorted({f"{r.kind}s through HBM" for r in rows if r.kind not in ("convolution", "dot")})
         src = rows[0].source
-        lever = _BLOCK_LEVERS.get(info["class"], "its layers' sizes follow its arguments")
+        lever = _BLOCK_LEVERS.get(info["class"], "its layers are the library's; yours are its "
+                                                 "arguments, the input's shape and the batch")
         argv = ", ".join(f"{k}={v}" for k, v in config.items() if k in ("num_heads", "key_dim", "value_dim")
                          or info["class"] not in _BLOCK_LEVERS)
+        # a model from a library (keras.applications) is known by its name, not its class
+        what_ = f"`{block}`" if info["class"] in _CONTAINERS else f"`{info['class']}` {block}"
         out.append(Recommendation(
-            f"{_ranks(ranks)}: inside `{info['class']}` {block} ({_line(src)}"
+            f"{_ranks(ranks)}: inside {what_} ({_line(src)}"
             + (f", {argv}" if argv else "") + "): " + ("; ".join(named) or "padding") + f" — {lever}",
             src, ranks))
     return out

@@ -175,3 +175,16 @@ def test_attention_inside_a_custom_layer_is_a_block_and_a_users_sequential_is_no
     (where,) = [r for r in data["recommendations"] if "inside `MultiHeadAttention`" in r["text"]]
     assert where["source"]["line"] == 8 and "key_dim=32" in where["text"]
     assert_top_rows_accounted_for(data)
+
+
+def test_an_applications_model_is_a_block_and_gets_no_advice_to_edit_its_insides(tmp_path, kerasfit_cmd):
+    path = tmp_path / "resnet.py"
+    shutil.copy(ROOT / "fixtures" / "crosscheck" / "resnet50.py", path)
+    data = report_json(kerasfit_cmd, path, "--entry", "build_small_model()", "--batch-size", "8")
+    assert list(data["blocks"]) == ["resnet50"]
+    # its ZeroPadding2D layers and widths are keras's: no change is offered for them ...
+    assert not [r for r in data["recommendations"] if r["kind"] == "change" and r["source"]]
+    # ... and its top rows say they are inside it, at the line that calls it
+    inside = [r for r in data["recommendations"] if "inside `resnet50`" in r["text"]]
+    assert inside and inside[0]["source"]["line"] == 9
+    assert_top_rows_accounted_for(data)
