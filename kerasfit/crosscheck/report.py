@@ -328,9 +328,10 @@ def _batch_change(what: _WhatIf, raw: dict[str, Any], target: str, step_fit: flo
                           raises="batch")
 
 
-def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], target: str
-                   ) -> list[Recommendation]:
-    """Per layer: round the filter/unit count its forward op produces."""
+def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], target: str,
+                   floor: float = 0.001) -> list[Recommendation]:
+    """Per layer: round the filter/unit count its forward op produces, where that recovers
+    more than ``floor`` of the step."""
     t = TARGETS[target]
     by_layer: dict[str, list[OpReport]] = {}
     for rep in reports:
@@ -356,7 +357,7 @@ def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], 
             recovered = what.step_time - sum(r.useful_time for r in what.rows) - sum(waste)
             if best is None or recovered > best[3]:
                 best = (new, after, waste, recovered, ops)
-        if best is None or best[3] <= 0.001 * what.step_time:
+        if best is None or best[3] <= floor * what.step_time:
             continue
         new, after, waste, recovered, ops = best
         src = fwd[0].source
@@ -427,7 +428,8 @@ def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendatio
 
 
 def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpReport],
-                   reports: list[OpReport], changes: list[Recommendation]) -> list[Recommendation]:
+                   reports: list[OpReport], changes: list[Recommendation], raw: dict[str, Any],
+                   target: str) -> list[Recommendation]:
     """A static finding on a row of the table always yields its recommendation: the build's
     change at the same line takes the finding's code and fix; else the finding's own."""
     out = []
@@ -448,6 +450,15 @@ def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpRep
             same.code = f.code
             same.text = f"{f.code} {same.text}"
             continue
+        if f.evidence == "feature-padding":
+            # the layer's rounding, however little it recovers: the finding asked for it
+            own = [o for o in reports if source_at(o.source, f.filename, f.row, f.end_row)]
+            width = _width_changes(what, own, raw, target, floor=-1.0)
+            if width:
+                for change in width:
+                    change.code, change.text = f.code, f"{f.code} {change.text}"
+                out += width
+                continue
         removed: set[str] = set()
         if f.evidence in ("transpose", "spatial-pad"):
             kinds = ("transpose",) if f.evidence == "transpose" else ("pad", "slice")
@@ -580,7 +591,7 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], r
     batch = _batch_change(what, raw, target, step_fit)
     changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem)
                + _width_changes(what, reports, raw, target))
-    changes += _from_findings(what, findings, mem, reports, changes)
+    changes += _from_findings(what, findings, mem, reports, changes, raw, target)
     top = set(range(1, min(TOP_ROWS, len(rows)) + 1))
     # Changes that reach a top row or carry a static finding, then the rest by what they save.
     changes.sort(key=lambda c: (not (top & set(c.rows) or c.code), -c.waste_saved))
