@@ -487,6 +487,71 @@ _CONTAINERS = ("Functional", "Sequential", "Model")
 _PADDED = re.compile(r"([a-z-]+) (\d+)→(\d+)")
 
 
+def _reshaped_heads(op: HloOp, heads: int, head_dims: set[int], new_heads: int) -> HloOp | None:
+    """An attention matmul with ``new_heads`` heads of the same total width; the op itself
+    when it is not one (no batch dim of ``heads``: a projection's weight update); None when
+    its dims do not say unambiguously which is the head count and which the head size."""
+    if not any(op.lhs_shape[i] == heads for i in op.roles.get("lhs", {}).get("b", [])):
+        return op
+    batch = int(op.extra.get("batch") or 0)
+    sizes = {"m": op.m, "k": op.k, "n": op.n}
+    role = [r for r, v in sizes.items() if v in head_dims]
+    if not batch or batch % heads or len(role) != 1:
+        return None
+    size = sizes[role[0]]
+    if size * heads % new_heads:
+        return None
+    new_size = size * heads // new_heads
+    clone = HloOp.from_dict(op.to_dict())
+    clone.extra["batch"] = batch // heads * new_heads
+    setattr(clone, role[0], new_size)  # the FLOPs stay: heads × head size is the same
+    for tensor, shape in (("lhs", clone.lhs_shape), ("rhs", clone.rhs_shape), ("out", clone.shape)):
+        roles = clone.roles.get(tensor, {})
+        at_heads = [i for i in roles.get("b", []) if shape[i] == heads]
+        at_size = roles.get(role[0], [])  # one operand has no head-size dim (the scores)
+        if len(at_heads) != 1 or len(at_size) > 1 or (at_size and shape[at_size[0]] != size):
+            return None
+        shape[at_heads[0]] = new_heads
+        if at_size:
+            shape[at_size[0]] = new_size
+    return clone
+
+
+def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list[OpReport]
+                  ) -> Recommendation | None:
+    """MultiHeadAttention: the same num_heads × key_dim in fewer, larger heads — the head
+    size is what its attention matmuls pad. Only those matmuls are re-simulated."""
+    config = info.get("config") or {}
+    heads, key_dim = config.get("num_heads"), config.get("key_dim")
+    if info.get("class") != "MultiHeadAttention" or not heads or not key_dim or heads < 2:
+        return None
+    head_dims = {key_dim, config.get("value_dim") or key_dim}
+    inside = {o.name for o in reports if (o.source or {}).get("block") == block and "rows" in o.dims}
+    best = None
+    for new_heads in (h for h in range(1, heads) if heads % h == 0):
+        ops, changed = [], 0
+        for op in what.ops:
+            clone = _reshaped_heads(op, heads, head_dims, new_heads) if op.name in inside else None
+            if op.name in inside and clone is None:
+                break  # one attention matmul this cannot follow: no number at all
+            changed += clone is not None and clone is not op
+            ops.append(clone or op)
+        else:
+            if changed:
+                after, waste = what.apply(ops)
+                if best is None or after < best[1]:
+                    best = (new_heads, after, waste)
+    if best is None or best[1] >= what.step_time:
+        return None
+    new_heads, after, waste = best
+    src = next((o.source for o in reports if o.name in inside), None)
+    text = (f"`MultiHeadAttention` {block} ({_line(src)}): num_heads={heads}, key_dim={key_dim} → "
+            f"num_heads={new_heads}, key_dim={key_dim * heads // new_heads} (the same total width; "
+            f"its attention matmuls re-simulated): {_effect(what, after)}")
+    return Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                          sum(r.wasted_time for r in what.rows) - sum(waste))
+
+
 def _origins(what: _WhatIf, raw: dict[str, Any], reports: list[OpReport], uncovered: list[int]
              ) -> list[Recommendation]:
     """Top rows no change of the user's reaches: say where they come from."""
@@ -592,6 +657,8 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], r
     changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem)
                + _width_changes(what, reports, raw, target))
     changes += _from_findings(what, findings, mem, reports, changes, raw, target)
+    changes += [c for block, info in (raw.get("blocks") or {}).items()
+                if (c := _heads_change(what, block, info, reports)) is not None]
     top = set(range(1, min(TOP_ROWS, len(rows)) + 1))
     # Changes that reach a top row or carry a static finding, then the rest by what they save.
     changes.sort(key=lambda c: (not (top & set(c.rows) or c.code), -c.waste_saved))

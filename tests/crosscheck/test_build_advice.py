@@ -130,14 +130,19 @@ def test_multi_head_attention_rows_are_traced_to_the_block_and_its_arguments(tmp
     inside = [i for i, r in enumerate(data["rows"][:TOP_ROWS], 1)
               if (r["source"] or {}).get("block") == "multi_head_attention"]
     assert inside, "the attention's rows are not the top ones any more: pick a model where they are"
-    (where,) = [r for r in data["recommendations"] if set(inside) <= set(r["rows"])]
-    assert where["kind"] == "origin" and where["source"]["line"] == 8
-    assert "inside `MultiHeadAttention`" in where["text"] and "key_dim=16" in where["text"]
-    assert "num_heads=4" in where["text"]
+    # The lever the user has: its arguments, at the line constructing it — fewer, larger
+    # heads of the same total width, with what that does to the step ...
+    (heads,) = [r for r in data["recommendations"] if r["kind"] == "change" and "num_heads=4" in r["text"]]
+    assert heads["source"]["line"] == 8 and "key_dim=16 → num_heads=" in heads["text"]
+    assert heads["step_time"] < data["step_time"] and heads["rows"]
+    # ... and where the rest of its rows come from: inside it, named with its arguments.
+    (where,) = [r for r in data["recommendations"] if "inside `MultiHeadAttention`" in r["text"]]
+    assert where["kind"] == "origin" and where["source"]["line"] == 8 and "key_dim=16" in where["text"]
+    assert set(inside) <= set(heads["rows"]) | set(where["rows"])
     assert_top_rows_accounted_for(data)
     text = subprocess.run([*kerasfit_cmd, "report", str(path)], capture_output=True, text=True,
                           timeout=600).stdout
-    assert where["text"] in text
+    assert where["text"] in text and heads["text"] in text
 
 
 BLOCK_IN_A_CUSTOM_LAYER = '''\

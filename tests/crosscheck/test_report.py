@@ -10,8 +10,8 @@ import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
-from kerasfit.crosscheck.hlo import KERNEL_GRAD, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, make_report
+from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, make_report
 from kerasfit.types import Diagnostic, Severity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -403,3 +403,29 @@ def test_every_top_row_is_covered_by_a_change_or_said_where_it_comes_from(model_
                 assert "→" in rec.text and rec.step_time > 0
             elif not rec.is_change:
                 assert rec.rows and ("row" in rec.text) and "→" in rec.text
+
+
+def _attention_dot(lhs, rhs, out, roles, m, k, n, batch):
+    return HloOp(name="Einsum.8", opcode="dot", op_type="Einsum", op_name="mha/einsum/Einsum", dtype="f32",
+                 shape=out, lhs_shape=lhs, rhs_shape=rhs, lhs="q", rhs="k", roles=roles, m=m, k=k, n=n,
+                 flops=2 * batch * m * k * n, pass_="forward", extra={"batch": batch})
+
+
+def test_fewer_larger_heads_reshape_the_attention_matmuls_or_give_no_number():
+    # softmax(Q·Kᵀ)'s scores: B=128, S=64, 4 heads of 16 -> 1 head of 64, the FLOPs unchanged
+    roles = {"lhs": {"m": [1], "k": [3], "b": [0, 2]}, "rhs": {"k": [3], "n": [1], "b": [0, 2]},
+             "out": {"m": [2], "n": [3], "b": [0, 1]}}
+    scores = _attention_dot([128, 64, 4, 16], [128, 64, 4, 16], [128, 4, 64, 64], roles, 64, 16, 64, 512)
+    one = _reshaped_heads(scores, 4, {16}, 1)
+    assert one is not None and one is not scores
+    assert (one.lhs_shape, one.rhs_shape, one.shape) == ([128, 64, 1, 64], [128, 64, 1, 64], [128, 1, 64, 64])
+    assert (one.k, one.extra["batch"], one.flops) == (64, 128, scores.flops)
+    assert scores.lhs_shape == [128, 64, 4, 16]  # the step's own op is left alone
+    # a sequence as long as the head: which dim is the head size is not known, so no number
+    square = _attention_dot([128, 16, 4, 16], [128, 16, 4, 16], [128, 4, 16, 16], roles, 16, 16, 16, 512)
+    assert _reshaped_heads(square, 4, {16}, 1) is None
+    # a projection's weight update has no heads: it is not reshaped
+    proj = _attention_dot([128, 64, 64], [128, 64, 64], [128, 64, 64],
+                          {"lhs": {"m": [2], "k": [1], "b": [0]}, "rhs": {"k": [1], "n": [2], "b": [0]},
+                           "out": {"m": [1], "n": [2], "b": [0]}}, 64, 64, 64, 128)
+    assert _reshaped_heads(proj, 4, {16}, 1) is proj
