@@ -398,8 +398,10 @@ def _pad_changes(what: _WhatIf, raw: dict[str, Any], mem: list[OpReport]) -> lis
 
 
 # TF's own name for a transpose op (tf.transpose, keras.ops.transpose, Permute): a transpose
-# named after another op (".../MatMul") is one the compiler inserted for that op.
+# named after another op (".../MatMul") is one the compiler inserted for that op, and one
+# under a tensordot or einsum is how TF lowers that contraction, not a line of the user's.
 _TRANSPOSE_OP = re.compile(r"(^|/)([Tt]ranspose(_\d+)?)$")
+_LOWERED = re.compile(r"(^|/)([Tt]ensordot|[Ee]insum|MatMul|BatchMatMul)[^/]*/")
 
 
 def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendation]:
@@ -411,7 +413,7 @@ def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendatio
         if m.kind != "transpose" or not src or src.get("block") or m.wasted_time <= 0:
             continue
         forward_name = re.sub(r"(/[Tt]ranspose(_\d+)?)+$", r"\1", strip_scopes(m.op_name))
-        if _TRANSPOSE_OP.search(forward_name):
+        if _TRANSPOSE_OP.search(forward_name) and not _LOWERED.search(forward_name):
             by_line.setdefault((src["file"], src["line"]), []).append(m)
     out = []
     for found in by_line.values():

@@ -429,3 +429,25 @@ def test_fewer_larger_heads_reshape_the_attention_matmuls_or_give_no_number():
                           {"lhs": {"m": [2], "k": [1], "b": [0]}, "rhs": {"k": [1], "n": [2], "b": [0]},
                            "out": {"m": [1], "n": [2], "b": [0]}}, 64, 64, 64, 128)
     assert _reshaped_heads(proj, 4, {16}, 1) is proj
+
+
+def test_a_written_transpose_is_a_change_and_one_tf_lowers_a_contraction_with_is_not(model_file):
+    raw = raw_build(model_file)
+
+    def transpose(op_name, line):
+        src = {"file": str(model_file), "line": line, "end_line": line, "column": 0, "end_column": 0}
+        return {"name": op_name, "opcode": "transpose", "op_name": op_name, "dtype": "f32",
+                "shape": [16, 3, 32, 32], "operand_shapes": [[16, 32, 32, 3]], "bytes": 8 * 393216,
+                "layer": "conv2d", "source": src}
+
+    raw["mem_ops"] = raw["mem_ops"] + [transpose("model/conv2d/transpose", 9),
+                                       transpose("gradient_tape/model/conv2d/transpose/transpose", 9),
+                                       transpose("model/dense/Tensordot/transpose", 13)]
+    report = make_report(raw)
+    (change,) = [r for r in report.recommendations if r.is_change and "transpose" in r.text]
+    # the written transpose and its gradient both go, and nothing else
+    written = [m for m in report.mem_rows if m.kind == "transpose" and m.source["line"] == 9]
+    assert change.source["line"] == 9 and len(written) == 2
+    assert change.saved == pytest.approx(sum(m.time for m in written))
+    assert not [r for r in report.recommendations if r.is_change and r.source and r.source["line"] == 13
+                and "transpose" in r.text]
