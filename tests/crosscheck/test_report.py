@@ -446,7 +446,7 @@ def test_a_written_transpose_is_a_change_and_one_tf_lowers_a_contraction_with_is
     report = make_report(raw)
     (change,) = [r for r in report.recommendations if r.is_change and "transpose" in r.text]
     # the written transpose and its gradient both go, and nothing else
-    written = [m for m in report.mem_rows if m.kind == "transpose" and m.source["line"] == 9]
+    written = [m for m in report.mem_rows if m.kind == "transpose" and m.source and m.source["line"] == 9]
     assert change.source["line"] == 9 and len(written) == 2
     assert change.saved == pytest.approx(sum(m.time for m in written))
     assert not [r for r in report.recommendations if r.is_change and r.source and r.source["line"] == 13
