@@ -112,7 +112,9 @@ class Recommendation:
     text: str
     source: dict[str, Any] | None = None  # the line to change (or to look at)
     rows: list[int] = field(default_factory=list)  # ranks (1-based) of the table rows it covers
-    step_time: float | None = None  # seconds per step after the change; None: nothing modelled
+    # seconds per step after the change (a batch change: the step at the new batch);
+    # None: nothing modelled
+    step_time: float | None = None
     saved: float = 0.0  # seconds per step (negative: the step gets slower)
     waste_saved: float = 0.0  # of the wasted time
     step_fit_after: float | None = None
