@@ -194,11 +194,14 @@ def report(
     try:
         if target:
             check_target(target)
-        from .crosscheck.api import BuildError, build_report, render_report
+        from .api import CheckOptions, check_paths
+        from .crosscheck.api import BuildError, build_report, render_report, static_findings
 
         opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
                               input_shape)
-        rep = build_report(path, opts)
+        # the file's static findings: each one on a row of the table yields its recommendation
+        static = check_paths([path], CheckOptions(target=opts.target)).diagnostics
+        rep = build_report(path, opts, static_findings(static))
     except ConfigError as exc:
         _fail(str(exc))
         return

@@ -32,8 +32,8 @@ class PaddedOp(Rule):
     ```
 
     ## Fix safety
-    No fix: the width is not a constant in the source. The message gives the measured
-    shape, the padded shape and the share of the step's FLOPs.
+    No fix: the width is not a constant in the source. The message gives the built
+    shape, the padded shape modelled for it and the share of the step's FLOPs.
 
     ## References
     docs/facts.md#1–3, #5, #6, #8; Cloud TPU performance guide ("Tensor dimensions", op_profile).

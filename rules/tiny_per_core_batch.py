@@ -31,7 +31,8 @@ class TinyPerCoreBatch(Rule):
 
     ## Fix safety
     No fix: the batch size is a training choice (learning rate and schedule usually
-    scale with it). The message gives the measured padded shape and fit.
+    scale with it). The message gives the built shape, the padded
+    shape modelled for it and its fit.
 
     ## References
     docs/facts.md#1, #6, #24; Cloud TPU performance guide ("Batch size").

@@ -15,7 +15,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -23,13 +23,13 @@ from kerasfit.cachefs import CacheDir
 from kerasfit.types import TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
-from .report import BuildReport, OpReport, make_report, render_report
+from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
 from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
 
 __all__ = [
     "BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report",
-    "cross_check", "cross_check_failure", "render_report",
+    "cross_check", "cross_check_failure", "render_report", "static_findings",
 ]
 
 CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
@@ -251,8 +251,10 @@ def _read_json(cache: CacheDir, name: str) -> Any:
         return None
 
 
-def build_report(path: str | Path, options: BuildOptions) -> BuildReport:
-    """Build the model at ``path`` (or reuse a cached build) and simulate it."""
+def build_report(path: str | Path, options: BuildOptions,
+                 findings: list[StaticFinding] | None = None) -> BuildReport:
+    """Build the model at ``path`` (or reuse a cached build) and simulate it; ``findings``
+    (:func:`static_findings` of the same file) each yield a recommendation on their rows."""
     path = Path(path)
     started = time.perf_counter()
     try:
@@ -269,7 +271,7 @@ def build_report(path: str | Path, options: BuildOptions) -> BuildReport:
             _write_json(cache, f"{key}.json", raw)
     if options.use_cache:
         _write_json(cache, f"latest-{digest}.json", {"key": key, "options": asdict(options)})
-    report = make_report(raw, options.target, options.dtype)
+    report = make_report(raw, options.target, options.dtype, findings)
     report.notes.extend(cache.warnings)
     report.cached = cached
     report.elapsed = time.perf_counter() - started
@@ -304,30 +306,8 @@ POOR_FIT = 0.5
 MIN_SHARE = 0.01
 
 
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.realpath(a) == os.path.realpath(b)
-    except (OSError, ValueError):
-        return a == b
-
-
-def _at(src: dict[str, Any] | None, filename: str, row: int, end_row: int) -> bool:
-    """Does a source site (or one of the user-file calls that led to it) cover the rows?
-
-    ``callers`` are the outer user-file lines on the stack when the layer/op was made: a
-    width passed through a helper (``block(x, 30)``) is measured at the helper's conv
-    and judged at the call site.
-    """
-    if not src or not _same_file(src["file"], filename):
-        return False
-    end = max(end_row, row)
-    if src["line"] <= end and src.get("end_line", src["line"]) >= row:
-        return True
-    return any(row <= line <= end for line in src.get("callers", ()))
-
-
 def _ops_on(report: BuildReport, filename: str, row: int, end_row: int) -> list[OpReport]:
-    return [op for op in report.ops if _at(op.source, filename, row, end_row)]
+    return [op for op in report.ops if source_at(op.source, filename, row, end_row)]
 
 
 def _feature_fit(op: OpReport) -> float:
@@ -343,11 +323,12 @@ _CLAIM = re.compile(r"pads? to (\d+)(?: or (\d+))?")
 
 
 def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | None:
-    """KF102: is the produced feature dim padded, and to what the finding says?
+    """KF102: is the finding's own layer's width padded, and to what the finding says?
 
-    The verdict cites the op that shows the claimed padding ("pads to 128" is the weight
-    update's 100 -> 128, not the forward pass's 100 -> 104). When no op pads to the
-    claimed size the finding is corrected with what the build measured instead.
+    Only the layer's own ops are evidence: its forward pass and weight update produce the
+    width, its input gradient contracts over it. The verdict cites the op that shows the
+    claimed padding; when none does, the finding is corrected with what the simulator
+    models for them — padded sizes are modelled from docs/facts.md, never measured.
     """
     if not ops:
         return None
@@ -364,54 +345,35 @@ def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | 
         status, pool = "corrected", padded
     else:
         status, pool = "refuted", [op for op in ops if op.pass_ == FORWARD] or ops
-    # The layer's own ops first: another layer's op is evidence only when none of them shows it.
-    op = max(pool, key=lambda o: (not _is_consumer(o), o.wasted_time, -o.fit))
+    # the forward pass reads most plainly, unless another pass is what the claim is about
+    op = max(pool, key=lambda o: (status == "confirmed" or o.pass_ == FORWARD, o.wasted_time, -o.fit))
     width = _width(op)
-    tensor = "lhs" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out"
+    tensor = "lhs" if op.pass_ == INPUT_GRAD else "out"
     shape, padded_shape = op.tensors.get(tensor, [op.shape, op.padded_shape])
-    layer = next((o.layer for o in ops if not _is_consumer(o)), op.layer)
     verdict = {"status": status, "shape": shape, "padded_shape": padded_shape, "fit": op.fit,
-               "layer": layer, "pass": op.pass_, "out_features": list(width),
+               "layer": op.layer, "pass": op.pass_, "out_features": list(width),
                "wasted_time": op.wasted_time}
     if status == "corrected":
         # the padding is the simulator's rule applied to the built shapes, not a measurement
-        verdict["detail"] = (f"modelled on the built shapes: {op.pass_} pads {width[0]} to {width[1]}, "
-                             f"not {' or '.join(str(c) for c in sorted(claimed or ()))}")
+        verdict["detail"] = (f"modelled on the built shapes (docs/facts.md#1–3): its {op.pass_} pass pads "
+                             f"{width[0]} to {width[1]}, not {' or '.join(str(c) for c in sorted(claimed or ()))}")
     return verdict
 
 
-def _is_consumer(op: OpReport) -> bool:
-    return " of " in op.pass_  # a copy made by _consumers: "kernel-gradient of conv2d_1"
-
-
 def _width(op: OpReport) -> list[int]:
-    """[real, padded] of the layer's own filter/unit count in this op.
-
-    Its input gradient and the next layer's ops contract over it or read it as their
-    input's features (where it pads to 128: forward at a small batch, the weight update
-    at a large one); its forward pass and weight update produce it (docs/facts.md#2:
-    padded to 8 there).
-    """
-    key = "in_features" if op.pass_ == INPUT_GRAD or _is_consumer(op) else "out_features"
+    """[real, padded] of the layer's own filter/unit count in this op: its input gradient
+    contracts over it, its forward pass and weight update produce it."""
+    key = "in_features" if op.pass_ == INPUT_GRAD else "out_features"
     return op.dims.get(key) or [0, 0]
-
-
-def _consumers(report: BuildReport, ops: list[OpReport]) -> list[OpReport]:
-    """Other layers' forward and weight-update ops that read this layer's width.
-
-    Matched by width, as ``simulator.with_features`` does; each is a copy whose pass
-    names the consuming layer, so :func:`_width` reads its in-features.
-    """
-    widths = {op.dims["out_features"][0] for op in ops if op.pass_ == FORWARD}
-    names = {op.name for op in ops}
-    return [replace(op, pass_=f"{op.pass_} of {op.layer}") for op in report.ops
-            if op.pass_ in (FORWARD, KERNEL_GRAD) and op.name not in names
-            and op.dims["in_features"][0] in widths]
 
 
 def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: int) -> dict[str, Any]:
     """KF107: a transpose the finding points at is still in the traced step (not free)."""
-    found = [m for m in report.mem_rows if m.kind == "transpose" and _at(m.source, filename, row, end_row)]
+    at_line = [m for m in report.mem_rows if m.kind == "transpose" and source_at(m.source, filename, row, end_row)]
+    found = [m for m in at_line if m.wasted_time > 0]
+    if at_line and not found:
+        return {"status": "refuted", "detail": "its transposes only feed matrix units, which read "
+                                               "either layout (docs/facts.md#4)"}
     if not found:
         return {"status": "refuted", "detail": "no transpose from this line is left in the traced "
                                                "step (XLA folded it or it is free, docs/facts.md#4)"}
@@ -428,7 +390,7 @@ def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: i
     by_name = {op.name: op for op in report.ops}
     for pad in report.pads:
         src = pad.get("source")
-        on_line = src and _same_file(src["file"], filename) and row <= src["line"] <= max(row, end_row)
+        on_line = src and same_file(src["file"], filename) and row <= src["line"] <= max(row, end_row)
         if not on_line and not conv_names.intersection(pad.get("consumers", [])):
             continue
         shape, padded = pad["shape"], pad["padded_shape"]
@@ -497,6 +459,29 @@ def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     return static, findings
 
 
+def _confirm_failure(code: str, report: BuildReport) -> dict[str, Any] | None:
+    """KF101: Keras 3 rejecting the argument confirms it, whatever the tf-keras retry did;
+    a model Keras 3 built with it refutes it; a tf-keras build alone says nothing."""
+    from ..registry import all_rules
+
+    pattern = getattr(all_rules().get(code), "build_failure_pattern", None)
+    if report.keras3_error:
+        if pattern and re.search(pattern, report.keras3_error):
+            return {"status": "confirmed", "detail": f"Keras 3 refuses it: {report.keras3_error[:200]}"}
+        return None
+    if report.mode == "keras":
+        return {"status": "refuted", "detail": "the model built under Keras 3"}
+    return None
+
+
+def static_findings(diagnostics: list[Diagnostic]) -> list[StaticFinding]:
+    """The findings whose rule the build can weigh, for the report's recommendations."""
+    static, _ = _rules_by_evidence()
+    return [StaticFinding(d.code, static[d.code], d.filename, d.row, d.end_row,
+                          d.fix.title if d.fix is not None else d.message)
+            for d in diagnostics if d.code in static and d.severity != Severity.INFO]
+
+
 def cross_check_failure(diagnostics: list[Diagnostic], error: str) -> list[Diagnostic]:
     """A failed build is evidence too: KF101's ``fused=`` is what Keras 3 raises on."""
     from ..registry import all_rules
@@ -520,6 +505,9 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         text = Path(filename).read_text(encoding="utf-8")
     except OSError:
         text = None
+    if not report.complete:
+        # a model missing whatever the failed statements would have added proves nothing
+        return list(diagnostics)
     static, findings = _rules_by_evidence()
     poor_fit = findings.get("poor-fit")
     tiny_code = findings.get("tiny-per-core-batch")
@@ -529,12 +517,12 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     is_tpu = TARGETS.get(report.target) is not None and TARGETS[report.target].family == "tpu"
     tiny = is_tpu and 0 < report.per_core_batch < LARGE_BATCH
     for d in out:
-        if not _same_file(d.filename, filename):
+        if not same_file(d.filename, filename):
             continue
         kind = static.get(d.code)
         ops = _ops_on(report, filename, d.row, d.end_row)
         if kind == "feature-padding" and ops:
-            d.build = _confirm_channels(ops + _consumers(report, ops), d.message)
+            d.build = _confirm_channels(ops, d.message)
         elif kind == "spatial-pad":
             d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
         elif kind == "transpose":
@@ -546,7 +534,7 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
                        "fit": evidence.fit if evidence else None,
                        "per_core_batch": report.per_core_batch}
         elif kind == "build-failure":
-            d.build = {"status": "refuted", "detail": "the model built"}
+            d.build = _confirm_failure(d.code, report)
         if d.build is not None:
             claimed.update(range(d.row, max(d.row, d.end_row) + 1))
             # The static finding already speaks for these ops: no second finding on them.
@@ -556,9 +544,9 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     # KF301: lines whose ops are badly padded in their features, no static finding there.
     by_line: dict[int, list[OpReport]] = {}
     for op in report.ops:
-        if op.source and _same_file(op.source["file"], filename):
+        if op.source and same_file(op.source["file"], filename):
             by_line.setdefault(op.source["line"], []).append(op)
-    static_rows = {r for d in diagnostics if _same_file(d.filename, filename)
+    static_rows = {r for d in diagnostics if same_file(d.filename, filename)
                    for r in range(d.row, max(d.row, d.end_row) + 1)}
     outputs = set(report.output_layers)
     for line, ops in sorted(by_line.items()):
@@ -580,12 +568,12 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
                f"{share:.1%} of step FLOPs")
         out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
     # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
-    has_kf203 = any(static.get(d.code) == "per-core-batch" and _same_file(d.filename, filename)
+    has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)
                     for d in diagnostics)
     if tiny and not has_kf203 and tiny_code is not None:
         # The line where the batch enters (placeholder / keras.Input), else the evidence op.
         candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
-        src = next((s for s in candidates if _same_file(s["file"], filename)), None)
+        src = next((s for s in candidates if same_file(s["file"], filename)), None)
         what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
                 f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
                 if evidence else "")

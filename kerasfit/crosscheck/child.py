@@ -60,6 +60,9 @@ class Site(TypedDict):
     column: int
     end_column: int
     callers: NotRequired[list[int]]  # outer user-file lines (a helper's call sites)
+    # the library layer (MultiHeadAttention, an application) whose insides made the op:
+    # its name in the model; "blocks" in the result describes it
+    block: NotRequired[str]
 
 
 # An HLO op name -> (the layer it belongs to, where that layer was created)
@@ -180,6 +183,17 @@ class Sites:
                 "column": 0, "end_column": 0, "callers": [fr.lineno for fr in user[1:9]]}
 
 
+def _constructed_by_user(layer: Any, sites: Sites) -> bool:
+    """Is the code constructing ``layer`` (past its own ``__init__`` chain) the user's file?
+    A library layer's insides (MultiHeadAttention's projections, an application's convs)
+    are not."""
+    frame: FrameType | None = sys._getframe(2)
+    # its __init__ chain and the decorators wrapping it (tf-keras's take the layer as an argument)
+    while frame is not None and any(v is layer for v in frame.f_locals.values()):
+        frame = frame.f_back
+    return frame is not None and sites.is_user(frame.f_code.co_filename)
+
+
 def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
     original = layer_cls.__init__
     if getattr(original, "_kerasfit", False):
@@ -187,9 +201,12 @@ def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         site = sites.from_frames(skip_self=self)
+        by_user = _constructed_by_user(self, sites)
         original(self, *args, **kwargs)
         if site is not None and not hasattr(self, "_kerasfit_site"):
             object.__setattr__(self, "_kerasfit_site", site)
+        if not hasattr(self, "_kerasfit_by_user"):
+            object.__setattr__(self, "_kerasfit_by_user", by_user)
 
     __init__._kerasfit = True  # type: ignore[attr-defined]  # a marker on the function object: patched once
     layer_cls.__init__ = __init__
@@ -573,8 +590,15 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     result["per_core_batch"] = per_core
     result["variables"] = [v.shape.as_list() for v in variables]
 
+    blocks, block_of = _library_blocks(model, sites)
+    result["blocks"] = blocks
+    # op tracebacks only where a user-written call() can have made ops
+    written = _written_sites(concrete.graph, sites) if any(_user_call(l, sites) for l in layers) else {}
+
     def site_of(layer: Any) -> Site | None:
         site: Site | None = getattr(layer, "_kerasfit_site", None)
+        if site is not None and id(layer) in block_of:
+            site = Site(**site, block=block_of[id(layer)])
         return site
 
     # Longest scope first so an op lands in its innermost layer.
@@ -584,8 +608,9 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         name = strip_scopes(op_name)
         for scope, layer in ordered:
             if name == scope or name.startswith(scope + "/"):
-                if site_of(layer) is not None:
-                    return layer.name, site_of(layer)
+                site = site_of(layer)
+                if site is not None:
+                    return layer.name, _in_own_call(layer, site, name, written, sites)
         for scope, layer in ordered:
             if name.startswith(scope + "/"):
                 return layer.name, None
@@ -595,6 +620,89 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     if opts.probe_outputs:
         _probe(model, shapes, dtypes, per_core, opts.probe_weights, opts.probe_outputs, tf)
     return hlo
+
+
+def _library_blocks(model: Any, sites: Sites) -> tuple[dict[str, dict[str, Any]], dict[int, str]]:
+    """Library layers with layers the library made inside them (MultiHeadAttention, a
+    keras.applications model, the built model itself when it is one; not a Sequential
+    of the user's own layers).
+
+    Their insides are not the user's to change; the report names the block and the
+    arguments it was made with, the levers the user does have. Returns the blocks by
+    name and, for every layer inside one (the block included), the block's name.
+    """
+    blocks: dict[str, dict[str, Any]] = {}
+    block_of: dict[int, str] = {}
+
+    def user_class(layer: Any) -> bool:
+        try:
+            return sites.is_user(inspect.getfile(type(layer)))
+        except (TypeError, OSError):
+            return False
+
+    def visit(layer: Any, block: str | None) -> None:
+        try:
+            children = list(layer._flatten_layers(include_self=False, recursive=False))
+        except Exception:
+            children = []
+        # layers with weights only: a Sequential's own InputLayer, tf-keras's TFOpLambda
+        # wrapping the user's `x + y` are made by the library but hold nothing of it
+        made_inside = [c for c in children if not getattr(c, "_kerasfit_by_user", True)
+                       and getattr(c, "weights", None)]
+        if block is None and made_inside and not user_class(layer):
+            block = layer.name
+            try:
+                config = layer.get_config()
+            except Exception:
+                config = {}
+            blocks[block] = {"class": type(layer).__name__,
+                             "config": {k: v for k, v in config.items()
+                                        if isinstance(v, int) and not isinstance(v, bool)}}
+        if block is not None:
+            block_of[id(layer)] = block
+        for child in children:
+            if id(child) not in block_of:
+                visit(child, block)
+
+    visit(model, None)
+    return blocks, block_of
+
+
+def _written_sites(graph: Any, sites: Sites) -> dict[str, Site]:
+    """TF op name -> the user-file line that ran it while tracing (a custom layer's call())."""
+    out: dict[str, Site] = {}
+    for op in graph.get_operations():
+        site = sites.from_traceback(getattr(op, "traceback", None))
+        if site is not None:
+            out[op.name] = site
+    return out
+
+
+def _in_own_call(layer: Any, site: Site, op_name: str, written: dict[str, Site], sites: Sites) -> Site:
+    """An op a user-defined layer's call() writes is sourced at that line, not at the
+    line constructing the layer (which becomes its first caller): KF107 on a transpose
+    inside call() is judged by the transposes it makes. Gradient ops take their forward
+    op's line (the longest op-name prefix that has one)."""
+    if not _user_call(layer, sites):
+        return site
+    parts = op_name.split("/")
+    for i in range(len(parts), 0, -1):
+        hit = written.get("/".join(parts[:i]))
+        if hit is not None:
+            if hit["line"] == site["line"]:
+                return site
+            out = Site(**{**hit, "callers": [*hit.get("callers", []), site["line"], *site.get("callers", [])]})
+            if "block" in site:
+                out["block"] = site["block"]
+            return out
+    return site
+
+
+def _user_call(layer: Any, sites: Sites) -> bool:
+    try:
+        return sites.is_user(inspect.getfile(type(layer).call))
+    except (TypeError, OSError):
+        return False
 
 
 def _endpoint_layers(model: Any, attr: str) -> list[Any]:
@@ -888,6 +996,8 @@ def run(opts: _Options) -> dict[str, Any]:
     if opts.legacy:
         _patch_tf1(tf, opts, state, sites)
     if opts.keras2:
+        # Keras 3's rejection is evidence of its own (KF101's `fused=`), whatever tf-keras does
+        result["keras3_error"] = os.environ.get(_FIRST_ERROR, "")
         result["notes"].append("built with tf-keras (Keras 2, the script's era); under Keras 3: "
                                + _one_line(os.environ.get(_FIRST_ERROR, ""), 160))
     result["tf_version"] = tf.__version__

@@ -311,20 +311,25 @@ def _param_of(name: str, comp: Computation) -> Instr | None:
 
 
 def _is_permutation_noop(instr: Instr, src: Instr | None) -> bool:
-    """A transpose that moves no byte: identity dims, or a result layout that keeps the
-    operand's physical order (XLA writes a dot's output layout that way)."""
+    """A transpose that moves no byte: one that only moves size-1 dims, or one whose
+    operand is a dot's or convolution's result written in the transposed order (XLA picks
+    a contraction's output layout that way; docs/facts.md#4). A transpose the CPU's layout
+    assignment turned into a bitcast after any other op is not free on a TPU: the relayout
+    it stands for moves into its consumer, so it keeps its bytes."""
     perm = _ints(_attr(instr.attrs, "dimensions"))
-    if perm == sorted(perm):
+    shape = src.shape if src is not None else []
+    moved = [d for d in perm if d >= len(shape) or shape[d] != 1]
+    if moved == sorted(moved):
         return True
+    if src is None or src.opcode not in ("dot", "convolution"):
+        return False
     out_layout = _layout(instr.type_text)
-    in_layout = _layout(src.type_text) if src is not None else None
+    in_layout = _layout(src.type_text)
     if out_layout is None or in_layout is None or len(perm) != len(out_layout):
         return False
     # physical major-to-minor order of the result, in the operand's dims
     out_phys = [perm[d] for d in reversed(out_layout)]
     in_phys = list(reversed(in_layout))
-    shape = src.shape if src is not None else []
-    # size-1 dims do not change the bytes' order
     return [d for d in out_phys if shape[d] != 1] == [d for d in in_phys if shape[d] != 1]
 
 

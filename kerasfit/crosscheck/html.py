@@ -2,9 +2,10 @@
 
 A per-layer bar chart (each bar is the layer's estimated time, split by pass into the
 useful part and the part padding wastes), the ranked table, and the source line of each
-bar. Widths are in percent of the slowest layer, so the page needs no script; a small
-inline script only writes the rendered widths into ``#measured`` (the tests read them
-back from a real browser).
+bar, then the same recommendations as the text report. Widths are in percent of the
+slowest layer, so the page needs no script; a small inline script only writes the
+rendered widths into ``#measured``, a JSON script element nothing displays (the tests
+read them back from a real browser).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from .report import BuildReport, Row
+from .report import TOP_ROWS, BuildReport, Row
 
 # Pass -> colour of its useful and its wasted segment.
 _PASSES = {
@@ -98,7 +99,22 @@ def render_html(report: BuildReport, max_rows: int | None = 20) -> str:
     return _PAGE.format(
         title=html.escape(f"kerasfit report: {os.path.basename(report.file)}"),
         summary=html.escape(summary), legend=legend, chart="".join(chart), table=table, more=more,
-        data=html.escape(data), notes="".join(f"<li>{html.escape(n)}</li>" for n in report.notes))
+        data=html.escape(data), advice=_advice(report),
+        notes="".join(f"<li>{html.escape(n)}</li>" for n in report.notes))
+
+
+def _advice(report: BuildReport) -> str:
+    """The recommendations, as the text report lists them: changes, then origins."""
+    changes = [r for r in report.recommendations if r.is_change]
+    origins = [r for r in report.recommendations if not r.is_change]
+    out = []
+    if changes:
+        out.append("<h2>Changes that would recover most</h2><ol>"
+                   + "".join(f'<li class="change">{html.escape(r.text)}</li>' for r in changes) + "</ol>")
+    if origins:
+        out.append(f"<h2>Where the top {TOP_ROWS} rows come from</h2><ul>"
+                   + "".join(f'<li class="origin">{html.escape(r.text)}</li>' for r in origins) + "</ul>")
+    return f'<section id="advice">{"".join(out)}</section>' if out else ""
 
 
 _PAGE = """<!DOCTYPE html>
@@ -123,8 +139,10 @@ td, th {{ border-bottom: 1px solid #e2e8f0; padding: 2px 8px; text-align: left; 
 <th>shape → padded</th><th>useful</th><th>time</th><th>wasted</th><th>why</th></tr></thead>
 <tbody>{table}</tbody></table>
 {more}
+{advice}
+<h2>Notes</h2>
 <ul>{notes}</ul>
-<pre id="measured"></pre>
+<script type="application/json" id="measured"></script>
 <script>
 // The rendered width of every segment, in CSS pixels: what the tests read back.
 const out = [];

@@ -6,16 +6,21 @@ simulator, so the same cached build can be reported for any target.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import KERNEL_BOUND, TARGETS
+from kerasfit.types import KERNEL_BOUND, LANES, TARGETS
 
-from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient
+from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (
     LARGE_BATCH,
     PEAKS,
+    OpSim,
+    Simulation,
     layout,
     pad_to,
     roofline,
@@ -87,6 +92,7 @@ class Row:
     why: list[str]
     fit: float | None = None  # FLOP-weighted MXU fit of its contractions (None: no MXU work)
     bound: str = "HBM"  # what most of its time waits on: "MXU" or "HBM"
+    members: list[str] = field(default_factory=list)  # its ops' HLO names (what-ifs change them)
 
     @property
     def wasted_time(self) -> float:
@@ -106,14 +112,49 @@ class Row:
 
 @dataclass
 class Recommendation:
+    """A change at a line the user owns and what it does to the step, or, where no change
+    of the user's reaches a top row, where that row comes from and which lever is theirs."""
+
     text: str
-    step_fit_after: float
-    gain: float  # step-fit points recovered
-    source: dict[str, Any] | None = None
+    source: dict[str, Any] | None = None  # the line to change (or to look at)
+    rows: list[int] = field(default_factory=list)  # ranks (1-based) of the table rows it covers
+    # seconds per step after the change (a batch change: the step at the new batch);
+    # None: nothing modelled
+    step_time: float | None = None
+    saved: float = 0.0  # seconds per step (negative: the step gets slower)
+    waste_saved: float = 0.0  # of the wasted time
+    step_fit_after: float | None = None
+    code: str | None = None  # the static finding it carries out (KF103 ...)
+    # "batch" | "width": the change needs more HBM; an HBM-need estimate against the chip's
+    # capacity belongs beside it in the text
+    raises: str | None = None
+    kind: str = ""  # "change" (a line of the user's to edit) | "origin" (where a top row comes from)
+
+    def __post_init__(self) -> None:
+        if not self.kind:
+            self.kind = "change" if self.step_time is not None else "origin"
+
+    @property
+    def is_change(self) -> bool:
+        return self.kind == "change"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "step_fit_after": self.step_fit_after, "gain": self.gain,
-                "source": self.source}
+        return {"text": self.text, "source": self.source, "rows": self.rows,
+                "step_time": self.step_time, "saved": self.saved, "waste_saved": self.waste_saved,
+                "step_fit_after": self.step_fit_after, "code": self.code, "raises": self.raises,
+                "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class StaticFinding:
+    """A static finding as the recommendations use it (``kerasfit check`` on the same file)."""
+
+    code: str
+    evidence: str  # the rule's ``build_evidence``: "spatial-pad", "transpose", "feature-padding" ...
+    filename: str
+    row: int
+    end_row: int
+    fix: str  # the fix's title, else the message
 
 
 @dataclass
@@ -150,6 +191,9 @@ class BuildReport:
     mem_rows: list[OpReport] = field(default_factory=list)  # pads, transposes, copies, elementwise
     output_layers: list[str] = field(default_factory=list)  # their width is the task's
     hbm: dict[str, Any] = field(default_factory=dict)  # hbm_need(): the step's HBM need vs capacity
+    keras3_error: str = ""  # why Keras 3 refused the model when tf-keras built it
+    complete: bool = True  # no statement on the way to the model failed: verdicts may use it
+    blocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # library layers with insides
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -168,39 +212,163 @@ class BuildReport:
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
             "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
             "hbm": self.hbm,
+            "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
         }
 
 
-def _step_fit(ops: list[HloOp], target: str, dtype: str) -> float:
-    return simulate(ops, target, dtype).step_fit
+_SIXTEEN = ("bf16", "f16")
+TOP_ROWS = 5  # the rows every report's advice must account for
+# A change covers a row when it removes at least this share of the row's wasted time.
+COVERS = 0.25
+MAX_CHANGES = 6
+NEGLIGIBLE = 0.01  # of the step's wasted time
 
 
-def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], target: str,
-               dtype: str, step_fit: float) -> list[Recommendation]:
+def _op_times(op: HloOp, s: OpSim, target: str) -> tuple[float, float]:
+    """(time, useful time) of a simulated op, as the table shows it: its padded work on the
+    MXU (none for VPU work) or its tiled bytes through HBM, whichever is slower; the same
+    for the unpadded op."""
+    peak = PEAKS[target]
+    sixteen = op.dtype in _SIXTEEN
+    mxu = 0.0 if s.unit == "VPU" else s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
+    useful = s.bytes / peak.hbm if s.unit == "VPU" else roofline(s.flops, s.bytes, target, sixteen)
+    return max(mxu, s.tiled / peak.hbm), useful
+
+
+def same_file(a: str, b: str) -> bool:
+    try:
+        return _real(a) == _real(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+@functools.lru_cache(maxsize=256)
+def _real(path: str) -> str:
+    # every op of a big model asks about the same two or three paths
+    return os.path.realpath(path)
+
+
+def source_at(src: dict[str, Any] | None, filename: str, row: int, end_row: int) -> bool:
+    """Does a source site (or one of the user-file calls that led to it) cover the rows?
+
+    ``callers`` are the outer user-file lines on the stack when the layer/op was made: a
+    width passed through a helper (``block(x, 30)``) is measured at the helper's conv
+    and judged at the call site.
+    """
+    if not src or not same_file(src["file"], filename):
+        return False
+    end = max(end_row, row)
+    if src["line"] <= end and src.get("end_line", src["line"]) >= row:
+        return True
+    return any(row <= line <= end for line in src.get("callers", ()))
+
+
+class _WhatIf:
+    """The step with a change applied: its time, and each ranked row's wasted time."""
+
+    def __init__(self, ops: list[HloOp], rows: list[Row], timed: list[OpReport], target: str, dtype: str,
+                 common_batch: int | None):
+        self.ops, self.rows, self.target, self.dtype = ops, rows, target, dtype
+        self.before = {o.name: (o.time, o.useful_time) for o in timed}
+        self.step_time = sum(r.time for r in rows)
+        self.common_batch = common_batch
+
+    def _times(self, ops: list[HloOp]) -> dict[str, tuple[float, float]]:
+        return {op.name: _op_times(op, s, self.target) for op, s in simulate(ops, self.target, self.dtype).ops}
+
+    def apply(self, ops: list[HloOp] | None = None, removed: frozenset[str] | set[str] = frozenset(),
+              moves: float = 1.0) -> tuple[float, list[float]]:
+        """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed``
+        gone; the pads, transposes and copies' times times ``moves`` (their bytes follow the batch)."""
+        after = {name: (t * moves, u * moves) for name, (t, u) in self.before.items()}
+        if ops is not None:
+            after.update(self._times(ops))
+        waste, total = [], 0.0
+        for r in self.rows:
+            t = sum(after[m][0] for m in r.members if m not in removed)
+            u = sum(after[m][1] for m in r.members if m not in removed)
+            total += t
+            waste.append(max(0.0, t - u))
+        return total, waste
+
+    def covered(self, waste: list[float], scale: float = 1.0) -> list[int]:
+        """Ranks of the rows whose waste (per example, with ``scale``) the change cuts."""
+        return [i for i, (r, w) in enumerate(zip(self.rows, waste), 1)
+                if r.wasted_time > 0 and w * scale <= (1 - COVERS) * r.wasted_time]
+
+
+def _line(*sources: dict[str, Any] | None) -> str:
+    """``line 15`` or, for a line in a helper, ``line 15, called at lines 23, 25``."""
+    src = next((s for s in sources if s), None)
+    if not src:
+        return "no source line"
+    callers = sorted({s["callers"][0] for s in sources if s and s.get("callers")} - {src["line"]})
+    if not callers:
+        return f"line {src['line']}"
+    return f"line {src['line']}, called at line{'s' if len(callers) > 1 else ''} {', '.join(map(str, callers))}"
+
+
+def _in_us(seconds: float) -> str:
+    return f"{_us(seconds)} µs"
+
+
+def _effect(what: _WhatIf, after: float) -> str:
+    return f"step ≈ {_in_us(what.step_time)} → {_in_us(after)}"
+
+
+def _hbm_note(raw: dict[str, Any], ops: list[HloOp], target: str, dtype: str,
+              per_core_batch: int | None = None) -> str:
+    """What a change that raises the batch or a width needs in HBM, against the chip's
+    capacity (docs/facts.md#25): a bigger batch that does not fit is no advice."""
+    h = hbm_need(raw, ops, target, dtype, per_core_batch)
+    if not h.get("capacity"):
+        return ""
+    verdict = "" if h["fits"] else " — more than the chip has"
+    return f"; HBM ≈ {h['need'] / 1e9:.2f} GB of {h['capacity'] / 1e9:.0f} GB per chip{verdict}"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("row " if len(ranks) == 1 else "rows ") + ", ".join(map(str, ranks))
+
+
+def _batch_change(what: _WhatIf, raw: dict[str, Any], target: str, step_fit: float) -> Recommendation | None:
+    """docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
+    weight-update convolutions' batch to 128. Compared per example: a bigger batch is more work."""
     t = TARGETS[target]
     per_core = int(raw.get("per_core_batch") or 0)
     cores = int(raw.get("cores") or 1)
-    forced: list[Recommendation] = []
-    found: list[Recommendation] = []
-    # docs/facts.md#1 and #24: a per-core batch under 64 flips the layout and pads the
-    # weight-update convolutions' batch to 128.
-    if t.family == "tpu" and 0 < per_core < LARGE_BATCH:
-        new = t.large
-        after = _step_fit(with_batch(ops, per_core, new), target, dtype)
-        text = (f"per-core batch {per_core} → {new} (global {per_core * cores} → {new * cores} "
-                f"on {cores} core{'s' if cores != 1 else ''}, or fewer cores): step fit "
-                f"{step_fit:.1%} → {after:.1%}")
-        forced.append(Recommendation(text, after, after - step_fit))
-    # Per layer: round the filter/unit count its forward op produces.
+    if not (t.family == "tpu" and 0 < per_core < LARGE_BATCH):
+        return None
+    new = t.large
+    ops = with_batch(what.ops, per_core, new)
+    fit = simulate(ops, target, what.dtype).step_fit
+    after, waste = what.apply(ops, moves=new / per_core)
+    scale = per_core / new
+    text = (f"per-core batch {per_core} → {new} (global {per_core * cores} → {new * cores} on {cores} "
+            f"core{'s' if cores != 1 else ''}, or fewer cores): step fit {step_fit:.1%} → {fit:.1%}, "
+            f"time per example {_in_us(what.step_time / per_core)} → {_in_us(after / new)}"
+            + _hbm_note(raw, what.ops, target, what.dtype, per_core_batch=new))
+    saved = what.step_time - after * scale
+    return Recommendation(text, None, what.covered(waste, scale), after, saved,
+                          sum(r.wasted_time for r in what.rows) - sum(waste) * scale, fit,
+                          raises="batch")
+
+
+def _width_changes(what: _WhatIf, reports: list[OpReport], raw: dict[str, Any], target: str,
+                   floor: float = 0.001) -> list[Recommendation]:
+    """Per layer: round the filter/unit count its forward op produces, where that recovers
+    more than ``floor`` of the step."""
+    t = TARGETS[target]
     by_layer: dict[str, list[OpReport]] = {}
     for rep in reports:
         if rep.layer:
             by_layer.setdefault(rep.layer, []).append(rep)
     # An output layer's width is set by the task (classes, channels), not a free choice.
     outputs = set(raw.get("output_layers") or ())
+    out = []
     for layer, reps in by_layer.items():
         fwd = [r for r in reps if r.pass_ == FORWARD]
-        if not fwd or layer in outputs:
+        if not fwd or layer in outputs or (fwd[0].source or {}).get("block"):
             continue
         n = fwd[0].dims["out_features"][0]
         candidates = {pad_to(n, t.channel_multiple)}
@@ -210,20 +378,331 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], raw: dict[str, Any], t
         names = {r.name for r in reps}
         best = None
         for new in sorted(candidates):
-            after = _step_fit(with_features(ops, names, n, new), target, dtype)
-            if best is None or after > best[1]:
-                best = (new, after)
-        if best and best[1] - step_fit > 0.001:
-            src = fwd[0].source
-            where = f" (line {src['line']})" if src else ""
-            text = (f"{layer}{where}: {n} → {best[0]} filters/units: step fit "
-                    f"{step_fit:.1%} → {best[1]:.1%}")
-            found.append(Recommendation(text, best[1], best[1] - step_fit, src))
-    found.sort(key=lambda r: -r.gain)
-    return (forced + found)[:3]
+            ops = with_features(what.ops, names, n, new)
+            after, waste = what.apply(ops)
+            recovered = what.step_time - sum(r.useful_time for r in what.rows) - sum(waste)
+            if best is None or recovered > best[3]:
+                best = (new, after, waste, recovered, ops)
+        if best is None or best[3] <= floor * what.step_time:
+            continue
+        new, after, waste, recovered, ops = best
+        src = fwd[0].source
+        fit = simulate(ops, target, what.dtype).step_fit
+        text = (f"{layer} ({_line(src)}): {n} → {new} filters/units: {_effect(what, after)}, "
+                f"{_in_us(recovered)} less waste; step fit → {fit:.1%}"
+                + (_hbm_note(raw, ops, target, what.dtype) if new > n else ""))
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  recovered, fit, raises="width" if new > n else None))
+    return out
 
 
-_SIXTEEN = ("bf16", "f16")
+def _pad_changes(what: _WhatIf, raw: dict[str, Any], mem: list[OpReport]) -> list[Recommendation]:
+    """Zero spatial pads feeding a convolution, materialized in HBM (docs/facts.md#19): the
+    conv's own padding removes the pad and its gradient's slice. One change per source line."""
+    by_line: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for pad in raw.get("pads", []):
+        src = pad.get("source")
+        shape, padded = pad["shape"], pad["padded_shape"]
+        spatial = len(shape) > 2 and shape[0] == padded[0] and shape[-1] == padded[-1]
+        if src and pad.get("zero") and spatial and pad.get("layer") and not src.get("block"):
+            by_line.setdefault((src["file"], src["line"]), []).append(pad)
+    out = []
+    for pads in by_line.values():
+        layers = {p["layer"] for p in pads}
+        pad_names = {p["name"] for p in pads}
+        removed = {m.name for m in mem if m.layer in layers and (
+            m.name in pad_names or m.kind in ("pad", "slice"))}
+        if not removed:
+            continue
+        after, waste = what.apply(removed=removed)
+        src = pads[0]["source"]
+        text = (f"{', '.join(sorted(layers))} ({_line(*(p['source'] for p in pads))}): a zero pad before a convolution is "
+                f"written to HBM and read again by the weight update; give the convolution the "
+                f"padding instead (padding='same' where it is equivalent): {_effect(what, after)}")
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+    return out
+
+
+# TF's own name for a transpose op (tf.transpose, keras.ops.transpose, Permute): a transpose
+# named after another op (".../MatMul") is one the compiler inserted for that op, and one
+# under a tensordot or einsum is how TF lowers that contraction, not a line of the user's.
+_TRANSPOSE_OP = re.compile(r"(^|/)([Tt]ranspose(_\d+)?)$")
+_LOWERED = re.compile(r"(^|/)([Tt]ensordot|[Ee]insum|MatMul|BatchMatMul)[^/]*/")
+
+
+def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendation]:
+    """Transposes the user's code writes, by source line: keeping one layout removes them
+    (the forward one and its gradient)."""
+    by_line: dict[tuple[str, int], list[OpReport]] = {}
+    for m in mem:
+        src = m.source
+        if m.kind != "transpose" or not src or src.get("block") or m.wasted_time <= 0:
+            continue
+        forward_name = re.sub(r"(/[Tt]ranspose(_\d+)?)+$", r"\1", strip_scopes(m.op_name))
+        if _TRANSPOSE_OP.search(forward_name) and not _LOWERED.search(forward_name):
+            by_line.setdefault((src["file"], src["line"]), []).append(m)
+    out = []
+    for found in by_line.values():
+        removed = {m.name for m in found}
+        after, waste = what.apply(removed=removed)
+        src = found[0].source
+        layers = sorted({m.layer or m.op_name for m in found})
+        text = (f"{', '.join(layers)} ({_line(src)}): a transpose that moves the last axis is a "
+                f"copy through HBM (docs/facts.md#4, #7); keep one layout end to end: "
+                f"{_effect(what, after)}")
+        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+    return out
+
+
+def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpReport],
+                   reports: list[OpReport], changes: list[Recommendation], raw: dict[str, Any],
+                   target: str) -> list[Recommendation]:
+    """A static finding on a row of the table always yields its recommendation: the build's
+    change at the same line takes the finding's code and fix; else the finding's own."""
+    out = []
+    source_of = {o.name: o.source for o in mem + reports if o.source}
+    row_sources = []
+    for r in what.rows:
+        distinct = {(src["line"], src.get("end_line"), tuple(src.get("callers", ()))): src
+                    for src in [r.source] + [source_of.get(m) for m in r.members] if src}
+        row_sources.append(list(distinct.values()))
+    for f in findings:
+        hit = [i for i, sources in enumerate(row_sources, 1)
+               if any(source_at(src, f.filename, f.row, f.end_row) for src in sources)]
+        if not hit:
+            continue
+        same = next((c for c in changes if c.source and c.code is None
+                     and source_at(c.source, f.filename, f.row, f.end_row)), None)
+        if same is not None:
+            same.code = f.code
+            same.text = f"{f.code} {same.text}"
+            continue
+        if f.evidence == "feature-padding":
+            # the layer's rounding, however little it recovers: the finding asked for it
+            own = [o for o in reports if source_at(o.source, f.filename, f.row, f.end_row)]
+            width = _width_changes(what, own, raw, target, floor=-1.0)
+            if width:
+                for change in width:
+                    change.code, change.text = f.code, f"{f.code} {change.text}"
+                out += width
+                continue
+        removed: set[str] = set()
+        if f.evidence in ("transpose", "spatial-pad"):
+            kinds = ("transpose",) if f.evidence == "transpose" else ("pad", "slice")
+            removed = {m.name for m in mem if m.kind in kinds
+                       and source_at(m.source, f.filename, f.row, f.end_row)}
+        src = next((what.rows[i - 1].source for i in hit), None)
+        if removed:
+            after, waste = what.apply(removed=removed)
+            out.append(Recommendation(
+                f"{f.code} at line {f.row}: {f.fix}: {_effect(what, after)}", src, what.covered(waste),
+                after, what.step_time - after, sum(r.wasted_time for r in what.rows) - sum(waste),
+                code=f.code))
+        else:
+            out.append(Recommendation(f"{f.code} at line {f.row} ({_ranks(hit)}): {f.fix}", src, hit,
+                                      code=f.code, kind="change"))
+    return out
+
+
+# What a library block's arguments do to its padding: the levers the user has.
+_BLOCK_LEVERS = {
+    "MultiHeadAttention": "a head size (key_dim) of 128 fills the MXU's contraction; fewer heads of a "
+                          "larger key_dim keep num_heads × key_dim; a sequence length that is a "
+                          "multiple of 128 fills the score matrix",
+}
+_CONTAINERS = ("Functional", "Sequential", "Model")
+_PADDED = re.compile(r"([a-z-]+) (\d+)→(\d+)")
+
+
+def _reshaped_heads(op: HloOp, heads: int, head_dims: set[int], new_heads: int) -> HloOp | None:
+    """An attention matmul with ``new_heads`` heads of the same total width; the op itself
+    when it is not one (no batch dim of ``heads``: a projection's weight update); None when
+    its dims do not say unambiguously which is the head count and which the head size."""
+    if not any(op.lhs_shape[i] == heads for i in op.roles.get("lhs", {}).get("b", [])):
+        return op
+    batch = int(op.extra.get("batch") or 0)
+    sizes = {"m": op.m, "k": op.k, "n": op.n}
+    role = [r for r, v in sizes.items() if v in head_dims]
+    if not batch or batch % heads or len(role) != 1:
+        return None
+    size = sizes[role[0]]
+    if size * heads % new_heads:
+        return None
+    new_size = size * heads // new_heads
+    clone = HloOp.from_dict(op.to_dict())
+    clone.extra["batch"] = batch // heads * new_heads
+    setattr(clone, role[0], new_size)  # the FLOPs stay: heads × head size is the same
+    for tensor, shape in (("lhs", clone.lhs_shape), ("rhs", clone.rhs_shape), ("out", clone.shape)):
+        roles = clone.roles.get(tensor, {})
+        at_heads = [i for i in roles.get("b", []) if shape[i] == heads]
+        at_size = roles.get(role[0], [])  # one operand has no head-size dim (the scores)
+        if len(at_heads) != 1 or len(at_size) > 1 or (at_size and shape[at_size[0]] != size):
+            return None
+        shape[at_heads[0]] = new_heads
+        if at_size:
+            shape[at_size[0]] = new_size
+    return clone
+
+
+def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list[OpReport]
+                  ) -> Recommendation | None:
+    """MultiHeadAttention: the same num_heads × key_dim in fewer, larger heads — the head
+    size is what its attention matmuls pad. Only those matmuls are re-simulated."""
+    config = info.get("config") or {}
+    heads, key_dim = config.get("num_heads"), config.get("key_dim")
+    if info.get("class") != "MultiHeadAttention" or not heads or not key_dim or heads < 2:
+        return None
+    head_dims = {key_dim, config.get("value_dim") or key_dim}
+    inside = {o.name for o in reports if (o.source or {}).get("block") == block and "rows" in o.dims}
+    best = None
+    for new_heads in (h for h in range(1, heads) if heads % h == 0):
+        ops, changed = [], 0
+        for op in what.ops:
+            clone = _reshaped_heads(op, heads, head_dims, new_heads) if op.name in inside else None
+            if op.name in inside and clone is None:
+                break  # one attention matmul this cannot follow: no number at all
+            changed += clone is not None and clone is not op
+            ops.append(clone or op)
+        else:
+            if changed:
+                after, waste = what.apply(ops)
+                if best is None or after < best[1]:
+                    best = (new_heads, after, waste)
+    if best is None or best[1] >= what.step_time:
+        return None
+    new_heads, after, waste = best
+    src = next((o.source for o in reports if o.name in inside), None)
+    text = (f"`MultiHeadAttention` {block} ({_line(src)}): num_heads={heads}, key_dim={key_dim} → "
+            f"num_heads={new_heads}, key_dim={key_dim * heads // new_heads} (the same total width; "
+            f"its attention matmuls re-simulated): {_effect(what, after)}")
+    return Recommendation(text, src, what.covered(waste), after, what.step_time - after,
+                          sum(r.wasted_time for r in what.rows) - sum(waste))
+
+
+def _origins(what: _WhatIf, raw: dict[str, Any], reports: list[OpReport], uncovered: list[int]
+             ) -> list[Recommendation]:
+    """Top rows no change of the user's reaches: say where they come from."""
+    blocks = raw.get("blocks") or {}
+    out: list[Recommendation] = []
+    by_block: dict[str, list[int]] = {}
+    for i in uncovered:
+        src = what.rows[i - 1].source
+        if src and src.get("block") in blocks:
+            by_block.setdefault(src["block"], []).append(i)
+            continue
+        r = what.rows[i - 1]
+        out.append(Recommendation(f"row {i}, {r.layer} ({_line(r.source)}), {r.pass_} {r.kind}: "
+                                  + _cause(r, reports, raw, what), r.source, [i]))
+    for block, ranks in by_block.items():
+        info = blocks[block]
+        config = info.get("config") or {}
+        rows = [what.rows[i - 1] for i in ranks]
+        pads = sorted({(m.group(1), int(m.group(2)), int(m.group(3)))
+                       for r in rows for w in r.why for m in _PADDED.finditer(w)
+                       if "HBM" not in w.split(m.group(0))[0]}, key=lambda p: (p[1], p[0]))
+        lengths = {d for shape in raw.get("inputs") or [] for d in shape[1:] if d}
+        named = []
+        for dim, real, padded in pads:
+            args = [k for k, v in config.items() if v == real]
+            whose = f"{'/'.join(args)}={real}" if args else "the model input's" if real in lengths else ""
+            named.append(f"{dim} {real}→{padded}" + (f" ({whose})" if whose else ""))
+        named += sorted({f"{r.kind}s through HBM" for r in rows if r.kind not in ("convolution", "dot")})
+        src = rows[0].source
+        lever = _BLOCK_LEVERS.get(info["class"], "its layers are the library's; yours are its "
+                                                 "arguments, the input's shape and the batch")
+        argv = ", ".join(f"{k}={v}" for k, v in config.items() if k in ("num_heads", "key_dim", "value_dim")
+                         or info["class"] not in _BLOCK_LEVERS)
+        # a model from a library (keras.applications) is known by its name, not its class
+        what_ = f"`{block}`" if info["class"] in _CONTAINERS else f"`{info['class']}` {block}"
+        out.append(Recommendation(
+            f"{_ranks(ranks)}: inside {what_} ({_line(src)}"
+            + (f", {argv}" if argv else "") + "): " + ("; ".join(named) or "padding") + f" — {lever}",
+            src, ranks))
+    return out
+
+
+def _padded_dims(why: list[str]) -> list[tuple[str, int, int]]:
+    """(dim, real, padded) of the MXU padding a row names (not its HBM tiling), worst first."""
+    dims = []
+    for w in why:
+        if w.startswith("in HBM"):
+            continue
+        m = _PADDED.match(w)
+        if m:
+            dims.append((m.group(1), int(m.group(2)), int(m.group(3))))
+    return sorted(dims, key=lambda d: d[1] / d[2])
+
+
+def _cause(row: Row, reports: list[OpReport], raw: dict[str, Any], what: _WhatIf) -> str:
+    """Where a row's waste comes from, in terms of the script: whose width, which rule."""
+    if row.kind not in ("convolution", "dot"):
+        written = " by the compiler around this layer's op" if row.kind == "transpose" else ""
+        return f"{'; '.join(row.why) or row.kind}{written}: no line of yours writes it"
+    dims = _padded_dims(row.why)
+    if not dims:
+        return f"{'; '.join(row.why) or 'its arrays'}: the 8×128 tiles of HBM (docs/facts.md#7)"
+    dim, real, padded = dims[0]
+    if dim.startswith("in-"):
+        producers = sorted({f"{o.layer}'s width ({_line(o.source)})" for o in reports
+                            if o.pass_ == FORWARD and o.layer != row.layer and o.dims["out_features"][0] == real})
+        inputs = any(shape and shape[-1] == real for shape in raw.get("inputs") or [])
+        whose = ("the model input's" if inputs and not producers else
+                 " or ".join(producers[:2]) or "the width it reads")
+    elif dim.startswith("out-"):
+        whose = f"{row.layer}'s width"
+    else:
+        whose = "the per-core batch"
+    common = what.common_batch or 0
+    batched = any("rows" in o.dims for o in reports if o.name in row.members)
+    if batched and dim != "batch":
+        rule = (f"a batched matmul (attention) pads both matrix dims to {padded} "
+                "(docs/facts.md#5, #8: both face the MXU)")
+    elif row.pass_ == KERNEL_GRAD and padded % LANES == 0 and dim != "batch":
+        rule = (f"the weight update pads the features it reads to {padded} at a per-core batch of "
+                f"{LARGE_BATCH} or more (docs/facts.md#1)" if common >= LARGE_BATCH else
+                f"pads to {padded} (docs/facts.md#1)")
+    elif padded % LANES == 0 and dim != "batch":
+        rule = f"features pad to {padded} at a per-core batch under {LARGE_BATCH} (docs/facts.md#1)"
+    else:
+        rule = f"pads to a multiple of {_multiple(real, padded)} (docs/facts.md#1–3)"
+    return f"{dim} {real}→{padded}: {real} is {whose}; {rule}"
+
+
+def _multiple(real: int, padded: int) -> int:
+    for m in (8, 128, 256):
+        if pad_to(real, m) == padded:
+            return m
+    return padded
+
+
+def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], rows: list[Row],
+               raw: dict[str, Any], target: str, dtype: str, sim: Simulation,
+               findings: list[StaticFinding]) -> list[Recommendation]:
+    step_fit, common_batch = sim.step_fit, sim.common_batch
+    what = _WhatIf(ops, rows, reports + mem, target, dtype, common_batch)
+    batch = _batch_change(what, raw, target, step_fit)
+    changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem)
+               + _width_changes(what, reports, raw, target))
+    changes += _from_findings(what, findings, mem, reports, changes, raw, target)
+    changes += [c for block, info in (raw.get("blocks") or {}).items()
+                if (c := _heads_change(what, block, info, reports)) is not None]
+    top = set(range(1, min(TOP_ROWS, len(rows)) + 1))
+    # Changes that reach a top row or carry a static finding, then the rest by what they save.
+    changes.sort(key=lambda c: (not (top & set(c.rows) or c.code), -c.waste_saved))
+    kept = [c for c in changes if top & set(c.rows) or c.code]
+    kept += [c for c in changes if c not in kept][:max(0, MAX_CHANGES - len(kept))]
+    kept.sort(key=lambda c: -c.waste_saved)
+    if batch is not None:
+        kept.insert(0, batch)
+    covered = {i for c in kept for i in c.rows}
+    # rows whose waste is a rounding error of the step's need no explanation
+    floor = NEGLIGIBLE * sum(r.wasted_time for r in rows)
+    uncovered = sorted(i for i in top - covered if rows[i - 1].wasted_time > floor)
+    return kept + sorted(_origins(what, raw, reports, uncovered), key=lambda r: r.rows[0])
+
+
 _DTYPE_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}
 # Data movement with nothing computed: all of its time is waste (docs/facts.md#4, #11, #19).
 _PURE_MOVES = {"pad": "pad materialized in HBM", "transpose": "transpose (a copy in HBM)",
@@ -293,7 +772,8 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
                         time=sum(o.time for o in members),
                         useful_time=sum(o.useful_time for o in members),
                         shape=worst.shape, padded_shape=worst.padded_shape, why=list(worst.why),
-                        fit=fit, bound="MXU" if by_mxu * 2 > sum(o.time for o in members) else "HBM"))
+                        fit=fit, bound="MXU" if by_mxu * 2 > sum(o.time for o in members) else "HBM",
+                        members=[o.name for o in members]))
     # Exact ties are common (a 1-channel input conv and a 1-channel output conv pad the
     # same arrays the same way): among them, rows whose cause the report can act on (the
     # per-core batch) come first.
@@ -303,8 +783,10 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
     return rows
 
 
-def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32") -> BuildReport:
-    """Simulate the child's ops for a target and build the report."""
+def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32",
+                findings: list[StaticFinding] | None = None) -> BuildReport:
+    """Simulate the child's ops for a target and build the report; ``findings`` are the
+    file's static findings, each of which on a row of the table yields a recommendation."""
     ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
            for d in raw.get("ops", [])]
     meta = {d["name"]: d for d in raw.get("ops", [])}
@@ -331,6 +813,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             why.append("memory-bound: the padding is hidden under HBM time")
         if s.trips > 1:
             why.append(f"×{s.trips} (while loop)")
+        times = _op_times(op, s, target)
         reports.append(OpReport(
             name=op.name, op_name=op.op_name, op_type=op.op_type, layer=m.get("layer"),
             pass_=op.pass_, kind=op.opcode, shape=s.shape, padded_shape=s.padded_shape,
@@ -338,9 +821,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             flops=s.flops, padded_flops=s.padded_flops,
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
-            time=max(mxu_time, s.tiled / peak.hbm),
-            useful_time=(s.bytes / peak.hbm if s.unit == "VPU"
-                         else roofline(s.flops, s.bytes, target, sixteen)),
+            time=times[0], useful_time=times[1],
             why=why, bound="MXU" if mxu_time > s.tiled / peak.hbm else "HBM", unit=s.unit,
         ))
     reports.sort(key=lambda r: (r.fit, -r.padded_flops))
@@ -348,7 +829,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     rows = rank_rows(reports + mem)
 
     lay = {p: list(layout(p, sim.common_batch, t)) for p in (FORWARD, "input-gradient", KERNEL_GRAD)}
-    recs = _recommend(ops, reports, raw, target, dtype, sim.step_fit)
+    recs = _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
     notes = list(raw.get("notes", []))
     counts: dict[str, int] = {}
     for op in ops:
@@ -382,6 +863,8 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         useful_time=sum(r.useful_time for r in rows), measured_dtype=measured,
         mem_rows=mem, output_layers=list(raw.get("output_layers") or ()),
         hbm=hbm_need(raw, ops, target, dtype),
+        keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
+        blocks=dict(raw.get("blocks") or {}),
     )
 
 
@@ -434,6 +917,14 @@ def hbm_need(raw: dict[str, Any], ops: list[HloOp], target: str, dtype: str = "f
             "fits": need <= t.hbm_bytes if t.hbm_bytes else None}
 
 
+def _complete(raw: dict[str, Any]) -> bool:
+    """Did every statement on the way to the model run? (The child says so; older builds
+    noted the statements they passed over.)"""
+    if "complete" in raw:
+        return bool(raw["complete"])
+    return not any(str(n).startswith("script statements that failed") for n in raw.get("notes", []))
+
+
 def _x(shape: list[int]) -> str:
     return "×".join(str(d) for d in shape)
 
@@ -479,6 +970,21 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in cells])
 
 
+def advice_lines(report: BuildReport) -> list[str]:
+    """The recommendations as the text report and the page print them: changes first
+    (numbered), then where the top rows no change reaches come from."""
+    out = []
+    changes = [r for r in report.recommendations if r.is_change]
+    origins = [r for r in report.recommendations if not r.is_change]
+    if changes:
+        out.append("changes that would recover most:")
+        out += [f"  {i}. {r.text}" for i, r in enumerate(changes, 1)]
+    if origins:
+        out.append(f"where the top {TOP_ROWS} rows come from (no change of yours above reaches them):")
+        out += [f"  - {r.text}" for r in origins]
+    return out
+
+
 def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)
@@ -513,17 +1019,13 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
             + ("" if h.get("fits") else " — does not fit")
         )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
-    if report.recommendations:
-        out.append("changes that would recover most:")
-        out += [f"  {i}. {r.text}" for i, r in enumerate(report.recommendations, 1)]
+    out += advice_lines(report)
     for note in report.notes:
         out.append(f"note: {note}")
     return "\n".join(out)
 
 
 def _short(path: str) -> str:
-    import os
-
     try:
         rel = os.path.relpath(path)
     except ValueError:

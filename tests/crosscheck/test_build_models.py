@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from kerasfit.crosscheck.api import (
     render_report,
     run_child,
 )
-from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD
+from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD, PASSES
 from kerasfit.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.build

@@ -10,8 +10,8 @@ import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
-from kerasfit.crosscheck.hlo import KERNEL_GRAD, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import make_report
+from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, make_report
 from kerasfit.types import Diagnostic, Severity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def test_render_text_and_json(model_file):
     assert "1. per-core batch 16 → 128 (global 128 → 1024 on 8 cores" in text
     data = json.loads(render_report(report, "json"))
     assert data["ops"][0]["source"]["line"] in {9, 11, 13, 14}
-    assert len(data["recommendations"]) <= 3
+    assert [r["text"] for r in data["recommendations"]] == [r.text for r in report.recommendations]
     with pytest.raises(ValueError):
         render_report(report, "xml")
 
@@ -409,3 +409,114 @@ def test_progress_lines_only_on_a_terminal(tmp_path, capsys):
                 "kerasfit: model.py: importing TensorFlow", "kerasfit: model.py: tracing one training step"]
         else:
             assert lines == []
+_FUSED = ("build_model(): calling build_model() failed (line 9): ValueError: Unrecognized keyword "
+          "arguments passed to BatchNormalization: {'fused': False}")
+
+
+def test_keras3_refusing_fused_confirms_kf101_whatever_tf_keras_built(model_file):
+    raw = raw_build(model_file)
+
+    def verdict(**built):
+        (d,) = [x for x in cross_check([diag("KF101", "unfused-batchnorm", model_file, 9)],
+                                       make_report(dict(raw, **built)), str(model_file)) if x.code == "KF101"]
+        return d.build
+
+    # tf-keras built it after Keras 3 refused `fused`: confirmed
+    confirmed = verdict(mode="tf-keras", keras3_error=_FUSED)
+    assert confirmed["status"] == "confirmed" and "fused" in confirmed["detail"]
+    # Keras 3 failed on something else, or tf-keras built it with no Keras 3 try: no verdict
+    assert verdict(mode="tf-keras", keras3_error="NameError: name 'foo' is not defined") is None
+    assert verdict(mode="tf-keras") is None
+    # Keras 3 built the model with the finding in the file: refuted
+    assert verdict(mode="keras")["status"] == "refuted"
+
+
+def test_an_incomplete_build_is_the_basis_of_no_verdict(model_file):
+    raw = raw_build(model_file, per_core=16, cores=8)
+    diags = lambda: [diag("KF102", "channel-multiple", model_file, 9), diag("KF104", "l2-in-forward", model_file, 3)]
+    full = cross_check(diags(), make_report(raw), str(model_file))
+    assert full[0].build and "KF302" in {d.code for d in full}
+    passed_over = dict(raw, notes=["script statements that failed and were passed over: line 3: NameError"])
+    for incomplete in (passed_over, dict(raw, complete=False)):
+        report = make_report(incomplete)
+        assert not report.complete
+        out = cross_check(diags(), report, str(model_file))
+        assert [d.code for d in out] == ["KF102", "KF104"] and all(d.build is None for d in out)
+
+
+def test_a_static_finding_on_a_row_always_yields_its_recommendation(model_file):
+    raw = raw_build(model_file)
+    plain = make_report(raw)
+    dense_rows = [i for i, r in enumerate(plain.rows, 1) if r.layer == "dense"]
+    assert dense_rows and not [r for r in plain.recommendations if r.code]
+    finding = StaticFinding("KF102", "feature-padding", str(model_file), 13, 13, "Round the width up")
+    nowhere = StaticFinding("KF107", "transpose", str(model_file), 2, 2, "Keep one layout")
+    report = make_report(raw, findings=[finding, nowhere])
+    (rec,) = [r for r in report.recommendations if r.code]
+    # the layer's rounding, with what it does to the step, however little that is
+    assert rec.code == "KF102" and rec.is_change and rec.source["line"] == 13
+    assert rec.step_time is not None and "100 → 128" in rec.text and "→" in rec.text.split("step ≈")[1]
+    assert rec.text in render_report(report)
+
+
+def test_every_top_row_is_covered_by_a_change_or_said_where_it_comes_from(model_file):
+    for per_core, cores in ((16, 8), (16, 1)):
+        report = make_report(raw_build(model_file, per_core=per_core, cores=cores))
+        covered = {i for r in report.recommendations for i in r.rows}
+        wasted = sum(r.wasted_time for r in report.rows)
+        top = [i for i, r in enumerate(report.rows[:TOP_ROWS], 1) if r.wasted_time > NEGLIGIBLE * wasted]
+        assert top and set(top) <= covered
+        # a change says what it does to the step; an origin names the row and its cause
+        for rec in report.recommendations:
+            if rec.is_change and rec.step_time is not None:
+                assert "→" in rec.text and rec.step_time > 0
+            elif not rec.is_change:
+                assert rec.rows and ("row" in rec.text) and "→" in rec.text
+
+
+def _attention_dot(lhs, rhs, out, roles, m, k, n, batch):
+    return HloOp(name="Einsum.8", opcode="dot", op_type="Einsum", op_name="mha/einsum/Einsum", dtype="f32",
+                 shape=out, lhs_shape=lhs, rhs_shape=rhs, lhs="q", rhs="k", roles=roles, m=m, k=k, n=n,
+                 flops=2 * batch * m * k * n, pass_="forward", extra={"batch": batch})
+
+
+def test_fewer_larger_heads_reshape_the_attention_matmuls_or_give_no_number():
+    # softmax(Q·Kᵀ)'s scores: B=128, S=64, 4 heads of 16 -> 1 head of 64, the FLOPs unchanged
+    roles = {"lhs": {"m": [1], "k": [3], "b": [0, 2]}, "rhs": {"k": [3], "n": [1], "b": [0, 2]},
+             "out": {"m": [2], "n": [3], "b": [0, 1]}}
+    scores = _attention_dot([128, 64, 4, 16], [128, 64, 4, 16], [128, 4, 64, 64], roles, 64, 16, 64, 512)
+    one = _reshaped_heads(scores, 4, {16}, 1)
+    assert one is not None and one is not scores
+    assert (one.lhs_shape, one.rhs_shape, one.shape) == ([128, 64, 1, 64], [128, 64, 1, 64], [128, 1, 64, 64])
+    assert (one.k, one.extra["batch"], one.flops) == (64, 128, scores.flops)
+    assert scores.lhs_shape == [128, 64, 4, 16]  # the step's own op is left alone
+    # a sequence as long as the head: which dim is the head size is not known, so no number
+    square = _attention_dot([128, 16, 4, 16], [128, 16, 4, 16], [128, 4, 16, 16], roles, 16, 16, 16, 512)
+    assert _reshaped_heads(square, 4, {16}, 1) is None
+    # a projection's weight update has no heads: it is not reshaped
+    proj = _attention_dot([128, 64, 64], [128, 64, 64], [128, 64, 64],
+                          {"lhs": {"m": [2], "k": [1], "b": [0]}, "rhs": {"k": [1], "n": [2], "b": [0]},
+                           "out": {"m": [1], "n": [2], "b": [0]}}, 64, 64, 64, 128)
+    assert _reshaped_heads(proj, 4, {16}, 1) is proj
+
+
+def test_a_written_transpose_is_a_change_and_one_tf_lowers_a_contraction_with_is_not(model_file):
+    raw = raw_build(model_file)
+
+    def transpose(op_name, line):
+        src = {"file": str(model_file), "line": line, "end_line": line, "column": 0, "end_column": 0}
+        return {"name": op_name, "opcode": "transpose", "op_name": op_name, "dtype": "f32",
+                "shape": [16, 3, 32, 32], "operand_shapes": [[16, 32, 32, 3]], "bytes": 8 * 393216,
+                "layer": "conv2d", "source": src}
+
+    raw["mem_ops"] = raw["mem_ops"] + [transpose("model/conv2d/transpose", 9),
+                                       transpose("gradient_tape/model/conv2d/transpose/transpose", 9),
+                                       transpose("model/dense/Tensordot/transpose", 13)]
+    report = make_report(raw)
+    (change,) = [r for r in report.recommendations if r.is_change and "transpose" in r.text]
+    # the written transpose and its gradient both go, and nothing else
+    written = [m for m in report.mem_rows if m.kind == "transpose" and m.source and m.source["line"] == 9]
+    assert change.source["line"] == 9 and len(written) == 2
+    assert change.saved == pytest.approx(sum(m.time for m in written))
+    assert not [r for r in report.recommendations if r.is_change and r.source and r.source["line"] == 13
+                and "transpose" in r.text]

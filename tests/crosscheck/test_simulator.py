@@ -316,6 +316,11 @@ def test_what_if_larger_batch_and_rounded_features():
     big = with_batch(ops, 16, 128)
     assert big[0].lhs_shape[0] == 128 and big[0].shape[0] == 128
     assert simulate_op(big[0], 128, V5E).bytes == 8 * simulate_op(ops[0], 16, V5E).bytes - 7 * 3 * 3 * 16 * 4
+    # The arrays change with the width: a memory-bound op's time follows its bytes.
+    before = {op.name: op for op in ops}
+    changed = [op for op in rounded if op.flops != before[op.name].flops]
+    assert changed and all(simulate([op]).ops[0][1].bytes > simulate([before[op.name]]).ops[0][1].bytes
+                           for op in changed)
 
 
 def test_simulator_modules_import_without_tensorflow():
