@@ -32,10 +32,11 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, FileSettings, check_source, settings_for
+from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for
 from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
+from ..docpages import Links
 from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
@@ -286,13 +287,21 @@ class KerasfitServer(LanguageServer):
         def line_text(row: int) -> str:
             return lines[row - 1] if 0 < row <= len(lines) else ""
 
-        diags = [lsp_diagnostic(d, line_text) for d in result.diagnostics]
+        links = self.links_for(path)
+        diags = [lsp_diagnostic(d, line_text, links) for d in result.diagnostics]
         if source.startswith("\ufeff"):
             for d in diags:  # the engine does not count a BOM; the client does
                 _shift_bom(d)
         # a refusal (too deep to parse, a parse guard) is said on the document, not dropped
         notice = f"kerasfit did not check this file: {result.error}" if result.error and not diags else None
         return Linted(version, source, result, diags, notice, warning=warning)
+
+    def links_for(self, path: str) -> Links:
+        """Where the document's rule links point (its config's docs-url, else the installed pages)."""
+        try:
+            return links_for(Path(path).parent, self.settings.check_options())
+        except ConfigError:  # said once by file_settings; the links fall back to the installed pages
+            return Links()
 
     def file_settings(self, key: str, path: str) -> tuple[FileSettings, str | None]:
         """The document's settings, or, while the editor's settings or a config file are
@@ -374,10 +383,11 @@ class KerasfitServer(LanguageServer):
     def per_cell(self, cells: CellsView, linted: Linted) -> CellsView:
         cells.found = {k: [] for k in cells.keys}
         texts = [E.split_lines(c.source) for c in cells.nb.cells]
+        links = self.links_for(linted.result.filename)
         for i, d in enumerate(linted.result.diagnostics):
             k, local = cells.nb.to_cell(d)
             lines = texts[k]
-            lsp_d = lsp_diagnostic(local, lambda row: lines[row - 1] if 0 < row <= len(lines) else "")
+            lsp_d = lsp_diagnostic(local, lambda row: lines[row - 1] if 0 < row <= len(lines) else "", links)
             cells.found[cells.keys[k]].append((i, local, lsp_d))
         return cells
 
@@ -1019,7 +1029,8 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
             f", whole-step fit {step_fit:.0%}" if isinstance(step_fit, float) else ""
         )
     docs = {d.code: ls.rule_paragraph(d.code) for d, _ in hits}
-    value = E.hover_markdown([d for d, _ in hits], docs, build_rows, title)
+    pages = {d.code: l.get("codeDescription", {}).get("href") for d, l in hits}
+    value = E.hover_markdown([d for d, _ in hits], docs, build_rows, title, pages)
     first = hits[0][1]["range"]
     rng = types.Range(
         start=types.Position(line=first["start"]["line"], character=first["start"]["character"]),
