@@ -284,8 +284,8 @@ def explain(
     typer.echo(rule.page(), nl=False)
     facts = facts_file()
     if facts is not None and "docs/facts.md#" in rule.documentation():
-        typer.echo(f"\nThe facts cited as docs/facts.md#N, with their public sources: {facts} "
-                   "(`kerasfit explain facts#N` prints one)")
+        typer.echo("\nThe facts cited as docs/facts.md#N (`kerasfit explain facts#N` prints one), "
+                   f"with their public sources: {facts}")
 
 
 def _explain_facts(number: str | None) -> None:

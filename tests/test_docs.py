@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kfhelpers import ROOT, run
+from kfhelpers import ROOT, run, installed_page
 
 from kerasfit.registry import all_rules
 from kerasfit.types import rule_page
@@ -109,7 +109,7 @@ def test_urls_point_into_the_repository_or_nowhere(tmp_path):
     assert rule_page("TEAM101") is None  # nor a rule pack's rule
     r = run("rules", "--output-format", "json", cwd=tmp_path)
     for row in r.json():
-        assert (ROOT / row["url"]).is_file(), row
+        assert installed_page(row["url"]).is_file(), row
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the tracked files")

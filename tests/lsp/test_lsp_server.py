@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kfhelpers import installed_page
 from lsp_helpers import Doc
 from lsprotocol import types
 
@@ -42,7 +43,8 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
     d = diags[0]
     assert d.source == "kerasfit"
     assert d.severity == types.DiagnosticSeverity.Warning
-    assert d.code_description is None  # the rule pages are in the repository, not on a web site
+    # the installed rule page, an absolute URI that opens from this (non-repository) project
+    assert d.code_description is not None and installed_page(d.code_description.href).name == "KF101.md"
     # `bn = ` starts after `name = "😀"; ` — 13 characters, 14 UTF-16 code units.
     assert d.range.start == types.Position(line=1, character=BN.splitlines()[1].index("tf_keras") + 1)
     assert d.data["name"] == "unfused-batchnorm"
@@ -58,6 +60,13 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
 
     published = [get_converter().unstructure(x) for x in diags]
     assert published == batch
+
+
+async def test_rule_links_follow_the_projects_docs_url(client, tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit]\ndocs-url = "https://docs.example.com/kf"\n')
+    doc = Doc(client, tmp_path / "model.py", BN)
+    (d,) = await doc.diagnostics(lambda ds: bool(ds))
+    assert d.code_description is not None and d.code_description.href == "https://docs.example.com/kf/rules/KF101.md"
 
 
 async def test_quickfix_applies_and_diagnostics_clear(client, tmp_path: Path):
