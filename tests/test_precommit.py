@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kfhelpers import BAD, GOOD, ROOT, installed_page
+from kfhelpers import BAD, GOOD, ROOT
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "kerasfit tests", "GIT_AUTHOR_EMAIL": "tests@kerasfit.invalid",
@@ -161,20 +161,3 @@ def test_a_committed_notebook_is_checked_not_skipped(tmp_path, hooks_repo, env):
     assert "".join(cells[1]["source"]) == GOOD
     assert "".join(cells[0]["source"]) == "%matplotlib inline\n"
 
-
-def test_the_hooks_installed_copy_links_to_its_own_pages(tmp_path, hooks_repo, env):
-    """pre-commit installs kerasfit from the hooks repository (not editable): the rule
-    links a check prints there name pages inside that installation."""
-    project = tmp_path / "linked"
-    project.mkdir()
-    (project / "model.py").write_text(BAD)
-    _git("init", "-q", cwd=project, env=env)
-    _git("add", "-A", cwd=project, env=env)
-    _try_repo(hooks_repo, project, env)  # makes (or reuses) the hook's environment
-    (exe,) = Path(env["PRE_COMMIT_HOME"]).glob("*/py_env-*/bin/kerasfit")
-    proc = subprocess.run([str(exe), "check", "--no-cache", "--output-format", "json", "model.py"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=120)
-    (finding,) = json.loads(proc.stdout)
-    page = installed_page(finding["url"])
-    assert page.is_relative_to(exe.parent.parent), page  # inside the hook's environment
-    assert page.read_text() == (ROOT / "docs" / "rules" / "KF101.md").read_text()
