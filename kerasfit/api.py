@@ -19,6 +19,7 @@ from .config import (
     Config,
     ConfigError,
     Selection,
+    check_docs_url,
     effective_target,
     find_config,
     load_config_file,
@@ -27,7 +28,6 @@ from .config import (
     select_rules,
     validate_selectors,
 )
-from .baseline import Baseline
 from .discovery import Candidate, discover, mentions_tensorflow
 from .docpages import Links
 from .types import TARGETS, Diagnostic, FileResult, Severity
@@ -35,6 +35,8 @@ from .writeback import Snapshot, stat_or_none, write_fixed
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
+
+    from .baseline import Baseline
 
     from .engine import LintSettings, ParseCache
 
@@ -126,6 +128,8 @@ class Resolver:
             validate_selectors(list(sel), self.rules, "command line")
         if options.target is not None:
             effective_target(options.target, Config())
+        if options.docs_url is not None:
+            check_docs_url(options.docs_url)
         self._by_config: dict[tuple[int, tuple[str, ...]], FileSettings] = {}
 
     def _cache_dir(self) -> Path:
@@ -482,6 +486,8 @@ class _Baselines:
         self.resolver = resolver
         self.loaded: dict[Path, Baseline] = {}
         if options.use_baseline and options.baseline is not None:
+            from .baseline import Baseline  # deferred: it brings tokenize and the notebook reader; most runs have no baseline
+
             self.explicit: Baseline | None = Baseline.load(options.baseline)
         else:
             self.explicit = None
@@ -495,6 +501,8 @@ class _Baselines:
         if cfg.baseline is None:
             return None
         if cfg.baseline not in self.loaded:
+            from .baseline import Baseline  # deferred, as above
+
             self.loaded[cfg.baseline] = Baseline.load(cfg.baseline, f"{cfg.source}: [tool.kerasfit] baseline")
         return self.loaded[cfg.baseline]
 

@@ -198,13 +198,9 @@ def run_check(
     path_list = list(paths) if paths else [Path(".")]
     originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
     try:
-        if docs_url is not None:
-            from .config import check_docs_url
-
-            check_docs_url(docs_url)
         if [str(p) for p in path_list] == ["-"]:
-            if add_noqa:
-                echo("kerasfit: error: --add-noqa writes files; it cannot read stdin", err=True)
+            if adopting:
+                echo(f"kerasfit: error: {adopting} works on files, not on stdin", err=True)
                 return 2
             name = stdin_filename or "<stdin>"
             source = _read_stdin(name, echo_back=fix and not diff)
@@ -232,11 +228,14 @@ def run_check(
         return 2
 
     files = result.files
-    if adopting:
+    if add_noqa or write_baseline is not None:
         from .adopt import add_noqa_comments, record_baseline
 
         try:
-            code, report = add_noqa_comments(result, path_list) if add_noqa else record_baseline(result, write_baseline)
+            if write_baseline is not None:
+                code, report = record_baseline(result, write_baseline)
+            else:
+                code, report = add_noqa_comments(result, path_list)
         except ConfigError as exc:
             echo(f"kerasfit: error: {exc}", err=True)
             return 2

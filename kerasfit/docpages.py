@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from .types import rule_page
@@ -22,6 +23,7 @@ _ANY_ANCHOR = re.compile(r'^<a id="[^"]*"></a>\s*$', re.M)
 FACTS_TOPIC = re.compile(r"^(?:(?:docs/)?facts(?:\.md)?)(?:#(?P<n>\S*))?$", re.I)
 
 
+@cache
 def docs_dir() -> Path | None:
     """The shipped docs: ``kerasfit/docs`` when installed from the wheel, else the
     checkout's ``docs/`` (an editable install maps the package there)."""
@@ -53,10 +55,8 @@ class Links:
         frag = f"#{anchor}" if anchor else ""
         if self.base:
             return self.base.rstrip("/") + "/" + relative + frag
-        d = docs_dir()
-        if d is None or not (d / relative).is_file():
-            return None
-        return (d / relative).as_uri() + frag
+        uri = _installed(relative)
+        return uri + frag if uri is not None else None
 
     def rule(self, code: str) -> str | None:
         rel = _relative(code)
@@ -64,6 +64,15 @@ class Links:
 
     def facts(self, number: int | None = None) -> str | None:
         return self.page(_FACTS, str(number) if number is not None else "")
+
+
+@cache
+def _installed(relative: str) -> str | None:
+    """The installed page's file:// URI (looked up once per page: a report may link it thousands of times)."""
+    d = docs_dir()
+    if d is None or not (d / relative).is_file():
+        return None
+    return (d / relative).as_uri()
 
 
 def fact_section(text: str, number: int) -> str | None:
