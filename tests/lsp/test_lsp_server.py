@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -247,7 +248,8 @@ async def test_hover_on_flagged_line(client, tmp_path: Path):
     assert "**KF101** `unfused-batchnorm`" in text
     assert "Flags batch normalization that does not use the fused kernel" in text  # "What it does"
     assert "Why is this slow" not in text  # one paragraph, not the whole page
-    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in text
+    page = re.search(r"`kerasfit explain KF101` \(\[rule page\]\((file://[^)]+)\)\)", text)
+    assert page and installed_page(page.group(1)).name == "KF101.md", text  # a link that opens
     assert hover.range.start.line == 3
     none = await client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=3))
