@@ -169,3 +169,25 @@ def test_a_baseline_that_cannot_be_read_is_one_line_exit_2(tmp_path, where):
     # also with nothing to report: a missing baseline is never an empty one
     write(tmp_path / "model.py", "import tensorflow as tf\n")
     assert run(*args, cwd=tmp_path).returncode == 2
+
+
+def test_add_noqa_over_the_fixture_models_parses_and_is_idempotent(tmp_path):
+    """Every realistic model file: each commented file parses, the check then passes,
+    and a second run writes nothing."""
+    import shutil
+
+    from kfhelpers import ROOT
+
+    shutil.copytree(ROOT / "fixtures", tmp_path / "fixtures")
+    args = ("fixtures", "--no-cache", "--select", "ALL", "--fail-on", "info")
+    before = run("check", *args, "--output-format", "json", cwd=tmp_path)
+    assert before.returncode == 1 and len(before.json()) > 100
+    r = run("check", "--add-noqa", *args, cwd=tmp_path)
+    assert r.returncode == 0, r
+    assert r.stdout.splitlines()[-1].startswith(f"Added a noqa comment for {len(before.json())} finding(s)")
+    texts = {p: p.read_text() for p in sorted((tmp_path / "fixtures").rglob("*.py"))}
+    for p, text in texts.items():
+        ast.parse(text, str(p))
+    assert run("check", *args, cwd=tmp_path).returncode == 0
+    again = run("check", "--add-noqa", *args, cwd=tmp_path)
+    assert again.returncode == 0 and {p: p.read_text() for p in texts} == texts
