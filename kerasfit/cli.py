@@ -238,10 +238,14 @@ def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
-    from .docpages import Links
+    from .api import CheckOptions, links_for
+    from .config import ConfigError
     from .registry import all_rules
 
-    links = Links()
+    try:
+        links = links_for(Path.cwd(), CheckOptions())  # the project's docs-url, else the installed pages
+    except ConfigError as exc:
+        _fail(str(exc))
     rows: list[_RuleRow] = []
     for code, r in all_rules().items():
         rows.append(

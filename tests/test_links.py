@@ -75,6 +75,9 @@ def test_rules_list_links_to_the_installed_pages(tmp_path):
     r = run("rules", "--output-format", "json", cwd=tmp_path)
     rows = {row["code"]: row["url"] for row in r.json()}
     assert installed_page(rows["KF101"]).read_text(encoding="utf-8") == PAGE
+    write(tmp_path / "pyproject.toml", '[tool.kerasfit]\ndocs-url = "https://docs.example.com/kf/"\n')
+    r = run("rules", "--output-format", "json", cwd=tmp_path)
+    assert {row["code"]: row["url"] for row in r.json()}["KF101"] == "https://docs.example.com/kf/rules/KF101.md"
 
 
 def test_explain_facts_prints_the_facts_and_one_fact(tmp_path):
