@@ -57,7 +57,7 @@ def statements_by_row(source: str) -> dict[int, str]:
     rows = {i: " ".join(line.split()) for i, line in enumerate(source.splitlines(), start=1)}
     toks: list[tokenize.TokenInfo] = []
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if tok.type in _SKIP:
                 continue
             if tok.type in (tokenize.NEWLINE, tokenize.ENDMARKER):

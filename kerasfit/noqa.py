@@ -52,7 +52,7 @@ def commentable_rows(source: str) -> set[int] | None:
     """Rows whose end is in code (a comment may follow); None when it does not tokenize."""
     rows: set[int] = set()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
             if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
                 rows.add(tok.start[0])
     except (tokenize.TokenError, SyntaxError):

@@ -37,6 +37,7 @@ from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..docpages import Links
+from ..noqa import commentable_rows
 from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
@@ -881,6 +882,7 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
             "end": {"line": params.range.end.line, "character": params.range.end.character}}
     asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
     lines = E.split_lines(view.text)
+    ok_rows: list[set[int] | None] = []  # rows a comment may end (computed on first need)
     actions: list[types.CodeAction] = []
     noqa: list[types.CodeAction] = []
     seen_noqa: set[tuple[str, int]] = set()
@@ -907,9 +909,9 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                     text_edits = [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
                     action.edit = _edit(uri, view.version, text_edits, conv)
                 actions.append(action)
-            line_no = lsp_d["range"]["start"]["line"]
-            if d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
-                continue  # a syntax error cannot be suppressed
+            line_no = _noqa_line(lsp_d, view.text, ok_rows)
+            if line_no is None or d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
+                continue  # a syntax error cannot be suppressed; nor a line no comment may follow
             seen_noqa.add((d.code, line_no))
             noqa.append(
                 types.CodeAction(
@@ -999,6 +1001,20 @@ def _cached_build_report(path: str, source: str) -> Any:
         report = None
     _REPORTS[path] = (key, report)
     return report
+
+
+def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[set[int] | None]) -> int | None:
+    """The 0-based line a noqa comment for the diagnostic goes on, as ``check --add-noqa``
+    places it: its first or last line, where Python allows a comment (not after a
+    backslash, not inside a multi-line string); None when neither does. Text that does
+    not tokenize (a cell's magics) keeps the first line."""
+    if not memo:
+        memo.append(commentable_rows(text))
+    ok = memo[0]
+    first, last = lsp_d["range"]["start"]["line"], lsp_d["range"]["end"]["line"]
+    if ok is None:
+        return first
+    return next((line for line in (first, last) if line + 1 in ok), None)
 
 
 @server.feature(types.TEXT_DOCUMENT_HOVER)

@@ -147,6 +147,27 @@ async def test_noqa_action_appends_and_extends(client, tmp_path: Path):
     await doc.diagnostics(lambda ds: not ds)
 
 
+async def test_noqa_action_only_where_a_comment_may_go(client, tmp_path: Path):
+    """As `check --add-noqa`: a call over two lines gets the comment on a line that takes
+    one; a line continued with a backslash gets no noqa action (a comment there breaks the code)."""
+    text = (
+        "import tf_keras\n"
+        "a = tf_keras.layers.BatchNormalization(\n"
+        "    fused=False)(tf_keras.layers.Conv2D(8, 3)(x))\n"
+        "b = tf_keras.layers.BatchNormalization(fused=False)(tf_keras.layers.Conv2D(8, 3)(x)) + \\\n"
+        "    1\n"
+    )
+    doc = Doc(client, tmp_path / "model.py", text)
+    diags = sorted(await doc.diagnostics(lambda ds: len(ds) == 2), key=lambda d: d.range.start.line)
+    titles = [a.title for a in await doc.code_actions(diags[1].range, diags=[diags[1]])]
+    assert "Disable KF101 for this line" not in titles and titles  # the fix is still offered
+    actions = await doc.code_actions(diags[0].range, diags=[diags[0]])
+    doc.apply(next(a for a in actions if a.title == "Disable KF101 for this line").edit)
+    assert doc.text.splitlines()[1] == "a = tf_keras.layers.BatchNormalization(  # noqa: KF101"
+    compile(doc.text, "model.py", "exec")
+    await doc.diagnostics(lambda ds: len(ds) == 1)
+
+
 async def test_config_reload_on_pyproject_change(client, tmp_path: Path):
     (tmp_path / "pkg").mkdir()
     doc = Doc(client, tmp_path / "pkg" / "model.py", BN)  # configured by the pyproject.toml above it
