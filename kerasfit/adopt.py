@@ -34,7 +34,7 @@ def add_noqa_comments(result: RunResult, paths: Sequence[Path]) -> tuple[int, st
 
 def record_baseline(result: RunResult, path: Path) -> tuple[int, str]:
     """Write every finding of the run to ``path``; exit 2 when it cannot be written."""
-    text, n = render(path, result.files, {f.filename: f.fixed_source for f in result.files if f.fixed_source})
+    text, n = render(path, result.files)
     try:
         if path.exists():
             atomic_write(path, text)

@@ -165,13 +165,13 @@ class Baseline:
         return accepted
 
 
-def render(path: Path, files: Sequence[FileResult], texts: dict[str, str] | None = None) -> tuple[str, int]:
+def render(path: Path, files: Sequence[FileResult]) -> tuple[str, int]:
     """The baseline file accepting every finding of ``files`` (sorted, so it diffs well),
     and how many findings it holds."""
     root = path.resolve().parent
     rows = []
     for f in files:
-        ks = file_keys(f, root, (texts or {}).get(f.filename))
+        ks = file_keys(f, root)
         if ks is None:
             continue
         for d, k in zip(f.diagnostics, ks):
