@@ -1011,7 +1011,8 @@ def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[set[int] | None]) ->
     if not memo:
         memo.append(commentable_rows(text))
     ok = memo[0]
-    first, last = lsp_d["range"]["start"]["line"], lsp_d["range"]["end"]["line"]
+    first: int = lsp_d["range"]["start"]["line"]
+    last: int = lsp_d["range"]["end"]["line"]
     if ok is None:
         return first
     return next((line for line in (first, last) if line + 1 in ok), None)
