@@ -20,6 +20,7 @@ from .config import (
     ConfigError,
     Selection,
     cache_dir_of,
+    check_docs_url,
     effective_target,
     find_config,
     load_config_file,
@@ -30,11 +31,14 @@ from .config import (
 )
 from .cachefs import CacheDir
 from .discovery import Candidate, discover, mentions_tensorflow
+from .docpages import Links
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
+
+    from .baseline import Baseline
 
     from .engine import LintSettings, ParseCache
 
@@ -59,6 +63,9 @@ class CheckOptions:
     build: Any = None  # a kerasfit.crosscheck.stage.BuildRequest: run the build cross-check stage
     fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
     max_file_size: int | None = None  # bytes; None: each file's config, else DEFAULT_MAX_FILE_SIZE
+    docs_url: str | None = None  # rule links under this URL; None: the config's docs-url, else the installed pages
+    baseline: Path | None = None  # accept the findings recorded there; None: each file's config's baseline
+    use_baseline: bool = True  # False: no baseline at all (writing a new one)
 
 
 @dataclass
@@ -67,6 +74,7 @@ class RunResult:
     prefiltered: int = 0
     elapsed: float = 0.0
     warnings: list[str] = field(default_factory=list)  # one line each, for stderr (the cache's)
+    accepted: int = 0  # findings a baseline accepted (dropped from ``files``)
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -124,6 +132,8 @@ class Resolver:
             validate_selectors(list(sel), self.rules, "command line")
         if options.target is not None:
             effective_target(options.target, Config())
+        if options.docs_url is not None:
+            check_docs_url(options.docs_url)
         self._by_config: dict[tuple[int, tuple[str, ...]], FileSettings] = {}
 
     def _cache_dir(self) -> Path:
@@ -385,6 +395,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     """Check files and directories; with ``options.fix`` compute (and unless ``diff``, write) fixes."""
     t0 = time.perf_counter()
     resolver = Resolver(options)
+    baselines = _Baselines(options, resolver)  # a --baseline that cannot be read stops here
     use_cache = options.use_cache and not (options.fix or options.diff)
     cache = Cache(resolver.cache if use_cache else None)
     results: list[FileResult] = []
@@ -413,6 +424,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             results.append(FileResult(str(path), skipped=True))
             continue
         settings = resolver.settings_for(path)
+        baselines.for_file(path)  # a config's baseline that cannot be read stops the run before --fix writes
         job = _Job(str(path), settings, options.fix or options.diff, options.unsafe_fixes)
         if cache.path is not None:
             hit = cache.get(path, Cache.key(data, settings))
@@ -440,7 +452,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
 
     if writing:
         read = {job.path: (job, text) for job, text, _ in pending}
-        trees = _checked_trees(paths)
+        trees = checked_trees(paths)
         for res in results:
             if res.fixed_source is not None:
                 problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
@@ -459,14 +471,71 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         from .crosscheck.stage import run_stage
 
         run_stage(results, resolver, options.build)
+    accepted = 0
     for res in results:
+        if res.skipped or (res.error and not res.diagnostics):
+            continue
+        accepted += baselines.accept(res)
         if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
             res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
-    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings))
+    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
 
 
-def _checked_trees(paths: Sequence[str | Path]) -> list[Path]:
+class _Baselines:
+    """Each file's baseline: ``--baseline``, else its config's ``baseline``; each file
+    read once. One that cannot be read is a ConfigError (exit 2), never an empty one."""
+
+    def __init__(self, options: CheckOptions, resolver: Resolver | None) -> None:
+        self.options = options
+        self.resolver = resolver
+        self.loaded: dict[Path, Baseline] = {}
+        if options.use_baseline and options.baseline is not None:
+            from .baseline import Baseline  # deferred: it brings tokenize and the notebook reader; most runs have no baseline
+
+            self.explicit: Baseline | None = Baseline.load(options.baseline)
+        else:
+            self.explicit = None
+
+    def for_file(self, path: Path) -> Baseline | None:
+        if not self.options.use_baseline:
+            return None
+        if self.explicit is not None:
+            return self.explicit
+        cfg = (self.resolver or Resolver(self.options, manifest_cache=False)).config_for(path.parent)
+        if cfg.baseline is None:
+            return None
+        if cfg.baseline not in self.loaded:
+            from .baseline import Baseline  # deferred, as above
+
+            self.loaded[cfg.baseline] = Baseline.load(cfg.baseline, f"{cfg.source}: [tool.kerasfit] baseline")
+        return self.loaded[cfg.baseline]
+
+    def accept(self, res: FileResult, text: str | None = None) -> int:
+        b = self.for_file(Path(res.filename))
+        return b.accept(res, text if text is not None else res.fixed_source) if b is not None else 0
+
+
+def accept_baseline(res: FileResult, text: str, options: CheckOptions) -> int:
+    """A baseline applied to one checked text (stdin): its accepted findings dropped."""
+    return _Baselines(options, None).accept(res, text)
+
+
+def links_for(directory: Path, options: CheckOptions) -> Links:
+    """Where rule links point for files under ``directory``: ``--docs-url``, else the
+    config's ``docs-url``, else the installed pages (``file://``)."""
+    if options.docs_url:
+        return Links(options.docs_url)
+    if options.config_file is not None:
+        cfg: Config | None = load_config_file(options.config_file)
+    elif options.isolated:
+        cfg = None
+    else:
+        cfg = find_config(directory)
+    return Links(cfg.docs_url if cfg is not None else None)
+
+
+def checked_trees(paths: Sequence[str | Path]) -> list[Path]:
     """The real directories a run was asked to check: a directory named, or the one
     holding a file named. --fix writes nowhere else (a link out of them stays as is)."""
     return [Path(os.path.realpath(p if os.path.isdir(p) else Path(p).parent)) for p in paths]

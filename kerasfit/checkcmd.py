@@ -162,13 +162,19 @@ def run_check(
     isolated: bool = False, show_fixes: bool = False, force_exclude: bool = False, stdin_filename: str | None = None,
     jobs: int | None = None, quiet: bool = False, build: bool = False, entry: str | None = None,
     batch_size: int | None = None, cores: int | None = None, dtype: str | None = None,
-    build_timeout: float | None = None,
+    build_timeout: float | None = None, docs_url: str | None = None, baseline: Path | None = None,
+    write_baseline: Path | None = None, add_noqa: bool = False,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
-    from .api import CheckOptions, RunResult, check_paths, check_source
+    from .api import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for
     from .config import ConfigError, Selection
     from .reporters import printable
     from .types import FileResult
+
+    adopting = "--add-noqa" if add_noqa else "--write-baseline" if write_baseline is not None else None
+    if adopting and (fix or diff or add_noqa and write_baseline is not None):
+        echo(f"kerasfit: error: {adopting} cannot be combined with --fix, --diff, --add-noqa or --write-baseline", err=True)
+        return 2
 
     options = CheckOptions(
         selection=Selection(select=_split(select) or None, extend_select=_split(extend_select), ignore=_split(ignore)),
@@ -186,23 +192,30 @@ def run_check(
         build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache),
         fail_on=fail_on,
         cache_dir=cache_dir,
+        docs_url=docs_url,
+        baseline=baseline,
+        use_baseline=write_baseline is None,
     )
     path_list = list(paths) if paths else [Path(".")]
     originals: dict[str, str] = {}  # text not on disk (stdin), for --diff
     try:
         if [str(p) for p in path_list] == ["-"]:
+            if adopting:
+                echo(f"kerasfit: error: {adopting} works on files, not on stdin", err=True)
+                return 2
             name = stdin_filename or "<stdin>"
             source = _read_stdin(name, echo_back=fix and not diff)
             if source is None:
                 return 1
             res = check_source(source, name, options, fix=fix or diff, unsafe=unsafe_fixes)
+            accepted = accept_baseline(res, res.fixed_source or source, options) if options.use_baseline else 0
             originals[name] = source
             if fix and not diff:
                 sys.stdout.write(res.fixed_source if res.fixed_source is not None else source)
                 # stdout is the file; what is left to fix goes to stderr (as ruff does)
                 _remaining_to_stderr(res, unsafe_fixes, res.fixes_applied, quiet)
                 return 1 if res.failing and not exit_zero else 0
-            result = RunResult([res])
+            result = RunResult([res], accepted=accepted)
         else:
             # A path that does not exist is reported like an unreadable file (exit 1, as
             # ruff does); the paths that do exist are still checked.
@@ -210,6 +223,7 @@ def run_check(
             existing = [p for p in path_list if p not in missing]
             result = check_paths(existing, options) if existing else RunResult([])
             result.files.extend(FileResult(str(p), error=f"{p}: no such file or directory") for p in missing)
+        links = links_for(Path.cwd(), options)
     except ConfigError as exc:
         echo(f"kerasfit: error: {printable(str(exc))}", err=True)
         return 2
@@ -217,6 +231,19 @@ def run_check(
     files = result.files
     for warning in result.warnings:
         echo(f"warning: {printable(warning)}", err=True)
+    if add_noqa or write_baseline is not None:
+        from .adopt import add_noqa_comments, record_baseline
+
+        try:
+            if write_baseline is not None:
+                code, report = record_baseline(result, write_baseline)
+            else:
+                code, report = add_noqa_comments(result, path_list)
+        except ConfigError as exc:
+            echo(f"kerasfit: error: {exc}", err=True)
+            return 2
+        echo(report)
+        return code
 
     fixed = sum(f.fixes_applied for f in files)
     if diff:
@@ -239,7 +266,7 @@ def run_check(
         unchecked = any(f.error for f in files) or any(f.diagnostics for f in unparsed)
         return 0 if exit_zero or not (text or unchecked) else 1
 
-    _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
+    _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet, links, result.accepted)
     if statistics:
         from .reporters import statistics as stats
 
@@ -292,28 +319,29 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
         return None
 
 
-def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
+def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool, links: Any,
+          accepted: int = 0) -> None:
     from . import reporters
 
     if fmt == "text":
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
+        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color, accepted=accepted)
         if quiet:
             out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
         if out:
             echo(out)
     elif fmt == "json":
-        echo(reporters.json_report(files))
+        echo(reporters.json_report(files, links))
     elif fmt == "sarif":
         from .registry import all_rules
 
-        echo(reporters.sarif(files, all_rules()))
+        echo(reporters.sarif(files, all_rules(), links))
     elif fmt == "github":
         out = reporters.github(files)
         if out:
             echo(out)
     else:
-        echo(reporters.lsp(files))
+        echo(reporters.lsp(files, links))
     if fmt != "text":
         for f in files:
             if f.error:

@@ -110,6 +110,10 @@ def check(
     cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="With --build: float32 or bfloat16 (default: config, else float32).")] = None,
     build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped (default: config, else 300).")] = None,
+    docs_url: Annotated[Optional[str], typer.Option("--docs-url", help="Rule links under this URL (where your team serves kerasfit's docs/) instead of the installed pages (default: config docs-url).")] = None,
+    baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Accept the findings recorded in this file (default: config baseline); new findings still fail.")] = None,
+    write_baseline: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record every finding of this run in FILE (for --baseline) and exit 0.")] = None,
+    add_noqa: Annotated[bool, typer.Option("--add-noqa", help="Append '# noqa: CODE' to each line with a finding that fails the run.")] = False,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
     # The body is typer-free (kerasfit.checkcmd): plain command lines run it without typer.
@@ -123,6 +127,7 @@ def check(
             no_cache=no_cache, cache_dir=cache_dir, config=config, isolated=isolated, show_fixes=show_fixes,
             force_exclude=force_exclude, stdin_filename=stdin_filename, jobs=jobs, quiet=quiet, build=build,
             entry=entry, batch_size=batch_size, cores=cores, dtype=dtype, build_timeout=build_timeout,
+            docs_url=docs_url, baseline=baseline, write_baseline=write_baseline, add_noqa=add_noqa,
         )
     )
 
@@ -240,9 +245,14 @@ def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
+    from .api import CheckOptions, links_for
+    from .config import ConfigError
     from .registry import all_rules
-    from .types import rule_page
 
+    try:
+        links = links_for(Path.cwd(), CheckOptions())  # the project's docs-url, else the installed pages
+    except ConfigError as exc:
+        _fail(str(exc))
     rows: list[_RuleRow] = []
     for code, r in all_rules().items():
         rows.append(
@@ -254,7 +264,7 @@ def rules_cmd(
                 "targets": sorted(r.targets),
                 "default": "on" if r.default_enabled else "off",
                 "severity": r.severity.value,
-                "url": rule_page(code),
+                "url": links.rule(code),
             }
         )
     if output_format is ListFormat.json:
@@ -267,20 +277,45 @@ def rules_cmd(
 
 
 @app.command()
-def explain(code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm).")]) -> None:
-    """Print a rule's documentation."""
+def explain(
+    code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm); 'facts' for the facts the rules cite, 'facts#11' for one.")],
+) -> None:
+    """Print a rule's documentation, or the accelerator facts (docs/facts.md#N)."""
+    from .docpages import FACTS_TOPIC, facts_file
     from .registry import rule_by_name_or_code
 
+    topic = FACTS_TOPIC.match(code.strip())
+    if topic is not None:
+        _explain_facts(topic.group("n"))
+        return
     rule = rule_by_name_or_code(code)
     if rule is None:
-        _fail(f"unknown rule {code!r} (see `kerasfit rules`)")
+        _fail(f"unknown rule {code!r} (see `kerasfit rules`; `kerasfit explain facts` prints the facts)")
         return
     typer.echo(rule.page(), nl=False)
-    from .registry import facts_file
-
     facts = facts_file()
     if facts is not None and "docs/facts.md#" in rule.documentation():
-        typer.echo(f"\nThe facts cited as docs/facts.md#N, with their public sources: {facts}")
+        typer.echo("\nThe facts cited as docs/facts.md#N (`kerasfit explain facts#N` prints one), "
+                   f"with their public sources: {facts}")
+
+
+def _explain_facts(number: str | None) -> None:
+    from .docpages import fact_numbers, fact_section, facts_file
+
+    path = facts_file()
+    if path is None:
+        _fail("the facts page (docs/facts.md) is not installed with this kerasfit")
+        return
+    text = path.read_text(encoding="utf-8")
+    if not number:
+        typer.echo(text, nl=False)
+        return
+    numbers = fact_numbers(text)
+    section = fact_section(text, int(number)) if number.isascii() and number.isdigit() else None
+    if section is None:
+        _fail(f"no fact {number!r} in docs/facts.md (facts {min(numbers)}–{max(numbers)})")
+        return
+    typer.echo(section, nl=False)
 
 
 @app.command()

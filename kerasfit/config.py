@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -25,7 +26,7 @@ DEFAULT_EXCLUDES = (
 _KEYS = {
     "select", "ignore", "extend-select", "extend-ignore", "per-file-ignores", "exclude", "extend-exclude",
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable", "extend-fixable", "fail-on",
-    "max-file-size",
+    "max-file-size", "docs-url", "baseline",
 }
 # A check holds 30–40 KB per source line at its peak (libcst's tree is ~29 KB of it); 2 MiB
 # of source (~50k lines) is about 2 GB. A larger file is skipped with one line instead of taking the run down with it.
@@ -60,6 +61,8 @@ class Config:
     unfixable: list[str] = field(default_factory=list)
     fail_on: str | None = None  # the lowest severity that makes the exit code 1
     max_file_size: int | None = None  # bytes of source (a notebook's: its code cells')
+    docs_url: str | None = None  # where the team serves kerasfit's docs/ (rule links point there)
+    baseline: Path | None = None  # accepted findings (resolved against this file's directory)
 
     def excludes(self) -> tuple[str, ...]:
         base = tuple(self.exclude) if self.exclude is not None else DEFAULT_EXCLUDES
@@ -126,7 +129,23 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
         cfg.fail_on = check_fail_on(table["fail-on"], where)
     if "max-file-size" in table:
         cfg.max_file_size = _positive_int(table["max-file-size"], "max-file-size", where)
+    if "docs-url" in table:
+        cfg.docs_url = check_docs_url(table["docs-url"], f"{where}: [tool.kerasfit] docs-url")
+    if "baseline" in table:
+        if not isinstance(table["baseline"], str) or not table["baseline"]:
+            raise ConfigError(f"{where}: [tool.kerasfit] baseline must be a string (a file path)")
+        cfg.baseline = where.parent / Path(table["baseline"]).expanduser()
     return cfg
+
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")
+
+
+def check_docs_url(value: Any, where: str = "--docs-url") -> str:
+    """An absolute URL (the pages are ``<docs-url>/rules/KF101.md``, ``<docs-url>/facts.md``)."""
+    if not isinstance(value, str) or not _URL.match(value):
+        raise ConfigError(f"{where} must be an absolute URL such as https://example.com/kerasfit/docs/, not {value!r}")
+    return value
 
 
 def over_size_budget(path: str, size: int, limit: int) -> str | None:

@@ -225,11 +225,3 @@ def manifest(cache_dir: CacheDir | None = None) -> dict[str, RuleMeta]:
         cache_dir.write(MANIFEST, json.dumps({"fingerprint": fp, "rules": [asdict(m) for m in metas.values()]}).encode(), gitignore=True)
     return metas
 
-
-def facts_file() -> Path | None:
-    """docs/facts.md as installed (package data of the wheel), else in a source checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "docs" / "facts.md", here.parent / "docs" / "facts.md"):
-        if candidate.is_file():
-            return candidate
-    return None

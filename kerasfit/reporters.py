@@ -10,7 +10,11 @@ from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from . import __version__
-from .types import Applicability, Diagnostic, FileResult, Severity, rule_page
+from .docpages import Links
+from .types import Applicability, Diagnostic, FileResult, Severity
+
+# Where a finding's rule page opens (the installed page, or a team's docs-url).
+_INSTALLED = Links()
 
 FORMATS = ("text", "json", "sarif", "github", "lsp")
 
@@ -54,6 +58,7 @@ def text(
     fixed: int = 0,
     show_fixes: bool = False,
     color: bool = False,
+    accepted: int = 0,
 ) -> str:
     lines: list[str] = []
     diags = [d for f in files for d in f.diagnostics]
@@ -74,7 +79,7 @@ def text(
     for f in files:
         if f.error:
             lines.append(f"error: {printable(f.error)}")
-    lines.append(summary_line(files, unsafe=unsafe, fixed=fixed))
+    lines.append(summary_line(files, unsafe=unsafe, fixed=fixed, accepted=accepted))
     return "\n".join(lines)
 
 
@@ -92,7 +97,13 @@ def _build_note(b: dict[str, Any] | None) -> str:
     return f" ({b['status']} by --build" + (": " + ", ".join(parts) if parts else "") + ")"
 
 
-def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: int = 0) -> str:
+def summary_line(files: Sequence[FileResult], *, unsafe: bool = False, fixed: int = 0, accepted: int = 0) -> str:
+    # findings a baseline accepted are not shown; the count says they exist
+    tail = f"\n{accepted} finding(s) accepted by the baseline (not shown)." if accepted else ""
+    return _summary(files, unsafe, fixed) + tail
+
+
+def _summary(files: Sequence[FileResult], unsafe: bool, fixed: int) -> str:
     diags = [d for f in files for d in f.diagnostics]
     n = len(diags)
     errors = sum(1 for f in files if f.error)
@@ -152,7 +163,7 @@ def _loc(row: int, col: int) -> dict[str, int]:
     return {"row": row, "column": col + 1}
 
 
-def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
+def diagnostic_json(d: Diagnostic, links: Links = _INSTALLED) -> dict[str, Any]:
     fix = None
     if d.fix is not None:
         fix = {
@@ -172,7 +183,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
         "location": _loc(d.row, d.column),
         "end_location": _loc(d.end_row, d.end_column),
         "fix": fix,
-        "url": d.url,
+        "url": links.rule(d.code),
     }
     if d.build is not None:
         out["build"] = d.build
@@ -181,8 +192,8 @@ def diagnostic_json(d: Diagnostic) -> dict[str, Any]:
     return out
 
 
-def json_report(files: Sequence[FileResult]) -> str:
-    return json.dumps([diagnostic_json(d) for f in files for d in f.diagnostics], indent=2)
+def json_report(files: Sequence[FileResult], links: Links = _INSTALLED) -> str:
+    return json.dumps([diagnostic_json(d, links) for f in files for d in f.diagnostics], indent=2)
 
 
 # ---- sarif --------------------------------------------------------------------------
@@ -194,7 +205,7 @@ def _region(row: int, col: int, end_row: int, end_col: int) -> dict[str, int]:
     return {"startLine": max(row, 1), "startColumn": col + 1, "endLine": max(end_row, 1), "endColumn": end_col + 1}
 
 
-def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
+def sarif(files: Sequence[FileResult], rules: dict[str, Any], links: Links = _INSTALLED) -> str:
     diags = [d for f in files for d in f.diagnostics]
     used = sorted({d.code for d in diags} | set(rules))
     index = {code: i for i, code in enumerate(used)}
@@ -205,9 +216,8 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
         summary = r.message if r is not None else name
         doc = r.documentation() if r is not None else summary
         level = _SARIF_LEVEL[r.severity] if r is not None else "error"
-        page = rule_page(code)
+        page = links.rule(code)
         if page is not None:
-            # a path in the repository (and the wheel), not a web address
             doc = f"{doc}\n\nRule page: {page}"
         rule_objs.append(
             {
@@ -218,6 +228,7 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
                 "help": {"text": doc, "markdown": doc},
                 "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
                 "properties": {"targets": sorted(getattr(r, "targets", ()))},
+                **({"helpUri": page} if page is not None else {}),
             }
         )
     results = []
@@ -328,7 +339,9 @@ def utf16_col(line: str, col: int) -> int:
     return col + sum(1 for ch in prefix if ord(ch) > 0xFFFF)
 
 
-def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None) -> dict[str, Any]:
+def lsp_diagnostic(
+    d: Diagnostic, line_text: Callable[[int], str] | None = None, links: Links = _INSTALLED
+) -> dict[str, Any]:
     def pos(row: int, col: int) -> dict[str, int]:
         c = utf16_col(line_text(row), col) if line_text else col
         return {"line": max(row - 1, 0), "character": c}
@@ -350,9 +363,7 @@ def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None)
         }
     if d.build is not None:
         data["build"] = d.build
-    # No codeDescription: LSP wants an absolute URI there, and the rule pages live in the
-    # repository (docs/rules/), not on a web site.
-    return {
+    out: dict[str, Any] = {
         "range": {"start": pos(d.row, d.column), "end": pos(d.end_row, d.end_column)},
         "severity": _LSP_SEVERITY[d.severity],
         "code": d.code,
@@ -360,9 +371,13 @@ def lsp_diagnostic(d: Diagnostic, line_text: Callable[[int], str] | None = None)
         "message": d.message,
         "data": data,
     }
+    href = links.rule(d.code)
+    if href is not None:  # an absolute URI, as LSP requires
+        out["codeDescription"] = {"href": href}
+    return out
 
 
-def lsp(files: Sequence[FileResult]) -> str:
+def lsp(files: Sequence[FileResult], links: Links = _INSTALLED) -> str:
     out: dict[str, list[dict[str, Any]]] = {}
     for f in files:
         if not f.diagnostics:
@@ -376,5 +391,5 @@ def lsp(files: Sequence[FileResult]) -> str:
         def line_text(row: int, lines: list[str] = lines) -> str:
             return lines[row - 1] if 0 < row <= len(lines) else ""
 
-        out[path.as_uri()] = [lsp_diagnostic(d, line_text) for d in f.diagnostics]
+        out[path.as_uri()] = [lsp_diagnostic(d, line_text, links) for d in f.diagnostics]
     return json.dumps(out, indent=2)

@@ -47,3 +47,21 @@ class Suppressions:
 
 def _split_codes(text: str) -> set[str]:
     return {c.strip().upper() for c in re.split(r"[\s,]+", text) if c.strip()}
+
+
+def with_noqa(line: str, codes: Iterable[str]) -> str:
+    """``line`` (without its terminator) suppressing ``codes`` too, as the scanner above
+    reads it: an existing ``# noqa: X1`` list is extended, a bare ``# noqa`` already
+    covers everything, otherwise ``  # noqa: CODES`` goes at the end (after any comment)."""
+    wanted = list(dict.fromkeys(codes))
+    for m in NOQA_RE.finditer(line):
+        have = m.group("codes")
+        if not have:
+            return line
+        missing = [c for c in wanted if c.upper() not in _split_codes(have)]
+        if not missing:
+            return line
+        at = m.end("codes")
+        return line[:at] + ", " + ", ".join(missing) + line[at:]
+    body = line.rstrip()
+    return body + ("  " if body else "") + "# noqa: " + ", ".join(wanted)

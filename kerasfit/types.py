@@ -11,9 +11,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-# Every built-in rule has a page in the repository (and the wheel) at this path,
-# generated from the rule class by scripts/gen_docs.py. Engine codes (KF0xx) and rule
-# packs' codes have none, so they get no URL rather than one that points nowhere.
+# Every built-in rule has a page in the repository (and the wheel, as kerasfit/docs/) at
+# this path, generated from the rule class by scripts/gen_docs.py. Engine codes (KF0xx)
+# and rule packs' codes have none. Links users open come from kerasfit.docpages.
 RULE_PAGE = "docs/rules/{code}.md"
 FACTS_PAGE = "docs/facts.md"
 _BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")
@@ -108,10 +108,6 @@ class Diagnostic:
     build: dict[str, Any] | None = None
     # In a notebook: the 1-based cell (all cells counted); rows are then within the cell.
     cell: int | None = None
-
-    @property
-    def url(self) -> str | None:
-        return rule_page(self.code)
 
     @property
     def fixable(self) -> bool:

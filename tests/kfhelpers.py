@@ -78,3 +78,13 @@ def assert_one_line_error(stderr: str, *needles: str) -> str:
     for n in needles:
         assert n in lines[0], (n, lines[0])
     return lines[0]
+
+
+def installed_page(uri: str) -> Path:
+    """The file a rule link names; the link must be an absolute file:// URI."""
+    from urllib.parse import unquote, urlparse
+    from urllib.request import url2pathname
+
+    parsed = urlparse(uri)
+    assert parsed.scheme == "file" and not parsed.fragment, uri
+    return Path(url2pathname(unquote(parsed.path)))

@@ -4,6 +4,8 @@ the product names a document that does not ship or a web site that does not exis
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kfhelpers import ROOT, run
+from kfhelpers import ROOT, run, installed_page
 
 from kerasfit.registry import all_rules
 from kerasfit.types import rule_page
@@ -109,7 +111,7 @@ def test_urls_point_into_the_repository_or_nowhere(tmp_path):
     assert rule_page("TEAM101") is None  # nor a rule pack's rule
     r = run("rules", "--output-format", "json", cwd=tmp_path)
     for row in r.json():
-        assert (ROOT / row["url"]).is_file(), row
+        assert installed_page(row["url"]).is_file(), row
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to list the tracked files")
@@ -134,3 +136,26 @@ def test_the_wheel_ships_the_facts_and_the_rule_pages(tmp_path):
     assert "kerasfit/docs/facts.md" in names
     assert {f"kerasfit/docs/{rule_page(c)[len('docs/'):]}" for c in all_rules()} <= names
     assert any(n.endswith("licenses/LICENSE") or n.endswith("/LICENSE") for n in names), sorted(names)
+
+    # Installed from the wheel (not editable), a check in a project elsewhere links to
+    # the pages inside the installation.
+    site = tmp_path / "site"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "model.py").write_text("import tf_keras as keras\nbn = keras.layers.BatchNormalization(fused=False)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
+    env["PYTHONPATH"] = str(site)  # ahead of the editable checkout
+    proc = subprocess.run(
+        [sys.executable, "-c", "from kerasfit.entry import main; main()", "check", "--no-cache",
+         "--output-format", "json", "model.py"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=120,
+    )
+    (finding,) = json.loads(proc.stdout)
+    page = installed_page(finding["url"])
+    assert page == site / "kerasfit" / "docs" / "rules" / "KF101.md"
+    assert page.read_text() == (ROOT / "docs" / "rules" / "KF101.md").read_text()

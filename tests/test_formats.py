@@ -9,7 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from kfhelpers import BAD, NOFIX, ROOT, finding_lines, run, write
+from kfhelpers import BAD, NOFIX, ROOT, finding_lines, installed_page, run, write
 
 from kerasfit import reporters
 from kerasfit.registry import all_rules
@@ -46,14 +46,14 @@ def test_json_objects(project):
         assert {"code", "name", "message", "severity", "filename", "location", "end_location", "fix", "url"} <= set(d)
         assert set(d["location"]) == {"row", "column"} and set(d["end_location"]) == {"row", "column"}
         assert d["severity"] in ("error", "warning", "info")
-        # a page in the repository, or nothing (the engine's own codes have no page)
-        assert d["url"] is None if d["code"].startswith("KF0") else (ROOT / d["url"]).is_file(), d["url"]
+        # the installed page as a file:// URI, or nothing (the engine's own codes have no page)
+        assert d["url"] is None if d["code"].startswith("KF0") else installed_page(d["url"]).is_file(), d["url"]
     syntax, fixable, nofix = out
     assert (syntax["code"], syntax["name"], syntax["severity"], syntax["filename"]) == ("KF001", "syntax-error", "error", "broken.py")
     assert syntax["fix"] is None and syntax["location"]["row"] == 2
     assert fixable["code"] == "KF101" and fixable["name"] == "unfused-batchnorm"
     assert fixable["location"] == {"row": 2, "column": 6} and fixable["end_location"]["row"] == 2
-    assert fixable["url"] == "docs/rules/KF101.md"
+    assert installed_page(fixable["url"]).read_text() == (ROOT / "docs/rules/KF101.md").read_text()
     fix = fixable["fix"]
     assert fix["applicability"] == "safe" and fix["message"]
     assert fix["edits"] == [{"content": "True", "location": {"row": 2, "column": 44}, "end_location": {"row": 2, "column": 49}}]
@@ -250,7 +250,7 @@ def test_lsp_diagnostics_keyed_by_uri_with_utf16_columns(tmp_path):
     end_char = line.index(")") + 1
     assert diag["range"]["end"] == {"line": 1, "character": end_char + 1}
     assert diag["code"] == "KF101" and diag["source"] == "kerasfit" and diag["severity"] == 2
-    assert "codeDescription" not in diag  # LSP wants an absolute URI there; the pages are in the repository
+    assert installed_page(diag["codeDescription"]["href"]).name == "KF101.md"  # an absolute URI, as LSP wants
     assert diag["message"]
     (edit,) = diag["data"]["fix"]["edits"]
     assert edit["newText"] == "True"

@@ -9,6 +9,7 @@ per run.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -127,3 +128,36 @@ def test_an_info_finding_alone_does_not_fail_the_hooks(tmp_path, hooks_repo, env
     assert _status(out, "kerasfit") == "Passed", out
     assert _status(out, "kerasfit (fix)") == "Passed", out
     assert (project / "model.py").read_text() == OUTPUT_HEAD_ONLY
+
+
+def _notebook(*cells: str) -> str:
+    return json.dumps(
+        {
+            "cells": [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                       "source": src.splitlines(keepends=True)} for src in cells],
+            "metadata": {"language_info": {"name": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        },
+        indent=1,
+    ) + "\n"
+
+
+def test_a_committed_notebook_is_checked_not_skipped(tmp_path, hooks_repo, env):
+    project = tmp_path / "nbproject"
+    project.mkdir()
+    nb = project / "train.ipynb"
+    nb.write_text(_notebook("%matplotlib inline\n", BAD))
+    _git("init", "-q", cwd=project, env=env)
+    _git("add", "-A", cwd=project, env=env)
+
+    proc = _try_repo(hooks_repo, project, env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert _status(out, "kerasfit") == "Failed", out  # not "(no files to check) Skipped"
+    assert "train.ipynb:cell 2:2:6: KF101" in out, out
+    assert _status(out, "kerasfit (fix)") == "Failed", out  # it fixed the cell
+    cells = json.loads(nb.read_text())["cells"]
+    assert "".join(cells[1]["source"]) == GOOD
+    assert "".join(cells[0]["source"]) == "%matplotlib inline\n"
+

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..reporters import utf16_col
-from ..suppressions import NOQA_RE
+from ..suppressions import with_noqa
 from ..types import Applicability, Diagnostic
 
-# Same shape as the engine's suppression regex: "# noqa" optionally followed by codes.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -74,19 +73,15 @@ def minimal_edit(old: str, new: str) -> dict[str, Any] | None:
 
 
 def noqa_edit(line_no: int, line: str, code: str) -> dict[str, Any]:
-    """The TextEdit that suppresses ``code`` on ``line`` (0-based ``line_no``, no terminator).
-
-    Extends an existing ``# noqa: X1, X2`` list; otherwise appends ``  # noqa: CODE``.
-    """
-    for m in NOQA_RE.finditer(line):
-        if m.group("codes"):
-            at = m.end("codes")
-            pos = {"line": line_no, "character": utf16_col(line, at)}
-            return {"range": {"start": pos, "end": pos}, "newText": f", {code}"}
-    body = line.rstrip()
-    start = {"line": line_no, "character": utf16_col(line, len(body))}
-    end = {"line": line_no, "character": utf16_col(line, len(line))}
-    return {"range": {"start": start, "end": end}, "newText": f"{body and '  '}# noqa: {code}"}
+    """The TextEdit that suppresses ``code`` on ``line`` (0-based ``line_no``, no terminator),
+    as ``kerasfit check --add-noqa`` writes it (:func:`kerasfit.suppressions.with_noqa`)."""
+    edit = minimal_edit(line, with_noqa(line, [code]))
+    if edit is None:  # already suppressed there: an empty edit at the end of the line
+        end = {"line": 0, "character": utf16_col(line, len(line))}
+        edit = {"range": {"start": end, "end": dict(end)}, "newText": ""}
+    for pos in edit["range"].values():
+        pos["line"] = line_no
+    return edit
 
 
 def quickfix_title(d: Diagnostic) -> str:
@@ -210,7 +205,8 @@ def build_lines_for_row(report: Any, row: int, filename: str | None = None) -> l
 
 
 def hover_markdown(
-    diags: Sequence[Diagnostic], docs: dict[str, str], build_rows: Iterable[str] = (), build_title: str = ""
+    diags: Sequence[Diagnostic], docs: dict[str, str], build_rows: Iterable[str] = (), build_title: str = "",
+    pages: Mapping[str, str | None] | None = None,
 ) -> str:
     parts = []
     for d in diags:
@@ -221,8 +217,9 @@ def hover_markdown(
         extra = build_lines_for_diagnostic(d)
         if extra:
             text += "\n\n" + "\n".join(extra)
-        if d.url is not None:  # engine codes (KF0xx) and rule packs have no page
-            text += f"\n\nMore: `kerasfit explain {d.code}` ({d.url})"
+        page = (pages or {}).get(d.code)
+        if page is not None:  # engine codes (KF0xx) and rule packs have no page
+            text += f"\n\nMore: `kerasfit explain {d.code}` ([rule page]({page}))"
         parts.append(text)
     rows = list(build_rows)
     if rows:

@@ -32,10 +32,12 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, FileSettings, check_source, settings_for
+from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for
 from ..engine import ParseCache
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
+from ..docpages import Links
+from ..noqa import commentable_rows
 from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
@@ -286,13 +288,21 @@ class KerasfitServer(LanguageServer):
         def line_text(row: int) -> str:
             return lines[row - 1] if 0 < row <= len(lines) else ""
 
-        diags = [lsp_diagnostic(d, line_text) for d in result.diagnostics]
+        links = self.links_for(path)
+        diags = [lsp_diagnostic(d, line_text, links) for d in result.diagnostics]
         if source.startswith("\ufeff"):
             for d in diags:  # the engine does not count a BOM; the client does
                 _shift_bom(d)
         # a refusal (too deep to parse, a parse guard) is said on the document, not dropped
         notice = f"kerasfit did not check this file: {result.error}" if result.error and not diags else None
         return Linted(version, source, result, diags, notice, warning=warning)
+
+    def links_for(self, path: str) -> Links:
+        """Where the document's rule links point (its config's docs-url, else the installed pages)."""
+        try:
+            return links_for(Path(path).parent, self.settings.check_options())
+        except ConfigError:  # said once by file_settings; the links fall back to the installed pages
+            return Links()
 
     def file_settings(self, key: str, path: str) -> tuple[FileSettings, str | None]:
         """The document's settings, or, while the editor's settings or a config file are
@@ -374,10 +384,11 @@ class KerasfitServer(LanguageServer):
     def per_cell(self, cells: CellsView, linted: Linted) -> CellsView:
         cells.found = {k: [] for k in cells.keys}
         texts = [E.split_lines(c.source) for c in cells.nb.cells]
+        links = self.links_for(linted.result.filename)
         for i, d in enumerate(linted.result.diagnostics):
             k, local = cells.nb.to_cell(d)
             lines = texts[k]
-            lsp_d = lsp_diagnostic(local, lambda row: lines[row - 1] if 0 < row <= len(lines) else "")
+            lsp_d = lsp_diagnostic(local, lambda row: lines[row - 1] if 0 < row <= len(lines) else "", links)
             cells.found[cells.keys[k]].append((i, local, lsp_d))
         return cells
 
@@ -871,6 +882,7 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
             "end": {"line": params.range.end.line, "character": params.range.end.character}}
     asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
     lines = E.split_lines(view.text)
+    ok_rows: list[set[int] | None] = []  # rows a comment may end (computed on first need)
     actions: list[types.CodeAction] = []
     noqa: list[types.CodeAction] = []
     seen_noqa: set[tuple[str, int]] = set()
@@ -897,9 +909,9 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                     text_edits = [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
                     action.edit = _edit(uri, view.version, text_edits, conv)
                 actions.append(action)
-            line_no = lsp_d["range"]["start"]["line"]
-            if d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
-                continue  # a syntax error cannot be suppressed
+            line_no = _noqa_line(lsp_d, view.text, ok_rows)
+            if line_no is None or d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
+                continue  # a syntax error cannot be suppressed; nor a line no comment may follow
             seen_noqa.add((d.code, line_no))
             noqa.append(
                 types.CodeAction(
@@ -995,6 +1007,21 @@ def _cached_build_report(path: str, source: str) -> Any:
     return report
 
 
+def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[set[int] | None]) -> int | None:
+    """The 0-based line a noqa comment for the diagnostic goes on, as ``check --add-noqa``
+    places it: its first or last line, where Python allows a comment (not after a
+    backslash, not inside a multi-line string); None when neither does. Text that does
+    not tokenize (a cell's magics) keeps the first line."""
+    if not memo:
+        memo.append(commentable_rows(text))
+    ok = memo[0]
+    first: int = lsp_d["range"]["start"]["line"]
+    last: int = lsp_d["range"]["end"]["line"]
+    if ok is None:
+        return first
+    return next((line for line in (first, last) if line + 1 in ok), None)
+
+
 @server.feature(types.TEXT_DOCUMENT_HOVER)
 async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | None:
     key = doc_key(params.text_document.uri)
@@ -1023,7 +1050,8 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
             f", whole-step fit {step_fit:.0%}" if isinstance(step_fit, float) else ""
         )
     docs = {d.code: ls.rule_paragraph(d.code) for d, _ in hits}
-    value = E.hover_markdown([d for d, _ in hits], docs, build_rows, title)
+    pages = {d.code: l.get("codeDescription", {}).get("href") for d, l in hits}
+    value = E.hover_markdown([d for d, _ in hits], docs, build_rows, title, pages)
     first = hits[0][1]["range"]
     rng = types.Range(
         start=types.Position(line=first["start"]["line"], character=first["start"]["character"]),

@@ -104,13 +104,13 @@ def test_build_lines_from_the_build_reports_ops():
 def test_hover_markdown_with_build_data():
     d = Diagnostic("KF101", "unfused-batchnorm", "msg", Severity.WARNING, "m.py", 1, 0, 1, 5)
     d.build = {"status": "confirmed", "detail": "3 ops", "shape": [1, 30], "padded_shape": [8, 128], "fit": 0.03}
-    md = E.hover_markdown([d], {"KF101": "Flags it."}, ["- `x`: [1] → [8]"])
+    md = E.hover_markdown([d], {"KF101": "Flags it."}, ["- `x`: [1] → [8]"], pages={"KF101": "file:///d/KF101.md"})
     assert md.startswith("**KF101** `unfused-batchnorm` — msg\n\nFlags it.")
     assert "- build: **confirmed** — 3 ops" in md
     assert "1×30 → 8×128, fit 3%" in md
     assert "**Build report** (cached)" in md
     assert "(cached, tpu-v5e)" in E.hover_markdown([d], {}, ["- x"], "cached, tpu-v5e")
-    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in md
+    assert "`kerasfit explain KF101` ([rule page](file:///d/KF101.md))" in md
 
 
 def test_settings_from_client():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from kfhelpers import installed_page
 from lsp_helpers import Doc
 from lsprotocol import types
 
@@ -42,7 +44,8 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
     d = diags[0]
     assert d.source == "kerasfit"
     assert d.severity == types.DiagnosticSeverity.Warning
-    assert d.code_description is None  # the rule pages are in the repository, not on a web site
+    # the installed rule page, an absolute URI that opens from this (non-repository) project
+    assert d.code_description is not None and installed_page(d.code_description.href).name == "KF101.md"
     # `bn = ` starts after `name = "😀"; ` — 13 characters, 14 UTF-16 code units.
     assert d.range.start == types.Position(line=1, character=BN.splitlines()[1].index("tf_keras") + 1)
     assert d.data["name"] == "unfused-batchnorm"
@@ -58,6 +61,13 @@ async def test_diagnostics_on_open_match_batch_lsp_output(client, tmp_path: Path
 
     published = [get_converter().unstructure(x) for x in diags]
     assert published == batch
+
+
+async def test_rule_links_follow_the_projects_docs_url(client, tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.kerasfit]\ndocs-url = "https://docs.example.com/kf"\n')
+    doc = Doc(client, tmp_path / "model.py", BN)
+    (d,) = await doc.diagnostics(lambda ds: bool(ds))
+    assert d.code_description is not None and d.code_description.href == "https://docs.example.com/kf/rules/KF101.md"
 
 
 async def test_quickfix_applies_and_diagnostics_clear(client, tmp_path: Path):
@@ -155,6 +165,27 @@ async def test_noqa_action_appends_and_extends(client, tmp_path: Path):
     assert lines[3] == "a = layers.BatchNormalization(fused=False)(layers.Conv2D(8, 3)(x))  # noqa: E501, KF101"
     assert lines[4].endswith("(8, 3)(x))  # noqa: E501, KF101")
     await doc.diagnostics(lambda ds: not ds)
+
+
+async def test_noqa_action_only_where_a_comment_may_go(client, tmp_path: Path):
+    """As `check --add-noqa`: a call over two lines gets the comment on a line that takes
+    one; a line continued with a backslash gets no noqa action (a comment there breaks the code)."""
+    text = (
+        "import tf_keras\n"
+        "a = tf_keras.layers.BatchNormalization(\n"
+        "    fused=False)(tf_keras.layers.Conv2D(8, 3)(x))\n"
+        "b = tf_keras.layers.BatchNormalization(fused=False)(tf_keras.layers.Conv2D(8, 3)(x)) + \\\n"
+        "    1\n"
+    )
+    doc = Doc(client, tmp_path / "model.py", text)
+    diags = sorted(await doc.diagnostics(lambda ds: len(ds) == 2), key=lambda d: d.range.start.line)
+    titles = [a.title for a in await doc.code_actions(diags[1].range, diags=[diags[1]])]
+    assert "Disable KF101 for this line" not in titles and titles  # the fix is still offered
+    actions = await doc.code_actions(diags[0].range, diags=[diags[0]])
+    doc.apply(next(a for a in actions if a.title == "Disable KF101 for this line").edit)
+    assert doc.text.splitlines()[1] == "a = tf_keras.layers.BatchNormalization(  # noqa: KF101"
+    compile(doc.text, "model.py", "exec")
+    await doc.diagnostics(lambda ds: len(ds) == 1)
 
 
 async def test_config_reload_on_pyproject_change(client, tmp_path: Path):
@@ -258,7 +289,8 @@ async def test_hover_on_flagged_line(client, tmp_path: Path):
     assert "**KF101** `unfused-batchnorm`" in text
     assert "Flags batch normalization that does not use the fused kernel" in text  # "What it does"
     assert "Why is this slow" not in text  # one paragraph, not the whole page
-    assert "`kerasfit explain KF101` (docs/rules/KF101.md)" in text
+    page = re.search(r"`kerasfit explain KF101` \(\[rule page\]\((file://[^)]+)\)\)", text)
+    assert page and installed_page(page.group(1)).name == "KF101.md", text  # a link that opens
     assert hover.range.start.line == 3
     none = await client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=doc.uri), position=types.Position(line=0, character=3))
