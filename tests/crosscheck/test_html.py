@@ -29,6 +29,7 @@ def render_in_chromium(path) -> str:
     return proc.stdout
 
 
+@pytest.mark.slow  # a real browser
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/test.sh installs it)")
 def test_bars_render_in_proportion_to_time(tmp_path):
     model = tmp_path / "keras_cnn.py"
