@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .checkcmd import run_check
+from .types import DEFAULT_TARGET, target_help
 
 if TYPE_CHECKING:
     from .config import Config
@@ -79,7 +80,7 @@ def _root(
     pass
 
 
-TARGET_HELP = "Hardware target: tpu-v4, tpu-v5e, tpu-v6e, gpu, gaudi (default from config, else tpu-v5e)."
+TARGET_HELP = target_help()
 
 
 @app.command()
@@ -142,7 +143,7 @@ def _build_options(entry: str | None, batch_size: int | None, cores: int | None,
         entry=entry or b.get("entry"),
         batch_size=batch_size or b.get("batch-size") or (cfg.batch_size if cfg else None),
         cores=cores or b.get("cores") or (cfg.cores if cfg else None) or 1,
-        target=target or (cfg.target if cfg and cfg.target else "tpu-v5e"),
+        target=target or (cfg.target if cfg and cfg.target else DEFAULT_TARGET),
         dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
         timeout=timeout if timeout is not None else float(b.get("timeout", 300.0)),
         use_cache=not no_cache,

@@ -20,11 +20,11 @@ import libcst as cst
 
 from .engine import LintSettings, fix_source, lint_source
 from .rule import Invalid, Rule, Valid
-from .types import TARGETS
+from .types import DEFAULT_TARGET, TARGETS
 
 
 def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:
-    return LintSettings([rule], TARGETS[target or "tpu-v5e"], dict(options))
+    return LintSettings([rule], TARGETS[target or DEFAULT_TARGET], dict(options))
 
 
 def check_valid(rule: type[Rule], example: str | Valid) -> None:

@@ -145,7 +145,10 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class Target:
-    """One hardware target's padding numbers (docs/facts.md#1–3, #8, #17, #18)."""
+    """One accelerator chip: everything kerasfit knows of it. The static rules read the
+    padding numbers, the build cross-check's simulator the padding numbers and peaks,
+    ``--target``'s help and docs/targets.md (scripts/gen_docs.py) the rest. A new chip
+    is one record in ``TARGETS`` (its numbers cited in docs/facts.md)."""
 
     name: str
     family: str  # "tpu" | "gpu" | "gaudi": which rules apply
@@ -153,23 +156,53 @@ class Target:
     large: int  # the large padding multiple (MXU / lane width)
     mxu: int  # systolic array edge: 128 (v4, v5e), 256 (v6e)
     channel_multiple: int  # what filters/units should be a multiple of (KF102)
+    # Published per-chip peaks for the simulator's roofline (one chip; dense, no sparsity).
+    flops_16: float  # FLOP/s in bf16/fp16
+    flops_32: float  # FLOP/s TensorFlow gets for float32 matmuls/convs
+    hbm_bandwidth: float  # bytes/s
+    peaks_source: str  # where the three peaks are published
+    help: str  # what the name means, one line
 
 
 # docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
 # docs/facts.md#18: tensor cores want channels divisible by 8 (fp16).
 # docs/facts.md#17: Gaudi wants matmul dims divisible by 64 (fp32) / 128 (bf16); channel
 # counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
+# Peaks: TPUs run float32 matmuls as bf16 passes by default (TensorFlow on TPU), so they
+# get the bf16 peak; the GPU row is an A100 (TF32 for float32, on by default in TensorFlow
+# since 2.4).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("tpu-v4", "tpu", 8, 128, 128, 8),
-        Target("tpu-v5e", "tpu", 8, 128, 128, 8),
-        Target("tpu-v6e", "tpu", 8, 256, 256, 8),
-        Target("gpu", "gpu", 8, 8, 8, 8),
-        Target("gaudi", "gaudi", 8, 128, 128, 8),
+        Target("tpu-v4", "tpu", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=275e12, flops_32=275e12, hbm_bandwidth=1228e9,
+               peaks_source="Cloud TPU docs, 'TPU v4': 275 TFLOPS bf16, 1228 GB/s HBM",
+               help="Cloud TPU v4 (128-wide MXU)"),
+        Target("tpu-v5e", "tpu", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=197e12, flops_32=197e12, hbm_bandwidth=819e9,
+               peaks_source="Cloud TPU docs, 'TPU v5e': 197 TFLOPS bf16, 819 GB/s HBM",
+               help="Cloud TPU v5e (128-wide MXU)"),
+        Target("tpu-v6e", "tpu", small=8, large=256, mxu=256, channel_multiple=8,
+               flops_16=918e12, flops_32=918e12, hbm_bandwidth=1640e9,
+               peaks_source="Cloud TPU docs, 'TPU v6e': 918 TFLOPS bf16, 1640 GB/s HBM",
+               help="Cloud TPU v6e Trillium (256-wide MXU)"),
+        Target("gpu", "gpu", small=8, large=8, mxu=8, channel_multiple=8,
+               flops_16=312e12, flops_32=156e12, hbm_bandwidth=1555e9,
+               peaks_source="NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s",
+               help="NVIDIA tensor-core GPU (peaks: A100)"),
+        Target("gaudi", "gaudi", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=432e12, flops_32=108e12, hbm_bandwidth=2450e9,
+               peaks_source="Intel Gaudi 2 (Intel Gaudi 3 white paper's Gaudi 2 column): "
+                            "432 TFLOPS bf16 MME, 2.45 TB/s HBM; fp32 taken as a quarter of bf16",
+               help="Intel Gaudi (peaks: Gaudi 2)"),
     )
 }
 DEFAULT_TARGET = "tpu-v5e"
+
+
+def target_help() -> str:
+    """``--target``'s help: every chip, and the default."""
+    return f"Hardware target: {', '.join(TARGETS)} (default from config, else {DEFAULT_TARGET})."
 
 
 @dataclass

@@ -10,12 +10,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import TARGETS
+from kerasfit.types import DEFAULT_TARGET, TARGETS
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient
 from .simulator import (
     LARGE_BATCH,
-    PEAKS,
     layout,
     pad_to,
     roofline,
@@ -158,7 +157,7 @@ class BuildReport:
             "elapsed": self.elapsed, "timings": self.timings,
             "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
-            "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
+            "measured_dtype": self.measured_dtype, "peaks": TARGETS[self.target].peaks_source,
         }
 
 
@@ -233,7 +232,7 @@ def _name_causes(why: list[str], op: HloOp, per_core: int) -> list[str]:
 
 def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
     out = []
-    hbm = PEAKS[target].hbm
+    hbm = TARGETS[target].hbm_bandwidth
     for m in raw.get("mem_ops", []):
         t = m["bytes"] / hbm
         kind = m["opcode"]
@@ -271,7 +270,7 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
     return rows
 
 
-def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32") -> BuildReport:
+def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = "float32") -> BuildReport:
     """Simulate the child's ops for a target and build the report."""
     ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
            for d in raw.get("ops", [])]
@@ -280,18 +279,17 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     t = TARGETS[target]
     per_core = int(raw.get("per_core_batch") or 0)
     reports: list[OpReport] = []
-    peak = PEAKS[target]
     for op, s in sim.ops:
         m = meta[op.name]
         sixteen = op.dtype in _SIXTEEN
         why = _name_causes(s.why, op, per_core)
-        mxu_time = s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
-        if s.tiled / peak.hbm >= mxu_time and s.tiled > s.bytes * 1.05:
+        mxu_time = s.padded_flops / (t.flops_16 if sixteen else t.flops_32)
+        if s.tiled / t.hbm_bandwidth >= mxu_time and s.tiled > s.bytes * 1.05:
             # Memory-bound, and the arrays' tile padding in HBM is what the op waits on.
             why = [*why, *s.tiled_why]
             if per_core and per_core < LARGE_BATCH and any("lanes" in w for w in s.tiled_why):
                 why.append(f"per-core batch {per_core} < {LARGE_BATCH} puts features on the lanes")
-        elif why and s.tiled / peak.hbm >= mxu_time:
+        elif why and s.tiled / t.hbm_bandwidth >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
         reports.append(OpReport(
@@ -325,7 +323,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     notes.append("time is padded FLOPs over the MXU peak or the arrays' bytes as tiled in HBM over its "
                  "bandwidth, whichever is slower (docs/facts.md#7; the activations' lane dim is the one "
                  "docs/facts.md#1 pads to 128); useful time is the same op unpadded")
-    notes.append(f"times: roofline per op from {PEAKS[target].source}")
+    notes.append(f"times: roofline per op from {TARGETS[target].peaks_source}")
     if raw.get("elementwise_bytes"):
         notes.append(f"elementwise ops move {raw['elementwise_bytes'] / 1e6:,.0f} MB before XLA fuses "
                      "them into their convolutions (docs/facts.md#5); not counted in the step time")
