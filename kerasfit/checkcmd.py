@@ -4,12 +4,14 @@ line (kerasfit/cli.py owns every option). A front end, like cli.py: it prints.""
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
 from typer import echo
+
+from . import reporters
+from .reporters import FORMATS, WriteOptions
 
 # ---- the command ------------------------------------------------------------------
 
@@ -104,12 +106,7 @@ def run_check(
     return 0 if exit_zero or not (remaining or errors) else 1
 
 
-_FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
-
-
 def _remaining_to_stderr(res: Any, unsafe: bool, fixed: int, quiet: bool) -> None:
-    from . import reporters
-
     if quiet and not res.diagnostics:
         return
     echo(reporters.text([res], unsafe=unsafe, fixed=fixed), err=True)
@@ -134,28 +131,12 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
 
 
 def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
-    from . import reporters
-
-    if fmt == "text":
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color)
-        if quiet:
-            out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
-        if out:
-            echo(out)
-    elif fmt == "json":
-        echo(reporters.json_report(files))
-    elif fmt == "sarif":
-        from .registry import all_rules
-
-        echo(reporters.sarif(files, all_rules()))
-    elif fmt == "github":
-        out = reporters.github(files)
-        if out:
-            echo(out)
-    else:
-        echo(reporters.lsp(files))
-    if fmt != "text":
+    form = FORMATS[fmt]
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    out = form.write(files, WriteOptions(unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color, quiet=quiet))
+    if out:
+        echo(out)
+    if not form.lists_errors:
         for f in files:
             if f.error:
                 echo(f"error: {f.error}", err=True)

@@ -19,6 +19,7 @@ import typer
 
 from . import __version__
 from .checkcmd import run_check
+from .reporters import FORMATS
 from .types import DEFAULT_TARGET, target_help
 
 if TYPE_CHECKING:
@@ -36,12 +37,8 @@ app = typer.Typer(
 )
 
 
-class OutputFormat(str, Enum):
-    text = "text"
-    json = "json"
-    sarif = "sarif"
-    github = "github"
-    lsp = "lsp"
+# typer takes its choices from an Enum: this one is built from the format registry.
+OutputFormat = Enum("OutputFormat", [(name, name) for name in FORMATS], type=str)  # type: ignore[misc]
 
 
 class ReportFormat(str, Enum):
@@ -93,7 +90,7 @@ def check(
     extend_select: Annotated[Optional[list[str]], typer.Option("--extend-select", help="Enable these in addition.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Rule codes or prefixes to disable.")] = None,
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,  # type: ignore[valid-type]
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
     fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default: config, else warning; info findings then do not fail).")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
