@@ -225,7 +225,7 @@ def rules_cmd(
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
     from .registry import all_rules
-    from .types import rule_page
+    from .types import rule_url
 
     rows: list[_RuleRow] = []
     for code, r in all_rules().items():
@@ -238,7 +238,7 @@ def rules_cmd(
                 "targets": sorted(r.targets),
                 "default": "on" if r.default_enabled else "off",
                 "severity": r.severity.value,
-                "url": rule_page(code),
+                "url": rule_url(code),
             }
         )
     if output_format is ListFormat.json:

@@ -46,12 +46,6 @@ class Cell:
     masked: str  # as the module holds it
 
 
-@dataclass
-class Masked:
-    text: str
-    originals: dict[int, str]
-
-
 def mask(source: str, originals: dict[int, str]) -> str:
     """IPython-only lines of one cell replaced, one line for one line.
 

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 
 from . import __version__
 from .registry import all_rules
-from .types import Applicability, Diagnostic, FileResult, Severity, rule_page
+from .types import Applicability, Diagnostic, FileResult, Severity, rule_url
 
 def _fixable(d: Diagnostic, unsafe: bool) -> bool:
     if d.fix is None or not d.fix.edits:
@@ -187,7 +187,7 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any]) -> str:
         summary = r.message if r is not None else name
         doc = r.documentation() if r is not None else summary
         level = _SARIF_LEVEL[r.severity] if r is not None else "error"
-        page = rule_page(code)
+        page = rule_url(code)
         if page is not None:
             # a path in the repository (and the wheel), not a web address
             doc = f"{doc}\n\nRule page: {page}"

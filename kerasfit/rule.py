@@ -118,10 +118,10 @@ class Rule:
     # Reported by the build cross-check only; its examples are models that tests/crosscheck
     # builds, not static cases.
     build_only: ClassVar[bool] = False
-    # What the build cross-check can measure about this rule's findings, one of
-    # kerasfit.crosscheck.api.EVIDENCE ("feature-padding", "spatial-pad", "transpose",
-    # "per-core-batch", "build-failure"); a build-only rule names what it reports
-    # ("poor-fit", "tiny-per-core-batch"). None: the build says nothing about it.
+    # What the build cross-check can measure about this rule's findings: one of the kinds
+    # kerasfit.crosscheck.api.cross_check judges ("feature-padding", "spatial-pad",
+    # "transpose", "per-core-batch", "build-failure"); a build-only rule names what it
+    # reports ("poor-fit", "tiny-per-core-batch"). None: the build says nothing about it.
     build_evidence: ClassVar[str | None] = None
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None

@@ -19,7 +19,9 @@ FACTS_PAGE = "docs/facts.md"
 _BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")
 
 
-def rule_page(code: str) -> str | None:
+def rule_url(code: str) -> str | None:
+    """Where a rule's page lives, relative to the repository (and the wheel's kerasfit/);
+    its text is ``Rule.page()``."""
     return RULE_PAGE.format(code=code) if _BUILTIN_RULE_CODE.match(code) else None
 
 
@@ -111,7 +113,7 @@ class Diagnostic:
 
     @property
     def url(self) -> str | None:
-        return rule_page(self.code)
+        return rule_url(self.code)
 
     @property
     def fixable(self) -> bool:

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kerasfit.registry import BUILTIN_PACK, all_rules
-from kerasfit.types import DEFAULT_TARGET, TARGETS, rule_page
+from kerasfit.types import DEFAULT_TARGET, TARGETS, rule_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +24,7 @@ def pages() -> dict[Path, str]:
              "`scripts/gen_docs.py` (the same text `kerasfit explain CODE` prints). The facts the",
              "rules cite as `docs/facts.md#N` are in [../facts.md](../facts.md).", ""]
     for code, rule in all_rules().items():
-        page = rule_page(code)
+        page = rule_url(code)
         if page is None or not rule.__module__.startswith(BUILTIN_PACK + "."):
             continue  # a third-party pack installed here documents itself
         out[ROOT / page] = rule.page()
