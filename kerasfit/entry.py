@@ -13,9 +13,6 @@ def main() -> None:
 
         serve_stdio_fast()
         return
-    from .api import tune_gc
-
-    tune_gc()  # before typer's import too: its module bodies allocate enough to trigger collections
     from .cli import main as cli_main
 
     cli_main()
