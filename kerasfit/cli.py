@@ -90,7 +90,7 @@ def check(
     extend_select: Annotated[Optional[list[str]], typer.Option("--extend-select", help="Enable these in addition.")] = None,
     ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Rule codes or prefixes to disable.")] = None,
     target: Annotated[Optional[str], typer.Option("--target", help=TARGET_HELP)] = None,
-    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat.text,  # type: ignore[valid-type]
+    output_format: Annotated[OutputFormat, typer.Option("--output-format", help="Output format.")] = OutputFormat("text"),
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings remain.")] = False,
     fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default: config, else warning; info findings then do not fail).")] = None,
     statistics: Annotated[bool, typer.Option("--statistics", help="Print counts per rule and file statistics.")] = False,
