@@ -1,149 +1,17 @@
-"""``kerasfit check`` without typer: the command's body, and a parser for the plain
-command lines pre-commit and editors run (``kerasfit check --no-cache a.py``).
-
-typer and click cost ~45 ms of a one-file check's ~0.4 s (importing them, then building
-every command from its annotations). ``parse`` reads only the options it knows, in the
-spellings click gives them the same meaning; anything else (``--help``, a value click
-would refuse or convert, ``--``, an option it has never seen) returns None and the
-command goes to typer as before, which owns every usage message. Both routes run
-``run_check``, and ``echo`` writes as click's echo does, so output and exit codes are the
-same whichever route a command line takes (tests/test_fast_cli.py runs both).
-"""
+"""``kerasfit check``'s body: what the command does once typer has read its command
+line (kerasfit/cli.py owns every option). A front end, like cli.py: it prints."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any
 
-OUTPUT_FORMATS = ("text", "json", "sarif", "github", "lsp")
-FAIL_ON = ("error", "warning", "info")
+from typer import echo
 
-# option -> keyword of run_check. Flags take no value; the rest take exactly one.
-_FLAGS = {
-    "--fix": "fix", "--unsafe-fixes": "unsafe_fixes", "--diff": "diff", "--exit-zero": "exit_zero",
-    "--statistics": "statistics", "--no-cache": "no_cache", "--isolated": "isolated",
-    "--show-fixes": "show_fixes", "--force-exclude": "force_exclude", "--quiet": "quiet", "-q": "quiet",
-    "--build": "build",
-}
-_LISTS = {"--select": "select", "--extend-select": "extend_select", "--ignore": "ignore"}
-_VALUES = {
-    "--target": "target", "--output-format": "output_format", "--fail-on": "fail_on",
-    "--cache-dir": "cache_dir", "--config": "config", "--stdin-filename": "stdin_filename",
-    "--jobs": "jobs", "-j": "jobs", "--entry": "entry", "--batch-size": "batch_size",
-    "--cores": "cores", "--dtype": "dtype", "--build-timeout": "build_timeout",
-}
-_POSITIVE_INTS = ("jobs", "batch_size", "cores")
-_PATHS = ("cache_dir", "config")
-_FLOAT = re.compile(r"\d+(\.\d+)?")
-
-
-def defaults() -> dict[str, Any]:
-    kw: dict[str, Any] = {name: False for name in _FLAGS.values()}
-    kw.update({name: None for name in (*_LISTS.values(), *_VALUES.values())})
-    kw.update(paths=None, output_format="text")
-    return kw
-
-
-def _click_path_ok(value: str) -> bool:
-    """click's Path type refuses an existing path it cannot read; leave those to it."""
-    return value != "" and (not os.path.exists(value) or os.access(value, os.R_OK))
-
-
-def _value(name: str, value: str) -> Any:
-    """The value typer would pass, or None where click might refuse or convert it."""
-    if value.startswith("-"):
-        return None
-    if name in _POSITIVE_INTS:
-        return int(value) if value.isascii() and value.isdigit() and int(value) >= 1 else None
-    if name == "build_timeout":
-        return float(value) if value.isascii() and _FLOAT.fullmatch(value) else None
-    if name == "output_format":
-        return value if value in OUTPUT_FORMATS else None
-    if name == "fail_on":
-        return value if value in FAIL_ON else None
-    if name in _PATHS:
-        return Path(value) if _click_path_ok(value) else None
-    return value
-
-
-def parse(args: list[str]) -> dict[str, Any] | None:
-    """run_check's keywords for the arguments after ``check``, or None (ask typer)."""
-    kw = defaults()
-    paths: list[Path] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        i += 1
-        if arg == "-" or not arg.startswith("-"):
-            if not _click_path_ok(arg):
-                return None
-            paths.append(Path(arg))
-            continue
-        opt, eq, inline = arg.partition("=")
-        if opt in _FLAGS and not eq:
-            kw[_FLAGS[opt]] = True
-            continue
-        if opt not in _LISTS and opt not in _VALUES:
-            return None  # --help, -V, a short-option cluster, --, a typo: typer's business
-        if not eq:
-            if not opt.startswith("--") and len(opt) != 2:
-                return None
-            if i >= len(args):
-                return None
-            inline = args[i]
-            i += 1
-        if opt in _LISTS:
-            if inline.startswith("-"):
-                return None
-            kw[_LISTS[opt]] = [*(kw[_LISTS[opt]] or []), inline]
-            continue
-        v = _value(_VALUES[opt], inline)
-        if v is None:
-            return None
-        kw[_VALUES[opt]] = v
-    kw["paths"] = paths or None
-    return kw
-
-
-# ---- output, as click.echo writes it -----------------------------------------------
-
-_ANSI = re.compile(r"\033\[[;?0-9]*[a-zA-Z]")
-
-
-def echo(message: str, err: bool = False) -> None:
-    """click.echo's behaviour for text: a newline, ANSI codes stripped off a terminal,
-    UTF-8 into a stream misconfigured as ASCII, and a flush."""
-    stream = sys.stderr if err else sys.stdout
-    if stream is None:
-        return
-    out = message + "\n"
-    try:
-        tty = stream.isatty()
-    except (AttributeError, ValueError):
-        tty = False
-    if not tty and "\033" in out:
-        out = _ANSI.sub("", out)
-    buffer = getattr(stream, "buffer", None)
-    if buffer is not None and _ascii(getattr(stream, "encoding", None) or "ascii"):
-        stream.flush()
-        buffer.write(out.encode("utf-8", "replace"))
-        buffer.flush()
-        return
-    stream.write(out)
-    stream.flush()
-
-
-def _ascii(encoding: str) -> bool:
-    import codecs
-
-    try:
-        return codecs.lookup(encoding).name == "ascii"
-    except LookupError:
-        return False
-
+from . import reporters
+from .reporters import FORMATS, WriteOptions
 
 # ---- the command ------------------------------------------------------------------
 
@@ -254,10 +122,8 @@ def run_check(
         # stderr (stdout is the patch)
         unparsed = [FileResult(f.filename, [d for d in f.diagnostics if d.code == "KF001"]) for f in files]
         if any(f.diagnostics for f in unparsed):
-            from . import reporters
-
             lines = reporters.text(unparsed).splitlines()
-            echo("\n".join(line for line in lines if _FINDING_LINE.search(line)), err=True)
+            echo("\n".join(line for line in lines if reporters.FINDING_LINE.search(line)), err=True)
         echo(f"Would fix {fixed} finding(s) in {sum(1 for f in files if f.fixed_source)} file(s).", err=True)
         for f in files:
             if f.error:
@@ -288,12 +154,7 @@ def _missing(path: Path) -> bool:
     return False
 
 
-_FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
-
-
 def _remaining_to_stderr(res: Any, unsafe: bool, fixed: int, quiet: bool) -> None:
-    from . import reporters
-
     if quiet and not res.diagnostics:
         return
     echo(reporters.text([res], unsafe=unsafe, fixed=fixed), err=True)
@@ -321,28 +182,13 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
 
 def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool, links: Any,
           accepted: int = 0) -> None:
-    from . import reporters
-
-    if fmt == "text":
-        color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        out = reporters.text(files, unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color, accepted=accepted)
-        if quiet:
-            out = "\n".join(line for line in out.splitlines() if _FINDING_LINE.search(line) or line.startswith("error:"))
-        if out:
-            echo(out)
-    elif fmt == "json":
-        echo(reporters.json_report(files, links))
-    elif fmt == "sarif":
-        from .registry import all_rules
-
-        echo(reporters.sarif(files, all_rules(), links))
-    elif fmt == "github":
-        out = reporters.github(files)
-        if out:
-            echo(out)
-    else:
-        echo(reporters.lsp(files, links))
-    if fmt != "text":
+    form = FORMATS[fmt]
+    color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    out = form.write(files, WriteOptions(unsafe=unsafe, fixed=fixed, show_fixes=show_fixes, color=color, quiet=quiet,
+                                         links=links, accepted=accepted))
+    if out:
+        echo(out)
+    if not form.lists_errors:
         for f in files:
             if f.error:
                 echo(f"error: {reporters.printable(f.error)}", err=True)
@@ -384,44 +230,3 @@ def _build_request(build: bool, entry: str | None, batch_size: int | None, cores
 
     return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
                         timeout=timeout, use_cache=not no_cache)
-
-
-# ---- running it as click would ------------------------------------------------------
-
-def main(args: list[str]) -> bool:
-    """Run ``kerasfit check`` when ``args`` (after ``check``) parse here; False to hand
-    the command line to typer. Exits the process otherwise."""
-    kw = parse(args)
-    if kw is None:
-        return False
-    from .api import tune_gc
-    from .registry import RuleRegistryError
-
-    tune_gc()
-    try:
-        code = run_check(**kw)
-    except KeyboardInterrupt:  # click: a blank line and "Aborted!", exit 1
-        echo("", err=True)
-        echo("Aborted!", err=True)
-        code = 1
-    except BrokenPipeError:  # click: a reader that went away is exit 1, silently
-        _quiet_stdout()
-        code = 1
-    except RuleRegistryError as exc:  # a broken rule pack: the user's setup, not our bug
-        print(f"kerasfit: error: {exc}", file=sys.stderr)
-        code = 2
-    except Exception as exc:  # an internal error is exit 2 with one line, not a traceback
-        if os.environ.get("KERASFIT_DEBUG"):
-            raise
-        print(f"kerasfit: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
-        code = 2
-    sys.exit(code)
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):
-        pass

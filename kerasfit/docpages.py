@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from .types import rule_page
+from .types import rule_url
 
 _FACTS = "facts.md"
 _FACT_ANCHOR = re.compile(r'^<a id="(\d+)"></a>\s*$', re.M)
@@ -41,7 +41,7 @@ def facts_file() -> Path | None:
 
 def _relative(code: str) -> str | None:
     """A rule's page relative to the docs directory (``rules/KF101.md``), or None."""
-    page = rule_page(code)
+    page = rule_url(code)
     return page.split("/", 1)[1] if page is not None else None
 
 

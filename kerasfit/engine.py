@@ -27,7 +27,7 @@ from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_no
 from .rule import FixSpec, Remove, Replace, Report, Rule
 from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
-from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
+from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
 SYNTAX_ERROR_CODE = "KF001"
 SYNTAX_ERROR_NAME = "syntax-error"
@@ -41,7 +41,7 @@ class LintSettings:
     """What one file is checked with (resolved from config and flags)."""
 
     rules: Sequence[type[Rule]]
-    target: Target = field(default_factory=lambda: TARGETS["tpu-v5e"])
+    target: Target = field(default_factory=lambda: TARGETS[DEFAULT_TARGET])
     options: dict[str, Any] = field(default_factory=dict)
     # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
     unfixable: frozenset[str] = frozenset()

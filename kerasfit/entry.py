@@ -1,7 +1,6 @@
 """The ``kerasfit`` command. ``kerasfit lsp``, as editors start it, skips the CLI's
-imports (typer) and answers ``initialize`` before loading the server (lsp/boot.py); a
-plain ``kerasfit check`` command line (pre-commit's, an editor's) runs without typer
-too (checkcmd.py), and anything else goes to the typer CLI."""
+imports (typer) and answers ``initialize`` before loading the server (lsp/boot.py);
+every other command line goes to the typer CLI."""
 
 from __future__ import annotations
 
@@ -14,10 +13,6 @@ def main() -> None:
 
         serve_stdio_fast()
         return
-    if sys.argv[1:2] == ["check"]:
-        from .checkcmd import main as check_main
-
-        check_main(sys.argv[2:])  # exits unless the command line is typer's to read
     from .cli import main as cli_main
 
     cli_main()

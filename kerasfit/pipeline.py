@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from .context import UNKNOWN, FileContext, dotted_name, get_arg
+from .symbols import ROOT_MODULES
 
 if TYPE_CHECKING:
     from .rule import Replace
@@ -50,7 +51,7 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
         return None
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
-    if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+    if raw.split(".")[0] in ROOT_MODULES:
         from .symbols import canonical
 
         if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
@@ -90,7 +91,7 @@ def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
         v = a.value.func if isinstance(a.value, cst.Call) else a.value
         if isinstance(v, (cst.Name, cst.Attribute)):
             raw = ctx.raw_name_anywhere(v)
-            if raw is not None and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+            if raw is not None and raw.split(".")[0] in ROOT_MODULES:
                 from .symbols import canonical
 
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):

@@ -1,22 +1,23 @@
-"""Output formats: text, json, sarif, github, lsp. Each takes data and returns a string."""
+"""Output formats. Each takes data and returns a string; ``FORMATS`` at the end is the
+registry the command line's choices, the README and ``check`` read (one entry a format)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
 from . import __version__
 from .docpages import Links
+from .registry import all_rules
 from .types import Applicability, Diagnostic, FileResult, Severity
 
 # Where a finding's rule page opens (the installed page, or a team's docs-url).
 _INSTALLED = Links()
-
-FORMATS = ("text", "json", "sarif", "github", "lsp")
 
 
 def _fixable(d: Diagnostic, unsafe: bool) -> bool:
@@ -393,3 +394,52 @@ def lsp(files: Sequence[FileResult], links: Links = _INSTALLED) -> str:
 
         out[path.as_uri()] = [lsp_diagnostic(d, line_text, links) for d in f.diagnostics]
     return json.dumps(out, indent=2)
+
+
+# ---- the registry -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What the command line tells a writer (each format uses what it needs)."""
+
+    unsafe: bool = False  # --unsafe-fixes: count unsafe fixes as fixable
+    fixed: int = 0  # fixes applied by this run
+    show_fixes: bool = False
+    color: bool = False
+    quiet: bool = False  # findings only, no summary
+    links: Links = _INSTALLED  # where each rule's page opens (--docs-url / docs-url)
+    accepted: int = 0  # findings a baseline accepted, for the summary
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    name: str
+    help: str  # one line: the README's list of formats
+    write: Callable[[Sequence[FileResult], WriteOptions], str]
+    # Does the output itself name the files that could not be read? Else the command
+    # prints them on stderr, so a machine-readable stdout stays parseable.
+    lists_errors: bool = False
+
+
+FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not only KF
+
+
+def _text(files: Sequence[FileResult], o: WriteOptions) -> str:
+    out = text(files, unsafe=o.unsafe, fixed=o.fixed, show_fixes=o.show_fixes, color=o.color, accepted=o.accepted)
+    if o.quiet:
+        out = "\n".join(line for line in out.splitlines() if FINDING_LINE.search(line) or line.startswith("error:"))
+    return out
+
+
+FORMATS: dict[str, OutputFormat] = {
+    f.name: f
+    for f in (
+        OutputFormat("text", "`path:line:col: CODE [*] message` lines and a summary", _text, lists_errors=True),
+        OutputFormat("json", "a list of findings with their fixes", lambda files, o: json_report(files, o.links)),
+        OutputFormat("sarif", "SARIF 2.1.0, for code-scanning services",
+                     lambda files, o: sarif(files, all_rules(), o.links)),
+        OutputFormat("github", "GitHub Actions workflow annotations", lambda files, o: github(files)),
+        OutputFormat("lsp", "LSP `Diagnostic` objects keyed by file URI", lambda files, o: lsp(files, o.links)),
+    )
+}

@@ -25,22 +25,53 @@ NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("What it does", "Why is this slow on the accelerator", "Example", "Use instead", "Fix safety", "References")
 
 
+def example_source(text: str) -> str:
+    """Example code as a rule writes it (Fixit's style): an indented triple-quoted block,
+    dedented, without the newline that opens it."""
+    text = textwrap.dedent(text)
+    return text[1:] if text.startswith("\n") else text
+
+
+@dataclass(frozen=True)
+class Range:
+    """Where an INVALID example's finding lands: 1-based line, 0-based column (libcst's
+    and Fixit's count; the text output shows column + 1), optionally where it ends."""
+
+    line: int
+    column: int
+    end_line: int | None = None
+    end_column: int | None = None
+
+
 @dataclass(frozen=True)
 class Valid:
     code: str
     target: str | None = None  # check under this target instead of the default
     options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", example_source(self.code))
+
 
 @dataclass(frozen=True)
 class Invalid:
     code: str
     expected_fix: str | None = None  # the file after applying this rule's fixes
-    count: int = 1  # how many findings the example must produce
+    count: int = 1  # how many findings the example must produce (len(at) when at is given)
     unsafe: bool = False  # expected_fix needs --unsafe-fixes
     target: str | None = None
     message_contains: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    at: Range | tuple[Range, ...] | None = None  # where the findings land, in order
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "code", example_source(self.code))
+        if self.expected_fix is not None:
+            object.__setattr__(self, "expected_fix", example_source(self.expected_fix))
+
+    @property
+    def ranges(self) -> tuple[Range, ...] | None:
+        return (self.at,) if isinstance(self.at, Range) else self.at
 
 
 @dataclass(frozen=True)
@@ -87,10 +118,10 @@ class Rule:
     # Reported by the build cross-check only; its examples are models that tests/crosscheck
     # builds, not static cases.
     build_only: ClassVar[bool] = False
-    # What the build cross-check can measure about this rule's findings, one of
-    # kerasfit.crosscheck.api.EVIDENCE ("feature-padding", "spatial-pad", "transpose",
-    # "per-core-batch", "build-failure"); a build-only rule names what it reports
-    # ("poor-fit", "tiny-per-core-batch"). None: the build says nothing about it.
+    # What the build cross-check can measure about this rule's findings: one of the kinds
+    # kerasfit.crosscheck.api.cross_check judges ("feature-padding", "spatial-pad",
+    # "transpose", "per-core-batch", "build-failure"); a build-only rule names what it
+    # reports ("poor-fit", "tiny-per-core-batch"). None: the build says nothing about it.
     build_evidence: ClassVar[str | None] = None
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None

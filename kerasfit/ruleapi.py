@@ -50,7 +50,7 @@ from .pipeline import (
     receiver_dotted,
     insert_keyword,
 )
-from .rule import FixSpec, Invalid, Remove, Replace, Rule, Valid
+from .rule import FixSpec, Invalid, Range, Remove, Replace, Rule, Valid
 from .symbols import (
     BATCHNORM_LAYERS,
     CHANNELS_FIRST_VALUES,
@@ -113,6 +113,7 @@ __all__ = [
     "Invalid",
     "KERAS1_WIDTH_KEYWORDS",
     "L2_REGULARIZERS",
+    "Range",
     "L2_REGULARIZER_STRINGS",
     "MATMUL_CALLS",
     "MAX_POOLING",

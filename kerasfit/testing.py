@@ -19,12 +19,12 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .engine import LintSettings, fix_source, lint_source
-from .rule import Invalid, Rule, Valid
-from .types import TARGETS
+from .rule import Invalid, Range, Rule, Valid
+from .types import DEFAULT_TARGET, TARGETS
 
 
 def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:
-    return LintSettings([rule], TARGETS[target or "tpu-v5e"], dict(options))
+    return LintSettings([rule], TARGETS[target or DEFAULT_TARGET], dict(options))
 
 
 def check_valid(rule: type[Rule], example: str | Valid) -> None:
@@ -40,10 +40,16 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
     diags = lint_source(ex.code, "example.py", settings).diagnostics
     mine = [d for d in diags if d.code == rule.code]
     assert not [d for d in diags if d.code != rule.code], [d.message for d in diags]
-    assert len(mine) == ex.count, (
-        f"{rule.code}: expected {ex.count} finding(s), got {len(mine)} on INVALID example:\n{ex.code}\n"
+    want = ex.ranges
+    count = ex.count if want is None else len(want)
+    assert len(mine) == count, (
+        f"{rule.code}: expected {count} finding(s), got {len(mine)} on INVALID example:\n{ex.code}\n"
         + "\n".join(f"  {d.row}:{d.column} {d.message}" for d in mine)
     )
+    if want is not None:
+        got = [Range(d.row, d.column, d.end_row if w.end_line is not None else None,
+                     d.end_column if w.end_column is not None else None) for d, w in zip(mine, want)]
+        assert got == list(want), f"{rule.code}: findings land at {got}, the example pins {list(want)}:\n{ex.code}"
     if ex.message_contains is not None:
         assert any(ex.message_contains in d.message for d in mine), [d.message for d in mine]
     if ex.expected_fix is None:

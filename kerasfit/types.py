@@ -19,7 +19,9 @@ FACTS_PAGE = "docs/facts.md"
 _BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")
 
 
-def rule_page(code: str) -> str | None:
+def rule_url(code: str) -> str | None:
+    """Where a rule's page lives, relative to the repository (and the wheel's kerasfit/);
+    its text is ``Rule.page()``."""
     return RULE_PAGE.format(code=code) if _BUILTIN_RULE_CODE.match(code) else None
 
 
@@ -141,7 +143,10 @@ class Diagnostic:
 
 @dataclass(frozen=True)
 class Target:
-    """One hardware target's padding numbers (docs/facts.md#1–3, #8, #17, #18)."""
+    """One accelerator chip: everything kerasfit knows of it. The static rules read the
+    padding numbers, the build cross-check's simulator the padding numbers and peaks,
+    ``--target``'s help and docs/targets.md (scripts/gen_docs.py) the rest. A new chip
+    is one record in ``TARGETS`` (its numbers cited in docs/facts.md)."""
 
     name: str
     family: str  # "tpu" | "gpu" | "gaudi": which rules apply
@@ -149,7 +154,13 @@ class Target:
     large: int  # the large padding multiple (MXU / lane width)
     mxu: int  # systolic array edge: 128 (v4, v5e), 256 (v6e)
     channel_multiple: int  # what filters/units should be a multiple of (KF102)
-    hbm_bytes: int = 0  # device memory per chip (docs/facts.md#25)
+    # Published per-chip peaks for the simulator's roofline (one chip; dense, no sparsity).
+    flops_16: float  # FLOP/s in bf16/fp16
+    flops_32: float  # FLOP/s TensorFlow gets for float32 matmuls/convs
+    hbm_bandwidth: float  # bytes/s
+    peaks_source: str  # where the three peaks are published
+    help: str  # what the name means, one line
+    hbm_bytes: int = 0  # device memory per chip (docs/facts.md#25); 0: not known
 
 
 # docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
@@ -158,14 +169,33 @@ class Target:
 # counts not a multiple of 8 still waste its MME, so KF102 uses 8 like the others.
 # docs/facts.md#25: HBM per chip, as the vendors' pages state it (GiB or GB).
 GiB, GB = 2**30, 10**9
+# Peaks: TPUs run float32 matmuls as bf16 passes by default (TensorFlow on TPU), so they
+# get the bf16 peak; the GPU row is an A100 (TF32 for float32, on by default in TensorFlow
+# since 2.4).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
-        Target("tpu-v4", "tpu", 8, 128, 128, 8, 32 * GiB),
-        Target("tpu-v5e", "tpu", 8, 128, 128, 8, 16 * GB),
-        Target("tpu-v6e", "tpu", 8, 256, 256, 8, 32 * GB),
-        Target("gpu", "gpu", 8, 8, 8, 8, 40 * GB),
-        Target("gaudi", "gaudi", 8, 128, 128, 8, 96 * GB),
+        Target("tpu-v4", "tpu", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=275e12, flops_32=275e12, hbm_bandwidth=1228e9,
+               peaks_source="Cloud TPU docs, 'TPU v4': 275 TFLOPS bf16, 1228 GB/s HBM",
+               help="Cloud TPU v4 (128-wide MXU)", hbm_bytes=32 * GiB),
+        Target("tpu-v5e", "tpu", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=197e12, flops_32=197e12, hbm_bandwidth=819e9,
+               peaks_source="Cloud TPU docs, 'TPU v5e': 197 TFLOPS bf16, 819 GB/s HBM",
+               help="Cloud TPU v5e (128-wide MXU)", hbm_bytes=16 * GB),
+        Target("tpu-v6e", "tpu", small=8, large=256, mxu=256, channel_multiple=8,
+               flops_16=918e12, flops_32=918e12, hbm_bandwidth=1640e9,
+               peaks_source="Cloud TPU docs, 'TPU v6e': 918 TFLOPS bf16, 1640 GB/s HBM",
+               help="Cloud TPU v6e Trillium (256-wide MXU)", hbm_bytes=32 * GB),
+        Target("gpu", "gpu", small=8, large=8, mxu=8, channel_multiple=8,
+               flops_16=312e12, flops_32=156e12, hbm_bandwidth=1555e9,
+               peaks_source="NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s",
+               help="NVIDIA tensor-core GPU (peaks: A100)", hbm_bytes=40 * GB),
+        Target("gaudi", "gaudi", small=8, large=128, mxu=128, channel_multiple=8,
+               flops_16=432e12, flops_32=108e12, hbm_bandwidth=2450e9,
+               peaks_source="Intel Gaudi 2 (Intel Gaudi 3 white paper's Gaudi 2 column): "
+                            "432 TFLOPS bf16 MME, 2.45 TB/s HBM; fp32 taken as a quarter of bf16",
+               help="Intel Gaudi (peaks: Gaudi 2)", hbm_bytes=96 * GB),
     )
 }
 DEFAULT_TARGET = "tpu-v5e"
@@ -252,6 +282,11 @@ def width_padding(target: Target, width: int, dtype: str = "float32") -> tuple[i
                                  (KERNEL_IN, PASS_INPUT_GRAD))
              for batch in (None, LARGE_BATCH)}
     return min(sizes), max(sizes)
+
+
+def target_help() -> str:
+    """``--target``'s help: every chip, and the default."""
+    return f"Hardware target: {', '.join(TARGETS)} (default from config, else {DEFAULT_TARGET})."
 
 
 @dataclass

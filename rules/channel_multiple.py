@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import re
-from textwrap import dedent
 
 import libcst as cst
 
@@ -17,6 +16,7 @@ from kerasfit.ruleapi import (
     HEAD_ACTIVATIONS,
     HEAD_CONSUMERS,
     Invalid,
+    Range,
     KERAS1_WIDTH_KEYWORDS,
     MODEL_CONSTRUCTORS,
     Replace,
@@ -119,102 +119,223 @@ class ChannelMultiple(Rule):
     fix_safety = Applicability.UNSAFE
 
     VALID = (
-        "import tensorflow as tf\n\ndef conv_block(x, filters):\n"
-        "    return tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n\n"
-        "def backbone(x):\n    return conv_block(conv_block(x, 32), 64)\n",
-        "import tensorflow as tf\nx = tf.keras.layers.Conv2D(64, 3)(x)\ny = tf.keras.layers.Dense(256)(x)\n",
+        """
+        import tensorflow as tf
+
+        def conv_block(x, filters):
+            return tf.keras.layers.Conv2D(filters, 3, padding='same')(x)
+
+        def backbone(x):
+            return conv_block(conv_block(x, 32), 64)
+        """,
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.Conv2D(64, 3)(x)
+        y = tf.keras.layers.Dense(256)(x)
+        """,
         # input channels (3) and depth multipliers are not output widths
-        "import keras\ninp = keras.Input((224, 224, 3))\nx = keras.layers.DepthwiseConv2D(3, depth_multiplier=3)(inp)\n"
-        "x = keras.layers.SeparableConv2D(64, 3, depth_multiplier=3)(x)\n",
+        """
+        import keras
+        inp = keras.Input((224, 224, 3))
+        x = keras.layers.DepthwiseConv2D(3, depth_multiplier=3)(inp)
+        x = keras.layers.SeparableConv2D(64, 3, depth_multiplier=3)(x)
+        """,
         # a user's own Dense is not Keras
-        "class Dense:\n    def __init__(self, units):\n        pass\nd = Dense(100)\n",
+        """
+        class Dense:
+            def __init__(self, units):
+                pass
+        d = Dense(100)
+        """,
         # the width comes from a parameter: callers decide
-        "from tensorflow.keras import layers\n\ndef block(x, filters=30):\n    return layers.Conv2D(filters, 3)(x)\n",
+        """
+        from tensorflow.keras import layers
+
+        def block(x, filters=30):
+            return layers.Conv2D(filters, 3)(x)
+        """,
         # unknown at lint time
-        "import tensorflow as tf\nx = tf.keras.layers.Dense(cfg.hidden)(x)\n",
-        Valid("import keras\nx = keras.layers.Dense(200)(x)\n", target="tpu-v6e"),
-        "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.Dense(cfg.hidden)(x)
+        """,
+        Valid(
+            """
+            import keras
+            x = keras.layers.Dense(200)(x)
+            """,
+            target="tpu-v6e",
+        ),
+        """
+        import tensorflow.compat.v1 as tf
+        w = tf.get_variable('w', [3, 3, 3, 64])
+        y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\nx = tf.keras.layers.Dense(100, activation='relu')(x)\n",
-            expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(104, activation='relu')(x)\n",
+            """
+            import tensorflow as tf
+            x = tf.keras.layers.Dense(100, activation='relu')(x)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            x = tf.keras.layers.Dense(104, activation='relu')(x)
+            """,
             unsafe=True,
             message_contains="pad to 104 or 128 on tpu-v5e (22% of the padded work wasted)",
+            at=Range(2, 26, 2, 29),
         ),
         # Keras 1 spells the width nb_filter= / output_dim=
         Invalid(
-            dedent("""\
-                from keras.layers import Convolution2D, Dense
+            """
+            from keras.layers import Convolution2D, Dense
 
-                def block(x):
-                    x = Convolution2D(nb_filter=12, nb_row=3, nb_col=3, border_mode="same")(x)
-                    return Dense(output_dim=100, activation="relu")(x)
-                """),
-            expected_fix=dedent("""\
-                from keras.layers import Convolution2D, Dense
+            def block(x):
+                x = Convolution2D(nb_filter=12, nb_row=3, nb_col=3, border_mode="same")(x)
+                return Dense(output_dim=100, activation="relu")(x)
+            """,
+            expected_fix="""
+            from keras.layers import Convolution2D, Dense
 
-                def block(x):
-                    x = Convolution2D(nb_filter=16, nb_row=3, nb_col=3, border_mode="same")(x)
-                    return Dense(output_dim=104, activation="relu")(x)
-                """),
-            count=2,
+            def block(x):
+                x = Convolution2D(nb_filter=16, nb_row=3, nb_col=3, border_mode="same")(x)
+                return Dense(output_dim=104, activation="relu")(x)
+            """,
             unsafe=True,
+            at=(Range(4, 32, 4, 34), Range(5, 28, 5, 31)),
         ),
         Invalid(
-            "import tensorflow as tf\nx = tf.keras.layers.Dense(units=100)(x)\n",
-            expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(units=104)(x)\n",
+            """
+            import tensorflow as tf
+            x = tf.keras.layers.Dense(units=100)(x)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            x = tf.keras.layers.Dense(units=104)(x)
+            """,
             unsafe=True,
             target="gpu",
             message_contains="pad to 104 on gpu (4%",
+            at=Range(2, 32, 2, 35),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 30, 3, padding='same')\n",
-            expected_fix="import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 32, 3, padding='same')\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            net = tf.layers.conv2d(images, 30, 3, padding='same')
+            """,
+            expected_fix="""
+            import tensorflow.compat.v1 as tf
+
+            net = tf.layers.conv2d(images, 32, 3, padding='same')
+            """,
             unsafe=True,
+            at=Range(3, 31, 3, 33),
         ),
         # named constant: reported, not rewritten (it may size other tensors too)
         Invalid(
-            "from keras import layers\n\nWIDTH = 48 + 2\nx = layers.Conv2D(WIDTH, 3)(x)\n",
+            """
+            from keras import layers
+
+            WIDTH = 48 + 2
+            x = layers.Conv2D(WIDTH, 3)(x)
+            """,
             message_contains="`WIDTH`",
+            at=Range(4, 18, 4, 23),
         ),
         # heads: info severity, no fix
         Invalid(
-            "import keras\n\ndef build(num_classes=10):\n    inp = keras.Input((32,))\n    x = keras.layers.Dense(64)(inp)\n"
-            "    out = keras.layers.Dense(10)(x)\n    return keras.Model(inp, out)\n",
+            """
+            import keras
+
+            def build(num_classes=10):
+                inp = keras.Input((32,))
+                x = keras.layers.Dense(64)(inp)
+                out = keras.layers.Dense(10)(x)
+                return keras.Model(inp, out)
+            """,
             message_contains="output head",
+            at=Range(6, 29, 6, 31),
         ),
         Invalid(
-            "import keras\nNUM_CLASSES = 10\nx = keras.layers.Dense(NUM_CLASSES)(x)\n",
+            """
+            import keras
+            NUM_CLASSES = 10
+            x = keras.layers.Dense(NUM_CLASSES)(x)
+            """,
             message_contains="sized by `NUM_CLASSES`",
+            at=Range(3, 23, 3, 34),
         ),
-        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid"),
         Invalid(
-            "import tensorflow as tf\nlogits = tf.keras.layers.Dense(10)(h)\nloss = tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits)\n",
+            """
+            import keras
+            x = keras.layers.Dense(12, activation='sigmoid')(x)
+            """,
+            message_contains="softmax/sigmoid",
+            at=Range(2, 23, 2, 25),
+        ),
+        Invalid(
+            """
+            import tensorflow as tf
+            logits = tf.keras.layers.Dense(10)(h)
+            loss = tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
+            """,
             message_contains="output head",
+            at=Range(2, 31, 2, 33),
         ),
         Invalid(
-            "import keras\nm = keras.Sequential([keras.layers.Dense(50), keras.layers.Dense(24), keras.layers.Dense(1)])\n",
-            expected_fix="import keras\nm = keras.Sequential([keras.layers.Dense(56), keras.layers.Dense(24), keras.layers.Dense(1)])\n",
+            """
+            import keras
+            m = keras.Sequential([keras.layers.Dense(50), keras.layers.Dense(24), keras.layers.Dense(1)])
+            """,
+            expected_fix="""
+            import keras
+            m = keras.Sequential([keras.layers.Dense(56), keras.layers.Dense(24), keras.layers.Dense(1)])
+            """,
             unsafe=True,
-            count=2,
+                at=(Range(2, 41, 2, 43), Range(2, 89, 2, 90)),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 30])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
+            """
+            import tensorflow.compat.v1 as tf
+            w = tf.get_variable('w', [3, 3, 3, 30])
+            y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')
+            """,
             message_contains="30 output channels",
+            at=Range(3, 20, 3, 21),
         ),
         # the width is a helper's parameter: reported (and fixed) at the call site
         Invalid(
-            "import tensorflow as tf\n\n\ndef conv_block(x, filters):\n"
-            "    x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n"
-            "    return tf.keras.layers.ReLU()(x)\n\n\n"
-            "def backbone(x):\n    x = conv_block(x, 30)\n    return conv_block(x, 64)\n",
-            expected_fix="import tensorflow as tf\n\n\ndef conv_block(x, filters):\n"
-            "    x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)\n"
-            "    return tf.keras.layers.ReLU()(x)\n\n\n"
-            "def backbone(x):\n    x = conv_block(x, 32)\n    return conv_block(x, 64)\n",
+            """
+            import tensorflow as tf
+
+
+            def conv_block(x, filters):
+                x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)
+                return tf.keras.layers.ReLU()(x)
+
+
+            def backbone(x):
+                x = conv_block(x, 30)
+                return conv_block(x, 64)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+
+            def conv_block(x, filters):
+                x = tf.keras.layers.Conv2D(filters, 3, padding='same')(x)
+                return tf.keras.layers.ReLU()(x)
+
+
+            def backbone(x):
+                x = conv_block(x, 32)
+                return conv_block(x, 64)
+            """,
             unsafe=True,
             message_contains="conv_block(..., filters=30)",
+            at=Range(10, 22, 10, 24),
         ),
     )
 

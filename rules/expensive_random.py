@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Rule
+from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Range, Rule
 
 class ExpensiveRandom(Rule):
     """
@@ -52,81 +52,138 @@ class ExpensiveRandom(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
-        "import numpy as np\nimport tensorflow as tf\nidx = np.random.choice(10, p=probs)\n",
+        """
+        import numpy as np
+        import tensorflow as tf
+        idx = np.random.choice(10, p=probs)
+        """,
         # input pipeline (host)
-        "import tensorflow as tf\n\n"
-        "def pick_crop(image):\n"
-        "    k = tf.random.categorical(tf.math.log([[0.5, 0.5]]), 1)\n"
-        "    return image\n\n"
-        "ds = tf.data.Dataset.from_tensor_slices(x).map(pick_crop)\n",
+        """
+        import tensorflow as tf
+
+        def pick_crop(image):
+            k = tf.random.categorical(tf.math.log([[0.5, 0.5]]), 1)
+            return image
+
+        ds = tf.data.Dataset.from_tensor_slices(x).map(pick_crop)
+        """,
         # plain eager helper, not step code
-        "import tensorflow as tf\n\ndef sample_text(logits):\n    return tf.random.categorical(logits, 1)\n",
-        "import tensorflow as tf\n\n@tf.function\ndef step(logits):\n    return tf.random.uniform(tf.shape(logits))\n",
+        """
+        import tensorflow as tf
+
+        def sample_text(logits):
+            return tf.random.categorical(logits, 1)
+        """,
+        """
+        import tensorflow as tf
+
+        @tf.function
+        def step(logits):
+            return tf.random.uniform(tf.shape(logits))
+        """,
         # TF1 graph code, but the host side of it: an input_fn and a driver
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def train_input_fn(params):\n"
-        "    ds = tf.data.TFRecordDataset(params['files'])\n"
-        "    k = tf.random.categorical(tf.log([[0.5, 0.5]]), 1)\n"
-        "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def main(_):\n"
-        "    with tf.Session() as sess:\n"
-        "        ids = sess.run(tf.random.categorical(logits, 1))\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def train_input_fn(params):
+            ds = tf.data.TFRecordDataset(params['files'])
+            k = tf.random.categorical(tf.log([[0.5, 0.5]]), 1)
+            return ds.batch(params['batch_size'], drop_remainder=True)
+        """,
+        """
+        import tensorflow.compat.v1 as tf
+
+        def main(_):
+            with tf.Session() as sess:
+                ids = sess.run(tf.random.categorical(logits, 1))
+        """,
         # Keras 3 at module level: an eager script
-        "import keras\nids = keras.random.categorical(keras.ops.log(probs), 1)\n",
+        """
+        import keras
+        ids = keras.random.categorical(keras.ops.log(probs), 1)
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\n\n"
-            "@tf.function\n"
-            "def generate_step(logits):\n"
-            "    return tf.random.categorical(logits / 0.8, num_samples=1)\n",
+            """
+            import tensorflow as tf
+
+            @tf.function
+            def generate_step(logits):
+                return tf.random.categorical(logits / 0.8, num_samples=1)
+            """,
             message_contains="Gumbel",
+            at=Range(5, 11, 5, 61),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def model_fn(features, labels, mode, params):\n"
-            "    logits = tf.layers.dense(features, 100)\n"
-            "    return tf.multinomial(logits, 1)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def model_fn(features, labels, mode, params):
+                logits = tf.layers.dense(features, 100)
+                return tf.multinomial(logits, 1)
+            """,
+            at=Range(5, 11, 5, 36),
         ),
         Invalid(
-            "import keras\n\n"
-            "class Sampler(keras.layers.Layer):\n"
-            "    def call(self, logits):\n"
-            "        return keras.random.categorical(logits, 1, seed=self.seed_generator)\n",
+            """
+            import keras
+
+            class Sampler(keras.layers.Layer):
+                def call(self, logits):
+                    return keras.random.categorical(logits, 1, seed=self.seed_generator)
+            """,
+            at=Range(5, 15, 5, 76),
         ),
         # a Keras 3 sampler: backend-agnostic ops, traced into the compiled generate loop
         Invalid(
-            "from keras import ops\nfrom keras import random\n\n"
-            "class TopKSampler(Sampler):\n"
-            "    def get_next_token(self, probabilities):\n"
-            "        top_p, top_i = ops.top_k(probabilities, k=self.k, sorted=False)\n"
-            "        picked = random.categorical(ops.log(top_p), 1, seed=self.seed_generator)\n"
-            "        return ops.take_along_axis(top_i, picked, axis=-1)\n",
+            """
+            from keras import ops
+            from keras import random
+
+            class TopKSampler(Sampler):
+                def get_next_token(self, probabilities):
+                    top_p, top_i = ops.top_k(probabilities, k=self.k, sorted=False)
+                    picked = random.categorical(ops.log(top_p), 1, seed=self.seed_generator)
+                    return ops.take_along_axis(top_i, picked, axis=-1)
+            """,
             message_contains="graph code",
+            at=Range(7, 17, 7, 80),
         ),
         # a TF1 graph helper that a model_fn in another file calls
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def mask(inputs, proposal, n):\n"
-            "    logits = tf.log(proposal * tf.cast(inputs.mask, tf.float32))\n"
-            "    return tf.random.categorical(logits, n, dtype=tf.int32)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def mask(inputs, proposal, n):
+                logits = tf.log(proposal * tf.cast(inputs.mask, tf.float32))
+                return tf.random.categorical(logits, n, dtype=tf.int32)
+            """,
+            at=Range(5, 11, 5, 59),
         ),
         # the body of in-graph control flow
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def sample(logits_fn, context, length):\n"
-            "    def body(i, out):\n"
-            "        nxt = tf.random.categorical(logits_fn(out)[:, -1, :], 1)\n"
-            "        return i + 1, tf.concat([out, nxt], axis=1)\n"
-            "    return tf.while_loop(lambda i, out: i < length, body, [0, context])\n",
+            """
+            import tensorflow as tf
+
+            def sample(logits_fn, context, length):
+                def body(i, out):
+                    nxt = tf.random.categorical(logits_fn(out)[:, -1, :], 1)
+                    return i + 1, tf.concat([out, nxt], axis=1)
+                return tf.while_loop(lambda i, out: i < length, body, [0, context])
+            """,
+            at=Range(5, 14, 5, 64),
         ),
         Invalid(
-            "import tensorflow as tf\n\n"
-            "class Policy(tf.keras.Model):\n"
-            "    def train_step(self, data):\n"
-            "        actions = tf.random.stateless_categorical(self(data), 1, seed=[1, 2])\n"
-            "        return {}\n",
+            """
+            import tensorflow as tf
+
+            class Policy(tf.keras.Model):
+                def train_step(self, data):
+                    actions = tf.random.stateless_categorical(self(data), 1, seed=[1, 2])
+                    return {}
+            """,
+            at=Range(5, 18, 5, 77),
         ),
     )
 

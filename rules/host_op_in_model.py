@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import HOST_OPS, Invalid, Rule, Severity
+from kerasfit.ruleapi import HOST_OPS, Invalid, Range, Rule, Severity
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",
@@ -52,52 +52,93 @@ class HostOpInModel(Rule):
 
     VALID = (
         # eager host code
-        "import tensorflow as tf\n\ndef report(x):\n    return tf.py_function(print, [x], [])\n",
-        "import tensorflow as tf\ny = tf.numpy_function(np.sort, [x], tf.float32)\n",
+        """
+        import tensorflow as tf
+
+        def report(x):
+            return tf.py_function(print, [x], [])
+        """,
+        """
+        import tensorflow as tf
+        y = tf.numpy_function(np.sort, [x], tf.float32)
+        """,
         # deliberate host callback on TPU
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def model_fn(features, labels, mode, params):\n"
-        "    def host_log(x):\n"
-        "        return tf.py_func(log_fn, [x], [])\n"
-        "    tf.tpu.outside_compilation(host_log, features)\n"
-        "    return tf.layers.dense(features, 10)\n",
-        "import tensorflow as tf\n\ndef py_function(f, x):\n    return x\n\n@tf.function\ndef step(x):\n    return py_function(abs, x)\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def model_fn(features, labels, mode, params):
+            def host_log(x):
+                return tf.py_func(log_fn, [x], [])
+            tf.tpu.outside_compilation(host_log, features)
+            return tf.layers.dense(features, 10)
+        """,
+        """
+        import tensorflow as tf
+
+        def py_function(f, x):
+            return x
+
+        @tf.function
+        def step(x):
+            return py_function(abs, x)
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\n\n"
-            "class Augment(tf.keras.layers.Layer):\n"
-            "    def call(self, x):\n"
-            "        return tf.numpy_function(rotate, [x], tf.float32)\n",
+            """
+            import tensorflow as tf
+
+            class Augment(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.numpy_function(rotate, [x], tf.float32)
+            """,
             message_contains="no TPU kernel",
+            at=Range(5, 15, 5, 57),
         ),
         Invalid(
-            "import tensorflow as tf\n\n"
-            "@tf.function\n"
-            "def train_step(images, labels):\n"
-            "    labels = tf.py_function(remap, [labels], tf.int64)\n"
-            "    return labels\n",
+            """
+            import tensorflow as tf
+
+            @tf.function
+            def train_step(images, labels):
+                labels = tf.py_function(remap, [labels], tf.int64)
+                return labels
+            """,
+            at=Range(5, 13, 5, 54),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def model_fn(features, labels, mode, params):\n"
-            "    ids = tf.py_func(tokenize, [features], tf.int64)\n"
-            "    return tf.layers.dense(tf.cast(ids, tf.float32), 10)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def model_fn(features, labels, mode, params):
+                ids = tf.py_func(tokenize, [features], tf.int64)
+                return tf.layers.dense(tf.cast(ids, tf.float32), 10)
+            """,
+            at=Range(4, 10, 4, 52),
         ),
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def load(path):\n"
-            "    return tf.numpy_function(read_npy, [path], tf.float32)\n\n"
-            "ds = tf.data.Dataset.list_files('*.npy').map(load)\n",
+            """
+            import tensorflow as tf
+
+            def load(path):
+                return tf.numpy_function(read_npy, [path], tf.float32)
+
+            ds = tf.data.Dataset.list_files('*.npy').map(load)
+            """,
             message_contains="input pipeline",
+            at=Range(4, 11, 4, 58),
         ),
         Invalid(
-            "import tensorflow as tf\n\n"
-            "class Augment(tf.keras.layers.Layer):\n"
-            "    def call(self, x):\n"
-            "        return tf.numpy_function(rotate, [x], tf.float32)\n",
+            """
+            import tensorflow as tf
+
+            class Augment(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.numpy_function(rotate, [x], tf.float32)
+            """,
             target="gpu",
             message_contains="GIL",
+            at=Range(5, 15, 5, 57),
         ),
     )
 

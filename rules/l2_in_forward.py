@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 from kerasfit.ruleapi import (
     Applicability,
     Invalid,
+    Range,
     L2_REGULARIZERS,
     L2_REGULARIZER_STRINGS,
     REGULARIZATION_LOSS_CALLS,
@@ -97,96 +98,180 @@ class L2InForward(Rule):
     fix_safety = Applicability.DISPLAY
 
     VALID = (
-        "import keras\nopt = keras.optimizers.AdamW(1e-3, weight_decay=1e-4)\nx = keras.layers.Dense(64)(x)\n",
+        """
+        import keras
+        opt = keras.optimizers.AdamW(1e-3, weight_decay=1e-4)
+        x = keras.layers.Dense(64)(x)
+        """,
         # a data loss that happens to use l2_loss
-        "import tensorflow as tf\nloss = tf.nn.l2_loss(predictions - labels)\n",
+        """
+        import tensorflow as tf
+        loss = tf.nn.l2_loss(predictions - labels)
+        """,
         # activity regularization penalizes activations, not weights
-        "from tensorflow.keras import layers, regularizers\n"
-        "x = layers.Dense(64, activity_regularizer=regularizers.l2(1e-5))(x)\n",
+        """
+        from tensorflow.keras import layers, regularizers
+        x = layers.Dense(64, activity_regularizer=regularizers.l2(1e-5))(x)
+        """,
         # L1 only
-        "from keras import layers, regularizers\nx = layers.Dense(64, kernel_regularizer=regularizers.L1(1e-5))(x)\n",
+        """
+        from keras import layers, regularizers
+        x = layers.Dense(64, kernel_regularizer=regularizers.L1(1e-5))(x)
+        """,
         # add_loss-only model: model.losses is a KL term here
-        "import tensorflow as tf\n\nclass VAE(tf.keras.Model):\n    def call(self, x):\n        self.add_loss(kl(x))\n"
-        "        return x\n\ndef step(model, x):\n    return recon(x) + sum(model.losses)\n",
+        """
+        import tensorflow as tf
+
+        class VAE(tf.keras.Model):
+            def call(self, x):
+                self.add_loss(kl(x))
+                return x
+
+        def step(model, x):
+            return recon(x) + sum(model.losses)
+        """,
         # a user's own l2
-        "from tensorflow.keras import layers\ndef l2(x):\n    return None\nx = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)\n",
+        """
+        from tensorflow.keras import layers
+        def l2(x):
+            return None
+        x = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
-            "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
+            """
+            import tensorflow as tf
+
+            def loss_fn(model, ce):
+                return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])
+            """,
             message_contains="(0.0005 matches it",
+            at=Range(4, 33, 4, 49),
         ),
         # the weights come from a method named for variables (`self._freeze_vars()`), as in
         # EfficientDet's Keras train step
         Invalid(
-            "import re\nimport tensorflow as tf\n\n"
-            "class Train(tf.keras.Model):\n"
-            "    def _reg_l2_loss(self, weight_decay, regex=r'.*(kernel|weight):0$'):\n"
-            "        var_match = re.compile(regex)\n"
-            "        return weight_decay * tf.add_n(\n"
-            "            [tf.nn.l2_loss(v) for v in self._freeze_vars() if var_match.match(v.name)])\n",
+            """
+            import re
+            import tensorflow as tf
+
+            class Train(tf.keras.Model):
+                def _reg_l2_loss(self, weight_decay, regex=r'.*(kernel|weight):0$'):
+                    var_match = re.compile(regex)
+                    return weight_decay * tf.add_n(
+                        [tf.nn.l2_loss(v) for v in self._freeze_vars() if var_match.match(v.name)])
+            """,
             message_contains="`tf.nn.l2_loss` over the weights",
+            at=Range(8, 13, 8, 29),
         ),
         # a filtered variable list, TF's `var_list` convention (Mask R-CNN, detection models)
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def total_loss(model_loss, params):\n"
-            "    var_list = [v for v in tf.trainable_variables() if 'bias' not in v.name]\n"
-            "    return model_loss + params['l2_weight_decay'] * tf.add_n([tf.nn.l2_loss(v) for v in var_list])\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def total_loss(model_loss, params):
+                var_list = [v for v in tf.trainable_variables() if 'bias' not in v.name]
+                return model_loss + params['l2_weight_decay'] * tf.add_n([tf.nn.l2_loss(v) for v in var_list])
+            """,
             message_contains="`tf.nn.l2_loss` over the weights",
+            at=Range(5, 62, 5, 78),
         ),
         # Keras 1: W_ (kernel) and b_ (bias) regularizers, as in old DenseNet / VGG zoos
         Invalid(
-            "from keras.layers import Convolution2D, Dense\nfrom keras.regularizers import l2\n\n"
-            "def head(x, weight_decay=1e-4):\n"
-            "    x = Convolution2D(16, 3, 3, border_mode='same', W_regularizer=l2(weight_decay))(x)\n"
-            "    return Dense(10, W_regularizer=l2(weight_decay), b_regularizer=l2(weight_decay))(x)\n",
-            count=3,
+            """
+            from keras.layers import Convolution2D, Dense
+            from keras.regularizers import l2
+
+            def head(x, weight_decay=1e-4):
+                x = Convolution2D(16, 3, 3, border_mode='same', W_regularizer=l2(weight_decay))(x)
+                return Dense(10, W_regularizer=l2(weight_decay), b_regularizer=l2(weight_decay))(x)
+            """,
             message_contains="`W_regularizer=l2(weight_decay)`",
+            at=(Range(5, 66, 5, 82), Range(6, 35, 6, 51), Range(6, 67, 6, 83)),
         ),
         # every site is its own finding (its own line, squiggle and noqa)
         Invalid(
-            "from tensorflow.keras import layers, regularizers\n\n"
-            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
-            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n"
-            "x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)\n",
-            count=3,
+            """
+            from tensorflow.keras import layers, regularizers
+
+            x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
+            x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
+            x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
+            """,
             message_contains="kernel_regularizer=regularizers.l2(1e-4)",
+            at=(Range(3, 44, 3, 65), Range(4, 44, 4, 65), Range(5, 44, 5, 65)),
         ),
         Invalid(
-            "import keras\n\nreg = keras.regularizers.L2(5e-5)\n"
-            "a = keras.layers.Dense(64, kernel_regularizer=reg)\nb = keras.layers.Dense(64, kernel_regularizer=reg)\n",
+            """
+            import keras
+
+            reg = keras.regularizers.L2(5e-5)
+            a = keras.layers.Dense(64, kernel_regularizer=reg)
+            b = keras.layers.Dense(64, kernel_regularizer=reg)
+            """,
             message_contains="(0.0001 matches it",
+            at=Range(3, 6, 3, 33),
         ),
-        Invalid("from keras import layers\nx = layers.Dense(64, kernel_regularizer='l2')(x)\n", message_contains="0.01·Σw²"),
+        Invalid(
+            """
+            from keras import layers
+            x = layers.Dense(64, kernel_regularizer='l2')(x)
+            """,
+            message_contains="0.01·Σw²",
+            at=Range(2, 40, 2, 44),
+        ),
         # layer kwargs built as a dict in a conv wrapper
         Invalid(
-            "from tensorflow.keras.layers import Conv2D\nfrom tensorflow.keras.regularizers import l2\n\n"
-            "def DarknetConv2D(*args, **kwargs):\n"
-            "    conv_kwargs = {'kernel_regularizer': l2(5e-4)}\n"
-            "    conv_kwargs['bias_regularizer'] = l2(5e-4)\n"
-            "    conv_kwargs.update(kwargs)\n"
-            "    return Conv2D(*args, **conv_kwargs)\n",
-            count=2,
+            """
+            from tensorflow.keras.layers import Conv2D
+            from tensorflow.keras.regularizers import l2
+
+            def DarknetConv2D(*args, **kwargs):
+                conv_kwargs = {'kernel_regularizer': l2(5e-4)}
+                conv_kwargs['bias_regularizer'] = l2(5e-4)
+                conv_kwargs.update(kwargs)
+                return Conv2D(*args, **conv_kwargs)
+            """,
             message_contains="kernel_regularizer=l2(5e-4)",
+            at=(Range(5, 41, 5, 49), Range(6, 38, 6, 46)),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\nloss = ce + tf.losses.get_regularization_loss()\n",
+            """
+            import tensorflow.compat.v1 as tf
+            loss = ce + tf.losses.get_regularization_loss()
+            """,
             message_contains="weight_decay",
+            at=Range(2, 12, 2, 47),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\nreg = tf.add_n(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))\n",
+            """
+            import tensorflow.compat.v1 as tf
+            reg = tf.add_n(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))
+            """,
+            at=Range(2, 15, 2, 68),
         ),
         Invalid(
-            "import tensorflow as tf\n\n@tf.function\ndef train_step(model, x, y):\n    with tf.GradientTape() as tape:\n"
-            "        loss = loss_fn(y, model(x)) + sum(model.losses)\n    return tape.gradient(loss, model.trainable_variables)\n",
+            """
+            import tensorflow as tf
+
+            @tf.function
+            def train_step(model, x, y):
+                with tf.GradientTape() as tape:
+                    loss = loss_fn(y, model(x)) + sum(model.losses)
+                return tape.gradient(loss, model.trainable_variables)
+            """,
             message_contains="model.losses",
+            at=Range(6, 38, 6, 55),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "net = tf.layers.conv2d(x, 64, 3, kernel_regularizer=tf.contrib.layers.l2_regularizer(scale=1e-4))\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            net = tf.layers.conv2d(x, 64, 3, kernel_regularizer=tf.contrib.layers.l2_regularizer(scale=1e-4))
+            """,
             message_contains="0.0001·Σw²/2",
+            at=Range(3, 52, 3, 96),
         ),
     )
 

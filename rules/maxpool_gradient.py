@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import MAX_POOLING, Invalid, Rule, Severity, canonical
+from kerasfit.ruleapi import MAX_POOLING, Invalid, Range, Rule, Severity, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
@@ -54,24 +54,52 @@ class MaxpoolGradient(Rule):
 
     VALID = (
         # inference only
-        "import tensorflow as tf\nmodel = tf.keras.Sequential([tf.keras.layers.MaxPooling2D(2)])\nmodel.predict(x)\n",
-        "import tensorflow as tf\nx = tf.keras.layers.AveragePooling2D(2)(x)\nmodel.fit(ds)\n",
-        "import tensorflow as tf\nx = tf.keras.layers.GlobalMaxPooling2D()(x)\nmodel.fit(ds)\n",
+        """
+        import tensorflow as tf
+        model = tf.keras.Sequential([tf.keras.layers.MaxPooling2D(2)])
+        model.predict(x)
+        """,
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.AveragePooling2D(2)(x)
+        model.fit(ds)
+        """,
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.GlobalMaxPooling2D()(x)
+        model.fit(ds)
+        """,
     )
     INVALID = (
-        Invalid("import tensorflow as tf\nx = tf.keras.layers.MaxPooling2D(2)(x)\nmodel.fit(ds, epochs=3)\n"),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def model_fn(features, labels, mode, params):\n"
-            "    net = tf.layers.max_pooling2d(features, 3, 2, padding='same')\n"
-            "    train_op = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)\n",
+            """
+            import tensorflow as tf
+            x = tf.keras.layers.MaxPooling2D(2)(x)
+            model.fit(ds, epochs=3)
+            """,
+            at=Range(2, 4, 2, 35),
         ),
         Invalid(
-            "import keras\n\n"
-            "class Net(keras.Model):\n"
-            "    def call(self, x):\n"
-            "        return keras.ops.max_pool(x, 2)\n\n"
-            "Net().fit(ds)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def model_fn(features, labels, mode, params):
+                net = tf.layers.max_pooling2d(features, 3, 2, padding='same')
+                train_op = tf.train.MomentumOptimizer(0.1, 0.9).minimize(loss)
+            """,
+            at=Range(4, 10, 4, 65),
+        ),
+        Invalid(
+            """
+            import keras
+
+            class Net(keras.Model):
+                def call(self, x):
+                    return keras.ops.max_pool(x, 2)
+
+            Net().fit(ds)
+            """,
+            at=Range(5, 15, 5, 39),
         ),
     )
 

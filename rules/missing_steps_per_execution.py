@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Replace, Rule, get_arg, insert_keyword
+from kerasfit.ruleapi import Applicability, Invalid, Range, Replace, Rule, get_arg, insert_keyword
 
 
 _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
@@ -60,59 +60,91 @@ class MissingStepsPerExecution(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
-        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\n"
-        "model.compile(optimizer='adam', loss='mse', steps_per_execution=50)\n",
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(r)
+        model.compile(optimizer='adam', loss='mse', steps_per_execution=50)
+        """,
         # no TPU in this file
-        "import tensorflow as tf\nmodel.compile(optimizer='adam', loss='mse')\n",
-        "import re\nimport tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\npat = re.compile('x')\n",
-        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(r)\nfn = graph.compile()\n",
+        """
+        import tensorflow as tf
+        model.compile(optimizer='adam', loss='mse')
+        """,
+        """
+        import re
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(r)
+        pat = re.compile('x')
+        """,
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(r)
+        fn = graph.compile()
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(resolver)\n"
-            "with strategy.scope():\n"
-            "    model.compile(\n"
-            "        optimizer='adam',\n"
-            "        loss='mse',\n"
-            "    )\n",
-            expected_fix="import tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(resolver)\n"
-            "with strategy.scope():\n"
-            "    model.compile(\n"
-            "        optimizer='adam',\n"
-            "        loss='mse',\n"
-            "        steps_per_execution=32,\n"
-            "    )\n",
+            """
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            with strategy.scope():
+                model.compile(
+                    optimizer='adam',
+                    loss='mse',
+                )
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            with strategy.scope():
+                model.compile(
+                    optimizer='adam',
+                    loss='mse',
+                    steps_per_execution=32,
+                )
+            """,
             unsafe=True,
+            at=Range(4, 4, 7, 5),
         ),
         Invalid(
-            "import tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())\n"
-            "with strategy.scope():\n"
-            "    model.compile(optimizer='adam', loss='mse')\n",
-            expected_fix="import tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())\n"
-            "with strategy.scope():\n"
-            "    model.compile(optimizer='adam', loss='mse', steps_per_execution=32)\n",
+            """
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())
+            with strategy.scope():
+                model.compile(optimizer='adam', loss='mse')
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(tf.distribute.cluster_resolver.TPUClusterResolver())
+            with strategy.scope():
+                model.compile(optimizer='adam', loss='mse', steps_per_execution=32)
+            """,
             unsafe=True,
+            at=Range(4, 4, 4, 47),
         ),
         Invalid(
-            "import keras\nimport tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(resolver)\n"
-            "model.compile(\n"
-            "    optimizer=keras.optimizers.Adam(1e-3),\n"
-            "    loss='sparse_categorical_crossentropy',\n"
-            "    steps_per_execution=1,\n"
-            ")\n",
-            expected_fix="import keras\nimport tensorflow as tf\n"
-            "strategy = tf.distribute.TPUStrategy(resolver)\n"
-            "model.compile(\n"
-            "    optimizer=keras.optimizers.Adam(1e-3),\n"
-            "    loss='sparse_categorical_crossentropy',\n"
-            "    steps_per_execution=32,\n"
-            ")\n",
+            """
+            import keras
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            model.compile(
+                optimizer=keras.optimizers.Adam(1e-3),
+                loss='sparse_categorical_crossentropy',
+                steps_per_execution=1,
+            )
+            """,
+            expected_fix="""
+            import keras
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            model.compile(
+                optimizer=keras.optimizers.Adam(1e-3),
+                loss='sparse_categorical_crossentropy',
+                steps_per_execution=32,
+            )
+            """,
             unsafe=True,
+            at=Range(4, 0, 8, 1),
         ),
     )
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from textwrap import dedent
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -14,6 +13,7 @@ from kerasfit.ruleapi import (
     Applicability,
     CONCAT_CALLS,
     Invalid,
+    Range,
     MODEL_BASES,
     Remove,
     Replace,
@@ -137,233 +137,382 @@ class NeedlessConcatSlice(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
-        "import tensorflow as tf\ny = tf.concat([a, b], axis=-1)\n",
+        """
+        import tensorflow as tf
+        y = tf.concat([a, b], axis=-1)
+        """,
         # input pipeline: host-side slicing is cheap
-        "import tensorflow as tf\n\ndef parse(image, label):\n    image = tf.image.decode_png(image)\n"
-        "    return image[..., :3], label\n\nds = tf.data.Dataset.from_tensor_slices((x, y)).map(parse)\n",
-        "import tensorflow as tf\nds = ds.map(lambda img, lbl: (img[..., :3], lbl))\n",
+        """
+        import tensorflow as tf
+
+        def parse(image, label):
+            image = tf.image.decode_png(image)
+            return image[..., :3], label
+
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).map(parse)
+        """,
+        """
+        import tensorflow as tf
+        ds = ds.map(lambda img, lbl: (img[..., :3], lbl))
+        """,
         # numpy arrays
-        "import numpy as np\nimport tensorflow as tf\nimages = np.load('x.npy')\nrgb = images[..., :3]\n",
+        """
+        import numpy as np
+        import tensorflow as tf
+        images = np.load('x.npy')
+        rgb = images[..., :3]
+        """,
         # not the last axis / ambiguous
-        "import tensorflow as tf\ny = tf.keras.layers.Dense(8)(x)\nfirst = y[:, 0]\nz = y[0, ...]\n",
-        "import tensorflow as tf\nparts = tf.split(tf.keras.layers.Dense(8)(x), 2, axis=0)\n",
-        "import tensorflow as tf\ny = tf.keras.layers.Dense(8)(x)[..., tf.newaxis]\n",
+        """
+        import tensorflow as tf
+        y = tf.keras.layers.Dense(8)(x)
+        first = y[:, 0]
+        z = y[0, ...]
+        """,
+        """
+        import tensorflow as tf
+        parts = tf.split(tf.keras.layers.Dense(8)(x), 2, axis=0)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.keras.layers.Dense(8)(x)[..., tf.newaxis]
+        """,
         # split of a concat along another axis
-        "import tensorflow as tf\ny = tf.concat([a, b], axis=-1)\np, q = tf.split(y, 2, axis=0)\n",
+        """
+        import tensorflow as tf
+        y = tf.concat([a, b], axis=-1)
+        p, q = tf.split(y, 2, axis=0)
+        """,
         # NumPy preprocessing that hands its result to TF at the end
-        "import numpy as np\nimport tensorflow as tf\n\n"
-        "def encode_boxes(true_boxes, input_shape):\n"
-        "    boxes = np.array(true_boxes, dtype='float32')\n"
-        "    xy = (boxes[..., 0:2] + boxes[..., 2:4]) / 2\n"
-        "    wh = boxes[..., 2:4] - boxes[..., 0:2]\n"
-        "    return tf.convert_to_tensor(np.concatenate([xy, wh], -1))\n",
+        """
+        import numpy as np
+        import tensorflow as tf
+
+        def encode_boxes(true_boxes, input_shape):
+            boxes = np.array(true_boxes, dtype='float32')
+            xy = (boxes[..., 0:2] + boxes[..., 2:4]) / 2
+            wh = boxes[..., 2:4] - boxes[..., 0:2]
+            return tf.convert_to_tensor(np.concatenate([xy, wh], -1))
+        """,
         # host code: a TPUEstimator metric_fn
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def metric_fn(per_example_loss, label_ids, logits):\n"
-        "    pos = tf.nn.softmax(logits)[:, :, 1]\n"
-        "    return {'auc': tf.metrics.auc(label_ids, pos)}\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def metric_fn(per_example_loss, label_ids, logits):
+            pos = tf.nn.softmax(logits)[:, :, 1]
+            return {'auc': tf.metrics.auc(label_ids, pos)}
+        """,
         # a shape vector is a few integers, not feature data
-        "import tensorflow as tf\n\n"
-        "def decode(feats):\n"
-        "    grid_shape = tf.shape(feats)[1:3]\n"
-        "    return tf.cast(grid_shape[..., ::-1], feats.dtype)\n",
+        """
+        import tensorflow as tf
+
+        def decode(feats):
+            grid_shape = tf.shape(feats)[1:3]
+            return tf.cast(grid_shape[..., ::-1], feats.dtype)
+        """,
         # an image augmentation module: per-example tf.data code on the host
-        "import tensorflow as tf\n\n"
-        "def color(image, factor):\n"
-        "    gray = tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(image))\n"
-        "    return tf.cast(factor * tf.cast(image, tf.float32) + (1 - factor) * tf.cast(gray, tf.float32), tf.uint8)\n\n"
-        "def autocontrast(image):\n"
-        "    def scale_channel(ch):\n"
-        "        return tf.cast(ch, tf.float32) - tf.cast(tf.reduce_min(ch), tf.float32)\n"
-        "    return tf.stack([scale_channel(image[:, :, 0]), scale_channel(image[:, :, 1])], 2)\n",
+        """
+        import tensorflow as tf
+
+        def color(image, factor):
+            gray = tf.image.grayscale_to_rgb(tf.image.rgb_to_grayscale(image))
+            return tf.cast(factor * tf.cast(image, tf.float32) + (1 - factor) * tf.cast(gray, tf.float32), tf.uint8)
+
+        def autocontrast(image):
+            def scale_channel(ch):
+                return tf.cast(ch, tf.float32) - tf.cast(tf.reduce_min(ch), tf.float32)
+            return tf.stack([scale_channel(image[:, :, 0]), scale_channel(image[:, :, 1])], 2)
+        """,
         # a driver: NumPy arrays from keras.datasets
-        "import tensorflow as tf\n\n"
-        "def main():\n"
-        "    (x_train, y_train), _ = tf.keras.datasets.cifar10.load_data()\n"
-        "    red = x_train.astype('float32')[..., 0]\n"
-        "    model.fit(tf.image.resize(x_train, (64, 64)), y_train)\n",
+        """
+        import tensorflow as tf
+
+        def main():
+            (x_train, y_train), _ = tf.keras.datasets.cifar10.load_data()
+            red = x_train.astype('float32')[..., 0]
+            model.fit(tf.image.resize(x_train, (64, 64)), y_train)
+        """,
     )
     INVALID = (
         # a grouped conv written with Lambda layers: the slicing function is handed over by name
         Invalid(
-            dedent("""\
-                from tensorflow.keras import layers
+            """
+            from tensorflow.keras import layers
 
-                def slice_tensor(x, start, stop):
-                    return x[:, :, :, start:stop]
+            def slice_tensor(x, start, stop):
+                return x[:, :, :, start:stop]
 
-                def group_conv(x, filters, groups):
-                    width = x.shape[-1] // groups
-                    parts = [
-                        layers.Lambda(slice_tensor, arguments={"start": g * width, "stop": (g + 1) * width})(x)
-                        for g in range(groups)
-                    ]
-                    return layers.Concatenate()([layers.Conv2D(filters // groups, 3, padding="same")(p) for p in parts])
-                """),
+            def group_conv(x, filters, groups):
+                width = x.shape[-1] // groups
+                parts = [
+                    layers.Lambda(slice_tensor, arguments={"start": g * width, "stop": (g + 1) * width})(x)
+                    for g in range(groups)
+                ]
+                return layers.Concatenate()([layers.Conv2D(filters // groups, 3, padding="same")(p) for p in parts])
+            """,
             message_contains="last (feature) axis",
+            at=Range(4, 11, 4, 33),
         ),
         # the sliced tensor comes from a layer kept in a list: a Keras tensor in a helper method
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class Heads:
-                    def __init__(self):
-                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+            class Heads:
+                def __init__(self):
+                    self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
 
-                    def first_channels(self, x):
-                        y = self.convs[0](x)
-                        return y[..., :3]
-                """),
+                def first_channels(self, x):
+                    y = self.convs[0](x)
+                    return y[..., :3]
+            """,
             message_contains="last (feature) axis",
+            at=Range(9, 15, 9, 25),
         ),
         Invalid(
-            "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return tf.concat([h], axis=-1)\n",
-            expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    h = tf.nn.relu(x)\n    return h\n",
+            """
+            import tensorflow as tf
+
+            @tf.function
+            def f(x):
+                h = tf.nn.relu(x)
+                return tf.concat([h], axis=-1)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            @tf.function
+            def f(x):
+                h = tf.nn.relu(x)
+                return h
+            """,
+            at=Range(6, 11, 6, 34),
         ),
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class M(keras.Model):
-                    def call(self, x):
-                        h = keras.ops.relu(x)
-                        h = keras.ops.concatenate([h], axis=-1)
-                        return h
-                """),
-            expected_fix=dedent("""\
-                import keras
+            class M(keras.Model):
+                def call(self, x):
+                    h = keras.ops.relu(x)
+                    h = keras.ops.concatenate([h], axis=-1)
+                    return h
+            """,
+            expected_fix="""
+            import keras
 
-                class M(keras.Model):
-                    def call(self, x):
-                        h = keras.ops.relu(x)
-                        return h
-                """),
+            class M(keras.Model):
+                def call(self, x):
+                    h = keras.ops.relu(x)
+                    return h
+            """,
+            at=Range(6, 12, 6, 47),
         ),
         # a parameter may be anything (a Variable, a list): the copy stays, as keras.ops spells it
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class M(keras.Model):
-                    def call(self, x):
-                        x = keras.ops.concatenate([x], axis=-1)
-                        return x
-                """),
-            expected_fix=dedent("""\
-                import keras
+            class M(keras.Model):
+                def call(self, x):
+                    x = keras.ops.concatenate([x], axis=-1)
+                    return x
+            """,
+            expected_fix="""
+            import keras
 
-                class M(keras.Model):
-                    def call(self, x):
-                        x = keras.ops.copy(x)
-                        return x
-                """),
+            class M(keras.Model):
+                def call(self, x):
+                    x = keras.ops.copy(x)
+                    return x
+            """,
+            at=Range(5, 12, 5, 47),
         ),
         Invalid(
-            "from tensorflow.keras import layers\nx = layers.Concatenate()([layers.Dense(16)(inp)])\n",
-            expected_fix="from tensorflow.keras import layers\nx = layers.Dense(16)(inp)\n",
+            """
+            from tensorflow.keras import layers
+            x = layers.Concatenate()([layers.Dense(16)(inp)])
+            """,
+            expected_fix="""
+            from tensorflow.keras import layers
+            x = layers.Dense(16)(inp)
+            """,
+            at=Range(2, 4, 2, 49),
         ),
         # `v` would alias the Variable: after `v.assign_add(1.0)` the "copy" would read 2.0
         Invalid(
-            dedent("""\
-                import tensorflow as tf
+            """
+            import tensorflow as tf
 
-                v = tf.Variable([1.0])
-                snapshot = tf.concat([v], 0)
-                v.assign_add([1.0])
-                """),
-            expected_fix=dedent("""\
-                import tensorflow as tf
+            v = tf.Variable([1.0])
+            snapshot = tf.concat([v], 0)
+            v.assign_add([1.0])
+            """,
+            expected_fix="""
+            import tensorflow as tf
 
-                v = tf.Variable([1.0])
-                snapshot = tf.identity(v)
-                v.assign_add([1.0])
-                """),
+            v = tf.Variable([1.0])
+            snapshot = tf.identity(v)
+            v.assign_add([1.0])
+            """,
+            at=Range(4, 11, 4, 28),
+        ),
+        Invalid(
+            """
+            import tensorflow as tf
+
+            @tf.function
+            def f(x):
+                return tf.concat([x], axis=-1)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            @tf.function
+            def f(x):
+                return tf.identity(x)
+            """,
+            at=Range(5, 11, 5, 34),
+        ),
+        # imported by its bare name: no module to spell the copy with, so no fix
+        Invalid(
+            """
+            from tensorflow import concat
+            y = concat([parts], 0)
+            """,
+            message_contains="not auto-fixed",
+            at=Range(2, 4, 2, 22),
         ),
         # a Python list would stay a list: tf.identity packs it into a tensor, as the concat did
         Invalid(
-            "import tensorflow as tf\ny = tf.concat([parts], 0)\n",
-            expected_fix="import tensorflow as tf\ny = tf.identity(parts)\n",
+            """
+            import tensorflow as tf
+            y = tf.concat([parts], 0)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            y = tf.identity(parts)
+            """,
+            at=Range(2, 4, 2, 25),
         ),
         Invalid(
-            "import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.concat([x], axis=-1)\n",
-            expected_fix="import tensorflow as tf\n\n@tf.function\ndef f(x):\n    return tf.identity(x)\n",
-        ),
-        # imported by its bare name: no module to spell the copy with, so no fix
-        Invalid("from tensorflow import concat\ny = concat([parts], 0)\n", message_contains="not auto-fixed"),
-        Invalid(
-            "import tensorflow as tf\n\ndef f(a, b):\n    y = tf.concat([a, b], axis=-1)\n    p, q = tf.split(y, 2, axis=-1)\n"
-            "    return p * q\n",
+            """
+            import tensorflow as tf
+
+            def f(a, b):
+                y = tf.concat([a, b], axis=-1)
+                p, q = tf.split(y, 2, axis=-1)
+                return p * q
+            """,
             message_contains="split back",
+            at=Range(5, 11, 5, 34),
         ),
         Invalid(
-            "import keras\n\nclass Head(keras.layers.Layer):\n    def call(self, x):\n        return x[..., :4], x[..., 4:]\n",
-            count=2,
+            """
+            import keras
+
+            class Head(keras.layers.Layer):
+                def call(self, x):
+                    return x[..., :4], x[..., 4:]
+            """,
             message_contains="last (feature) axis",
+            at=(Range(5, 15, 5, 25), Range(5, 27, 5, 37)),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef yolo_xy_loss(y_true, y_pred):\n"
-            "    return tf.reduce_sum(tf.square(y_true[..., 0:2] - y_pred[..., 0:2]))\n",
-            count=2,
+            """
+            import tensorflow as tf
+
+            def yolo_xy_loss(y_true, y_pred):
+                return tf.reduce_sum(tf.square(y_true[..., 0:2] - y_pred[..., 0:2]))
+            """,
+                at=(Range(4, 35, 4, 51), Range(4, 54, 4, 70)),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef loss_fn(y_true, y_pred):\n    p = tf.nn.sigmoid(y_pred)\n"
-            "    return tf.reduce_mean(p[:, :, :, 0:16] - y_true)\n",
+            """
+            import tensorflow as tf
+
+            def loss_fn(y_true, y_pred):
+                p = tf.nn.sigmoid(y_pred)
+                return tf.reduce_mean(p[:, :, :, 0:16] - y_true)
+            """,
+            at=Range(5, 26, 5, 42),
         ),
         Invalid(
-            "import tensorflow as tf\nfeats = tf.keras.layers.Dense(32)(x)\nmu, logvar = tf.split(feats, 2, axis=-1)\n",
+            """
+            import tensorflow as tf
+            feats = tf.keras.layers.Dense(32)(x)
+            mu, logvar = tf.split(feats, 2, axis=-1)
+            """,
             message_contains="tf.split",
+            at=Range(3, 13, 3, 40),
         ),
         # a loss helper: parameters that flow into TF ops, slices of slices
         Invalid(
-            "from tensorflow.keras import backend as K\n\n"
-            "def box_iou(b1, b2):\n"
-            "    b1_wh = b1[..., 2:4]\n"
-            "    b2_wh = b2[..., 2:4]\n"
-            "    inter_wh = K.maximum(K.minimum(b1_wh, b2_wh), 0.0)\n"
-            "    inter = inter_wh[..., 0] * inter_wh[..., 1]\n"
-            "    return inter / (b1_wh[..., 0] * b1_wh[..., 1] + b2_wh[..., 0] * b2_wh[..., 1] - inter)\n",
-            count=8,
+            """
+            from tensorflow.keras import backend as K
+
+            def box_iou(b1, b2):
+                b1_wh = b1[..., 2:4]
+                b2_wh = b2[..., 2:4]
+                inter_wh = K.maximum(K.minimum(b1_wh, b2_wh), 0.0)
+                inter = inter_wh[..., 0] * inter_wh[..., 1]
+                return inter / (b1_wh[..., 0] * b1_wh[..., 1] + b2_wh[..., 0] * b2_wh[..., 1] - inter)
+            """,
+                at=(Range(4, 12, 4, 24), Range(5, 12, 5, 24), Range(7, 12, 7, 28), Range(7, 31, 7, 47), Range(8, 20, 8, 33), Range(8, 36, 8, 49), Range(8, 52, 8, 65), Range(8, 68, 8, 81)),
         ),
         # a box transform whose pieces are stacked back into a tensor
         Invalid(
-            "from tensorflow import keras\n\n"
-            "def bbox_transform_inv(boxes, deltas):\n"
-            "    width = boxes[:, :, 2] - boxes[:, :, 0]\n"
-            "    x1 = boxes[:, :, 0] + deltas[:, :, 0] * width\n"
-            "    x2 = boxes[:, :, 2] + deltas[:, :, 2] * width\n"
-            "    return keras.backend.stack([x1, x2], axis=2)\n",
-            count=6,
+            """
+            from tensorflow import keras
+
+            def bbox_transform_inv(boxes, deltas):
+                width = boxes[:, :, 2] - boxes[:, :, 0]
+                x1 = boxes[:, :, 0] + deltas[:, :, 0] * width
+                x2 = boxes[:, :, 2] + deltas[:, :, 2] * width
+                return keras.backend.stack([x1, x2], axis=2)
+            """,
+                at=(Range(4, 12, 4, 26), Range(4, 29, 4, 43), Range(5, 9, 5, 23), Range(5, 26, 5, 41), Range(6, 9, 6, 23), Range(6, 26, 6, 41)),
         ),
         # a list of y_true tensors, sliced per scale; an index before `...`
         Invalid(
-            "import tensorflow as tf\nfrom tensorflow.keras import backend as K\n\n"
-            "def yolo_loss(args, num_layers):\n"
-            "    y_true = args[num_layers:]\n"
-            "    dtype = K.dtype(y_true[0])\n"
-            "    for i in range(num_layers):\n"
-            "        object_mask = y_true[i][..., 4:5]\n"
-            "        first = tf.boolean_mask(y_true[i][0, ..., 0:4], object_mask[0, ..., 0] > 0)\n",
-            count=3,
+            """
+            import tensorflow as tf
+            from tensorflow.keras import backend as K
+
+            def yolo_loss(args, num_layers):
+                y_true = args[num_layers:]
+                dtype = K.dtype(y_true[0])
+                for i in range(num_layers):
+                    object_mask = y_true[i][..., 4:5]
+                    first = tf.boolean_mask(y_true[i][0, ..., 0:4], object_mask[0, ..., 0] > 0)
+            """,
+                at=(Range(8, 22, 8, 41), Range(9, 32, 9, 54), Range(9, 56, 9, 78)),
         ),
         # asking a tensor's shape says it is a tensor
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def grid_positions(boxes, output_size):\n"
-            "    batch_size = tf.shape(boxes)[0]\n"
-            "    xs = [boxes[:, :, 1] + i * boxes[:, :, 3] / output_size for i in range(output_size)]\n"
-            "    return tf.reshape(tf.stack(xs, axis=2), [batch_size, -1])\n",
-            count=2,
+            """
+            import tensorflow as tf
+
+            def grid_positions(boxes, output_size):
+                batch_size = tf.shape(boxes)[0]
+                xs = [boxes[:, :, 1] + i * boxes[:, :, 3] / output_size for i in range(output_size)]
+                return tf.reshape(tf.stack(xs, axis=2), [batch_size, -1])
+            """,
+                at=(Range(5, 10, 5, 24), Range(5, 31, 5, 45)),
         ),
         # a helper only a Layer's call uses
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def centers(boxes):\n"
-            "    return (boxes[..., 0] + boxes[..., 2]) / 2\n\n"
-            "class RegressBoxes(tf.keras.layers.Layer):\n"
-            "    def call(self, inputs):\n"
-            "        return centers(inputs)\n",
-            count=2,
+            """
+            import tensorflow as tf
+
+            def centers(boxes):
+                return (boxes[..., 0] + boxes[..., 2]) / 2
+
+            class RegressBoxes(tf.keras.layers.Layer):
+                def call(self, inputs):
+                    return centers(inputs)
+            """,
+                at=(Range(4, 12, 4, 25), Range(4, 28, 4, 41)),
         ),
     )
 

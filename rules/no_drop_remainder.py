@@ -6,6 +6,7 @@ from kerasfit.ruleapi import (
     Applicability,
     FixSpec,
     Invalid,
+    Range,
     Rule,
     feeds_evaluation,
     get_arg,
@@ -70,103 +71,201 @@ class NoDropRemainder(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
-        "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices(x).batch(64, drop_remainder=True)\n",
-        "import tensorflow as tf\n\ndef make(is_training):\n"
-        "    return tf.data.TFRecordDataset('f').batch(64, drop_remainder=is_training)\n",
+        """
+        import tensorflow as tf
+        ds = tf.data.Dataset.from_tensor_slices(x).batch(64, drop_remainder=True)
+        """,
+        """
+        import tensorflow as tf
+
+        def make(is_training):
+            return tf.data.TFRecordDataset('f').batch(64, drop_remainder=is_training)
+        """,
         # not a tf.data chain
-        "import tensorflow as tf\nrows = table.batch(32)\n",
-        "import tensorflow as tf\n\ndef input_fn(ds):\n    return ds.batch(32)\n",
+        """
+        import tensorflow as tf
+        rows = table.batch(32)
+        """,
+        """
+        import tensorflow as tf
+
+        def input_fn(ds):
+            return ds.batch(32)
+        """,
         # a Hugging Face dataset shares map/batch with tf.data
-        "import tensorflow as tf\nimport datasets\nAUTO = tf.data.AUTOTUNE\n"
-        "ds = datasets.load_dataset('glue', 'mrpc')['train'].map(tok).shuffle(seed=0).batch(32)\n",
+        """
+        import tensorflow as tf
+        import datasets
+        AUTO = tf.data.AUTOTUNE
+        ds = datasets.load_dataset('glue', 'mrpc')['train'].map(tok).shuffle(seed=0).batch(32)
+        """,
         # dataset methods, but the chain ends in something else first
-        "import tensorflow as tf\n\ndef rows(table):\n    return table.select(cols).batch(32)\n",
+        """
+        import tensorflow as tf
+
+        def rows(table):
+            return table.select(cols).batch(32)
+        """,
         # evaluation only
-        "import tensorflow as tf\nval_ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)\n",
-        "import tensorflow as tf\n\ndef eval_input_fn():\n    return tf.data.TFRecordDataset('val').batch(128)\n",
+        """
+        import tensorflow as tf
+        val_ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(128)
+        """,
+        """
+        import tensorflow as tf
+
+        def eval_input_fn():
+            return tf.data.TFRecordDataset('val').batch(128)
+        """,
         # prediction: dropping the last batch would skip examples' predictions
-        "import tensorflow as tf\n\ndef predict_input_fn(params):\n"
-        "    return tf.data.TFRecordDataset('test.tfrecords').take(10).batch(params['batch_size'])\n",
-        "import tensorflow as tf\n\ndef make(files, is_training):\n"
-        "    ds = tf.data.TFRecordDataset(files)\n"
-        "    if is_training:\n"
-        "        ds = ds.shuffle(1000).batch(64, drop_remainder=True)\n"
-        "    else:\n"
-        "        ds = ds.batch(64)\n"
-        "    return ds\n",
+        """
+        import tensorflow as tf
+
+        def predict_input_fn(params):
+            return tf.data.TFRecordDataset('test.tfrecords').take(10).batch(params['batch_size'])
+        """,
+        """
+        import tensorflow as tf
+
+        def make(files, is_training):
+            ds = tf.data.TFRecordDataset(files)
+            if is_training:
+                ds = ds.shuffle(1000).batch(64, drop_remainder=True)
+            else:
+                ds = ds.batch(64)
+            return ds
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128)\n",
-            expected_fix="import tensorflow as tf\nds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128, drop_remainder=True)
+            """,
             unsafe=True,
+            at=Range(2, 62, 2, 67),
         ),
         # a chain split over lines
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def train_input_fn(files, batch_size):\n"
-            "    ds = tf.data.TFRecordDataset(files)\n"
-            "    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)\n"
-            "    ds = ds.batch(batch_size)\n"
-            "    return ds.prefetch(tf.data.AUTOTUNE)\n",
-            expected_fix="import tensorflow as tf\n\n"
-            "def train_input_fn(files, batch_size):\n"
-            "    ds = tf.data.TFRecordDataset(files)\n"
-            "    ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)\n"
-            "    ds = ds.batch(batch_size, drop_remainder=True)\n"
-            "    return ds.prefetch(tf.data.AUTOTUNE)\n",
+            """
+            import tensorflow as tf
+
+            def train_input_fn(files, batch_size):
+                ds = tf.data.TFRecordDataset(files)
+                ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+                ds = ds.batch(batch_size)
+                return ds.prefetch(tf.data.AUTOTUNE)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def train_input_fn(files, batch_size):
+                ds = tf.data.TFRecordDataset(files)
+                ds = ds.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+                ds = ds.batch(batch_size, drop_remainder=True)
+                return ds.prefetch(tf.data.AUTOTUNE)
+            """,
             unsafe=True,
+            at=Range(6, 12, 6, 17),
         ),
         Invalid(
-            "import tensorflow_datasets as tfds\n"
-            "ds = tfds.load('mnist', split='train', as_supervised=True)\n"
-            "ds = ds.padded_batch(32, padded_shapes=([None], []))\n",
-            expected_fix="import tensorflow_datasets as tfds\n"
-            "ds = tfds.load('mnist', split='train', as_supervised=True)\n"
-            "ds = ds.padded_batch(32, padded_shapes=([None], []), drop_remainder=True)\n",
+            """
+            import tensorflow_datasets as tfds
+            ds = tfds.load('mnist', split='train', as_supervised=True)
+            ds = ds.padded_batch(32, padded_shapes=([None], []))
+            """,
+            expected_fix="""
+            import tensorflow_datasets as tfds
+            ds = tfds.load('mnist', split='train', as_supervised=True)
+            ds = ds.padded_batch(32, padded_shapes=([None], []), drop_remainder=True)
+            """,
             unsafe=True,
+            at=Range(3, 8, 3, 20),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n"
-            "ds = tf.data.TFRecordDataset(files).apply(tf.data.experimental.map_and_batch(parse, 128))\n",
-            expected_fix="import tensorflow.compat.v1 as tf\n"
-            "ds = tf.data.TFRecordDataset(files).apply(tf.data.experimental.map_and_batch(parse, 128, drop_remainder=True))\n",
+            """
+            import tensorflow.compat.v1 as tf
+            ds = tf.data.TFRecordDataset(files).apply(tf.data.experimental.map_and_batch(parse, 128))
+            """,
+            expected_fix="""
+            import tensorflow.compat.v1 as tf
+            ds = tf.data.TFRecordDataset(files).apply(tf.data.experimental.map_and_batch(parse, 128, drop_remainder=True))
+            """,
             unsafe=True,
+            at=Range(2, 42, 2, 88),
         ),
         # a dataset handed in by a parameter: the chain itself is tf.data
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def preprocess(fn, dataset, batch_size):\n"
-            "    return dataset.map(fn).batch(batch_size).prefetch(tf.data.AUTOTUNE)\n",
-            expected_fix="import tensorflow as tf\n\n"
-            "def preprocess(fn, dataset, batch_size):\n"
-            "    return dataset.map(fn).batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)\n",
+            """
+            import tensorflow as tf
+
+            def preprocess(fn, dataset, batch_size):
+                return dataset.map(fn).batch(batch_size).prefetch(tf.data.AUTOTUNE)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def preprocess(fn, dataset, batch_size):
+                return dataset.map(fn).batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+            """,
             unsafe=True,
+            at=Range(4, 27, 4, 32),
         ),
         # a project loader from another module, then methods only tf.data has
         Invalid(
-            "import tensorflow as tf\nfrom mylib.data import load\n"
-            "ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64)\n",
-            expected_fix="import tensorflow as tf\nfrom mylib.data import load\n"
-            "ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+            from mylib.data import load
+            ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            from mylib.data import load
+            ds = load('train').apply(tf.data.experimental.ignore_errors()).batch(64, drop_remainder=True)
+            """,
             unsafe=True,
+            at=Range(3, 63, 3, 68),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef batches(ds):\n    return ds.padded_batch(32)\n",
-            expected_fix="import tensorflow as tf\n\ndef batches(ds):\n    return ds.padded_batch(32, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+
+            def batches(ds):
+                return ds.padded_batch(32)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def batches(ds):
+                return ds.padded_batch(32, drop_remainder=True)
+            """,
             unsafe=True,
+            at=Range(4, 14, 4, 26),
         ),
         # the dataset comes from a same-file helper
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def load(files):\n"
-            "    return tf.data.TFRecordDataset(files).map(parse)\n\n"
-            "train_ds = load(files).batch(256)\n",
-            expected_fix="import tensorflow as tf\n\n"
-            "def load(files):\n"
-            "    return tf.data.TFRecordDataset(files).map(parse)\n\n"
-            "train_ds = load(files).batch(256, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+
+            def load(files):
+                return tf.data.TFRecordDataset(files).map(parse)
+
+            train_ds = load(files).batch(256)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def load(files):
+                return tf.data.TFRecordDataset(files).map(parse)
+
+            train_ds = load(files).batch(256, drop_remainder=True)
+            """,
             unsafe=True,
+            at=Range(6, 23, 6, 28),
         ),
     )
 

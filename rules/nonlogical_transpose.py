@@ -7,6 +7,7 @@ from typing import Collection, Sequence
 from kerasfit.ruleapi import (
     CHANNELS_FIRST_VALUES,
     Invalid,
+    Range,
     MATMUL_CALLS,
     RESHAPE_CALLS,
     Rule,
@@ -88,69 +89,164 @@ class NonlogicalTranspose(Rule):
     message = "Transpose moves the minor (last) axis: a real copy"
 
     VALID = (
-        "import tensorflow as tf\ny = tf.transpose(x, [0, 2, 1, 3])\n",
-        "import keras\ny = keras.ops.transpose(x, (1, 0, 2))\n",
+        """
+        import tensorflow as tf
+        y = tf.transpose(x, [0, 2, 1, 3])
+        """,
+        """
+        import keras
+        y = keras.ops.transpose(x, (1, 0, 2))
+        """,
         # matmul operands: free on TPU (docs/facts.md#4)
-        "import tensorflow as tf\nlogits = tf.matmul(h, tf.transpose(w))\n",
-        "import tensorflow as tf\n\n"
-        "def attend(q, k):\n"
-        "    kt = tf.transpose(k, [0, 2, 1])\n"
-        "    return tf.matmul(q, kt)\n",
-        "import tensorflow as tf\nw_t = tf.transpose(w, [1, 0])\n",
-        "import tensorflow as tf\ny = tf.keras.layers.Conv2D(32, 3, data_format='channels_last')(x)\n",
+        """
+        import tensorflow as tf
+        logits = tf.matmul(h, tf.transpose(w))
+        """,
+        """
+        import tensorflow as tf
+
+        def attend(q, k):
+            kt = tf.transpose(k, [0, 2, 1])
+            return tf.matmul(q, kt)
+        """,
+        """
+        import tensorflow as tf
+        w_t = tf.transpose(w, [1, 0])
+        """,
+        """
+        import tensorflow as tf
+        y = tf.keras.layers.Conv2D(32, 3, data_format='channels_last')(x)
+        """,
         # TPU reference: the infeed is batch-minor (HWCN), transposed once in the model_fn
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def model_fn(features, labels, mode, params):\n"
-        "    features = tf.transpose(features, [3, 0, 1, 2])\n"
-        "    return tf.layers.conv2d(features, 64, 7)\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def model_fn(features, labels, mode, params):
+            features = tf.transpose(features, [3, 0, 1, 2])
+            return tf.layers.conv2d(features, 64, 7)
+        """,
         # input pipeline runs on the host
-        "import tensorflow as tf\n\n"
-        "def preprocess(image, label):\n"
-        "    return tf.transpose(image, [2, 0, 1]), label\n\n"
-        "ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)\n",
-        "import tensorflow as tf\ny = tf.keras.layers.Permute((2, 1))(x)\n",
+        """
+        import tensorflow as tf
+
+        def preprocess(image, label):
+            return tf.transpose(image, [2, 0, 1]), label
+
+        ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.keras.layers.Permute((2, 1))(x)
+        """,
         # per-example kernels: batch and channels trade places around a depthwise conv,
         # which XLA folds into the conv's dimension labels
-        "import tensorflow as tf\n\n"
-        "def per_example_conv(x, kernels):\n"
-        "    xt = tf.transpose(x, [3, 1, 2, 0])\n"
-        "    y = tf.nn.depthwise_conv2d(xt, kernels, [1, 1, 1, 1], 'SAME')\n"
-        "    return tf.transpose(y, [3, 1, 2, 0])\n",
+        """
+        import tensorflow as tf
+
+        def per_example_conv(x, kernels):
+            xt = tf.transpose(x, [3, 1, 2, 0])
+            y = tf.nn.depthwise_conv2d(xt, kernels, [1, 1, 1, 1], 'SAME')
+            return tf.transpose(y, [3, 1, 2, 0])
+        """,
         # a TPUEstimator metric_fn runs on the host
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def metric_fn(per_example_loss, label_ids, logits):\n"
-        "    probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])\n"
-        "    return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def metric_fn(per_example_loss, label_ids, logits):
+            probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])
+            return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}
+        """,
         # chosen at run time: nothing to say statically
-        "import tensorflow as tf\nfmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'\n"
-        "y = tf.keras.layers.Conv2D(32, 3, data_format=fmt)(x)\n",
+        """
+        import tensorflow as tf
+        fmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'
+        y = tf.keras.layers.Conv2D(32, 3, data_format=fmt)(x)
+        """,
     )
     INVALID = (
-        Invalid("import tensorflow as tf\ny = tf.transpose(x, [0, 3, 1, 2])\n", message_contains="[0, 3, 1, 2]"),
-        Invalid("import tensorflow as tf\ny = tf.transpose(x, perm=(0, 2, 3, 1))\n"),
-        Invalid("from tf_keras import backend as K\ny = K.permute_dimensions(x, (0, 3, 1, 2))\n"),
-        Invalid("import keras\ny = keras.layers.Permute((3, 1, 2))(x)\n"),
-        Invalid("import tensorflow as tf\nw_t = tf.transpose(w, [1, 0])\n", target="gaudi", message_contains="Gaudi"),
         Invalid(
-            "import tensorflow as tf\ny = tf.keras.layers.Conv2D(32, 3, data_format='channels_first')(x)\n",
-            message_contains="channels_first",
+            """
+            import tensorflow as tf
+            y = tf.transpose(x, [0, 3, 1, 2])
+            """,
+            message_contains="[0, 3, 1, 2]",
+            at=Range(2, 4, 2, 33),
         ),
-        Invalid("import tensorflow as tf\ny = tf.nn.conv2d(x, w, 1, 'SAME', data_format='NCHW')\n"),
+        Invalid(
+            """
+            import tensorflow as tf
+            y = tf.transpose(x, perm=(0, 2, 3, 1))
+            """,
+            at=Range(2, 4, 2, 38),
+        ),
+        Invalid(
+            """
+            from tf_keras import backend as K
+            y = K.permute_dimensions(x, (0, 3, 1, 2))
+            """,
+            at=Range(2, 4, 2, 41),
+        ),
+        Invalid(
+            """
+            import keras
+            y = keras.layers.Permute((3, 1, 2))(x)
+            """,
+            at=Range(2, 4, 2, 35),
+        ),
+        Invalid(
+            """
+            import tensorflow as tf
+            w_t = tf.transpose(w, [1, 0])
+            """,
+            target="gaudi",
+            message_contains="Gaudi",
+            at=Range(2, 6, 2, 29),
+        ),
+        Invalid(
+            """
+            import tensorflow as tf
+            y = tf.keras.layers.Conv2D(32, 3, data_format='channels_first')(x)
+            """,
+            message_contains="channels_first",
+            at=Range(2, 46, 2, 62),
+        ),
+        Invalid(
+            """
+            import tensorflow as tf
+            y = tf.nn.conv2d(x, w, 1, 'SAME', data_format='NCHW')
+            """,
+            at=Range(2, 46, 2, 52),
+        ),
         # one finding at the definition, however many layers read it
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "DATA_FORMAT = 'channels_first'\n\n"
-            "def block(x, filters, data_format=DATA_FORMAT):\n"
-            "    x = tf.layers.conv2d(x, filters, 3, data_format=data_format)\n"
-            "    return tf.layers.conv2d(x, filters, 3, data_format=data_format)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            DATA_FORMAT = 'channels_first'
+
+            def block(x, filters, data_format=DATA_FORMAT):
+                x = tf.layers.conv2d(x, filters, 3, data_format=data_format)
+                return tf.layers.conv2d(x, filters, 3, data_format=data_format)
+            """,
+            at=Range(3, 14, 3, 30),
         ),
-        Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n"),
+        Invalid(
+            """
+            import keras
+            keras.config.set_image_data_format('channels_first')
+            """,
+            at=Range(2, 35, 2, 51),
+        ),
         # the same swap into a regular conv is a real copy
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def f(x, w):\n"
-            "    xt = tf.transpose(x, [3, 1, 2, 0])\n"
-            "    return tf.nn.conv2d(xt, w, 1, 'SAME')\n",
+            """
+            import tensorflow as tf
+
+            def f(x, w):
+                xt = tf.transpose(x, [3, 1, 2, 0])
+                return tf.nn.conv2d(xt, w, 1, 'SAME')
+            """,
+            at=Range(4, 9, 4, 38),
         ),
     )
 

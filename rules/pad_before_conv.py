@@ -3,7 +3,6 @@ from __future__ import annotations
 import re
 from collections.abc import Set
 from dataclasses import dataclass
-from textwrap import dedent
 from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
@@ -15,6 +14,7 @@ from kerasfit.ruleapi import (
     Applicability,
     CONV_LAYERS,
     Invalid,
+    Range,
     Remove,
     Replace,
     Rule,
@@ -182,404 +182,581 @@ class PadBeforeConv(Rule):
     fix_safety = Applicability.SAFE
 
     VALID = (
-        "import tensorflow as tf\nx = tf.keras.layers.Conv2D(64, 3, padding='same')(x)\n",
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.Conv2D(64, 3, padding='same')(x)
+        """,
         # the pad and the valid conv are built in different branches: never applied together
-        "import keras\n\nclass Up(keras.layers.Layer):\n    def __init__(self, factor):\n        super().__init__()\n"
-        "        if factor < 1:\n            self.pad = keras.layers.ZeroPadding2D(1)\n"
-        "            self.resize = keras.layers.Conv2D(32, 3, padding='same')\n        else:\n"
-        "            self.pad = keras.layers.Identity()\n            self.resize = keras.layers.Conv2D(32, 1)\n\n"
-        "    def call(self, x):\n        return self.resize(self.pad(x))\n",
+        """
+        import keras
+
+        class Up(keras.layers.Layer):
+            def __init__(self, factor):
+                super().__init__()
+                if factor < 1:
+                    self.pad = keras.layers.ZeroPadding2D(1)
+                    self.resize = keras.layers.Conv2D(32, 3, padding='same')
+                else:
+                    self.pad = keras.layers.Identity()
+                    self.resize = keras.layers.Conv2D(32, 1)
+
+            def call(self, x):
+                return self.resize(self.pad(x))
+        """,
         # the conv pads itself ('same'): the explicit pad is a deliberate extra border
-        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\nx = tf.nn.conv2d(x, w, 1, 'SAME')\n",
+        """
+        import tensorflow as tf
+        x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+        x = tf.nn.conv2d(x, w, 1, 'SAME')
+        """,
         # something in between: nothing to fold
-        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\nx = tf.nn.relu(x)\n"
-        "x = tf.keras.layers.Conv2D(8, 3)(x)\n",
+        """
+        import tensorflow as tf
+        x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+        x = tf.nn.relu(x)
+        x = tf.keras.layers.Conv2D(8, 3)(x)
+        """,
         # channel-only pad: the conv's padding cannot express it
-        "import tensorflow as tf\nx = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 5]])\ny = tf.keras.layers.Conv2D(8, 1)(x)\n",
+        """
+        import tensorflow as tf
+        x = tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 5]])
+        y = tf.keras.layers.Conv2D(8, 1)(x)
+        """,
         # a user's own pad function
-        "from tensorflow.keras import layers\ndef pad(x):\n    return x\nx = layers.Conv2D(8, 3)(pad(x))\n",
+        """
+        from tensorflow.keras import layers
+        def pad(x):
+            return x
+        x = layers.Conv2D(8, 3)(pad(x))
+        """,
         # transposed convolutions pad differently
-        "import keras\nx = keras.layers.ZeroPadding2D(1)(x)\nx = keras.layers.Conv2DTranspose(16, 3)(x)\n",
+        """
+        import keras
+        x = keras.layers.ZeroPadding2D(1)(x)
+        x = keras.layers.Conv2DTranspose(16, 3)(x)
+        """,
         # heterogeneous list applied at indexes the code does not fix: which layer runs is unknown
-        dedent("""\
-            import keras
+        """
+        import keras
 
-            class Pick(keras.layers.Layer):
-                def __init__(self):
-                    super().__init__()
-                    self.options = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+        class Pick(keras.layers.Layer):
+            def __init__(self):
+                super().__init__()
+                self.options = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
 
-                def call(self, x, i, j):
-                    y = self.options[i](x)
-                    return self.options[j](y)
-            """),
+            def call(self, x, i, j):
+                y = self.options[i](x)
+                return self.options[j](y)
+        """,
         # the period appended is [conv, pad]: at k (counting by two) the conv, at k + 1 the pad
-        dedent("""\
-            import keras
+        """
+        import keras
 
-            class Down(keras.layers.Layer):
-                def __init__(self, n):
-                    super().__init__()
-                    self.steps = []
-                    for _ in range(n):
-                        self.steps.append(keras.layers.Conv2D(16, 3))
-                        self.steps.append(keras.layers.ZeroPadding2D(1))
+        class Down(keras.layers.Layer):
+            def __init__(self, n):
+                super().__init__()
+                self.steps = []
+                for _ in range(n):
+                    self.steps.append(keras.layers.Conv2D(16, 3))
+                    self.steps.append(keras.layers.ZeroPadding2D(1))
 
-                def call(self, x):
-                    k = 0
-                    while k < len(self.steps):
-                        x = self.steps[k](x)
-                        x = self.steps[k + 1](x)
-                        k += 2
-                    return x
-            """),
+            def call(self, x):
+                k = 0
+                while k < len(self.steps):
+                    x = self.steps[k](x)
+                    x = self.steps[k + 1](x)
+                    k += 2
+                return x
+        """,
         # a loop over the layers that also rebinds the tensor in between: the pad feeds the relu
-        dedent("""\
-            import keras
+        """
+        import keras
 
-            class Stack(keras.layers.Layer):
-                def __init__(self):
-                    super().__init__()
-                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+        class Stack(keras.layers.Layer):
+            def __init__(self):
+                super().__init__()
+                self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
 
-                def call(self, x):
-                    for stage in self.stages:
-                        x = stage(x)
-                        x = keras.activations.relu(x)
-                    return x
-            """),
+            def call(self, x):
+                for stage in self.stages:
+                    x = stage(x)
+                    x = keras.activations.relu(x)
+                return x
+        """,
         # a helper that pads the channels only: the conv's padding could not do that
-        dedent("""\
-            import tensorflow as tf
+        """
+        import tensorflow as tf
 
-            def pad_channels(x, extra):
-                return tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 4]])
+        def pad_channels(x, extra):
+            return tf.pad(x, [[0, 0], [0, 0], [0, 0], [0, 4]])
 
-            def head(x):
-                return tf.keras.layers.Conv2D(8, 1)(pad_channels(x, 4))
-            """),
+        def head(x):
+            return tf.keras.layers.Conv2D(8, 1)(pad_channels(x, 4))
+        """,
         # a helper that pads and then does more: the conv reads the relu, not the pad
-        dedent("""\
-            import tensorflow as tf
+        """
+        import tensorflow as tf
 
-            def pad_relu(x):
-                return tf.nn.relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]))
+        def pad_relu(x):
+            return tf.nn.relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]))
 
-            def block(x):
-                return tf.keras.layers.Conv2D(8, 3)(pad_relu(x))
-            """),
+        def block(x):
+            return tf.keras.layers.Conv2D(8, 3)(pad_relu(x))
+        """,
         # a subclass with its own constructor is not the base under another name
-        dedent("""\
-            import tensorflow as tf
+        """
+        import tensorflow as tf
 
-            class SameConv(tf.keras.layers.Conv2D):
-                def __init__(self, filters):
-                    super().__init__(filters, 3, padding="same")
+        class SameConv(tf.keras.layers.Conv2D):
+            def __init__(self, filters):
+                super().__init__(filters, 3, padding="same")
 
-            def block(x):
-                return SameConv(8)(tf.keras.layers.ZeroPadding2D(1)(x))
-            """),
+        def block(x):
+            return SameConv(8)(tf.keras.layers.ZeroPadding2D(1)(x))
+        """,
         # Keras 1: border_mode="same" is the conv's own padding
-        dedent("""\
-            from keras.models import Sequential
-            from keras.layers import Convolution2D, ZeroPadding2D
+        """
+        from keras.models import Sequential
+        from keras.layers import Convolution2D, ZeroPadding2D
 
-            model = Sequential()
-            model.add(ZeroPadding2D((1, 1), input_shape=(3, 64, 64)))
-            model.add(Convolution2D(64, 3, 3, border_mode="same"))
-            """),
+        model = Sequential()
+        model.add(ZeroPadding2D((1, 1), input_shape=(3, 64, 64)))
+        model.add(Convolution2D(64, 3, 3, border_mode="same"))
+        """,
         # a list changed by insert(): its order is not the construction order any more
-        dedent("""\
-            import keras
+        """
+        import keras
 
-            class Stack(keras.layers.Layer):
-                def __init__(self):
-                    super().__init__()
-                    self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
-                    self.stages.insert(1, keras.layers.ReLU())
+        class Stack(keras.layers.Layer):
+            def __init__(self):
+                super().__init__()
+                self.stages = [keras.layers.ZeroPadding2D(1), keras.layers.Conv2D(8, 3)]
+                self.stages.insert(1, keras.layers.ReLU())
 
-                def call(self, x):
-                    for stage in self.stages:
-                        x = stage(x)
-                    return x
-            """),
+            def call(self, x):
+                for stage in self.stages:
+                    x = stage(x)
+                return x
+        """,
     )
     INVALID = (
         # the reference ResNets' `fixed_padding`: the pad is made by a helper of this file
         # (both data-format branches pad), only for stride 2, where the conv is 'VALID'
         Invalid(
-            dedent("""\
-                import tensorflow.compat.v1 as tf
+            """
+            import tensorflow.compat.v1 as tf
 
-                def fixed_padding(inputs, kernel_size, data_format):
-                    pad_beg = (kernel_size - 1) // 2
-                    pad_end = kernel_size - 1 - pad_beg
-                    if data_format == "channels_first":
-                        return tf.pad(inputs, [[0, 0], [0, 0], [pad_beg, pad_end], [pad_beg, pad_end]])
-                    return tf.pad(inputs, [[0, 0], [pad_beg, pad_end], [pad_beg, pad_end], [0, 0]])
+            def fixed_padding(inputs, kernel_size, data_format):
+                pad_beg = (kernel_size - 1) // 2
+                pad_end = kernel_size - 1 - pad_beg
+                if data_format == "channels_first":
+                    return tf.pad(inputs, [[0, 0], [0, 0], [pad_beg, pad_end], [pad_beg, pad_end]])
+                return tf.pad(inputs, [[0, 0], [pad_beg, pad_end], [pad_beg, pad_end], [0, 0]])
 
-                def conv2d_fixed_padding(inputs, filters, kernel_size, strides, data_format="channels_last"):
-                    if strides > 1:
-                        inputs = fixed_padding(inputs, kernel_size, data_format)
-                    return tf.layers.conv2d(
-                        inputs=inputs, filters=filters, kernel_size=kernel_size, strides=strides,
-                        padding=("SAME" if strides == 1 else "VALID"), data_format=data_format)
-                """),
+            def conv2d_fixed_padding(inputs, filters, kernel_size, strides, data_format="channels_last"):
+                if strides > 1:
+                    inputs = fixed_padding(inputs, kernel_size, data_format)
+                return tf.layers.conv2d(
+                    inputs=inputs, filters=filters, kernel_size=kernel_size, strides=strides,
+                    padding=("SAME" if strides == 1 else "VALID"), data_format=data_format)
+            """,
             message_contains="`fixed_padding` feeds a 'valid' `tf.layers.conv2d`",
+            at=Range(12, 17, 12, 64),
         ),
         # a helper of a helper, unconditionally before a 'VALID' tf.nn.conv2d: never rewritten
         Invalid(
-            dedent("""\
-                import tensorflow as tf
+            """
+            import tensorflow as tf
 
-                def _padding(inputs, paddings):
-                    return tf.pad(inputs, [[0, 0], paddings, paddings, [0, 0]])
+            def _padding(inputs, paddings):
+                return tf.pad(inputs, [[0, 0], paddings, paddings, [0, 0]])
 
-                def space_to_depth_fixed_padding(inputs, kernel_size, block_size=2):
-                    return _padding(inputs, ((kernel_size // 2 + 1) // block_size, (kernel_size // 2) // block_size))
+            def space_to_depth_fixed_padding(inputs, kernel_size, block_size=2):
+                return _padding(inputs, ((kernel_size // 2 + 1) // block_size, (kernel_size // 2) // block_size))
 
-                def conv0(inputs, kernel):
-                    inputs = space_to_depth_fixed_padding(inputs, 7)
-                    return tf.nn.conv2d(inputs, kernel, [1, 1, 1, 1], "VALID")
-                """),
+            def conv0(inputs, kernel):
+                inputs = space_to_depth_fixed_padding(inputs, 7)
+                return tf.nn.conv2d(inputs, kernel, [1, 1, 1, 1], "VALID")
+            """,
             message_contains="the pad is made inside `space_to_depth_fixed_padding`",
+            at=Range(10, 13, 10, 52),
         ),
         # a layer renamed by an empty subclass (tensorflow/tpu wraps Keras' DepthwiseConv2D so)
         Invalid(
-            dedent("""\
-                import tensorflow.compat.v1 as tf
+            '''
+            import tensorflow.compat.v1 as tf
 
-                class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer):
-                    \"\"\"Wrap keras DepthwiseConv2D to tf.layers.\"\"\"
-                    pass
+            class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer):
+                """Wrap keras DepthwiseConv2D to tf.layers."""
+                pass
 
-                def depthwise_down(inputs):
-                    inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
-                    return DepthwiseConv2D([3, 3], strides=2, padding="valid", use_bias=False)(inputs)
-                """),
+            def depthwise_down(inputs):
+                inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return DepthwiseConv2D([3, 3], strides=2, padding="valid", use_bias=False)(inputs)
+            ''',
             message_contains="`tf.pad` feeds a 'valid' `DepthwiseConv2D`",
+            at=Range(8, 13, 8, 61),
         ),
         # layers in two comprehension-built lists, applied pairwise by index
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class Fuse(keras.layers.Layer):
-                    def __init__(self, n):
-                        super().__init__()
-                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
-                        self.convs = [keras.layers.Conv2D(64, 3, use_bias=False) for _ in range(n)]
+            class Fuse(keras.layers.Layer):
+                def __init__(self, n):
+                    super().__init__()
+                    self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                    self.convs = [keras.layers.Conv2D(64, 3, use_bias=False) for _ in range(n)]
 
-                    def call(self, xs):
-                        return [self.convs[i](self.pads[i](x)) for i, x in enumerate(xs)]
-                """),
+                def call(self, xs):
+                    return [self.convs[i](self.pads[i](x)) for i, x in enumerate(xs)]
+            """,
             message_contains="kept in `self.convs`",
+            at=Range(10, 30, 10, 45),
         ),
         # the same lists walked with zip()
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class Fuse(keras.layers.Layer):
-                    def __init__(self, n):
-                        super().__init__()
-                        self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
-                        self.convs = [keras.layers.Conv2D(64, 3) for _ in range(n)]
+            class Fuse(keras.layers.Layer):
+                def __init__(self, n):
+                    super().__init__()
+                    self.pads = [keras.layers.ZeroPadding2D(1) for _ in range(n)]
+                    self.convs = [keras.layers.Conv2D(64, 3) for _ in range(n)]
 
-                    def call(self, x):
-                        for pad, conv in zip(self.pads, self.convs):
-                            x = conv(pad(x))
-                        return x
-                """),
+                def call(self, x):
+                    for pad, conv in zip(self.pads, self.convs):
+                        x = conv(pad(x))
+                    return x
+            """,
             message_contains="applied by index or in a loop",
+            at=Range(11, 21, 11, 27),
         ),
         # appends repeat [pad, conv]; the index counts by two, so k is a pad and k + 1 its conv
         Invalid(
-            dedent("""\
-                import keras
+            """
+            import keras
 
-                class Encoder(keras.layers.Layer):
-                    def __init__(self, widths):
-                        super().__init__()
-                        self.down = []
-                        for w in widths:
-                            self.down.append(keras.layers.ZeroPadding2D(((0, 1), (0, 1))))
-                            self.down.append(keras.layers.Conv2D(w, 3, strides=2))
+            class Encoder(keras.layers.Layer):
+                def __init__(self, widths):
+                    super().__init__()
+                    self.down = []
+                    for w in widths:
+                        self.down.append(keras.layers.ZeroPadding2D(((0, 1), (0, 1))))
+                        self.down.append(keras.layers.Conv2D(w, 3, strides=2))
 
-                    def call(self, x):
-                        k = 0
-                        for _ in range(len(self.down) // 2):
-                            x = self.down[k](x)
-                            x = self.down[k + 1](x)
-                            k += 2
-                        return x
-                """),
+                def call(self, x):
+                    k = 0
+                    for _ in range(len(self.down) // 2):
+                        x = self.down[k](x)
+                        x = self.down[k + 1](x)
+                        k += 2
+                    return x
+            """,
             message_contains="stride 2",
+            at=Range(14, 16, 14, 31),
         ),
         # a stem list applied in a loop: its pad and conv follow each other
         Invalid(
-            dedent("""\
-                import tensorflow as tf
+            """
+            import tensorflow as tf
 
-                class Stem(tf.keras.layers.Layer):
-                    def __init__(self):
-                        super().__init__()
-                        self.stem = [tf.keras.layers.ZeroPadding2D(3), tf.keras.layers.Conv2D(64, 7, strides=2)]
+            class Stem(tf.keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.stem = [tf.keras.layers.ZeroPadding2D(3), tf.keras.layers.Conv2D(64, 7, strides=2)]
 
-                    def call(self, x):
-                        for layer in self.stem:
-                            x = layer(x)
-                        return x
-                """),
+                def call(self, x):
+                    for layer in self.stem:
+                        x = layer(x)
+                    return x
+            """,
             message_contains="consecutive layers of `self.stem`, applied in a loop",
+            at=Range(6, 21, 6, 53),
         ),
         # the same by index, under range(len(...)), with the list built in a local first
         Invalid(
-            dedent("""\
-                import tensorflow as tf
+            """
+            import tensorflow as tf
 
-                class Stem(tf.keras.layers.Layer):
-                    def __init__(self):
-                        super().__init__()
-                        stem = []
-                        stem.append(tf.keras.layers.ZeroPadding2D(1))
-                        stem.append(tf.keras.layers.Conv2D(64, 3))
-                        self.stem = stem
+            class Stem(tf.keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    stem = []
+                    stem.append(tf.keras.layers.ZeroPadding2D(1))
+                    stem.append(tf.keras.layers.Conv2D(64, 3))
+                    self.stem = stem
 
-                    def call(self, x):
-                        for i in range(len(self.stem)):
-                            x = self.stem[i](x)
-                        return x
-                """),
+                def call(self, x):
+                    for i in range(len(self.stem)):
+                        x = self.stem[i](x)
+                    return x
+            """,
             message_contains="consecutive layers of `self.stem`",
+            at=Range(7, 20, 7, 52),
         ),
         # Keras 1 `Convolution2D(n, rows, cols)`: found, never rewritten from positions
         Invalid(
-            dedent("""\
-                from keras.layers import Convolution2D, ZeroPadding2D
+            """
+            from keras.layers import Convolution2D, ZeroPadding2D
 
-                def block(x):
-                    x = ZeroPadding2D((1, 1))(x)
-                    return Convolution2D(64, 3, 1, activation="relu")(x)
-                """),
+            def block(x):
+                x = ZeroPadding2D((1, 1))(x)
+                return Convolution2D(64, 3, 1, activation="relu")(x)
+            """,
             message_contains="Keras 1 signature",
+            at=Range(4, 8, 4, 32),
         ),
         # layers in a dict, applied by constant key
         Invalid(
-            dedent("""\
-                from keras import layers
+            """
+            from keras import layers
 
-                class Head(layers.Layer):
-                    def __init__(self):
-                        super().__init__()
-                        self.parts = {"pad": layers.ZeroPadding2D(1), "conv": layers.Conv2D(32, 3)}
+            class Head(layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.parts = {"pad": layers.ZeroPadding2D(1), "conv": layers.Conv2D(32, 3)}
 
-                    def call(self, x):
-                        return self.parts["conv"](self.parts["pad"](x))
-                """),
+                def call(self, x):
+                    return self.parts["conv"](self.parts["pad"](x))
+            """,
             message_contains="kept in `self.parts`",
+            at=Range(9, 34, 9, 54),
         ),
         # a Sequential model stacked with add()
         Invalid(
-            dedent("""\
-                from keras.models import Sequential
-                from keras.layers import Conv2D, ZeroPadding2D
+            """
+            from keras.models import Sequential
+            from keras.layers import Conv2D, ZeroPadding2D
 
-                def vgg_block():
-                    model = Sequential()
-                    model.add(ZeroPadding2D((1, 1), input_shape=(224, 224, 3)))
-                    model.add(Conv2D(64, (3, 3), activation="relu"))
-                    return model
-                """),
+            def vgg_block():
+                model = Sequential()
+                model.add(ZeroPadding2D((1, 1), input_shape=(224, 224, 3)))
+                model.add(Conv2D(64, (3, 3), activation="relu"))
+                return model
+            """,
             message_contains="separate layers of a sequence",
+            at=Range(6, 14, 6, 62),
         ),
         # layers picked by a branch in __init__: the pad and the conv built together
         Invalid(
-            "import keras\n\nclass Reassemble(keras.layers.Layer):\n    def __init__(self, factor):\n"
-            "        super().__init__()\n        if factor < 1:\n            self.pad = keras.layers.ZeroPadding2D(1)\n"
-            "            self.resize = keras.layers.Conv2D(32, 3, strides=int(1 / factor))\n        else:\n"
-            "            self.pad = keras.layers.Identity()\n            self.resize = keras.layers.Identity()\n\n"
-            "    def call(self, x):\n        x = self.pad(x)\n        return self.resize(x)\n",
+            """
+            import keras
+
+            class Reassemble(keras.layers.Layer):
+                def __init__(self, factor):
+                    super().__init__()
+                    if factor < 1:
+                        self.pad = keras.layers.ZeroPadding2D(1)
+                        self.resize = keras.layers.Conv2D(32, 3, strides=int(1 / factor))
+                    else:
+                        self.pad = keras.layers.Identity()
+                        self.resize = keras.layers.Identity()
+
+                def call(self, x):
+                    x = self.pad(x)
+                    return self.resize(x)
+            """,
             message_contains="in one branch",
+            at=Range(14, 12, 14, 23),
         ),
         # the fix leaves no use of ZeroPadding2D, so its import goes too (Dense was unused before: kept)
         Invalid(
-            "from tensorflow.keras.layers import Conv2D, Dense, ZeroPadding2D\n\n"
-            "def block(x):\n    x = ZeroPadding2D(1)(x)\n    return Conv2D(64, 3)(x)\n",
-            expected_fix="from tensorflow.keras.layers import Conv2D, Dense\n\n"
-            "def block(x):\n    return Conv2D(64, 3, padding=\"same\")(x)\n",
+            """
+            from tensorflow.keras.layers import Conv2D, Dense, ZeroPadding2D
+
+            def block(x):
+                x = ZeroPadding2D(1)(x)
+                return Conv2D(64, 3)(x)
+            """,
+            expected_fix="""
+            from tensorflow.keras.layers import Conv2D, Dense
+
+            def block(x):
+                return Conv2D(64, 3, padding="same")(x)
+            """,
+            at=Range(4, 8, 4, 27),
         ),
         # the pad only when downsampling, and a padding that is one of two values
         Invalid(
-            "import keras\n\n"
-            "def block(x, stride):\n    if stride > 1:\n        x = keras.layers.ZeroPadding2D(1)(x)\n"
-            "    return keras.layers.Conv2D(64, 3, strides=stride, padding='valid' if stride > 1 else 'same')(x)\n",
+            """
+            import keras
+
+            def block(x, stride):
+                if stride > 1:
+                    x = keras.layers.ZeroPadding2D(1)(x)
+                return keras.layers.Conv2D(64, 3, strides=stride, padding='valid' if stride > 1 else 'same')(x)
+            """,
             message_contains="the pad is conditional",
+            at=Range(5, 12, 5, 44),
         ),
         Invalid(
-            "from tensorflow.keras import layers\n\n"
-            "def block(x):\n    x = layers.ZeroPadding2D(1)(x)\n    x = layers.Conv2D(64, 3, use_bias=False)(x)\n    return x\n",
-            expected_fix="from tensorflow.keras import layers\n\n"
-            "def block(x):\n    x = layers.Conv2D(64, 3, use_bias=False, padding=\"same\")(x)\n    return x\n",
+            """
+            from tensorflow.keras import layers
+
+            def block(x):
+                x = layers.ZeroPadding2D(1)(x)
+                x = layers.Conv2D(64, 3, use_bias=False)(x)
+                return x
+            """,
+            expected_fix="""
+            from tensorflow.keras import layers
+
+            def block(x):
+                x = layers.Conv2D(64, 3, use_bias=False, padding="same")(x)
+                return x
+            """,
+            at=Range(4, 8, 4, 34),
         ),
         Invalid(
-            "import tensorflow as tf\ny = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, strides=1, padding='VALID')\n",
+            """
+            import tensorflow as tf
+            y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, strides=1, padding='VALID')
+            """,
             message_contains="kernel size",
+            at=Range(2, 17, 2, 60),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\ndef net(x):\n    w = tf.get_variable('w', [5, 5, 16, 32])\n"
-            "    y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 1, 1, 1], 'VALID')\n    return y\n",
-            expected_fix="import tensorflow.compat.v1 as tf\n\ndef net(x):\n    w = tf.get_variable('w', [5, 5, 16, 32])\n"
-            "    y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n    return y\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def net(x):
+                w = tf.get_variable('w', [5, 5, 16, 32])
+                y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 1, 1, 1], 'VALID')
+                return y
+            """,
+            expected_fix="""
+            import tensorflow.compat.v1 as tf
+
+            def net(x):
+                w = tf.get_variable('w', [5, 5, 16, 32])
+                y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')
+                return y
+            """,
+            at=Range(5, 21, 5, 64),
         ),
         Invalid(
-            "import keras\n\nclass Stem(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.pad = keras.layers.ZeroPadding2D(3)\n        self.conv = keras.layers.Conv2D(64, 7, strides=2)\n\n"
-            "    def call(self, x):\n        return self.conv(self.pad(x))\n",
+            """
+            import keras
+
+            class Stem(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.pad = keras.layers.ZeroPadding2D(3)
+                    self.conv = keras.layers.Conv2D(64, 7, strides=2)
+
+                def call(self, x):
+                    return self.conv(self.pad(x))
+            """,
             message_contains="stride 2",
+            at=Range(10, 25, 10, 36),
         ),
         Invalid(
-            "import keras\n\nclass Block(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.pad = keras.layers.ZeroPadding2D(1)\n        self.conv = keras.layers.Conv2D(64, 3)\n\n"
-            "    def call(self, x):\n        return self.conv(self.pad(x))\n",
-            expected_fix="import keras\n\nclass Block(keras.layers.Layer):\n    def __init__(self):\n        super().__init__()\n"
-            "        self.conv = keras.layers.Conv2D(64, 3, padding=\"same\")\n\n"
-            "    def call(self, x):\n        return self.conv(x)\n",
+            """
+            import keras
+
+            class Block(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.pad = keras.layers.ZeroPadding2D(1)
+                    self.conv = keras.layers.Conv2D(64, 3)
+
+                def call(self, x):
+                    return self.conv(self.pad(x))
+            """,
+            expected_fix="""
+            import keras
+
+            class Block(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.conv = keras.layers.Conv2D(64, 3, padding="same")
+
+                def call(self, x):
+                    return self.conv(x)
+            """,
+            at=Range(10, 25, 10, 36),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef f(x):\n    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')\n"
-            "    return tf.keras.layers.Conv2D(32, 3)(x)\n",
+            """
+            import tensorflow as tf
+
+            def f(x):
+                x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode='REFLECT')
+                return tf.keras.layers.Conv2D(32, 3)(x)
+            """,
             # never described as a zero pad XLA folds
             message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
+            at=Range(4, 8, 4, 67),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
-            "    y = tf.keras.layers.Conv2D(32, 3)(p)\n    return y + p[:, 1:-1, 1:-1, :]\n",
+            """
+            import tensorflow as tf
+
+            def f(x):
+                p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                y = tf.keras.layers.Conv2D(32, 3)(p)
+                return y + p[:, 1:-1, 1:-1, :]
+            """,
             message_contains="used elsewhere",
+            at=Range(4, 8, 4, 51),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef f(x):\n    p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
-            "    return tf.compat.v1.layers.conv2d(p, 32, 3)\n",
-            expected_fix="import tensorflow as tf\n\ndef f(x):\n"
-            "    return tf.compat.v1.layers.conv2d(x, 32, 3, padding=\"same\")\n",
+            """
+            import tensorflow as tf
+
+            def f(x):
+                p = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return tf.compat.v1.layers.conv2d(p, 32, 3)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def f(x):
+                return tf.compat.v1.layers.conv2d(x, 32, 3, padding="same")
+            """,
+            at=Range(4, 8, 4, 51),
         ),
         Invalid(
             # odd input size, a 5-wide kernel and a dilated 3-wide one (5 wide in effect):
             # 'same' pads 2 per side for both, whatever the input size, at stride 1
-            "import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
-            "    x = layers.ZeroPadding2D(2)(inp)\n    x = layers.Conv2D(8, 5)(x)\n"
-            "    x = layers.ZeroPadding2D((2, 2))(x)\n    x = layers.Conv2D(8, 3, dilation_rate=2)(x)\n"
-            "    return keras.Model(inp, x)\n",
-            expected_fix="import keras\nfrom keras import layers\n\n\ndef build_model():\n    inp = keras.Input((7, 9, 4))\n"
-            "    x = layers.Conv2D(8, 5, padding=\"same\")(inp)\n"
-            "    x = layers.Conv2D(8, 3, dilation_rate=2, padding=\"same\")(x)\n"
-            "    return keras.Model(inp, x)\n",
-            count=2,
+            """
+            import keras
+            from keras import layers
+
+
+            def build_model():
+                inp = keras.Input((7, 9, 4))
+                x = layers.ZeroPadding2D(2)(inp)
+                x = layers.Conv2D(8, 5)(x)
+                x = layers.ZeroPadding2D((2, 2))(x)
+                x = layers.Conv2D(8, 3, dilation_rate=2)(x)
+                return keras.Model(inp, x)
+            """,
+            expected_fix="""
+            import keras
+            from keras import layers
+
+
+            def build_model():
+                inp = keras.Input((7, 9, 4))
+                x = layers.Conv2D(8, 5, padding="same")(inp)
+                x = layers.Conv2D(8, 3, dilation_rate=2, padding="same")(x)
+                return keras.Model(inp, x)
+            """,
+                at=(Range(7, 8, 7, 36), Range(9, 8, 9, 39)),
         ),
         Invalid(
-            "from keras import layers\n\ndef f(x):\n    x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)\n"
-            "    return layers.Conv2D(32, 3, padding='valid')(x)\n",
+            """
+            from keras import layers
+
+            def f(x):
+                x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
+                return layers.Conv2D(32, 3, padding='valid')(x)
+            """,
             message_contains="asymmetric",
+            at=Range(4, 8, 4, 49),
         ),
     )
 

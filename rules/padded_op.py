@@ -49,24 +49,30 @@ class PaddedOp(Rule):
     # Built by tests/crosscheck (these run user code: a real TensorFlow build each).
     VALID = (
         Valid(
-            "import keras\n\n"
-            "def build_model():\n"
-            "    inputs = keras.Input((128,))\n"
-            "    x = keras.layers.Dense(128, activation='relu')(inputs)\n"
-            "    return keras.Model(inputs, keras.layers.Dense(128)(x))\n",
+            """
+            import keras
+
+            def build_model():
+                inputs = keras.Input((128,))
+                x = keras.layers.Dense(128, activation='relu')(inputs)
+                return keras.Model(inputs, keras.layers.Dense(128)(x))
+            """,
             options={"batch_size": 128},
         ),
     )
     INVALID = (
         Invalid(
-            "import keras\n\n"
-            "def build_model():\n"
-            "    widths = [int(w) for w in '3 5'.split()]  # read at run time\n"
-            "    inputs = keras.Input((8,))\n"
-            "    x = inputs\n"
-            "    for w in widths:\n"
-            "        x = keras.layers.Dense(w, activation='relu')(x)\n"
-            "    return keras.Model(inputs, keras.layers.Dense(128)(x))\n",
+            """
+            import keras
+
+            def build_model():
+                widths = [int(w) for w in '3 5'.split()]  # read at run time
+                inputs = keras.Input((8,))
+                x = inputs
+                for w in widths:
+                    x = keras.layers.Dense(w, activation='relu')(x)
+                return keras.Model(inputs, keras.layers.Dense(128)(x))
+            """,
             options={"batch_size": 128},
             message_contains="MXU fit",
         ),

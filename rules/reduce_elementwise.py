@@ -5,6 +5,7 @@ import libcst as cst
 from kerasfit.ruleapi import (
     Applicability,
     Invalid,
+    Range,
     NEGATE_CALLS,
     REDUCTIONS,
     Replace,
@@ -74,52 +75,123 @@ class ReduceElementwise(Rule):
     severity = Severity.INFO
 
     VALID = (
-        "import tensorflow as tf\ny = tf.sqrt(tf.reduce_mean(x))\n",
-        "import tensorflow as tf\ny = tf.reduce_sum(x) + 1e-6\n",
-        "import tensorflow as tf\ny = x / tf.reduce_sum(x, axis=-1, keepdims=True)\n",
-        "import tensorflow as tf\ny = tf.reduce_sum(x) * weights\n",
-        "import tensorflow as tf\ny = 2.0 / tf.reduce_sum(x)\n",
-        "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
-        "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
-        "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        """
+        import tensorflow as tf
+        y = tf.sqrt(tf.reduce_mean(x))
+        """,
+        """
+        import tensorflow as tf
+        y = tf.reduce_sum(x) + 1e-6
+        """,
+        """
+        import tensorflow as tf
+        y = x / tf.reduce_sum(x, axis=-1, keepdims=True)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.reduce_sum(x) * weights
+        """,
+        """
+        import tensorflow as tf
+        y = 2.0 / tf.reduce_sum(x)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.reduce_max(x) * -1.0
+        """,
+        """
+        import tensorflow as tf
+        y = -tf.reduce_max(x)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.reduce_prod(x) * 2.0
+        """,
         # a TPUEstimator metric_fn runs on the host after the step
-        "import tensorflow.compat.v1 as tf\n\n"
-        "def model_fn(features, labels, mode, params):\n"
-        "    def metric_fn(per_example_loss, is_real):\n"
-        "        mean_loss = -tf.reduce_mean(per_example_loss) * 0.5\n"
-        "        return {'loss': tf.metrics.mean(mean_loss)}\n"
-        "    return tf.estimator.tpu.TPUEstimatorSpec(mode, eval_metrics=(metric_fn, [loss, w]))\n",
+        """
+        import tensorflow.compat.v1 as tf
+
+        def model_fn(features, labels, mode, params):
+            def metric_fn(per_example_loss, is_real):
+                mean_loss = -tf.reduce_mean(per_example_loss) * 0.5
+                return {'loss': tf.metrics.mean(mean_loss)}
+            return tf.estimator.tpu.TPUEstimatorSpec(mode, eval_metrics=(metric_fn, [loss, w]))
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\nloss = tf.reduce_sum(per_example) * (1.0 / 1024)\n",
-            expected_fix="import tensorflow as tf\nloss = tf.reduce_sum(per_example * (1.0 / 1024))\n",
+            """
+            import tensorflow as tf
+            loss = tf.reduce_sum(per_example) * (1.0 / 1024)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            loss = tf.reduce_sum(per_example * (1.0 / 1024))
+            """,
             unsafe=True,
+            at=Range(2, 7, 2, 48),
         ),
         Invalid(
-            "import tensorflow as tf\nGLOBAL_BATCH = 1024\nloss = tf.reduce_sum(a - b, axis=1) / GLOBAL_BATCH\n",
-            expected_fix="import tensorflow as tf\nGLOBAL_BATCH = 1024\nloss = tf.reduce_sum((a - b) / GLOBAL_BATCH, axis=1)\n",
+            """
+            import tensorflow as tf
+            GLOBAL_BATCH = 1024
+            loss = tf.reduce_sum(a - b, axis=1) / GLOBAL_BATCH
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            GLOBAL_BATCH = 1024
+            loss = tf.reduce_sum((a - b) / GLOBAL_BATCH, axis=1)
+            """,
             unsafe=True,
+            at=Range(3, 7, 3, 50),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\ny = tf.multiply(tf.reduce_sum(x), 0.5)\n",
-            expected_fix="import tensorflow.compat.v1 as tf\ny = tf.reduce_sum(tf.multiply(x, 0.5))\n",
+            """
+            import tensorflow.compat.v1 as tf
+            y = tf.multiply(tf.reduce_sum(x), 0.5)
+            """,
+            expected_fix="""
+            import tensorflow.compat.v1 as tf
+            y = tf.reduce_sum(tf.multiply(x, 0.5))
+            """,
             unsafe=True,
+            at=Range(2, 4, 2, 38),
         ),
         Invalid(
-            "import tensorflow as tf\nkl = -0.5 * tf.reduce_mean(1 + logvar - mu ** 2, axis=-1)\n",
-            expected_fix="import tensorflow as tf\nkl = tf.reduce_mean(-0.5 * (1 + logvar - mu ** 2), axis=-1)\n",
+            """
+            import tensorflow as tf
+            kl = -0.5 * tf.reduce_mean(1 + logvar - mu ** 2, axis=-1)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            kl = tf.reduce_mean(-0.5 * (1 + logvar - mu ** 2), axis=-1)
+            """,
             unsafe=True,
+            at=Range(2, 5, 2, 57),
         ),
         Invalid(
-            "from keras import ops\nloss = -ops.mean(log_probs, axis=-1)\n",
-            expected_fix="from keras import ops\nloss = ops.mean(-log_probs, axis=-1)\n",
+            """
+            from keras import ops
+            loss = -ops.mean(log_probs, axis=-1)
+            """,
+            expected_fix="""
+            from keras import ops
+            loss = ops.mean(-log_probs, axis=-1)
+            """,
             unsafe=True,
+            at=Range(2, 7, 2, 36),
         ),
         Invalid(
-            "import tensorflow as tf\ny = tf.reduce_max(x, axis=1) * tf.constant(2.0)\n",
-            expected_fix="import tensorflow as tf\ny = tf.reduce_max(x * tf.constant(2.0), axis=1)\n",
+            """
+            import tensorflow as tf
+            y = tf.reduce_max(x, axis=1) * tf.constant(2.0)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            y = tf.reduce_max(x * tf.constant(2.0), axis=1)
+            """,
             unsafe=True,
+            at=Range(2, 4, 2, 47),
         ),
     )
 

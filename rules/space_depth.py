@@ -10,6 +10,7 @@ if TYPE_CHECKING:
 from kerasfit.ruleapi import (
     CONCAT_CALLS,
     Invalid,
+    Range,
     RESHAPE_CALLS,
     Rule,
     SPACE_DEPTH_OPS,
@@ -77,71 +78,118 @@ class SpaceDepth(Rule):
 
     VALID = (
         # input pipeline: runs on the host, and is the TPU reference models' own trick
-        "import tensorflow as tf\n\n"
-        "def parse(record):\n"
-        "    image = tf.io.decode_jpeg(record)\n"
-        "    return tf.nn.space_to_depth(image[None], 2)[0]\n\n"
-        "ds = tf.data.TFRecordDataset('train').map(parse)\n",
+        """
+        import tensorflow as tf
+
+        def parse(record):
+            image = tf.io.decode_jpeg(record)
+            return tf.nn.space_to_depth(image[None], 2)[0]
+
+        ds = tf.data.TFRecordDataset('train').map(parse)
+        """,
         # a user's own function of the same name
-        "import tensorflow as tf\n\ndef depth_to_space(x, r):\n    return x\n\ny = depth_to_space(x, 2)\n",
+        """
+        import tensorflow as tf
+
+        def depth_to_space(x, r):
+            return x
+
+        y = depth_to_space(x, 2)
+        """,
         # Swin-style window partition: channels stay minor, no dim is multiplied
-        "import tensorflow as tf\n\n"
-        "def window_partition(x, ws, h, w, c):\n"
-        "    x = tf.reshape(x, [-1, h // ws, ws, w // ws, ws, c])\n"
-        "    x = tf.transpose(x, [0, 1, 3, 2, 4, 5])\n"
-        "    return tf.reshape(x, [-1, ws, ws, c])\n",
+        """
+        import tensorflow as tf
+
+        def window_partition(x, ws, h, w, c):
+            x = tf.reshape(x, [-1, h // ws, ws, w // ws, ws, c])
+            x = tf.transpose(x, [0, 1, 3, 2, 4, 5])
+            return tf.reshape(x, [-1, ws, ws, c])
+        """,
         # Swin-style window reverse written with products: still a block partition
-        "from keras import ops\n\n"
-        "def window_reverse(windows, ws, h, w, c):\n"
-        "    x = ops.reshape(windows, (-1, h // ws, w // ws, ws, ws, c))\n"
-        "    x = ops.transpose(x, (0, 1, 3, 2, 4, 5))\n"
-        "    return ops.reshape(x, (-1, (h // ws) * ws, (w // ws) * ws, c))\n",
+        """
+        from keras import ops
+
+        def window_reverse(windows, ws, h, w, c):
+            x = ops.reshape(windows, (-1, h // ws, w // ws, ws, ws, c))
+            x = ops.transpose(x, (0, 1, 3, 2, 4, 5))
+            return ops.reshape(x, (-1, (h // ws) * ws, (w // ws) * ws, c))
+        """,
         # a stride-2 slice that is not a phase split
-        "import tensorflow as tf\ny = tf.concat([a[:, ::2], b[:, ::2]], axis=1)\n",
+        """
+        import tensorflow as tf
+        y = tf.concat([a[:, ::2], b[:, ::2]], axis=1)
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\n\n"
-            "class SubPixel(tf.keras.layers.Layer):\n"
-            "    def call(self, x):\n"
-            "        return tf.nn.depth_to_space(x, 4)\n",
+            """
+            import tensorflow as tf
+
+            class SubPixel(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.nn.depth_to_space(x, 4)
+            """,
             message_contains="Conv2DTranspose",
+            at=Range(5, 15, 5, 41),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\n"
-            "def model_fn(features, labels, mode, params):\n"
-            "    net = tf.layers.conv2d(features, 64, 3)\n"
-            "    net = tf.space_to_batch_nd(net, [2, 2], [[0, 0], [0, 0]])\n"
-            "    return net\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            def model_fn(features, labels, mode, params):
+                net = tf.layers.conv2d(features, 64, 3)
+                net = tf.space_to_batch_nd(net, [2, 2], [[0, 0], [0, 0]])
+                return net
+            """,
             message_contains="dilation_rate",
+            at=Range(5, 10, 5, 61),
         ),
-        Invalid("import keras\n\nx = keras.ops.depth_to_space(x, 2)\n"),
+        Invalid(
+            """
+            import keras
+
+            x = keras.ops.depth_to_space(x, 2)
+            """,
+            at=Range(3, 4, 3, 34),
+        ),
         # hand-written pixel shuffle split over lines, in Keras 3 ops
         Invalid(
-            "from keras import ops\n\n"
-            "def pixel_shuffle(x, r, h, w, c):\n"
-            "    x = ops.reshape(x, (-1, h, w, r, r, c))\n"
-            "    x = ops.transpose(x, (0, 1, 3, 2, 4, 5))\n"
-            "    return ops.reshape(x, (-1, h * r, w * r, c))\n",
+            """
+            from keras import ops
+
+            def pixel_shuffle(x, r, h, w, c):
+                x = ops.reshape(x, (-1, h, w, r, r, c))
+                x = ops.transpose(x, (0, 1, 3, 2, 4, 5))
+                return ops.reshape(x, (-1, h * r, w * r, c))
+            """,
             message_contains="pixel shuffle",
+            at=Range(5, 8, 5, 44),
         ),
         # YOLO "Focus": space_to_depth by strided slices
         Invalid(
-            "import tensorflow as tf\n\n"
-            "def focus(x):\n"
-            "    return tf.concat([x[:, ::2, ::2, :], x[:, 1::2, ::2, :], x[:, ::2, 1::2, :], x[:, 1::2, 1::2, :]], axis=-1)\n",
+            """
+            import tensorflow as tf
+
+            def focus(x):
+                return tf.concat([x[:, ::2, ::2, :], x[:, 1::2, ::2, :], x[:, ::2, 1::2, :], x[:, 1::2, 1::2, :]], axis=-1)
+            """,
             message_contains="phase split",
+            at=Range(4, 11, 4, 111),
         ),
         # the same through named parts and Lambda layers
         Invalid(
-            "from tensorflow.keras.layers import Concatenate, Lambda\n\n"
-            "def focus(x):\n"
-            "    x1 = Lambda(lambda z: z[:, ::2, ::2, :])(x)\n"
-            "    x2 = Lambda(lambda z: z[:, 1::2, ::2, :])(x)\n"
-            "    x3 = Lambda(lambda z: z[:, ::2, 1::2, :])(x)\n"
-            "    x4 = Lambda(lambda z: z[:, 1::2, 1::2, :])(x)\n"
-            "    return Concatenate()([x1, x2, x3, x4])\n",
+            """
+            from tensorflow.keras.layers import Concatenate, Lambda
+
+            def focus(x):
+                x1 = Lambda(lambda z: z[:, ::2, ::2, :])(x)
+                x2 = Lambda(lambda z: z[:, 1::2, ::2, :])(x)
+                x3 = Lambda(lambda z: z[:, ::2, 1::2, :])(x)
+                x4 = Lambda(lambda z: z[:, 1::2, 1::2, :])(x)
+                return Concatenate()([x1, x2, x3, x4])
+            """,
             message_contains="phase split",
+            at=Range(8, 11, 8, 42),
         ),
     )
 

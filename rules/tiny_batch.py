@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from textwrap import dedent
 
 import libcst as cst
 
@@ -11,6 +10,7 @@ if TYPE_CHECKING:
 
 from kerasfit.ruleapi import (
     Invalid,
+    Range,
     Rule,
     Valid,
     dotted_name,
@@ -76,68 +76,110 @@ class TinyBatch(Rule):
 
     VALID = (
         Valid(
-            "import tensorflow as tf\n\n\ndef input_fn(params):\n"
-            "    ds = tf.data.Dataset.from_tensor_slices(features)\n"
-            "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+
+
+            def input_fn(params):
+                ds = tf.data.Dataset.from_tensor_slices(features)
+                return ds.batch(params['batch_size'], drop_remainder=True)
+            """,
             options={"batch_size": 1024, "cores": 8},
         ),
-        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
-        "ds = tf.data.Dataset.range(10).batch(128 * strategy.num_replicas_in_sync, drop_remainder=True)\n",
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(resolver)
+        ds = tf.data.Dataset.range(10).batch(128 * strategy.num_replicas_in_sync, drop_remainder=True)
+        """,
         # no TPU in sight
-        "import tensorflow as tf\nds = tf.data.Dataset.range(10).batch(32, drop_remainder=True)\n",
+        """
+        import tensorflow as tf
+        ds = tf.data.Dataset.range(10).batch(32, drop_remainder=True)
+        """,
         Valid(
-            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
-            "ds = tf.data.Dataset.range(10).batch(1024, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            ds = tf.data.Dataset.range(10).batch(1024, drop_remainder=True)
+            """,
             options={"cores": 8},
         ),
         # evaluation batch
-        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
-        "val_ds = tf.data.Dataset.range(10).batch(8)\n",
-        "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\nmodel.fit(ds, batch_size=batch_size)\n",
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(resolver)
+        val_ds = tf.data.Dataset.range(10).batch(8)
+        """,
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(resolver)
+        model.fit(ds, batch_size=batch_size)
+        """,
         # an estimator built only to export a SavedModel: its train_batch_size never runs
-        dedent("""\
-            import tensorflow.compat.v1 as tf
+        """
+        import tensorflow.compat.v1 as tf
 
-            def export(model_fn, export_dir, serving_input_fn):
-                estimator = tf.estimator.tpu.TPUEstimator(
-                    model_fn=model_fn,
-                    config=tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100)),
-                    use_tpu=True, train_batch_size=1, predict_batch_size=1, export_to_tpu=True)
-                estimator.export_saved_model(export_dir, serving_input_fn)
-            """),
+        def export(model_fn, export_dir, serving_input_fn):
+            estimator = tf.estimator.tpu.TPUEstimator(
+                model_fn=model_fn,
+                config=tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100)),
+                use_tpu=True, train_batch_size=1, predict_batch_size=1, export_to_tpu=True)
+            estimator.export_saved_model(export_dir, serving_input_fn)
+        """,
     )
     INVALID = (
         Invalid(
-            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
-            "PER_REPLICA = 16\n"
-            "ds = tf.data.Dataset.range(10).batch(PER_REPLICA * strategy.num_replicas_in_sync, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            PER_REPLICA = 16
+            ds = tf.data.Dataset.range(10).batch(PER_REPLICA * strategy.num_replicas_in_sync, drop_remainder=True)
+            """,
             message_contains="16→128",
+            at=Range(4, 37, 4, 80),
         ),
         Invalid(
-            "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
-            "ds = tf.data.Dataset.range(10).batch(128, drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+            strategy = tf.distribute.TPUStrategy(resolver)
+            ds = tf.data.Dataset.range(10).batch(128, drop_remainder=True)
+            """,
             options={"cores": 8},
             message_contains="128 ÷ 8 cores",
+            at=Range(3, 37, 3, 40),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n"
-            "config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))\n"
-            "est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)\n"
-            "est.train(input_fn=train_input_fn, max_steps=1000)\n",
+            """
+            import tensorflow.compat.v1 as tf
+            config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))
+            est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)
+            est.train(input_fn=train_input_fn, max_steps=1000)
+            """,
             message_contains="not a multiple of 8",
+            at=Range(3, 87, 3, 90),
         ),
         Invalid(
-            "import tensorflow as tf\nresolver = tf.distribute.cluster_resolver.TPUClusterResolver()\n"
-            "model.fit(x, y, batch_size=32, epochs=3)\n",
+            """
+            import tensorflow as tf
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+            model.fit(x, y, batch_size=32, epochs=3)
+            """,
             message_contains="at most 32 per core",
+            at=Range(3, 27, 3, 29),
         ),
         # the batch is not a constant in the file: --batch-size / --cores (or config) decide
         Invalid(
-            "import tensorflow as tf\n\n\ndef input_fn(params):\n"
-            "    ds = tf.data.Dataset.from_tensor_slices(features)\n"
-            "    return ds.batch(params['batch_size'], drop_remainder=True)\n",
+            """
+            import tensorflow as tf
+
+
+            def input_fn(params):
+                ds = tf.data.Dataset.from_tensor_slices(features)
+                return ds.batch(params['batch_size'], drop_remainder=True)
+            """,
             options={"batch_size": 128, "cores": 8},
             message_contains="configured global 128 ÷ 8 cores",
+            at=Range(6, 20, 6, 40),
         ),
     )
 

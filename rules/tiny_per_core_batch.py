@@ -48,21 +48,27 @@ class TinyPerCoreBatch(Rule):
 
     VALID = (
         Valid(
-            "import keras\n\n"
-            "def build_model():\n"
-            "    inputs = keras.Input((16, 16, 8))\n"
-            "    x = keras.layers.Conv2D(16, 3, padding='same')(inputs)\n"
-            "    return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))\n",
+            """
+            import keras
+
+            def build_model():
+                inputs = keras.Input((16, 16, 8))
+                x = keras.layers.Conv2D(16, 3, padding='same')(inputs)
+                return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))
+            """,
             options={"batch_size": 1024, "cores": 8},
         ),
     )
     INVALID = (
         Invalid(
-            "import keras\n\n"
-            "def build_model():\n"
-            "    inputs = keras.Input((16, 16, 8))\n"
-            "    x = keras.layers.Conv2D(16, 3, padding='same')(inputs)\n"
-            "    return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))\n",
+            """
+            import keras
+
+            def build_model():
+                inputs = keras.Input((16, 16, 8))
+                x = keras.layers.Conv2D(16, 3, padding='same')(inputs)
+                return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))
+            """,
             options={"batch_size": 128, "cores": 8},
             message_contains="per-core batch 16",
         ),

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import re
 
-from textwrap import dedent
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -14,6 +13,7 @@ from kerasfit.ruleapi import (
     Applicability,
     BATCHNORM_LAYERS,
     Invalid,
+    Range,
     Replace,
     Rule,
     SPATIAL_OUTPUT_RANK,
@@ -88,103 +88,211 @@ class UnfusedBatchnorm(Rule):
     fix_safety = Applicability.SAFE
 
     VALID = (
-        "import tensorflow as tf\nx = tf.keras.layers.BatchNormalization()(x)\n",
-        "import tensorflow as tf\ny = tf.compat.v1.layers.batch_normalization(x, fused=True, training=True)\n",
-        "import tensorflow.compat.v1 as tf\ny, m, v = tf.nn.fused_batch_norm(x, scale, offset)\n",
-        "from tf_keras import layers\nbn = layers.BatchNormalization(fused=None)\n",
+        """
+        import tensorflow as tf
+        x = tf.keras.layers.BatchNormalization()(x)
+        """,
+        """
+        import tensorflow as tf
+        y = tf.compat.v1.layers.batch_normalization(x, fused=True, training=True)
+        """,
+        """
+        import tensorflow.compat.v1 as tf
+        y, m, v = tf.nn.fused_batch_norm(x, scale, offset)
+        """,
+        """
+        from tf_keras import layers
+        bn = layers.BatchNormalization(fused=None)
+        """,
         # a user's own class of the same name is not Keras
-        "class BatchNormalization:\n    def __init__(self, fused):\n        pass\nbn = BatchNormalization(fused=False)\n",
+        """
+        class BatchNormalization:
+            def __init__(self, fused):
+                pass
+        bn = BatchNormalization(fused=False)
+        """,
         # fused cannot be used with renorm: fused=False there is required, not slow by choice
-        "import tf_keras as keras\nbn = keras.layers.BatchNormalization(renorm=True, fused=False)\n",
+        """
+        import tf_keras as keras
+        bn = keras.layers.BatchNormalization(renorm=True, fused=False)
+        """,
         # layer norm written with the batch-norm formula: statistics over the features
-        "import tensorflow as tf\n\ndef norm(x, g, b):\n    mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)\n"
-        "    return tf.nn.batch_normalization(x, mean, var, b, g, 1e-5)\n",
-        "import tensorflow as tf\n\nclass GroupNorm(tf.keras.layers.Layer):\n    def call(self, x):\n"
-        "        m, v = tf.nn.moments(x, self.axes, keepdims=True)\n"
-        "        return tf.nn.batch_normalization(x, m, v, None, None, 1e-5)\n",
+        """
+        import tensorflow as tf
+
+        def norm(x, g, b):
+            mean, var = tf.nn.moments(x, axes=[-1], keepdims=True)
+            return tf.nn.batch_normalization(x, mean, var, b, g, 1e-5)
+        """,
+        """
+        import tensorflow as tf
+
+        class GroupNorm(tf.keras.layers.Layer):
+            def call(self, x):
+                m, v = tf.nn.moments(x, self.axes, keepdims=True)
+                return tf.nn.batch_normalization(x, m, v, None, None, 1e-5)
+        """,
     )
     INVALID = (
         # the input comes from conv layers kept in a list: 4-D, so fused=True is identical (safe)
         Invalid(
-            dedent("""\
-                import tf_keras as keras
+            """
+            import tf_keras as keras
 
-                class Tower(keras.layers.Layer):
-                    def __init__(self):
-                        super().__init__()
-                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+            class Tower(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
 
-                    def call(self, x):
-                        for conv in self.convs:
-                            x = keras.layers.BatchNormalization(fused=False)(conv(x))
-                        return x
-                """),
-            expected_fix=dedent("""\
-                import tf_keras as keras
+                def call(self, x):
+                    for conv in self.convs:
+                        x = keras.layers.BatchNormalization(fused=False)(conv(x))
+                    return x
+            """,
+            expected_fix="""
+            import tf_keras as keras
 
-                class Tower(keras.layers.Layer):
-                    def __init__(self):
-                        super().__init__()
-                        self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
+            class Tower(keras.layers.Layer):
+                def __init__(self):
+                    super().__init__()
+                    self.convs = [keras.layers.Conv2D(32, 3, padding="same") for _ in range(3)]
 
-                    def call(self, x):
-                        for conv in self.convs:
-                            x = keras.layers.BatchNormalization(fused=True)(conv(x))
-                        return x
-                """),
+                def call(self, x):
+                    for conv in self.convs:
+                        x = keras.layers.BatchNormalization(fused=True)(conv(x))
+                    return x
+            """,
+            at=Range(10, 16, 10, 60),
         ),
         Invalid(
-            "import tensorflow as tf\ny = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)\n",
+            """
+            import tensorflow as tf
+            y = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)
+            """,
             message_contains="fused_batch_norm",
+            at=Range(2, 4, 2, 62),
         ),
         Invalid(
-            "import tensorflow as tf\n\ndef bn(x, g, b):\n    mean, var = tf.nn.moments(x, axes=[0, 1, 2])\n"
-            "    return tf.nn.batch_normalization(x, mean, var, b, g, 1e-3)\n",
+            """
+            import tensorflow as tf
+
+            def bn(x, g, b):
+                mean, var = tf.nn.moments(x, axes=[0, 1, 2])
+                return tf.nn.batch_normalization(x, mean, var, b, g, 1e-3)
+            """,
+            at=Range(5, 11, 5, 62),
         ),
         Invalid(
-            "import tensorflow.compat.v1 as tf\n\nh = tf.layers.batch_normalization(h, training=is_training, fused=False)\n",
-            expected_fix="import tensorflow.compat.v1 as tf\n\nh = tf.layers.batch_normalization(h, training=is_training, fused=True)\n",
+            """
+            import tensorflow.compat.v1 as tf
+
+            h = tf.layers.batch_normalization(h, training=is_training, fused=False)
+            """,
+            expected_fix="""
+            import tensorflow.compat.v1 as tf
+
+            h = tf.layers.batch_normalization(h, training=is_training, fused=True)
+            """,
             unsafe=True,
+            at=Range(3, 4, 3, 71),
         ),
         Invalid(
-            "import tf_keras as keras\nbn = keras.layers.BatchNormalization(axis=-1, fused=False)\n",
-            expected_fix="import tf_keras as keras\nbn = keras.layers.BatchNormalization(axis=-1, fused=True)\n",
+            """
+            import tf_keras as keras
+            bn = keras.layers.BatchNormalization(axis=-1, fused=False)
+            """,
+            expected_fix="""
+            import tf_keras as keras
+            bn = keras.layers.BatchNormalization(axis=-1, fused=True)
+            """,
             unsafe=True,  # the input's rank is not known here
+            at=Range(2, 5, 2, 58),
         ),
         Invalid(
-            "import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
-            "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=False)(x)\n"
-            "    return keras.Model(inp, x)\n",
-            expected_fix="import tf_keras as keras\n\ndef build_model():\n    inp = keras.Input((16, 16, 3))\n"
-            "    x = keras.layers.Conv2D(8, 3)(inp)\n    x = keras.layers.BatchNormalization(fused=True)(x)\n"
-            "    return keras.Model(inp, x)\n",
+            """
+            import tf_keras as keras
+
+            def build_model():
+                inp = keras.Input((16, 16, 3))
+                x = keras.layers.Conv2D(8, 3)(inp)
+                x = keras.layers.BatchNormalization(fused=False)(x)
+                return keras.Model(inp, x)
+            """,
+            expected_fix="""
+            import tf_keras as keras
+
+            def build_model():
+                inp = keras.Input((16, 16, 3))
+                x = keras.layers.Conv2D(8, 3)(inp)
+                x = keras.layers.BatchNormalization(fused=True)(x)
+                return keras.Model(inp, x)
+            """,
+            at=Range(6, 8, 6, 52),
         ),
         Invalid(
             # the issue's reproducer: after a Dense the input is 2-D and fused=True raises
-            "import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16,))\n"
-            "    x = keras.layers.Dense(64)(inp)\n    x = keras.layers.BatchNormalization(fused=False)(x)\n"
-            "    return keras.Model(inp, x)\n",
-            expected_fix="import tf_keras as keras\n\ndef build():\n    inp = keras.Input((16,))\n"
-            "    x = keras.layers.Dense(64)(inp)\n    x = keras.layers.BatchNormalization(fused=True)(x)\n"
-            "    return keras.Model(inp, x)\n",
+            """
+            import tf_keras as keras
+
+            def build():
+                inp = keras.Input((16,))
+                x = keras.layers.Dense(64)(inp)
+                x = keras.layers.BatchNormalization(fused=False)(x)
+                return keras.Model(inp, x)
+            """,
+            expected_fix="""
+            import tf_keras as keras
+
+            def build():
+                inp = keras.Input((16,))
+                x = keras.layers.Dense(64)(inp)
+                x = keras.layers.BatchNormalization(fused=True)(x)
+                return keras.Model(inp, x)
+            """,
             unsafe=True,
+            at=Range(6, 8, 6, 52),
         ),
         Invalid(
-            "import keras\nbn = keras.layers.BatchNormalization(momentum=0.9, fused=True)\n",
-            expected_fix="import keras\nbn = keras.layers.BatchNormalization(momentum=0.9)\n",
+            """
+            import keras
+            bn = keras.layers.BatchNormalization(momentum=0.9, fused=True)
+            """,
+            expected_fix="""
+            import keras
+            bn = keras.layers.BatchNormalization(momentum=0.9)
+            """,
             message_contains="Keras 3",
+            at=Range(2, 5, 2, 62),
         ),
         # tf.keras 2.x-era code: Keras 3's ValueError is not claimed
         Invalid(
-            "import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
-            "bn = tf.keras.layers.BatchNormalization(fused=True)\n",
-            expected_fix="import tensorflow as tf\nfrom keras_applications import imagenet_utils\n\n"
-            "bn = tf.keras.layers.BatchNormalization()\n",
+            """
+            import tensorflow as tf
+            from keras_applications import imagenet_utils
+
+            bn = tf.keras.layers.BatchNormalization(fused=True)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            from keras_applications import imagenet_utils
+
+            bn = tf.keras.layers.BatchNormalization()
+            """,
             message_contains="tf-keras 2.x picks the fused kernel",
+            at=Range(4, 5, 4, 51),
         ),
         Invalid(
-            "from tensorflow.keras.layers import BatchNormalization as BN\n\nx = BN(fused=False, axis=3)(x)\n",
-            expected_fix="from tensorflow.keras.layers import BatchNormalization as BN\n\nx = BN(axis=3)(x)\n",
+            """
+            from tensorflow.keras.layers import BatchNormalization as BN
+
+            x = BN(fused=False, axis=3)(x)
+            """,
+            expected_fix="""
+            from tensorflow.keras.layers import BatchNormalization as BN
+
+            x = BN(axis=3)(x)
+            """,
+            at=Range(3, 4, 3, 27),
         ),
     )
 

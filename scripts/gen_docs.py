@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write docs/rules/<CODE>.md for every built-in rule from the rule class itself (the
-same text `kerasfit explain CODE` prints), and docs/rules/README.md as their index.
+same text `kerasfit explain CODE` prints), docs/rules/README.md as their index, and
+docs/targets.md from the chip records (kerasfit.types.TARGETS).
 
 `python scripts/gen_docs.py` rewrites them; `--check` exits 1 when any is stale, missing
 or left over from a rule that no longer exists.
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 from kerasfit.registry import BUILTIN_PACK, all_rules
-from kerasfit.types import rule_page
+from kerasfit.types import DEFAULT_TARGET, TARGETS, rule_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,13 +24,28 @@ def pages() -> dict[Path, str]:
              "`scripts/gen_docs.py` (the same text `kerasfit explain CODE` prints). The facts the",
              "rules cite as `docs/facts.md#N` are in [../facts.md](../facts.md).", ""]
     for code, rule in all_rules().items():
-        page = rule_page(code)
+        page = rule_url(code)
         if page is None or not rule.__module__.startswith(BUILTIN_PACK + "."):
             continue  # a third-party pack installed here documents itself
         out[ROOT / page] = rule.page()
         index.append(f"- [{code}]({Path(page).name}) `{rule.name}`: {rule.summary()}")
     out[ROOT / "docs" / "rules" / "README.md"] = "\n".join(index) + "\n"
+    out[ROOT / "docs" / "targets.md"] = targets_page()
     return out
+
+
+def targets_page() -> str:
+    lines = ["# Targets", "", "The chips `--target` (and `target` in the configuration) accepts, generated",
+             "from `kerasfit.types.TARGETS` by `scripts/gen_docs.py`. The default is",
+             f"`{DEFAULT_TARGET}`. Padding numbers: [facts.md](facts.md) #1–3, #8, #17, #18.", "",
+             "| target | chip | rules for | pad to (small / large) | MXU | channel multiple | peak bf16 | peak fp32 | HBM bandwidth |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for t in TARGETS.values():
+        lines.append(f"| `{t.name}` | {t.help} | {t.family} | {t.small} / {t.large} | {t.mxu} | {t.channel_multiple} | "
+                     f"{t.flops_16 / 1e12:g} TFLOPS | {t.flops_32 / 1e12:g} TFLOPS | {t.hbm_bandwidth / 1e9:g} GB/s |")
+    lines += ["", "Peaks (the build cross-check's roofline) as published:", ""]
+    lines += [f"- `{t.name}`: {t.peaks_source}" for t in TARGETS.values()]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Regenerate README.md's generated parts: the rule table (from the rules themselves)
-and the sample output (the real output of `kerasfit check examples/model.py`).
+"""Regenerate README.md's generated parts: the rule table (from the rules themselves),
+the `--output-format` row (from the format registry, kerasfit.reporters.FORMATS) and
+the sample output (the real output of `kerasfit check examples/model.py`).
 
 `python scripts/gen_readme.py` rewrites them; `--check` exits 1 when either is stale.
 """
@@ -8,11 +9,13 @@ and the sample output (the real output of `kerasfit check examples/model.py`).
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 from kerasfit.registry import all_rules
+from kerasfit.reporters import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -53,7 +56,12 @@ def example_block(output: str) -> str:
     return f"```\n$ kerasfit {' '.join(EXAMPLE_COMMAND)}\n{output.rstrip()}\n```"
 
 
+def formats_row() -> str:
+    return "| `--output-format` | " + ", ".join(f"`{f.name}` ({f.help})" for f in FORMATS.values()) + " |"
+
+
 def render(text: str) -> str:
+    text = re.sub(r"^\| `--output-format` \|.*$", lambda _: formats_row(), text, count=1, flags=re.M)
     text = _between(text, START, END, table())
     return _between(text, EXAMPLE_START, EXAMPLE_END, example_block(example_output()))
 
@@ -63,7 +71,7 @@ def main() -> int:
     new = render(text)
     if "--check" in sys.argv:
         if new != text:
-            print("README.md's rule table or sample output is stale: run python scripts/gen_readme.py")
+            print("README.md's rule table, format list or sample output is stale: run python scripts/gen_readme.py")
             return 1
         return 0
     README.write_text(new, encoding="utf-8")

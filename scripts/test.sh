@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Sets up everything the whole test suite needs on a fresh machine, then runs it.
 # Extra arguments go to pytest (e.g. scripts/test.sh -k KF101).
+# --fast (first argument) runs the fast lane: every test not marked `slow` (TensorFlow
+# builds, real editors, a browser, pre-commit's own install, long fuzz/property runs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+lane=()
+if [ "${1:-}" = --fast ]; then
+    shift
+    lane=(-m "not slow")
+fi
 
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
@@ -35,4 +42,5 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
-exec python -m pytest "$@"
+# Tests run in parallel (pytest-xdist), one worker per core.
+exec python -m pytest -n auto "${lane[@]}" "$@"

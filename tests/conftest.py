@@ -29,3 +29,11 @@ def kerasfit_cmd() -> list[str]:
     """The installed console script (falls back to running the module)."""
     exe = Path(sys.executable).with_name("kerasfit")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "kerasfit"]
+
+
+def pytest_collection_modifyitems(config, items):
+    # A TensorFlow build is slow wherever it is: `build` implies `slow`, so a new build
+    # test cannot land in the fast lane by forgetting the second marker.
+    for item in items:
+        if item.get_closest_marker("build") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)

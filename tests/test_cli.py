@@ -12,6 +12,7 @@ from kfhelpers import BAD, CLEAN, GOOD, NOFIX, assert_one_line_error, finding_li
 
 from kerasfit.api import CheckOptions, check_paths
 from kerasfit.registry import all_rules
+from kerasfit.types import TARGETS
 
 LINE_RE = re.compile(r"^(?P<path>[^:]+):(?P<row>\d+):(?P<col>\d+): (?P<code>KF\d{3})(?P<fix> \[\*\])?(?: \[\w+\])? \S")
 
@@ -185,7 +186,7 @@ def test_unknown_selector_is_usage_error(project, flag, value):
 # ---- targets ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("target", ["tpu-v4", "tpu-v5e", "tpu-v6e", "gpu", "gaudi"])
+@pytest.mark.parametrize("target", list(TARGETS))
 def test_every_target_is_accepted(project, target):
     r = run("check", "model.py", "--target", target, "--no-cache", cwd=project)
     assert r.returncode == 1, r.stderr
@@ -196,7 +197,7 @@ def test_every_target_is_accepted(project, target):
 def test_unknown_target_is_one_clear_line(project):
     r = run("check", "model.py", "--target", "tpu-v9", cwd=project)
     assert r.returncode == 2
-    line = assert_one_line_error(r.stderr, "tpu-v9", "tpu-v4", "tpu-v5e", "tpu-v6e", "gpu", "gaudi")
+    line = assert_one_line_error(r.stderr, "tpu-v9", *TARGETS)
     assert line.startswith("kerasfit: error:")
 
 

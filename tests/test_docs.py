@@ -18,7 +18,7 @@ import pytest
 from kfhelpers import ROOT, run, installed_page
 
 from kerasfit.registry import all_rules
-from kerasfit.types import rule_page
+from kerasfit.types import rule_url
 
 FACTS = ROOT / "docs" / "facts.md"
 CITATION = re.compile(r"docs/facts\.md#(\d+)((?:(?:–|, |,| and )#?\d+)*)")
@@ -85,7 +85,7 @@ def test_every_citation_names_a_fact_that_exists():
         cited |= nums
     # every rule's page cites at least one fact
     for code, rule in all_rules().items():
-        if rule_page(code):
+        if rule_url(code):
             assert _cited(rule.documentation()), code
     assert len(cited) > 15
 
@@ -105,10 +105,10 @@ def test_no_product_file_names_the_private_facts_document_or_an_invented_site():
 
 def test_urls_point_into_the_repository_or_nowhere(tmp_path):
     for code in all_rules():
-        page = rule_page(code)
+        page = rule_url(code)
         assert page is not None and (ROOT / page).is_file(), code
-    assert rule_page("KF001") is None  # the engine's syntax error has no page
-    assert rule_page("TEAM101") is None  # nor a rule pack's rule
+    assert rule_url("KF001") is None  # the engine's syntax error has no page
+    assert rule_url("TEAM101") is None  # nor a rule pack's rule
     r = run("rules", "--output-format", "json", cwd=tmp_path)
     for row in r.json():
         assert installed_page(row["url"]).is_file(), row
@@ -127,14 +127,17 @@ def test_the_wheel_ships_the_facts_and_the_rule_pages(tmp_path):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / rel, src / rel)
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(src)],
+        [sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "-w", str(tmp_path / "dist"), str(src)],
         capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
+    # every shipped directory is declared (setuptools warns of each one that is not)
+    assert "Package would be ignored" not in proc.stdout + proc.stderr
     (wheel,) = (tmp_path / "dist").glob("kerasfit-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "kerasfit/docs/facts.md" in names
-    assert {f"kerasfit/docs/{rule_page(c)[len('docs/'):]}" for c in all_rules()} <= names
+    assert {"kerasfit/data/" + p.name for p in (ROOT / "kerasfit" / "data").glob("*.json")} <= names
+    assert {f"kerasfit/docs/{rule_url(c)[len('docs/'):]}" for c in all_rules()} <= names
     assert any(n.endswith("licenses/LICENSE") or n.endswith("/LICENSE") for n in names), sorted(names)
 
     # Installed from the wheel (not editable), a check in a project elsewhere links to

@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from kerasfit.api import CheckOptions, check_source
 from kerasfit.registry import all_rules
 
+pytestmark = pytest.mark.slow  # a long property run
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("KERASFIT_FUZZ_EXAMPLES", "60"))
 

@@ -20,6 +20,8 @@ import pytest
 from kerasfit.api import CheckOptions, check_source
 from kerasfit.engine import allowed
 
+pytestmark = pytest.mark.slow  # --fix over every installed Keras application file
+
 
 def _package_dir(name: str) -> Path | None:
     spec = importlib.util.find_spec(name)  # finds, does not import

@@ -286,3 +286,20 @@ def test_text_summary_counts_fixable_and_hidden_unsafe():
     unsafe = reporters.text(files, unsafe=True)
     assert unsafe.count(" [*] ") == 3 and "[*] 3 fixable" in unsafe and "hidden" not in unsafe
     assert reporters.text([FileResult("f.py")]).endswith("All checks passed!")
+
+
+def test_a_new_format_is_one_registry_entry(tmp_path, monkeypatch, capsys):
+    from kerasfit.checkcmd import run_check
+
+    count = reporters.OutputFormat("count", "the number of findings", lambda files, o: str(sum(len(f.diagnostics) for f in files)))
+    monkeypatch.setitem(reporters.FORMATS, "count", count)
+    path = write(tmp_path / "model.py", BAD + NOFIX)
+    assert run_check(paths=[path], output_format="count", no_cache=True) == 1
+    assert capsys.readouterr().out == "2\n"
+
+
+def test_the_command_line_offers_every_registered_format(tmp_path):
+    r = run("check", "--output-format", "nope", "x.py", cwd=tmp_path)
+    assert r.returncode == 2
+    offered = r.stderr.split("is not one of", 1)[1]
+    assert [n.strip(" '.\n") for n in offered.split(",")] == list(reporters.FORMATS)

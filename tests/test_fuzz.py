@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 from kerasfit.engine import LintSettings, allowed, fix_source, lint_source
 from kerasfit.registry import all_rules
 
+pytestmark = pytest.mark.slow  # long fuzz runs
+
 hypothesmith = pytest.importorskip("hypothesmith")
 
 ROOT = Path(__file__).resolve().parent.parent

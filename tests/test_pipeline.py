@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -233,8 +234,8 @@ def test_test_script_installs_once_per_pyproject(tmp_path):
     write(bin_ / "activate", f'PATH="{bin_}:$PATH"\nexport PATH\n')
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "KERASFIT_REINSTALL")}
 
-    def calls() -> list[str]:
-        proc = subprocess.run(["bash", str(repo / "scripts" / "test.sh"), "-q"], env=env, capture_output=True, text=True)
+    def calls(*args: str) -> list[str]:
+        proc = subprocess.run(["bash", str(repo / "scripts" / "test.sh"), *args, "-q"], env=env, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         out = log.read_text().splitlines()
         log.unlink()
@@ -242,8 +243,9 @@ def test_test_script_installs_once_per_pyproject(tmp_path):
 
     first = calls()
     assert any("pip install" in c and ".[dev,build,lsp]" in c for c in first), first
-    assert first[-1] == "-m pytest -q"
-    assert calls() == ["-m pytest -q"]  # same pyproject: straight to the tests
+    assert first[-1] == "-m pytest -n auto -q"  # every test, one worker per core
+    assert calls() == ["-m pytest -n auto -q"]  # same pyproject: straight to the tests
+    assert calls("--fast") == ["-m pytest -n auto -m not slow -q"]  # the fast lane
     write(repo / "pyproject.toml", (ROOT / "pyproject.toml").read_text() + "\n# changed\n")
     assert any("pip install" in c for c in calls())
     env["KERASFIT_REINSTALL"] = "1"
@@ -259,3 +261,25 @@ def test_no_source_folder_has_a_name_tools_take_for_generated_output():
     tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     dirs = {part for line in tracked.splitlines() for part in Path(line).parts[:-1]}
     assert not dirs & {"build", "dist", "out"}, sorted(dirs & {"build", "dist", "out"})
+
+
+def test_the_fast_lane_leaves_out_builds_editors_the_browser_precommit_and_fuzzing():
+    from kfhelpers import ROOT
+
+    slow = ["tests/lsp/test_lsp_nvim.py", "tests/lsp/test_lsp_vim.py", "tests/lsp/test_lsp_emacs.py",
+            "tests/test_fuzz.py", "tests/test_properties.py", "tests/test_precommit.py",
+            "tests/crosscheck/test_html.py::test_bars_render_in_proportion_to_time",
+            "tests/crosscheck/test_stage.py"]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--collect-only",
+                           "-q", "-m", "slow", *slow], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    picked = [line for line in proc.stdout.splitlines() if "::" in line]
+    # every editor, browser, pre-commit and fuzz test is slow; of test_stage.py only its build
+    assert {line.split("::")[0] for line in picked} == {s.split("::")[0] for s in slow}, proc.stdout[-2000:]
+    assert [line for line in picked if "test_stage.py" in line] == ["tests/crosscheck/test_stage.py::" + _build_test_in_stage()]
+
+
+def _build_test_in_stage() -> str:
+    from kfhelpers import ROOT
+
+    text = (ROOT / "tests" / "crosscheck" / "test_stage.py").read_text()
+    return text.split("@pytest.mark.build\n", 1)[1].split("def ", 1)[1].split("(", 1)[0]

@@ -21,6 +21,8 @@ import pytest
 
 from kfhelpers import BAD, GOOD, ROOT
 
+pytestmark = pytest.mark.slow  # pre-commit installs kerasfit into its own env
+
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "kerasfit tests", "GIT_AUTHOR_EMAIL": "tests@kerasfit.invalid",
     "GIT_COMMITTER_NAME": "kerasfit tests", "GIT_COMMITTER_EMAIL": "tests@kerasfit.invalid",

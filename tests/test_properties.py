@@ -4,12 +4,15 @@ the file, and fixes always re-parse and are idempotent."""
 from __future__ import annotations
 
 import libcst as cst
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerasfit.engine import LintSettings, fix_source, lint_source
 from kerasfit.registry import all_rules
 from kerasfit.types import TARGETS
+
+pytestmark = pytest.mark.slow  # long property runs
 
 IMPORTS = [
     "import tensorflow as tf",

@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
+
 from kerasfit.registry import BUILTIN_PACK, BUILTIN_PREFIX, all_rules
-from kerasfit.testing import pack_tests
+from kerasfit.rule import Invalid, Range, Valid
+from kerasfit.testing import check_invalid, pack_tests
 
 RULES = all_rules()
 
@@ -16,3 +21,36 @@ def test_codes_and_names_unique():
     names = [r.name for r in RULES.values()]
     assert len(set(codes)) == len(codes)
     assert len(set(names)) == len(names)
+
+
+def test_every_static_invalid_example_pins_where_its_findings_land():
+    unpinned = [f"{r.code}-invalid-{i}" for r in RULES.values() if not r.build_only
+                for i, ex in enumerate(r.INVALID) if ex.ranges is None]
+    assert not unpinned
+
+
+def test_a_finding_elsewhere_than_pinned_fails_the_example():
+    rule = RULES["KF101"]
+    ex = next(e for e in rule.INVALID if e.expected_fix is None)
+    (pinned,) = ex.ranges
+    check_invalid(rule, ex)
+    for wrong in (Range(pinned.line, pinned.column + 1), Range(pinned.line + 1, pinned.column),
+                  dataclasses.replace(pinned, end_column=pinned.end_column + 1)):
+        with pytest.raises(AssertionError, match="findings land at"):
+            check_invalid(rule, dataclasses.replace(ex, at=wrong))
+    check_invalid(rule, dataclasses.replace(ex, at=Range(pinned.line, pinned.column)))  # the end is optional
+
+
+def test_example_code_is_dedented_source():
+    ex = Invalid(
+        """
+        import tf_keras as keras
+        if True:
+            bn = keras.layers.BatchNormalization(fused=False)
+        """,
+        expected_fix="""
+        x = 1""",
+    )
+    assert ex.code == "import tf_keras as keras\nif True:\n    bn = keras.layers.BatchNormalization(fused=False)\n"
+    assert ex.expected_fix == "x = 1"
+    assert Valid("x = 1\n").code == "x = 1\n"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kerasfit.cachefs import CacheDir
-from kerasfit.types import TARGETS, Diagnostic, Severity
+from kerasfit.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
 from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
@@ -53,7 +53,7 @@ class BuildOptions:
     entry: str | None = None  # "module:function", "function", or an expression in the module
     batch_size: int | None = None  # GLOBAL batch; default: the model's input spec or 128
     cores: int = 1  # replicas sharing the global batch; per-core = global // cores
-    target: str = "tpu-v5e"
+    target: str = DEFAULT_TARGET
     dtype: str = "float32"  # or "bfloat16"
     timeout: float = 300.0
     use_cache: bool = True
@@ -293,7 +293,7 @@ def cached_report(path: str | Path) -> BuildReport | None:
     if not isinstance(raw, dict):
         return None
     opts = latest.get("options") or {}
-    report = make_report(raw, opts.get("target", "tpu-v5e"), opts.get("dtype", "float32"))
+    report = make_report(raw, opts.get("target", DEFAULT_TARGET), opts.get("dtype", "float32"))
     report.cached = True
     return report
 

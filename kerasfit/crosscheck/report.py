@@ -13,12 +13,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import KERNEL_BOUND, LANES, TARGETS
+from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (
     LARGE_BATCH,
-    PEAKS,
     OpSim,
     Simulation,
     layout,
@@ -210,7 +209,7 @@ class BuildReport:
             "elapsed": self.elapsed, "timings": self.timings,
             "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
-            "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
+            "measured_dtype": self.measured_dtype, "peaks": TARGETS[self.target].peaks_source,
             "hbm": self.hbm,
             "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
         }
@@ -228,11 +227,11 @@ def _op_times(op: HloOp, s: OpSim, target: str) -> tuple[float, float]:
     """(time, useful time) of a simulated op, as the table shows it: its padded work on the
     MXU (none for VPU work) or its tiled bytes through HBM, whichever is slower; the same
     for the unpadded op."""
-    peak = PEAKS[target]
+    chip = TARGETS[target]
     sixteen = op.dtype in _SIXTEEN
-    mxu = 0.0 if s.unit == "VPU" else s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
-    useful = s.bytes / peak.hbm if s.unit == "VPU" else roofline(s.flops, s.bytes, target, sixteen)
-    return max(mxu, s.tiled / peak.hbm), useful
+    mxu = 0.0 if s.unit == "VPU" else s.padded_flops / (chip.flops_16 if sixteen else chip.flops_32)
+    useful = s.bytes / chip.hbm_bandwidth if s.unit == "VPU" else roofline(s.flops, s.bytes, target, sixteen)
+    return max(mxu, s.tiled / chip.hbm_bandwidth), useful
 
 
 def same_file(a: str, b: str) -> bool:
@@ -730,7 +729,7 @@ def _mem_rows(raw: dict[str, Any], target: str) -> list[OpReport]:
     docs/facts.md#4) and gets no row; a while body's op counts its trips.
     """
     out = []
-    hbm = PEAKS[target].hbm
+    hbm = TARGETS[target].hbm_bandwidth
     for m in raw.get("mem_ops", []):
         if m.get("free"):
             continue
@@ -783,7 +782,7 @@ def rank_rows(ops: list[OpReport]) -> list[Row]:
     return rows
 
 
-def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "float32",
+def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = "float32",
                 findings: list[StaticFinding] | None = None) -> BuildReport:
     """Simulate the child's ops for a target and build the report; ``findings`` are the
     file's static findings, each of which on a row of the table yields a recommendation."""
@@ -794,21 +793,20 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     t = TARGETS[target]
     per_core = int(raw.get("per_core_batch") or 0)
     reports: list[OpReport] = []
-    peak = PEAKS[target]
     for op, s in sim.ops:
         m = meta[op.name]
         sixteen = op.dtype in _SIXTEEN
         why = _name_causes(s.why, op, per_core)
-        mxu_time = s.padded_flops / (peak.flops_16 if sixteen else peak.flops_32)
+        mxu_time = s.padded_flops / (t.flops_16 if sixteen else t.flops_32)
         if s.unit == "VPU":
             mxu_time = 0.0  # no matrix-unit work: the bytes it moves set its time
-        if s.tiled / peak.hbm >= mxu_time and s.tiled > s.bytes * 1.05:
+        if s.tiled / t.hbm_bandwidth >= mxu_time and s.tiled > s.bytes * 1.05:
             # Memory-bound, and the arrays' tile padding in HBM is what the op waits on.
             why = [*why, *s.tiled_why]
             if (per_core and per_core < LARGE_BATCH and not op.extra.get("batch")
                     and any("lanes" in w for w in s.tiled_why)):
                 why.append(f"per-core batch {per_core} < {LARGE_BATCH} puts features on the lanes")
-        elif why and s.tiled / peak.hbm >= mxu_time:
+        elif why and s.tiled / t.hbm_bandwidth >= mxu_time:
             # The padded MXU work fits under the op's HBM time: the padding costs nothing here.
             why.append("memory-bound: the padding is hidden under HBM time")
         if s.trips > 1:
@@ -822,7 +820,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
             share=s.flops / sim.flops if sim.flops else 0.0, source=m.get("source"),
             tensors={k: [list(a), list(b)] for k, (a, b) in s.tensors.items()},
             time=times[0], useful_time=times[1],
-            why=why, bound="MXU" if mxu_time > s.tiled / peak.hbm else "HBM", unit=s.unit,
+            why=why, bound="MXU" if mxu_time > s.tiled / t.hbm_bandwidth else "HBM", unit=s.unit,
         ))
     reports.sort(key=lambda r: (r.fit, -r.padded_flops))
     mem = _mem_rows(raw, target)
@@ -846,7 +844,7 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
     notes.append("time is padded FLOPs over the MXU peak or the arrays' bytes as tiled in HBM over its "
                  "bandwidth, whichever is slower (docs/facts.md#7; the activations' lane dim is the one "
                  "docs/facts.md#1 pads to 128); useful time is the same op unpadded")
-    notes.append(f"times: roofline per op from {PEAKS[target].source}")
+    notes.append(f"times: roofline per op from {TARGETS[target].peaks_source}")
     notes.append("elementwise, normalization and softmax ops are timed as XLA's loop fusions: the "
                  "bytes that cross a fusion's edge over HBM bandwidth (docs/facts.md#5, #15)")
     return BuildReport(

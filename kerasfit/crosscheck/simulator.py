@@ -41,6 +41,7 @@ from typing import Any, Iterable
 
 from kerasfit.types import (
     BATCH,
+    DEFAULT_TARGET,
     KERNEL_IN,
     KERNEL_OUT,
     LANES,
@@ -57,33 +58,10 @@ from kerasfit.types import (
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
 
 
-@dataclass(frozen=True)
-class Peak:
-    """Published per-chip peaks for the roofline (one chip; dense, no sparsity)."""
-
-    flops_16: float  # FLOP/s in bf16/fp16
-    flops_32: float  # FLOP/s TensorFlow gets for float32 matmuls/convs
-    hbm: float  # bytes/s
-    source: str
-
-
-# Time estimates divide padded work by these. TPUs run float32 matmuls as bf16 passes by
-# default (TensorFlow on TPU), so they get the bf16 peak; the GPU row is an A100 (TF32 for
-# float32, on by default in TensorFlow since 2.4).
-PEAKS: dict[str, Peak] = {
-    "tpu-v4": Peak(275e12, 275e12, 1228e9, "Cloud TPU docs, 'TPU v4': 275 TFLOPS bf16, 1228 GB/s HBM"),
-    "tpu-v5e": Peak(197e12, 197e12, 819e9, "Cloud TPU docs, 'TPU v5e': 197 TFLOPS bf16, 819 GB/s HBM"),
-    "tpu-v6e": Peak(918e12, 918e12, 1640e9, "Cloud TPU docs, 'TPU v6e': 918 TFLOPS bf16, 1640 GB/s HBM"),
-    "gpu": Peak(312e12, 156e12, 1555e9, "NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s"),
-    "gaudi": Peak(432e12, 108e12, 2450e9, "Intel Gaudi 2 (Intel Gaudi 3 white paper's Gaudi 2 column): "
-                  "432 TFLOPS bf16 MME, 2.45 TB/s HBM; fp32 taken as a quarter of bf16"),
-}
-
-
 def roofline(flops: float, nbytes: float, target: str, sixteen_bit: bool) -> float:
     """Seconds for an op on one chip: compute-bound or memory-bound, whichever is slower."""
-    peak = PEAKS[target]
-    return max(flops / (peak.flops_16 if sixteen_bit else peak.flops_32), nbytes / peak.hbm)
+    chip = TARGETS[target]
+    return max(flops / (chip.flops_16 if sixteen_bit else chip.flops_32), nbytes / chip.hbm_bandwidth)
 
 
 def pad_to(n: int, multiple: int) -> int:
@@ -422,7 +400,7 @@ def _batch_of(op: HloOp) -> int:
     return op.k if op.pass_ == KERNEL_GRAD else op.m
 
 
-def simulate(ops: list[HloOp], target: str | Target = "tpu-v5e", dtype: str = "float32") -> Simulation:
+def simulate(ops: list[HloOp], target: str | Target = DEFAULT_TARGET, dtype: str = "float32") -> Simulation:
     t = TARGETS[target] if isinstance(target, str) else target
     convs = [op for op in ops if op.opcode == "convolution"]
     # docs/facts.md#1 counts convolutions; a conv-free model (docs/facts.md#5) uses its matmuls.

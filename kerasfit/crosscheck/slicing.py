@@ -452,14 +452,5 @@ def slice_source(source: str, filename: str = "<file>", entry: str | None = None
     return result
 
 
-def _end_of_statement_at(tree: ast.Module, line: int) -> int:
-    """The last line of the innermost statement starting at ``line`` (run up to it, not past)."""
-    best = line
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and node.lineno == line:
-            best = max(best, getattr(node, "end_lineno", line) or line)
-    return best
-
-
 __all__ = ["Candidate", "DISCOVERY_FUNCTIONS", "Slice", "denial", "find_candidates",
            "slice_source"]

@@ -35,6 +35,7 @@ def _script_json(dom: str, element_id: str) -> str:
     return htmllib.unescape(m.group(1))
 
 
+@pytest.mark.slow  # a real browser
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (scripts/test.sh installs it)")
 def test_bars_render_in_proportion_to_time(tmp_path):
     model = tmp_path / "keras_cnn.py"

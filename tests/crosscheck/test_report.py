@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -12,7 +13,7 @@ from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, rende
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, make_report
-from kerasfit.types import Diagnostic, Severity
+from kerasfit.types import TARGETS, Diagnostic, Severity, target_help
 
 ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "fixtures" / "crosscheck" / "keras_cnn.py"
@@ -175,12 +176,24 @@ def test_rows_are_ranked_by_wasted_time_and_name_their_cause(model_file):
     assert moves and all(r.time > 0 for r in moves)
 
 
-def test_time_is_a_roofline_of_the_padded_op(model_file):
-    from kerasfit.crosscheck.simulator import PEAKS
+def test_a_new_chip_is_one_record(model_file, monkeypatch):
+    # Half of v5e's peaks and bandwidth, nothing else: the report and --target's help
+    # take the chip from its record alone (no second table to forget).
+    v5e = TARGETS["tpu-v5e"]
+    chip = dataclasses.replace(v5e, name="tpu-half", flops_16=v5e.flops_16 / 2, flops_32=v5e.flops_32 / 2,
+                               hbm_bandwidth=v5e.hbm_bandwidth / 2, peaks_source="a test chip at half of v5e")
+    monkeypatch.setitem(TARGETS, chip.name, chip)
+    base = make_report(raw_build(model_file), target="tpu-v5e")
+    half = make_report(raw_build(model_file), target="tpu-half")
+    assert half.step_time == pytest.approx(2 * base.step_time)
+    assert "times: roofline per op from a test chip at half of v5e" in half.notes
+    assert "tpu-half" in target_help()
 
+
+def test_time_is_a_roofline_of_the_padded_op(model_file):
     report = make_report(raw_build(model_file), target="tpu-v5e")
     for op in report.ops:
-        assert op.time >= op.padded_flops / PEAKS["tpu-v5e"].flops_32 * (1 - 1e-9)
+        assert op.time >= op.padded_flops / TARGETS["tpu-v5e"].flops_32 * (1 - 1e-9)
         assert op.time >= op.useful_time
     assert "819 GB/s" in render_report(report)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.lsp
+pytestmark = [pytest.mark.lsp, pytest.mark.slow]  # a real editor
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent

@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 
 from raw_client import RawServer, frame, wait_for_diagnostics
 
+pytestmark = pytest.mark.slow  # long fuzz runs
+
 EXAMPLES = int(os.environ.get("KERASFIT_FUZZ_EXAMPLES", "25"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.lsp
+pytestmark = [pytest.mark.lsp, pytest.mark.slow]  # a real editor
 
 HERE = Path(__file__).parent
 SCRIPT = HERE / "nvim_diagnostics.lua"
