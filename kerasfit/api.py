@@ -4,6 +4,7 @@ pre-commit all call. No printing here."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import json
 import os
@@ -388,7 +389,15 @@ def _run_file(job: _Job, text: str) -> FileResult:
 
 
 def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
-    return [_run_file(job, text) for job, text in batch]
+    out = []
+    for job, text in batch:
+        out.append(_run_file(job, text))
+        # A checked file's tree is held by reference cycles (bindings <-> scopes) that the
+        # high gen-0 threshold tune_gc() sets leaves for much later: drop them before the
+        # next file's tree is built. Over the 182 keras-io example files in one process:
+        # peak RSS 101 -> 79 MB, CPU unchanged (a full collection per file would cost 2.5x).
+        gc.collect(1)
+    return out
 
 
 def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
