@@ -31,7 +31,7 @@ def run_check(
     jobs: int | None = None, quiet: bool = False, build: bool = False, entry: str | None = None,
     batch_size: int | None = None, cores: int | None = None, dtype: str | None = None,
     build_timeout: float | None = None, docs_url: str | None = None, baseline: Path | None = None,
-    write_baseline: Path | None = None, add_noqa: bool = False,
+    write_baseline: Path | None = None, add_noqa: bool = False, max_file_size: int | None = None,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
     from .api import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for
@@ -63,6 +63,7 @@ def run_check(
         docs_url=docs_url,
         baseline=baseline,
         use_baseline=write_baseline is None,
+        max_file_size=max_file_size,
     )
     path_list = list(paths) if paths else [Path(".")]
     originals: dict[str, str] = {}  # text not on disk (stdin), for --diff

@@ -115,6 +115,7 @@ def check(
     baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Accept the findings recorded in this file (default: config baseline); new findings still fail.")] = None,
     write_baseline: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record every finding of this run in FILE (for --baseline) and exit 0.")] = None,
     add_noqa: Annotated[bool, typer.Option("--add-noqa", help="Append '# noqa: CODE' to each line with a finding that fails the run.")] = False,
+    max_file_size: Annotated[Optional[int], typer.Option("--max-file-size", min=1, help="Skip files with more bytes of source than this, with one line each (default: config, else 2 MiB).")] = None,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
     args = dict(locals())  # every option above, under run_check's keyword of the same name

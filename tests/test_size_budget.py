@@ -90,3 +90,11 @@ def test_checker_dying_under_a_memory_limit_costs_only_its_file(tmp_path, jobs):
     assert p.returncode == 1, (p.returncode, p.stdout[-2000:], p.stderr[-2000:])
     assert "big.py: the checker process died on this file, not checked" in p.stdout + p.stderr, p.stderr[-2000:]
     assert [f.split(":")[0] for f in finding_lines(p.stdout)] == ["small.py"], p.stdout[-2000:]
+
+
+def test_the_budget_from_the_command_line_beats_the_config(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.kerasfit]\nmax-file-size = 100000\n")
+    (tmp_path / "model.py").write_text(_model_file(120))
+    r = run("check", "--no-cache", "--max-file-size", "500", "model.py", cwd=tmp_path)
+    assert r.returncode == 1 and "over max-file-size (500 bytes)" in r.stdout + r.stderr, r
+    assert run("check", "--no-cache", "--max-file-size", "0", "model.py", cwd=tmp_path).returncode == 2
