@@ -17,6 +17,8 @@ from . import __version__
 from .config import (
     Config,
     ConfigError,
+    _matches,
+    default_cache_dir,
     Selection,
     effective_target,
     find_config,
@@ -25,7 +27,11 @@ from .config import (
     select_rules,
     validate_selectors,
 )
+from .crosscheck.stage import run_stage
 from .discovery import Candidate, discover, mentions_tensorflow
+from .notebook import Notebook, NotebookError, validate
+from .registry import all_rules, fingerprint as rules_fingerprint, manifest
+from .semantic.index import ProjectIndex, current_index, file_digest, use_index
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
@@ -84,13 +90,10 @@ class FileSettings:
     unfixable: tuple[str, ...] = ()  # selected codes whose fixes are not offered
 
     def fingerprint(self) -> str:
-        from .registry import fingerprint
-
-        return hashlib.sha256(repr((__version__, fingerprint(), self)).encode()).hexdigest()[:16]
+        return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
     def lint_settings(self) -> LintSettings:
-        from .engine import LintSettings
-        from .registry import all_rules
+        from .engine import LintSettings  # defers libcst (the engine parses with it)
 
         rules = all_rules()
         return LintSettings(
@@ -102,8 +105,6 @@ class Resolver:
     """Finds each file's config once per directory and turns it into FileSettings."""
 
     def __init__(self, options: CheckOptions, *, manifest_cache: bool = True) -> None:
-        from .registry import manifest
-
         self.options = options
         # The manifest lets a fully cached CLI run skip importing the rules; in-process
         # callers (the language server) import them anyway and must not write files.
@@ -175,8 +176,6 @@ _DEFAULT_CONFIG = Config()
 
 def unfixable_codes(codes: Sequence[str], cfg: Config) -> tuple[str, ...]:
     """Ruff's model: fixable (default ALL) plus extend-fixable, minus unfixable (which wins)."""
-    from .config import _matches
-
     fixable = [*(cfg.fixable if cfg.fixable is not None else ["ALL"]), *cfg.extend_fixable]
     return tuple(
         c for c in codes if not any(_matches(c, s) for s in fixable) or any(_matches(c, s) for s in cfg.unfixable)
@@ -215,8 +214,6 @@ class Cache:
             return None
         deps = e.get("deps")
         if deps:
-            from .analysis.index import file_digest
-
             # a helper in another file changed: what this file's checks saw changed too
             if not isinstance(deps, dict) or any(file_digest(p) != d for p, d in deps.items()):
                 return None
@@ -246,11 +243,6 @@ class Cache:
             atomic_write(self.path, json.dumps({"kerasfit": __version__, "files": self.entries}))
         except OSError:
             pass  # a read-only tree still gets its results, just not cached
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("KERASFIT_CACHE_DIR")
-    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
 
 
 # ---- files ------------------------------------------------------------------------
@@ -331,8 +323,7 @@ class _Job:
 
 
 def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> FileResult:
-    from .analysis.index import current_index
-    from .engine import fix_source, lint_source
+    from .engine import fix_source, lint_source  # defers libcst: a run answered from the cache never loads it
 
     settings = job.settings.lint_settings()
     res = FileResult(job.path)
@@ -361,10 +352,32 @@ def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> Fil
 
 def _run_file(job: _Job, text: str) -> FileResult:
     if job.path.endswith(".ipynb"):
-        from .notebook import run_job
-
-        return run_job(job, text)
+        return _run_notebook(job, text)
     return _run_job(job, text)
+
+
+def _run_notebook(job: _Job, text: str) -> FileResult:
+    """``_run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
+    res = FileResult(job.path)
+    try:
+        nb = Notebook.from_json(text[1:] if text.startswith("\ufeff") else text, job.path)
+    except NotebookError as exc:
+        res.error = str(exc)
+        return res
+    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
+    res.error = inner.error
+    res.diagnostics = [nb.to_cell(d)[1] for d in inner.diagnostics]
+    if inner.fixed_source is not None:
+        try:
+            fixed = nb.dumps(nb.split(inner.fixed_source))
+            validate(fixed, job.path)
+        except NotebookError as exc:
+            res.error = f"{job.path}: {exc}" if not str(exc).startswith(job.path) else str(exc)
+            return res
+        if fixed != text:
+            res.fixed_source = fixed
+            res.fixes_applied = inner.fixes_applied
+    return res
 
 
 def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
@@ -382,8 +395,6 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     prefiltered = 0
     writing = options.fix and not options.diff
     snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
-    from .analysis.index import ProjectIndex, current_index, use_index
-
     index = ProjectIndex(paths)  # lazy: another file is read when a check asks about it
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
@@ -432,8 +443,6 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                     res.fixed_source = None
                     res.fixes_applied = 0
     if options.build is not None:  # after fixes are written: the build sees the file as left
-        from .crosscheck.stage import run_stage
-
         run_stage(results, resolver, options.build)
     for res in results:
         res.fail_on = resolver.fail_on_for(Path(res.filename))
@@ -450,8 +459,6 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     import multiprocessing as mp
 
     import libcst  # noqa: F401  - imported before fork so workers inherit it
-
-    from .registry import all_rules
 
     all_rules()
     # Interleave big and small files across workers; one chunk each keeps IPC low.

@@ -165,9 +165,9 @@ def run_check(
     build_timeout: float | None = None,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
-    from .api import CheckOptions, RunResult, check_paths, check_source
-    from .config import ConfigError, Selection
-    from .types import FileResult
+    from .api import CheckOptions, RunResult, check_paths, check_source  # defers the check machinery (api, discovery, config) until argv is read
+    from .config import ConfigError, Selection  # defers the config reader until argv is read
+    from .types import FileResult  # defers the target tables until argv is read
 
     options = CheckOptions(
         selection=Selection(select=_split(select) or None, extend_select=_split(extend_select), ignore=_split(ignore)),
@@ -230,7 +230,7 @@ def run_check(
 
     _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet)
     if statistics:
-        from .reporters import statistics as stats
+        from .reporters import statistics as stats  # defers the reporters until there is output
 
         echo(stats(files, result.prefiltered, result.elapsed), err=output_format != "text")
     remaining = any(f.failing for f in files)
@@ -242,7 +242,7 @@ _FINDING_LINE = re.compile(r":\d+:\d+: [A-Z]+\d{3}\b")  # any pack's code, not o
 
 
 def _remaining_to_stderr(res: Any, unsafe: bool, fixed: int, quiet: bool) -> None:
-    from . import reporters
+    from . import reporters  # defers the reporters until there is output
 
     if quiet and not res.diagnostics:
         return
@@ -268,7 +268,7 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
 
 
 def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool, quiet: bool) -> None:
-    from . import reporters
+    from . import reporters  # defers the reporters until there is output
 
     if fmt == "text":
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -280,7 +280,7 @@ def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool
     elif fmt == "json":
         echo(reporters.json_report(files))
     elif fmt == "sarif":
-        from .registry import all_rules
+        from .registry import all_rules  # defers the rule pack (libcst)
 
         echo(reporters.sarif(files, all_rules()))
     elif fmt == "github":
@@ -325,7 +325,7 @@ def _build_request(build: bool, entry: str | None, batch_size: int | None, cores
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
-    from .crosscheck.stage import BuildRequest
+    from .crosscheck.stage import BuildRequest  # defers the build stage until --build
 
     return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
                         timeout=timeout, use_cache=not no_cache)
@@ -339,8 +339,8 @@ def main(args: list[str]) -> bool:
     kw = parse(args)
     if kw is None:
         return False
-    from .api import tune_gc
-    from .registry import RuleRegistryError
+    from .api import tune_gc  # defers the check machinery (api)
+    from .registry import RuleRegistryError  # defers the rule registry until argv is read
 
     tune_gc()
     try:

@@ -19,7 +19,7 @@ from . import __version__
 
 if TYPE_CHECKING:
     from .config import Config
-    from .crosscheck.api import BuildOptions
+    from .crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
 
 app = typer.Typer(
     name="kerasfit",
@@ -111,7 +111,7 @@ def check(
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
     # The body is typer-free (kerasfit.checkcmd): plain command lines run it without typer.
-    from .checkcmd import run_check
+    from .checkcmd import run_check  # defers the check machinery (api, discovery, config) until a command runs
 
     raise typer.Exit(
         run_check(
@@ -140,8 +140,8 @@ def _input_shape(text: str | None) -> tuple[int, ...] | None:
 def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
                    dtype: str | None, timeout: float | None, no_cache: bool, path: Path,
                    input_shape: str | None = None) -> BuildOptions:
-    from .crosscheck.api import BuildOptions
-    from .config import find_config
+    from .crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
+    from .config import find_config  # defers the config reader until a command runs
 
     cfg = find_config(path.resolve().parent)
     b = cfg.build if cfg else {}
@@ -160,7 +160,7 @@ def _build_options(entry: str | None, batch_size: int | None, cores: int | None,
 
 def _checked_dtype(dtype: str, cfg: Config | None) -> str:
     if dtype not in ("float32", "bfloat16"):
-        from .config import ConfigError
+        from .config import ConfigError  # defers the config reader until a command runs
 
         where = cfg.source if cfg is not None and cfg.source else "--dtype"
         raise ConfigError(f"{where}: dtype must be float32 or bfloat16, not {dtype!r}")
@@ -183,7 +183,7 @@ def report(
     html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
-    from .config import ConfigError, check_target
+    from .config import ConfigError, check_target  # defers the config reader until a command runs
 
     if not path.is_file():
         _fail(f"{path}: no such file")
@@ -192,7 +192,7 @@ def report(
     try:
         if target:
             check_target(target)
-        from .crosscheck.api import BuildError, build_report, render_report
+        from .crosscheck.api import BuildError, build_report, render_report  # defers the build machinery (sandbox, HLO reader, simulator)
 
         opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
                               input_shape)
@@ -205,8 +205,8 @@ def report(
         raise typer.Exit(2)
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
     if html_file is not None:
-        from .api import atomic_write
-        from .crosscheck.html import render_html
+        from .api import atomic_write  # defers the check machinery (api)
+        from .crosscheck.html import render_html  # defers the report page renderer
 
         try:
             html_file.touch(exist_ok=True)
@@ -233,8 +233,8 @@ def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
-    from .registry import all_rules
-    from .types import rule_page
+    from .registry import all_rules  # defers the rule pack (libcst)
+    from .types import rule_page  # defers the target tables until a command runs
 
     rows: list[_RuleRow] = []
     for code, r in all_rules().items():
@@ -262,14 +262,14 @@ def rules_cmd(
 @app.command()
 def explain(code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm).")]) -> None:
     """Print a rule's documentation."""
-    from .registry import rule_by_name_or_code
+    from .registry import rule_by_name_or_code  # defers the rule pack (libcst)
 
     rule = rule_by_name_or_code(code)
     if rule is None:
         _fail(f"unknown rule {code!r} (see `kerasfit rules`)")
         return
     typer.echo(rule.page(), nl=False)
-    from .registry import facts_file
+    from .registry import facts_file  # defers the rule registry until a command runs
 
     facts = facts_file()
     if facts is not None and "docs/facts.md#" in rule.documentation():
@@ -282,7 +282,7 @@ def lsp(
 ) -> None:
     """Run the language server (stdio by default). Needs the `lsp` extra."""
     try:
-        from .lsp.server import serve
+        from .lsp.server import serve  # defers pygls and lsprotocol
     except ImportError as exc:
         _fail(f"the language server needs the 'lsp' extra: pip install 'kerasfit[lsp]' ({exc})")
         return
@@ -290,8 +290,8 @@ def lsp(
 
 
 def main() -> None:
-    from .api import tune_gc
-    from .registry import RuleRegistryError
+    from .api import tune_gc  # defers the check machinery (api)
+    from .registry import RuleRegistryError  # defers the rule registry until a command runs
 
     tune_gc()
     try:

@@ -8,12 +8,19 @@ targets are errors with a message naming the file.
 from __future__ import annotations
 
 import fnmatch
+import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
 from .types import DEFAULT_TARGET, TARGETS
+
+
+def default_cache_dir() -> Path:
+    """./.kerasfit_cache, or $KERASFIT_CACHE_DIR (the static and the build caches' root)."""
+    env = os.environ.get("KERASFIT_CACHE_DIR")
+    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",

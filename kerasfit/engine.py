@@ -19,12 +19,16 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from . import parseguard
 from .layout import for_libcst
+from .parseguard import budget_mask, parse_module
 from .imports import ImportTable, may_orphan
 from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
 from .incremental import line_starts as incremental_line_starts
-from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
-from .rule import FixSpec, Remove, Replace, Report, Rule
+from .fixes import FixSpec, Remove, Replace
+from .rule import Report, Rule
+from .semantic.model import FileContext
+from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
 from .types import TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
@@ -48,20 +52,6 @@ class LintSettings:
 
 
 # ---- traversal -----------------------------------------------------------------
-
-def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Children that can hold code (not whitespace or tokens), in source order."""
-    is_node_ = _IS_NODE
-    for name in _child_fields(type(node)):
-        v = getattr(node, name)
-        tp = type(v)
-        if tp is list or tp is tuple:
-            for item in v:
-                if is_node_.get(type(item)) or is_node(item):
-                    yield item
-        elif is_node_.get(tp) or (v is not None and is_node(v)):
-            yield v
-
 
 # a rule's bound visit_/leave_ method
 _Visitor = Callable[[cst.CSTNode], None]
@@ -660,35 +650,6 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _LEADING_WS = re.compile(r"[ \t\f]*")
 
 
-def without_form_feeds(source: str) -> str:
-    """The source with form feeds taken out of line indentation, for libcst to parse.
-
-    CPython resets the indentation column at a form feed, so only the whitespace after
-    the last one counts; libcst's tokenizer drops such form feeds from its output,
-    moves them to another line, or refuses valid code ("no matching outer block").
-    What is removed here is only that ignored whitespace, never inside a string, so the
-    meaning is the same; the engine maps offsets back onto the real source.
-    """
-    if "\f" not in source or re.search(r"\r(?!\n)", source):
-        return source
-    inside: set[int] = set()  # 1-based rows that start inside a multi-line string
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        return source
-    out = []
-    for row, m in enumerate(_LINE.finditer(source), 1):
-        line = m.group()
-        lead = _LEADING_WS.match(line)
-        ws = lead.group() if lead is not None else ""
-        if "\f" in ws and row not in inside:
-            line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
-        out.append(line)
-    return "".join(out)
-
-
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
@@ -717,8 +678,6 @@ def parse_guarded(
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
     not parse at all (then the diagnostics hold its one KF001).
     """
-    from . import parseguard
-
     if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
         if inc is not None:
@@ -925,8 +884,6 @@ class ParseCache:
 
 
 def _parse_piece(text: str) -> cst.Module:
-    from .parseguard import parse_module
-
     return parse_module(text)
 
 
@@ -1233,8 +1190,6 @@ def add_imports(
     """Add the imports fixes need; remove the ones they orphaned if nothing else uses them."""
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-
-    from .parseguard import budget_mask, parse_module
 
     tree, _ = _cpython_parse(source)
     if tree is None or budget_mask(source, tree)[1]:

@@ -10,14 +10,14 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["lsp"]:
-        from .lsp.boot import serve_stdio_fast
+        from .lsp.boot import serve_stdio_fast  # defers everything but the boot path: initialize is answered first
 
-        serve_stdio_fast()
-        return
+        if serve_stdio_fast():
+            return
     if sys.argv[1:2] == ["check"]:
-        from .checkcmd import main as check_main
+        from .checkcmd import main as check_main  # defers typer: a plain check runs without it
 
         check_main(sys.argv[2:])  # exits unless the command line is typer's to read
-    from .cli import main as cli_main
+    from .cli import main as cli_main  # defers typer until a command needs it
 
     cli_main()

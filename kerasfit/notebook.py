@@ -17,12 +17,9 @@ import dataclasses
 import json
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from .types import Diagnostic, Edit, FileResult, Fix
-
-if TYPE_CHECKING:
-    from .api import _Job
 
 MARK = "# kerasfit-cell {}"
 _MARK_RE = re.compile(r"^# kerasfit-cell (\d+)$")
@@ -265,32 +262,3 @@ def validate(text: str, filename: str) -> None:
     except Exception as exc:  # nbformat raises several kinds; any of them means do not write
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{filename}: the fixed notebook does not validate ({msg}); nothing written") from None
-
-
-# ---- the CLI's path ----------------------------------------------------------------
-
-
-def run_job(job: _Job, text: str) -> FileResult:
-    """``api._run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
-    from .api import _Job, _run_job
-
-    res = FileResult(job.path)
-    try:
-        nb = Notebook.from_json(text[1:] if text.startswith("\ufeff") else text, job.path)
-    except NotebookError as exc:
-        res.error = str(exc)
-        return res
-    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
-    res.error = inner.error
-    res.diagnostics = [nb.to_cell(d)[1] for d in inner.diagnostics]
-    if inner.fixed_source is not None:
-        try:
-            fixed = nb.dumps(nb.split(inner.fixed_source))
-            validate(fixed, job.path)
-        except NotebookError as exc:
-            res.error = f"{job.path}: {exc}" if not str(exc).startswith(job.path) else str(exc)
-            return res
-        if fixed != text:
-            res.fixed_source = fixed
-            res.fixes_applied = inner.fixes_applied
-    return res

@@ -34,15 +34,16 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from .context import _FLAG_DEFINERS, _string_key, child_fields, is_node
-
-if TYPE_CHECKING:
-    from .context import FileContext
-    from .rule import Report, Rule
+from .rule import Report, Rule
+from .semantic.fileindex import _FLAG_DEFINERS
+from .semantic.index import current_index
+from .semantic.indexparts import Joined
+from .semantic.model import FileContext
+from .semantic.nodes import _string_key, child_fields, is_node
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
 _MOST = 0.5
@@ -235,8 +236,6 @@ class StatementMemo:
         self.deps: dict[str, str] = {}
         self.read_facts: object = None  # what the context reads on creation (_read_facts)
         # the statements' own file indexes, joined (kerasfit.indexparts)
-        from .indexparts import Joined
-
         self.index_parts = Joined()
         # per statement holding findings: its generated text and their offsets in it (engine.Positions)
         self.units: dict[int, tuple[Any, ...]] = {}
@@ -286,8 +285,6 @@ class StatementMemo:
     def _deps_hold(self) -> bool:
         if not self.deps:
             return True
-        from .analysis.index import current_index
-
         index = current_index()
         for path, digest in self.deps.items():
             f = index.facts(path)
@@ -321,8 +318,6 @@ class Plan:
         """Restore ``stmt``'s findings instead of walking it; False: walk it."""
         if id(stmt) not in self.reuse:
             return False
-        from .rule import Report
-
         kept, crashed = self.memo.found[id(stmt)]
         for i, node, message, severity, fix in kept:
             rule = self.rules[i]
@@ -378,6 +373,4 @@ class Plan:
         memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
-        from .analysis.index import current_index
-
         memo.deps = current_index().deps_of(ctx.filename) if ctx.filename else {}

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import libcst as cst
 
+from .fixes import FixSpec, Remove, Replace
 from .types import Applicability, Severity
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from .semantic.model import FileContext
 
 ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
 CODE_RE = re.compile(r"^KF\d{3}$")
@@ -41,29 +42,6 @@ class Invalid:
     target: str | None = None
     message_contains: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Replace ``node`` with ``new`` (a node, or source text)."""
-
-    node: cst.CSTNode
-    new: cst.CSTNode | str
-
-
-@dataclass(frozen=True)
-class Remove:
-    """Remove a whole statement (its line), or an argument (with its comma)."""
-
-    node: cst.CSTNode
-
-
-@dataclass(frozen=True)
-class FixSpec:
-    changes: tuple[Replace | Remove, ...]
-    applicability: Applicability
-    title: str
-    imports: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass

@@ -7,7 +7,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kerasfit.context import UNKNOWN, FileContext
+from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.nodes import UNKNOWN
 
 
 def _ctx(src: str, **options) -> FileContext:

@@ -246,7 +246,7 @@ def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edit
 
 
 def test_a_changed_file_of_the_project_walks_the_whole_file(tmp_path, monkeypatch):
-    from kerasfit.analysis.index import ProjectIndex, use_index
+    from kerasfit.semantic.index import ProjectIndex, use_index
 
     (tmp_path / "helpers.py").write_text("from tensorflow.keras import layers as L\n")
     main = tmp_path / "model.py"

@@ -9,9 +9,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.analysis import containers, names
-from kerasfit.analysis.scoped import attr_refs_within, name_refs_in
-from kerasfit.context import FileContext
+from kerasfit.semantic import containers, names
+from kerasfit.semantic.scoped import attr_refs_within, name_refs_in
+from kerasfit.semantic.model import FileContext
 from kerasfit.engine import walk
 from kerasfit.imports import ImportTable, may_orphan, top_level_imports
 

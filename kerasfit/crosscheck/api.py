@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from kerasfit.config import default_cache_dir
+from kerasfit.registry import all_rules
 from kerasfit.types import TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
@@ -165,8 +167,6 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
 
 def _cache_dir() -> Path:
     # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR
-    from ..api import default_cache_dir
-
     return default_cache_dir() / "build"
 
 
@@ -422,8 +422,6 @@ def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[s
 
 def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """code -> evidence kind for static rules; finding kind -> (code, name) for build-only ones."""
-    from ..registry import all_rules
-
     static: dict[str, str] = {}
     findings: dict[str, tuple[str, str]] = {}
     for code, rule in all_rules().items():
@@ -439,8 +437,6 @@ def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
 
 def cross_check_failure(diagnostics: list[Diagnostic], error: str) -> list[Diagnostic]:
     """A failed build is evidence too: KF101's ``fused=`` is what Keras 3 raises on."""
-    from ..registry import all_rules
-
     rules = all_rules()
     for d in diagnostics:
         rule = rules.get(d.code)

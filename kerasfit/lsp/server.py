@@ -32,14 +32,18 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, FileSettings, check_source, settings_for
-from ..engine import ParseCache
+from ..api import CheckOptions, FileSettings, check_source, settings_for, tune_gc
+from ..engine import ParseCache, add_imports, apply_fixes
+from ..notebook import Notebook, NotebookError
+from ..registry import all_rules, rule_by_name_or_code
+from ..semantic.index import ProjectIndex, use_index
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
+from .capabilities import same_answer
 from .framing import serve_stdio, serve_tcp
 from .guard import DEFAULT_LINT_TIMEOUT_MS, LintRunner, LintTimeout, notice
 
@@ -259,8 +263,6 @@ class KerasfitServer(LanguageServer):
     def use_workspace_index(self) -> None:
         """One project index per workspace folder, kept across checks: other files are
         read lazily when a check asks about them, and re-read when they change on disk."""
-        from ..analysis.index import ProjectIndex, use_index
-
         root = self.workspace.root_path or str(Path.cwd())
         index = getattr(self, "_project_index", None)
         if index is None or getattr(self, "_project_root", None) != root:
@@ -357,8 +359,6 @@ class KerasfitServer(LanguageServer):
         nbdoc = self.workspace.notebook_documents.get(key)
         if nbdoc is None:
             return None
-        from ..notebook import Notebook
-
         sources, keys = [], []
         for i, cell in enumerate(nbdoc.cells, start=1):
             cdoc = self.document(doc_key(cell.document))
@@ -405,8 +405,6 @@ class KerasfitServer(LanguageServer):
         if linted.cells is None:
             edit = E.minimal_edit(linted.source, new)
             return _edit(self.uris.get(lint_key, lint_key), linted.version, [edit], _CONVERTER) if edit else None
-        from ..notebook import NotebookError
-
         try:
             texts = linted.cells.nb.split(new)
         except NotebookError as exc:
@@ -535,8 +533,6 @@ class KerasfitServer(LanguageServer):
 
     def rule_paragraph(self, code: str) -> str:
         if code not in self.docs_cache:
-            from ..registry import rule_by_name_or_code
-
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
@@ -558,7 +554,6 @@ def _malloc_trim() -> Any:
 
 
 def _check_pre_answered(protocol: LanguageServerProtocol, sent: Any, result: Any, error: Any) -> None:
-    from .boot import same_answer
 
     ours = protocol._converter.unstructure(result) if error is None else None
     if error is not None or not same_answer(sent, ours):
@@ -648,8 +643,6 @@ def print_debug_information(ls: KerasfitServer, *args: Any) -> str:
     """What a bug report needs: versions, settings, open documents and their config."""
     import platform
     from importlib.metadata import version
-
-    from ..registry import all_rules
 
     rows = [
         f"kerasfit {__version__}, Python {platform.python_version()}, pygls {version('pygls')}, "
@@ -829,8 +822,6 @@ def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], conve
 
 def _applied(source: str, fix: Fix) -> str | None:
     """``source`` with one fix and the imports it needs (runs on the lint thread)."""
-    from ..engine import add_imports, apply_fixes
-
     bom = source.startswith("\ufeff")
     body = source[1:] if bom else source
     if not fix.matches(body):
@@ -969,7 +960,7 @@ def _cached_build_report(path: str, source: str) -> Any:
     `check --build` left behind.
     """
     try:
-        from ..crosscheck.api import cached_report  # optional: the build cross-check may be absent
+        from ..crosscheck.api import cached_report  # defers the build machinery (sandbox, HLO reader, simulator) until a report is asked for
     except (ImportError, AttributeError):
         return None
     try:
@@ -1037,8 +1028,6 @@ def serve(tcp: str | None = None, *, prefix: bytes = b"", answered: tuple[Any, A
     ``prefix``: stdin bytes already read (by :mod:`kerasfit.lsp.boot`), handled first;
     ``answered``: the (id, result) of the initialize in them that was answered already."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kerasfit-lsp: %(levelname)s: %(message)s")
-    from ..api import tune_gc
-
     tune_gc()
     if tcp:
         host, sep, port = tcp.rpartition(":")

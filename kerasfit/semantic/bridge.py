@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
-from ..context import dotted_name
-from .flow import TOP, Layer, built_layer, may_return_layer
+from .nodes import dotted_name
+from .summaries import TOP, Layer, built_layer, may_return_layer
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from .model import FileContext
     from .index import ModuleFacts
 
 

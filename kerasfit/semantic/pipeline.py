@@ -6,14 +6,13 @@ through kerasfit.ruleapi.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .context import UNKNOWN, FileContext, dotted_name, get_arg
-
-if TYPE_CHECKING:
-    from .rule import Replace
+from ..fixes import Replace
+from ..symbols import canonical
+from .model import FileContext
+from .nodes import UNKNOWN, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -51,8 +50,6 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
     if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-        from .symbols import canonical
-
         if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
             return root
     return None
@@ -91,8 +88,6 @@ def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
         if isinstance(v, (cst.Name, cst.Attribute)):
             raw = ctx.raw_name_anywhere(v)
             if raw is not None and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
-                from .symbols import canonical
-
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
                     return True
     return False
@@ -220,8 +215,6 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
     argument spans lines."""
-    from .rule import Replace
-
     if not call.args:
         return Replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))
     last = call.args[-1]

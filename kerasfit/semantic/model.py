@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterat
 
 import libcst as cst
 
-from .symbols import (
+from ..symbols import (
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
     STEP_FN_TAKERS,
@@ -24,54 +24,33 @@ from .symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from .types import TARGETS, Target
+from ..types import TARGETS, Target
+from .nodes import (
+    UNKNOWN,
+    ScopeNode,
+    _string_key,
+    child_fields,
+    dotted_name,
+    get_arg,
+    is_node,
+    iter_statements,
+    string_value,
+)
 
-if TYPE_CHECKING:
-    from .analysis.flow import Layer
-    from .analysis.index import ProjectIndex
+from .bridge import built_layer_at
+from .fileindex import FileIndex
+from .index import ProjectIndex, current_index
+from .indexparts import join_parts
+from .names import by_name, injected_submodule, star_names
+from .roles import graph_file, host_functions, traced_functions
+from .scoped import name_refs_in
+from .summaries import Layer
+from .tensors import TensorNames
+from .values import off_by_default, possible_values
 
 
 # isinstance() against libcst's abstract CSTNode goes through ABC machinery and is
 # the hottest call of a traversal; a per-type answer is a dict lookup.
-_IS_NODE: dict[type, bool] = {}
-
-
-def is_node(v: object) -> bool:
-    tp = type(v)
-    r = _IS_NODE.get(tp)
-    if r is None:
-        r = _IS_NODE[tp] = isinstance(v, cst.CSTNode)
-    return r
-
-
-def string_value(node: cst.SimpleString) -> Any:
-    """A string literal's value. libcst's ``evaluated_value`` runs ``literal_eval``
-    (a compile per call); plain literals without escapes are just their inner text."""
-    raw = node.value
-    q = raw[-1]
-    if raw[0] == q and "\\" not in raw and "\r" not in raw:  # source newlines normalize
-        n = 3 if raw.startswith(q * 3) and len(raw) >= 6 else 1
-        return raw[n:-n]
-    try:
-        return node.evaluated_value
-    except Exception:
-        return UNKNOWN
-
-
-class _Unknown:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNKNOWN: Any = _Unknown()
-
-ScopeNode = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
-
 _BINOPS = {
     cst.Add: operator.add,
     cst.Subtract: operator.sub,
@@ -100,18 +79,6 @@ class ScopeIndex:
 
     def add(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)
-
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _module_dotted(node: cst.BaseExpression | None) -> str:
@@ -145,32 +112,6 @@ def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
             yield from _target_names(el.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_names(target.value)
-
-
-def iter_statements(body: Any) -> Iterator[cst.CSTNode]:
-    """Statements of one scope, descending into compound statements but not defs."""
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-            continue
-        if isinstance(item, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-            stack.append(item.body)
-            continue
-        if isinstance(item, cst.SimpleStatementLine):
-            yield from item.body
-            continue
-        yield item
-        if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
-            sub = getattr(item, attr, None)
-            if sub is None:
-                continue
-            if isinstance(sub, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)):
-                sub = [sub]
-            stack.append(sub)
 
 
 # Steps of following names, parameters and helper returns: per question (so one
@@ -251,7 +192,7 @@ class FileContext:
         self._scopes: dict[int, ScopeIndex] = {}
         self.uses_legacy_keras = False
         # reach: built lazily on the first question that needs the whole file
-        self._index: _FileIndex | None = None
+        self._index: FileIndex | None = None
         # the language server's per-statement indexes of this document (kerasfit.indexparts)
         self.index_parts: Any = None
         self._call_sites: dict[int, CallSites] = {}
@@ -302,8 +243,6 @@ class FileContext:
 
     def _star_import(self, module: str) -> None:
         """``from keras.layers import *``: bind the framework's public names (a data table)."""
-        from .analysis.names import star_names
-
         for name in star_names(module) or ():
             self.imports.setdefault(name, f"{module}.{name}")
 
@@ -357,8 +296,6 @@ class FileContext:
         (keras_applications' ``get_submodules_from_kwargs`` idiom, see analysis.names)."""
         if not rest:
             return None
-        from .analysis.names import injected_submodule
-
         base = injected_submodule(self, head)
         return f"{base}.{rest}" if base else None
 
@@ -433,8 +370,6 @@ class FileContext:
     @property
     def project(self) -> ProjectIndex:
         """The project index of the running check (``analysis.index.ProjectIndex``)."""
-        from .analysis.index import current_index
-
         return current_index()
 
     def _project_raw(self, raw: str) -> str | None:
@@ -451,8 +386,6 @@ class FileContext:
     def _by_name(self, node: cst.BaseExpression) -> str | None:
         if not isinstance(node, cst.Attribute):
             return None
-        from .analysis.names import by_name
-
         attrs: list[str] = []
         base: cst.BaseExpression = node
         while isinstance(base, cst.Attribute):
@@ -478,22 +411,16 @@ class FileContext:
 
     def possible_values(self, node: cst.BaseExpression | None) -> frozenset[Any] | None:
         """``const`` lifted to a set of possible values (branches, conditional bindings)."""
-        from .analysis.values import possible_values
-
         return possible_values(self, node)
 
     def off_by_default(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The ``if`` test that switches ``node`` off when parameters keep their defaults."""
-        from .analysis.values import off_by_default
-
         return off_by_default(self, node)
 
     def built_layer(self, call: cst.Call) -> Layer | None:
         """For a call of a project function (same file or another file of the tree), the
         first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
         sets, factories traversed), else None."""
-        from .analysis.bridge import built_layer_at
-
         return built_layer_at(self, call)
 
     def reached_from_model(self, func: cst.FunctionDef) -> bool:
@@ -760,9 +687,12 @@ class FileContext:
     # subscript stores) and cached for the file.
 
     @property
-    def index(self) -> _FileIndex:
+    def index(self) -> FileIndex:
         if self._index is None:
-            self._index = _FileIndex(self.module, self.index_parts)
+            if self.index_parts is not None:
+                self._index = join_parts(self.module, self.index_parts)
+            else:
+                self._index = FileIndex(self.module)
         return self._index
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
@@ -778,8 +708,6 @@ class FileContext:
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
         (grouped once per file: filtering the whole file's list per question was quadratic)."""
-        from .analysis.scoped import name_refs_in
-
         return name_refs_in(self, name, scope)
 
     def _deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode] | None) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
@@ -1230,7 +1158,7 @@ class FileContext:
             hit = self.facts[key] = (compute, compute(self), by_node)
         return hit[1]
 
-    # ---- analyses in kerasfit.analysis (lazy; rules ask only through these) -----------
+    # ---- analyses in kerasfit.semantic (lazy; rules ask only through these) -----------
     def call_name_anywhere(self, call: cst.Call) -> str | None:
         """:meth:`call_name` for a call anywhere in the file (a layer application
         ``Dense(8)(x)`` answers its layer's name)."""
@@ -1256,8 +1184,6 @@ class FileContext:
         cache = self.__dict__.setdefault("_tensor_names", {})
         hit = cache.get(id(func))
         if hit is None or hit.fn is not func:
-            from .analysis.tensors import TensorNames
-
             hit = cache[id(func)] = TensorNames(self, func)
         return hit
 
@@ -1267,8 +1193,6 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
-        from .analysis.roles import host_functions
-
         return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
 
     def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
@@ -1278,30 +1202,11 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
-        from .analysis.roles import graph_file, traced_functions
-
         traced = self.file_fact("traced_functions", traced_functions, by_node=True)
         if self.file_fact("graph_file", graph_file) or id(func) in traced:
             return True
         # nested in a traced function: traced with it
         return any(id(s) in traced for s in self.index.scopes_of(func))
-
-
-def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:
-    """The argument passed as ``keyword`` or at ``position`` (positional only)."""
-    if keyword is not None:
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == keyword:
-                return a
-    if position is not None:
-        i = 0
-        for a in call.args:
-            if a.keyword is not None or a.star:
-                break
-            if i == position:
-                return a
-            i += 1
-    return None
 
 
 # ---- reach: types and the file index --------------------------------------------
@@ -1335,37 +1240,6 @@ class Origin(NamedTuple):
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
-_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
-# Fields that hold only whitespace, punctuation, operators or non-reference names
-# (``Arg.keyword``, ``Attribute.attr``): no traversal descends into them.
-_SKIP_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
-        "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
-        "lbracket", "rbracket", "lbrace", "rbrace", "newline", "asynchronous", "keyword", "attr",
-        "arrow", "default_indent", "default_newline", "encoding", "has_trailing_newline", "indent",
-    }
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def child_fields(tp: type) -> tuple[str, ...]:
-    """The fields of node type ``tp`` that can hold code, in source order (cached)."""
-    names = _FIELDS.get(tp)
-    if names is None:
-        names = _FIELDS[tp] = tuple(
-            f.name for f in dataclasses.fields(tp) if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
-        )
-    return names
-
-
-def _string_key(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        v = string_value(node)
-        return v if isinstance(v, str) else None
-    return None
-
-
 def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpression | None:
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
@@ -1391,164 +1265,7 @@ def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
                 yield stmt.value
 
 
-class _FileIndex:
-    """One walk of a module: parents, source order, and the facts reach needs."""
-
-    def __init__(self, module: cst.Module, parts: Any = None, root: cst.CSTNode | None = None) -> None:
-        """The index of ``module``; with ``parts`` (kerasfit.indexparts), joined from the
-        kept indexes of its top-level statements; with ``root``, of that node alone."""
-        self.module = module
-        self.parent: dict[int, cst.CSTNode] = {}
-        self.order: dict[int, int] = {}
-        self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
-        # each reference with the call whose callee it is (None when not called)
-        self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
-        self.attr_refs: dict[str, list[tuple[cst.Attribute, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
-        self.attr_stores: dict[str, list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
-        self.subscript_stores: dict[tuple[str, str], list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
-        self.dict_keys: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
-        self.flag_defaults: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
-        self.method_class: dict[int, cst.ClassDef] = {}
-        self.functions: list[cst.FunctionDef | cst.Lambda] = []
-        self.classes: list[cst.ClassDef] = []
-        self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
-        if parts is not None:
-            from .indexparts import join_parts
-
-            join_parts(self, parts)
-        else:
-            self._build(root)
-
-    def _build(self, root: cst.CSTNode | None = None) -> None:
-        parent, order = self.parent, self.order
-        # a statement's own index (root) records scopes without the module: joined
-        # indexes add the module of the day (kerasfit.indexparts)
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
-            [(self.module, None, (self.module,))] if root is None else [(root, None, ())]
-        )
-        n = 0
-        while stack:
-            node, par, scopes = stack.pop()
-            nid = id(node)
-            if par is not None:
-                parent[nid] = par
-            order[nid] = n
-            n += 1
-            # dispatch on the exact type (cheaper than isinstance on this hot path);
-            # mypy does not narrow ``node`` through ``tp``, hence the ignores below
-            tp = type(node)
-            if tp is cst.Call:
-                self._on_call(node, scopes)  # type: ignore[arg-type]
-            elif tp is cst.Name:
-                self._on_name(node, par, scopes)  # type: ignore[arg-type]
-            elif tp is cst.Attribute:
-                call = par if isinstance(par, cst.Call) and par.func is node else None
-                self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
-            elif tp is cst.Assign:
-                for t in node.targets:  # type: ignore[attr-defined]
-                    self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
-            elif tp is cst.AnnAssign or tp is cst.AugAssign:
-                self._on_store(node.target, node.value if tp is cst.AnnAssign else None, scopes)  # type: ignore[attr-defined]
-            elif tp is cst.Dict:
-                for el in node.elements:  # type: ignore[attr-defined]
-                    k = _string_key(el.key) if isinstance(el, cst.DictElement) else None
-                    if k is not None:
-                        self.dict_keys.setdefault(k, []).append((el.value, scopes))
-            elif tp is cst.FunctionDef or tp is cst.Lambda:
-                self.functions.append(node)  # type: ignore[arg-type]
-                if tp is cst.FunctionDef and isinstance(par, cst.IndentedBlock):
-                    gp = parent.get(id(par))
-                    if isinstance(gp, cst.ClassDef):
-                        self.method_class[nid] = gp
-            elif tp is cst.ClassDef:
-                self.classes.append(node)  # type: ignore[arg-type]
-            inner = (node, *scopes) if tp in (cst.FunctionDef, cst.ClassDef, cst.Lambda) else None
-            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
-            for name in child_fields(tp):
-                v = getattr(node, name)
-                sc = inner if inner is not None and name == "body" else scopes
-                tv = type(v)
-                if tv is list or tv is tuple:
-                    for c in v:
-                        if is_node(c):
-                            kids.append((c, node, sc))  # type: ignore[arg-type]
-                elif v is not None and is_node(v):
-                    kids.append((v, node, sc))  # type: ignore[arg-type]
-            stack.extend(reversed(kids))
-
-    def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
-        self.calls.append((node, scopes))
-        func = node.func
-        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if attr in _FLAG_DEFINERS and len(node.args) >= 2:
-            name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
-            default = get_arg(node, "default", 1)
-            if name is not None and default is not None:
-                self.flag_defaults.setdefault(name, []).append((default.value, scopes))
-        elif attr == "dict" and isinstance(func, cst.Name):
-            for a in node.args:
-                if a.keyword is not None:
-                    self.dict_keys.setdefault(a.keyword.value, []).append((a.value, scopes))
-
-    def _on_name(self, node: cst.Name, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
-        if isinstance(par, (cst.FunctionDef, cst.ClassDef, cst.Param)) and par.name is node:
-            return
-        if isinstance(par, (cst.ImportAlias, cst.AsName)):
-            return
-        call = par if isinstance(par, cst.Call) and par.func is node else None
-        self.name_refs.setdefault(node.value, []).append((node, call, scopes))
-
-    def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
-        if isinstance(target, cst.Attribute):
-            d = dotted_name(target)
-            if d is not None:
-                self.attr_stores.setdefault(d, []).append((value, scopes))
-        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-            base, key = dotted_name(target.value), _string_key(target.slice[0].slice.value)
-            if base is not None and key is not None:
-                self.subscript_stores.setdefault((base, key), []).append((value, scopes))
-
-    # ---- queries ---------------------------------------------------------------
-    def scopes_of(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
-        hit = self._scope_cache.get(id(node))
-        if hit is not None:
-            return hit
-        out: list[ScopeNode] = []
-        child, p = node, self.parent.get(id(node))
-        while p is not None:
-            if isinstance(p, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is p.body:
-                out.append(p)
-            child, p = p, self.parent.get(id(p))
-        out.append(self.module)
-        res = tuple(out)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
-            self._scope_cache[id(node)] = res
-        return res
-
-    def def_scopes(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
-        """Where a def's defaults and decorators are evaluated: its enclosing scopes."""
-        return self.scopes_of(node)
-
-    def ancestors(self, node: cst.CSTNode) -> set[int]:
-        out = set()
-        p = self.parent.get(id(node))
-        while p is not None:
-            out.add(id(p))
-            p = self.parent.get(id(p))
-        return out
-
-    def block_of(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
-        p = self.parent.get(id(stmt))
-        while p is not None and not isinstance(p, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
-            p = self.parent.get(id(p))
-        return p
-
-    def encloses_block_of(self, stmt: cst.CSTNode, use_ancestors: set[int]) -> bool:
-        block = self.block_of(stmt)
-        return block is not None and id(block) in use_ancestors
-
-
-def _exhaustive_if(idx: _FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
+def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
     """True when the bindings cover every branch of one ``if``/``elif``/``else`` chain
     whose block encloses the use (so one of them always ran)."""
     blocks = {id(idx.block_of(b.node)) for b in bindings if b.kind == "assign"}

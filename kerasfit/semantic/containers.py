@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import libcst as cst
 
-from ..context import UNKNOWN, get_arg
-from ..engine import iter_children
+from .nodes import UNKNOWN, bound_names, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from .model import FileContext
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _LOOPS = (cst.For, cst.While)
@@ -533,7 +532,6 @@ def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExp
             src = _iterated(node.target, node.iter, name.value)
             if src is False:
                 continue
-            from ..flow import bound_names  # flow imports this module
 
             if any(name.value in bound_names(stmt) for stmt in node.body.body):
                 return None  # rebound inside the loop

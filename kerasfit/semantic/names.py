@@ -154,9 +154,9 @@ def _declared_global(func: Any, head: str, ctx: Any = None) -> bool:
 
 def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
     """Names a function declares ``global`` (one walk per function and file)."""
-    import libcst as cst
+    import libcst as cst  # defers libcst: the project index imports this module without it
 
-    from ..flow import walk
+    from .nodes import walk  # defers libcst (nodes imports it), as above
 
     memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
     hit = memo.get(id(func))

@@ -11,72 +11,11 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from .analysis import containers
-from .context import FileContext, get_arg
-from .engine import iter_children
+from . import containers
+from .model import FileContext
+from .nodes import binds, bound_names, get_arg, iter_children, walk
 
 Block = cst.IndentedBlock | cst.Module
-
-
-def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """Pre-order walk of code nodes (not nested defs/classes/lambdas unless asked).
-
-    Uses the engine's child list, which skips whitespace, tokens, ``Attribute.attr``
-    and ``Arg.keyword`` — so every Name seen is a reference or a binding.
-    """
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(reversed(list(iter_children(n))))
-
-
-def name_loads(node: cst.CSTNode, name: str) -> int:
-    """How often ``name`` is read inside ``node`` (plain assignment targets excluded)."""
-    targets: set[int] = set()
-    count = 0
-    for n in walk(node):
-        if isinstance(n, cst.Assign):
-            targets.update(id(t.target) for t in n.targets if isinstance(t.target, cst.Name))
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and isinstance(n.target, cst.Name):
-            targets.add(id(n.target))
-        elif isinstance(n, cst.Name) and n.value == name and id(n) not in targets:
-            count += 1
-    return count
-
-
-def binds(node: cst.CSTNode, name: str) -> bool:
-    """True when ``node`` (a statement) may rebind ``name``."""
-    return name in bound_names(node)
-
-
-# Statements are asked about again and again (once per later use of each name), so
-# the names each binds are computed once. Entries keep their node alive, so an id is
-# never reused while cached; the table is dropped when it grows large.
-_BOUND: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
-
-
-def bound_names(node: cst.CSTNode) -> frozenset[str]:
-    hit = _BOUND.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    names: set[str] = set()
-    for n in walk(node):
-        if isinstance(n, cst.AssignTarget) or isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            names.update(t.value for t in walk(n.target) if isinstance(t, cst.Name))
-        elif isinstance(n, cst.AsName) and isinstance(n.name, cst.Name):
-            names.add(n.name.value)
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-            names.add(n.name.value)
-        elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
-            names.add(n.target.value)
-    if len(_BOUND) > 50_000:
-        _BOUND.clear()
-    out = frozenset(names)
-    _BOUND[id(node)] = (node, out)
-    return out
 
 
 def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:
@@ -235,7 +174,7 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
 
 def container_element(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The one element expression ``C[i]`` or a loop variable over ``C`` is, when the
-    container's construction fixes it (see :mod:`kerasfit.analysis.containers`)."""
+    container's construction fixes it (see :mod:`kerasfit.semantic.containers`)."""
     cands = element_candidates(ctx, expr)
     if not cands or len(cands) != 1:
         return None

@@ -36,12 +36,3 @@ Modules and their public API (stable; other branches build on it):
 FileContext facade methods that route here: ``ctx.project``, ``ctx.built_layer(call)``,
 ``ctx.possible_values(node)``, ``ctx.by_name(node)``, ``ctx.reached_from_model(func)``.
 """
-
-from .flow import TOP, Layer, built_layer
-from .index import ModuleFacts, ProjectIndex, Symbol, current_index, use_index
-from .names import by_name, star_names
-
-__all__ = [
-    "TOP", "Layer", "built_layer", "ModuleFacts", "ProjectIndex", "Symbol", "current_index", "use_index",
-    "by_name", "star_names",
-]
