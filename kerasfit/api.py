@@ -31,7 +31,7 @@ from .crosscheck.stage import run_stage
 from .discovery import Candidate, discover, mentions_tensorflow
 from .notebook import Notebook, NotebookError, validate
 from .registry import all_rules, fingerprint as rules_fingerprint, manifest
-from .semantic.index import ProjectIndex, current_index, file_digest, use_index
+from .semantic.index import ProjectIndex, file_digest
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
@@ -92,12 +92,12 @@ class FileSettings:
     def fingerprint(self) -> str:
         return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
-    def lint_settings(self) -> LintSettings:
+    def lint_settings(self, project: ProjectIndex | None = None) -> LintSettings:
         from .engine import LintSettings  # defers libcst (the engine parses with it)
 
         rules = all_rules()
         return LintSettings(
-            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable)
+            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project
         )
 
 
@@ -322,12 +322,11 @@ class _Job:
     unsafe: bool
 
 
-def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> FileResult:
+def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache | None = None) -> FileResult:
     from .engine import fix_source, lint_source  # defers libcst: a run answered from the cache never loads it
 
-    settings = job.settings.lint_settings()
+    settings = job.settings.lint_settings(index)
     res = FileResult(job.path)
-    index = current_index()
     index.asking(job.path)
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
@@ -350,13 +349,13 @@ def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> Fil
     return res
 
 
-def _run_file(job: _Job, text: str) -> FileResult:
+def _run_file(job: _Job, text: str, index: ProjectIndex) -> FileResult:
     if job.path.endswith(".ipynb"):
-        return _run_notebook(job, text)
-    return _run_job(job, text)
+        return _run_notebook(job, text, index)
+    return _run_job(job, text, index)
 
 
-def _run_notebook(job: _Job, text: str) -> FileResult:
+def _run_notebook(job: _Job, text: str, index: ProjectIndex) -> FileResult:
     """``_run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
     res = FileResult(job.path)
     try:
@@ -364,7 +363,7 @@ def _run_notebook(job: _Job, text: str) -> FileResult:
     except NotebookError as exc:
         res.error = str(exc)
         return res
-    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
+    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module, index)
     res.error = inner.error
     res.diagnostics = [nb.to_cell(d)[1] for d in inner.diagnostics]
     if inner.fixed_source is not None:
@@ -380,8 +379,21 @@ def _run_notebook(job: _Job, text: str) -> FileResult:
     return res
 
 
-def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
-    return [_run_file(job, text) for job, text in batch]
+def _worker(batch: list[tuple[_Job, str]], index: ProjectIndex) -> list[FileResult]:
+    return [_run_file(job, text, index) for job, text in batch]
+
+
+# A worker process's project index: handed over once when the pool forks the process
+# (never pickled), then passed explicitly to every check the worker runs.
+_FORKED_INDEX: list[ProjectIndex] = []
+
+
+def _adopt_index(index: ProjectIndex) -> None:
+    _FORKED_INDEX[:] = [index]
+
+
+def _forked_worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
+    return _worker(batch, _FORKED_INDEX[0])
 
 
 def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
@@ -422,12 +434,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 continue
         pending.append((job, text, data))
 
-    previous = current_index()
-    use_index(index)
-    try:
-        fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
-    finally:
-        use_index(previous)
+    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
     for (job, _, data), res in zip(pending, fresh):
         results.append(res)
         if cache.path is not None and res.error is None:
@@ -450,12 +457,12 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     return RunResult(results, prefiltered, time.perf_counter() - t0)
 
 
-def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]:
+def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex) -> list[FileResult]:
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if os.environ.get("KERASFIT_NO_PARALLEL"):
         n = 1
     if n <= 1 or len(work) < PARALLEL_MIN_FILES:
-        return _worker(work)
+        return _worker(work, index)
     import multiprocessing as mp
 
     import libcst  # noqa: F401  - imported before fork so workers inherit it
@@ -470,14 +477,14 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     try:
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
-        return _worker(work)
+        return _worker(work, index)
     results: list[FileResult | None] = [None] * len(work)
-    lost = _run_chunks(ctx, work, chunks, results)
+    lost = _run_chunks(ctx, work, chunks, results, index)
     # A worker that died (a native crash, the OOM killer) took its chunk with it: check
     # those files again one per process, so the death is pinned on one file and the
     # others still get their results.
     for i in lost:
-        _run_chunks(ctx, work, [[i]], results)
+        _run_chunks(ctx, work, [[i]], results, index)
     # a slot still empty is a file whose worker died again, alone
     return [
         r if r is not None else FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
@@ -486,14 +493,14 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
 
 
 def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[list[int]],
-                results: list[FileResult | None]) -> list[int]:
+                results: list[FileResult | None], index: ProjectIndex) -> list[int]:
     """Run chunks in worker processes; the indices whose worker died (never a hang)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     lost: list[int] = []
-    with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
-        futures = [(c, pool.submit(_worker, [work[i] for i in c])) for c in chunks]
+    with ProcessPoolExecutor(len(chunks), mp_context=ctx, initializer=_adopt_index, initargs=(index,)) as pool:
+        futures = [(c, pool.submit(_forked_worker, [work[i] for i in c])) for c in chunks]
         for c, fut in futures:
             try:
                 out = fut.result()
@@ -514,6 +521,7 @@ def check_source(
     unsafe: bool = False,
     parse_cache: ParseCache | None = None,
     file_settings: FileSettings | None = None,
+    project: ProjectIndex | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
@@ -521,11 +529,12 @@ def check_source(
     an edited buffer re-parse only the top-level statements that changed.
     ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
     the server keeps the last good ones to check with while a setting is broken.
+    ``project``: the index of the tree the file belongs to (default: the file alone).
     """
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
     settings = file_settings if file_settings is not None else resolver.settings_for(Path(filename))
-    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, project or ProjectIndex(), parse_cache)
     try:
         res.fail_on = resolver.fail_on_for(Path(filename))
     except ConfigError:  # a broken config: the server checks with its last good settings

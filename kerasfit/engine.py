@@ -27,6 +27,7 @@ from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start
 from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
+from .semantic.index import ProjectIndex
 from .semantic.model import FileContext
 from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .reuse import Plan, StatementMemo
@@ -49,6 +50,9 @@ class LintSettings:
     options: dict[str, Any] = field(default_factory=dict)
     # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
     unfixable: frozenset[str] = frozenset()
+    # The project index of the running check (other files of the tree, read lazily);
+    # None: the file is checked alone (an empty index of its own).
+    project: ProjectIndex | None = None
 
 
 # ---- traversal -----------------------------------------------------------------
@@ -896,14 +900,15 @@ def lint_module(
     while True:
         # statements holding no import are skipped when the context reads the imports
         import_free = memo.import_free(module) if memo is not None else ()
-        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free)
+        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free,
+                          project=settings.project)
         if memo is not None:
             ctx.index_parts = memo.index_parts
         rules = [r(ctx) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
         plan = None
         if memo is not None and all(_statement_local(r) for r in settings.rules):
-            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes)
+            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes, ctx.project)
         walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan)
         if plan is None:
             break

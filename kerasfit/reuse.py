@@ -40,7 +40,7 @@ import libcst as cst
 
 from .rule import Report, Rule
 from .semantic.fileindex import _FLAG_DEFINERS
-from .semantic.index import current_index
+from .semantic.index import ProjectIndex
 from .semantic.indexparts import Joined
 from .semantic.model import FileContext
 from .semantic.nodes import _string_key, child_fields, is_node
@@ -265,12 +265,14 @@ class StatementMemo:
         """ids of the top-level statements of ``module`` that hold no import at any depth."""
         return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
 
-    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]]) -> Plan:
-        """How to walk ``module``: which statements keep their findings."""
+    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
+             project: ProjectIndex) -> Plan:
+        """How to walk ``module``: which statements keep their findings (``project``: the
+        index the findings' cross-file facts are checked against)."""
         sigs = self.sigs
         fresh = self.signatures(module)
         reuse: set[int] = set()
-        if self.module is not None and key == self.key and self._deps_hold():
+        if self.module is not None and key == self.key and self._deps_hold(project):
             old = {id(st) for st in self.module.body}
             changed = {id(st) for st in module.body if id(st) not in old}
             now = {id(st) for st in module.body}
@@ -282,10 +284,9 @@ class StatementMemo:
         self.sigs = fresh
         return Plan(self, module, key, rules, crashes, reuse)
 
-    def _deps_hold(self) -> bool:
+    def _deps_hold(self, index: ProjectIndex) -> bool:
         if not self.deps:
             return True
-        index = current_index()
         for path, digest in self.deps.items():
             f = index.facts(path)
             if f is None or f.digest != digest:
@@ -373,4 +374,4 @@ class Plan:
         memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
-        memo.deps = current_index().deps_of(ctx.filename) if ctx.filename else {}
+        memo.deps = ctx.project.deps_of(ctx.filename) if ctx.filename else {}

@@ -102,9 +102,6 @@ class Rule:
     def _by_name_note(self, node: cst.CSTNode) -> str | None:
         """Say so when the API in a finding was recognised by its spelling only."""
         ctx = self.ctx
-        hits = getattr(ctx, "__dict__", {}).get("_by_name_hits")
-        if not hits:
-            return None
         n = node
         for _ in range(3):  # layers.X(...)(x) -> layers.X(...) -> layers.X
             if not isinstance(n, cst.Call):

@@ -26,6 +26,7 @@ from .semantic.nodes import (
     get_arg,
     iter_children,
     name_loads,
+    self_attr,
     string_value,
     walk,
 )
@@ -33,7 +34,6 @@ from .semantic.dataflow import (
     current_statement,
     reaching_assignment,
     value_of,
-    self_attr,
     class_attr_assignments,
     class_attr_uses,
     layer_constructor,

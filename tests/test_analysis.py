@@ -9,7 +9,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from kerasfit.semantic.index import ProjectIndex, use_index
+from kerasfit.semantic.index import ProjectIndex
 from kerasfit.semantic.names import by_name, star_names
 from kerasfit.semantic.summaries import built_layer
 from kerasfit.api import CheckOptions, check_paths
@@ -251,13 +251,18 @@ def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     assert second.diagnostics == [] and not any(r.cached for r in second.files)
 
 
-def test_no_index_left_behind(tmp_path):
-    _write(tmp_path, {"a.py": "import tensorflow as tf\n"})
-    use_index(None)
-    check_paths([str(tmp_path / "a.py")], CheckOptions(use_cache=False, jobs=1))
-    from kerasfit.semantic.index import current_index
+def test_the_project_index_is_passed_in_not_global(tmp_path):
+    """Each model answers from the index it was given; a file checked alone gets its own
+    (an index left over from another check could answer with the wrong tree)."""
+    import libcst as cst
 
-    assert current_index().roots == []
+    _write(tmp_path, {"helpers.py": "from tensorflow.keras import layers as L\n"})
+    module = cst.parse_module("from helpers import L\nL.Dense(100)\n")
+    given = ProjectIndex([tmp_path])
+    ctx = FileContext(module, str(tmp_path / "m.py"), project=given)
+    assert ctx.project is given
+    alone, other = FileContext(module, "m.py"), FileContext(module, "m.py")
+    assert alone.project is not given and alone.project is not other.project and alone.project.roots == []
 
 
 def test_parallel_assignment_binds_each_name():

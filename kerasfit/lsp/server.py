@@ -36,7 +36,7 @@ from ..api import CheckOptions, FileSettings, check_source, settings_for, tune_g
 from ..engine import ParseCache, add_imports, apply_fixes
 from ..notebook import Notebook, NotebookError
 from ..registry import all_rules, rule_by_name_or_code
-from ..semantic.index import ProjectIndex, use_index
+from ..semantic.index import ProjectIndex
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..reporters import lsp_diagnostic
@@ -260,7 +260,7 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
-    def use_workspace_index(self) -> None:
+    def workspace_index(self) -> ProjectIndex:
         """One project index per workspace folder, kept across checks: other files are
         read lazily when a check asks about them, and re-read when they change on disk."""
         root = self.workspace.root_path or str(Path.cwd())
@@ -268,20 +268,21 @@ class KerasfitServer(LanguageServer):
         if index is None or getattr(self, "_project_root", None) != root:
             index = self._project_index = ProjectIndex([root])
             self._project_root = root
-        use_index(index)
+        return index
 
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        self.use_workspace_index()
+        project = self.workspace_index()
         data = source.encode("utf-8", "surrogatepass")
-        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
+        if not fix and not mentions_tensorflow(data) and not project.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
         file_settings, warning = self.file_settings(uri, path)
         result = check_source(
-            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings
+            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings,
+            project=project,
         )
         lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
 

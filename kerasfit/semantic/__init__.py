@@ -14,7 +14,7 @@ Modules and their public API (stable; other branches build on it):
   ``resolve(from_path, raw_dotted) -> Symbol | None`` (framework re-exports and project
   functions across files), ``reached_from_model(path, function_name) -> bool`` and
   ``deps_of(path)`` (files consulted, with their content hashes);
-  ``current_index()`` / ``use_index(index)``.
+  passed in explicitly (``LintSettings.project`` → ``FileContext(project=...)``).
 - :mod:`.flow` — ``built_layer(index, facts, dotted, args, kwargs) -> Layer | None``:
   what a call of a project factory (``DarknetConv2D_BN_Leaky(64, (3, 3), strides=(2, 2))``)
   builds first, each argument a set of possible values (a may-analysis).

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import libcst as cst
 
-from .nodes import UNKNOWN, bound_names, get_arg, iter_children
+from .nodes import UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ def contents(ctx: FileContext, base: cst.BaseExpression, _depth: int = 0, _alias
     if where is None:
         return None
     key = (id(where), spelling, id(_alias))
-    memo: dict[tuple[int, str, int], Contents | None] = ctx.__dict__.setdefault("_containers", {})
+    memo = ctx.caches.containers
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
@@ -533,7 +533,7 @@ def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExp
             if src is False:
                 continue
 
-            if any(name.value in bound_names(stmt) for stmt in node.body.body):
+            if any(ctx.syntax.binds(stmt, name.value) for stmt in node.body.body):
                 return None  # rebound inside the loop
             return (node, src) if src is not None else None
     return None

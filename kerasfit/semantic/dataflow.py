@@ -13,7 +13,7 @@ import libcst as cst
 
 from . import containers
 from .model import FileContext
-from .nodes import binds, bound_names, get_arg, iter_children, walk
+from .nodes import class_index, get_arg, iter_children, self_attr, walk
 
 Block = cst.IndentedBlock | cst.Module
 
@@ -47,7 +47,7 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
         line, block, idx = cur
         mine = list(line.body)
         pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.stack)), len(mine))
-        if any(binds(s, name) for s in mine[:pos]):
+        if any(ctx.syntax.binds(s, name) for s in mine[:pos]):
             return None
         for j in range(idx - 1, -1, -1):
             stmt = block.body[j]
@@ -60,9 +60,9 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
                         and small.targets[0].target.value == name
                     ):
                         return (stmt, small.value) if len(stmt.body) == 1 else None
-                    if binds(small, name):
+                    if ctx.syntax.binds(small, name):
                         return None
-            elif binds(stmt, name):
+            elif ctx.syntax.binds(stmt, name):
                 return None
     b = ctx.lookup(name)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
@@ -91,55 +91,14 @@ def value_of(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def self_attr(expr: cst.BaseExpression) -> str | None:
-    """``X`` for ``self.X``."""
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
-
-
-def _class_index(cls: cst.ClassDef) -> tuple[dict[str, list[cst.BaseExpression]], dict[str, int]]:
-    """``self.<attr>`` assignments and reads in ``cls``, built once per class node."""
-    idx = _CLASS_INDEX.get(id(cls))
-    if idx is not None and idx[0] is cls:
-        return idx[1], idx[2]
-    assigned: dict[str, list[cst.BaseExpression]] = {}
-    reads: dict[str, int] = {}
-    stores: set[int] = set()
-    for n in walk(cls.body, into_defs=True):
-        if isinstance(n, cst.Assign):
-            for t in n.targets:
-                attr = self_attr(t.target)
-                if attr is not None:
-                    assigned.setdefault(attr, []).append(n.value)
-                    stores.add(id(t.target))
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
-            attr = self_attr(n.target)
-            if attr is not None:
-                assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
-                stores.add(id(n.target))
-        elif isinstance(n, cst.Attribute) and id(n) not in stores:
-            attr = self_attr(n)
-            if attr is not None:
-                reads[attr] = reads.get(attr, 0) + 1
-    if len(_CLASS_INDEX) > 256:
-        _CLASS_INDEX.clear()
-    _CLASS_INDEX[id(cls)] = (cls, assigned, reads)
-    return assigned, reads
-
-
-# id(class node) -> (node, assignments, reads); the node is kept so a reused id is detected.
-_CLASS_INDEX: dict[int, tuple[cst.ClassDef, dict[Any, Any], dict[Any, Any]]] = {}
-
-
 def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
     """Every value assigned to ``self.<attr>`` in the methods of ``cls``."""
-    return _class_index(cls)[0].get(attr, [])
+    return class_index(cls)[0].get(attr, [])
 
 
 def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
     """How often ``self.<attr>`` is read in ``cls``."""
-    return _class_index(cls)[1].get(attr, 0)
+    return class_index(cls)[1].get(attr, 0)
 
 
 def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
@@ -162,7 +121,7 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
         attr = self_attr(func)
         cls = ctx.enclosing_class()
         if attr is not None and cls is not None:
-            values = class_attr_assignments(cls, attr)
+            values = ctx.syntax.class_attr_assignments(cls, attr)
             if len(values) == 1:
                 ctor = values[0]
     if isinstance(ctor, cst.Call):
@@ -215,7 +174,7 @@ def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 
     attr = self_attr(expr)
     if attr is not None:
         cls = ctx.enclosing_class()
-        values = class_attr_assignments(cls, attr) if cls is not None else []
+        values = ctx.syntax.class_attr_assignments(cls, attr) if cls is not None else []
         return shape_of_variable(ctx, values[0], _depth + 1) if len(values) == 1 else None
     if not isinstance(expr, cst.Call):
         return None

@@ -20,10 +20,10 @@ Public API (stable; other branches build on it):
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged.
-- :func:`current_index` / :func:`use_index` — the index of the running check (the CLI sets
-  one per tree; the language server one per workspace folder). ``current_index()`` never
-  returns None: without a tree it is an index rooted nowhere that still resolves imports
-  from the file system.
+- The index of a running check is passed in explicitly (``LintSettings.project``, then
+  ``FileContext(project=...)``): the CLI makes one per run of a tree, the language server
+  one per workspace folder. A file checked without one gets an index rooted nowhere that
+  still resolves imports from the file system.
 """
 
 from __future__ import annotations
@@ -306,21 +306,6 @@ class ProjectIndex:
             elif r.is_dir():
                 files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
         return compute_reach(self, files)
-
-
-_CURRENT: ProjectIndex | None = None
-
-
-def current_index() -> ProjectIndex:
-    global _CURRENT
-    if _CURRENT is None:
-        _CURRENT = ProjectIndex()
-    return _CURRENT
-
-
-def use_index(index: ProjectIndex | None) -> None:
-    global _CURRENT
-    _CURRENT = index
 
 
 # ---- reach: Which project functions are reached from model-building or training code, across files.

@@ -28,6 +28,7 @@ from ..types import TARGETS, Target
 from .nodes import (
     UNKNOWN,
     ScopeNode,
+    SyntaxMemo,
     _string_key,
     child_fields,
     dotted_name,
@@ -38,8 +39,9 @@ from .nodes import (
 )
 
 from .bridge import built_layer_at
+from .caches import ModelCaches
 from .fileindex import FileIndex
-from .index import ProjectIndex, current_index
+from .index import ProjectIndex
 from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
 from .roles import graph_file, host_functions, traced_functions
@@ -176,10 +178,12 @@ class FileContext:
         source: str = "",
         *,
         import_free: Collection[int] = (),
+        project: ProjectIndex | None = None,
     ):
         """``import_free``: ids of top-level statements known to hold no import (the
         language server's, from kerasfit.reuse signatures), skipped when reading imports."""
         self.module = module
+        self._project = project
         self._import_free = import_free
         self.source = source
         self.filename = filename
@@ -201,6 +205,9 @@ class FileContext:
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._folds: dict[tuple[int | str | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
         self._fold_spent = self._fold_start = self._fold_active = 0
+        # memos of the parts (kerasfit.semantic.caches) and of syntax answers (nodes.SyntaxMemo)
+        self.caches = ModelCaches()
+        self.syntax = SyntaxMemo()
         self._scan_imports()
         # Filled by the engine's walk: ancestors of the node being visited.
         self.stack: list[cst.CSTNode] = []
@@ -369,12 +376,15 @@ class FileContext:
     # ---- the analysis package (kerasfit/analysis), reached through this facade ----
     @property
     def project(self) -> ProjectIndex:
-        """The project index of the running check (``analysis.index.ProjectIndex``)."""
-        return current_index()
+        """The project index of the running check (passed in; without one, the file is
+        checked alone against an empty index of its own)."""
+        if self._project is None:
+            self._project = ProjectIndex()
+        return self._project
 
     def _project_raw(self, raw: str) -> str | None:
         """The framework name a project import re-exports, else None (cached per name)."""
-        cache: dict[str, str | None] = self.__dict__.setdefault("_project_raws", {})
+        cache = self.caches.project_raws
         if raw not in cache:
             cache[raw] = None
             if self.filename and not self.filename.startswith("<"):
@@ -399,14 +409,14 @@ class FileContext:
             return None
         hit = by_name(".".join(reversed(attrs)))
         if hit is not None:
-            self.__dict__.setdefault("_by_name_hits", {})[id(node)] = (node, hit)
+            self.caches.by_name_hits[id(node)] = (node, hit)
         return hit
 
     def resolved_by_name(self, node: cst.BaseExpression) -> bool:
         """True when :meth:`resolve` answered for ``node`` (or a call of it) by spelling only."""
         if isinstance(node, cst.Call):
             node = node.func
-        hit = self.__dict__.get("_by_name_hits", {}).get(id(node))
+        hit = self.caches.by_name_hits.get(id(node))
         return hit is not None and hit[0] is node
 
     def possible_values(self, node: cst.BaseExpression | None) -> frozenset[Any] | None:
@@ -1181,7 +1191,7 @@ class FileContext:
 
     def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> Any:
         """The names of ``func`` that may hold TF tensors (analysis.tensors.TensorNames)."""
-        cache = self.__dict__.setdefault("_tensor_names", {})
+        cache = self.caches.tensor_names
         hit = cache.get(id(func))
         if hit is None or hit.fn is not func:
             hit = cache[id(func)] = TensorNames(self, func)

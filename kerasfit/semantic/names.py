@@ -158,7 +158,7 @@ def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
 
     from .nodes import walk  # defers libcst (nodes imports it), as above
 
-    memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
+    memo: dict[int, frozenset[str]] = ctx.caches.declared_globals if ctx is not None else {}
     hit = memo.get(id(func))
     if hit is None and ctx is not None and not _may_declare_globals(ctx):
         hit = memo[id(func)] = frozenset()
@@ -179,9 +179,9 @@ def _may_declare_globals(ctx: Any) -> bool:
     src = getattr(ctx, "source", "")
     if not src:  # a context built without its text: ask the tree
         return True
-    hit: bool | None = ctx.__dict__.get("_may_declare_globals")
+    hit: bool | None = ctx.caches.may_declare_globals
     if hit is None:
-        hit = ctx.__dict__["_may_declare_globals"] = _GLOBAL_WORD.search(src) is not None
+        hit = ctx.caches.may_declare_globals = _GLOBAL_WORD.search(src) is not None
     return hit
 
 

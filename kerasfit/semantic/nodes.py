@@ -185,16 +185,9 @@ def binds(node: cst.CSTNode, name: str) -> bool:
     return name in bound_names(node)
 
 
-# Statements are asked about again and again (once per later use of each name), so
-# the names each binds are computed once. Entries keep their node alive, so an id is
-# never reused while cached; the table is dropped when it grows large.
-_BOUND: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
-
-
 def bound_names(node: cst.CSTNode) -> frozenset[str]:
-    hit = _BOUND.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
+    """The names ``node`` (a statement) may bind (uncached; a file's model keeps a
+    :class:`SyntaxMemo` for the questions it asks again and again)."""
     names: set[str] = set()
     for n in walk(node):
         if isinstance(n, cst.AssignTarget) or isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
@@ -205,8 +198,74 @@ def bound_names(node: cst.CSTNode) -> frozenset[str]:
             names.add(n.name.value)
         elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
             names.add(n.target.value)
-    if len(_BOUND) > 50_000:
-        _BOUND.clear()
-    out = frozenset(names)
-    _BOUND[id(node)] = (node, out)
-    return out
+    return frozenset(names)
+
+
+def self_attr(expr: cst.BaseExpression) -> str | None:
+    """``X`` for ``self.X``."""
+    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+        return expr.attr.value
+    return None
+
+
+ClassIndex = tuple[dict[str, list[cst.BaseExpression]], dict[str, int]]
+
+
+def class_index(cls: cst.ClassDef) -> ClassIndex:
+    """``self.<attr>`` assignments and reads in ``cls`` (uncached; see SyntaxMemo)."""
+    assigned: dict[str, list[cst.BaseExpression]] = {}
+    reads: dict[str, int] = {}
+    stores: set[int] = set()
+    for n in walk(cls.body, into_defs=True):
+        if isinstance(n, cst.Assign):
+            for t in n.targets:
+                attr = self_attr(t.target)
+                if attr is not None:
+                    assigned.setdefault(attr, []).append(n.value)
+                    stores.add(id(t.target))
+        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
+            attr = self_attr(n.target)
+            if attr is not None:
+                assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
+                stores.add(id(n.target))
+        elif isinstance(n, cst.Attribute) and id(n) not in stores:
+            attr = self_attr(n)
+            if attr is not None:
+                reads[attr] = reads.get(attr, 0) + 1
+    return assigned, reads
+
+
+class SyntaxMemo:
+    """One file's memo of syntax answers asked again and again: the names each
+    statement binds (once per later use of each name) and each class's ``self.<attr>``
+    table. Entries keep their node, so an id is never reused while the memo lives."""
+
+    __slots__ = ("bound", "classes")
+
+    def __init__(self) -> None:
+        self.bound: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+        self.classes: dict[int, tuple[cst.ClassDef, ClassIndex]] = {}
+
+    def bound_names(self, node: cst.CSTNode) -> frozenset[str]:
+        hit = self.bound.get(id(node))
+        if hit is None or hit[0] is not node:
+            hit = self.bound[id(node)] = (node, bound_names(node))
+        return hit[1]
+
+    def binds(self, node: cst.CSTNode, name: str) -> bool:
+        """True when ``node`` (a statement) may rebind ``name``."""
+        return name in self.bound_names(node)
+
+    def class_index(self, cls: cst.ClassDef) -> ClassIndex:
+        hit = self.classes.get(id(cls))
+        if hit is None or hit[0] is not cls:
+            hit = self.classes[id(cls)] = (cls, class_index(cls))
+        return hit[1]
+
+    def class_attr_assignments(self, cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
+        """Values assigned to ``self.<attr>`` anywhere in ``cls`` (all methods)."""
+        return self.class_index(cls)[0].get(attr, [])
+
+    def class_attr_uses(self, cls: cst.ClassDef, attr: str) -> int:
+        """How often ``self.<attr>`` is read in ``cls``."""
+        return self.class_index(cls)[1].get(attr, 0)

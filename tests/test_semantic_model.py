@@ -1,0 +1,76 @@
+"""The semantic model keeps what it remembers in declared fields (STYLE 16): asking it
+questions never sticks new attributes onto it, and nothing is kept in module globals."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from kerasfit.semantic.caches import ModelCaches
+from kerasfit.semantic.model import FileContext
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SRC = textwrap.dedent(
+    """\
+    import tensorflow as tf
+    from tensorflow.keras import layers
+
+    def block(x, filters):
+        global G
+        return layers.Conv2D(filters, 3)(x)
+
+    class Net(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.convs = [layers.Conv2D(30, 3) for _ in range(2)]
+
+        def call(self, x):
+            for conv in self.convs:
+                x = conv(x)
+            y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+            return block(y, 30)
+    """
+)
+
+
+def test_questions_add_no_attributes_to_the_model() -> None:
+    ctx = FileContext(cst.parse_module(SRC), "net.py", source=SRC)
+    before = set(vars(ctx))
+    calls = [c for c, _ in ctx.index.calls]
+    for call in calls:
+        ctx.call_name_anywhere(call)
+        ctx.built_layer(call)
+        for a in call.args:
+            ctx.possible_values(a.value)
+    fns = [f for f in ctx.index.functions if isinstance(f, cst.FunctionDef)]
+    for f in fns:
+        ctx.tensor_names(f)
+        ctx.is_host_function(f)
+        ctx.name_refs_in("x", f)
+    assert set(vars(ctx)) == before
+    assert isinstance(ctx.caches, ModelCaches)
+    assert ctx.caches.tensor_names and ctx.caches.scoped_refs  # the answers were kept, where declared
+
+
+def _module_level_id_caches(path: Path) -> list[str]:
+    """Module-level dicts annotated as keyed by ``int`` (an ``id()``) in ``path``."""
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            ann = ast.unparse(node.annotation).replace(" ", "")
+            if ann.startswith("dict[int,"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.target.id}")
+    return found
+
+
+def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
+    sources = [*(ROOT / "kerasfit").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]
+    sources = [p for p in sources if "crosscheck" not in p.parts]  # the build child runs user code
+    dunder = [f"{p.relative_to(ROOT)}" for p in sources if "__dict__" in p.read_text(encoding="utf-8")]
+    assert not dunder, dunder
+    globals_ = [hit for p in sources for hit in _module_level_id_caches(p)]
+    assert not globals_, globals_
