@@ -77,8 +77,9 @@ def walk(
                 leave.setdefault(attr[6:], []).append(getattr(rule, attr))
     if not visit and not leave:
         return
-    anc = ctx.stack
+    anc = ctx.walk_path
     anc.clear()
+    ctx.visiting = module
     for fn in visit.get("Module", ()):
         _call(fn, module, on_error)
     anc.append(module)
@@ -87,20 +88,25 @@ def walk(
             if plan.take(top):
                 continue
             plan.begin(top)
-        _walk_from(top, anc, visit, leave, on_error)
+        _walk_from(top, ctx, visit, leave, on_error)
         if plan is not None:
             plan.end(top)
     del anc[1:]
+    ctx.visiting = module
     for fn in leave.get("Module", ()):
         _call(fn, module, on_error)
     anc.clear()
+    ctx.visiting = None
 
 
 def _walk_from(
-    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+    top: cst.CSTNode, ctx: FileContext, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
     on_error: Callable[[Rule, BaseException], None],
 ) -> None:
-    """The visitors over one top-level node and everything under it (``anc`` holds the module)."""
+    """The visitors over one top-level node and everything under it (the walk path holds
+    the module); ``ctx.visiting`` names the node whose visitors run, so the model answers
+    ``ancestors(node)`` for it from the path."""
+    anc = ctx.walk_path
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
@@ -111,11 +117,13 @@ def _walk_from(
         del anc[depth:]
         tn = type(node).__name__
         if len(item) == 3:
+            ctx.visiting = node
             for fn in leave[tn]:
                 _call(fn, node, on_error)
             continue
         fns = visit.get(tn)
         if fns is not None:
+            ctx.visiting = node
             for fn in fns:
                 _call(fn, node, on_error)
         if tn in leave:

@@ -74,3 +74,31 @@ def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
     assert not dunder, dunder
     globals_ = [hit for p in sources for hit in _module_level_id_caches(p)]
     assert not globals_, globals_
+
+
+def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
+    """``ctx.ancestors(node)`` answers for the node asked about: the visited node's from
+    the walk, any other node's from the file index — the same chain either way."""
+    from kerasfit.engine import walk
+    from kerasfit.rule import Rule
+
+    src = "import tensorflow as tf\n\ndef f(x):\n    return tf.concat([tf.nn.relu(x)], -1)\n"
+    seen: list[tuple[str, list[str], list[str]]] = []
+
+    class Probe(Rule):
+        code, name, message = "KF999", "probe", "probe"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            during = [type(a).__name__ for a in self.ctx.ancestors(node)]
+            inner = node.args[0].value if node.args else node
+            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.ancestors(inner)]))
+
+    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    walk(ctx.module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    concat = next(s for s in seen if s[0] == "tf.concat")
+    assert concat[1] == ["Module", "FunctionDef", "IndentedBlock", "SimpleStatementLine", "Return"]
+    # the list element is not the visited node: its chain comes from the index, and continues the walk's
+    assert concat[2] == concat[1] + ["Call", "Arg"]
+    fresh = FileContext(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
+    call = next(c for c, _ in fresh.index.calls if fresh.module.code_for_node(c.func) == "tf.concat")
+    assert [type(a).__name__ for a in fresh.ancestors(call)] == concat[1]

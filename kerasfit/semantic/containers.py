@@ -554,10 +554,10 @@ def _walked_ancestors(ctx: FileContext, node: cst.CSTNode) -> list[cst.CSTNode] 
     """``node``'s ancestors, innermost first, read off the engine's walk when ``node`` is
     the node being visited or one of its children; else None. Rules ask about the call
     they visit, and the parent links otherwise cost a walk of the whole file (the file
-    index), which most files need for nothing else. ``ctx.stack`` is the walk's chain
+    index), which most files need for nothing else. ``ctx.walk_path`` is the walk's chain
     only while it starts at the module (questions about other nodes swap in their
     scopes, without it)."""
-    stack = ctx.stack
+    stack = ctx.walk_path
     if not stack or stack[0] is not ctx.module:
         return None
     top = stack[-1]

@@ -20,7 +20,7 @@ Block = cst.IndentedBlock | cst.Module
 
 def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:
     """The statement line holding the visited node, its block and its index there."""
-    stack = ctx.stack
+    stack = ctx.walk_path
     for i in range(len(stack) - 1, 0, -1):
         line = stack[i]
         if isinstance(line, cst.SimpleStatementLine):
@@ -46,7 +46,7 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
     if cur is not None:
         line, block, idx = cur
         mine = list(line.body)
-        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.stack)), len(mine))
+        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.walk_path)), len(mine))
         if any(ctx.syntax.binds(s, name) for s in mine[:pos]):
             return None
         for j in range(idx - 1, -1, -1):

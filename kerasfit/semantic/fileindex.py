@@ -3,6 +3,8 @@ references, stores and calls the model's questions look up (public: ``ctx.index`
 
 from __future__ import annotations
 
+from typing import Iterator
+
 import libcst as cst
 
 from .nodes import ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
@@ -125,6 +127,10 @@ class FileIndex:
                 self.subscript_stores.setdefault((base, key), []).append((value, scopes))
 
     # ---- queries ---------------------------------------------------------------
+    def all_calls(self) -> Iterator[cst.Call]:
+        """Every call of the file, in source order (public: rules ask it for file facts)."""
+        return (call for call, _ in self.calls)
+
     def scopes_of(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
         hit = self._scope_cache.get(id(node))
         if hit is not None:

@@ -209,8 +209,10 @@ class FileContext:
         self.caches = ModelCaches()
         self.syntax = SyntaxMemo()
         self._scan_imports()
-        # Filled by the engine's walk: ancestors of the node being visited.
-        self.stack: list[cst.CSTNode] = []
+        # The engine's walk: the ancestors of the node it is visiting (``visiting``),
+        # outermost first. Read through ``ancestors(node)``, which checks the node.
+        self.walk_path: list[cst.CSTNode] = []
+        self.visiting: cst.CSTNode | None = None
 
     # ---- imports and names -------------------------------------------------
     def _scan_imports(self) -> None:
@@ -275,8 +277,11 @@ class FileContext:
                 elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     stack.append(stmt.body)
 
-    def raw_name(self, node: cst.BaseExpression) -> str | None:
-        """The fully-qualified dotted name an expression refers to, if it is imported."""
+    def raw_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode] | None = None) -> str | None:
+        """The fully-qualified dotted name an expression refers to, if it is imported.
+        ``within``: the scopes ``node`` is seen from, outermost first (default: where the
+        walk is)."""
+        within = self.walk_path if within is None else within
         if isinstance(node, cst.Call):
             return None
         dotted = dotted_name(node)
@@ -287,28 +292,28 @@ class FileContext:
             renamed = self._renamed_layer(head)
             if renamed is not None:
                 return f"{renamed}.{rest}" if rest else renamed
-            return self._injected(head, rest)
-        if self._locally_rebound(head):
-            return self._injected(head, rest)
+            return self._injected(head, rest, within)
+        if self._locally_rebound(head, within):
+            return self._injected(head, rest, within)
         base = self.imports.get(head)
         if base is None:
             alias = self._module_alias(head)
             if alias is None:
-                return self._injected(head, rest)
+                return self._injected(head, rest, within)
             base = alias
         return f"{base}.{rest}" if rest else base
 
-    def _injected(self, head: str, rest: str) -> str | None:
+    def _injected(self, head: str, rest: str, within: Sequence[cst.CSTNode]) -> str | None:
         """``backend.mean`` where ``backend`` is a submodule handed in at run time
         (keras_applications' ``get_submodules_from_kwargs`` idiom, see analysis.names)."""
         if not rest:
             return None
-        base = injected_submodule(self, head)
+        base = injected_submodule(self, head, within)
         return f"{base}.{rest}" if base else None
 
-    def _locally_rebound(self, name: str) -> bool:
-        """True when the innermost function scope assigns ``name`` itself."""
-        for scope in reversed(self.stack):
+    def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
+        """True when the innermost function scope of ``within`` assigns ``name`` itself."""
+        for scope in reversed(within):
             if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
                 idx = self.scope_index(scope)
                 bs = idx.bindings.get(name)
@@ -402,7 +407,7 @@ class FileContext:
             attrs.append(base.attr.value)
             base = base.value
         if isinstance(base, cst.Name):
-            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value)
+            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value, self.walk_path)
                                                  and base.value not in self.module_shadowed):
                 return None  # an import we could not map is a project object, not the framework
         elif not isinstance(base, (cst.Call, cst.Subscript)):
@@ -511,22 +516,24 @@ class FileContext:
                         idx.add(_module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
         return idx
 
-    def scopes(self) -> list[ScopeNode]:
-        """Enclosing scopes of the current node, innermost first."""
+    def scopes(self, within: Sequence[cst.CSTNode] | None = None) -> list[ScopeNode]:
+        """Enclosing scopes, innermost first, of the visited node (or of the nodes
+        ``within``, outermost first)."""
         out: list[ScopeNode] = [
-            s for s in reversed(self.stack) if isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            s for s in reversed(self.walk_path if within is None else within)
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
         ]
         out.append(self.module)
         return out
 
     def enclosing_function(self) -> cst.FunctionDef | None:
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, cst.FunctionDef):
                 return node
         return None
 
     def enclosing_class(self) -> cst.ClassDef | None:
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, cst.ClassDef):
                 return node
         return None
@@ -714,6 +721,21 @@ class FileContext:
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.index.parent.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """The nodes enclosing ``node``, outermost (the module) first; read-only. For the
+        node the engine is visiting this is the walk's own path (free); for any other
+        node, the file index's parent links."""
+        if node is self.visiting:
+            return self.walk_path
+        parent = self.index.parent
+        out: list[cst.CSTNode] = []
+        p = parent.get(id(node))
+        while p is not None:
+            out.append(p)
+            p = parent.get(id(p))
+        out.reverse()
+        return out
 
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
@@ -1067,12 +1089,7 @@ class FileContext:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
-        saved = self.stack
-        try:
-            self.stack = [s for s in reversed(self.index.scopes_of(node)) if not isinstance(s, cst.Module)]
-            return self.raw_name(node)
-        finally:
-            self.stack = saved
+        return self.raw_name(node, [s for s in reversed(self.index.scopes_of(node)) if not isinstance(s, cst.Module)])
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
@@ -1138,7 +1155,7 @@ class FileContext:
 
     def enclosing_callable(self) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around the visited node."""
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 return node
         return None
@@ -1177,12 +1194,7 @@ class FileContext:
     def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
         """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
         building the file index."""
-        saved = self.stack
-        try:
-            self.stack = [s for s in scopes if not isinstance(s, cst.Module)]
-            return self.raw_name(node)
-        finally:
-            self.stack = saved
+        return self.raw_name(node, [s for s in scopes if not isinstance(s, cst.Module)])
 
     def function_defined_as(self, expr: cst.BaseExpression, scopes: Sequence[ScopeNode] | None = None) -> cst.FunctionDef | None:
         """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``

@@ -76,12 +76,12 @@ INJECTED_SUBMODULES = ("backend", "layers", "models", "utils")
 _INJECTOR = "get_submodules_from_kwargs"
 
 
-def injected_submodule(ctx: Any, head: str) -> str | None:
-    """``keras.backend`` (etc.) when ``head`` is bound, where it is used, only to a
-    submodule handed in at run time; None otherwise."""
-    import libcst as cst
+def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
+    """``keras.backend`` (etc.) when ``head`` is bound, where it is used (``within``: the
+    enclosing scopes, outermost first), only to a submodule handed in at run time; None otherwise."""
+    import libcst as cst  # defers libcst: the project index imports this module without it
 
-    scopes = [s for s in reversed(ctx.stack) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    scopes = [s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
     for i, scope in enumerate(scopes):
         if isinstance(scope, cst.ClassDef) and i > 0:
             continue
@@ -91,7 +91,7 @@ def injected_submodule(ctx: Any, head: str) -> str | None:
                 return None
             if _declared_global(scope, head, ctx):
                 break
-            found = {_injection(ctx, b, head) for b in bs}
+            found = {_injection(ctx, b, head, within) for b in bs}
             return found.pop() if len(found) == 1 else None
     # module level: `backend = None`, filled by functions that declare it global
     bs = ctx.scope_index(ctx.module).bindings.get(head)
@@ -101,8 +101,8 @@ def injected_submodule(ctx: Any, head: str) -> str | None:
     return injected.get(head)
 
 
-def _injection(ctx: Any, b: Any, head: str) -> str | None:
-    import libcst as cst
+def _injection(ctx: Any, b: Any, head: str, within: Any) -> str | None:
+    import libcst as cst  # defers libcst, as above
 
     if b.kind == "assign" and b.value is not None:
         v = b.value
@@ -117,7 +117,7 @@ def _injection(ctx: Any, b: Any, head: str) -> str | None:
             return None
         if key not in INJECTED_SUBMODULES or not isinstance(base, cst.Name):
             return None
-        pb = ctx.lookup(base.value)
+        pb = ctx.lookup(base.value, ctx.scopes(within))
         if pb is None or pb.kind != "param" or not _is_star_kwarg(pb.node):
             return None
         return f"keras.{key}"

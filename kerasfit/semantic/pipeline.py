@@ -67,7 +67,7 @@ _OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "r
 def _outer_methods(ctx: FileContext, call: cst.Call) -> list[cst.Call]:
     """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
     out: list[cst.Call] = []
-    stack = ctx.stack
+    stack = ctx.walk_path
     cur: cst.CSTNode = call
     i = len(stack) - 1
     while i >= 1:
@@ -146,7 +146,7 @@ def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
         node = node.func.value
     if isinstance(node, cst.Name):
         out.append(node.value)
-    for anc in reversed(ctx.stack):
+    for anc in reversed(ctx.walk_path):
         if isinstance(anc, cst.Assign):
             for t in anc.targets:
                 if isinstance(t.target, cst.Name):
@@ -163,10 +163,10 @@ def feeds_evaluation(ctx: FileContext, call: cst.Call) -> bool:
     ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
     if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)):
         return True
-    for anc in ctx.stack:
+    for anc in ctx.walk_path:
         if isinstance(anc, cst.FunctionDef) and _EVAL_RE.search(anc.name.value):
             return True
-    stack = ctx.stack
+    stack = ctx.walk_path
     for i, anc in enumerate(stack):
         if not isinstance(anc, cst.If) or i + 1 >= len(stack):
             continue
@@ -231,7 +231,7 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -
             return None
         block = "".join(
             (b.indent if b.indent is not None else ctx.module.default_indent)
-            for b in ctx.stack
+            for b in ctx.walk_path
             if isinstance(b, cst.IndentedBlock)
         )
         nl = ctx.module.default_newline

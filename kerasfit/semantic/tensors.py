@@ -88,7 +88,7 @@ class TensorNames:
         self.fn = fn
         # the scopes names in fn's body resolve in, outermost first: from the visit's
         # ancestors when fn is among them (no file index needed), else from the index
-        stack = ctx.stack
+        stack = ctx.walk_path
         at = next((i for i, n in enumerate(stack) if n is fn), None)
         if at is not None:
             self._scopes: list[ScopeNode] | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
