@@ -29,7 +29,6 @@ from .config import (
 )
 from .crosscheck.stage import run_stage
 from .discovery import Candidate, discover, mentions_tensorflow
-from .notebook import Notebook, NotebookError, validate
 from .registry import all_rules, fingerprint as rules_fingerprint, manifest
 from .semantic.index import ProjectIndex, file_digest
 from .types import TARGETS, Diagnostic, FileResult, Severity
@@ -357,6 +356,8 @@ def _run_file(job: _Job, text: str, index: ProjectIndex) -> FileResult:
 
 def _run_notebook(job: _Job, text: str, index: ProjectIndex) -> FileResult:
     """``_run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
+    from .notebook import Notebook, NotebookError, validate  # defers the notebook reader until a .ipynb is checked
+
     res = FileResult(job.path)
     try:
         nb = Notebook.from_json(text[1:] if text.startswith("\ufeff") else text, job.path)

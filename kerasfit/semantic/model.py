@@ -44,7 +44,6 @@ from .fileindex import FileIndex
 from .index import ProjectIndex
 from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
-from .roles import graph_file, host_functions, traced_functions
 from .scoped import name_refs_in
 from .summaries import Layer
 from .tensors import TensorNames
@@ -1215,6 +1214,8 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
+        from .roles import host_functions  # defers the role tables (semantic.roles, ~5 ms of name sets) until asked
+
         return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
 
     def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
@@ -1224,6 +1225,8 @@ class FileContext:
         (analysis.roles)."""
         if func is None:
             return False
+        from .roles import graph_file, traced_functions  # defers the role tables, as above
+
         traced = self.file_fact("traced_functions", traced_functions, by_node=True)
         if self.file_fact("graph_file", graph_file) or id(func) in traced:
             return True
