@@ -1,4 +1,4 @@
-"""The engine's reach (kerasfit/context.py), on real parsed code."""
+"""The engine's reach (kerasfit/semantic/model.py), on real parsed code."""
 
 from __future__ import annotations
 

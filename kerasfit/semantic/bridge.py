@@ -107,7 +107,7 @@ def _cst_may_return_layer(ctx: FileContext, fn: cst.FunctionDef) -> bool:
 
 
 def _cst_scan(fn: cst.FunctionDef) -> bool:
-    """``flow.may_return_layer`` on the libcst tree: some ``return`` hands back a call
+    """``summaries.may_return_layer`` on the libcst tree: some ``return`` hands back a call
     that is not a layer application, a conditional or a name (same cheap filter)."""
     stack: list[Sequence[cst.BaseStatement | cst.BaseSmallStatement]] = [fn.body.body]
     while stack:

@@ -304,7 +304,7 @@ class FileContext:
 
     def _injected(self, head: str, rest: str, within: Sequence[cst.CSTNode]) -> str | None:
         """``backend.mean`` where ``backend`` is a submodule handed in at run time
-        (keras_applications' ``get_submodules_from_kwargs`` idiom, see analysis.names)."""
+        (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names)."""
         if not rest:
             return None
         base = injected_submodule(self, head, within)
@@ -377,7 +377,7 @@ class FileContext:
             return None
         return canonical(raw)
 
-    # ---- the analysis package (kerasfit/analysis), reached through this facade ----
+    # ---- the other parts of kerasfit/semantic, reached through this facade ---------
     @property
     def project(self) -> ProjectIndex:
         """The project index of the running check (passed in; without one, the file is
@@ -433,7 +433,7 @@ class FileContext:
 
     def built_layer(self, call: cst.Call) -> Layer | None:
         """For a call of a project function (same file or another file of the tree), the
-        first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
+        first framework layer it builds (``semantic.summaries.Layer``: raw name, argument value
         sets, factories traversed), else None."""
         return built_layer_at(self, call)
 
@@ -1201,7 +1201,7 @@ class FileContext:
         return self._same_file_function(expr, self.index.scopes_of(expr) if scopes is None else scopes)
 
     def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> Any:
-        """The names of ``func`` that may hold TF tensors (analysis.tensors.TensorNames)."""
+        """The names of ``func`` that may hold TF tensors (semantic.tensors.TensorNames)."""
         cache = self.caches.tensor_names
         hit = cache.get(id(func))
         if hit is None or hit.fn is not func:
@@ -1211,7 +1211,7 @@ class FileContext:
     def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True for code that runs on the host, never on the accelerator: a TPUEstimator
         ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest
-        (analysis.roles)."""
+        (semantic.roles)."""
         if func is None:
             return False
         from .roles import host_functions  # defers the role tables (semantic.roles, ~5 ms of name sets) until asked
@@ -1222,7 +1222,7 @@ class FileContext:
         """True when ``func`` builds or runs inside a traced graph although no role says
         so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
         of in-graph control flow, or a Keras 3 function written with ``keras.ops``
-        (analysis.roles)."""
+        (semantic.roles)."""
         if func is None:
             return False
         from .roles import graph_file, traced_functions  # defers the role tables, as above
