@@ -98,7 +98,7 @@ from .symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from .types import TARGETS, Applicability, Severity, Target
+from .types import TARGETS, Applicability, Role, Severity, Target
 
 __all__ = [
     "ScopeNode",
@@ -139,6 +139,7 @@ __all__ = [
     "SPATIAL_OUTPUT_RANK",
     "SPLIT_CALLS",
     "STEP_FN_TAKERS",
+    "Role",
     "Severity",
     "TARGETS",
     "TRANSPOSE_CALLS",

@@ -102,3 +102,14 @@ def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
     fresh = FileContext(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
     call = next(c for c, _ in fresh.index.calls if fresh.module.code_for_node(c.func) == "tf.concat")
     assert [type(a).__name__ for a in fresh.ancestors(call)] == concat[1]
+
+
+def test_roles_are_an_enum_equal_to_their_names() -> None:
+    from kerasfit.ruleapi import Role
+
+    src = "import tensorflow as tf\n\n@tf.function\ndef step(x):\n    return x\n\ndef parse(r):\n    return r\n\nds = tf.data.Dataset.range(3).map(parse)\n"
+    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    step, parse = (s for s in ctx.module.body if isinstance(s, cst.FunctionDef))
+    assert ctx.function_role(step) is Role.MODEL and ctx.function_role(parse) is Role.INPUT
+    assert ctx.function_role(step) == "model" and f"{ctx.function_role(parse)}" == "input"
+    assert ctx.role() is Role.MODULE  # outside a walk: module level

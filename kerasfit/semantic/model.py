@@ -24,7 +24,7 @@ from ..symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from ..types import TARGETS, Target
+from ..types import TARGETS, Role, Target
 from .nodes import (
     UNKNOWN,
     ScopeNode,
@@ -1140,7 +1140,7 @@ class FileContext:
         return [expr]
 
     # ---- what a function is for ------------------------------------------------
-    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> str:
+    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> Role:
         """'model' (runs on the accelerator: a Layer/Model ``call``/``build``, a
         ``train_step``, a ``tf.function``, a TF1 ``model_fn``, a function that builds
         layers, a ``strategy.run`` step), 'input' (the input pipeline: functions given
@@ -1148,9 +1148,9 @@ class FileContext:
         'other'. Helpers without evidence of their own take their enclosing function's
         role, else their same-file callers' when those agree. Computed once per file."""
         if func is None:
-            return "other"
-        roles: dict[int, str] = self.file_fact("roles", _compute_roles, by_node=True)
-        return roles.get(id(func), "other")
+            return Role.OTHER
+        roles: dict[int, Role] = self.file_fact("roles", _compute_roles, by_node=True)
+        return roles.get(id(func), Role.OTHER)
 
     def enclosing_callable(self) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around the visited node."""
@@ -1159,10 +1159,10 @@ class FileContext:
                 return node
         return None
 
-    def role(self) -> str:
+    def role(self) -> Role:
         """:meth:`function_role` of the code being visited; 'module' at module level."""
         f = self.enclosing_callable()
-        return "module" if f is None else self.function_role(f)
+        return Role.MODULE if f is None else self.function_role(f)
 
     @property
     def uses_tpu(self) -> bool:
@@ -1330,11 +1330,11 @@ def _uses_tpu(ctx: FileContext) -> bool:
     return False
 
 
-def _compute_roles(ctx: FileContext) -> dict[int, str]:
+def _compute_roles(ctx: FileContext) -> dict[int, Role]:
     """function_role for every function and lambda of the file (see FileContext)."""
     idx = ctx.index
-    forced: dict[int, str] = {}
-    direct: dict[int, str] = {}
+    forced: dict[int, Role] = {}
+    direct: dict[int, Role] = {}
     body_model: set[int] = set()
     body_input: set[int] = set()
     driver: set[int] = set()
@@ -1363,11 +1363,11 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             target = fn_of(first, scopes) or fn_of(_kw(call, "func", "fn", "map_func", "computation"), scopes)
             if target is not None:
                 if name in HOST_CALLBACK_WRAPPERS:
-                    forced[id(target)] = "other"  # runs in Python on the host, by design
+                    forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
                 elif name in INPUT_FN_TAKERS:
-                    direct.setdefault(id(target), "input")
+                    direct.setdefault(id(target), Role.INPUT)
                 elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
-                    direct.setdefault(id(target), "model")
+                    direct.setdefault(id(target), Role.MODEL)
         elif raw is not None and raw.startswith("tensorflow_datasets"):
             if owner is not None:
                 body_input.add(id(owner))
@@ -1376,18 +1376,18 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             if meth in _DATASET_FN_METHODS:
                 target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
                 if target is not None:
-                    direct[id(target)] = "input"
+                    direct[id(target)] = Role.INPUT
             elif meth in ("run", "experimental_run_v2", "experimental_run"):
                 target = fn_of(first, scopes) or fn_of(_kw(call, "fn"), scopes)
                 if target is not None:
-                    direct.setdefault(id(target), "model")
+                    direct.setdefault(id(target), Role.MODEL)
             elif meth in _DRIVER_METHODS and owner is not None:
                 driver.add(id(owner))
         for a in call.args:
             if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
                 target = fn_of(a.value, scopes)
                 if target is not None:
-                    direct.setdefault(id(target), "input" if a.keyword.value == "input_fn" else "model")
+                    direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
 
     keras_classes: dict[int, bool] = {}
 
@@ -1414,7 +1414,7 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             keras_classes[key] = ok
         return keras_classes[key]
 
-    roles: dict[int, str] = {}
+    roles: dict[int, Role] = {}
     undecided: list[cst.FunctionDef | cst.Lambda] = []
     for f in idx.functions:  # source order: an enclosing function comes first
         k = id(f)
@@ -1424,24 +1424,24 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             cls = idx.method_class.get(k)
             params = [p.name.value for p in f.params.params]
             if any(ctx._canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
-                role = "model"
+                role = Role.MODEL
             elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
-                role = "model"
+                role = Role.MODEL
             elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
-                role = "model"
+                role = Role.MODEL
             elif fname == "input_fn" or fname.endswith("_input_fn"):
-                role = "input"
+                role = Role.INPUT
         if role is None:
             m, i = k in body_model, k in body_input
             if m and not i:
-                role = "model"
+                role = Role.MODEL
             elif i and not m and k not in driver:
-                role = "input"
+                role = Role.INPUT
             elif m or i or k in driver:
-                role = "other"
+                role = Role.OTHER
         if role is None:
             outer = next((s for s in idx.scopes_of(f) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-            if outer is not None and roles.get(id(outer)) in ("model", "input"):
+            if outer is not None and roles.get(id(outer)) in (Role.MODEL, Role.INPUT):
                 role = roles[id(outer)]
         if role is None:
             undecided.append(f)
@@ -1454,12 +1454,14 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             if id(f) in roles or not isinstance(f, cst.FunctionDef):
                 continue
             sites = ctx.call_sites(f)
-            caller_roles = set()
+            caller_roles: set[Role | None] = set()  # None: a caller whose role is undecided
             for call, scopes in sites.calls:
                 owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-                caller_roles.add(roles.get(id(owner), "?") if owner is not None else "module")
-            if len(caller_roles) == 1 and next(iter(caller_roles)) in ("model", "input"):
-                roles[id(f)] = next(iter(caller_roles))
+                caller_roles.add(roles.get(id(owner)) if owner is not None else Role.MODULE)
+            shared = next(iter(caller_roles)) if len(caller_roles) == 1 else None
+            if shared in (Role.MODEL, Role.INPUT):
+                assert shared is not None
+                roles[id(f)] = shared
                 changed = True
                 # nested functions of a newly decided helper follow it
                 for g in undecided:
