@@ -19,6 +19,8 @@ from .config import (
     DEFAULT_MAX_FILE_SIZE,
     Config,
     ConfigError,
+    _matches,
+    default_cache_dir,
     Selection,
     cache_dir_of,
     check_docs_url,
@@ -31,8 +33,11 @@ from .config import (
     validate_selectors,
 )
 from .cachefs import CacheDir
+from .crosscheck.stage import run_stage
 from .discovery import Candidate, discover, mentions_tensorflow
 from .docpages import Links
+from .registry import all_rules, fingerprint as rules_fingerprint, manifest
+from .semantic.index import ProjectIndex, file_digest
 from .types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
@@ -100,17 +105,14 @@ class FileSettings:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
     def fingerprint(self) -> str:
-        from .registry import fingerprint
+        return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
-        return hashlib.sha256(repr((__version__, fingerprint(), self)).encode()).hexdigest()[:16]
-
-    def lint_settings(self) -> LintSettings:
-        from .engine import LintSettings
-        from .registry import all_rules
+    def lint_settings(self, project: ProjectIndex | None = None) -> LintSettings:
+        from .engine import LintSettings  # defers libcst (the engine parses with it)
 
         rules = all_rules()
         return LintSettings(
-            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable)
+            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project
         )
 
 
@@ -118,8 +120,6 @@ class Resolver:
     """Finds each file's config once per directory and turns it into FileSettings."""
 
     def __init__(self, options: CheckOptions, *, manifest_cache: bool = True) -> None:
-        from .registry import manifest
-
         self.options = options
         # The manifest lets a fully cached CLI run skip importing the rules; in-process
         # callers (the language server) import them anyway and must not write files.
@@ -193,8 +193,6 @@ _DEFAULT_CONFIG = Config()
 
 def unfixable_codes(codes: Sequence[str], cfg: Config) -> tuple[str, ...]:
     """Ruff's model: fixable (default ALL) plus extend-fixable, minus unfixable (which wins)."""
-    from .config import _matches
-
     fixable = [*(cfg.fixable if cfg.fixable is not None else ["ALL"]), *cfg.extend_fixable]
     return tuple(
         c for c in codes if not any(_matches(c, s) for s in fixable) or any(_matches(c, s) for s in cfg.unfixable)
@@ -241,8 +239,6 @@ class Cache:
             return None
         deps = e.get("deps")
         if deps:
-            from .analysis.index import file_digest
-
             # a helper in another file changed: what this file's checks saw changed too
             if not isinstance(deps, dict) or any(file_digest(p) != d for p, d in deps.items()):
                 return None
@@ -267,11 +263,6 @@ class Cache:
             return
         data = json.dumps({"kerasfit": __version__, "files": self.entries}).encode()
         self.dir.write(self.name, data, gitignore=True)
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("KERASFIT_CACHE_DIR")
-    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
 
 
 # ---- files ------------------------------------------------------------------------
@@ -351,13 +342,11 @@ class _Job:
     unsafe: bool
 
 
-def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> FileResult:
-    from .analysis.index import current_index
-    from .engine import fix_source, lint_source
+def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache | None = None) -> FileResult:
+    from .engine import fix_source, lint_source  # defers libcst: a run answered from the cache never loads it
 
-    settings = job.settings.lint_settings()
+    settings = job.settings.lint_settings(index)
     res = FileResult(job.path)
-    index = current_index()
     index.asking(job.path)
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
@@ -380,24 +369,74 @@ def _run_job(job: _Job, text: str, parse_cache: ParseCache | None = None) -> Fil
     return res
 
 
-def _run_file(job: _Job, text: str) -> FileResult:
+def _run_file(job: _Job, text: str, index: ProjectIndex) -> FileResult:
     if job.path.endswith(".ipynb"):
-        from .notebook import run_job
-
-        return run_job(job, text)
-    return _run_job(job, text)
+        return _run_notebook(job, text, index)
+    return _run_job(job, text, index)
 
 
-def _worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
+def _run_notebook(job: _Job, text: str, index: ProjectIndex) -> FileResult:
+    """``_run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
+    from .notebook import Notebook, NotebookError, validate  # defers the notebook reader until a .ipynb is checked
+
+    res = FileResult(job.path)
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    try:
+        nb = Notebook.from_json(text[len(bom):], job.path)
+    except NotebookError as exc:
+        res.error = str(exc)
+        return res
+    over = over_size_budget(job.path, sum(len(c.source.encode("utf-8")) for c in nb.cells), job.settings.max_file_size)
+    if over is not None:
+        res.error = over
+        return res
+    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module, index)
+    res.error = inner.error
+    where = nb
+    if inner.fixed_source is not None:
+        try:
+            sources = nb.split(inner.fixed_source)
+            fixed = nb.dumps(sources)
+            validate(fixed, job.path)
+            fixed = bom + fixed
+        except NotebookError as exc:
+            res.error = f"{job.path}: {exc}" if not str(exc).startswith(job.path) else str(exc)
+            # nothing is written, so every finding of the notebook as it stands is still there
+            unfixed = _run_job(_Job(job.path, job.settings, False, False), nb.module, index)
+            res.diagnostics = [nb.to_cell(d)[1] for d in unfixed.diagnostics]
+            return res
+        if fixed != text:
+            res.fixed_source = fixed
+            res.fixes_applied = inner.fixes_applied
+        # what is left was found in the fixed module: place it in the fixed cells
+        where = Notebook.from_cells([(c.number, src) for c, src in zip(nb.cells, sources)])
+    res.diagnostics = [where.to_cell(d)[1] for d in inner.diagnostics]
+    return res
+
+
+def _worker(batch: list[tuple[_Job, str]], index: ProjectIndex) -> list[FileResult]:
     out = []
     for job, text in batch:
-        out.append(_run_file(job, text))
+        out.append(_run_file(job, text, index))
         # A checked file's tree is held by reference cycles (bindings <-> scopes) that the
         # high gen-0 threshold tune_gc() sets leaves for much later: drop them before the
         # next file's tree is built. Over the 182 keras-io example files in one process:
         # peak RSS 101 -> 79 MB, CPU unchanged (a full collection per file would cost 2.5x).
         gc.collect(1)
     return out
+
+
+# A worker process's project index: handed over once when the pool forks the process
+# (never pickled), then passed explicitly to every check the worker runs.
+_FORKED_INDEX: list[ProjectIndex] = []
+
+
+def _adopt_index(index: ProjectIndex) -> None:
+    _FORKED_INDEX[:] = [index]
+
+
+def _forked_worker(batch: list[tuple[_Job, str]]) -> list[FileResult]:
+    return _worker(batch, _FORKED_INDEX[0])
 
 
 def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult:
@@ -412,8 +451,6 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     prefiltered = 0
     writing = options.fix and not options.diff
     snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
-    from .analysis.index import ProjectIndex, current_index, use_index
-
     index = ProjectIndex(paths)  # lazy: another file is read when a check asks about it
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
@@ -447,12 +484,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                 continue
         pending.append((job, text, data))
 
-    previous = current_index()
-    use_index(index)
-    try:
-        fresh = _execute([(j, t) for j, t, _ in pending], options.jobs)
-    finally:
-        use_index(previous)
+    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
     for (job, _, data), res in zip(pending, fresh):
         results.append(res)
         if cache.path is not None and res.error is None:
@@ -471,14 +503,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                     res.fixes_applied = 0
                     # the file still holds every finding the fixes would have removed
                     job, text = read[res.filename]
-                    use_index(index)
-                    try:
-                        res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text).diagnostics
-                    finally:
-                        use_index(previous)
+                    res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
     if options.build is not None:  # after fixes are written: the build sees the file as left
-        from .crosscheck.stage import run_stage
-
         run_stage(results, resolver, options.build)
     accepted = 0
     for res in results:
@@ -500,7 +526,7 @@ class _Baselines:
         self.resolver = resolver
         self.loaded: dict[Path, Baseline] = {}
         if options.use_baseline and options.baseline is not None:
-            from .baseline import Baseline  # deferred: it brings tokenize and the notebook reader; most runs have no baseline
+            from .baseline import Baseline  # defers the baseline reader (tokenize, the notebook reader): most runs have no baseline
 
             self.explicit: Baseline | None = Baseline.load(options.baseline)
         else:
@@ -515,7 +541,7 @@ class _Baselines:
         if cfg.baseline is None:
             return None
         if cfg.baseline not in self.loaded:
-            from .baseline import Baseline  # deferred, as above
+            from .baseline import Baseline  # defers the baseline reader, as above
 
             self.loaded[cfg.baseline] = Baseline.load(cfg.baseline, f"{cfg.source}: [tool.kerasfit] baseline")
         return self.loaded[cfg.baseline]
@@ -550,13 +576,13 @@ def checked_trees(paths: Sequence[str | Path]) -> list[Path]:
     return [Path(os.path.realpath(p if os.path.isdir(p) else Path(p).parent)) for p in paths]
 
 
-def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]:
+def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex) -> list[FileResult]:
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if os.environ.get("KERASFIT_NO_PARALLEL"):
         n = 1
     limited = _memory_limited()
     if not limited and (n <= 1 or len(work) < PARALLEL_MIN_FILES):
-        return _worker(work)
+        return _worker(work, index)
     if limited:
         # Under a memory limit a file too big to check kills its checker (libcst's parser
         # aborts when an allocation fails): check in workers so the death costs one file.
@@ -564,8 +590,6 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     import multiprocessing as mp
 
     import libcst  # noqa: F401  - imported before fork so workers inherit it
-
-    from .registry import all_rules
 
     all_rules()
     # Interleave big and small files across workers; one chunk each keeps IPC low.
@@ -577,14 +601,14 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None) -> list[FileResult]
     try:
         ctx = mp.get_context("fork")
     except ValueError:  # pragma: no cover - platforms without fork
-        return _worker(work)
+        return _worker(work, index)
     results: list[FileResult | None] = [None] * len(work)
-    lost = _run_chunks(ctx, work, chunks, results)
+    lost = _run_chunks(ctx, work, chunks, results, index)
     # A worker that died (a native crash, the OOM killer) took its chunk with it: check
     # those files again one per process, so the death is pinned on one file and the
     # others still get their results.
     for i in lost:
-        _run_chunks(ctx, work, [[i]], results)
+        _run_chunks(ctx, work, [[i]], results, index)
     # a slot still empty is a file whose worker died again, alone
     return [
         r if r is not None else FileResult(job.path, error=f"{job.path}: the checker process died on this file, not checked")
@@ -600,14 +624,14 @@ def _memory_limited() -> bool:
 
 
 def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[list[int]],
-                results: list[FileResult | None]) -> list[int]:
+                results: list[FileResult | None], index: ProjectIndex) -> list[int]:
     """Run chunks in worker processes; the indices whose worker died (never a hang)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     lost: list[int] = []
-    with ProcessPoolExecutor(len(chunks), mp_context=ctx) as pool:
-        futures = [(c, pool.submit(_worker, [work[i] for i in c])) for c in chunks]
+    with ProcessPoolExecutor(len(chunks), mp_context=ctx, initializer=_adopt_index, initargs=(index,)) as pool:
+        futures = [(c, pool.submit(_forked_worker, [work[i] for i in c])) for c in chunks]
         for c, fut in futures:
             try:
                 out = fut.result()
@@ -628,6 +652,7 @@ def check_source(
     unsafe: bool = False,
     parse_cache: ParseCache | None = None,
     file_settings: FileSettings | None = None,
+    project: ProjectIndex | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
@@ -635,11 +660,12 @@ def check_source(
     an edited buffer re-parse only the top-level statements that changed.
     ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
     the server keeps the last good ones to check with while a setting is broken.
+    ``project``: the index of the tree the file belongs to (default: the file alone).
     """
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
     settings = file_settings if file_settings is not None else resolver.settings_for(Path(filename))
-    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, parse_cache)
+    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, project or ProjectIndex(), parse_cache)
     try:
         res.fail_on = resolver.fail_on_for(Path(filename))
     except ConfigError:  # a broken config: the server checks with its last good settings

@@ -34,10 +34,10 @@ def run_check(
     write_baseline: Path | None = None, add_noqa: bool = False, max_file_size: int | None = None,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
-    from .api import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for
-    from .config import ConfigError, Selection
-    from .reporters import printable
-    from .types import FileResult
+    from .api import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for  # defers the check machinery (api, discovery, config) until argv is read
+    from .config import ConfigError, Selection  # defers the config reader until argv is read
+    from .reporters import printable  # defers the reporters until argv is read
+    from .types import FileResult  # defers the target tables until argv is read
 
     adopting = "--add-noqa" if add_noqa else "--write-baseline" if write_baseline is not None else None
     if adopting and (fix or diff or add_noqa and write_baseline is not None):
@@ -101,7 +101,7 @@ def run_check(
     for warning in result.warnings:
         echo(f"warning: {printable(warning)}", err=True)
     if add_noqa or write_baseline is not None:
-        from .adopt import add_noqa_comments, record_baseline
+        from .adopt import add_noqa_comments, record_baseline  # defers --add-noqa and --write-baseline until asked for
 
         try:
             if write_baseline is not None:
@@ -135,7 +135,7 @@ def run_check(
 
     _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet, links, result.accepted)
     if statistics:
-        from .reporters import statistics as stats
+        from .reporters import statistics as stats  # defers the reporters until there is output
 
         echo(stats(files, result.prefiltered, result.elapsed), err=output_format != "text")
     remaining = any(f.failing for f in files)
@@ -165,7 +165,6 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
     """stdin as text. Bytes that are not UTF-8 are one error line (None); with ``--fix -``
     they are also passed through unchanged, so a pipe (an editor's buffer) never comes
     back empty."""
-    from .reporters import printable
 
     raw = getattr(sys.stdin, "buffer", None)
     if raw is None:  # a text-only stream (an embedding host): already decoded
@@ -177,7 +176,7 @@ def _read_stdin(name: str, echo_back: bool) -> str | None:
         if echo_back:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
-        echo(f"error: {printable(name)}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
+        echo(f"error: {reporters.printable(name)}: not valid UTF-8 (byte {exc.start}), not checked", err=True)
         return None
 
 
@@ -198,7 +197,6 @@ def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool
 def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
     import difflib
 
-    from .reporters import printable
 
     chunks: list[str] = []
     for f in files:
@@ -215,8 +213,8 @@ def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
             difflib.unified_diff(
                 old.splitlines(keepends=True),
                 f.fixed_source.splitlines(keepends=True),
-                fromfile=f"a/{printable(f.filename)}",
-                tofile=f"b/{printable(f.filename)}",
+                fromfile=f"a/{reporters.printable(f.filename)}",
+                tofile=f"b/{reporters.printable(f.filename)}",
             )
         )
     return "".join(chunks)
@@ -227,7 +225,7 @@ def _build_request(build: bool, entry: str | None, batch_size: int | None, cores
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
-    from .crosscheck.stage import BuildRequest
+    from .crosscheck.stage import BuildRequest  # defers the build stage until --build
 
     return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
                         timeout=timeout, use_cache=not no_cache)

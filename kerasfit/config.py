@@ -17,6 +17,12 @@ from typing import Any, Sequence
 
 from .types import DEFAULT_TARGET, TARGETS
 
+
+def default_cache_dir() -> Path:
+    """./.kerasfit_cache, or $KERASFIT_CACHE_DIR (the static and the build caches' root)."""
+    env = os.environ.get("KERASFIT_CACHE_DIR")
+    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
+
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",
     "node_modules", "site-packages", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".kerasfit_cache",

@@ -19,12 +19,17 @@ from typing import Any, Callable, Iterable, Iterator, Sequence, cast
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from . import parseguard
 from .layout import for_libcst
+from .parseguard import budget_mask, parse_module
 from .imports import ImportTable, may_orphan
 from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start_row
 from .incremental import line_starts as incremental_line_starts
-from .context import _IS_NODE, FileContext, child_fields as _child_fields, is_node
-from .rule import FixSpec, Remove, Replace, Report, Rule
+from .fixes import FixSpec, Remove, Replace
+from .rule import Report, Rule
+from .semantic.index import ProjectIndex
+from .semantic.model import FileContext
+from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
@@ -45,23 +50,12 @@ class LintSettings:
     options: dict[str, Any] = field(default_factory=dict)
     # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
     unfixable: frozenset[str] = frozenset()
+    # The project index of the running check (other files of the tree, read lazily);
+    # None: the file is checked alone (an empty index of its own).
+    project: ProjectIndex | None = None
 
 
 # ---- traversal -----------------------------------------------------------------
-
-def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Children that can hold code (not whitespace or tokens), in source order."""
-    is_node_ = _IS_NODE
-    for name in _child_fields(type(node)):
-        v = getattr(node, name)
-        tp = type(v)
-        if tp is list or tp is tuple:
-            for item in v:
-                if is_node_.get(type(item)) or is_node(item):
-                    yield item
-        elif is_node_.get(tp) or (v is not None and is_node(v)):
-            yield v
-
 
 # a rule's bound visit_/leave_ method
 _Visitor = Callable[[cst.CSTNode], None]
@@ -83,8 +77,9 @@ def walk(
                 leave.setdefault(attr[6:], []).append(getattr(rule, attr))
     if not visit and not leave:
         return
-    anc = ctx.stack
+    anc = ctx.walk_path
     anc.clear()
+    ctx.visiting = module
     for fn in visit.get("Module", ()):
         _call(fn, module, on_error)
     anc.append(module)
@@ -93,20 +88,25 @@ def walk(
             if plan.take(top):
                 continue
             plan.begin(top)
-        _walk_from(top, anc, visit, leave, on_error)
+        _walk_from(top, ctx, visit, leave, on_error)
         if plan is not None:
             plan.end(top)
     del anc[1:]
+    ctx.visiting = module
     for fn in leave.get("Module", ()):
         _call(fn, module, on_error)
     anc.clear()
+    ctx.visiting = None
 
 
 def _walk_from(
-    top: cst.CSTNode, anc: list[cst.CSTNode], visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+    top: cst.CSTNode, ctx: FileContext, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
     on_error: Callable[[Rule, BaseException], None],
 ) -> None:
-    """The visitors over one top-level node and everything under it (``anc`` holds the module)."""
+    """The visitors over one top-level node and everything under it (the walk path holds
+    the module); ``ctx.visiting`` names the node whose visitors run, so the model answers
+    ``ancestors(node)`` for it from the path."""
+    anc = ctx.walk_path
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
@@ -117,11 +117,13 @@ def _walk_from(
         del anc[depth:]
         tn = type(node).__name__
         if len(item) == 3:
+            ctx.visiting = node
             for fn in leave[tn]:
                 _call(fn, node, on_error)
             continue
         fns = visit.get(tn)
         if fns is not None:
+            ctx.visiting = node
             for fn in fns:
                 _call(fn, node, on_error)
         if tn in leave:
@@ -660,35 +662,6 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _LEADING_WS = re.compile(r"[ \t\f]*")
 
 
-def without_form_feeds(source: str) -> str:
-    """The source with form feeds taken out of line indentation, for libcst to parse.
-
-    CPython resets the indentation column at a form feed, so only the whitespace after
-    the last one counts; libcst's tokenizer drops such form feeds from its output,
-    moves them to another line, or refuses valid code ("no matching outer block").
-    What is removed here is only that ignored whitespace, never inside a string, so the
-    meaning is the same; the engine maps offsets back onto the real source.
-    """
-    if "\f" not in source or re.search(r"\r(?!\n)", source):
-        return source
-    inside: set[int] = set()  # 1-based rows that start inside a multi-line string
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        return source
-    out = []
-    for row, m in enumerate(_LINE.finditer(source), 1):
-        line = m.group()
-        lead = _LEADING_WS.match(line)
-        ws = lead.group() if lead is not None else ""
-        if "\f" in ws and row not in inside:
-            line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
-        out.append(line)
-    return "".join(out)
-
-
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
@@ -717,8 +690,6 @@ def parse_guarded(
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
     not parse at all (then the diagnostics hold its one KF001).
     """
-    from . import parseguard
-
     if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
         if inc is not None:
@@ -925,8 +896,6 @@ class ParseCache:
 
 
 def _parse_piece(text: str) -> cst.Module:
-    from .parseguard import parse_module
-
     return parse_module(text)
 
 
@@ -939,14 +908,15 @@ def lint_module(
     while True:
         # statements holding no import are skipped when the context reads the imports
         import_free = memo.import_free(module) if memo is not None else ()
-        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free)
+        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free,
+                          project=settings.project)
         if memo is not None:
             ctx.index_parts = memo.index_parts
         rules = [r(ctx) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
         plan = None
         if memo is not None and all(_statement_local(r) for r in settings.rules):
-            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes)
+            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes, ctx.project)
         walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan)
         if plan is None:
             break
@@ -1236,8 +1206,6 @@ def add_imports(
     """Add the imports fixes need; remove the ones they orphaned if nothing else uses them."""
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor, RemoveImportsVisitor
-
-    from .parseguard import budget_mask, parse_module
 
     tree, _ = _cpython_parse(source)
     if tree is None or budget_mask(source, tree)[1]:

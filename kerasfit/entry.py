@@ -9,10 +9,10 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["lsp"]:
-        from .lsp.boot import serve_stdio_fast
+        from .lsp.boot import serve_stdio_fast  # defers everything but the boot path: initialize is answered first
 
-        serve_stdio_fast()
-        return
-    from .cli import main as cli_main
+        if serve_stdio_fast():
+            return
+    from .cli import main as cli_main  # defers typer until a command needs it
 
     cli_main()

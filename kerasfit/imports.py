@@ -14,7 +14,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from .context import dotted_name
+from .semantic.nodes import dotted_name
 
 ImportSpec = tuple[str, "str | None", "str | None"]  # (module, obj or None, asname or None)
 

@@ -32,6 +32,8 @@ import re
 from dataclasses import dataclass
 from typing import cast
 
+from .parseguard import over_budget
+
 # attribute set on top-level AST statements: rows to add to every line number beneath
 SHIFT_ATTR = "_kerasfit_row_shift"
 # widen a region that does not compile alone at most this many times
@@ -138,8 +140,6 @@ class IncrementalAST:
                 return None  # the caller parses (and reports on) the whole file
             i, j = max(i - 1, 0), min(j + 1, len(pieces))
         assert tree is not None  # the loop breaks on a tree or returns
-        from .parseguard import over_budget
-
         if over_budget(tree, region):
             return None  # a statement too deep for libcst: the whole-file path masks it
         ls = line_starts(source)

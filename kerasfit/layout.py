@@ -1,7 +1,7 @@
 """The text libcst is given: the source with the layout CPython ignores rewritten.
 
 libcst's tokenizer refuses, drops or moves some layout that CPython accepts: form feeds
-in indentation (see ``engine.without_form_feeds``) and a line holding only a backslash
+in indentation (see ``without_form_feeds``) and a line holding only a backslash
 in front of a statement (``\\`` then ``    return x`` inside a function: "expected
 INDENT"). Both rewrites keep every line where it is and change nothing but that
 whitespace and those backslashes, so the meaning is CPython's; the engine maps offsets
@@ -22,8 +22,6 @@ _LINE_ENDS = frozenset({tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize
 
 
 def for_libcst(source: str) -> str:
-    from .engine import without_form_feeds
-
     return without_lone_backslashes(without_form_feeds(source))
 
 
@@ -99,3 +97,32 @@ def _statement_rows(source: str, n: int) -> set[int] | None:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return None
     return free - inside
+
+
+def without_form_feeds(source: str) -> str:
+    """The source with form feeds taken out of line indentation, for libcst to parse.
+
+    CPython resets the indentation column at a form feed, so only the whitespace after
+    the last one counts; libcst's tokenizer drops such form feeds from its output,
+    moves them to another line, or refuses valid code ("no matching outer block").
+    What is removed here is only that ignored whitespace, never inside a string, so the
+    meaning is the same; the engine maps offsets back onto the real source.
+    """
+    if "\f" not in source or re.search(r"\r(?!\n)", source):
+        return source
+    inside: set[int] = set()  # 1-based rows that start inside a multi-line string
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    out = []
+    for row, m in enumerate(_LINE.finditer(source), 1):
+        line = m.group()
+        lead = _LEADING_WS.match(line)
+        ws = lead.group() if lead is not None else ""
+        if "\f" in ws and row not in inside:
+            line = ws[ws.rindex("\f") + 1 :] + line[len(ws) :]
+        out.append(line)
+    return "".join(out)

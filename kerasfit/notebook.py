@@ -18,13 +18,9 @@ import json
 import re
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from .config import over_size_budget
 from .types import Diagnostic, Edit, FileResult, Fix
-
-if TYPE_CHECKING:
-    from .api import _Job
 
 MARK = "# kerasfit-cell {}"
 _MARK_RE = re.compile(r"^# kerasfit-cell (\d+)$")
@@ -390,45 +386,3 @@ def validate(text: str, filename: str) -> None:
     except Exception as exc:  # nbformat raises several kinds; any of them means do not write
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise NotebookError(f"{filename}: the fixed notebook does not validate ({msg}); nothing written") from None
-
-
-# ---- the CLI's path ----------------------------------------------------------------
-
-
-def run_job(job: _Job, text: str) -> FileResult:
-    """``api._run_job`` for a ``.ipynb`` file: check (and fix) the cells, map back."""
-    from .api import _Job, _run_job
-
-    res = FileResult(job.path)
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    try:
-        nb = Notebook.from_json(text[len(bom):], job.path)
-    except NotebookError as exc:
-        res.error = str(exc)
-        return res
-    over = over_size_budget(job.path, sum(len(c.source.encode("utf-8")) for c in nb.cells), job.settings.max_file_size)
-    if over is not None:
-        res.error = over
-        return res
-    inner = _run_job(_Job(job.path, job.settings, job.fix, job.unsafe), nb.module)
-    res.error = inner.error
-    where = nb
-    if inner.fixed_source is not None:
-        try:
-            sources = nb.split(inner.fixed_source)
-            fixed = nb.dumps(sources)
-            validate(fixed, job.path)
-            fixed = bom + fixed
-        except NotebookError as exc:
-            res.error = f"{job.path}: {exc}" if not str(exc).startswith(job.path) else str(exc)
-            # nothing is written, so every finding of the notebook as it stands is still there
-            unfixed = _run_job(_Job(job.path, job.settings, False, False), nb.module)
-            res.diagnostics = [nb.to_cell(d)[1] for d in unfixed.diagnostics]
-            return res
-        if fixed != text:
-            res.fixed_source = fixed
-            res.fixes_applied = inner.fixes_applied
-        # what is left was found in the fixed module: place it in the fixed cells
-        where = Notebook.from_cells([(c.number, src) for c, src in zip(nb.cells, sources)])
-    res.diagnostics = [where.to_cell(d)[1] for d in inner.diagnostics]
-    return res

@@ -34,15 +34,16 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from .context import _FLAG_DEFINERS, _string_key, child_fields, is_node
-
-if TYPE_CHECKING:
-    from .context import FileContext
-    from .rule import Report, Rule
+from .rule import Report, Rule
+from .semantic.fileindex import _FLAG_DEFINERS
+from .semantic.index import ProjectIndex
+from .semantic.indexparts import Joined
+from .semantic.model import FileContext
+from .semantic.nodes import _string_key, child_fields, is_node
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
 _MOST = 0.5
@@ -235,8 +236,6 @@ class StatementMemo:
         self.deps: dict[str, str] = {}
         self.read_facts: object = None  # what the context reads on creation (_read_facts)
         # the statements' own file indexes, joined (kerasfit.indexparts)
-        from .indexparts import Joined
-
         self.index_parts = Joined()
         # per statement holding findings: its generated text and their offsets in it (engine.Positions)
         self.units: dict[int, tuple[Any, ...]] = {}
@@ -266,12 +265,14 @@ class StatementMemo:
         """ids of the top-level statements of ``module`` that hold no import at any depth."""
         return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
 
-    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]]) -> Plan:
-        """How to walk ``module``: which statements keep their findings."""
+    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
+             project: ProjectIndex) -> Plan:
+        """How to walk ``module``: which statements keep their findings (``project``: the
+        index the findings' cross-file facts are checked against)."""
         sigs = self.sigs
         fresh = self.signatures(module)
         reuse: set[int] = set()
-        if self.module is not None and key == self.key and self._deps_hold():
+        if self.module is not None and key == self.key and self._deps_hold(project):
             old = {id(st) for st in self.module.body}
             changed = {id(st) for st in module.body if id(st) not in old}
             now = {id(st) for st in module.body}
@@ -283,12 +284,9 @@ class StatementMemo:
         self.sigs = fresh
         return Plan(self, module, key, rules, crashes, reuse)
 
-    def _deps_hold(self) -> bool:
+    def _deps_hold(self, index: ProjectIndex) -> bool:
         if not self.deps:
             return True
-        from .analysis.index import current_index
-
-        index = current_index()
         for path, digest in self.deps.items():
             f = index.facts(path)
             if f is None or f.digest != digest:
@@ -321,8 +319,6 @@ class Plan:
         """Restore ``stmt``'s findings instead of walking it; False: walk it."""
         if id(stmt) not in self.reuse:
             return False
-        from .rule import Report
-
         kept, crashed = self.memo.found[id(stmt)]
         for i, node, message, severity, fix in kept:
             rule = self.rules[i]
@@ -378,6 +374,4 @@ class Plan:
         memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
-        from .analysis.index import current_index
-
-        memo.deps = current_index().deps_of(ctx.filename) if ctx.filename else {}
+        memo.deps = ctx.project.deps_of(ctx.filename) if ctx.filename else {}

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import libcst as cst
 
+from .fixes import FixSpec, Remove, Replace
 from .types import Applicability, Severity
 
 if TYPE_CHECKING:
-    from .context import FileContext
+    from .semantic.model import FileContext
 
 ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
 CODE_RE = re.compile(r"^KF\d{3}$")
@@ -72,29 +73,6 @@ class Invalid:
     @property
     def ranges(self) -> tuple[Range, ...] | None:
         return (self.at,) if isinstance(self.at, Range) else self.at
-
-
-@dataclass(frozen=True)
-class Replace:
-    """Replace ``node`` with ``new`` (a node, or source text)."""
-
-    node: cst.CSTNode
-    new: cst.CSTNode | str
-
-
-@dataclass(frozen=True)
-class Remove:
-    """Remove a whole statement (its line), or an argument (with its comma)."""
-
-    node: cst.CSTNode
-
-
-@dataclass(frozen=True)
-class FixSpec:
-    changes: tuple[Replace | Remove, ...]
-    applicability: Applicability
-    title: str
-    imports: tuple[tuple[str, str | None, str | None], ...] = ()
 
 
 @dataclass
@@ -155,9 +133,6 @@ class Rule:
     def _by_name_note(self, node: cst.CSTNode) -> str | None:
         """Say so when the API in a finding was recognised by its spelling only."""
         ctx = self.ctx
-        hits = getattr(ctx, "__dict__", {}).get("_by_name_hits")
-        if not hits:
-            return None
         n = node
         for _ in range(3):  # layers.X(...)(x) -> layers.X(...) -> layers.X
             if not isinstance(n, cst.Call):

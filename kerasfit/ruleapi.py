@@ -15,17 +15,25 @@ from .callargs import (
     set_keyword,
     keyword_value,
 )
-from .context import UNKNOWN, FileContext, ScopeNode, dotted_name, get_arg, string_value
-from .engine import iter_children
-from .flow import (
-    walk,
-    name_loads,
+from .fixes import FixSpec, Remove, Replace
+from .semantic.model import FileContext
+from .semantic.nodes import (
+    UNKNOWN,
+    ScopeNode,
     binds,
     bound_names,
+    dotted_name,
+    get_arg,
+    iter_children,
+    name_loads,
+    self_attr,
+    string_value,
+    walk,
+)
+from .semantic.dataflow import (
     current_statement,
     reaching_assignment,
     value_of,
-    self_attr,
     class_attr_assignments,
     class_attr_uses,
     layer_constructor,
@@ -39,7 +47,7 @@ from .flow import (
     label,
     class_attr_assignment_line,
 )
-from .pipeline import (
+from .semantic.pipeline import (
     round_up,
     tf_data_root,
     is_tf_data_chain,
@@ -50,7 +58,7 @@ from .pipeline import (
     receiver_dotted,
     insert_keyword,
 )
-from .rule import FixSpec, Invalid, Range, Remove, Replace, Rule, Valid
+from .rule import Invalid, Range, Rule, Valid
 from .symbols import (
     BATCHNORM_LAYERS,
     CHANNELS_FIRST_VALUES,
@@ -90,7 +98,7 @@ from .symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from .types import TARGETS, Applicability, Severity, Target, width_padding
+from .types import TARGETS, Applicability, Role, Severity, Target, width_padding
 
 __all__ = [
     "ScopeNode",
@@ -132,6 +140,7 @@ __all__ = [
     "SPATIAL_OUTPUT_RANK",
     "SPLIT_CALLS",
     "STEP_FN_TAKERS",
+    "Role",
     "Severity",
     "TARGETS",
     "TRANSPOSE_CALLS",

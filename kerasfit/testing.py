@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .engine import LintSettings, fix_source, lint_source
-from .rule import Invalid, Range, Rule, Valid
+from .registry import _walk_package
+from .rule import NAME_RE, Invalid, Range, Rule, Valid
 from .types import DEFAULT_TARGET, TARGETS
 
 
@@ -73,8 +74,6 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
 
 def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
     """What every rule must carry: examples, a page with every section, a code in its pack's band."""
-    from .rule import NAME_RE
-
     if prefix is not None:
         assert re.fullmatch(rf"{prefix}\d{{3}}", rule.code), f"{rule.code} does not match the pack prefix {prefix}nnn"
     assert NAME_RE.match(rule.name), f"{rule.code}: name {rule.name!r} is not kebab-case"
@@ -88,8 +87,6 @@ def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
 
 def rules_of(pack: str) -> list[type[Rule]]:
     """The rule classes in a pack (a package of rule modules, or one module)."""
-    from .registry import _walk_package
-
     rules = sorted(_walk_package(pack), key=lambda r: r.code)
     assert rules, f"no Rule subclasses found in {pack}"
     return rules

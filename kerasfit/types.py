@@ -25,6 +25,16 @@ def rule_url(code: str) -> str | None:
     return RULE_PAGE.format(code=code) if _BUILTIN_RULE_CODE.match(code) else None
 
 
+class Role(enum.StrEnum):
+    """What a function's code is for (``ctx.function_role``; ``ctx.role()`` adds MODULE):
+    equal to its plain string, so ``role == "model"`` keeps working."""
+
+    MODEL = "model"  # runs on the accelerator: a Layer/Model call, a train step, a tf.function
+    INPUT = "input"  # the input pipeline: Dataset.map functions, parsers, input_fns
+    OTHER = "other"  # host code: drivers, metric_fns, everything else
+    MODULE = "module"  # module level, outside any function
+
+
 class Severity(str, enum.Enum):
     ERROR = "error"
     WARNING = "warning"

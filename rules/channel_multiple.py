@@ -527,7 +527,7 @@ class ChannelMultiple(Rule):
             a = self.ctx.const(act)
             if (isinstance(a, str) and a.lower() in HEAD_ACTIVATIONS) or self.ctx.resolve(act) in HEAD_CONSUMERS:
                 return "softmax/sigmoid activation"
-        stack = self.ctx.stack
+        stack = self.ctx.ancestors(call)
         # The node that yields the layer's output: `Dense(10)(x)` or `tf.layers.dense(x, 10)`.
         i = len(stack)
         if stack and isinstance(stack[-1], cst.Call) and stack[-1].func is call:

@@ -320,10 +320,10 @@ class L2InForward(Rule):
     # ---- loss-side patterns -----------------------------------------------
     def _check_l2_loss(self, call: cst.Call) -> None:
         arg = get_arg(call, "t", 0)
-        if arg is None or not self._is_weight(arg.value):
+        if arg is None or not self._is_weight(arg.value, call):
             return
         coef = None
-        for anc in reversed(self.ctx.stack):
+        for anc in reversed(self.ctx.ancestors(call)):
             if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 break
             if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Multiply):
@@ -338,13 +338,14 @@ class L2InForward(Rule):
             f"`tf.nn.l2_loss` over the weights adds an L2 penalty to the loss every step; {_ADVICE}{decay}",
         )
 
-    def _is_weight(self, expr: cst.BaseExpression) -> bool:
+    def _is_weight(self, expr: cst.BaseExpression, at: cst.Call) -> bool:
+        """(``at``: the call being visited, whose enclosing loops may bind ``expr``.)"""
         dn = dotted_name(expr)
         if dn is None:
             return False
         last = dn.rsplit(".", 1)[-1]
         if isinstance(expr, cst.Name):
-            for anc in reversed(self.ctx.stack):
+            for anc in reversed(self.ctx.ancestors(at)):
                 fors: list[cst.CompFor | cst.For] = []
                 if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
                     comp: cst.CompFor | None = anc.for_in

@@ -119,7 +119,7 @@ class MaxpoolGradient(Rule):
 
 def _file_trains(ctx: FileContext) -> bool:
     """The file runs training: a ``fit``-like method call or a TF training symbol."""
-    for call, _ in ctx.index.calls:
+    for call in ctx.index.all_calls():
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
             return True

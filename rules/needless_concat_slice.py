@@ -541,7 +541,7 @@ class NeedlessConcatSlice(Rule):
             return
         if "unstack" not in name and self._undoes_concat(node, name, value.value, axis):
             return
-        if axis == -1 and self._tensorish(value.value):
+        if axis == -1 and self._tensorish(value.value, node):
             self.report(
                 node,
                 f"`{label(name)}` along the last (feature) axis: the TPU pads that dim to 128 lanes, "
@@ -558,7 +558,7 @@ class NeedlessConcatSlice(Rule):
         change: Replace | Remove | None = None
         if name_arg is None and isinstance(el, _ATOMIC) and self._op_result(el):
             change = Replace(node, el)
-            stack = self.ctx.stack
+            stack = self.ctx.ancestors(node)
             # `x = tf.concat([x], -1)` becomes nothing rather than `x = x`
             if (
                 isinstance(el, cst.Name)
@@ -673,10 +673,11 @@ class NeedlessConcatSlice(Rule):
             pass
         else:
             return
-        parent = self.ctx.stack[-1] if self.ctx.stack else None
+        above = self.ctx.ancestors(node)
+        parent = above[-1] if above else None
         if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
             return  # item assignment: not a TF tensor
-        if not self._tensorish(node.value):
+        if not self._tensorish(node.value, node):
             return
         self.report(
             node,
@@ -686,14 +687,15 @@ class NeedlessConcatSlice(Rule):
         )
 
     # ---- is it a TF tensor in model or loss code? ------------------------------------
-    def _tensorish(self, expr: cst.BaseExpression) -> bool:
-        if self._in_pipeline() or not self._tensor_in_code(expr):
+    def _tensorish(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
+        """(``at``: the node being visited, where ``expr`` is used.)"""
+        if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
         # asked last: the roles need the whole file's index
         fn = self.ctx.enclosing_callable()
         return fn is None or not (self.ctx.is_host_function(fn) or self.ctx.function_role(fn) == "input")
 
-    def _tensor_in_code(self, expr: cst.BaseExpression) -> bool:
+    def _tensor_in_code(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         ctx = self.ctx
         src = value_of(ctx, expr)
         if isinstance(src, cst.Call):
@@ -712,12 +714,12 @@ class NeedlessConcatSlice(Rule):
             found = layer_constructor(ctx, src.func) if held else None
             if found is not None and found[1].startswith("keras.layers."):
                 return True
-        for anc in reversed(ctx.stack):
+        for anc in reversed(ctx.ancestors(at)):
             if isinstance(anc, cst.Lambda):
-                if self._lambda_layer(anc):
+                if self._lambda_layer(anc, at):
                     return True
             elif isinstance(anc, cst.FunctionDef):
-                if self._model_function(anc) or self._loss_signature(anc):
+                if self._model_function(anc, at) or self._loss_signature(anc):
                     return True
                 # loss and box helpers: the sliced value is (or is sliced/combined
                 # from, or into) a tensor a TF op computes with; else a helper that
@@ -736,14 +738,14 @@ class NeedlessConcatSlice(Rule):
         names = {p.name.value for p in fn.params.params}
         return {"y_true", "y_pred"} <= names
 
-    def _lambda_layer(self, lam: cst.Lambda) -> bool:
-        stack = self.ctx.stack
+    def _lambda_layer(self, lam: cst.Lambda, at: cst.CSTNode) -> bool:
+        stack = self.ctx.ancestors(at)
         i = next((k for k, n in enumerate(stack) if n is lam), None)
         if i is None or i < 2 or not isinstance(stack[i - 1], cst.Arg):
             return False
         return self.ctx.call_name(stack[i - 2]) == "keras.layers.Lambda"
 
-    def _model_function(self, fn: cst.FunctionDef) -> bool:
+    def _model_function(self, fn: cst.FunctionDef, at: cst.CSTNode) -> bool:
         for d in fn.decorators:
             dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             if self.ctx.resolve(dec) == "tf.function":
@@ -751,7 +753,7 @@ class NeedlessConcatSlice(Rule):
         if fn.name.value not in _TENSOR_METHODS:
             return False
         cls = None
-        for anc in reversed(self.ctx.stack):
+        for anc in reversed(self.ctx.ancestors(at)):
             if isinstance(anc, cst.ClassDef):
                 cls = anc
                 break
@@ -759,8 +761,8 @@ class NeedlessConcatSlice(Rule):
                 return False
         return cls is not None and any(self.ctx.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
 
-    def _in_pipeline(self) -> bool:
-        stack = self.ctx.stack
+    def _in_pipeline(self, at: cst.CSTNode) -> bool:
+        stack = self.ctx.ancestors(at)
         pipeline_fns: frozenset[str] = self.ctx.file_fact("KF105.pipeline_fns", _pipeline_fns)
         for i, anc in enumerate(stack):
             if isinstance(anc, cst.FunctionDef) and anc.name.value in pipeline_fns:

@@ -335,7 +335,7 @@ class NonlogicalTranspose(Rule):
 
     def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
         """The transpose's result goes only into ``ops``, directly or through one name."""
-        stack = self.ctx.stack
+        stack = self.ctx.ancestors(node)
         parent = stack[-1] if stack else None
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True

@@ -20,11 +20,8 @@ from kerasfit.ruleapi import (
     Rule,
     Severity,
     ZERO_PADDING_LAYERS,
-    binds,
     canonical,
     class_attr_assignment_line,
-    class_attr_assignments,
-    class_attr_uses,
     container_contents,
     current_statement,
     dotted_name,
@@ -764,6 +761,8 @@ class PadBeforeConv(Rule):
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
+        self._done: set[int] = set()  # pad layers already reported as a pair
+        self._helpers: dict[int, tuple[cst.Call, _HelperPad | None]] = {}  # call -> what the helper pads
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -881,7 +880,7 @@ class PadBeforeConv(Rule):
     def _adjacent(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]], why_pair: str) -> None:
         """Report each (pad, valid conv) pair of layers applied one after the other; the
         layers are constructor calls (or names bound once to one)."""
-        done: set[int] = self.__dict__.setdefault("_done", set())
+        done = self._done
         for first_layer, second_layer in pairs:
             first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None or id(first) in done:
@@ -926,7 +925,7 @@ class PadBeforeConv(Rule):
         inp = get_arg(app, "inputs", 0)
         if attr is None or cls is None or inp is None:
             return
-        convs = class_attr_assignments(cls, attr)
+        convs = self.ctx.syntax.class_attr_assignments(cls, attr)
         if len(convs) < 2:
             return
         src = inp.value
@@ -947,7 +946,7 @@ class PadBeforeConv(Rule):
             if paddings is None or "VALID" not in paddings:
                 continue
             block = self._block_of(conv)
-            for pad in class_attr_assignments(cls, pad_attr):
+            for pad in self.ctx.syntax.class_attr_assignments(cls, pad_attr):
                 if (
                     isinstance(pad, cst.Call)
                     and ctx.call_name(pad) in ZERO_PADDING_LAYERS
@@ -1199,7 +1198,7 @@ class PadBeforeConv(Rule):
         shape with the helper's name as the label, else None."""
         if not isinstance(call, cst.Call) or not isinstance(call.func, (cst.Name, cst.Attribute)):
             return None
-        cache: dict[int, tuple[cst.Call, _HelperPad | None]] = self.__dict__.setdefault("_helpers", {})
+        cache = self._helpers
         hit = cache.get(id(call))
         if hit is not None and hit[0] is call:
             return hit[1]
@@ -1320,14 +1319,14 @@ class PadBeforeConv(Rule):
         if not (isinstance(pad_input, cst.Name) and pad_input.value == via):
             if not isinstance(pad_input, cst.Name):
                 return ["the pad's input is an expression, not a variable"]
-            if any(binds(s, pad_input.value) for s in between):
+            if any(self.ctx.syntax.binds(s, pad_input.value) for s in between):
                 return ["the pad's input is rebound before the conv"]
-        if binds(line, via):
+        if self.ctx.syntax.binds(line, via):
             return []
         for s in block.body[idx + 1 :]:
             if name_loads(s, via):
                 return ["the padded tensor is used elsewhere too"]
-            if binds(s, via):
+            if self.ctx.syntax.binds(s, via):
                 return []
         fn = ctx.enclosing_function()
         if fn is not None and block is fn.body:
@@ -1345,7 +1344,7 @@ class PadBeforeConv(Rule):
             return 0
         key = (id(cls), attr)
         if key not in self._attr_cache:
-            self._attr_cache[key] = (len(class_attr_assignments(cls, attr)), class_attr_uses(cls, attr))
+            self._attr_cache[key] = (len(self.ctx.syntax.class_attr_assignments(cls, attr)), self.ctx.syntax.class_attr_uses(cls, attr))
         return self._attr_cache[key][1]
 
     @staticmethod

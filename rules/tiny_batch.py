@@ -287,7 +287,7 @@ class TinyBatch(Rule):
 def _file_trains(ctx: FileContext) -> bool:
     """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
     estimator built only to export or predict never runs its ``train_batch_size``."""
-    for call, _ in ctx.index.calls:
+    for call in ctx.index.all_calls():
         func = call.func
         last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if last in ("train", "train_and_evaluate"):

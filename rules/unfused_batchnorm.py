@@ -353,7 +353,7 @@ class UnfusedBatchnorm(Rule):
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
         if get_arg(node, "dtype") is not None:
             return False  # float64 has no fused kernel
-        stack = self.ctx.stack
+        stack = self.ctx.ancestors(node)
         if self.ctx.call_name(node) == "tf.layers.batch_normalization":
             inp = get_arg(node, "inputs", 0)
         elif stack and isinstance(stack[-1], cst.Call) and stack[-1].func is node:

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import libcst as cst
 
-from kerasfit.analysis import ProjectIndex, by_name, star_names, use_index
-from kerasfit.analysis.flow import built_layer
+from kerasfit.semantic.index import ProjectIndex
+from kerasfit.semantic.names import by_name, star_names
+from kerasfit.semantic.summaries import built_layer
 from kerasfit.api import CheckOptions, check_paths
 from kerasfit.config import Selection
-from kerasfit.context import FileContext
+from kerasfit.semantic.model import FileContext
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -121,7 +122,7 @@ def test_factory_in_another_file_is_summarised(tmp_path):
     })
     index = ProjectIndex()
     facts = index.facts(tmp_path / "nets/backbone.py")
-    from kerasfit.analysis.flow import consts
+    from kerasfit.semantic.summaries import consts
 
     down = built_layer(index, facts, "Conv", [consts(64), consts((3, 3))], {"strides": consts((2, 2))})
     keep = built_layer(index, facts, "Conv", [consts(64), consts((3, 3))], {})
@@ -142,7 +143,7 @@ def test_unknown_branch_joins_both_values(tmp_path):
             return tf.keras.layers.Conv2D(filters, 3, strides=stride, padding=padding)
     """})
     index = ProjectIndex()
-    from kerasfit.analysis.flow import TOP, consts
+    from kerasfit.semantic.summaries import TOP, consts
 
     layer = built_layer(index, index.facts(tmp_path / "lib.py"), "conv", [consts(8), consts(1), TOP], {})
     assert layer.kwargs["padding"] == consts("valid", "same")
@@ -250,13 +251,18 @@ def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     assert second.diagnostics == [] and not any(r.cached for r in second.files)
 
 
-def test_no_index_left_behind(tmp_path):
-    _write(tmp_path, {"a.py": "import tensorflow as tf\n"})
-    use_index(None)
-    check_paths([str(tmp_path / "a.py")], CheckOptions(use_cache=False, jobs=1))
-    from kerasfit.analysis.index import current_index
+def test_the_project_index_is_passed_in_not_global(tmp_path):
+    """Each model answers from the index it was given; a file checked alone gets its own
+    (an index left over from another check could answer with the wrong tree)."""
+    import libcst as cst
 
-    assert current_index().roots == []
+    _write(tmp_path, {"helpers.py": "from tensorflow.keras import layers as L\n"})
+    module = cst.parse_module("from helpers import L\nL.Dense(100)\n")
+    given = ProjectIndex([tmp_path])
+    ctx = FileContext(module, str(tmp_path / "m.py"), project=given)
+    assert ctx.project is given
+    alone, other = FileContext(module, "m.py"), FileContext(module, "m.py")
+    assert alone.project is not given and alone.project is not other.project and alone.project.roots == []
 
 
 def test_parallel_assignment_binds_each_name():
@@ -401,7 +407,7 @@ def test_one_op_on_both_branches_joins_its_arguments(tmp_path):
             return tf.keras.layers.Conv2D(filters, 3, padding='same')
     """})
     index = ProjectIndex()
-    from kerasfit.analysis.flow import TOP, consts
+    from kerasfit.semantic.summaries import TOP, consts
 
     layer = built_layer(index, index.facts(tmp_path / "lib.py"), "conv", [consts(8), TOP], {})
     assert layer is not None and layer.name == "tensorflow.keras.layers.Conv2D"

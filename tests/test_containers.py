@@ -1,4 +1,4 @@
-"""Layers kept in containers (kerasfit.analysis.containers): which element an index or a
+"""Layers kept in containers (kerasfit.semantic.containers): which element an index or a
 loop variable is, and the order a loop applies them in. Asked the way rules ask, through
 ``kerasfit.ruleapi`` on a real parse of each file."""
 
@@ -9,7 +9,7 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kerasfit.context import FileContext
+from kerasfit.semantic.model import FileContext
 from kerasfit.ruleapi import applied_in_order, container_contents, element_candidates, layer_constructor
 
 

@@ -1,4 +1,4 @@
-"""The engine's reach (kerasfit/context.py), on real parsed code."""
+"""The engine's reach (kerasfit/semantic/model.py), on real parsed code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kerasfit.context import UNKNOWN, FileContext
+from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.nodes import UNKNOWN
 
 
 def _ctx(src: str, **options) -> FileContext:

@@ -184,8 +184,8 @@ def test_a_failed_write_whose_undo_fails_too_says_the_file_may_be_damaged(tmp_pa
 def between_check_and_write(monkeypatch, action):
     real = api._execute
 
-    def execute(work, jobs):
-        out = real(work, jobs)
+    def execute(work, jobs, *rest):
+        out = real(work, jobs, *rest)
         action()
         return out
 

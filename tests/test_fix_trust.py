@@ -73,8 +73,8 @@ def _between_check_and_write(monkeypatch, action):
     """Run ``action`` after every file was read and checked, before the write phase."""
     real = api._execute
 
-    def execute(work, jobs):
-        out = real(work, jobs)
+    def execute(work, jobs, *rest):
+        out = real(work, jobs, *rest)
         action()
         return out
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.context import FileContext
-from kerasfit.engine import Positions, iter_children
+from kerasfit.semantic.model import FileContext
+from kerasfit.engine import Positions
+from kerasfit.semantic.nodes import iter_children
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(p for p in (ROOT / "fixtures").rglob("*.py")) + [ROOT / "examples" / "model.py"]

@@ -246,26 +246,23 @@ def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edit
 
 
 def test_a_changed_file_of_the_project_walks_the_whole_file(tmp_path, monkeypatch):
-    from kerasfit.analysis.index import ProjectIndex, use_index
+    from kerasfit.semantic.index import ProjectIndex
 
     (tmp_path / "helpers.py").write_text("from tensorflow.keras import layers as L\n")
     main = tmp_path / "model.py"
     src = "from helpers import L\n\n\ndef f(x):\n    return L.Dense(100)(x)\n\n\ndef g(x):\n    return x\n"
     main.write_text(src)
-    use_index(ProjectIndex([tmp_path]))
-    try:
-        cache = ParseCache()
-        first = check_source(src, str(main), parse_cache=cache)
-        assert [d.code for d in first.diagnostics] == ["KF102"]
-        again = check_source(src.replace("return x", "return x + 1"), str(main), parse_cache=cache)
-        assert cache.memo.reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
-        (tmp_path / "helpers.py").write_text("import numpy as L\n")
-        os.utime(tmp_path / "helpers.py", ns=(1, 1))
-        third = check_source(src.replace("return x", "return x + 2"), str(main), parse_cache=cache)
-        assert cache.memo.reused == 0
-        assert third.diagnostics == [] or [d.code for d in third.diagnostics] != ["KF102"]
-    finally:
-        use_index(None)
+    project = ProjectIndex([tmp_path])
+    cache = ParseCache()
+    first = check_source(src, str(main), parse_cache=cache, project=project)
+    assert [d.code for d in first.diagnostics] == ["KF102"]
+    again = check_source(src.replace("return x", "return x + 1"), str(main), parse_cache=cache, project=project)
+    assert cache.memo.reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
+    (tmp_path / "helpers.py").write_text("import numpy as L\n")
+    os.utime(tmp_path / "helpers.py", ns=(1, 1))
+    third = check_source(src.replace("return x", "return x + 2"), str(main), parse_cache=cache, project=project)
+    assert cache.memo.reused == 0
+    assert third.diagnostics == [] or [d.code for d in third.diagnostics] != ["KF102"]
 
 
 def _sig(code: str):

@@ -167,7 +167,7 @@ class _Counted:
 
 def test_a_parameter_threaded_through_nine_helper_levels_folds_once_per_site(monkeypatch):
     """8 call sites per level, 9 levels: 8^7 evaluations (minutes) without a memo."""
-    from kerasfit import context
+    from kerasfit.semantic import model as context
 
     src = _helpers(9, 8, "tf.keras.layers.Conv2D(n, 3)", "h{k}(n)") + "\nh1(30)\n"
     counted = _Counted(context.FileContext._deref)
@@ -182,7 +182,7 @@ def test_an_exponential_origin_question_is_not_followed(monkeypatch):
     """Each helper returns the next from 8 branches: 8^8 paths to one tf.pad."""
     import libcst as cst
 
-    from kerasfit import context
+    from kerasfit.semantic import model as context
 
     branches = "if c{j}:\n        return h{k}(n)"
     src = _helpers(9, 8, "tf.pad(n, [[0, 0], [1, 1], [1, 1], [0, 0]])", branches) + "\ny = h1(x)\nz = 3 + 5\n"

@@ -9,9 +9,9 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.analysis import containers, names
-from kerasfit.analysis.scoped import attr_refs_within, name_refs_in
-from kerasfit.context import FileContext
+from kerasfit.semantic import containers, names
+from kerasfit.semantic.scoped import attr_refs_within, name_refs_in
+from kerasfit.semantic.model import FileContext
 from kerasfit.engine import walk
 from kerasfit.imports import ImportTable, may_orphan, top_level_imports
 
@@ -73,7 +73,7 @@ def test_ancestors_read_off_the_walk_are_the_parent_chain(path: Path) -> None:
     assert not errors, errors[0]
     assert probe.checked or "(" not in path.read_text(encoding="utf-8")
     # outside a walk (or for a node the walk is not at) the parent links answer
-    ctx.stack.clear()
+    ctx.walk_path.clear()
     assert containers._walked_ancestors(ctx, ctx.module.body[0]) is None
 
 
@@ -81,10 +81,10 @@ def test_a_node_elsewhere_is_not_placed_from_the_walk() -> None:
     src = "def f(x):\n    return g(x)\n\ndef h(y):\n    return k(y)\n"
     ctx = FileContext(cst.parse_module(src), "m.py", source=src)
     f, h = ctx.module.body
-    call_in_h = h.body.body[0].body[0].value  # type: ignore[attr-defined]
-    ctx.stack[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]  # type: ignore[attr-defined]
+    call_in_h = h.body.body[0].body[0].value
+    ctx.walk_path[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]
     assert containers._walked_ancestors(ctx, call_in_h) is None
-    ctx.stack[:] = [h]  # a scopes-only stack (raw_name_anywhere's) does not start at the module
+    ctx.walk_path[:] = [h]  # a scopes-only path does not start at the module
     assert containers._walked_ancestors(ctx, h.body) is None
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kerasfit.context import string_value
+from kerasfit.semantic.nodes import string_value
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kerasfit.cachefs import CacheDir
+from kerasfit.config import default_cache_dir
+from kerasfit.registry import all_rules
 from kerasfit.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
@@ -219,8 +221,6 @@ class _Progress:
 def _cache_dir() -> CacheDir:
     # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR;
     # opened without following links (see kerasfit.cachefs)
-    from ..api import default_cache_dir
-
     return CacheDir(default_cache_dir()).child("build")
 
 
@@ -444,8 +444,6 @@ def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[s
 
 def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
     """code -> evidence kind for static rules; finding kind -> (code, name) for build-only ones."""
-    from ..registry import all_rules
-
     static: dict[str, str] = {}
     findings: dict[str, tuple[str, str]] = {}
     for code, rule in all_rules().items():
@@ -462,7 +460,6 @@ def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
 def _confirm_failure(code: str, report: BuildReport) -> dict[str, Any] | None:
     """KF101: Keras 3 rejecting the argument confirms it, whatever the tf-keras retry did;
     a model Keras 3 built with it refutes it; a tf-keras build alone says nothing."""
-    from ..registry import all_rules
 
     pattern = getattr(all_rules().get(code), "build_failure_pattern", None)
     if report.keras3_error:
@@ -484,8 +481,6 @@ def static_findings(diagnostics: list[Diagnostic]) -> list[StaticFinding]:
 
 def cross_check_failure(diagnostics: list[Diagnostic], error: str) -> list[Diagnostic]:
     """A failed build is evidence too: KF101's ``fused=`` is what Keras 3 raises on."""
-    from ..registry import all_rules
-
     rules = all_rules()
     for d in diagnostics:
         rule = rules.get(d.code)

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kerasfit.config import Config, ConfigError
+from kerasfit.suppressions import Suppressions
 from kerasfit.types import Diagnostic, FileResult
 
 if TYPE_CHECKING:
     from kerasfit.api import FileSettings, Resolver
-    from kerasfit.config import Config
 
     from .api import BuildOptions
 
@@ -46,9 +47,7 @@ _MODEL_SOURCE = re.compile(
 def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) -> BuildOptions:
     """One file's build options: the command line over ``[tool.kerasfit.build]`` over the
     file's ``[tool.kerasfit]`` (target, batch size, cores)."""
-    from kerasfit.config import ConfigError
-
-    from .api import BuildOptions
+    from .api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator) until --build
 
     b = cfg.build or {}
     where = str(cfg.source or "config")
@@ -71,8 +70,6 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
 def _shape(value: Any, where: str) -> tuple[int, ...] | None:
     if value in (None, ""):
         return None
-    from kerasfit.config import ConfigError
-
     try:
         dims = tuple(int(d) for d in str(value).replace("x", ",").split(",") if d.strip())
     except ValueError:
@@ -89,9 +86,7 @@ def defines_a_model(text: str) -> bool:
 
 def run_stage(results: list[FileResult], resolver: Resolver, request: BuildRequest) -> None:
     """Cross-check every checked Python file in place; a failed build becomes its error."""
-    from kerasfit.suppressions import Suppressions
-
-    from .api import BuildError, build_report, cross_check, cross_check_failure
+    from .api import BuildError, build_report, cross_check, cross_check_failure  # defers the build machinery, as above
 
     checked = [r for r in results if not (r.skipped or r.error or not r.filename.endswith(".py"))]
     for res in checked:

@@ -23,36 +23,11 @@ import sys
 import threading
 from typing import Any
 
+from .. import __version__
+from .capabilities import initialize_result
+
 MAX_FIRST_FRAME = 4 * 2**20  # bytes; an initialize message is a few KB
 _HEADER = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:([^\r\n]*)")
-
-
-def capabilities_path() -> str:
-    return os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "lsp_capabilities.json")
-
-
-def initialize_result(params: dict[str, Any], version: str) -> dict[str, Any]:
-    """What pygls answers to ``initialize`` with these params, without importing it."""
-    with open(capabilities_path(), encoding="utf-8") as f:
-        capabilities = json.load(f)
-    client = params.get("capabilities")
-    if not isinstance(client, dict) or client.get("notebookDocument") is None:
-        # pygls offers notebook sync only to clients that declare notebook support
-        capabilities.pop("notebookDocumentSync", None)
-    return {"capabilities": capabilities, "serverInfo": {"name": "kerasfit", "version": version}}
-
-
-def same_answer(sent: Any, pygls: Any) -> bool:
-    """Equal as LSP reads them: an optional boolean that is false is the same as absent."""
-    return bool(_normal(sent) == _normal(pygls))
-
-
-def _normal(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items() if v is not False and v is not None}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    return value
 
 
 def read_first_frame(read: Any) -> tuple[bytes, dict[str, Any] | None]:
@@ -113,22 +88,18 @@ def frame(message: dict[str, Any]) -> bytes:
     return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
 
 
-def serve_stdio_fast() -> None:
-    """Run the stdio server; never returns (the server ends the process)."""
+def serve_stdio_fast() -> bool:
+    """Run the stdio server and never return (the server ends the process); False at
+    once when the ``lsp`` extra is missing (the caller's CLI then says so, the usual way)."""
     from importlib.util import find_spec
 
-    from .. import __version__
-
     if find_spec("pygls") is None or find_spec("lsprotocol") is None:
-        from ..cli import main  # says which extra is missing, the usual way
-
-        main()
-        return
+        return False
     loaded: dict[str, Any] = {}
 
     def load() -> None:
         try:
-            from . import server
+            from . import server  # defers pygls, lsprotocol and libcst: loaded while initialize is answered
 
             loaded["server"] = server
         except BaseException as exc:  # reported on the main thread
@@ -154,3 +125,4 @@ def serve_stdio_fast() -> None:
         sys.stderr.flush()
         os._exit(2)
     loaded["server"].serve(prefix=raw, answered=answered)
+    return True

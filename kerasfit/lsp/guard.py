@@ -13,6 +13,8 @@ import asyncio
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
+from ..parseguard import big_stack_executor
+
 DEFAULT_LINT_TIMEOUT_MS = 20_000
 MAX_ABANDONED = 4  # past this many runaway checks, documents that ran away wait for them
 
@@ -29,8 +31,6 @@ class LintRunner:
 
     @staticmethod
     def _new() -> ThreadPoolExecutor:
-        from ..parseguard import big_stack_executor
-
         ex: ThreadPoolExecutor = big_stack_executor("kerasfit-lint")
         return ex
 

@@ -32,8 +32,11 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for
-from ..engine import ParseCache
+from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for, tune_gc
+from ..engine import ParseCache, add_imports, apply_fixes
+from ..notebook import Notebook, NotebookError
+from ..registry import all_rules, rule_by_name_or_code
+from ..semantic.index import ProjectIndex
 from ..config import ConfigError, Selection, _load_pyproject, find_config
 from ..discovery import mentions_tensorflow
 from ..docpages import Links
@@ -42,6 +45,7 @@ from ..reporters import lsp_diagnostic
 from ..engine import SYNTAX_ERROR_CODE, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
+from .capabilities import same_answer
 from .framing import serve_stdio, serve_tcp
 from .guard import DEFAULT_LINT_TIMEOUT_MS, LintRunner, LintTimeout, notice
 
@@ -258,30 +262,29 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
-    def use_workspace_index(self) -> None:
+    def workspace_index(self) -> ProjectIndex:
         """One project index per workspace folder, kept across checks: other files are
         read lazily when a check asks about them, and re-read when they change on disk."""
-        from ..analysis.index import ProjectIndex, use_index
-
         root = self.workspace.root_path or str(Path.cwd())
         index = getattr(self, "_project_index", None)
         if index is None or getattr(self, "_project_root", None) != root:
             index = self._project_index = ProjectIndex([root])
             self._project_root = root
-        use_index(index)
+        return index
 
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        self.use_workspace_index()
+        project = self.workspace_index()
         data = source.encode("utf-8", "surrogatepass")
-        if not fix and not mentions_tensorflow(data) and not self._project_index.imports_framework(path, data):
+        if not fix and not mentions_tensorflow(data) and not project.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
         cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
         file_settings, warning = self.file_settings(uri, path)
         result = check_source(
-            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings
+            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings,
+            project=project,
         )
         lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
 
@@ -367,8 +370,6 @@ class KerasfitServer(LanguageServer):
         nbdoc = self.workspace.notebook_documents.get(key)
         if nbdoc is None:
             return None
-        from ..notebook import Notebook
-
         sources, keys = [], []
         for i, cell in enumerate(nbdoc.cells, start=1):
             cdoc = self.document(doc_key(cell.document))
@@ -416,8 +417,6 @@ class KerasfitServer(LanguageServer):
         if linted.cells is None:
             edit = E.minimal_edit(linted.source, new)
             return _edit(self.uris.get(lint_key, lint_key), linted.version, [edit], _CONVERTER) if edit else None
-        from ..notebook import NotebookError
-
         try:
             texts = linted.cells.nb.split(new)
         except NotebookError as exc:
@@ -546,8 +545,6 @@ class KerasfitServer(LanguageServer):
 
     def rule_paragraph(self, code: str) -> str:
         if code not in self.docs_cache:
-            from ..registry import rule_by_name_or_code
-
             rule = rule_by_name_or_code(code)
             self.docs_cache[code] = E.rule_paragraph(rule.documentation()) if rule is not None else ""
         return self.docs_cache[code]
@@ -569,7 +566,6 @@ def _malloc_trim() -> Any:
 
 
 def _check_pre_answered(protocol: LanguageServerProtocol, sent: Any, result: Any, error: Any) -> None:
-    from .boot import same_answer
 
     ours = protocol._converter.unstructure(result) if error is None else None
     if error is not None or not same_answer(sent, ours):
@@ -659,8 +655,6 @@ def print_debug_information(ls: KerasfitServer, *args: Any) -> str:
     """What a bug report needs: versions, settings, open documents and their config."""
     import platform
     from importlib.metadata import version
-
-    from ..registry import all_rules
 
     rows = [
         f"kerasfit {__version__}, Python {platform.python_version()}, pygls {version('pygls')}, "
@@ -840,8 +834,6 @@ def _edit(uri: str, version: int | None, text_edits: list[dict[str, Any]], conve
 
 def _applied(source: str, fix: Fix) -> str | None:
     """``source`` with one fix and the imports it needs (runs on the lint thread)."""
-    from ..engine import add_imports, apply_fixes
-
     bom = source.startswith("\ufeff")
     body = source[1:] if bom else source
     if not fix.matches(body):
@@ -985,7 +977,7 @@ def _cached_build_report(path: str, source: str) -> Any:
     `check --build` left behind.
     """
     try:
-        from ..crosscheck.api import cached_report  # optional: the build cross-check may be absent
+        from ..crosscheck.api import cached_report  # defers the build machinery (sandbox, HLO reader, simulator) until a report is asked for
     except (ImportError, AttributeError):
         return None
     try:
@@ -1069,8 +1061,6 @@ def serve(tcp: str | None = None, *, prefix: bytes = b"", answered: tuple[Any, A
     ``prefix``: stdin bytes already read (by :mod:`kerasfit.lsp.boot`), handled first;
     ``answered``: the (id, result) of the initialize in them that was answered already."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kerasfit-lsp: %(levelname)s: %(message)s")
-    from ..api import tune_gc
-
     tune_gc()
     if tcp:
         host, sep, port = tcp.rpartition(":")

@@ -19,7 +19,7 @@ import pytest
 from pytest_lsp import client_capabilities
 
 from kerasfit import __version__
-from kerasfit.lsp.boot import initialize_result, same_answer
+from kerasfit.lsp.capabilities import initialize_result, same_answer
 from raw_client import RawServer, frame, wait_for_diagnostics
 
 pytestmark = pytest.mark.lsp

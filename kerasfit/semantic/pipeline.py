@@ -6,15 +6,13 @@ through kerasfit.ruleapi.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from .context import UNKNOWN, FileContext, dotted_name, get_arg
-from .symbols import ROOT_MODULES
-
-if TYPE_CHECKING:
-    from .rule import Replace
+from ..fixes import Replace
+from ..symbols import ROOT_MODULES, canonical
+from .model import FileContext
+from .nodes import UNKNOWN, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -52,8 +50,6 @@ def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
     if raw.split(".")[0] in ROOT_MODULES:
-        from .symbols import canonical
-
         if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
             return root
     return None
@@ -71,7 +67,7 @@ _OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "r
 def _outer_methods(ctx: FileContext, call: cst.Call) -> list[cst.Call]:
     """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
     out: list[cst.Call] = []
-    stack = ctx.stack
+    stack = ctx.walk_path
     cur: cst.CSTNode = call
     i = len(stack) - 1
     while i >= 1:
@@ -92,8 +88,6 @@ def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
         if isinstance(v, (cst.Name, cst.Attribute)):
             raw = ctx.raw_name_anywhere(v)
             if raw is not None and raw.split(".")[0] in ROOT_MODULES:
-                from .symbols import canonical
-
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
                     return True
     return False
@@ -152,7 +146,7 @@ def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
         node = node.func.value
     if isinstance(node, cst.Name):
         out.append(node.value)
-    for anc in reversed(ctx.stack):
+    for anc in reversed(ctx.walk_path):
         if isinstance(anc, cst.Assign):
             for t in anc.targets:
                 if isinstance(t.target, cst.Name):
@@ -169,10 +163,10 @@ def feeds_evaluation(ctx: FileContext, call: cst.Call) -> bool:
     ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
     if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)):
         return True
-    for anc in ctx.stack:
+    for anc in ctx.walk_path:
         if isinstance(anc, cst.FunctionDef) and _EVAL_RE.search(anc.name.value):
             return True
-    stack = ctx.stack
+    stack = ctx.walk_path
     for i, anc in enumerate(stack):
         if not isinstance(anc, cst.If) or i + 1 >= len(stack):
             continue
@@ -221,8 +215,6 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
     argument spans lines."""
-    from .rule import Replace
-
     if not call.args:
         return Replace(call, call.with_changes(args=[cst.Arg(cst.parse_expression(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))
     last = call.args[-1]
@@ -239,7 +231,7 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -
             return None
         block = "".join(
             (b.indent if b.indent is not None else ctx.module.default_indent)
-            for b in ctx.stack
+            for b in ctx.walk_path
             if isinstance(b, cst.IndentedBlock)
         )
         nl = ctx.module.default_newline

@@ -20,10 +20,10 @@ Public API (stable; other branches build on it):
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged.
-- :func:`current_index` / :func:`use_index` — the index of the running check (the CLI sets
-  one per tree; the language server one per workspace folder). ``current_index()`` never
-  returns None: without a tree it is an index rooted nowhere that still resolves imports
-  from the file system.
+- The index of a running check is passed in explicitly (``LintSettings.project``, then
+  ``FileContext(project=...)``): the CLI makes one per run of a tree, the language server
+  one per workspace folder. A file checked without one gets an index rooted nowhere that
+  still resolves imports from the file system.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
+from ..symbols import canonical, is_model_building
 from .names import ast_dotted, star_names
 
 FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
@@ -298,8 +299,6 @@ class ProjectIndex:
         return self._reach.get((os.path.abspath(path), function_name), False)
 
     def _compute_reach(self) -> dict[tuple[str, str], bool]:
-        from .reach import compute_reach
-
         files: list[str] = []
         for r in self.roots:
             if r.is_file():
@@ -309,16 +308,69 @@ class ProjectIndex:
         return compute_reach(self, files)
 
 
-_CURRENT: ProjectIndex | None = None
+# ---- reach: Which project functions are reached from model-building or training code, across files.
+#
+#
+# A function is *model code* when it calls a Keras/TF model-building API, is a Keras
+# ``Layer``/``Model`` method, or is named like a model / step function (``model_fn``,
+# ``train_step``, ``call``). Reach propagates from model code to every project function it
+# calls (same file or imported from the tree), to a fixed point.
+
+_STEP_NAMES = {"model_fn", "train_step", "test_step", "call", "build", "training_step", "loss_fn", "compute_loss"}
 
 
-def current_index() -> ProjectIndex:
-    global _CURRENT
-    if _CURRENT is None:
-        _CURRENT = ProjectIndex()
-    return _CURRENT
+def _calls(fn: ast.AST) -> Iterator[ast.Call]:
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call):
+            yield n
 
 
-def use_index(index: ProjectIndex | None) -> None:
-    global _CURRENT
-    _CURRENT = index
+def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    for name, fn in facts.functions.items():
+        yield name, fn
+    for cname, cls in facts.classes.items():
+        for stmt in cls.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield f"{cname}.{stmt.name}", stmt
+
+
+def compute_reach(index: ProjectIndex, files: list[str]) -> dict[tuple[str, str], bool]:
+    edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    model: set[tuple[str, str]] = set()
+    for path in files:
+        facts = index.facts(path)
+        if facts is None:
+            continue
+        for name, fn in _functions(facts):
+            key = (facts.path, name)
+            out = edges.setdefault(key, set())
+            if name.rsplit(".", 1)[-1] in _STEP_NAMES:
+                model.add(key)
+            for call in _calls(fn):
+                dotted = ast_dotted(call.func)
+                if dotted is None:
+                    continue
+                head = dotted.split(".")[0]
+                if head in facts.functions and "." not in dotted:
+                    out.add((facts.path, head))
+                    continue
+                target = facts.imports.get(head)
+                if target is None:
+                    continue
+                sym = index.resolve(facts.path, ".".join([target, *dotted.split(".")[1:]]))
+                if sym is None:
+                    continue
+                if sym.kind == "framework":
+                    if is_model_building(canonical(sym.raw)):
+                        model.add(key)
+                elif sym.facts is not None and sym.node is not None:
+                    out.add((sym.facts.path, sym.node.name))
+    reached = set(model)
+    todo = list(model)
+    while todo:
+        k = todo.pop()
+        for callee in edges.get(k, ()):
+            if callee not in reached:
+                reached.add(callee)
+                todo.append(callee)
+    return {k: True for k in reached}

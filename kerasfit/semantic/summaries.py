@@ -431,9 +431,6 @@ def _truth(v: Any) -> bool | None:
     return None
 
 
-_MAY_RETURN: dict[int, tuple[ast.AST, bool]] = {}
-
-
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements of a function body, nested blocks included, nested defs excluded
     (cheaper than ``ast.walk``, which also visits every expression node)."""
@@ -453,9 +450,6 @@ def may_return_layer(fn: ast.FunctionDef) -> bool:
     """Cheap syntactic filter: a function whose every return applies a layer to a
     tensor (``return Activation("relu")(x)``) or returns a constant builds no layer
     object for its caller, so it is never interpreted."""
-    hit = _MAY_RETURN.get(id(fn))
-    if hit is not None and hit[0] is fn:
-        return hit[1]
     answer = False
     # what each local name is assigned: a layer application (f(..)(x)) is a tensor
     tensors: dict[str, bool] = {}
@@ -477,9 +471,6 @@ def may_return_layer(fn: ast.FunctionDef) -> bool:
                 answer = True
         if answer:
             break
-    if len(_MAY_RETURN) > 10_000:
-        _MAY_RETURN.clear()
-    _MAY_RETURN[id(fn)] = (fn, answer)
     return answer
 
 

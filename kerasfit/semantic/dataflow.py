@@ -11,77 +11,16 @@ from typing import Any, Iterator
 
 import libcst as cst
 
-from .analysis import containers
-from .context import FileContext, get_arg
-from .engine import iter_children
+from . import containers
+from .model import FileContext
+from .nodes import class_index, get_arg, iter_children, self_attr, walk
 
 Block = cst.IndentedBlock | cst.Module
 
 
-def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
-    """Pre-order walk of code nodes (not nested defs/classes/lambdas unless asked).
-
-    Uses the engine's child list, which skips whitespace, tokens, ``Attribute.attr``
-    and ``Arg.keyword`` — so every Name seen is a reference or a binding.
-    """
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        stack.extend(reversed(list(iter_children(n))))
-
-
-def name_loads(node: cst.CSTNode, name: str) -> int:
-    """How often ``name`` is read inside ``node`` (plain assignment targets excluded)."""
-    targets: set[int] = set()
-    count = 0
-    for n in walk(node):
-        if isinstance(n, cst.Assign):
-            targets.update(id(t.target) for t in n.targets if isinstance(t.target, cst.Name))
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)) and isinstance(n.target, cst.Name):
-            targets.add(id(n.target))
-        elif isinstance(n, cst.Name) and n.value == name and id(n) not in targets:
-            count += 1
-    return count
-
-
-def binds(node: cst.CSTNode, name: str) -> bool:
-    """True when ``node`` (a statement) may rebind ``name``."""
-    return name in bound_names(node)
-
-
-# Statements are asked about again and again (once per later use of each name), so
-# the names each binds are computed once. Entries keep their node alive, so an id is
-# never reused while cached; the table is dropped when it grows large.
-_BOUND: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
-
-
-def bound_names(node: cst.CSTNode) -> frozenset[str]:
-    hit = _BOUND.get(id(node))
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    names: set[str] = set()
-    for n in walk(node):
-        if isinstance(n, cst.AssignTarget) or isinstance(n, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
-            names.update(t.value for t in walk(n.target) if isinstance(t, cst.Name))
-        elif isinstance(n, cst.AsName) and isinstance(n.name, cst.Name):
-            names.add(n.name.value)
-        elif isinstance(n, (cst.FunctionDef, cst.ClassDef)):
-            names.add(n.name.value)
-        elif isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name):
-            names.add(n.target.value)
-    if len(_BOUND) > 50_000:
-        _BOUND.clear()
-    out = frozenset(names)
-    _BOUND[id(node)] = (node, out)
-    return out
-
-
 def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:
     """The statement line holding the visited node, its block and its index there."""
-    stack = ctx.stack
+    stack = ctx.walk_path
     for i in range(len(stack) - 1, 0, -1):
         line = stack[i]
         if isinstance(line, cst.SimpleStatementLine):
@@ -107,8 +46,8 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
     if cur is not None:
         line, block, idx = cur
         mine = list(line.body)
-        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.stack)), len(mine))
-        if any(binds(s, name) for s in mine[:pos]):
+        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.walk_path)), len(mine))
+        if any(ctx.syntax.binds(s, name) for s in mine[:pos]):
             return None
         for j in range(idx - 1, -1, -1):
             stmt = block.body[j]
@@ -121,9 +60,9 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
                         and small.targets[0].target.value == name
                     ):
                         return (stmt, small.value) if len(stmt.body) == 1 else None
-                    if binds(small, name):
+                    if ctx.syntax.binds(small, name):
                         return None
-            elif binds(stmt, name):
+            elif ctx.syntax.binds(stmt, name):
                 return None
     b = ctx.lookup(name)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
@@ -152,55 +91,14 @@ def value_of(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def self_attr(expr: cst.BaseExpression) -> str | None:
-    """``X`` for ``self.X``."""
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
-        return expr.attr.value
-    return None
-
-
-def _class_index(cls: cst.ClassDef) -> tuple[dict[str, list[cst.BaseExpression]], dict[str, int]]:
-    """``self.<attr>`` assignments and reads in ``cls``, built once per class node."""
-    idx = _CLASS_INDEX.get(id(cls))
-    if idx is not None and idx[0] is cls:
-        return idx[1], idx[2]
-    assigned: dict[str, list[cst.BaseExpression]] = {}
-    reads: dict[str, int] = {}
-    stores: set[int] = set()
-    for n in walk(cls.body, into_defs=True):
-        if isinstance(n, cst.Assign):
-            for t in n.targets:
-                attr = self_attr(t.target)
-                if attr is not None:
-                    assigned.setdefault(attr, []).append(n.value)
-                    stores.add(id(t.target))
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
-            attr = self_attr(n.target)
-            if attr is not None:
-                assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
-                stores.add(id(n.target))
-        elif isinstance(n, cst.Attribute) and id(n) not in stores:
-            attr = self_attr(n)
-            if attr is not None:
-                reads[attr] = reads.get(attr, 0) + 1
-    if len(_CLASS_INDEX) > 256:
-        _CLASS_INDEX.clear()
-    _CLASS_INDEX[id(cls)] = (cls, assigned, reads)
-    return assigned, reads
-
-
-# id(class node) -> (node, assignments, reads); the node is kept so a reused id is detected.
-_CLASS_INDEX: dict[int, tuple[cst.ClassDef, dict[Any, Any], dict[Any, Any]]] = {}
-
-
 def class_attr_assignments(cls: cst.ClassDef, attr: str) -> list[cst.BaseExpression]:
     """Every value assigned to ``self.<attr>`` in the methods of ``cls``."""
-    return _class_index(cls)[0].get(attr, [])
+    return class_index(cls)[0].get(attr, [])
 
 
 def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
     """How often ``self.<attr>`` is read in ``cls``."""
-    return _class_index(cls)[1].get(attr, 0)
+    return class_index(cls)[1].get(attr, 0)
 
 
 def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
@@ -223,7 +121,7 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
         attr = self_attr(func)
         cls = ctx.enclosing_class()
         if attr is not None and cls is not None:
-            values = class_attr_assignments(cls, attr)
+            values = ctx.syntax.class_attr_assignments(cls, attr)
             if len(values) == 1:
                 ctor = values[0]
     if isinstance(ctor, cst.Call):
@@ -235,7 +133,7 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
 
 def container_element(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The one element expression ``C[i]`` or a loop variable over ``C`` is, when the
-    container's construction fixes it (see :mod:`kerasfit.analysis.containers`)."""
+    container's construction fixes it (see :mod:`kerasfit.semantic.containers`)."""
     cands = element_candidates(ctx, expr)
     if not cands or len(cands) != 1:
         return None
@@ -276,7 +174,7 @@ def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 
     attr = self_attr(expr)
     if attr is not None:
         cls = ctx.enclosing_class()
-        values = class_attr_assignments(cls, attr) if cls is not None else []
+        values = ctx.syntax.class_attr_assignments(cls, attr) if cls is not None else []
         return shape_of_variable(ctx, values[0], _depth + 1) if len(values) == 1 else None
     if not isinstance(expr, cst.Call):
         return None

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
-from ..context import UNKNOWN
+from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from .model import FileContext
 
 _MAX = 16
 

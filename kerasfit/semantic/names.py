@@ -76,12 +76,12 @@ INJECTED_SUBMODULES = ("backend", "layers", "models", "utils")
 _INJECTOR = "get_submodules_from_kwargs"
 
 
-def injected_submodule(ctx: Any, head: str) -> str | None:
-    """``keras.backend`` (etc.) when ``head`` is bound, where it is used, only to a
-    submodule handed in at run time; None otherwise."""
-    import libcst as cst
+def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
+    """``keras.backend`` (etc.) when ``head`` is bound, where it is used (``within``: the
+    enclosing scopes, outermost first), only to a submodule handed in at run time; None otherwise."""
+    import libcst as cst  # defers libcst: the project index imports this module without it
 
-    scopes = [s for s in reversed(ctx.stack) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    scopes = [s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
     for i, scope in enumerate(scopes):
         if isinstance(scope, cst.ClassDef) and i > 0:
             continue
@@ -91,7 +91,7 @@ def injected_submodule(ctx: Any, head: str) -> str | None:
                 return None
             if _declared_global(scope, head, ctx):
                 break
-            found = {_injection(ctx, b, head) for b in bs}
+            found = {_injection(ctx, b, head, within) for b in bs}
             return found.pop() if len(found) == 1 else None
     # module level: `backend = None`, filled by functions that declare it global
     bs = ctx.scope_index(ctx.module).bindings.get(head)
@@ -101,8 +101,8 @@ def injected_submodule(ctx: Any, head: str) -> str | None:
     return injected.get(head)
 
 
-def _injection(ctx: Any, b: Any, head: str) -> str | None:
-    import libcst as cst
+def _injection(ctx: Any, b: Any, head: str, within: Any) -> str | None:
+    import libcst as cst  # defers libcst, as above
 
     if b.kind == "assign" and b.value is not None:
         v = b.value
@@ -117,7 +117,7 @@ def _injection(ctx: Any, b: Any, head: str) -> str | None:
             return None
         if key not in INJECTED_SUBMODULES or not isinstance(base, cst.Name):
             return None
-        pb = ctx.lookup(base.value)
+        pb = ctx.lookup(base.value, ctx.scopes(within))
         if pb is None or pb.kind != "param" or not _is_star_kwarg(pb.node):
             return None
         return f"keras.{key}"
@@ -154,11 +154,11 @@ def _declared_global(func: Any, head: str, ctx: Any = None) -> bool:
 
 def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
     """Names a function declares ``global`` (one walk per function and file)."""
-    import libcst as cst
+    import libcst as cst  # defers libcst: the project index imports this module without it
 
-    from ..flow import walk
+    from .nodes import walk  # defers libcst (nodes imports it), as above
 
-    memo = ctx.__dict__.setdefault("_declared_globals", {}) if ctx is not None else {}
+    memo: dict[int, frozenset[str]] = ctx.caches.declared_globals if ctx is not None else {}
     hit = memo.get(id(func))
     if hit is None and ctx is not None and not _may_declare_globals(ctx):
         hit = memo[id(func)] = frozenset()
@@ -179,9 +179,9 @@ def _may_declare_globals(ctx: Any) -> bool:
     src = getattr(ctx, "source", "")
     if not src:  # a context built without its text: ask the tree
         return True
-    hit: bool | None = ctx.__dict__.get("_may_declare_globals")
+    hit: bool | None = ctx.caches.may_declare_globals
     if hit is None:
-        hit = ctx.__dict__["_may_declare_globals"] = _GLOBAL_WORD.search(src) is not None
+        hit = ctx.caches.may_declare_globals = _GLOBAL_WORD.search(src) is not None
     return hit
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterat
 
 import libcst as cst
 
-from .symbols import (
+from ..symbols import (
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
     STEP_FN_TAKERS,
@@ -24,54 +24,34 @@ from .symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from .types import TARGETS, Target
+from ..types import TARGETS, Role, Target
+from .nodes import (
+    UNKNOWN,
+    ScopeNode,
+    SyntaxMemo,
+    _string_key,
+    child_fields,
+    dotted_name,
+    get_arg,
+    is_node,
+    iter_statements,
+    string_value,
+)
 
-if TYPE_CHECKING:
-    from .analysis.flow import Layer
-    from .analysis.index import ProjectIndex
+from .bridge import built_layer_at
+from .caches import ModelCaches
+from .fileindex import FileIndex
+from .index import ProjectIndex
+from .indexparts import join_parts
+from .names import by_name, injected_submodule, star_names
+from .scoped import name_refs_in
+from .summaries import Layer
+from .tensors import TensorNames
+from .values import off_by_default, possible_values
 
 
 # isinstance() against libcst's abstract CSTNode goes through ABC machinery and is
 # the hottest call of a traversal; a per-type answer is a dict lookup.
-_IS_NODE: dict[type, bool] = {}
-
-
-def is_node(v: object) -> bool:
-    tp = type(v)
-    r = _IS_NODE.get(tp)
-    if r is None:
-        r = _IS_NODE[tp] = isinstance(v, cst.CSTNode)
-    return r
-
-
-def string_value(node: cst.SimpleString) -> Any:
-    """A string literal's value. libcst's ``evaluated_value`` runs ``literal_eval``
-    (a compile per call); plain literals without escapes are just their inner text."""
-    raw = node.value
-    q = raw[-1]
-    if raw[0] == q and "\\" not in raw and "\r" not in raw:  # source newlines normalize
-        n = 3 if raw.startswith(q * 3) and len(raw) >= 6 else 1
-        return raw[n:-n]
-    try:
-        return node.evaluated_value
-    except Exception:
-        return UNKNOWN
-
-
-class _Unknown:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNKNOWN: Any = _Unknown()
-
-ScopeNode = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
-
 _BINOPS = {
     cst.Add: operator.add,
     cst.Subtract: operator.sub,
@@ -100,18 +80,6 @@ class ScopeIndex:
 
     def add(self, name: str, binding: Binding) -> None:
         self.bindings.setdefault(name, []).append(binding)
-
-
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _module_dotted(node: cst.BaseExpression | None) -> str:
@@ -145,32 +113,6 @@ def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
             yield from _target_names(el.value)
     elif isinstance(target, cst.StarredElement):
         yield from _target_names(target.value)
-
-
-def iter_statements(body: Any) -> Iterator[cst.CSTNode]:
-    """Statements of one scope, descending into compound statements but not defs."""
-    stack = [body]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-            continue
-        if isinstance(item, (cst.IndentedBlock, cst.SimpleStatementSuite)):
-            stack.append(item.body)
-            continue
-        if isinstance(item, cst.SimpleStatementLine):
-            yield from item.body
-            continue
-        yield item
-        if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
-            sub = getattr(item, attr, None)
-            if sub is None:
-                continue
-            if isinstance(sub, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)):
-                sub = [sub]
-            stack.append(sub)
 
 
 # Steps of following names, parameters and helper returns: per question (so one
@@ -235,10 +177,12 @@ class FileContext:
         source: str = "",
         *,
         import_free: Collection[int] = (),
+        project: ProjectIndex | None = None,
     ):
         """``import_free``: ids of top-level statements known to hold no import (the
         language server's, from kerasfit.reuse signatures), skipped when reading imports."""
         self.module = module
+        self._project = project
         self._import_free = import_free
         self.source = source
         self.filename = filename
@@ -251,7 +195,7 @@ class FileContext:
         self._scopes: dict[int, ScopeIndex] = {}
         self.uses_legacy_keras = False
         # reach: built lazily on the first question that needs the whole file
-        self._index: _FileIndex | None = None
+        self._index: FileIndex | None = None
         # the language server's per-statement indexes of this document (kerasfit.indexparts)
         self.index_parts: Any = None
         self._call_sites: dict[int, CallSites] = {}
@@ -260,9 +204,14 @@ class FileContext:
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._folds: dict[tuple[int | str | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
         self._fold_spent = self._fold_start = self._fold_active = 0
+        # memos of the parts (kerasfit.semantic.caches) and of syntax answers (nodes.SyntaxMemo)
+        self.caches = ModelCaches()
+        self.syntax = SyntaxMemo()
         self._scan_imports()
-        # Filled by the engine's walk: ancestors of the node being visited.
-        self.stack: list[cst.CSTNode] = []
+        # The engine's walk: the ancestors of the node it is visiting (``visiting``),
+        # outermost first. Read through ``ancestors(node)``, which checks the node.
+        self.walk_path: list[cst.CSTNode] = []
+        self.visiting: cst.CSTNode | None = None
 
     # ---- imports and names -------------------------------------------------
     def _scan_imports(self) -> None:
@@ -302,8 +251,6 @@ class FileContext:
 
     def _star_import(self, module: str) -> None:
         """``from keras.layers import *``: bind the framework's public names (a data table)."""
-        from .analysis.names import star_names
-
         for name in star_names(module) or ():
             self.imports.setdefault(name, f"{module}.{name}")
 
@@ -329,8 +276,11 @@ class FileContext:
                 elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     stack.append(stmt.body)
 
-    def raw_name(self, node: cst.BaseExpression) -> str | None:
-        """The fully-qualified dotted name an expression refers to, if it is imported."""
+    def raw_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode] | None = None) -> str | None:
+        """The fully-qualified dotted name an expression refers to, if it is imported.
+        ``within``: the scopes ``node`` is seen from, outermost first (default: where the
+        walk is)."""
+        within = self.walk_path if within is None else within
         if isinstance(node, cst.Call):
             return None
         dotted = dotted_name(node)
@@ -341,30 +291,28 @@ class FileContext:
             renamed = self._renamed_layer(head)
             if renamed is not None:
                 return f"{renamed}.{rest}" if rest else renamed
-            return self._injected(head, rest)
-        if self._locally_rebound(head):
-            return self._injected(head, rest)
+            return self._injected(head, rest, within)
+        if self._locally_rebound(head, within):
+            return self._injected(head, rest, within)
         base = self.imports.get(head)
         if base is None:
             alias = self._module_alias(head)
             if alias is None:
-                return self._injected(head, rest)
+                return self._injected(head, rest, within)
             base = alias
         return f"{base}.{rest}" if rest else base
 
-    def _injected(self, head: str, rest: str) -> str | None:
+    def _injected(self, head: str, rest: str, within: Sequence[cst.CSTNode]) -> str | None:
         """``backend.mean`` where ``backend`` is a submodule handed in at run time
-        (keras_applications' ``get_submodules_from_kwargs`` idiom, see analysis.names)."""
+        (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names)."""
         if not rest:
             return None
-        from .analysis.names import injected_submodule
-
-        base = injected_submodule(self, head)
+        base = injected_submodule(self, head, within)
         return f"{base}.{rest}" if base else None
 
-    def _locally_rebound(self, name: str) -> bool:
-        """True when the innermost function scope assigns ``name`` itself."""
-        for scope in reversed(self.stack):
+    def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
+        """True when the innermost function scope of ``within`` assigns ``name`` itself."""
+        for scope in reversed(within):
             if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
                 idx = self.scope_index(scope)
                 bs = idx.bindings.get(name)
@@ -429,17 +377,18 @@ class FileContext:
             return None
         return canonical(raw)
 
-    # ---- the analysis package (kerasfit/analysis), reached through this facade ----
+    # ---- the other parts of kerasfit/semantic, reached through this facade ---------
     @property
     def project(self) -> ProjectIndex:
-        """The project index of the running check (``analysis.index.ProjectIndex``)."""
-        from .analysis.index import current_index
-
-        return current_index()
+        """The project index of the running check (passed in; without one, the file is
+        checked alone against an empty index of its own)."""
+        if self._project is None:
+            self._project = ProjectIndex()
+        return self._project
 
     def _project_raw(self, raw: str) -> str | None:
         """The framework name a project import re-exports, else None (cached per name)."""
-        cache: dict[str, str | None] = self.__dict__.setdefault("_project_raws", {})
+        cache = self.caches.project_raws
         if raw not in cache:
             cache[raw] = None
             if self.filename and not self.filename.startswith("<"):
@@ -451,49 +400,41 @@ class FileContext:
     def _by_name(self, node: cst.BaseExpression) -> str | None:
         if not isinstance(node, cst.Attribute):
             return None
-        from .analysis.names import by_name
-
         attrs: list[str] = []
         base: cst.BaseExpression = node
         while isinstance(base, cst.Attribute):
             attrs.append(base.attr.value)
             base = base.value
         if isinstance(base, cst.Name):
-            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value)
+            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value, self.walk_path)
                                                  and base.value not in self.module_shadowed):
                 return None  # an import we could not map is a project object, not the framework
         elif not isinstance(base, (cst.Call, cst.Subscript)):
             return None
         hit = by_name(".".join(reversed(attrs)))
         if hit is not None:
-            self.__dict__.setdefault("_by_name_hits", {})[id(node)] = (node, hit)
+            self.caches.by_name_hits[id(node)] = (node, hit)
         return hit
 
     def resolved_by_name(self, node: cst.BaseExpression) -> bool:
         """True when :meth:`resolve` answered for ``node`` (or a call of it) by spelling only."""
         if isinstance(node, cst.Call):
             node = node.func
-        hit = self.__dict__.get("_by_name_hits", {}).get(id(node))
+        hit = self.caches.by_name_hits.get(id(node))
         return hit is not None and hit[0] is node
 
     def possible_values(self, node: cst.BaseExpression | None) -> frozenset[Any] | None:
         """``const`` lifted to a set of possible values (branches, conditional bindings)."""
-        from .analysis.values import possible_values
-
         return possible_values(self, node)
 
     def off_by_default(self, node: cst.CSTNode) -> cst.BaseExpression | None:
         """The ``if`` test that switches ``node`` off when parameters keep their defaults."""
-        from .analysis.values import off_by_default
-
         return off_by_default(self, node)
 
     def built_layer(self, call: cst.Call) -> Layer | None:
         """For a call of a project function (same file or another file of the tree), the
-        first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
+        first framework layer it builds (``semantic.summaries.Layer``: raw name, argument value
         sets, factories traversed), else None."""
-        from .analysis.bridge import built_layer_at
-
         return built_layer_at(self, call)
 
     def reached_from_model(self, func: cst.FunctionDef) -> bool:
@@ -574,22 +515,24 @@ class FileContext:
                         idx.add(_module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
         return idx
 
-    def scopes(self) -> list[ScopeNode]:
-        """Enclosing scopes of the current node, innermost first."""
+    def scopes(self, within: Sequence[cst.CSTNode] | None = None) -> list[ScopeNode]:
+        """Enclosing scopes, innermost first, of the visited node (or of the nodes
+        ``within``, outermost first)."""
         out: list[ScopeNode] = [
-            s for s in reversed(self.stack) if isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+            s for s in reversed(self.walk_path if within is None else within)
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
         ]
         out.append(self.module)
         return out
 
     def enclosing_function(self) -> cst.FunctionDef | None:
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, cst.FunctionDef):
                 return node
         return None
 
     def enclosing_class(self) -> cst.ClassDef | None:
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, cst.ClassDef):
                 return node
         return None
@@ -760,9 +703,12 @@ class FileContext:
     # subscript stores) and cached for the file.
 
     @property
-    def index(self) -> _FileIndex:
+    def index(self) -> FileIndex:
         if self._index is None:
-            self._index = _FileIndex(self.module, self.index_parts)
+            if self.index_parts is not None:
+                self._index = join_parts(self.module, self.index_parts)
+            else:
+                self._index = FileIndex(self.module)
         return self._index
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
@@ -775,11 +721,24 @@ class FileContext:
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.index.parent.get(id(node))
 
+    def ancestors(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """The nodes enclosing ``node``, outermost (the module) first; read-only. For the
+        node the engine is visiting this is the walk's own path (free); for any other
+        node, the file index's parent links."""
+        if node is self.visiting:
+            return self.walk_path
+        parent = self.index.parent
+        out: list[cst.CSTNode] = []
+        p = parent.get(id(node))
+        while p is not None:
+            out.append(p)
+            p = parent.get(id(p))
+        out.reverse()
+        return out
+
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
         (grouped once per file: filtering the whole file's list per question was quadratic)."""
-        from .analysis.scoped import name_refs_in
-
         return name_refs_in(self, name, scope)
 
     def _deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode] | None) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
@@ -1129,12 +1088,7 @@ class FileContext:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
-        saved = self.stack
-        try:
-            self.stack = [s for s in reversed(self.index.scopes_of(node)) if not isinstance(s, cst.Module)]
-            return self.raw_name(node)
-        finally:
-            self.stack = saved
+        return self.raw_name(node, [s for s in reversed(self.index.scopes_of(node)) if not isinstance(s, cst.Module)])
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
@@ -1186,7 +1140,7 @@ class FileContext:
         return [expr]
 
     # ---- what a function is for ------------------------------------------------
-    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> str:
+    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> Role:
         """'model' (runs on the accelerator: a Layer/Model ``call``/``build``, a
         ``train_step``, a ``tf.function``, a TF1 ``model_fn``, a function that builds
         layers, a ``strategy.run`` step), 'input' (the input pipeline: functions given
@@ -1194,21 +1148,21 @@ class FileContext:
         'other'. Helpers without evidence of their own take their enclosing function's
         role, else their same-file callers' when those agree. Computed once per file."""
         if func is None:
-            return "other"
-        roles: dict[int, str] = self.file_fact("roles", _compute_roles, by_node=True)
-        return roles.get(id(func), "other")
+            return Role.OTHER
+        roles: dict[int, Role] = self.file_fact("roles", _compute_roles, by_node=True)
+        return roles.get(id(func), Role.OTHER)
 
     def enclosing_callable(self) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around the visited node."""
-        for node in reversed(self.stack):
+        for node in reversed(self.walk_path):
             if isinstance(node, (cst.FunctionDef, cst.Lambda)):
                 return node
         return None
 
-    def role(self) -> str:
+    def role(self) -> Role:
         """:meth:`function_role` of the code being visited; 'module' at module level."""
         f = self.enclosing_callable()
-        return "module" if f is None else self.function_role(f)
+        return Role.MODULE if f is None else self.function_role(f)
 
     @property
     def uses_tpu(self) -> bool:
@@ -1230,7 +1184,7 @@ class FileContext:
             hit = self.facts[key] = (compute, compute(self), by_node)
         return hit[1]
 
-    # ---- analyses in kerasfit.analysis (lazy; rules ask only through these) -----------
+    # ---- analyses in kerasfit.semantic (lazy; rules ask only through these) -----------
     def call_name_anywhere(self, call: cst.Call) -> str | None:
         """:meth:`call_name` for a call anywhere in the file (a layer application
         ``Dense(8)(x)`` answers its layer's name)."""
@@ -1239,12 +1193,7 @@ class FileContext:
     def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
         """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
         building the file index."""
-        saved = self.stack
-        try:
-            self.stack = [s for s in scopes if not isinstance(s, cst.Module)]
-            return self.raw_name(node)
-        finally:
-            self.stack = saved
+        return self.raw_name(node, [s for s in scopes if not isinstance(s, cst.Module)])
 
     def function_defined_as(self, expr: cst.BaseExpression, scopes: Sequence[ScopeNode] | None = None) -> cst.FunctionDef | None:
         """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``
@@ -1252,22 +1201,20 @@ class FileContext:
         return self._same_file_function(expr, self.index.scopes_of(expr) if scopes is None else scopes)
 
     def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> Any:
-        """The names of ``func`` that may hold TF tensors (analysis.tensors.TensorNames)."""
-        cache = self.__dict__.setdefault("_tensor_names", {})
+        """The names of ``func`` that may hold TF tensors (semantic.tensors.TensorNames)."""
+        cache = self.caches.tensor_names
         hit = cache.get(id(func))
         if hit is None or hit.fn is not func:
-            from .analysis.tensors import TensorNames
-
             hit = cache[id(func)] = TensorNames(self, func)
         return hit
 
     def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True for code that runs on the host, never on the accelerator: a TPUEstimator
         ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest
-        (analysis.roles)."""
+        (semantic.roles)."""
         if func is None:
             return False
-        from .analysis.roles import host_functions
+        from .roles import host_functions  # defers the role tables (semantic.roles, ~5 ms of name sets) until asked
 
         return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
 
@@ -1275,33 +1222,16 @@ class FileContext:
         """True when ``func`` builds or runs inside a traced graph although no role says
         so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
         of in-graph control flow, or a Keras 3 function written with ``keras.ops``
-        (analysis.roles)."""
+        (semantic.roles)."""
         if func is None:
             return False
-        from .analysis.roles import graph_file, traced_functions
+        from .roles import graph_file, traced_functions  # defers the role tables, as above
 
         traced = self.file_fact("traced_functions", traced_functions, by_node=True)
         if self.file_fact("graph_file", graph_file) or id(func) in traced:
             return True
         # nested in a traced function: traced with it
         return any(id(s) in traced for s in self.index.scopes_of(func))
-
-
-def get_arg(call: cst.Call, keyword: str | None, position: int | None = None) -> cst.Arg | None:
-    """The argument passed as ``keyword`` or at ``position`` (positional only)."""
-    if keyword is not None:
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == keyword:
-                return a
-    if position is not None:
-        i = 0
-        for a in call.args:
-            if a.keyword is not None or a.star:
-                break
-            if i == position:
-                return a
-            i += 1
-    return None
 
 
 # ---- reach: types and the file index --------------------------------------------
@@ -1335,37 +1265,6 @@ class Origin(NamedTuple):
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
-_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
-# Fields that hold only whitespace, punctuation, operators or non-reference names
-# (``Arg.keyword``, ``Attribute.attr``): no traversal descends into them.
-_SKIP_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "comma", "leading_lines", "lines_after_decorators", "header", "footer",
-        "trailing_whitespace", "semicolon", "colon", "equal", "star", "operator", "dot",
-        "lbracket", "rbracket", "lbrace", "rbrace", "newline", "asynchronous", "keyword", "attr",
-        "arrow", "default_indent", "default_newline", "encoding", "has_trailing_newline", "indent",
-    }
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def child_fields(tp: type) -> tuple[str, ...]:
-    """The fields of node type ``tp`` that can hold code, in source order (cached)."""
-    names = _FIELDS.get(tp)
-    if names is None:
-        names = _FIELDS[tp] = tuple(
-            f.name for f in dataclasses.fields(tp) if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
-        )
-    return names
-
-
-def _string_key(node: cst.BaseExpression | None) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        v = string_value(node)
-        return v if isinstance(v, str) else None
-    return None
-
-
 def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpression | None:
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
@@ -1391,164 +1290,7 @@ def _returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
                 yield stmt.value
 
 
-class _FileIndex:
-    """One walk of a module: parents, source order, and the facts reach needs."""
-
-    def __init__(self, module: cst.Module, parts: Any = None, root: cst.CSTNode | None = None) -> None:
-        """The index of ``module``; with ``parts`` (kerasfit.indexparts), joined from the
-        kept indexes of its top-level statements; with ``root``, of that node alone."""
-        self.module = module
-        self.parent: dict[int, cst.CSTNode] = {}
-        self.order: dict[int, int] = {}
-        self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
-        # each reference with the call whose callee it is (None when not called)
-        self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
-        self.attr_refs: dict[str, list[tuple[cst.Attribute, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
-        self.attr_stores: dict[str, list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
-        self.subscript_stores: dict[tuple[str, str], list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
-        self.dict_keys: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
-        self.flag_defaults: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
-        self.method_class: dict[int, cst.ClassDef] = {}
-        self.functions: list[cst.FunctionDef | cst.Lambda] = []
-        self.classes: list[cst.ClassDef] = []
-        self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
-        if parts is not None:
-            from .indexparts import join_parts
-
-            join_parts(self, parts)
-        else:
-            self._build(root)
-
-    def _build(self, root: cst.CSTNode | None = None) -> None:
-        parent, order = self.parent, self.order
-        # a statement's own index (root) records scopes without the module: joined
-        # indexes add the module of the day (kerasfit.indexparts)
-        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
-            [(self.module, None, (self.module,))] if root is None else [(root, None, ())]
-        )
-        n = 0
-        while stack:
-            node, par, scopes = stack.pop()
-            nid = id(node)
-            if par is not None:
-                parent[nid] = par
-            order[nid] = n
-            n += 1
-            # dispatch on the exact type (cheaper than isinstance on this hot path);
-            # mypy does not narrow ``node`` through ``tp``, hence the ignores below
-            tp = type(node)
-            if tp is cst.Call:
-                self._on_call(node, scopes)  # type: ignore[arg-type]
-            elif tp is cst.Name:
-                self._on_name(node, par, scopes)  # type: ignore[arg-type]
-            elif tp is cst.Attribute:
-                call = par if isinstance(par, cst.Call) and par.func is node else None
-                self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
-            elif tp is cst.Assign:
-                for t in node.targets:  # type: ignore[attr-defined]
-                    self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
-            elif tp is cst.AnnAssign or tp is cst.AugAssign:
-                self._on_store(node.target, node.value if tp is cst.AnnAssign else None, scopes)  # type: ignore[attr-defined]
-            elif tp is cst.Dict:
-                for el in node.elements:  # type: ignore[attr-defined]
-                    k = _string_key(el.key) if isinstance(el, cst.DictElement) else None
-                    if k is not None:
-                        self.dict_keys.setdefault(k, []).append((el.value, scopes))
-            elif tp is cst.FunctionDef or tp is cst.Lambda:
-                self.functions.append(node)  # type: ignore[arg-type]
-                if tp is cst.FunctionDef and isinstance(par, cst.IndentedBlock):
-                    gp = parent.get(id(par))
-                    if isinstance(gp, cst.ClassDef):
-                        self.method_class[nid] = gp
-            elif tp is cst.ClassDef:
-                self.classes.append(node)  # type: ignore[arg-type]
-            inner = (node, *scopes) if tp in (cst.FunctionDef, cst.ClassDef, cst.Lambda) else None
-            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
-            for name in child_fields(tp):
-                v = getattr(node, name)
-                sc = inner if inner is not None and name == "body" else scopes
-                tv = type(v)
-                if tv is list or tv is tuple:
-                    for c in v:
-                        if is_node(c):
-                            kids.append((c, node, sc))  # type: ignore[arg-type]
-                elif v is not None and is_node(v):
-                    kids.append((v, node, sc))  # type: ignore[arg-type]
-            stack.extend(reversed(kids))
-
-    def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
-        self.calls.append((node, scopes))
-        func = node.func
-        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if attr in _FLAG_DEFINERS and len(node.args) >= 2:
-            name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
-            default = get_arg(node, "default", 1)
-            if name is not None and default is not None:
-                self.flag_defaults.setdefault(name, []).append((default.value, scopes))
-        elif attr == "dict" and isinstance(func, cst.Name):
-            for a in node.args:
-                if a.keyword is not None:
-                    self.dict_keys.setdefault(a.keyword.value, []).append((a.value, scopes))
-
-    def _on_name(self, node: cst.Name, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
-        if isinstance(par, (cst.FunctionDef, cst.ClassDef, cst.Param)) and par.name is node:
-            return
-        if isinstance(par, (cst.ImportAlias, cst.AsName)):
-            return
-        call = par if isinstance(par, cst.Call) and par.func is node else None
-        self.name_refs.setdefault(node.value, []).append((node, call, scopes))
-
-    def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
-        if isinstance(target, cst.Attribute):
-            d = dotted_name(target)
-            if d is not None:
-                self.attr_stores.setdefault(d, []).append((value, scopes))
-        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-            base, key = dotted_name(target.value), _string_key(target.slice[0].slice.value)
-            if base is not None and key is not None:
-                self.subscript_stores.setdefault((base, key), []).append((value, scopes))
-
-    # ---- queries ---------------------------------------------------------------
-    def scopes_of(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
-        hit = self._scope_cache.get(id(node))
-        if hit is not None:
-            return hit
-        out: list[ScopeNode] = []
-        child, p = node, self.parent.get(id(node))
-        while p is not None:
-            if isinstance(p, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is p.body:
-                out.append(p)
-            child, p = p, self.parent.get(id(p))
-        out.append(self.module)
-        res = tuple(out)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
-            self._scope_cache[id(node)] = res
-        return res
-
-    def def_scopes(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
-        """Where a def's defaults and decorators are evaluated: its enclosing scopes."""
-        return self.scopes_of(node)
-
-    def ancestors(self, node: cst.CSTNode) -> set[int]:
-        out = set()
-        p = self.parent.get(id(node))
-        while p is not None:
-            out.add(id(p))
-            p = self.parent.get(id(p))
-        return out
-
-    def block_of(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
-        p = self.parent.get(id(stmt))
-        while p is not None and not isinstance(p, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
-            p = self.parent.get(id(p))
-        return p
-
-    def encloses_block_of(self, stmt: cst.CSTNode, use_ancestors: set[int]) -> bool:
-        block = self.block_of(stmt)
-        return block is not None and id(block) in use_ancestors
-
-
-def _exhaustive_if(idx: _FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
+def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
     """True when the bindings cover every branch of one ``if``/``elif``/``else`` chain
     whose block encloses the use (so one of them always ran)."""
     blocks = {id(idx.block_of(b.node)) for b in bindings if b.kind == "assign"}
@@ -1588,11 +1330,11 @@ def _uses_tpu(ctx: FileContext) -> bool:
     return False
 
 
-def _compute_roles(ctx: FileContext) -> dict[int, str]:
+def _compute_roles(ctx: FileContext) -> dict[int, Role]:
     """function_role for every function and lambda of the file (see FileContext)."""
     idx = ctx.index
-    forced: dict[int, str] = {}
-    direct: dict[int, str] = {}
+    forced: dict[int, Role] = {}
+    direct: dict[int, Role] = {}
     body_model: set[int] = set()
     body_input: set[int] = set()
     driver: set[int] = set()
@@ -1621,11 +1363,11 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             target = fn_of(first, scopes) or fn_of(_kw(call, "func", "fn", "map_func", "computation"), scopes)
             if target is not None:
                 if name in HOST_CALLBACK_WRAPPERS:
-                    forced[id(target)] = "other"  # runs in Python on the host, by design
+                    forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
                 elif name in INPUT_FN_TAKERS:
-                    direct.setdefault(id(target), "input")
+                    direct.setdefault(id(target), Role.INPUT)
                 elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
-                    direct.setdefault(id(target), "model")
+                    direct.setdefault(id(target), Role.MODEL)
         elif raw is not None and raw.startswith("tensorflow_datasets"):
             if owner is not None:
                 body_input.add(id(owner))
@@ -1634,18 +1376,18 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             if meth in _DATASET_FN_METHODS:
                 target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
                 if target is not None:
-                    direct[id(target)] = "input"
+                    direct[id(target)] = Role.INPUT
             elif meth in ("run", "experimental_run_v2", "experimental_run"):
                 target = fn_of(first, scopes) or fn_of(_kw(call, "fn"), scopes)
                 if target is not None:
-                    direct.setdefault(id(target), "model")
+                    direct.setdefault(id(target), Role.MODEL)
             elif meth in _DRIVER_METHODS and owner is not None:
                 driver.add(id(owner))
         for a in call.args:
             if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
                 target = fn_of(a.value, scopes)
                 if target is not None:
-                    direct.setdefault(id(target), "input" if a.keyword.value == "input_fn" else "model")
+                    direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
 
     keras_classes: dict[int, bool] = {}
 
@@ -1672,7 +1414,7 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             keras_classes[key] = ok
         return keras_classes[key]
 
-    roles: dict[int, str] = {}
+    roles: dict[int, Role] = {}
     undecided: list[cst.FunctionDef | cst.Lambda] = []
     for f in idx.functions:  # source order: an enclosing function comes first
         k = id(f)
@@ -1682,24 +1424,24 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             cls = idx.method_class.get(k)
             params = [p.name.value for p in f.params.params]
             if any(ctx._canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
-                role = "model"
+                role = Role.MODEL
             elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
-                role = "model"
+                role = Role.MODEL
             elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
-                role = "model"
+                role = Role.MODEL
             elif fname == "input_fn" or fname.endswith("_input_fn"):
-                role = "input"
+                role = Role.INPUT
         if role is None:
             m, i = k in body_model, k in body_input
             if m and not i:
-                role = "model"
+                role = Role.MODEL
             elif i and not m and k not in driver:
-                role = "input"
+                role = Role.INPUT
             elif m or i or k in driver:
-                role = "other"
+                role = Role.OTHER
         if role is None:
             outer = next((s for s in idx.scopes_of(f) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-            if outer is not None and roles.get(id(outer)) in ("model", "input"):
+            if outer is not None and roles.get(id(outer)) in (Role.MODEL, Role.INPUT):
                 role = roles[id(outer)]
         if role is None:
             undecided.append(f)
@@ -1712,12 +1454,14 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             if id(f) in roles or not isinstance(f, cst.FunctionDef):
                 continue
             sites = ctx.call_sites(f)
-            caller_roles = set()
+            caller_roles: set[Role | None] = set()  # None: a caller whose role is undecided
             for call, scopes in sites.calls:
                 owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-                caller_roles.add(roles.get(id(owner), "?") if owner is not None else "module")
-            if len(caller_roles) == 1 and next(iter(caller_roles)) in ("model", "input"):
-                roles[id(f)] = next(iter(caller_roles))
+                caller_roles.add(roles.get(id(owner)) if owner is not None else Role.MODULE)
+            shared = next(iter(caller_roles)) if len(caller_roles) == 1 else None
+            if shared in (Role.MODEL, Role.INPUT):
+                assert shared is not None
+                roles[id(f)] = shared
                 changed = True
                 # nested functions of a newly decided helper follow it
                 for g in undecided:

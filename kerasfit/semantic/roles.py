@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
+from ..symbols import is_model_building
+
 if TYPE_CHECKING:
-    from ..context import FileContext, ScopeNode
+    from .model import FileContext
+    from .nodes import ScopeNode
 
 # Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
@@ -50,8 +53,6 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
             fn = ctx.function_defined_as(expr, scopes)
             if fn is not None:
                 host.add(id(fn))
-
-    from ..symbols import is_model_building  # (symbols imports nothing of ours)
 
     calls_driver: set[int] = set()
     builds: set[int] = set()

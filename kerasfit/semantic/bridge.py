@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
-from ..context import dotted_name
-from .flow import TOP, Layer, built_layer, may_return_layer
+from .nodes import dotted_name
+from .summaries import TOP, Layer, built_layer, may_return_layer
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from .model import FileContext
     from .index import ModuleFacts
 
 
 def built_layer_at(ctx: FileContext, call: cst.Call) -> Layer | None:
-    cache: dict[int, tuple[cst.Call, Layer | None]] = ctx.__dict__.setdefault("_built_layers", {})
+    cache = ctx.caches.built_layers
     hit = cache.get(id(call))
     if hit is not None and hit[0] is call:
         return hit[1]
@@ -35,20 +36,20 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
         return None
     if b is None and head not in ctx.imports:
         return None
-    if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef) and not _cst_may_return_layer(b.node):
+    if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef) and not _cst_may_return_layer(ctx, b.node):
         return None  # decided without parsing the file again
     facts = _facts(ctx)
     if facts is None:
         return None
     # only a name that leads to a project function is worth interpreting
-    known: dict[str, bool] = ctx.__dict__.setdefault("_factory_callees", {})
+    known = ctx.caches.factory_callees
     if dotted not in known:
         sym = ctx.project.local(facts, dotted)
         known[dotted] = sym is not None and sym.kind == "function"
     if not known[dotted]:
         return None
     sym = ctx.project.local(facts, dotted)
-    if sym is None or sym.node is None or not may_return_layer(sym.node):
+    if sym is None or sym.node is None or not _project_may_return_layer(ctx, sym.node):
         return None
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
@@ -68,10 +69,11 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
 
 def _facts(ctx: FileContext) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
-    d = ctx.__dict__
-    if "_index_facts" not in d:
-        d["_index_facts"] = ctx.project.facts(ctx.filename or "<string>", source=ctx.source)
-    facts: ModuleFacts | None = d["_index_facts"]
+    caches = ctx.caches
+    if not caches.index_facts_read:
+        caches.index_facts = ctx.project.facts(ctx.filename or "<string>", source=ctx.source)
+        caches.index_facts_read = True
+    facts: ModuleFacts | None = caches.index_facts
     return facts
 
 
@@ -86,23 +88,26 @@ def _arg_value(ctx: FileContext, expr: cst.BaseExpression) -> Any:
     return vals if vals is not None else TOP
 
 
-def _cst_may_return_layer(fn: cst.FunctionDef) -> bool:
-    cache = _CST_MAY_RETURN
+def _project_may_return_layer(ctx: FileContext, fn: ast.FunctionDef) -> bool:
+    cache = ctx.caches.project_may_return_layer
+    hit = cache.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        hit = cache[id(fn)] = (fn, may_return_layer(fn))
+    return hit[1]
+
+
+def _cst_may_return_layer(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+    cache = ctx.caches.may_return_layer
     hit = cache.get(id(fn))
     if hit is not None and hit[0] is fn:
         return hit[1]
     answer = _cst_scan(fn)
-    if len(cache) > 10_000:
-        cache.clear()
     cache[id(fn)] = (fn, answer)
     return answer
 
 
-_CST_MAY_RETURN: dict[int, tuple[cst.FunctionDef, bool]] = {}
-
-
 def _cst_scan(fn: cst.FunctionDef) -> bool:
-    """``flow.may_return_layer`` on the libcst tree: some ``return`` hands back a call
+    """``summaries.may_return_layer`` on the libcst tree: some ``return`` hands back a call
     that is not a layer application, a conditional or a name (same cheap filter)."""
     stack: list[Sequence[cst.BaseStatement | cst.BaseSmallStatement]] = [fn.body.body]
     while stack:

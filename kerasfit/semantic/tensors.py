@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from ..symbols import canonical
+from .nodes import iter_children
 
 if TYPE_CHECKING:
-    from ..context import FileContext, ScopeNode
+    from .model import FileContext
+    from .nodes import ScopeNode
 
 # Ops whose arguments are host data being converted, not tensors being computed on.
 _CONVERTERS = (
@@ -48,8 +50,6 @@ _Fn = cst.FunctionDef | cst.Lambda
 
 def _code_nodes(fn: _Fn) -> Iterator[cst.CSTNode]:
     """The nodes of ``fn``'s own body (nested defs, classes and lambdas excluded)."""
-    from ..engine import iter_children
-
     stack: list[cst.CSTNode] = [fn.body]
     while stack:
         n = stack.pop()
@@ -88,7 +88,7 @@ class TensorNames:
         self.fn = fn
         # the scopes names in fn's body resolve in, outermost first: from the visit's
         # ancestors when fn is among them (no file index needed), else from the index
-        stack = ctx.stack
+        stack = ctx.walk_path
         at = next((i for i, n in enumerate(stack) if n is fn), None)
         if at is not None:
             self._scopes: list[ScopeNode] | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]

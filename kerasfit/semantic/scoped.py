@@ -17,10 +17,10 @@ _Ref = tuple[Any, bool, tuple[Any, ...]]  # (node, is_call, scopes innermost fir
 
 def _groups(ctx: Any, key: tuple[str, str], refs: list[_Ref], innermost_only: bool) -> dict[int, list[_Ref]]:
     idx = ctx.index
-    memo = ctx.__dict__.setdefault("_scoped_refs", {})
-    if memo.get("index") is not idx:  # a new index (another lint of the file): regroup
+    memo = ctx.caches.scoped_refs
+    if ctx.caches.scoped_index is not idx:  # a new index (another lint of the file): regroup
         memo.clear()
-        memo["index"] = idx
+        ctx.caches.scoped_index = idx
     hit: dict[int, list[_Ref]] | None = memo.get(key)
     if hit is None:
         hit = {}

@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import libcst as cst
 
-from ..context import UNKNOWN, get_arg
-from ..engine import iter_children
+from .nodes import UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
-    from ..context import FileContext
+    from .model import FileContext
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _LOOPS = (cst.For, cst.While)
@@ -116,7 +115,7 @@ def contents(ctx: FileContext, base: cst.BaseExpression, _depth: int = 0, _alias
     if where is None:
         return None
     key = (id(where), spelling, id(_alias))
-    memo: dict[tuple[int, str, int], Contents | None] = ctx.__dict__.setdefault("_containers", {})
+    memo = ctx.caches.containers
     if key in memo:
         return memo[key]
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
@@ -533,9 +532,8 @@ def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExp
             src = _iterated(node.target, node.iter, name.value)
             if src is False:
                 continue
-            from ..flow import bound_names  # flow imports this module
 
-            if any(name.value in bound_names(stmt) for stmt in node.body.body):
+            if any(ctx.syntax.binds(stmt, name.value) for stmt in node.body.body):
                 return None  # rebound inside the loop
             return (node, src) if src is not None else None
     return None
@@ -556,10 +554,10 @@ def _walked_ancestors(ctx: FileContext, node: cst.CSTNode) -> list[cst.CSTNode] 
     """``node``'s ancestors, innermost first, read off the engine's walk when ``node`` is
     the node being visited or one of its children; else None. Rules ask about the call
     they visit, and the parent links otherwise cost a walk of the whole file (the file
-    index), which most files need for nothing else. ``ctx.stack`` is the walk's chain
+    index), which most files need for nothing else. ``ctx.walk_path`` is the walk's chain
     only while it starts at the module (questions about other nodes swap in their
     scopes, without it)."""
-    stack = ctx.stack
+    stack = ctx.walk_path
     if not stack or stack[0] is not ctx.module:
         return None
     top = stack[-1]

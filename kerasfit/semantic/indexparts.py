@@ -1,7 +1,7 @@
 """The file index of an edited document, joined from its top-level statements' indexes.
 
 Building the whole-file index (parents, source order, calls, references and stores;
-``context._FileIndex``) is one walk of every node, the largest cost left in a language
+``fileindex.FileIndex``) is one walk of every node, the largest cost left in a language
 server check once findings are reused per statement (kerasfit.reuse). A statement's
 own index depends only on its nodes, which stay the same objects while its text is
 unchanged (engine.ParseCache), so each is built once and the file's is joined:
@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 import libcst as cst
 
-from .context import _FileIndex
+from .fileindex import FileIndex
 
 _GAP = 1 << 32  # room between two statements' numbers for statements inserted later
 
@@ -32,7 +32,7 @@ class IndexPart:
     __slots__ = ("index", "base", "order", "size")
 
     def __init__(self, stmt: cst.CSTNode) -> None:
-        self.index = _FileIndex(None, root=stmt)  # type: ignore[arg-type]
+        self.index = FileIndex(None, root=stmt)  # type: ignore[arg-type]
         self.size = len(self.index.order)
         self.base = -1
         self.order: dict[int, int] = {}
@@ -98,10 +98,10 @@ class Joined:
         self.order: dict[int, int] = {}
 
 
-def join_parts(index: _FileIndex, state: Joined) -> None:
-    """Fill ``index`` (of ``index.module``) from the statements' kept indexes in
-    ``state``, building the missing ones."""
-    module = index.module
+def join_parts(module: cst.Module, state: Joined) -> FileIndex:
+    """The index of ``module`` joined from the statements' kept indexes in ``state``,
+    building the missing ones."""
+    index = FileIndex(module, build=False)
     body = module.body
     parts: list[IndexPart] = []
     fresh: dict[int, IndexPart] = {}
@@ -149,3 +149,4 @@ def join_parts(index: _FileIndex, state: Joined) -> None:
         index.calls.extend((c, s + tail) for c, s in p.index.calls)
     for field in ("name_refs", "attr_refs", "attr_stores", "subscript_stores", "dict_keys", "flag_defaults"):
         setattr(index, field, _Joined(parts, field, tail))
+    return index

@@ -1,0 +1,45 @@
+"""What a file's model remembers while one check runs: every memo declared here, typed,
+one instance per model (``ctx.caches``) — never attributes stuck onto the model at run
+time and never module globals keyed by ``id()``. Node-keyed entries keep their node, so
+an id is never reused while the memo lives."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from .containers import Contents
+    from .summaries import Layer
+    from .tensors import TensorNames
+
+
+@dataclass
+class ModelCaches:
+    # names.py: a project import's framework re-export, per raw dotted name
+    project_raws: dict[str, str | None] = field(default_factory=dict)
+    # model.py: attribute spellings resolved by name only (``layers.Conv2D`` on an unknown receiver)
+    by_name_hits: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)
+    # tensors.py: per function, the names that may hold tensors
+    tensor_names: dict[int, TensorNames] = field(default_factory=dict)
+    # scoped.py: references grouped by scope, valid for ``scoped_index`` only
+    scoped_index: Any = None
+    scoped_refs: dict[tuple[str, str], dict[int, list[Any]]] = field(default_factory=dict)
+    # containers.py: (where, spelling, alias) -> contents
+    containers: dict[tuple[int, str, int], Contents | None] = field(default_factory=dict)
+    # names.py: names each function declares ``global``; whether the text says ``global`` at all
+    declared_globals: dict[int, frozenset[str]] = field(default_factory=dict)
+    may_declare_globals: bool | None = None
+    # bridge.py: what a call of a project factory builds; which callees are project functions
+    built_layers: dict[int, tuple[cst.Call, Layer | None]] = field(default_factory=dict)
+    factory_callees: dict[str, bool] = field(default_factory=dict)
+    # bridge.py: the file's own project-index facts (read once)
+    index_facts_read: bool = False
+    index_facts: Any = None
+    # bridge.py: whether a same-file def may return a layer
+    may_return_layer: dict[int, tuple[cst.FunctionDef, bool]] = field(default_factory=dict)
+    # bridge.py: the same for a project function (its ``ast`` summary)
+    project_may_return_layer: dict[int, tuple[ast.FunctionDef, bool]] = field(default_factory=dict)

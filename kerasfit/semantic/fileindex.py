@@ -1,0 +1,170 @@
+"""The file index: one walk of a module recording parents, source order, scopes and the
+references, stores and calls the model's questions look up (public: ``ctx.index``)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from .nodes import ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
+
+# ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
+_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
+
+
+class FileIndex:
+    """One walk of a module: parents, source order, and the facts reach needs."""
+
+    def __init__(self, module: cst.Module, root: cst.CSTNode | None = None, *, build: bool = True) -> None:
+        """The index of ``module``; with ``root``, of that node alone; with ``build=False``,
+        empty (``indexparts.join_parts`` fills it from the statements' kept indexes)."""
+        self.module = module
+        self.parent: dict[int, cst.CSTNode] = {}
+        self.order: dict[int, int] = {}
+        self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
+        # each reference with the call whose callee it is (None when not called)
+        self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
+        self.attr_refs: dict[str, list[tuple[cst.Attribute, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
+        self.attr_stores: dict[str, list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
+        self.subscript_stores: dict[tuple[str, str], list[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]] = {}
+        self.dict_keys: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
+        self.flag_defaults: dict[str, list[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]] = {}
+        self.method_class: dict[int, cst.ClassDef] = {}
+        self.functions: list[cst.FunctionDef | cst.Lambda] = []
+        self.classes: list[cst.ClassDef] = []
+        self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
+        if build:
+            self._build(root)
+
+    def _build(self, root: cst.CSTNode | None = None) -> None:
+        parent, order = self.parent, self.order
+        # a statement's own index (root) records scopes without the module: joined
+        # indexes add the module of the day (kerasfit.indexparts)
+        stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
+            [(self.module, None, (self.module,))] if root is None else [(root, None, ())]
+        )
+        n = 0
+        while stack:
+            node, par, scopes = stack.pop()
+            nid = id(node)
+            if par is not None:
+                parent[nid] = par
+            order[nid] = n
+            n += 1
+            # dispatch on the exact type (cheaper than isinstance on this hot path);
+            # mypy does not narrow ``node`` through ``tp``, hence the ignores below
+            tp = type(node)
+            if tp is cst.Call:
+                self._on_call(node, scopes)  # type: ignore[arg-type]
+            elif tp is cst.Name:
+                self._on_name(node, par, scopes)  # type: ignore[arg-type]
+            elif tp is cst.Attribute:
+                call = par if isinstance(par, cst.Call) and par.func is node else None
+                self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
+            elif tp is cst.Assign:
+                for t in node.targets:  # type: ignore[attr-defined]
+                    self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
+            elif tp is cst.AnnAssign or tp is cst.AugAssign:
+                self._on_store(node.target, node.value if tp is cst.AnnAssign else None, scopes)  # type: ignore[attr-defined]
+            elif tp is cst.Dict:
+                for el in node.elements:  # type: ignore[attr-defined]
+                    k = _string_key(el.key) if isinstance(el, cst.DictElement) else None
+                    if k is not None:
+                        self.dict_keys.setdefault(k, []).append((el.value, scopes))
+            elif tp is cst.FunctionDef or tp is cst.Lambda:
+                self.functions.append(node)  # type: ignore[arg-type]
+                if tp is cst.FunctionDef and isinstance(par, cst.IndentedBlock):
+                    gp = parent.get(id(par))
+                    if isinstance(gp, cst.ClassDef):
+                        self.method_class[nid] = gp
+            elif tp is cst.ClassDef:
+                self.classes.append(node)  # type: ignore[arg-type]
+            inner = (node, *scopes) if tp in (cst.FunctionDef, cst.ClassDef, cst.Lambda) else None
+            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
+            for name in child_fields(tp):
+                v = getattr(node, name)
+                sc = inner if inner is not None and name == "body" else scopes
+                tv = type(v)
+                if tv is list or tv is tuple:
+                    for c in v:
+                        if is_node(c):
+                            kids.append((c, node, sc))  # type: ignore[arg-type]
+                elif v is not None and is_node(v):
+                    kids.append((v, node, sc))  # type: ignore[arg-type]
+            stack.extend(reversed(kids))
+
+    def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
+        self.calls.append((node, scopes))
+        func = node.func
+        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if attr in _FLAG_DEFINERS and len(node.args) >= 2:
+            name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
+            default = get_arg(node, "default", 1)
+            if name is not None and default is not None:
+                self.flag_defaults.setdefault(name, []).append((default.value, scopes))
+        elif attr == "dict" and isinstance(func, cst.Name):
+            for a in node.args:
+                if a.keyword is not None:
+                    self.dict_keys.setdefault(a.keyword.value, []).append((a.value, scopes))
+
+    def _on_name(self, node: cst.Name, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        if isinstance(par, (cst.FunctionDef, cst.ClassDef, cst.Param)) and par.name is node:
+            return
+        if isinstance(par, (cst.ImportAlias, cst.AsName)):
+            return
+        call = par if isinstance(par, cst.Call) and par.func is node else None
+        self.name_refs.setdefault(node.value, []).append((node, call, scopes))
+
+    def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
+        if isinstance(target, cst.Attribute):
+            d = dotted_name(target)
+            if d is not None:
+                self.attr_stores.setdefault(d, []).append((value, scopes))
+        elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
+            base, key = dotted_name(target.value), _string_key(target.slice[0].slice.value)
+            if base is not None and key is not None:
+                self.subscript_stores.setdefault((base, key), []).append((value, scopes))
+
+    # ---- queries ---------------------------------------------------------------
+    def all_calls(self) -> Iterator[cst.Call]:
+        """Every call of the file, in source order (public: rules ask it for file facts)."""
+        return (call for call, _ in self.calls)
+
+    def scopes_of(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
+        hit = self._scope_cache.get(id(node))
+        if hit is not None:
+            return hit
+        out: list[ScopeNode] = []
+        child, p = node, self.parent.get(id(node))
+        while p is not None:
+            if isinstance(p, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is p.body:
+                out.append(p)
+            child, p = p, self.parent.get(id(p))
+        out.append(self.module)
+        res = tuple(out)
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
+            self._scope_cache[id(node)] = res
+        return res
+
+    def def_scopes(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
+        """Where a def's defaults and decorators are evaluated: its enclosing scopes."""
+        return self.scopes_of(node)
+
+    def ancestors(self, node: cst.CSTNode) -> set[int]:
+        out = set()
+        p = self.parent.get(id(node))
+        while p is not None:
+            out.add(id(p))
+            p = self.parent.get(id(p))
+        return out
+
+    def block_of(self, stmt: cst.CSTNode) -> cst.CSTNode | None:
+        p = self.parent.get(id(stmt))
+        while p is not None and not isinstance(p, (cst.IndentedBlock, cst.Module, cst.SimpleStatementSuite)):
+            p = self.parent.get(id(p))
+        return p
+
+    def encloses_block_of(self, stmt: cst.CSTNode, use_ancestors: set[int]) -> bool:
+        block = self.block_of(stmt)
+        return block is not None and id(block) in use_ancestors

@@ -1,0 +1,80 @@
+"""The import layering is a contract (STYLE 18, DESIGN "Layers"): import-linter checks it,
+and a function-local import of a kerasfit module exists only to defer a heavy dependency,
+saying which."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _sources() -> list[Path]:
+    return sorted([*(ROOT / "kerasfit").rglob("*.py"), *(ROOT / "rules").rglob("*.py")])
+
+
+def _local_kerasfit_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, statement) of every import of a kerasfit module inside a function body."""
+    source = path.read_text(encoding="utf-8")
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if in_function and isinstance(child, (ast.Import, ast.ImportFrom)):
+                ours = (
+                    child.level > 0 or (child.module or "").split(".")[0] == "kerasfit"
+                    if isinstance(child, ast.ImportFrom)
+                    else any(a.name.split(".")[0] == "kerasfit" for a in child.names)
+                )
+                text = "\n".join(lines[child.lineno - 1 : (child.end_lineno or child.lineno)])
+                if ours and "defers" not in text:
+                    found.append((child.lineno, text.strip()))
+            visit(child, inner)
+
+    visit(tree, False)
+    return found
+
+
+def test_import_contracts_hold() -> None:
+    pytest.importorskip("importlinter", reason="the dev extra installs import-linter")
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports(no_cache=True))"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "0 broken" in proc.stdout
+
+
+def test_function_local_imports_say_what_they_defer() -> None:
+    bad = [f"{p.relative_to(ROOT)}:{line}: {text}" for p in _sources() for line, text in _local_kerasfit_imports(p)]
+    assert not bad, "function-local imports of kerasfit modules without a '# defers <what>' comment:\n" + "\n".join(bad)
+
+
+def test_the_scan_sees_a_hidden_import(tmp_path: Path) -> None:
+    hidden = tmp_path / "m.py"
+    hidden.write_text(
+        "def f():\n    from .engine import lint_source\n    return lint_source\n"
+        "def g():\n    from kerasfit.engine import walk  # defers libcst\n    return walk\n",
+        encoding="utf-8",
+    )
+    assert _local_kerasfit_imports(hidden) == [(2, "from .engine import lint_source")]
+
+
+def test_rules_import_only_the_rule_api() -> None:
+    bad = []
+    for path in sorted((ROOT / "rules").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.level > 0 or (node.module or "").startswith("kerasfit")):
+                if node.level > 0 or node.module != "kerasfit.ruleapi":
+                    bad.append(f"{path.name}:{node.lineno}: from {'.' * node.level}{node.module or ''}")
+            elif isinstance(node, ast.Import):
+                bad.extend(f"{path.name}:{node.lineno}: import {a.name}" for a in node.names if a.name.startswith("kerasfit"))
+    assert not bad, bad

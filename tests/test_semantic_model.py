@@ -1,0 +1,115 @@
+"""The semantic model keeps what it remembers in declared fields (STYLE 16): asking it
+questions never sticks new attributes onto it, and nothing is kept in module globals."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+
+from kerasfit.semantic.caches import ModelCaches
+from kerasfit.semantic.model import FileContext
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SRC = textwrap.dedent(
+    """\
+    import tensorflow as tf
+    from tensorflow.keras import layers
+
+    def block(x, filters):
+        global G
+        return layers.Conv2D(filters, 3)(x)
+
+    class Net(tf.keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.convs = [layers.Conv2D(30, 3) for _ in range(2)]
+
+        def call(self, x):
+            for conv in self.convs:
+                x = conv(x)
+            y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+            return block(y, 30)
+    """
+)
+
+
+def test_questions_add_no_attributes_to_the_model() -> None:
+    ctx = FileContext(cst.parse_module(SRC), "net.py", source=SRC)
+    before = set(vars(ctx))
+    calls = [c for c, _ in ctx.index.calls]
+    for call in calls:
+        ctx.call_name_anywhere(call)
+        ctx.built_layer(call)
+        for a in call.args:
+            ctx.possible_values(a.value)
+    fns = [f for f in ctx.index.functions if isinstance(f, cst.FunctionDef)]
+    for f in fns:
+        ctx.tensor_names(f)
+        ctx.is_host_function(f)
+        ctx.name_refs_in("x", f)
+    assert set(vars(ctx)) == before
+    assert isinstance(ctx.caches, ModelCaches)
+    assert ctx.caches.tensor_names and ctx.caches.scoped_refs  # the answers were kept, where declared
+
+
+def _module_level_id_caches(path: Path) -> list[str]:
+    """Module-level dicts annotated as keyed by ``int`` (an ``id()``) in ``path``."""
+    found = []
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            ann = ast.unparse(node.annotation).replace(" ", "")
+            if ann.startswith("dict[int,"):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.target.id}")
+    return found
+
+
+def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
+    sources = [*(ROOT / "kerasfit").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]
+    sources = [p for p in sources if "crosscheck" not in p.parts]  # the build child runs user code
+    dunder = [f"{p.relative_to(ROOT)}" for p in sources if "__dict__" in p.read_text(encoding="utf-8")]
+    assert not dunder, dunder
+    globals_ = [hit for p in sources for hit in _module_level_id_caches(p)]
+    assert not globals_, globals_
+
+
+def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
+    """``ctx.ancestors(node)`` answers for the node asked about: the visited node's from
+    the walk, any other node's from the file index — the same chain either way."""
+    from kerasfit.engine import walk
+    from kerasfit.rule import Rule
+
+    src = "import tensorflow as tf\n\ndef f(x):\n    return tf.concat([tf.nn.relu(x)], -1)\n"
+    seen: list[tuple[str, list[str], list[str]]] = []
+
+    class Probe(Rule):
+        code, name, message = "KF999", "probe", "probe"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            during = [type(a).__name__ for a in self.ctx.ancestors(node)]
+            inner = node.args[0].value if node.args else node
+            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.ancestors(inner)]))
+
+    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    walk(ctx.module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    concat = next(s for s in seen if s[0] == "tf.concat")
+    assert concat[1] == ["Module", "FunctionDef", "IndentedBlock", "SimpleStatementLine", "Return"]
+    # the list element is not the visited node: its chain comes from the index, and continues the walk's
+    assert concat[2] == concat[1] + ["Call", "Arg"]
+    fresh = FileContext(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
+    call = next(c for c, _ in fresh.index.calls if fresh.module.code_for_node(c.func) == "tf.concat")
+    assert [type(a).__name__ for a in fresh.ancestors(call)] == concat[1]
+
+
+def test_roles_are_an_enum_equal_to_their_names() -> None:
+    from kerasfit.ruleapi import Role
+
+    src = "import tensorflow as tf\n\n@tf.function\ndef step(x):\n    return x\n\ndef parse(r):\n    return r\n\nds = tf.data.Dataset.range(3).map(parse)\n"
+    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    step, parse = (s for s in ctx.module.body if isinstance(s, cst.FunctionDef))
+    assert ctx.function_role(step) is Role.MODEL and ctx.function_role(parse) is Role.INPUT
+    assert ctx.function_role(step) == "model" and f"{ctx.function_role(parse)}" == "input"
+    assert ctx.role() is Role.MODULE  # outside a walk: module level
