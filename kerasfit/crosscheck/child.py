@@ -20,6 +20,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 import time
 import traceback
 from pathlib import Path
@@ -27,8 +28,29 @@ from types import FrameType, ModuleType
 from typing import Any, Callable, Iterable, Iterator, Literal, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
+from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
+                                         mutated_names, script_sizes, slice_source, trained_names)
+
 DEFAULT_BATCH = 128
+# A ``None`` dim the script states no size for: a stated default per modality.
+DEFAULT_IMAGE = 224
+DEFAULT_SEQUENCE = 128
+# A count the script reads from its data (classes, vocabulary): a stated default.
+DEFAULT_CLASSES = 10
+DEFAULT_VOCABULARY = 1000
+_CLASSY = re.compile(r"class|label|categor", re.I)
+_COUNT_NAME = re.compile(
+    r"^(num|n|nb|number_of|count|total)_?\w*(classes|labels|categories|users|movies|items|tokens|words|"
+    r"chars|characters|vocab\w*|outputs|targets)$|^vocab(ulary)?_?size$|^max_?(features|tokens|words)$",
+    re.I)
+# Import names whose pip name differs.
+_PIP_NAMES = {"tensorflow_addons": "tensorflow-addons", "tensorflow_probability": "tensorflow-probability",
+              "tensorflow_datasets": "tensorflow-datasets", "tensorflow_hub": "tensorflow-hub",
+              "tensorflow_io": "tensorflow-io", "tensorflow_text": "tensorflow-text",
+              "tensorflow_docs": "git+https://github.com/tensorflow/docs", "keras_nlp": "keras-nlp",
+              "keras_cv": "keras-cv", "keras_hub": "keras-hub", "cv2": "opencv-python",
+              "sklearn": "scikit-learn", "PIL": "pillow", "tensorflow_decision_forests":
+              "tensorflow-decision-forests", "tensorflow_similarity": "tensorflow-similarity"}
 
 # TensorFlow and Keras ship no type stubs: the modules, models, layers and tensors this
 # child handles are Any to mypy (pyproject's ignore_missing_imports).
@@ -207,25 +229,39 @@ _NEVER_STUB = frozenset({"tensorflow", "keras", "tf_keras", "numpy"})
 MAX_CANDIDATES = 3
 
 
+_STUBS_CALLED: list[str] = []  # packages whose stand-ins user code made or called, in order
+
+
+def _stub_used(obj: object) -> None:
+    top = (type(obj).__module__ or "").split(".")[0]
+    if top and top not in _STUBS_CALLED:
+        _STUBS_CALLED.append(top)
+
+
 class _Inert:
-    """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty."""
+    """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty.
+
+    Its objects keep the stubbed package's module name, so an error that shows one names
+    the package; making or calling one is recorded for the failure message.
+    """
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        pass
+        _stub_used(self)
 
     def __call__(self, *args: object, **kwargs: object) -> _Inert:
-        return _Inert()
+        _stub_used(self)
+        return self
 
     def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Inert()
+        return type(name, (_Inert,), {"__module__": type(self).__module__})()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
 
     def __getitem__(self, key: object) -> _Inert:
-        return _Inert()
+        return self
 
     def __enter__(self) -> _Inert:
         return self
@@ -320,27 +356,99 @@ def _refuse_training(keras_module: Any, notes: list[str]) -> None:
         utils.get_file = get_file
 
 
+class DataNotLoaded(Exception):
+    """The model read something that comes from data the build does not load."""
+
+
+class _Unloaded:
+    """Stands for a name the slice did not bind: a skipped data statement's, or a failed
+    statement's. Any use raises and says where the name came from; ``len()`` of a list of
+    classes or tokens is the one use with a stated default."""
+
+    def __init__(self, name: str, line: int, why: str, notes: list[str]):
+        object.__setattr__(self, "_kf", (name, line, why, notes))
+
+    def _fail(self, *args: object, **kwargs: object) -> Any:
+        name, line, why, _ = object.__getattribute__(self, "_kf")
+        raise DataNotLoaded(f"{name!r} comes from line {line}, which the build does not run ({why})")
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return self._fail()
+
+    __call__ = __getitem__ = __iter__ = __bool__ = __index__ = __int__ = __float__ = _fail
+    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __truediv__ = __floordiv__ = _fail
+
+    def __len__(self) -> int:
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        n = DEFAULT_CLASSES if _CLASSY.search(name) else DEFAULT_VOCABULARY
+        note = (f"len({name}) is read from data (line {line}: {why}): built with a stated default "
+                f"of {n}")
+        if note not in notes:
+            notes.append(note)
+        return n
+
+    def __repr__(self) -> str:
+        return f"<{object.__getattribute__(self, '_kf')[0]}: not loaded>"
+
+
+def _stmt_names(stmt: ast.stmt) -> tuple[set[str], bool]:
+    """(names a top-level statement binds, whether it may change an existing object)."""
+    binds = bound_names(stmt)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return binds, bool(mutated_names(stmt)) or isinstance(stmt, ast.AugAssign)
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return binds, False
+    return binds, True
+
+
+def _count_default(name: str) -> int | None:
+    if not _COUNT_NAME.match(name):
+        return None
+    return DEFAULT_CLASSES if _CLASSY.search(name) else DEFAULT_VOCABULARY
+
+
 def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> ModuleType:
     """Run the sliced script as a fresh module, one top-level statement at a time.
 
-    A statement that fails (it read a name whose data loading was skipped) is noted
-    and passed over: the entry fails later only if it really needed it.
+    Never a silently smaller model: a statement that fails while rebinding a name that
+    has a value (``x = block(x)``) or changing an object in place fails the build with
+    its line. One that binds only new names leaves them "not loaded" (any use fails
+    later, naming this line), or, for a count read from the data (``num_classes =
+    len(np.unique(y))``), binds a stated default with a note. ``compile`` is the one
+    in-place change allowed to fail: it adds nothing to the model.
     """
     name = path.stem if path.stem.isidentifier() else "kerasfit_user_module"
     module = ModuleType(name)
     module.__file__ = str(path)
     module.__dict__["__builtins__"] = __builtins__
     sys.modules[name] = module
-    failed: list[str] = []
+    for var, (line, why) in plan.skipped_names.items():
+        module.__dict__[var] = _Unloaded(var, line, why, notes)
     for stmt in plan.tree.body:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         try:
             exec(code, module.__dict__)
         except BaseException as exc:  # user code: anything, including SystemExit
-            failed.append(f"line {stmt.lineno}: {type(exc).__name__}: {_one_line(exc, 120)}")
-    if failed:
-        notes.append("script statements that failed and were passed over: " + "; ".join(failed[:3])
-                     + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""))
+            why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
+            binds, mutates = _stmt_names(stmt)
+            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                    and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "compile"):
+                notes.append(f"line {stmt.lineno} (compile) failed, the model is unchanged: {why}")
+                continue
+            held = [b for b in binds if b in module.__dict__
+                    and not isinstance(module.__dict__[b], _Unloaded)]
+            if mutates or held or not binds:
+                raise ChildError(f"line {stmt.lineno} failed and the model depends on it: {why}") from None
+            for var in binds:
+                default = _count_default(var)
+                if default is not None:
+                    module.__dict__[var] = default
+                    notes.append(f"{var} is read from data (line {stmt.lineno}): built with a stated "
+                                 f"default of {default}")
+                else:
+                    module.__dict__[var] = _Unloaded(var, stmt.lineno, f"it failed: {why}", notes)
     return module
 
 
@@ -470,7 +578,46 @@ def _record_scopes(layers: list[Any], tf: Any) -> dict[str, Any]:
     return scopes
 
 
-def _input_specs(model: Any, input_shape: list[int] | None = None) -> tuple[list[list[int | None]], list[str]]:
+def _fill_none(shape: list[int | None], input_shape: list[int] | None, sizes: ScriptSizes | None,
+               said: list[str]) -> list[int | None]:
+    """Fill an input's unknown non-batch dims: ``--input-shape``, else the script's own
+    sizes (resize/crop, sequence length), else a stated default per modality."""
+    dims = shape[1:]
+    if not any(d is None for d in dims):
+        return shape
+    if input_shape and len(input_shape) == len(dims):
+        return [shape[0]] + [given if d is None else d for d, given in zip(dims, input_shape)]
+    shown = "(" + ", ".join(str(d) for d in shape) + ")"
+    filled = list(dims)
+    if len(dims) in (3, 4) and dims[-1] is not None and all(d is not None for d in dims[:-3]):
+        # images (H, W, C) or volumes/videos with a known depth (D, H, W, C)
+        if sizes is not None and sizes.image is not None:
+            h, w = sizes.image.value
+            why = f"from the script (line {sizes.image.line}: {sizes.image.what})"
+        else:
+            h = w = DEFAULT_IMAGE
+            why = "a stated default for images (the script states no size)"
+        filled[-3] = filled[-3] if filled[-3] is not None else h
+        filled[-2] = filled[-2] if filled[-2] is not None else w
+        said.append(f"input {shown}: {filled[-3]}×{filled[-2]}, {why}; --input-shape to change")
+    elif len(dims) in (1, 2) and dims[0] is None and all(d is not None for d in dims[1:]):
+        if sizes is not None and sizes.sequence is not None:
+            n = sizes.sequence.value[0]
+            why = f"from the script (line {sizes.sequence.line}: {sizes.sequence.what})"
+        else:
+            n, why = DEFAULT_SEQUENCE, "a stated default for sequences (the script states no length)"
+        filled[0] = n
+        said.append(f"input {shown}: sequence length {n}, {why}; --input-shape to change")
+    if any(d is None for d in filled):
+        raise ChildError(
+            f"the model's input shape {tuple(shape)} has unknown non-batch dims: pass "
+            f"--input-shape {','.join(str(d) if d is not None else 'N' for d in dims)} "
+            "with N filled in")
+    return [shape[0]] + filled
+
+
+def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: ScriptSizes | None = None,
+                 said: list[str] | None = None) -> tuple[list[list[int | None]], list[str]]:
     shapes: list[list[int | None]] = []
     dtypes: list[str] = []
     inputs = None
@@ -499,17 +646,8 @@ def _input_specs(model: Any, input_shape: list[int] | None = None) -> tuple[list
             )
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
         dtypes = ["float32"] * len(shapes)
-    for i, s in enumerate(shapes):
-        if not any(d is None for d in s[1:]):
-            continue
-        if input_shape and len(input_shape) == len(s) - 1:
-            shapes[i] = [s[0]] + [given if d is None else d for d, given in zip(s[1:], input_shape)]
-            continue
-        raise ChildError(
-            f"the model's input shape {tuple(s)} has unknown non-batch dims: pass "
-            f"--input-shape {','.join(str(d) if d is not None else 'N' for d in s[1:])} "
-            "with N filled in")
-    return shapes, dtypes
+    said = [] if said is None else said
+    return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
 
 
 def _batched(shape: list[int | None], batch: int) -> list[int]:
@@ -521,47 +659,203 @@ def _batched(shape: list[int | None], batch: int) -> list[int]:
     return [batch] + dims
 
 
-def _keras_step(model: Any, tf: Any) -> tuple[Any, list[Any]]:
-    variables = list(model.trainable_variables)
-    if not variables:
-        raise ChildError("the model has no trainable variables")
+def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
+    """One step of every network on a stand-in loss (the mean square of its outputs)."""
 
     def step(*inputs: Any) -> tuple[Any, Any, list[Any]]:
         with tf.GradientTape() as tape:
-            outputs = model(inputs[0] if len(inputs) == 1 else list(inputs), training=True)
-            flat = [o for o in tf.nest.flatten(outputs) if o.dtype.is_floating]
-            loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in flat])
+            losses, outs, i = [], [], 0
+            for net, n in networks:
+                ins = inputs[i:i + n]
+                i += n
+                out = net(ins[0] if n == 1 else list(ins), training=True)
+                outs.append(out)
+                flat = [o for o in tf.nest.flatten(out) if o.dtype.is_floating]
+                losses += [tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in flat]
+            loss = tf.add_n(losses)
         grads = tape.gradient(loss, variables)
-        return loss, outputs, [g for g in grads if g is not None]
+        return loss, outs[0] if len(outs) == 1 else outs, [g for g in grads if g is not None]
 
     # called, not used as a decorator: TensorFlow's untyped decorator would untype ``step``
-    return tf.function(step, jit_compile=True, autograph=False), variables
+    return tf.function(step, jit_compile=True, autograph=False)
 
 
-def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any]) -> str:
-    shapes, dtypes = _input_specs(model, opts.input_shape)
-    fixed = shapes[0][0] if shapes and shapes[0] else None
-    global_batch = opts.batch_size or fixed or DEFAULT_BATCH
-    per_core = max(1, global_batch // max(1, opts.cores))
-    args = [tf.zeros(_batched(s, per_core), dtype=dt) for s, dt in zip(shapes, dtypes)]
-    layers = _layers_of(model)
-    scopes = _record_scopes(layers, tf)
-    step, variables = _keras_step(model, tf)
+def _user_method(obj: Any, name: str) -> Any:
+    """The class in ``obj``'s MRO that defines ``name``, if it is the user's (not Keras's)."""
+    for klass in type(obj).__mro__:
+        if name in vars(klass):
+            mod = klass.__module__ or ""
+            return None if mod.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins") else klass
+    return None
+
+
+def _networks(model: Any) -> list[tuple[str, Any]]:
+    """The networks a training wrapper trains: a Model with its own ``train_step`` and no
+    ``call`` (a GAN, a VAE). Those whose weights its train_step differentiates, else those
+    it calls, in the order the class names them."""
+    if _user_method(model, "call") is not None or _user_method(model, "train_step") is None:
+        return []
+    layer_cls = tuple(c for c in (getattr(sys.modules.get(m), "layers", None) for m in ("keras", "tf_keras"))
+                      if c is not None)
+    layer_types = tuple(getattr(c, "Layer") for c in layer_cls)
+
+    def network(attr: str) -> Any:
+        try:
+            value = getattr(model, attr, None)
+        except Exception:
+            return None
+        ok = isinstance(value, layer_types) and value is not model and bool(_trainable(value))
+        return value if ok else None
+
+    names: list[str] = []
     try:
-        concrete = step.get_concrete_function(*args)
-        _mark("trace")
-        hlo: str = step.experimental_get_compiler_ir(*args)(stage="hlo")
-        _mark("lower")
-    except ChildError:
-        raise
-    except Exception as exc:
-        raise _user_error(exc, sites, "tracing the training step failed") from None
-    outs = concrete.structured_outputs[1]
-    result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
-    result["output_layers"] = _output_layers(model)
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model))))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    if tree is not None:
+        step = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "train_step"), None)
+        weights = [n.value.attr for n in ast.walk(step or tree) if isinstance(n, ast.Attribute)
+                   and n.attr in ("trainable_weights", "trainable_variables")
+                   and isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name)
+                   and n.value.value.id == "self"]
+        called = [n.func.attr for n in ast.walk(step or tree) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                  and n.func.value.id == "self"]
+        for attr in weights or called:
+            if attr not in names and network(attr) is not None:
+                names.append(attr)
+    if not names:
+        names = [a for a in vars(model) if not a.startswith("_") and network(a) is not None]
+    return [(a, getattr(model, a)) for a in names]
+
+
+def _trainable(model: Any) -> list[Any]:
+    try:
+        return list(model.trainable_variables)
+    except Exception:
+        return []
+
+
+def _batch(opts: _Options, fixed: int | None, sizes: ScriptSizes | None, said: list[str]) -> int:
+    """The global batch: --batch-size, else the model's input spec, else the script's."""
+    if opts.batch_size:
+        said.append(f"batch {opts.batch_size} from --batch-size")
+        return opts.batch_size
+    if fixed:
+        said.append(f"batch {fixed}: the model's input fixes it")
+        return fixed
+    if sizes is not None and sizes.batch is not None:
+        b = sizes.batch
+        if b.per_replica:
+            said.append(f"batch {b.value[0]} per replica from the script (line {b.line}: {b.what}) "
+                        f"× {opts.cores} core{'s' if opts.cores != 1 else ''}")
+            return b.value[0] * max(1, opts.cores)
+        said.append(f"batch {b.value[0]} from the script (line {b.line}: {b.what})")
+        return b.value[0]
+    said.append(f"batch {DEFAULT_BATCH}: a stated default (the script states none; --batch-size to change)")
+    return DEFAULT_BATCH
+
+
+_RESHAPE = re.compile(r"Input to reshape is a tensor with (\d+) values, but the requested shape has (\d+)")
+
+
+def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
+    """A failed trace; a reshape that hard-codes the batch says which --batch-size fits."""
+    err = _user_error(exc, sites, "tracing the training step failed")
+    m = _RESHAPE.search(str(exc))
+    if m or "reshape" in str(exc).lower():
+        hint = "a reshape in the script may hard-code its batch: pass --batch-size N with that batch"
+        if m and int(m.group(1)):
+            wanted = int(m.group(2)) * batch / int(m.group(1))
+            if wanted == int(wanted) and wanted >= 1:
+                hint = f"a reshape in the script hard-codes batch {int(wanted)}: pass --batch-size {int(wanted)}"
+        return ChildError(f"{err} ({hint})")
+    return err
+
+
+def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list[str]]], per_core: int,
+                    tf: Any) -> tuple[str | None, str, list[int] | None]:
+    """Lower one step of the script's own ``train_step`` on a batch shaped like a network's
+    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch shape)."""
+    why = ""
+    tried: set[tuple[int, ...]] = set()
+    for shapes, dtypes in specs:
+        shape = _batched(shapes[0], per_core)
+        if tuple(shape) in tried:
+            continue
+        tried.add(tuple(shape))
+        x = tf.zeros(shape, dtype=dtypes[0])
+        fn = tf.function(lambda data: wrapper.train_step(data), jit_compile=True)
+        try:
+            fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
+            hlo: str = fn.experimental_get_compiler_ir(x)(stage="hlo")
+            return hlo, "", shape
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
+    return None, why, None
+
+
+def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
+                 sizes: ScriptSizes | None = None, label: str = "model") -> str:
+    said: list[str] = []
+    nets = _networks(model)
+    wrapper = model if nets else None
+    if not nets:
+        nets = [(label, model)]
+    specs = [_input_specs(net, opts.input_shape, sizes, said) for _, net in nets]
+    fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
+    global_batch = _batch(opts, fixed, sizes, said)
+    per_core = max(1, global_batch // max(1, opts.cores))
+    layers: list[Any] = []
+    for _, net in nets:
+        layers += [layer for layer in _layers_of(net) if all(layer is not seen for seen in layers)]
+    scopes = _record_scopes(layers, tf)
+    variables: list[Any] = []
+    for _, net in nets:
+        variables += [v for v in _trainable(net) if all(v is not seen for seen in variables)]
+    if not variables:
+        raise ChildError("the model has no trainable variables")
+    hlo = None
+    args: list[Any] = []
+    how = "a stand-in loss (the mean square of its outputs)"
+    if wrapper is not None:
+        klass = _user_method(wrapper, "train_step")
+        hlo, why, shape = _train_step_hlo(wrapper, specs, per_core, tf)
+        if hlo is not None:
+            how = (f"one step of the script's {klass.__name__}.train_step on a batch of shape "
+                   f"{tuple(shape or ())}")
+            args = [tf.zeros(shape)]
+            _mark("trace")
+            _mark("lower")
+            result["outputs"] = [list(o.shape) for _, net in nets for o in (getattr(net, "outputs", None) or [])]
+        else:
+            how = (f"each network with a stand-in loss (the mean square of its outputs): the script's "
+                   f"{klass.__name__}.train_step did not trace on a batch of the networks' inputs ({why})")
+    if hlo is None:
+        args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
+                for s, dt in zip(shapes, dtypes)]
+        step = _standin_step([(net, len(sp[0])) for (_, net), sp in zip(nets, specs)], variables, tf)
+        try:
+            concrete = step.get_concrete_function(*args)
+            _mark("trace")
+            hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+            _mark("lower")
+        except ChildError:
+            raise
+        except Exception as exc:
+            raise _trace_error(exc, sites, per_core) from None
+        outs = concrete.structured_outputs[1]
+        result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
+    result["networks"] = [{"name": name, "how": how,
+                           "layers": sorted({layer.name for layer in _layers_of(net)}),
+                           "classes": sorted({type(layer).__name__ for layer in _layers_of(net)})}
+                          for name, net in nets]
+    result["built_how"] = how
+    result["said"] = said
+    result["output_layers"] = [n for _, net in nets for n in _output_layers(net)]
     # Where the batch enters the model: KF302 points there.
-    result["input_sites"] = [site for site in (getattr(layer, "_kerasfit_site", None)
-                                               for layer in _endpoint_layers(model, "inputs")) if site]
+    result["input_sites"] = [site for _, net in nets for site in (getattr(layer, "_kerasfit_site", None)
+                             for layer in _endpoint_layers(net, "inputs")) if site]
     result["inputs"] = [a.shape.as_list() for a in args]
     result["global_batch"] = global_batch
     result["per_core_batch"] = per_core
@@ -586,7 +880,8 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         return None, None
 
     result["_locate"] = locate
-    if opts.probe_outputs:
+    if opts.probe_outputs and wrapper is None:
+        shapes, dtypes = specs[0]
         _probe(model, shapes, dtypes, per_core, opts.probe_weights, opts.probe_outputs, tf)
     return hlo
 
@@ -759,7 +1054,7 @@ def _build_tf1(thunk: Callable[[], Any], opts: _Options, sites: Sites, tf: Any, 
 
 
 def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: Sites, tf: Any,
-                 result: dict[str, Any], state: _GraphState) -> str:
+                 result: dict[str, Any], state: _GraphState, sizes: ScriptSizes | None = None) -> str:
     """Resolve the entry in the (sliced) module and lower its training step to HLO."""
     description, thunk = _resolve_entry(module, entry, sites)
     result["entry"] = description
@@ -782,7 +1077,7 @@ def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: S
             )
         result["mode"] = "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
         _mark("build")
-        hlo = _build_keras(model, opts, sites, tf, result)
+        hlo = _build_keras(model, opts, sites, tf, result, sizes, label=description)
     return hlo
 
 
@@ -790,53 +1085,76 @@ _GUARD_HINT = ('put the training, data and plotting code under `if __name__ == "
                "or pass --entry 'function' or an expression that builds the model")
 
 
+def _install_hint(stubs: list[str], error: str) -> str | None:
+    """A missing package the failed build needed: name the one to install.
+
+    Its stub stood in at import; the model path reaching it (a layer subclassing a stub,
+    a stub called while building) is what failed, so the error or its traceback names it.
+    """
+    named = [n for n in stubs if re.search(rf"\b{re.escape(n)}\b", error)]
+    called = [n for n in _STUBS_CALLED if n in stubs]
+    for name in named or called:
+        return f"the model needs {name}, which is not installed: pip install {_PIP_NAMES.get(name, name)}"
+    return None
+
+
 def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any, result: dict[str, Any],
                   state: _GraphState) -> str:
     """Slice the script, then build its entry (or the discovered candidates, best first)."""
     sys.path.insert(0, str(path.parent))
+    source = path.read_text(encoding="utf-8", errors="replace")
     try:
-        plan = slice_source(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        plan = slice_source(source, str(path))
     except SyntaxError as exc:
         raise ChildError(f"the file does not parse (line {exc.lineno}): {exc.msg}") from None
+    tree = ast.parse(source)
+    trained = trained_names(tree)
     finder = _StubFinder(plan.imported - _NEVER_STUB)
     sys.meta_path.append(finder)
     candidates = [] if opts.entry else plan.candidates[:MAX_CANDIDATES]
     result["candidates"] = [c.label for c in plan.candidates]
     errors: list[str] = []
     hlo = None
+    built: Candidate | None = None
     tries: list[Candidate | None] = [*candidates] or [None]
     for candidate in tries:
         notes: list[str] = []
         attempt = dict(result, notes=notes)
+        var = candidate.expr if candidate is not None and candidate.kind == "variable" else None
+        sizes = script_sizes(tree, var)
         try:
             _phase("import")
             _, module = _load_script(path, opts, sites, notes, candidate)
             _phase("build")
             hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
-                               tf, attempt, state)
+                               tf, attempt, state, sizes)
         except ChildError as exc:
             why = str(exc)
-            failed = [n for n in notes if n.startswith("script statements that failed")]
-            if failed and "is not defined" in why:
-                why += f" ({failed[0][len('script statements that failed and were passed over: '):]})"
             errors.append(f"{candidate.expr}: {why}" if candidate else why)
             _reset_graphs(tf, keras)
+            # The model the script trains failed: a smaller candidate is not what it trains.
+            if var is not None and var in trained:
+                break
             continue
         attempt["notes"] = result["notes"] + notes
         result.update(attempt)
+        built = candidate
         break
     stubs = ", ".join(finder.used)
     if hlo is None:
+        install = _install_hint(finder.used, " ".join(errors))
+        if install:
+            raise ChildError(f"{errors[-1]}; {install}")
         stubbed = f" (not installed, stubbed: {stubs})" if stubs else ""
         if len(errors) > 1:
             raise ChildError(f"no candidate built{stubbed}: " + " | ".join(errors) + "; " + _GUARD_HINT)
-        raise ChildError(f"{errors[0]}{stubbed}; {_GUARD_HINT}" if "--entry" not in errors[0]
+        raise ChildError(f"{errors[0]}{stubbed}; {_GUARD_HINT}" if "--" not in errors[0]
                          else f"{errors[0]}{stubbed}")
     if stubs:
         result["notes"].append(f"not installed, stubbed (the model does not use them): {stubs}")
     if len(plan.candidates) > 1 and not opts.entry:
-        others = ", ".join(c.expr for c in plan.candidates if c.expr != (candidates[0].expr if candidates else ""))
-        result["notes"].append(f"built {result['entry']}; other candidates: {others} (pick one with --entry)")
+        others = ", ".join(c.label for c in plan.candidates if built is None or c.expr != built.expr)
+        result["notes"].append(f"other candidates, not built: {others} (pick one with --entry)")
     return hlo
 
 

@@ -142,6 +142,11 @@ class BuildReport:
     measured_dtype: str = ""  # what the HLO's matmuls/convs really are
     mem_rows: list[OpReport] = field(default_factory=list)  # pads, transposes, copies, elementwise
     output_layers: list[str] = field(default_factory=list)  # their width is the task's
+    # What was built and from what: each network (name, how, its layers and their
+    # classes), how its step was traced, and where the batch and unknown dims came from.
+    networks: list[dict[str, Any]] = field(default_factory=list)
+    built_how: str = ""
+    shapes_said: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -159,6 +164,7 @@ class BuildReport:
             "rows": [r.to_dict() for r in self.rows], "step_time": self.step_time,
             "useful_time": self.useful_time, "wasted_time": self.step_time - self.useful_time,
             "measured_dtype": self.measured_dtype, "peaks": PEAKS[self.target].source,
+            "networks": self.networks, "built_how": self.built_how, "shapes_said": self.shapes_said,
         }
 
 
@@ -342,6 +348,8 @@ def make_report(raw: dict[str, Any], target: str = "tpu-v5e", dtype: str = "floa
         rows=rows, step_time=sum(r.time for r in rows),
         useful_time=sum(r.useful_time for r in rows), measured_dtype=measured,
         mem_rows=mem, output_layers=list(raw.get("output_layers") or ()),
+        networks=list(raw.get("networks") or ()), built_how=str(raw.get("built_how") or ""),
+        shapes_said=list(raw.get("said") or ()),
     )
 
 
@@ -389,12 +397,22 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(row) for row in cells])
 
 
+def header_lines(report: BuildReport) -> list[str]:
+    """What was built, how its step was traced, and where its batch and shapes came from."""
+    if not report.networks:
+        return []
+    names = ", ".join(n["name"] for n in report.networks)
+    lines = [f"built {names}: {report.built_how}"]
+    lines += [f"shapes: {said}" for said in report.shapes_said]
+    return lines + [""]
+
+
 def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
         raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    out = [_table(TABLE_HEADERS, table_rows(report, max_rows))]
+    out = header_lines(report) + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]
