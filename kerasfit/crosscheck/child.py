@@ -29,7 +29,8 @@ from typing import Any, Callable, Iterable, Iterator, Literal, NotRequired, Sequ
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
-                                         mutated_names, script_sizes, slice_source, trained_names)
+                                         mutated_names, script_sizes, slice_source, trained_names,
+                                         used_names)
 
 DEFAULT_BATCH = 128
 # A ``None`` dim the script states no size for: a stated default per modality.
@@ -357,40 +358,95 @@ def _refuse_training(keras_module: Any, notes: list[str]) -> None:
 
 
 class DataNotLoaded(Exception):
-    """The model read something that comes from data the build does not load."""
+    """The model read something that comes from data the build does not load, or from a
+    statement that failed: ``line`` and ``why`` are the root cause."""
+
+    def __init__(self, name: str, line: int, why: str):
+        super().__init__(f"{name!r} depends on line {line}, which the build does not run ({why})")
+        self.line, self.why = line, why
 
 
 class _Unloaded:
     """Stands for a name the slice did not bind: a skipped data statement's, or a failed
-    statement's. Any use raises and says where the name came from; ``len()`` of a list of
-    classes or tokens is the one use with a stated default."""
+    statement's. Reading into it (an item, an attribute, a method call: ``df["col"].unique()``)
+    gives another stand-in from the same root; using it as a number, a truth value or in
+    arithmetic raises and names the line it came from. The two uses with a stated default:
+    ``len()`` (a count of classes or tokens) and iterating it (a vocabulary: that many
+    distinct tokens), each said in a note."""
 
     def __init__(self, name: str, line: int, why: str, notes: list[str]):
         object.__setattr__(self, "_kf", (name, line, why, notes))
 
     def _fail(self, *args: object, **kwargs: object) -> Any:
         name, line, why, _ = object.__getattribute__(self, "_kf")
-        raise DataNotLoaded(f"{name!r} comes from line {line}, which the build does not run ({why})")
+        raise DataNotLoaded(name, line, why)
+
+    def _derived(self, *args: object, **kwargs: object) -> _Unloaded:
+        return self
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__") and attr.endswith("__"):
+        # Not a mapping: ``dict(df)`` must not make a real object of stand-ins.
+        if attr.startswith("__") and attr.endswith("__") or attr in ("keys", "items", "values"):
             raise AttributeError(attr)
+        return self
+
+    __call__ = _derived
+
+    def __getitem__(self, key: object) -> _Unloaded:
+        # A column by name reads on; a position is a value (numpy walks a sequence by them).
+        if isinstance(key, str):
+            return self
         return self._fail()
 
-    __call__ = __getitem__ = __iter__ = __bool__ = __index__ = __int__ = __float__ = _fail
-    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __truediv__ = __floordiv__ = _fail
+    __bool__ = __index__ = __int__ = __float__ = _fail
+    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __floordiv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
 
-    def __len__(self) -> int:
+    def _default(self, what: str) -> int:
         name, line, why, notes = object.__getattribute__(self, "_kf")
         n = DEFAULT_CLASSES if _CLASSY.search(name) else DEFAULT_VOCABULARY
-        note = (f"len({name}) is read from data (line {line}: {why}): built with a stated default "
-                f"of {n}")
+        note = f"{what} of {name} is read from data (line {line}: {why}): built with a stated default of {n}"
         if note not in notes:
             notes.append(note)
         return n
 
+    def __len__(self) -> int:
+        return self._default("the count")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
+
     def __repr__(self) -> str:
         return f"<{object.__getattribute__(self, '_kf')[0]}: not loaded>"
+
+
+def _patch_adapt(keras_module: Any, notes: list[str]) -> None:
+    """A preprocessing layer adapted to data the build does not load keeps a stated default:
+    a lookup gets a vocabulary of that many tokens, a normalization mean 0 and variance 1."""
+    layers = getattr(keras_module, "layers", None)
+    for name in ("StringLookup", "IntegerLookup", "TextVectorization", "Normalization", "Discretization"):
+        cls = getattr(layers, name, None)
+        original = getattr(cls, "adapt", None)
+        if cls is None or original is None or getattr(original, "_kerasfit", False):
+            continue
+
+        def adapt(self: Any, data: Any = None, *args: Any, _original: Any = original, _name: str = name,
+                  **kwargs: Any) -> Any:
+            if not isinstance(data, _Unloaded):
+                return _original(self, data, *args, **kwargs)
+            if hasattr(self, "set_vocabulary"):
+                ints = _name == "IntegerLookup"
+                vocab = list(range(1, DEFAULT_VOCABULARY + 1)) if ints else list(data)
+                self.set_vocabulary(vocab[:DEFAULT_VOCABULARY])
+            note = (f"{_name}.adapt() reads data the build does not load ({data!r}): "
+                    f"{'a vocabulary of ' + str(DEFAULT_VOCABULARY) if hasattr(self, 'set_vocabulary') else 'defaults'}"
+                    " (stated default)")
+            if note not in notes:
+                notes.append(note)
+            return None
+
+        adapt._kerasfit = True  # type: ignore[attr-defined]  # patched once
+        cls.adapt = adapt
 
 
 def _stmt_names(stmt: ast.stmt) -> tuple[set[str], bool]:
@@ -400,6 +456,8 @@ def _stmt_names(stmt: ast.stmt) -> tuple[set[str], bool]:
         return binds, bool(mutated_names(stmt)) or isinstance(stmt, ast.AugAssign)
     if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return binds, False
+    if isinstance(stmt, (ast.For, ast.While, ast.With, ast.If, ast.Try)):
+        return binds, bool(mutated_names(stmt))  # a loop that only binds and prints
     return binds, True
 
 
@@ -439,16 +497,30 @@ def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> Modu
                 continue
             held = [b for b in binds if b in module.__dict__
                     and not isinstance(module.__dict__[b], _Unloaded)]
+            changed = mutated_names(stmt)
+            if changed and all(isinstance(module.__dict__.get(n), _Unloaded) for n in changed) and not held:
+                continue  # it changes data that is not loaded: the stand-in stays as it is
+            # The root cause: a stand-in the statement read (data not loaded, an earlier failure).
+            roots = [object.__getattribute__(v, "_kf") for n in sorted(used_names(stmt))
+                     if isinstance(v := module.__dict__.get(n), _Unloaded)]
+            if isinstance(exc, DataNotLoaded):
+                root = (exc.line, exc.why)
+            elif roots:
+                root = (roots[0][1], roots[0][2])
+            else:
+                root = (stmt.lineno, f"it failed: {why}")
             if mutates or held or not binds:
-                raise ChildError(f"line {stmt.lineno} failed and the model depends on it: {why}") from None
+                cause = (f" ({roots[0][0]!r} depends on line {roots[0][1]}, which the build does not run: "
+                         f"{roots[0][2]})") if roots and not isinstance(exc, DataNotLoaded) else ""
+                raise ChildError(f"line {stmt.lineno} failed and the model depends on it: {why}{cause}") from None
             for var in binds:
                 default = _count_default(var)
                 if default is not None:
                     module.__dict__[var] = default
                     notes.append(f"{var} is read from data (line {stmt.lineno}): built with a stated "
                                  f"default of {default}")
-                else:
-                    module.__dict__[var] = _Unloaded(var, stmt.lineno, f"it failed: {why}", notes)
+                else:  # the root cause, not the chain
+                    module.__dict__[var] = _Unloaded(var, root[0], root[1], notes)
     return module
 
 
@@ -668,7 +740,7 @@ def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any
             for net, n in networks:
                 ins = inputs[i:i + n]
                 i += n
-                out = net(ins[0] if n == 1 else list(ins), training=True)
+                out = net(_structured(net, list(ins)), training=True)
                 outs.append(out)
                 flat = [o for o in tf.nest.flatten(out) if o.dtype.is_floating]
                 losses += [tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in flat]
@@ -678,6 +750,16 @@ def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any
 
     # called, not used as a decorator: TensorFlow's untyped decorator would untype ``step``
     return tf.function(step, jit_compile=True, autograph=False)
+
+
+def _structured(net: Any, inputs: list[Any]) -> Any:
+    """The inputs as the network takes them: one tensor, a list, or its dict of named
+    inputs (``model.inputs`` flattens a dict in sorted-key order, in Keras 3 and tf-keras)."""
+    for attr in ("_inputs_struct", "_nested_inputs"):  # Keras 3, tf-keras
+        struct = getattr(net, attr, None)
+        if isinstance(struct, dict) and len(struct) == len(inputs):
+            return dict(zip(sorted(struct), inputs))
+    return inputs[0] if len(inputs) == 1 else inputs
 
 
 def _user_method(obj: Any, name: str) -> Any:
@@ -796,12 +878,19 @@ def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list
 
 
 def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
-                 sizes: ScriptSizes | None = None, label: str = "model") -> str:
+                 sizes: ScriptSizes | None = None, label: str = "model",
+                 others: list[tuple[str, Any]] | None = None) -> str:
+    """Lower one training step of ``model`` (and ``others`` the script also trains): a
+    training wrapper's own ``train_step`` when it traces, else every network on a
+    stand-in loss."""
     said: list[str] = []
-    nets = _networks(model)
-    wrapper = model if nets else None
-    if not nets:
-        nets = [(label, model)]
+    nets: list[tuple[str, Any]] = []
+    wrapper = None
+    for name, m in [(label, model)] + list(others or []):
+        sub = _networks(m)
+        if sub and not others:
+            wrapper = m
+        nets += [(f"{name}.{a}" if others else a, n) for a, n in sub] or [(name, m)]
     specs = [_input_specs(net, opts.input_shape, sizes, said) for _, net in nets]
     fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
     global_batch = _batch(opts, fixed, sizes, said)
@@ -1070,6 +1159,18 @@ def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: S
             raise
         except BaseException as exc:
             raise _user_error(exc, sites, f"calling {description} failed") from None
+        for value in model if isinstance(model, tuple) else (model,):
+            if isinstance(value, _Unloaded):
+                name, line, why, _ = object.__getattribute__(value, "_kf")
+                raise ChildError(f"{description}: {DataNotLoaded(name, line, why)}")
+        labels = _tuple_names(description)
+        if (labels and isinstance(model, tuple) and len(model) == len(labels)
+                and all(isinstance(m, _model_classes()) for m in model)):
+            # every model the script trains, built together
+            result["mode"] = "tf-keras" if type(model[0]).__module__.startswith("tf_keras") else "keras"
+            _mark("build")
+            return _build_keras(model[0], opts, sites, tf, result, sizes, label=labels[0],
+                                others=list(zip(labels[1:], model[1:])))
         if not isinstance(model, _model_classes()):
             raise ChildError(
                 f"{description} returned {type(model).__name__}, not a Keras model "
@@ -1079,6 +1180,17 @@ def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: S
         _mark("build")
         hlo = _build_keras(model, opts, sites, tf, result, sizes, label=description)
     return hlo
+
+
+def _tuple_names(expr: str) -> list[str]:
+    """``"(a, b)"`` -> ["a", "b"]; anything else -> []."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return []
+    if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Name) for e in node.elts):
+        return [e.id for e in node.elts if isinstance(e, ast.Name)]
+    return []
 
 
 _GUARD_HINT = ('put the training, data and plotting code under `if __name__ == "__main__":`, '
@@ -1112,12 +1224,21 @@ def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any,
     finder = _StubFinder(plan.imported - _NEVER_STUB)
     sys.meta_path.append(finder)
     candidates = [] if opts.entry else plan.candidates[:MAX_CANDIDATES]
+    fitted = sorted((c for c in plan.candidates if c.kind == "variable" and trained.get(c.expr, (False,))[0]),
+                    key=lambda c: c.line)
+    if len(fitted) > 1 and candidates:
+        # A script that trains several models (a baseline, then the one it is about; a
+        # two-stage VQ-VAE and its prior): all of them, each labelled, then each alone.
+        joint = Candidate("(" + ", ".join(c.expr for c in fitted) + ")", fitted[0].line, "joint")
+        candidates = [joint] + candidates
     result["candidates"] = [c.label for c in plan.candidates]
     errors: list[str] = []
     hlo = None
     built: Candidate | None = None
     tries: list[Candidate | None] = [*candidates] or [None]
-    for candidate in tries:
+    for candidate in list(tries):
+        if candidate not in tries:
+            continue
         notes: list[str] = []
         attempt = dict(result, notes=notes)
         var = candidate.expr if candidate is not None and candidate.kind == "variable" else None
@@ -1132,11 +1253,14 @@ def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any,
             why = str(exc)
             errors.append(f"{candidate.expr}: {why}" if candidate else why)
             _reset_graphs(tf, keras)
-            # The model the script trains failed: a smaller candidate is not what it trains.
-            if var is not None and var in trained:
-                break
+            # The model the script trains failed: a candidate it does not train is not
+            # what it trains; another model it trains is, and the note says so.
+            if candidate is not None and (candidate.kind == "joint" or var in trained):
+                pending = tries[tries.index(candidate) + 1:]
+                tries[tries.index(candidate) + 1:] = [c for c in pending if c is not None and (
+                    c.kind == "variable" and c.expr in trained)]
             continue
-        attempt["notes"] = result["notes"] + notes
+        attempt["notes"] = result["notes"] + notes + [f"tried first, failed: {e}" for e in errors]
         result.update(attempt)
         built = candidate
         break
@@ -1153,8 +1277,10 @@ def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any,
     if stubs:
         result["notes"].append(f"not installed, stubbed (the model does not use them): {stubs}")
     if len(plan.candidates) > 1 and not opts.entry:
-        others = ", ".join(c.label for c in plan.candidates if built is None or c.expr != built.expr)
-        result["notes"].append(f"other candidates, not built: {others} (pick one with --entry)")
+        done = set(_tuple_names(built.expr)) | {built.expr} if built is not None else set()
+        others = ", ".join(c.label for c in plan.candidates if c.expr not in done)
+        if others:
+            result["notes"].append(f"other candidates, not built: {others} (pick one with --entry)")
     return hlo
 
 
@@ -1192,6 +1318,7 @@ def run(opts: _Options) -> dict[str, Any]:
         _patch_layer_init(tf_keras.layers.Layer, sites)
         _no_download_applications(tf_keras, result["notes"])
         _refuse_training(tf_keras, result["notes"])
+        _patch_adapt(tf_keras, result["notes"])
     if opts.dtype == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         if opts.legacy or opts.keras2:
@@ -1207,6 +1334,7 @@ def run(opts: _Options) -> dict[str, Any]:
     t_import = time.perf_counter()
     _no_download_applications(keras, result["notes"])
     _refuse_training(keras, result["notes"])
+    _patch_adapt(keras, result["notes"])
     hlo = _build_script(path, opts, sites, tf, keras, result, state)
     t_hlo = time.perf_counter()
     ops, pads = parse_hlo(hlo)

@@ -57,7 +57,13 @@ DENIED_CALLS = {
     "system": "runs a command", "imshow": "plots", "show": "plots", "savefig": "plots",
     "figure": "plots", "subplots": "plots", "plot": "plots", "plot_model": "plots",
     "summary": "prints", "adapt": "reads data", "run": "runs a session or a command",
+    "loadtxt": "reads files", "genfromtxt": "reads files",
+    "fromfile": "reads files", "loadmat": "reads files", "read_parquet": "reads files",
+    "read_json": "reads files", "read_table": "reads files", "read_excel": "reads files",
 }
+# What a data helper of the file does that makes a call to it a denied statement too
+# (``x, y = readucr(url)`` downloads): I/O only, so a builder that prints a summary runs.
+_IO = ("reads files", "downloads", "opens files", "deletes files", "writes files", "runs a command")
 # Modules whose every call is I/O, plotting or a download.
 DENIED_MODULES = frozenset({"plt", "matplotlib", "tfds", "tensorflow_datasets", "PIL", "Image",
                             "cv2", "imageio", "requests", "urllib", "shutil", "subprocess",
@@ -85,6 +91,7 @@ class Slice:
     skipped: dict[int, str] = field(default_factory=dict)  # line -> why a needed line was skipped
     # name -> (line, why) for the names those skipped lines would have bound: their data
     skipped_names: dict[str, tuple[int, str]] = field(default_factory=dict)
+    helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
     kept_lines: list[int] = field(default_factory=list)
     imported: set[str] = field(default_factory=set)  # top-level packages the file imports
 
@@ -186,8 +193,13 @@ def _walk_shallow(node: ast.AST) -> Iterator[ast.AST]:
             stack.append(child)
 
 
-def denial(stmt: ast.AST) -> str | None:
-    """Why running this statement would train, download, plot or do I/O (None: it would not)."""
+def denial(stmt: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+           _seen: frozenset[str] = frozenset()) -> str | None:
+    """Why running this statement would train, download, plot or do I/O (None: it would not).
+
+    ``helpers`` are the file's functions: calling one whose body reads files or downloads
+    (``x, y = readucr(url)``) is that I/O too.
+    """
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return None  # a body only runs when called
     for node in _walk_shallow(stmt):
@@ -202,6 +214,11 @@ def denial(stmt: ast.AST) -> str | None:
         root = _root(node.func)
         if root in DENIED_MODULES:
             return f"{root}.{name or '…'}() is plotting or I/O"
+        if helpers and isinstance(node.func, ast.Name) and name in helpers and name not in _seen:
+            body = ast.Module(body=list(helpers[name].body), type_ignores=[])
+            why = denial(body, helpers, _seen | {name})
+            if why is not None and why.split("() ", 1)[-1].startswith(_IO):
+                return f"{name}() calls {why}"
     return None
 
 
@@ -583,7 +600,7 @@ def _slice_block(body: list[ast.stmt], needed: set[str], result: Slice,
         mutates = mutated_names(stmt) & needed
         if not binds and not mutates:
             continue
-        why = denial(stmt)
+        why = denial(stmt, result.helpers)
         if why is not None:
             result.skipped[stmt.lineno] = why
             for name in bound_names(stmt):
@@ -639,6 +656,7 @@ def slice_source(source: str, filename: str = "<file>", entry: str | None = None
     tree = ast.parse(source, filename)
     result = Slice(tree=tree, entry=entry)
     result.candidates = find_candidates(tree)
+    result.helpers = {s.name: s for s in tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             result.imported |= {a.name.split(".")[0] for a in node.names}
