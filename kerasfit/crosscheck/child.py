@@ -239,7 +239,16 @@ def _stub_used(obj: object) -> None:
         _STUBS_CALLED.append(top)
 
 
-class _Inert:
+class _InertMeta(type):
+    """Stub classes answer attribute reads too (``tfa.layers.GroupNormalization``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _InertMeta(name, (cls,), {"__module__": cls.__module__})
+
+
+class _Inert(metaclass=_InertMeta):
     """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty.
 
     Its objects keep the stubbed package's module name, so an error that shows one names
@@ -256,7 +265,7 @@ class _Inert:
     def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__"):
             raise AttributeError(name)
-        return type(name, (_Inert,), {"__module__": type(self).__module__})()
+        return _InertMeta(name, (_Inert,), {"__module__": type(self).__module__})()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
@@ -276,7 +285,7 @@ class _StubModule(ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         # A class, so ``class Foo(tfa.layers.Base)`` and ``isinstance`` still work.
-        return type(name, (_Inert,), {"__module__": self.__name__})
+        return _InertMeta(name, (_Inert,), {"__module__": self.__name__})
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -838,7 +847,8 @@ def _batch(opts: _Options, fixed: int | None, sizes: ScriptSizes | None, said: l
     return DEFAULT_BATCH
 
 
-_RESHAPE = re.compile(r"Input to reshape is a tensor with (\d+) values, but the requested shape has (\d+)")
+_RESHAPE = re.compile(r"Input to reshape is a tensor with (\d+) values, but the requested shape has (\d+)|"
+                      r"Cannot reshape a tensor with (\d+) elements to shape \S* \((\d+) elements\)")
 
 
 def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
@@ -847,8 +857,9 @@ def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
     m = _RESHAPE.search(str(exc))
     if m or "reshape" in str(exc).lower():
         hint = "a reshape in the script may hard-code its batch: pass --batch-size N with that batch"
-        if m and int(m.group(1)):
-            wanted = int(m.group(2)) * batch / int(m.group(1))
+        have, want = (int(g) for g in (m.groups()[:2] if m and m.group(1) else m.groups()[2:])) if m else (0, 0)
+        if have:
+            wanted = want * batch / have
             if wanted == int(wanted) and wanted >= 1:
                 hint = f"a reshape in the script hard-codes batch {int(wanted)}: pass --batch-size {int(wanted)}"
         return ChildError(f"{err} ({hint})")

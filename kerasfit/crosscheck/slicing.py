@@ -158,6 +158,65 @@ def used_names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def free_names(node: ast.AST) -> set[str]:
+    """The names a statement reads from the module: like :func:`used_names`, but a
+    function's own locals (parameters, names it assigns) are not the module's
+    (``fake = self.generator(z)`` in a ``train_step`` needs no module-level ``fake``)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        a = node.args
+        outer: set[str] = set()
+        for expr in [*a.defaults, *(d for d in a.kw_defaults if d is not None),
+                     *getattr(node, "decorator_list", []),
+                     *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation)]:
+            outer |= used_names(expr)
+        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        body: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
+        local, loads, declared = set(params), set(), set()
+        for stmt in body:
+            for n in _walk_scope(stmt):
+                if isinstance(n, ast.Name):
+                    if isinstance(n.ctx, ast.Store):
+                        local.add(n.id)
+                    elif isinstance(n.ctx, ast.Load):
+                        loads.add(n.id)
+                elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                    declared |= set(n.names)
+                elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                    local |= {(x.asname or x.name).split(".")[0] for x in n.names}
+                elif isinstance(n, _SCOPES):
+                    if not isinstance(n, ast.Lambda):
+                        local.add(n.name)
+                    loads |= free_names(n)
+        return outer | (loads - (local - declared))
+    if isinstance(node, ast.ClassDef):
+        out: set[str] = set()
+        for expr in [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]:
+            out |= used_names(expr)
+        for stmt in node.body:
+            out |= free_names(stmt)
+        return out
+    out = set()
+    for n in _walk_scope(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            out.add(n.id)
+        elif isinstance(n, _SCOPES):
+            out |= free_names(n)
+    return out
+
+
+def _walk_scope(node: ast.AST) -> Iterator[ast.AST]:
+    """ast.walk that yields functions, classes and lambdas but does not enter them."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if not isinstance(n, _SCOPES):
+            stack.extend(ast.iter_child_nodes(n))
+
+
 def mutated_names(stmt: ast.stmt) -> set[str]:
     """Names whose object a statement changes in place (``m.trainable = False``, ``m.compile()``)."""
     out: set[str] = set()
@@ -585,7 +644,7 @@ def _slice_block(body: list[ast.stmt], needed: set[str], result: Slice,
             # Bodies run later, so a definition is needed wherever it stands.
             if stmt.name in needed:
                 kept.append(stmt)
-                needed |= used_names(stmt)
+                needed |= free_names(stmt)
             continue
         if _is_config_call(stmt):
             kept.append(stmt)
