@@ -407,7 +407,7 @@ class _Unloaded:
             return self
         return self._fail()
 
-    __bool__ = __index__ = __int__ = __float__ = _fail
+    __bool__ = __index__ = __int__ = __float__ = __array__ = _fail  # numpy must not make it an array
     __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __floordiv__ = _fail
     __lt__ = __le__ = __gt__ = __ge__ = _fail
 
@@ -497,6 +497,14 @@ def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> Modu
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         try:
             exec(code, module.__dict__)
+            # ``n = len(chars)`` of a set the skipped data loop never filled: 0 classes or
+            # tokens build no model; the stated default does.
+            for var in bound_names(stmt) if isinstance(stmt, ast.Assign) else ():
+                default = _count_default(var)
+                if default is not None and module.__dict__.get(var) == 0 and plan.skipped:
+                    module.__dict__[var] = default
+                    notes.append(f"{var} is 0 without the data the build does not load (line "
+                                 f"{stmt.lineno}): built with a stated default of {default}")
         except BaseException as exc:  # user code: anything, including SystemExit
             why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
             binds, mutates = _stmt_names(stmt)
