@@ -25,7 +25,7 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, Callable, Iterable, Iterator, Literal, NotRequired, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Iterator, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
@@ -265,7 +265,8 @@ class _Inert(metaclass=_InertMeta):
     def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _InertMeta(name, (_Inert,), {"__module__": type(self).__module__})()
+        stub: _Inert = _InertMeta(name, (_Inert,), {"__module__": type(self).__module__})()
+        return stub
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
@@ -285,7 +286,7 @@ class _StubModule(ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         # A class, so ``class Foo(tfa.layers.Base)`` and ``isinstance`` still work.
-        return _InertMeta(name, (_Inert,), {"__module__": self.__name__})
+        return _InertMeta(name, (_Inert,), {"__module__": self.__name__})  # type: ignore[return-value]  # an _Inert subclass
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -386,7 +387,7 @@ class _Unloaded:
     def __init__(self, name: str, line: int, why: str, notes: list[str]):
         object.__setattr__(self, "_kf", (name, line, why, notes))
 
-    def _fail(self, *args: object, **kwargs: object) -> Any:
+    def _fail(self, *args: object, **kwargs: object) -> NoReturn:
         name, line, why, _ = object.__getattribute__(self, "_kf")
         raise DataNotLoaded(name, line, why)
 
@@ -405,7 +406,8 @@ class _Unloaded:
         # A column by name reads on; a position is a value (numpy walks a sequence by them).
         if isinstance(key, str):
             return self
-        return self._fail()
+        self._fail()
+        return self
 
     __bool__ = __index__ = __int__ = __float__ = __array__ = _fail  # numpy must not make it an array
     __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __floordiv__ = _fail
@@ -918,6 +920,13 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     for _, net in nets:
         layers += [layer for layer in _layers_of(net) if all(layer is not seen for seen in layers)]
     scopes = _record_scopes(layers, tf)
+    for (_, net), (shapes, dtypes) in zip(nets, specs):
+        if not _trainable(net):
+            # A subclassed model makes its weights on its first call: one call at batch 1.
+            try:
+                net(_structured(net, [tf.zeros(_batched(s, 1), dtype=dt) for s, dt in zip(shapes, dtypes)]))
+            except Exception as exc:
+                raise _user_error(exc, sites, "calling the model once to make its weights failed") from None
     variables: list[Any] = []
     for _, net in nets:
         variables += [v for v in _trainable(net) if all(v is not seen for seen in variables)]

@@ -62,8 +62,10 @@ DENIED_CALLS = {
     "read_json": "reads files", "read_table": "reads files", "read_excel": "reads files",
 }
 # What a data helper of the file does that makes a call to it a denied statement too
-# (``x, y = readucr(url)`` downloads): I/O only, so a builder that prints a summary runs.
-_IO = ("reads files", "downloads", "opens files", "deletes files", "writes files", "runs a command")
+# (``x, y = readucr(url)`` downloads, ``model = run_experiment(model)`` trains): not printing
+# or plotting, so a builder that prints a summary runs.
+_IO = ("reads files", "downloads", "opens files", "deletes files", "writes files", "runs a command",
+       "trains", "evaluates", "predicts")
 # Modules whose every call is I/O, plotting or a download.
 DENIED_MODULES = frozenset({"plt", "matplotlib", "tfds", "tensorflow_datasets", "PIL", "Image",
                             "cv2", "imageio", "requests", "urllib", "shutil", "subprocess",
