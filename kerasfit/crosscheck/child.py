@@ -731,6 +731,14 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
         if shape is None and input_shape:
             shape = [None] + list(input_shape)
         if shape is None:
+            # A subclassed wrapper around one functional model (``call`` returns
+            # ``self.net(x)``): that model's input.
+            inner = [v for v in vars(model).values() if v is not model and _functional_inputs(v)]
+            if len(inner) == 1:
+                shape = _functional_inputs(inner[0])
+                (said if said is not None else []).append(
+                    f"input {tuple(shape)}: that of the model inside it, {inner[0].name}")
+        if shape is None:
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
                 "or build it (call it once, or use keras.Input) inside the entry"
@@ -739,6 +747,16 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
         dtypes = ["float32"] * len(shapes)
     said = [] if said is None else said
     return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
+
+
+def _functional_inputs(value: Any) -> list[int | None] | None:
+    """The one input shape of a functional Keras model (else None)."""
+    classes = _model_classes()
+    try:
+        inputs = value.inputs if classes and isinstance(value, classes) else None
+    except Exception:
+        return None
+    return list(inputs[0].shape) if inputs and len(inputs) == 1 else None
 
 
 def _batched(shape: list[int | None], batch: int) -> list[int]:
