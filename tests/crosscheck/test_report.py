@@ -336,3 +336,20 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
     table, heavy = proc.stdout.rsplit("HEAVY", 1)
     assert "wasted µs" in table and "per-core batch 16" in table
     assert heavy.strip() == "[]"
+
+
+def test_the_header_says_what_was_built_and_where_its_shapes_came_from(model_file):
+    raw = raw_build(model_file)
+    raw["networks"] = [{"name": "discriminator", "how": "h", "layers": ["conv2d"], "classes": ["Conv2D"]},
+                       {"name": "generator", "how": "h", "layers": ["dense"], "classes": ["Dense"]}]
+    raw["built_how"] = "one step of the script's GAN.train_step on a batch of shape (16, 28, 28, 1)"
+    raw["said"] = ["batch 16 from the script (line 8: batch_size = 16)"]
+    report = make_report(raw)
+    text = render_report(report)
+    assert text.splitlines()[:2] == [
+        "built discriminator, generator: one step of the script's GAN.train_step on a batch of shape (16, 28, 28, 1)",
+        "shapes: batch 16 from the script (line 8: batch_size = 16)",
+    ]
+    data = json.loads(render_report(report, "json"))
+    assert [n["name"] for n in data["networks"]] == ["discriminator", "generator"]
+    assert data["shapes_said"] == raw["said"] and data["built_how"] == raw["built_how"]
