@@ -230,15 +230,6 @@ _NEVER_STUB = frozenset({"tensorflow", "keras", "tf_keras", "numpy"})
 MAX_CANDIDATES = 3
 
 
-_STUBS_CALLED: list[str] = []  # packages whose stand-ins user code made or called, in order
-
-
-def _stub_used(obj: object) -> None:
-    top = (type(obj).__module__ or "").split(".")[0]
-    if top and top not in _STUBS_CALLED:
-        _STUBS_CALLED.append(top)
-
-
 class _InertMeta(type):
     """Stub classes answer attribute reads too (``tfa.layers.GroupNormalization``)."""
 
@@ -252,14 +243,13 @@ class _Inert(metaclass=_InertMeta):
     """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty.
 
     Its objects keep the stubbed package's module name, so an error that shows one names
-    the package; making or calling one is recorded for the failure message.
+    the package.
     """
 
     def __init__(self, *args: object, **kwargs: object) -> None:
-        _stub_used(self)
+        pass
 
     def __call__(self, *args: object, **kwargs: object) -> _Inert:
-        _stub_used(self)
         return self
 
     def __getattr__(self, name: str) -> _Inert:
@@ -738,6 +728,13 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
                 shape = _functional_inputs(inner[0])
                 (said if said is not None else []).append(
                     f"input {tuple(shape)}: that of the model inside it, {inner[0].name}")
+        if shape is None and _first_layer_is_image(model):
+            # Its first layer resizes, crops or convolves images: an image of unknown size,
+            # filled in below from the script's sizes or the stated default.
+            shape = [None, None, None, 3]
+            (said if said is not None else []).append(
+                f"input unknown (a subclassed model): an RGB image, as its first layer "
+                f"({_first_layer_is_image(model)}) takes")
         if shape is None:
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
@@ -749,11 +746,27 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
     return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
 
 
+_IMAGE_FIRST = frozenset({"Resizing", "RandomCrop", "CenterCrop", "RandomFlip", "Rescaling", "Conv2D",
+                          "DepthwiseConv2D", "SeparableConv2D", "RandomRotation", "RandomZoom"})
+
+
+def _first_layer_is_image(model: Any) -> str | None:
+    """The class of a model's first leaf layer (in the order its attributes made them) if
+    it takes images, else None."""
+    try:
+        layers = list(model._flatten_layers(include_self=False, recursive=True))
+    except Exception:
+        return None
+    leaves = [layer for layer in layers if not list(getattr(layer, "_layers", []) or [])]
+    first = type(leaves[0]).__name__ if leaves else None
+    return first if first in _IMAGE_FIRST else None
+
+
 def _functional_inputs(value: Any) -> list[int | None] | None:
     """The one input shape of a functional Keras model (else None)."""
     classes = _model_classes()
     try:
-        inputs = value.inputs if classes and isinstance(value, classes) else None
+        inputs: Any = getattr(value, "inputs", None) if classes and isinstance(value, classes) else None
     except Exception:
         return None
     return list(inputs[0].shape) if inputs and len(inputs) == 1 else None
@@ -1219,7 +1232,7 @@ def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: S
                                 others=list(zip(labels[1:], model[1:])))
         if not isinstance(model, _model_classes()):
             raise ChildError(
-                f"{description} returned {type(model).__name__}, not a Keras model "
+                f"{description} returned {type(model).__module__}.{type(model).__name__}, not a Keras model "
                 "(TF1 graph code is built when the file uses tf.compat.v1 / tf.layers)"
             )
         result["mode"] = "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
@@ -1249,9 +1262,9 @@ def _install_hint(stubs: list[str], error: str) -> str | None:
     Its stub stood in at import; the model path reaching it (a layer subclassing a stub,
     a stub called while building) is what failed, so the error or its traceback names it.
     """
+    # Named in the error: a stub's objects carry their package's module name.
     named = [n for n in stubs if re.search(rf"\b{re.escape(n)}\b", error)]
-    called = [n for n in _STUBS_CALLED if n in stubs]
-    for name in named or called:
+    for name in named:
         return f"the model needs {name}, which is not installed: pip install {_PIP_NAMES.get(name, name)}"
     return None
 
