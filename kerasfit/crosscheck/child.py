@@ -728,20 +728,26 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
                 shape = _functional_inputs(inner[0])
                 (said if said is not None else []).append(
                     f"input {tuple(shape)}: that of the model inside it, {inner[0].name}")
-        if shape is None and _first_layer_is_image(model):
+        first = _first_layer(model)
+        token_ids = False
+        if shape is None and first in _IMAGE_FIRST:
             # Its first layer resizes, crops or convolves images: an image of unknown size,
             # filled in below from the script's sizes or the stated default.
             shape = [None, None, None, 3]
             (said if said is not None else []).append(
-                f"input unknown (a subclassed model): an RGB image, as its first layer "
-                f"({_first_layer_is_image(model)}) takes")
+                f"input unknown (a subclassed model): an RGB image, as its first layer ({first}) takes")
+        elif shape is None and first == "Embedding":
+            # Token ids: a sequence of unknown length, filled in like any other.
+            shape, token_ids = [None, None], True
+            (said if said is not None else []).append(
+                "input unknown (a subclassed model): token ids, as its first layer (Embedding) takes")
         if shape is None:
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
                 "or build it (call it once, or use keras.Input) inside the entry"
             )
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
-        dtypes = ["float32"] * len(shapes)
+        dtypes = ["int32" if token_ids else "float32"] * len(shapes)
     said = [] if said is None else said
     return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
 
@@ -750,16 +756,14 @@ _IMAGE_FIRST = frozenset({"Resizing", "RandomCrop", "CenterCrop", "RandomFlip", 
                           "DepthwiseConv2D", "SeparableConv2D", "RandomRotation", "RandomZoom"})
 
 
-def _first_layer_is_image(model: Any) -> str | None:
-    """The class of a model's first leaf layer (in the order its attributes made them) if
-    it takes images, else None."""
+def _first_layer(model: Any) -> str | None:
+    """The class of a model's first leaf layer, in the order its attributes made them."""
     try:
         layers = list(model._flatten_layers(include_self=False, recursive=True))
     except Exception:
         return None
     leaves = [layer for layer in layers if not list(getattr(layer, "_layers", []) or [])]
-    first = type(leaves[0]).__name__ if leaves else None
-    return first if first in _IMAGE_FIRST else None
+    return type(leaves[0]).__name__ if leaves else None
 
 
 def _functional_inputs(value: Any) -> list[int | None] | None:

@@ -101,3 +101,23 @@ def test_a_subclassed_model_whose_first_layer_takes_images_gets_a_stated_image_i
     assert raw["inputs"] == [[16, 64, 64, 3]]  # its size from the script's own Resizing
     assert any("an RGB image, as its first layer (Resizing) takes" in s for s in raw["said"])
     assert any("64×64, from the script (line 14: Resizing(64, 64))" in s for s in raw["said"])
+
+
+def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_stated_length(tmp_path):
+    path = tmp_path / "subclassed_tokens.py"
+    path.write_text(
+        "import keras\n"
+        "class Recommender(keras.Model):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.users = keras.layers.Embedding(100, 32)\n"
+        "        self.head = keras.layers.Dense(1)\n"
+        "    def call(self, x):\n"
+        "        return self.head(self.users(x[:, 0]))\n"
+        "model = Recommender()\n"
+        "model.compile(loss='mse')\n"
+        "model.fit(data, batch_size=64)\n")
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"] == [[64, 128]]
+    assert any("token ids, as its first layer (Embedding) takes" in s for s in raw["said"])
+    assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
