@@ -20,15 +20,38 @@ import json
 import os
 import re
 import sys
+import textwrap
 import time
 import traceback
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, Callable, Iterable, Iterator, Literal, NotRequired, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Iterator, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.slicing import DISCOVERY_FUNCTIONS, Candidate, Slice, slice_source
+from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
+                                         mutated_names, script_sizes, slice_source, trained_names,
+                                         used_names)
+
 DEFAULT_BATCH = 128
+# A ``None`` dim the script states no size for: a stated default per modality.
+DEFAULT_IMAGE = 224
+DEFAULT_SEQUENCE = 128
+# A count the script reads from its data (classes, vocabulary): a stated default.
+DEFAULT_CLASSES = 10
+DEFAULT_VOCABULARY = 1000
+_CLASSY = re.compile(r"class|label|categor", re.I)
+_COUNT_NAME = re.compile(
+    r"^(num|n|nb|number_of|count|total)_?\w*(classes|labels|categories|users|movies|items|tokens|words|"
+    r"chars|characters|vocab\w*|outputs|targets)$|^vocab(ulary)?_?size$|^max_?(features|tokens|words)$",
+    re.I)
+# Import names whose pip name differs.
+_PIP_NAMES = {"tensorflow_addons": "tensorflow-addons", "tensorflow_probability": "tensorflow-probability",
+              "tensorflow_datasets": "tensorflow-datasets", "tensorflow_hub": "tensorflow-hub",
+              "tensorflow_io": "tensorflow-io", "tensorflow_text": "tensorflow-text",
+              "tensorflow_docs": "git+https://github.com/tensorflow/docs", "keras_nlp": "keras-nlp",
+              "keras_cv": "keras-cv", "keras_hub": "keras-hub", "cv2": "opencv-python",
+              "sklearn": "scikit-learn", "PIL": "pillow", "tensorflow_decision_forests":
+              "tensorflow-decision-forests", "tensorflow_similarity": "tensorflow-similarity"}
 
 # TensorFlow and Keras ship no type stubs: the modules, models, layers and tensors this
 # child handles are Any to mypy (pyproject's ignore_missing_imports).
@@ -230,25 +253,39 @@ _NEVER_STUB = frozenset({"tensorflow", "keras", "tf_keras", "numpy"})
 MAX_CANDIDATES = 3
 
 
-class _Inert:
-    """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty."""
+class _InertMeta(type):
+    """Stub classes answer attribute reads too (``tfa.layers.GroupNormalization``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _InertMeta(name, (cls,), {"__module__": cls.__module__})
+
+
+class _Inert(metaclass=_InertMeta):
+    """What a stubbed module hands out: callable, subclassable, indexable, iterable as empty.
+
+    Its objects keep the stubbed package's module name, so an error that shows one names
+    the package.
+    """
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         pass
 
     def __call__(self, *args: object, **kwargs: object) -> _Inert:
-        return _Inert()
+        return self
 
     def __getattr__(self, name: str) -> _Inert:
         if name.startswith("__"):
             raise AttributeError(name)
-        return _Inert()
+        stub: _Inert = _InertMeta(name, (_Inert,), {"__module__": type(self).__module__})()
+        return stub
 
     def __iter__(self) -> Iterator[Any]:
         return iter(())
 
     def __getitem__(self, key: object) -> _Inert:
-        return _Inert()
+        return self
 
     def __enter__(self) -> _Inert:
         return self
@@ -262,7 +299,7 @@ class _StubModule(ModuleType):
         if name.startswith("__"):
             raise AttributeError(name)
         # A class, so ``class Foo(tfa.layers.Base)`` and ``isinstance`` still work.
-        return type(name, (_Inert,), {"__module__": self.__name__})
+        return _InertMeta(name, (_Inert,), {"__module__": self.__name__})  # type: ignore[return-value]  # an _Inert subclass
 
 
 class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -343,27 +380,179 @@ def _refuse_training(keras_module: Any, notes: list[str]) -> None:
         utils.get_file = get_file
 
 
+class DataNotLoaded(Exception):
+    """The model read something that comes from data the build does not load, or from a
+    statement that failed: ``line`` and ``why`` are the root cause."""
+
+    def __init__(self, name: str, line: int, why: str):
+        super().__init__(f"{name!r} depends on line {line}, which the build does not run ({why})")
+        self.line, self.why = line, why
+
+
+class _Unloaded:
+    """Stands for a name the slice did not bind: a skipped data statement's, or a failed
+    statement's. Reading into it (an item, an attribute, a method call: ``df["col"].unique()``)
+    gives another stand-in from the same root; using it as a number, a truth value or in
+    arithmetic raises and names the line it came from. The two uses with a stated default:
+    ``len()`` (a count of classes or tokens) and iterating it (a vocabulary: that many
+    distinct tokens), each said in a note."""
+
+    def __init__(self, name: str, line: int, why: str, notes: list[str]):
+        object.__setattr__(self, "_kf", (name, line, why, notes))
+
+    def _fail(self, *args: object, **kwargs: object) -> NoReturn:
+        name, line, why, _ = object.__getattribute__(self, "_kf")
+        raise DataNotLoaded(name, line, why)
+
+    def _derived(self, *args: object, **kwargs: object) -> _Unloaded:
+        return self
+
+    def __getattr__(self, attr: str) -> Any:
+        # Not a mapping: ``dict(df)`` must not make a real object of stand-ins.
+        if attr.startswith("__") and attr.endswith("__") or attr in ("keys", "items", "values"):
+            raise AttributeError(attr)
+        return self
+
+    __call__ = _derived
+
+    def __getitem__(self, key: object) -> _Unloaded:
+        # A column by name reads on; a position is a value (numpy walks a sequence by them).
+        if isinstance(key, str):
+            return self
+        self._fail()
+        return self
+
+    __bool__ = __index__ = __int__ = __float__ = __array__ = _fail  # numpy must not make it an array
+    __add__ = __radd__ = __mul__ = __rmul__ = __sub__ = __rsub__ = __truediv__ = __floordiv__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = _fail
+
+    def _default(self, what: str) -> int:
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        n = DEFAULT_CLASSES if _CLASSY.search(name) else DEFAULT_VOCABULARY
+        note = f"{what} of {name} is read from data (line {line}: {why}): built with a stated default of {n}"
+        if note not in notes:
+            notes.append(note)
+        return n
+
+    def __len__(self) -> int:
+        return self._default("the count")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
+
+    def __repr__(self) -> str:
+        return f"<{object.__getattribute__(self, '_kf')[0]}: not loaded>"
+
+
+def _patch_adapt(keras_module: Any, notes: list[str]) -> None:
+    """A preprocessing layer adapted to data the build does not load keeps a stated default:
+    a lookup gets a vocabulary of that many tokens, a normalization mean 0 and variance 1."""
+    layers = getattr(keras_module, "layers", None)
+    for name in ("StringLookup", "IntegerLookup", "TextVectorization", "Normalization", "Discretization"):
+        cls = getattr(layers, name, None)
+        original = getattr(cls, "adapt", None)
+        if cls is None or original is None or getattr(original, "_kerasfit", False):
+            continue
+
+        def adapt(self: Any, data: Any = None, *args: Any, _original: Any = original, _name: str = name,
+                  **kwargs: Any) -> Any:
+            if not isinstance(data, _Unloaded):
+                return _original(self, data, *args, **kwargs)
+            if hasattr(self, "set_vocabulary"):
+                ints = _name == "IntegerLookup"
+                vocab = list(range(1, DEFAULT_VOCABULARY + 1)) if ints else list(data)
+                self.set_vocabulary(vocab[:DEFAULT_VOCABULARY])
+            note = (f"{_name}.adapt() reads data the build does not load ({data!r}): "
+                    f"{'a vocabulary of ' + str(DEFAULT_VOCABULARY) if hasattr(self, 'set_vocabulary') else 'defaults'}"
+                    " (stated default)")
+            if note not in notes:
+                notes.append(note)
+            return None
+
+        adapt._kerasfit = True  # type: ignore[attr-defined]  # patched once
+        cls.adapt = adapt
+
+
+def _stmt_names(stmt: ast.stmt) -> tuple[set[str], bool]:
+    """(names a top-level statement binds, whether it may change an existing object)."""
+    binds = bound_names(stmt)
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+        return binds, bool(mutated_names(stmt)) or isinstance(stmt, ast.AugAssign)
+    if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return binds, False
+    if isinstance(stmt, (ast.For, ast.While, ast.With, ast.If, ast.Try)):
+        return binds, bool(mutated_names(stmt))  # a loop that only binds and prints
+    return binds, True
+
+
+def _count_default(name: str) -> int | None:
+    if not _COUNT_NAME.match(name):
+        return None
+    return DEFAULT_CLASSES if _CLASSY.search(name) else DEFAULT_VOCABULARY
+
+
 def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> ModuleType:
     """Run the sliced script as a fresh module, one top-level statement at a time.
 
-    A statement that fails (it read a name whose data loading was skipped) is noted
-    and passed over: the entry fails later only if it really needed it.
+    Never a silently smaller model: a statement that fails while rebinding a name that
+    has a value (``x = block(x)``) or changing an object in place fails the build with
+    its line. One that binds only new names leaves them "not loaded" (any use fails
+    later, naming this line), or, for a count read from the data (``num_classes =
+    len(np.unique(y))``), binds a stated default with a note. ``compile`` is the one
+    in-place change allowed to fail: it adds nothing to the model.
     """
     name = path.stem if path.stem.isidentifier() else "kerasfit_user_module"
     module = ModuleType(name)
     module.__file__ = str(path)
     module.__dict__["__builtins__"] = __builtins__
     sys.modules[name] = module
-    failed: list[str] = []
+    for var, (line, why) in plan.skipped_names.items():
+        module.__dict__[var] = _Unloaded(var, line, why, notes)
     for stmt in plan.tree.body:
         code = compile(ast.Module(body=[stmt], type_ignores=[]), str(path), "exec")
         try:
             exec(code, module.__dict__)
+            # ``n = len(chars)`` of a set the skipped data loop never filled: 0 classes or
+            # tokens build no model; the stated default does.
+            for var in bound_names(stmt) if isinstance(stmt, ast.Assign) else ():
+                default = _count_default(var)
+                if default is not None and module.__dict__.get(var) == 0 and plan.skipped:
+                    module.__dict__[var] = default
+                    notes.append(f"{var} is 0 without the data the build does not load (line "
+                                 f"{stmt.lineno}): built with a stated default of {default}")
         except BaseException as exc:  # user code: anything, including SystemExit
-            failed.append(f"line {stmt.lineno}: {type(exc).__name__}: {_one_line(exc, 120)}")
-    if failed:
-        notes.append("script statements that failed and were passed over: " + "; ".join(failed[:3])
-                     + (f" (+{len(failed) - 3} more)" if len(failed) > 3 else ""))
+            why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
+            binds, mutates = _stmt_names(stmt)
+            if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
+                    and isinstance(stmt.value.func, ast.Attribute) and stmt.value.func.attr == "compile"):
+                notes.append(f"line {stmt.lineno} (compile) failed, the model is unchanged: {why}")
+                continue
+            held = [b for b in binds if b in module.__dict__
+                    and not isinstance(module.__dict__[b], _Unloaded)]
+            changed = mutated_names(stmt)
+            if changed and all(isinstance(module.__dict__.get(n), _Unloaded) for n in changed) and not held:
+                continue  # it changes data that is not loaded: the stand-in stays as it is
+            # The root cause: a stand-in the statement read (data not loaded, an earlier failure).
+            roots = [object.__getattribute__(v, "_kf") for n in sorted(used_names(stmt))
+                     if isinstance(v := module.__dict__.get(n), _Unloaded)]
+            if isinstance(exc, DataNotLoaded):
+                root = (exc.line, exc.why)
+            elif roots:
+                root = (roots[0][1], roots[0][2])
+            else:
+                root = (stmt.lineno, f"it failed: {why}")
+            if mutates or held or not binds:
+                cause = (f" ({roots[0][0]!r} depends on line {roots[0][1]}, which the build does not run: "
+                         f"{roots[0][2]})") if roots and not isinstance(exc, DataNotLoaded) else ""
+                raise ChildError(f"line {stmt.lineno} failed and the model depends on it: {why}{cause}") from None
+            for var in binds:
+                default = _count_default(var)
+                if default is not None:
+                    module.__dict__[var] = default
+                    notes.append(f"{var} is read from data (line {stmt.lineno}): built with a stated "
+                                 f"default of {default}")
+                else:  # the root cause, not the chain
+                    module.__dict__[var] = _Unloaded(var, root[0], root[1], notes)
     return module
 
 
@@ -493,7 +682,46 @@ def _record_scopes(layers: list[Any], tf: Any) -> dict[str, Any]:
     return scopes
 
 
-def _input_specs(model: Any, input_shape: list[int] | None = None) -> tuple[list[list[int | None]], list[str]]:
+def _fill_none(shape: list[int | None], input_shape: list[int] | None, sizes: ScriptSizes | None,
+               said: list[str]) -> list[int | None]:
+    """Fill an input's unknown non-batch dims: ``--input-shape``, else the script's own
+    sizes (resize/crop, sequence length), else a stated default per modality."""
+    dims = shape[1:]
+    if not any(d is None for d in dims):
+        return shape
+    if input_shape and len(input_shape) == len(dims):
+        return [shape[0]] + [given if d is None else d for d, given in zip(dims, input_shape)]
+    shown = "(" + ", ".join(str(d) for d in shape) + ")"
+    filled = list(dims)
+    if len(dims) in (3, 4) and dims[-1] is not None and all(d is not None for d in dims[:-3]):
+        # images (H, W, C) or volumes/videos with a known depth (D, H, W, C)
+        if sizes is not None and sizes.image is not None:
+            h, w = sizes.image.value
+            why = f"from the script (line {sizes.image.line}: {sizes.image.what})"
+        else:
+            h = w = DEFAULT_IMAGE
+            why = "a stated default for images (the script states no size)"
+        filled[-3] = filled[-3] if filled[-3] is not None else h
+        filled[-2] = filled[-2] if filled[-2] is not None else w
+        said.append(f"input {shown}: {filled[-3]}×{filled[-2]}, {why}; --input-shape to change")
+    elif len(dims) in (1, 2) and dims[0] is None and all(d is not None for d in dims[1:]):
+        if sizes is not None and sizes.sequence is not None:
+            n = sizes.sequence.value[0]
+            why = f"from the script (line {sizes.sequence.line}: {sizes.sequence.what})"
+        else:
+            n, why = DEFAULT_SEQUENCE, "a stated default for sequences (the script states no length)"
+        filled[0] = n
+        said.append(f"input {shown}: sequence length {n}, {why}; --input-shape to change")
+    if any(d is None for d in filled):
+        raise ChildError(
+            f"the model's input shape {tuple(shape)} has unknown non-batch dims: pass "
+            f"--input-shape {','.join(str(d) if d is not None else 'N' for d in dims)} "
+            "with N filled in")
+    return [shape[0]] + filled
+
+
+def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: ScriptSizes | None = None,
+                 said: list[str] | None = None) -> tuple[list[list[int | None]], list[str]]:
     shapes: list[list[int | None]] = []
     dtypes: list[str] = []
     inputs = None
@@ -516,23 +744,59 @@ def _input_specs(model: Any, input_shape: list[int] | None = None) -> tuple[list
         if shape is None and input_shape:
             shape = [None] + list(input_shape)
         if shape is None:
+            # A subclassed wrapper around one functional model (``call`` returns
+            # ``self.net(x)``): that model's input.
+            inner = [v for v in vars(model).values() if v is not model and _functional_inputs(v)]
+            if len(inner) == 1:
+                shape = _functional_inputs(inner[0])
+                (said if said is not None else []).append(
+                    f"input {tuple(shape)}: that of the model inside it, {inner[0].name}")
+        first = _first_layer(model)
+        token_ids = False
+        if shape is None and first in _IMAGE_FIRST:
+            # Its first layer resizes, crops or convolves images: an image of unknown size,
+            # filled in below from the script's sizes or the stated default.
+            shape = [None, None, None, 3]
+            (said if said is not None else []).append(
+                f"input unknown (a subclassed model): an RGB image, as its first layer ({first}) takes")
+        elif shape is None and first == "Embedding":
+            # Token ids: a sequence of unknown length, filled in like any other.
+            shape, token_ids = [None, None], True
+            (said if said is not None else []).append(
+                "input unknown (a subclassed model): token ids, as its first layer (Embedding) takes")
+        if shape is None:
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
                 "or build it (call it once, or use keras.Input) inside the entry"
             )
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
-        dtypes = ["float32"] * len(shapes)
-    for i, s in enumerate(shapes):
-        if not any(d is None for d in s[1:]):
-            continue
-        if input_shape and len(input_shape) == len(s) - 1:
-            shapes[i] = [s[0]] + [given if d is None else d for d, given in zip(s[1:], input_shape)]
-            continue
-        raise ChildError(
-            f"the model's input shape {tuple(s)} has unknown non-batch dims: pass "
-            f"--input-shape {','.join(str(d) if d is not None else 'N' for d in s[1:])} "
-            "with N filled in")
-    return shapes, dtypes
+        dtypes = ["int32" if token_ids else "float32"] * len(shapes)
+    said = [] if said is None else said
+    return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
+
+
+_IMAGE_FIRST = frozenset({"Resizing", "RandomCrop", "CenterCrop", "RandomFlip", "Rescaling", "Conv2D",
+                          "DepthwiseConv2D", "SeparableConv2D", "RandomRotation", "RandomZoom"})
+
+
+def _first_layer(model: Any) -> str | None:
+    """The class of a model's first leaf layer, in the order its attributes made them."""
+    try:
+        layers = list(model._flatten_layers(include_self=False, recursive=True))
+    except Exception:
+        return None
+    leaves = [layer for layer in layers if not list(getattr(layer, "_layers", []) or [])]
+    return type(leaves[0]).__name__ if leaves else None
+
+
+def _functional_inputs(value: Any) -> list[int | None] | None:
+    """The one input shape of a functional Keras model (else None)."""
+    classes = _model_classes()
+    try:
+        inputs: Any = getattr(value, "inputs", None) if classes and isinstance(value, classes) else None
+    except Exception:
+        return None
+    return list(inputs[0].shape) if inputs and len(inputs) == 1 else None
 
 
 def _batched(shape: list[int | None], batch: int) -> list[int]:
@@ -544,47 +808,229 @@ def _batched(shape: list[int | None], batch: int) -> list[int]:
     return [batch] + dims
 
 
-def _keras_step(model: Any, tf: Any) -> tuple[Any, list[Any]]:
-    variables = list(model.trainable_variables)
-    if not variables:
-        raise ChildError("the model has no trainable variables")
+def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
+    """One step of every network on a stand-in loss (the mean square of its outputs)."""
 
     def step(*inputs: Any) -> tuple[Any, Any, list[Any]]:
         with tf.GradientTape() as tape:
-            outputs = model(inputs[0] if len(inputs) == 1 else list(inputs), training=True)
-            flat = [o for o in tf.nest.flatten(outputs) if o.dtype.is_floating]
-            loss = tf.add_n([tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in flat])
+            losses, outs, i = [], [], 0
+            for net, n in networks:
+                ins = inputs[i:i + n]
+                i += n
+                out = net(_structured(net, list(ins)), training=True)
+                outs.append(out)
+                flat = [o for o in tf.nest.flatten(out) if o.dtype.is_floating]
+                losses += [tf.reduce_mean(tf.square(tf.cast(o, tf.float32))) for o in flat]
+            loss = tf.add_n(losses)
         grads = tape.gradient(loss, variables)
-        return loss, outputs, [g for g in grads if g is not None]
+        return loss, outs[0] if len(outs) == 1 else outs, [g for g in grads if g is not None]
 
     # called, not used as a decorator: TensorFlow's untyped decorator would untype ``step``
-    return tf.function(step, jit_compile=True, autograph=False), variables
+    return tf.function(step, jit_compile=True, autograph=False)
 
 
-def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any]) -> str:
-    shapes, dtypes = _input_specs(model, opts.input_shape)
-    fixed = shapes[0][0] if shapes and shapes[0] else None
-    global_batch = opts.batch_size or fixed or DEFAULT_BATCH
-    per_core = max(1, global_batch // max(1, opts.cores))
-    args = [tf.zeros(_batched(s, per_core), dtype=dt) for s, dt in zip(shapes, dtypes)]
-    layers = _layers_of(model)
-    scopes = _record_scopes(layers, tf)
-    step, variables = _keras_step(model, tf)
+def _structured(net: Any, inputs: list[Any]) -> Any:
+    """The inputs as the network takes them: one tensor, a list, or its dict of named
+    inputs (``model.inputs`` flattens a dict in sorted-key order, in Keras 3 and tf-keras)."""
+    for attr in ("_inputs_struct", "_nested_inputs"):  # Keras 3, tf-keras
+        struct = getattr(net, attr, None)
+        if isinstance(struct, dict) and len(struct) == len(inputs):
+            return dict(zip(sorted(struct), inputs))
+    return inputs[0] if len(inputs) == 1 else inputs
+
+
+def _user_method(obj: Any, name: str) -> Any:
+    """The class in ``obj``'s MRO that defines ``name``, if it is the user's (not Keras's)."""
+    for klass in type(obj).__mro__:
+        if name in vars(klass):
+            mod = klass.__module__ or ""
+            return None if mod.split(".")[0] in ("keras", "tf_keras", "tensorflow", "builtins") else klass
+    return None
+
+
+def _networks(model: Any) -> list[tuple[str, Any]]:
+    """The networks a training wrapper trains: a Model with its own ``train_step`` and no
+    ``call`` (a GAN, a VAE). Those whose weights its train_step differentiates, else those
+    it calls, in the order the class names them."""
+    if _user_method(model, "call") is not None or _user_method(model, "train_step") is None:
+        return []
+    layer_cls = tuple(c for c in (getattr(sys.modules.get(m), "layers", None) for m in ("keras", "tf_keras"))
+                      if c is not None)
+    layer_types = tuple(getattr(c, "Layer") for c in layer_cls)
+
+    def network(attr: str) -> Any:
+        try:
+            value = getattr(model, attr, None)
+        except Exception:
+            return None
+        ok = isinstance(value, layer_types) and value is not model and bool(_trainable(value))
+        return value if ok else None
+
+    names: list[str] = []
     try:
-        concrete = step.get_concrete_function(*args)
-        _mark("trace")
-        hlo: str = step.experimental_get_compiler_ir(*args)(stage="hlo")
-        _mark("lower")
-    except ChildError:
-        raise
-    except Exception as exc:
-        raise _user_error(exc, sites, "tracing the training step failed") from None
-    outs = concrete.structured_outputs[1]
-    result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
-    result["output_layers"] = _output_layers(model)
+        tree = ast.parse(textwrap.dedent(inspect.getsource(type(model))))
+    except (OSError, TypeError, SyntaxError):
+        tree = None
+    if tree is not None:
+        step = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "train_step"), None)
+        weights = [n.value.attr for n in ast.walk(step or tree) if isinstance(n, ast.Attribute)
+                   and n.attr in ("trainable_weights", "trainable_variables")
+                   and isinstance(n.value, ast.Attribute) and isinstance(n.value.value, ast.Name)
+                   and n.value.value.id == "self"]
+        called = [n.func.attr for n in ast.walk(step or tree) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name)
+                  and n.func.value.id == "self"]
+        for attr in weights or called:
+            if attr not in names and network(attr) is not None:
+                names.append(attr)
+    if not names:
+        names = [a for a in vars(model) if not a.startswith("_") and network(a) is not None]
+    return [(a, getattr(model, a)) for a in names]
+
+
+def _trainable(model: Any) -> list[Any]:
+    try:
+        return list(model.trainable_variables)
+    except Exception:
+        return []
+
+
+def _batch(opts: _Options, fixed: int | None, sizes: ScriptSizes | None, said: list[str]) -> int:
+    """The global batch: --batch-size, else the model's input spec, else the script's."""
+    if opts.batch_size:
+        said.append(f"batch {opts.batch_size} from --batch-size")
+        return opts.batch_size
+    if fixed:
+        said.append(f"batch {fixed}: the model's input fixes it")
+        return fixed
+    if sizes is not None and sizes.batch is not None:
+        b = sizes.batch
+        if b.per_replica:
+            said.append(f"batch {b.value[0]} per replica from the script (line {b.line}: {b.what}) "
+                        f"× {opts.cores} core{'s' if opts.cores != 1 else ''}")
+            return b.value[0] * max(1, opts.cores)
+        said.append(f"batch {b.value[0]} from the script (line {b.line}: {b.what})")
+        return b.value[0]
+    said.append(f"batch {DEFAULT_BATCH}: a stated default (the script states none; --batch-size to change)")
+    return DEFAULT_BATCH
+
+
+_RESHAPE = re.compile(r"Input to reshape is a tensor with (\d+) values, but the requested shape has (\d+)|"
+                      r"Cannot reshape a tensor with (\d+) elements to shape \S* \((\d+) elements\)")
+
+
+def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
+    """A failed trace; a reshape that hard-codes the batch says which --batch-size fits."""
+    err = _user_error(exc, sites, "tracing the training step failed")
+    m = _RESHAPE.search(str(exc))
+    if m or "reshape" in str(exc).lower():
+        hint = "a reshape in the script may hard-code its batch: pass --batch-size N with that batch"
+        have, want = (int(g) for g in (m.groups()[:2] if m and m.group(1) else m.groups()[2:])) if m else (0, 0)
+        if have:
+            wanted = want * batch / have
+            if wanted == int(wanted) and wanted >= 1:
+                hint = f"a reshape in the script hard-codes batch {int(wanted)}: pass --batch-size {int(wanted)}"
+        return ChildError(f"{err} ({hint})")
+    return err
+
+
+def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list[str]]], per_core: int,
+                    tf: Any) -> tuple[str | None, str, list[int] | None]:
+    """Lower one step of the script's own ``train_step`` on a batch shaped like a network's
+    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch shape)."""
+    why = ""
+    tried: set[tuple[int, ...]] = set()
+    for shapes, dtypes in specs:
+        shape = _batched(shapes[0], per_core)
+        if tuple(shape) in tried:
+            continue
+        tried.add(tuple(shape))
+        x = tf.zeros(shape, dtype=dtypes[0])
+        fn = tf.function(lambda data: wrapper.train_step(data), jit_compile=True)
+        try:
+            fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
+            hlo: str = fn.experimental_get_compiler_ir(x)(stage="hlo")
+            return hlo, "", shape
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
+    return None, why, None
+
+
+def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
+                 sizes: ScriptSizes | None = None, label: str = "model",
+                 others: list[tuple[str, Any]] | None = None) -> str:
+    """Lower one training step of ``model`` (and ``others`` the script also trains): a
+    training wrapper's own ``train_step`` when it traces, else every network on a
+    stand-in loss."""
+    said: list[str] = []
+    nets: list[tuple[str, Any]] = []
+    wrapper = None
+    for name, m in [(label, model)] + list(others or []):
+        sub = _networks(m)
+        if sub and not others:
+            wrapper = m
+        nets += [(f"{name}.{a}" if others else a, n) for a, n in sub] or [(name, m)]
+    specs = [_input_specs(net, opts.input_shape, sizes, said) for _, net in nets]
+    fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
+    global_batch = _batch(opts, fixed, sizes, said)
+    per_core = max(1, global_batch // max(1, opts.cores))
+    layers: list[Any] = []
+    for _, net in nets:
+        layers += [layer for layer in _layers_of(net) if all(layer is not seen for seen in layers)]
+    scopes = _record_scopes(layers, tf)
+    for (_, net), (shapes, dtypes) in zip(nets, specs):
+        if not _trainable(net):
+            # A subclassed model makes its weights on its first call: one call at batch 1.
+            try:
+                net(_structured(net, [tf.zeros(_batched(s, 1), dtype=dt) for s, dt in zip(shapes, dtypes)]))
+            except Exception as exc:
+                raise _user_error(exc, sites, "calling the model once to make its weights failed") from None
+    variables: list[Any] = []
+    for _, net in nets:
+        variables += [v for v in _trainable(net) if all(v is not seen for seen in variables)]
+    if not variables:
+        raise ChildError("the model has no trainable variables")
+    hlo = None
+    args: list[Any] = []
+    how = "a stand-in loss (the mean square of its outputs)"
+    if wrapper is not None:
+        klass = _user_method(wrapper, "train_step")
+        hlo, why, shape = _train_step_hlo(wrapper, specs, per_core, tf)
+        if hlo is not None:
+            how = (f"one step of the script's {klass.__name__}.train_step on a batch of shape "
+                   f"{tuple(shape or ())}")
+            args = [tf.zeros(shape)]
+            _mark("trace")
+            _mark("lower")
+            result["outputs"] = [list(o.shape) for _, net in nets for o in (getattr(net, "outputs", None) or [])]
+        else:
+            how = (f"each network with a stand-in loss (the mean square of its outputs): the script's "
+                   f"{klass.__name__}.train_step did not trace on a batch of the networks' inputs ({why})")
+    if hlo is None:
+        args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
+                for s, dt in zip(shapes, dtypes)]
+        step = _standin_step([(net, len(sp[0])) for (_, net), sp in zip(nets, specs)], variables, tf)
+        try:
+            concrete = step.get_concrete_function(*args)
+            _mark("trace")
+            hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+            _mark("lower")
+        except ChildError:
+            raise
+        except Exception as exc:
+            raise _trace_error(exc, sites, per_core) from None
+        outs = concrete.structured_outputs[1]
+        result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
+    result["networks"] = [{"name": name, "how": how,
+                           "layers": sorted({layer.name for layer in _layers_of(net)}),
+                           "classes": sorted({type(layer).__name__ for layer in _layers_of(net)})}
+                          for name, net in nets]
+    result["built_how"] = how
+    result["said"] = said
+    result["output_layers"] = [n for _, net in nets for n in _output_layers(net)]
     # Where the batch enters the model: KF302 points there.
-    result["input_sites"] = [site for site in (getattr(layer, "_kerasfit_site", None)
-                                               for layer in _endpoint_layers(model, "inputs")) if site]
+    result["input_sites"] = [site for _, net in nets for site in (getattr(layer, "_kerasfit_site", None)
+                             for layer in _endpoint_layers(net, "inputs")) if site]
     result["inputs"] = [a.shape.as_list() for a in args]
     result["global_batch"] = global_batch
     result["per_core_batch"] = per_core
@@ -617,7 +1063,8 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         return None, None
 
     result["_locate"] = locate
-    if opts.probe_outputs:
+    if opts.probe_outputs and wrapper is None:
+        shapes, dtypes = specs[0]
         _probe(model, shapes, dtypes, per_core, opts.probe_weights, opts.probe_outputs, tf)
     return hlo
 
@@ -873,7 +1320,7 @@ def _build_tf1(thunk: Callable[[], Any], opts: _Options, sites: Sites, tf: Any, 
 
 
 def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: Sites, tf: Any,
-                 result: dict[str, Any], state: _GraphState) -> str:
+                 result: dict[str, Any], state: _GraphState, sizes: ScriptSizes | None = None) -> str:
     """Resolve the entry in the (sliced) module and lower its training step to HLO."""
     description, thunk = _resolve_entry(module, entry, sites)
     result["entry"] = description
@@ -889,68 +1336,128 @@ def _build_entry(module: ModuleType, entry: str | None, opts: _Options, sites: S
             raise
         except BaseException as exc:
             raise _user_error(exc, sites, f"calling {description} failed") from None
+        for value in model if isinstance(model, tuple) else (model,):
+            if isinstance(value, _Unloaded):
+                name, line, why, _ = object.__getattribute__(value, "_kf")
+                raise ChildError(f"{description}: {DataNotLoaded(name, line, why)}")
+        labels = _tuple_names(description)
+        if (labels and isinstance(model, tuple) and len(model) == len(labels)
+                and all(isinstance(m, _model_classes()) for m in model)):
+            # every model the script trains, built together
+            result["mode"] = "tf-keras" if type(model[0]).__module__.startswith("tf_keras") else "keras"
+            _mark("build")
+            return _build_keras(model[0], opts, sites, tf, result, sizes, label=labels[0],
+                                others=list(zip(labels[1:], model[1:])))
         if not isinstance(model, _model_classes()):
             raise ChildError(
-                f"{description} returned {type(model).__name__}, not a Keras model "
+                f"{description} returned {type(model).__module__}.{type(model).__name__}, not a Keras model "
                 "(TF1 graph code is built when the file uses tf.compat.v1 / tf.layers)"
             )
         result["mode"] = "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
         _mark("build")
-        hlo = _build_keras(model, opts, sites, tf, result)
+        hlo = _build_keras(model, opts, sites, tf, result, sizes, label=description)
     return hlo
+
+
+def _tuple_names(expr: str) -> list[str]:
+    """``"(a, b)"`` -> ["a", "b"]; anything else -> []."""
+    try:
+        node = ast.parse(expr, mode="eval").body
+    except SyntaxError:
+        return []
+    if isinstance(node, ast.Tuple) and all(isinstance(e, ast.Name) for e in node.elts):
+        return [e.id for e in node.elts if isinstance(e, ast.Name)]
+    return []
 
 
 _GUARD_HINT = ('put the training, data and plotting code under `if __name__ == "__main__":`, '
                "or pass --entry 'function' or an expression that builds the model")
 
 
+def _install_hint(stubs: list[str], error: str) -> str | None:
+    """A missing package the failed build needed: name the one to install.
+
+    Its stub stood in at import; the model path reaching it (a layer subclassing a stub,
+    a stub called while building) is what failed, so the error or its traceback names it.
+    """
+    # Named in the error: a stub's objects carry their package's module name.
+    named = [n for n in stubs if re.search(rf"\b{re.escape(n)}\b", error)]
+    for name in named:
+        return f"the model needs {name}, which is not installed: pip install {_PIP_NAMES.get(name, name)}"
+    return None
+
+
 def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any, result: dict[str, Any],
                   state: _GraphState) -> str:
     """Slice the script, then build its entry (or the discovered candidates, best first)."""
     sys.path.insert(0, str(path.parent))
+    source = path.read_text(encoding="utf-8", errors="replace")
     try:
-        plan = slice_source(path.read_text(encoding="utf-8", errors="replace"), str(path))
+        plan = slice_source(source, str(path))
     except SyntaxError as exc:
         raise ChildError(f"the file does not parse (line {exc.lineno}): {exc.msg}") from None
+    tree = ast.parse(source)
+    trained = trained_names(tree)
     finder = _StubFinder(plan.imported - _NEVER_STUB)
     sys.meta_path.append(finder)
     candidates = [] if opts.entry else plan.candidates[:MAX_CANDIDATES]
+    fitted = sorted((c for c in plan.candidates if c.kind == "variable" and trained.get(c.expr, (False,))[0]),
+                    key=lambda c: c.line)
+    if len(fitted) > 1 and candidates:
+        # A script that trains several models (a baseline, then the one it is about; a
+        # two-stage VQ-VAE and its prior): all of them, each labelled, then each alone.
+        joint = Candidate("(" + ", ".join(c.expr for c in fitted) + ")", fitted[0].line, "joint")
+        candidates = [joint] + candidates
     result["candidates"] = [c.label for c in plan.candidates]
     errors: list[str] = []
     hlo = None
+    built: Candidate | None = None
     tries: list[Candidate | None] = [*candidates] or [None]
-    for candidate in tries:
+    for candidate in list(tries):
+        if candidate not in tries:
+            continue
         notes: list[str] = []
         attempt = dict(result, notes=notes)
+        var = candidate.expr if candidate is not None and candidate.kind == "variable" else None
+        sizes = script_sizes(tree, var)
         try:
             _phase("import")
             _, module = _load_script(path, opts, sites, notes, candidate)
             _phase("build")
             hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
-                               tf, attempt, state)
+                               tf, attempt, state, sizes)
         except ChildError as exc:
             why = str(exc)
-            failed = [n for n in notes if n.startswith("script statements that failed")]
-            if failed and "is not defined" in why:
-                why += f" ({failed[0][len('script statements that failed and were passed over: '):]})"
             errors.append(f"{candidate.expr}: {why}" if candidate else why)
             _reset_graphs(tf, keras)
+            # The model the script trains failed: a candidate it does not train is not
+            # what it trains; another model it trains is, and the note says so.
+            if candidate is not None and (candidate.kind == "joint" or var in trained):
+                pending = tries[tries.index(candidate) + 1:]
+                tries[tries.index(candidate) + 1:] = [c for c in pending if c is not None and (
+                    c.kind == "variable" and c.expr in trained)]
             continue
-        attempt["notes"] = result["notes"] + notes
+        attempt["notes"] = result["notes"] + notes + [f"tried first, failed: {e}" for e in errors]
         result.update(attempt)
+        built = candidate
         break
     stubs = ", ".join(finder.used)
     if hlo is None:
+        install = _install_hint(finder.used, " ".join(errors))
+        if install:
+            raise ChildError(f"{errors[-1]}; {install}")
         stubbed = f" (not installed, stubbed: {stubs})" if stubs else ""
         if len(errors) > 1:
             raise ChildError(f"no candidate built{stubbed}: " + " | ".join(errors) + "; " + _GUARD_HINT)
-        raise ChildError(f"{errors[0]}{stubbed}; {_GUARD_HINT}" if "--entry" not in errors[0]
+        raise ChildError(f"{errors[0]}{stubbed}; {_GUARD_HINT}" if "--" not in errors[0]
                          else f"{errors[0]}{stubbed}")
     if stubs:
         result["notes"].append(f"not installed, stubbed (the model does not use them): {stubs}")
     if len(plan.candidates) > 1 and not opts.entry:
-        others = ", ".join(c.expr for c in plan.candidates if c.expr != (candidates[0].expr if candidates else ""))
-        result["notes"].append(f"built {result['entry']}; other candidates: {others} (pick one with --entry)")
+        done = set(_tuple_names(built.expr)) | {built.expr} if built is not None else set()
+        others = ", ".join(c.label for c in plan.candidates if c.expr not in done)
+        if others:
+            result["notes"].append(f"other candidates, not built: {others} (pick one with --entry)")
     return hlo
 
 
@@ -988,6 +1495,7 @@ def run(opts: _Options) -> dict[str, Any]:
         _patch_layer_init(tf_keras.layers.Layer, sites)
         _no_download_applications(tf_keras, result["notes"])
         _refuse_training(tf_keras, result["notes"])
+        _patch_adapt(tf_keras, result["notes"])
     if opts.dtype == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
         if opts.legacy or opts.keras2:
@@ -1005,6 +1513,7 @@ def run(opts: _Options) -> dict[str, Any]:
     t_import = time.perf_counter()
     _no_download_applications(keras, result["notes"])
     _refuse_training(keras, result["notes"])
+    _patch_adapt(keras, result["notes"])
     hlo = _build_script(path, opts, sites, tf, keras, result, state)
     t_hlo = time.perf_counter()
     ops, pads = parse_hlo(hlo)

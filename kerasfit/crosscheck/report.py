@@ -193,6 +193,11 @@ class BuildReport:
     keras3_error: str = ""  # why Keras 3 refused the model when tf-keras built it
     complete: bool = True  # no statement on the way to the model failed: verdicts may use it
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # library layers with insides
+    # What was built and from what: each network (name, how, its layers and their
+    # classes), how its step was traced, and where the batch and unknown dims came from.
+    networks: list[dict[str, Any]] = field(default_factory=list)
+    built_how: str = ""
+    shapes_said: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -212,6 +217,7 @@ class BuildReport:
             "measured_dtype": self.measured_dtype, "peaks": TARGETS[self.target].peaks_source,
             "hbm": self.hbm,
             "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
+            "networks": self.networks, "built_how": self.built_how, "shapes_said": self.shapes_said,
         }
 
 
@@ -863,6 +869,8 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
         hbm=hbm_need(raw, ops, target, dtype),
         keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
         blocks=dict(raw.get("blocks") or {}),
+        networks=list(raw.get("networks") or ()), built_how=str(raw.get("built_how") or ""),
+        shapes_said=list(raw.get("said") or ()),
     )
 
 
@@ -983,12 +991,22 @@ def advice_lines(report: BuildReport) -> list[str]:
     return out
 
 
+def header_lines(report: BuildReport) -> list[str]:
+    """What was built, how its step was traced, and where its batch and shapes came from."""
+    if not report.networks:
+        return []
+    names = ", ".join(n["name"] for n in report.networks)
+    lines = [f"built {names}: {report.built_how}"]
+    lines += [f"shapes: {said}" for said in report.shapes_said]
+    return lines + [""]
+
+
 def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
         raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    out = [_table(TABLE_HEADERS, table_rows(report, max_rows))]
+    out = header_lines(report) + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]

@@ -243,7 +243,7 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
 FAILURES = {
     # A missing package is stubbed; when the model needs it, the message names it.
     "import-error": ("import not_a_real_module_xyz\n\ndef build_model():\n    return not_a_real_module_xyz.Net()\n",
-                     "not installed, stubbed: not_a_real_module_xyz"),
+                     "the model needs not_a_real_module_xyz, which is not installed"),
     "user-exception": (
         "import keras\n\ndef build_model():\n    raise ValueError('bad filters')\n",
         "line 4",

@@ -50,10 +50,10 @@ def test_builder_with_arguments_and_a_model_made_inside_a_training_function(scri
     assert any(op["opcode"] == "dot" and op["extra"].get("batch") for op in raw["ops"])
 
 
-def test_none_dims_need_an_input_shape_and_the_message_says_so(script):
+def test_none_dims_get_a_stated_default_and_an_input_shape_overrides_it(script):
     path = script("fully_conv_style.py")
-    with pytest.raises(BuildError) as err:
-        run_child(path, BuildOptions(timeout=240))
-    assert "--input-shape N,N,3" in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"][0][1:] == [224, 224, 3]
+    assert any("224×224, a stated default for images" in s for s in raw["said"])
     raw = run_child(path, BuildOptions(timeout=240, input_shape=(32, 32, 3)))
     assert raw["inputs"][0][1:] == [32, 32, 3]

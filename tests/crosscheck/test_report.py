@@ -533,3 +533,20 @@ def test_a_written_transpose_is_a_change_and_one_tf_lowers_a_contraction_with_is
     assert change.saved == pytest.approx(sum(m.time for m in written))
     assert not [r for r in report.recommendations if r.is_change and r.source and r.source["line"] == 13
                 and "transpose" in r.text]
+
+
+def test_the_header_says_what_was_built_and_where_its_shapes_came_from(model_file):
+    raw = raw_build(model_file)
+    raw["networks"] = [{"name": "discriminator", "how": "h", "layers": ["conv2d"], "classes": ["Conv2D"]},
+                       {"name": "generator", "how": "h", "layers": ["dense"], "classes": ["Dense"]}]
+    raw["built_how"] = "one step of the script's GAN.train_step on a batch of shape (16, 28, 28, 1)"
+    raw["said"] = ["batch 16 from the script (line 8: batch_size = 16)"]
+    report = make_report(raw)
+    text = render_report(report)
+    assert text.splitlines()[:2] == [
+        "built discriminator, generator: one step of the script's GAN.train_step on a batch of shape (16, 28, 28, 1)",
+        "shapes: batch 16 from the script (line 8: batch_size = 16)",
+    ]
+    data = json.loads(render_report(report, "json"))
+    assert [n["name"] for n in data["networks"]] == ["discriminator", "generator"]
+    assert data["shapes_said"] == raw["said"] and data["built_how"] == raw["built_how"]

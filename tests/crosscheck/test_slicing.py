@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.crosscheck.slicing import denial, find_candidates, slice_source
+from kerasfit.crosscheck.slicing import denial, find_candidates, script_sizes, slice_source, trained_names
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
 
@@ -129,3 +129,74 @@ def test_tutorial_scripts_slice_to_their_model(name, entry):
     out = ast.unparse(s.tree)
     for never in (".fit(", "load_data", "listdir", "imshow", "write_text", "tfds.load", "save("):
         assert never not in out, never
+
+
+def test_the_model_the_script_trains_comes_first_the_last_fitted_first():
+    src = textwrap.dedent("""
+        import keras
+        def assemble(width):
+            return keras.Sequential([keras.layers.Dense(width)])
+        def build_model():
+            return keras.Sequential([keras.layers.Dense(1)])
+        def run_experiment(model):
+            model.compile(loss="mse")
+            return model.fit(x)
+        augment = keras.Sequential([keras.layers.RandomFlip()])
+        baseline = assemble(8)
+        run_experiment(baseline)
+        net = assemble(16)
+        history = run_experiment(net)
+        export = keras.Sequential([net])
+        export.compile()
+    """)
+    tree = ast.parse(src)
+    assert trained_names(tree) == {"baseline": (True, 12), "net": (True, 14), "export": (False, 16)}
+    assert [c.expr for c in find_candidates(tree)][:4] == ["net", "baseline", "export", "build_model()"]
+
+
+def test_sizes_the_script_states():
+    sizes = script_sizes(ast.parse(textwrap.dedent("""
+        BATCH_SIZE = 16 * strategy.num_replicas_in_sync
+        IMG = 180
+        maxlen = 200
+        ds = ds.map(lambda x: tf.image.resize(x, [IMG, IMG])).batch(BATCH_SIZE)
+        vec = TextVectorization(output_sequence_length=64)
+    """)))
+    assert (sizes.batch.value, sizes.batch.per_replica, sizes.batch.line) == ((16,), True, 2)
+    assert sizes.image.value == (180, 180) and sizes.sequence.value == (200,)
+    # fit's own batch_size beats a constant and a .batch(n)
+    sizes = script_sizes(ast.parse("batch_size = 8\nds = ds.batch(4)\nmodel.fit(ds, batch_size=32)\n"), "model")
+    assert sizes.batch.value == (32,) and sizes.batch.what == "fit(batch_size=32)"
+    assert script_sizes(ast.parse("ds = ds.batch(4)\n")).batch.value == (4,)
+    assert script_sizes(ast.parse("x = 1\n")).batch is None
+
+
+def test_a_functions_locals_do_not_pull_in_module_statements():
+    s = slice_source(textwrap.dedent("""
+        import keras
+        latent_dim = 4
+        class GAN(keras.Model):
+            def train_step(self, real):
+                fake_images = self.generator(real)
+                return fake_images * latent_dim
+        gan = GAN()
+        fake_images = gan.generator.predict(noise)
+        fake_images *= 255
+    """))
+    out = ast.unparse(s.tree)
+    assert "latent_dim = 4" in out and "fake_images" not in out.split("class GAN")[0] + out.split("gan = GAN()")[1]
+
+
+def test_a_call_to_a_data_helper_that_reads_files_is_not_run():
+    s = slice_source(textwrap.dedent("""
+        import numpy as np
+        import keras
+        def readucr(url):
+            data = np.loadtxt(url, delimiter="\\t")
+            return data[:, 1:], data[:, 0]
+        x, y = readucr("https://example.com/train.tsv")
+        model = keras.Sequential([keras.Input(x.shape[1:]), keras.layers.Dense(2)])
+    """))
+    assert s.skipped == {7: "readucr() calls loadtxt() reads files"}
+    assert s.skipped_names == {"x": (7, "readucr() calls loadtxt() reads files"),
+                               "y": (7, "readucr() calls loadtxt() reads files")}

@@ -1,0 +1,123 @@
+"""The build makes the model the script trains, never a silently smaller one, at the
+script's own batch and sizes. Each synthetic script in ``fixtures/crosscheck/scripts``
+mirrors a shape published examples take; each is built once in the real child.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kerasfit.crosscheck.api import BuildError, BuildOptions, run_child
+
+pytestmark = pytest.mark.build
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
+
+
+@pytest.fixture()
+def script(tmp_path):
+    def copy(name: str) -> Path:
+        dst = tmp_path / name
+        shutil.copy(SCRIPTS / name, dst)
+        return dst
+    return copy
+
+
+def _classes(raw, network):
+    return next(n["classes"] for n in raw["networks"] if n["name"] == network)
+
+
+def test_a_gan_builds_both_networks_through_its_own_train_step(script):
+    raw = run_child(script("gan_train_step.py"), BuildOptions(timeout=240))
+    assert [n["name"] for n in raw["networks"]] == ["discriminator", "generator"]
+    assert "GlobalMaxPooling2D" in _classes(raw, "discriminator")
+    assert "Conv2DTranspose" in _classes(raw, "generator")
+    assert raw["built_how"].startswith("one step of the script's GAN.train_step on a batch of shape (32, 28, 28, 1)")
+    # The step is the script's: the discriminator sees real and fake images, 2 × 32.
+    convs = [op for op in raw["ops"] if op["opcode"] == "convolution" and op["layer"] == "conv2d"]
+    assert any(op["shape"][0] == 64 for op in convs)
+    assert any(op["layer"] == "conv2d_transpose" for op in raw["ops"])
+
+
+def test_a_module_level_model_from_a_plainly_named_project_function(script):
+    raw = run_child(script("project_function_model.py"), BuildOptions(timeout=240))
+    assert raw["entry"] == "classifier"  # trained (compiled and fitted), not the augmentation
+    assert raw["global_batch"] == 64  # fit(batch_size=64)
+    assert sum(op["opcode"] == "convolution" and op["pass"] == "forward" for op in raw["ops"]) == 2
+
+
+def test_a_failing_statement_on_the_model_path_fails_the_build_with_its_line(script):
+    path = script("failing_statement.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    message = str(err.value)
+    assert "line 24" in message and "TypeError" in message and "ff_dim" in message
+
+
+def test_the_batch_comes_from_the_script_and_a_class_count_from_the_data_is_a_stated_default(script):
+    raw = run_child(script("script_batch.py"), BuildOptions(timeout=240))
+    assert raw["global_batch"] == 32
+    assert "batch 32 from the script (line 20: fit(batch_size=batch_size))" in raw["said"]
+    assert "num_classes is read from data (line 11): built with a stated default of 10" in raw["notes"]
+    assert [10] in [v for v in raw["variables"] if len(v) == 1]  # the Dense's bias: 10 classes
+    # --batch-size only overrides
+    raw = run_child(script("script_batch.py"), BuildOptions(timeout=240, batch_size=256))
+    assert raw["global_batch"] == 256 and "batch 256 from --batch-size" in raw["said"]
+
+
+def test_unknown_height_and_width_come_from_the_scripts_resize_else_a_stated_default(script, tmp_path):
+    path = script("fully_conv_resize.py")
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"][0][1:] == [96, 80, 3]
+    assert any("96×80, from the script (line 12: resize(96, 80))" in s for s in raw["said"])
+    assert "batch 8 from the script (line 20: .batch(8))" in raw["said"]
+    plain = tmp_path / "fully_conv_plain.py"
+    plain.write_text(path.read_text().replace("tf.image.resize(image, (96, 80))", "image"))
+    raw = run_child(plain, BuildOptions(timeout=240))
+    assert raw["inputs"][0][1:] == [224, 224, 3]
+    assert any("224×224, a stated default for images" in s for s in raw["said"])
+
+
+def test_a_missing_package_whose_layer_is_in_the_model_is_named_to_install(script):
+    with pytest.raises(BuildError) as err:
+        run_child(script("missing_package_layer.py"), BuildOptions(timeout=240))
+    assert "the model needs kerasfit_missing_addons, which is not installed" in str(err.value)
+
+
+def test_a_reshape_that_hard_codes_the_batch_suggests_the_batch_size(script):
+    path = script("reshape_batch.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    assert "pass --batch-size 16" in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240, batch_size=16))
+    assert raw["global_batch"] == 16
+
+
+def test_a_subclassed_model_whose_first_layer_takes_images_gets_a_stated_image_input(script):
+    raw = run_child(script("subclassed_images.py"), BuildOptions(timeout=240))
+    assert raw["inputs"] == [[16, 64, 64, 3]]  # its size from the script's own Resizing
+    assert any("an RGB image, as its first layer (Resizing) takes" in s for s in raw["said"])
+    assert any("64×64, from the script (line 14: Resizing(64, 64))" in s for s in raw["said"])
+
+
+def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_stated_length(tmp_path):
+    path = tmp_path / "subclassed_tokens.py"
+    path.write_text(
+        "import keras\n"
+        "class Recommender(keras.Model):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.users = keras.layers.Embedding(100, 32)\n"
+        "        self.head = keras.layers.Dense(1)\n"
+        "    def call(self, x):\n"
+        "        return self.head(self.users(x[:, 0]))\n"
+        "model = Recommender()\n"
+        "model.compile(loss='mse')\n"
+        "model.fit(data, batch_size=64)\n")
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"] == [[64, 128]]
+    assert any("token ids, as its first layer (Embedding) takes" in s for s in raw["said"])
+    assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
