@@ -7,12 +7,15 @@ file, then edits it repeatedly. For each edit it measures the time from sending
 the debounce delay.
 
     python benchmarks/lsp_latency.py [--lines 500 2000] [--edits 20] [--debounce-ms 0]
-        [--memory-lines 10000 --memory-edits 300]
+        [--memory-lines 10000 --memory-edits 300] [--beside-lines 100000]
 
 Reports, per file size: edit -> diagnostics p50/p95 (minus the debounce), the latency
 of a code-action request at the cursor, start-up (spawn until ``initialize`` is
 answered; and until the first diagnostics) and shutdown (``shutdown`` sent until the process is gone); with
-``--memory-lines``, the server's RSS after the first lint and after the edits.
+``--memory-lines``, the server's RSS after the first lint and after the edits; with
+``--beside-lines N``, a 3-line document opened (and hovered) while an N-line one is
+being checked: how long its diagnostics and the hover take, and whether the large one
+was still being checked when they came (issue 20: they waited 22 s and 64 s).
 Goals (issue 12): p50 <= 30 ms at 500 lines, <= 120 ms at 2,000; start-up <= 0.6 s;
 shutdown <= 0.1 s; RSS after 300 edits of 10,000 lines <= 1.3x RSS after the first lint.
 """
@@ -213,6 +216,62 @@ def session(server_cmd: list[str], n_lines: int, edits: int, debounce_ms: int, r
     }
 
 
+SMALL = "import tf_keras\nbn = tf_keras.layers.BatchNormalization(fused=False)\n"
+
+
+def beside(server_cmd: list[str], n_lines: int, lint_timeout_ms: int | None) -> dict:
+    """A small document's diagnostics and a hover on it while a large document is checked."""
+    workdir = Path(tempfile.mkdtemp(prefix="kerasfit-lsp-bench-"))
+    big, small = workdir / "big.py", workdir / "small.py"
+    big.write_text(model_source(n_lines))
+    small.write_text(SMALL)
+    options = {"debounceMs": 0, "lintTimeoutMs": lint_timeout_ms or 600_000}
+    srv = Server(server_cmd)
+    srv.request("initialize", {"processId": os.getpid(), "rootUri": workdir.as_uri(), "capabilities": CAPABILITIES,
+                               "initializationOptions": options})
+    srv.notify("initialized", {})
+
+    def published(uri: str):
+        return lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+
+    def opened(path: Path) -> float:
+        return srv.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "python",
+                                                                    "version": 1, "text": path.read_text()}})
+
+    # warm: the first check imports the engine and the rules
+    warm = workdir / "warm.py"
+    warm.write_text(SMALL)
+    opened(warm)
+    srv.wait(published(warm.as_uri()), timeout=600)
+    t_big = opened(big)
+    time.sleep(0.2)  # the large check is under way
+    t_small = opened(small)
+    seen: dict[str, tuple[float, dict]] = {}
+
+    def either(m: dict) -> bool:
+        for path in (small, big):
+            if published(path.as_uri())(m):
+                seen.setdefault(path.name, (time.perf_counter(), m))
+        return "small.py" in seen
+
+    srv.wait(either, timeout=1200)
+    t_diag = seen["small.py"][0]
+    big_pending = "big.py" not in seen
+    srv.next_id += 1
+    hover_id = srv.next_id
+    t_hover = srv.send({"id": hover_id, "method": "textDocument/hover",
+                        "params": {"textDocument": {"uri": small.as_uri()}, "position": {"line": 1, "character": 6}}})
+    srv.wait(lambda m: either(m) and m.get("id") == hover_id and "method" not in m, timeout=1200)
+    hover = time.perf_counter() - t_hover
+    t_done, msg = seen["big.py"] if "big.py" in seen else srv.wait(published(big.as_uri()), timeout=1200)
+    srv.request("shutdown", None)
+    srv.notify("exit", None)
+    srv.proc.wait(timeout=30)
+    return {"beside_lines": n_lines, "small_diagnostics_ms": (t_diag - t_small) * 1000, "small_hover_ms": hover * 1000,
+            "large_still_checking": big_pending, "large_check_s": t_done - t_big,
+            "large_unchecked": _unchecked(msg)}
+
+
 def _unchecked(published: dict) -> int:
     """1 when the server published "did not check" (a lint over its time budget) instead of findings."""
     return int(any("did not check" in d["message"] for d in published["params"]["diagnostics"]))
@@ -226,6 +285,8 @@ def main() -> int:
     ap.add_argument("--memory-lines", type=int, default=0,
                     help="also edit a file of this many lines --memory-edits times and report RSS growth")
     ap.add_argument("--memory-edits", type=int, default=300)
+    ap.add_argument("--beside-lines", type=int, default=0,
+                    help="also time a small document's diagnostics and a hover while a document of this many lines is checked")
     ap.add_argument("--lint-timeout-ms", type=int, default=None,
                     help="the server's lintTimeoutMs (its own default when omitted). On a busy machine a "
                          "10,000-line lint can outlive the default; an abandoned lint measures nothing")
@@ -253,8 +314,14 @@ def main() -> int:
               f"{r['rss_idle_mb']:.0f} MB idle after {args.memory_edits} edits "
               f"({r['rss_idle_mb'] / r['rss_first_mb']:.2f}x; goal <= 1.3x); every {max(1, args.memory_edits // 10)} edits: {trace}")
         print(f"        edit -> diagnostics p50 {statistics.median(r['edits']):.0f} ms  p95 {pct(r['edits'], 0.95):.0f} ms")
+    if args.beside_lines:
+        b = beside(cmd, args.beside_lines, args.lint_timeout_ms)
+        results.append(b)
+        print(f"small document beside a {b['beside_lines']}-line one: diagnostics {b['small_diagnostics_ms']:.0f} ms, "
+              f"hover {b['small_hover_ms']:.0f} ms (the large one was {'still' if b['large_still_checking'] else 'no longer'} "
+              f"being checked; it took {b['large_check_s']:.1f} s{', and ran out of time' if b['large_unchecked'] else ''})")
     for r in results:
-        if r["unchecked"]:
+        if r.get("unchecked"):
             print(f"WARNING: at {r['lines']} lines {r['unchecked']} lint(s) ran out of time and published no findings: "
                   f"those figures measure nothing (raise --lint-timeout-ms)")
     try:

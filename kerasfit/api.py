@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import stat
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,12 +108,13 @@ class FileSettings:
     def fingerprint(self) -> str:
         return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
-    def lint_settings(self, project: ProjectIndex | None = None) -> LintSettings:
+    def lint_settings(self, project: ProjectIndex | None = None, stop: threading.Event | None = None) -> LintSettings:
         from .engine import LintSettings  # defers libcst (the engine parses with it)
 
         rules = all_rules()
         return LintSettings(
-            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project
+            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project,
+            stop,
         )
 
 
@@ -342,10 +344,11 @@ class _Job:
     unsafe: bool
 
 
-def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache | None = None) -> FileResult:
+def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache | None = None,
+             stop: threading.Event | None = None) -> FileResult:
     from .engine import fix_source, lint_source  # defers libcst: a run answered from the cache never loads it
 
-    settings = job.settings.lint_settings(index)
+    settings = job.settings.lint_settings(index, stop)
     res = FileResult(job.path)
     index.asking(job.path)
     bom = text.startswith("\ufeff")
@@ -653,6 +656,7 @@ def check_source(
     parse_cache: ParseCache | None = None,
     file_settings: FileSettings | None = None,
     project: ProjectIndex | None = None,
+    stop: threading.Event | None = None,
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
@@ -661,11 +665,13 @@ def check_source(
     ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
     the server keeps the last good ones to check with while a setting is broken.
     ``project``: the index of the tree the file belongs to (default: the file alone).
+    ``stop``: set from another thread, the check raises ``engine.Stopped`` at its next
+    top-level statement (the server's, for a document closed or changed meanwhile).
     """
     options = options or CheckOptions()
     resolver = Resolver(options, manifest_cache=False)
     settings = file_settings if file_settings is not None else resolver.settings_for(Path(filename))
-    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, project or ProjectIndex(), parse_cache)
+    res = _run_job(_Job(str(filename), settings, fix, unsafe), source, project or ProjectIndex(), parse_cache, stop)
     try:
         res.fail_on = resolver.fail_on_for(Path(filename))
     except ConfigError:  # a broken config: the server checks with its last good settings

@@ -12,6 +12,7 @@ import ast
 import bisect
 import io
 import re
+import threading
 import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Sequence, cast
@@ -53,6 +54,18 @@ class LintSettings:
     # The project index of the running check (other files of the tree, read lazily);
     # None: the file is checked alone (an empty index of its own).
     project: ProjectIndex | None = None
+    # Set from another thread (the language server's, when the document closes or
+    # changes again): the check ends at the next top-level statement with Stopped.
+    stop: threading.Event | None = None
+
+
+class Stopped(Exception):
+    """A check was told to stop (``LintSettings.stop``); nothing it found is kept."""
+
+
+def _stop_now(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Stopped
 
 
 # ---- traversal -----------------------------------------------------------------
@@ -63,7 +76,7 @@ _Visitor = Callable[[cst.CSTNode], None]
 
 def walk(
     module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
-    plan: Plan | None = None,
+    plan: Plan | None = None, stop: threading.Event | None = None,
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
     server's) restores the findings of statements it keeps instead of walking them."""
@@ -84,6 +97,7 @@ def walk(
         _call(fn, module, on_error)
     anc.append(module)
     for top in iter_children(module):
+        _stop_now(stop)
         if plan is not None:
             if plan.take(top):
                 continue
@@ -665,7 +679,7 @@ _LEADING_WS = re.compile(r"[ \t\f]*")
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
-    module, tree, refused, text = parse_guarded(source, filename, parse_cache)
+    module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop)
     if module is None:
         if tree is None:  # CPython refuses the file: keep what parses around the error
             recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
@@ -682,7 +696,7 @@ def lint_source(
 
 
 def parse_guarded(
-    source: str, filename: str, parse_cache: ParseCache | None = None
+    source: str, filename: str, parse_cache: ParseCache | None = None, stop: threading.Event | None = None,
 ) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic], str]:
     """libcst's tree of ``source`` without risking the process (see parseguard).
 
@@ -693,7 +707,7 @@ def parse_guarded(
     if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
         if inc is not None:
-            module = parse_cache.parse(source, inc[0], inc[1])
+            module = parse_cache.parse(source, inc[0], inc[1], stop)
             if module is not None:
                 return module, inc[0], [], source
             parse_cache.ast.forget()
@@ -708,7 +722,7 @@ def parse_guarded(
     text = source
     if parse_cache is not None and tree is not None and parse_text is source:
         text, refusals = parseguard.budget_mask(source, tree)
-        module = parse_cache.parse(text, tree)
+        module = parse_cache.parse(text, tree, stop=stop)
         if module is not None and not refusals:
             parse_cache.ast.remember(source, tree)
         else:
@@ -825,8 +839,11 @@ class ParseCache:
         # CPython's side: only the statements an edit touched are compiled again
         self.ast = IncrementalAST()
 
-    def parse(self, source: str, tree: ast.Module, cuts: list[int] | None = None) -> cst.Module | None:
-        """libcst's module of ``source``; ``cuts`` (piece starts) when already known."""
+    def parse(self, source: str, tree: ast.Module, cuts: list[int] | None = None,
+              stop: threading.Event | None = None) -> cst.Module | None:
+        """libcst's module of ``source``; ``cuts`` (piece starts) when already known.
+
+        ``stop``: checked before each piece is parsed (raises Stopped)."""
         if not tree.body or "\r" in source.replace("\r\n", ""):
             return None
         if cuts is None:
@@ -843,6 +860,7 @@ class ParseCache:
         keep: dict[str, cst.Module] = {}
         used: set[int] = set()
         for a, b in zip(cuts, cuts[1:]):
+            _stop_now(stop)
             text = source[a:b]
             m = self.pieces.get(text) or fresh.get(text)
             if m is not None and id(m) in used:
@@ -917,7 +935,7 @@ def lint_module(
         plan = None
         if memo is not None and all(_statement_local(r) for r in settings.rules):
             plan = memo.plan(module, _memo_key(filename, settings), rules, crashes, ctx.project)
-        walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan)
+        walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan, settings.stop)
         if plan is None:
             break
         if plan.facts_hold(ctx):

@@ -10,6 +10,7 @@ with ``os._exit``, so an abandoned thread never delays ``exit``.
 from __future__ import annotations
 
 import asyncio
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -45,12 +46,15 @@ class LintRunner:
             self.runaway.clear()
         return key in self.runaway or running >= MAX_ABANDONED
 
-    async def run(self, key: str, budget_s: float, fn: Callable[..., Any], *args: Any) -> Any:
+    async def run(self, key: str, budget_s: float, fn: Callable[..., Any], *args: Any,
+                  stop: threading.Event | None = None) -> Any:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor, fn, *args)
         try:
             result = await asyncio.wait_for(asyncio.shield(future), budget_s)
         except asyncio.TimeoutError:
+            if stop is not None:
+                stop.set()  # the check left behind ends at its next statement
             self.abandoned.append(future)
             self.runaway.add(key)
             old, self.executor = self.executor, self._new()

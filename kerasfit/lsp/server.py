@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import logging
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,12 +39,12 @@ from ..engine import ParseCache, add_imports, apply_fixes
 from ..notebook import Notebook, NotebookError
 from ..registry import all_rules, rule_by_name_or_code
 from ..semantic.index import ProjectIndex
-from ..config import ConfigError, Selection, _load_pyproject, find_config
+from ..config import ConfigError, Selection, _load_pyproject, find_config, over_size_budget
 from ..discovery import mentions_tensorflow
 from ..docpages import Links
 from ..noqa import commentable_rows
 from ..reporters import lsp_diagnostic
-from ..engine import SYNTAX_ERROR_CODE, allowed
+from ..engine import SYNTAX_ERROR_CODE, Stopped, allowed
 from ..types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
 from .capabilities import same_answer
@@ -54,6 +56,9 @@ log = logging.getLogger("kerasfit.lsp")
 FIX_ALL_KIND = "source.fixAll.kerasfit"
 NOTEBOOK_FIX_ALL_KIND = "notebook.source.fixAll.kerasfit"
 DEFAULT_DEBOUNCE_MS = 200
+# A document this large (about 7,000 lines) is checked on a lane of its own, so the checks
+# of small documents, and the hovers and fixes that wait for them, never queue behind it.
+DEFAULT_LARGE_DOCUMENT_BYTES = 256 * 1024
 PYTHON_SUFFIXES = (".py", ".pyi")
 CONFIG_FILES = ("/pyproject.toml", "/kerasfit.toml")
 _CONVERTER = get_converter()
@@ -76,6 +81,7 @@ class Settings:
     cores: int | None = None
     lint_timeout_ms: int = DEFAULT_LINT_TIMEOUT_MS
     log_level: str = "warning"  # window/logMessage from this level up
+    large_document_bytes: int = DEFAULT_LARGE_DOCUMENT_BYTES
 
     @classmethod
     def from_client(cls, raw: Any) -> Settings:
@@ -110,6 +116,7 @@ class Settings:
             cores=pos_int("cores"),
             lint_timeout_ms=pos_int("linttimeoutms") or DEFAULT_LINT_TIMEOUT_MS,
             log_level=str(norm.get("loglevel", "warning")).lower(),
+            large_document_bytes=pos_int("largedocumentbytes") or DEFAULT_LARGE_DOCUMENT_BYTES,
         )
 
     def check_options(self) -> CheckOptions:
@@ -215,7 +222,12 @@ class KerasfitServer(LanguageServer):
         self.pending: dict[str, asyncio.Task[None]] = {}
         self.loop: asyncio.AbstractEventLoop | None = None  # the server's, for logging from the lint thread
         self.linted: dict[str, Linted] = {}
-        self.lints = LintRunner()
+        self.lints = LintRunner()  # small documents
+        self.large_lints = LintRunner()  # documents of large_document_bytes or more
+        # per document: the running check's version and its stop flag, set when the
+        # document closes or changes again (the check ends at its next statement)
+        self.running: dict[str, list[tuple[int | None, threading.Event]]] = {}
+        self.large_busy = 0  # checks now running on the large lane
         # per open document: re-parse only the top-level statements an edit touched
         self.parse_caches: dict[str, ParseCache] = {}
         self.reported_errors: set[str] = set()
@@ -229,9 +241,25 @@ class KerasfitServer(LanguageServer):
     def executor(self) -> ThreadPoolExecutor:
         return self.lints.executor
 
-    async def run_guarded(self, uri: str, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)`` on the lint thread, within the lint time budget."""
-        return await self.lints.run(uri, self.settings.lint_timeout_ms / 1000, fn, *args)
+    def lane(self, key: str) -> LintRunner:
+        """The lint thread for a document: its own for a large one, the shared one otherwise."""
+        snap = self.snapshot(key)
+        large = snap is not None and len(snap[1]) >= self.settings.large_document_bytes
+        return self.large_lints if large else self.lints
+
+    async def run_guarded(self, uri: str, fn: Callable[..., Any], *args: Any,
+                          stop: threading.Event | None = None) -> Any:
+        """``fn(*args)`` on the document's lint thread, within the lint time budget; a
+        check left behind at the budget is told to ``stop``."""
+        return await self.lane(uri).run(uri, self.settings.lint_timeout_ms / 1000, fn, *args, stop=stop)
+
+    def supersede(self, key: str, reason: str, keep: int | None = None) -> None:
+        """Stop the document's running checks at their next statement (it changed or
+        closed); ``keep``: a version whose checks are still wanted."""
+        for version, stop in self.running.get(key, ()):
+            if version != keep and not stop.is_set():
+                stop.set()
+                log.info("stopping the check of %s: %s", key, reason)
 
     # ---- linting ----------------------------------------------------------------------
 
@@ -272,7 +300,8 @@ class KerasfitServer(LanguageServer):
             self._project_root = root
         return index
 
-    def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False) -> Linted:
+    def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False,
+                 stop: threading.Event | None = None) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
         project = self.workspace_index()
@@ -280,12 +309,22 @@ class KerasfitServer(LanguageServer):
         if not fix and not mentions_tensorflow(data) and not project.imports_framework(path, data):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
             return Linted(version, source, FileResult(path, skipped=True), [])
-        cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
         file_settings, warning = self.file_settings(uri, path)
-        result = check_source(
-            source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings,
-            project=project,
-        )
+        over = over_size_budget(path, len(data), file_settings.max_file_size)
+        if over is not None:  # the CLI's size budget: one diagnostic, and no parse of it kept
+            self.parse_caches.pop(uri, None)
+            return Linted(version, source, FileResult(path, error=over), [],
+                          f"kerasfit did not check this file: {over}", warning=warning)
+        cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
+        try:
+            result = check_source(
+                source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings,
+                project=project, stop=stop,
+            )
+        except Stopped:
+            # here, not where the check was awaited: a closed document's task is cancelled
+            log.info("the check of %s stopped before its end", uri)
+            raise
         lines = E.split_lines(source[1:] if source.startswith("\ufeff") else source)
 
         def line_text(row: int) -> str:
@@ -334,10 +373,20 @@ class KerasfitServer(LanguageServer):
         cached = self.linted.get(uri)
         if cached is not None and cached.version == version and cached.source == source:
             return cached
+        self.supersede(uri, f"version {version} replaces it", keep=version)
+        stop = threading.Event()
+        mine = (version, stop)
+        self.running.setdefault(uri, []).append(mine)
+        lane = self.lane(uri)
+        large = lane is self.large_lints
+        self.large_busy += large
         try:
-            if self.lints.held_back(uri):
+            if lane.held_back(uri):
                 raise LintTimeout(self.settings.lint_timeout_ms / 1000)
-            linted: Linted = await self.run_guarded(uri, self.lint_now, uri, source, version)
+            linted: Linted = await self.run_guarded(uri, functools.partial(self.lint_now, stop=stop),
+                                                    uri, source, version, stop=stop)
+        except Stopped:
+            return None  # closed or changed meanwhile: nothing to publish
         except ConfigError as exc:
             self.config_error(str(exc))
             return None
@@ -352,6 +401,13 @@ class KerasfitServer(LanguageServer):
             one_line = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
             linted = _unchecked(source, version, uri, f"kerasfit could not check this file "
                                 f"(internal error): {one_line}")
+        finally:
+            self.large_busy -= large
+            runs = self.running.get(uri, [])
+            if mine in runs:
+                runs.remove(mine)
+            if not runs:
+                self.running.pop(uri, None)
         current = self.snapshot(uri)
         if current is None or current[0] != version or current[1] != source:
             return None  # stale: a newer change is (or will be) linted
@@ -455,6 +511,11 @@ class KerasfitServer(LanguageServer):
         import gc
 
         self.lint_count += 1
+        if self.large_busy:
+            # a full pass would walk the tree a large document's check is building on the
+            # other lane, holding the GIL the small documents' checks need: young objects only
+            gc.collect(0)
+            return
         gc.collect()
         if self.lint_count == 1:
             gc.freeze()
@@ -472,7 +533,7 @@ class KerasfitServer(LanguageServer):
             # after the diagnostics are written: a collection holds the GIL, and the
             # publication (JSON, the write) needs it too
             try:
-                self.executor.submit(self.collect_garbage)
+                self.lane(uri).executor.submit(self.collect_garbage)
             except RuntimeError:  # shutting down
                 pass
 
@@ -519,7 +580,10 @@ class KerasfitServer(LanguageServer):
         task = self.pending.pop(key, None)
         if task is not None:
             task.cancel()
+        self.supersede(key, "the document was closed")
+        # what was kept for the document goes with it (the parse pieces, the last result)
         self.parse_caches.pop(key, None)
+        self.linted.pop(key, None)
         self.uris.pop(key, None)
 
     def relint_all(self) -> None:
@@ -707,6 +771,7 @@ def shutdown(ls: KerasfitServer, params: None) -> None:
         task.cancel()
     ls.pending.clear()
     ls.lints.shutdown()
+    ls.large_lints.shutdown()
 
 
 # ---- documents ------------------------------------------------------------------------
@@ -719,7 +784,9 @@ def did_open(ls: KerasfitServer, params: types.DidOpenTextDocumentParams) -> Non
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def did_change(ls: KerasfitServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.schedule(doc_key(params.text_document.uri), ls.settings.debounce_ms)
+    key = doc_key(params.text_document.uri)
+    ls.supersede(ls.notebook_of(key) or key, "the document changed")
+    ls.schedule(key, ls.settings.debounce_ms)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -735,8 +802,9 @@ def did_save(ls: KerasfitServer, params: types.DidSaveTextDocumentParams) -> Non
 def did_close(ls: KerasfitServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     key = doc_key(uri)
+    had_findings = key in ls.linted
     ls.forget(key)
-    if ls.linted.pop(key, None) is not None or key.endswith(PYTHON_SUFFIXES):
+    if had_findings or key.endswith(PYTHON_SUFFIXES):
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
@@ -765,7 +833,9 @@ def notebook_did_change(ls: KerasfitServer, params: types.DidChangeNotebookDocum
         for closed in structure.did_close or ():
             ls.uris.pop(doc_key(closed.uri), None)
             ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=closed.uri, diagnostics=[]))
-    ls.schedule(doc_key(params.notebook_document.uri), ls.settings.debounce_ms)
+    key = doc_key(params.notebook_document.uri)
+    ls.supersede(key, "the notebook changed")
+    ls.schedule(key, ls.settings.debounce_ms)
 
 
 @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
@@ -148,7 +149,9 @@ class ProjectIndex:
         self._by_digest: dict[str, ModuleFacts] = {}
         self._module_files: dict[tuple[str, str], str | None] = {}
         self._deps: dict[str, dict[str, str]] = {}
-        self._asking: str | None = None
+        # which file is asking, per thread: the language server checks a large document
+        # and small ones on two threads at once, against this one index
+        self._asking = threading.local()
         self._reach: dict[tuple[str, str], bool] | None = None
 
     # ---- files ---------------------------------------------------------------
@@ -178,13 +181,14 @@ class ProjectIndex:
             hit = (stamp, f)
             self._facts[key] = hit
         f = hit[1]
-        if f is not None and self._asking is not None and key != self._asking:
-            self._deps.setdefault(self._asking, {})[key] = f.digest
+        asking: str | None = getattr(self._asking, "path", None)
+        if f is not None and asking is not None and key != asking:
+            self._deps.setdefault(asking, {})[key] = f.digest
         return f
 
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
-        self._asking = os.path.abspath(path) if path else None
+        self._asking.path = os.path.abspath(path) if path else None
 
     def deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
         return dict(self._deps.get(os.path.abspath(path), {}))
