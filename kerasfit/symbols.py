@@ -317,6 +317,20 @@ TRANSPOSE_CALLS = {
 }
 MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
 CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}
+# What the default configuration answers, for folding tests of code paths that it
+# switches off (`if image_data_format() == "channels_first":`). Keras's default image
+# data format is channels_last unless the file sets another (keras.config docs).
+IMAGE_DATA_FORMAT_CALLS = {"keras.backend.image_data_format", "keras.config.image_data_format"}
+SET_IMAGE_DATA_FORMAT_CALLS = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
+# `keras.backend.standardize_data_format(None)` is the default format; projects keep
+# copies of it under the same name (keras-hub's utils), so the last name part decides.
+STANDARDIZE_DATA_FORMAT = "standardize_data_format"
+# The Keras 3 backends whose programs XLA compiles for a TPU/GPU (tensorflow, the
+# default, and jax): a test of `keras.config.backend()` is folded over these, so a
+# `== "torch"` / `== "numpy"` branch is off on the path kerasfit models, while
+# `== "jax"` may run.
+BACKEND_CALLS = {"keras.config.backend", "keras.backend.backend"}
+XLA_BACKENDS = ("tensorflow", "jax")
 # KF108: samplers the TPU guide calls expensive (docs/facts.md#14).
 EXPENSIVE_RANDOM = {"tf.random.categorical", "tf.random.stateless_categorical", "keras.random.categorical"}
 # KF109: reductions -> which elementwise ops may move into their input.

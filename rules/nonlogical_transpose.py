@@ -21,6 +21,9 @@ _DEPTHWISE = frozenset({
     "keras.ops.depthwise_conv", "keras.backend.depthwise_conv2d", "keras.layers.DepthwiseConv1D",
 })
 
+# Ops that only add or drop a size-1 axis: a transpose through them still feeds the op after.
+_UNIT_AXIS = frozenset({"tf.expand_dims", "keras.ops.expand_dims", "tf.squeeze", "keras.ops.squeeze"})
+
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {
     "tpu": "the minor dim is the TPU's 128-lane tiled dim, so this is a real relayout copy through HBM",
@@ -53,7 +56,15 @@ class NonlogicalTranspose(Rule):
     (the per-example-kernel trick: XLA folds it into the conv's dimension labels);
     input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`);
     and a TF1 `model_fn` transposing its `features` (the TPU reference models feed
-    images batch-minor on purpose and transpose once).
+    images batch-minor on purpose and transpose once). Nor code the default
+    configuration never runs: a branch like `if data_format == "channels_first":` with
+    a `channels_last` default, `if keras.config.image_data_format() == "channels_first":`
+    (Keras's default is channels_last unless the file sets it), or `if
+    keras.config.backend() == "torch":` (kerasfit models the XLA backends, tensorflow and
+    jax) — the same question KF103 asks; when the branch is switched on, the
+    `channels_first` setting that does it is the finding. A matmul operand may reach the
+    matmul through the name it is assigned to (`key = transpose(key)`, every use that
+    assignment reaches) and `expand_dims`/`squeeze`.
 
     ## Why is this slow on the accelerator
     A TPU tiles the two most minor dims of every array (8×128); a transpose that moves
@@ -121,6 +132,45 @@ class NonlogicalTranspose(Rule):
         "def metric_fn(per_example_loss, label_ids, logits):\n"
         "    probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])\n"
         "    return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}\n",
+        # branches the default configuration never runs: the parameter's default, Keras's
+        # default image data format, and a backend XLA does not compile (torch)
+        "import keras\nfrom keras import ops\n\n"
+        "def to_nhwc(x, data_format='channels_last'):\n"
+        "    if data_format == 'channels_first':\n"
+        "        x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "    return x\n",
+        "import keras\nfrom keras import ops\n\n"
+        "def f(x):\n"
+        "    if keras.config.image_data_format() == 'channels_first':\n"
+        "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+        "    return x\n",
+        "import keras\nfrom keras import ops\n\n"
+        "def f(x):\n"
+        "    if keras.config.backend() == 'torch':\n"
+        "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+        "    return x\n",
+        # a layer whose format defaults to Keras's (keras-hub style)
+        "import keras\nfrom keras import ops\n\n"
+        "class Block(keras.layers.Layer):\n"
+        "    def __init__(self, data_format=None, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.data_format = keras.backend.standardize_data_format(data_format)\n\n"
+        "    def call(self, x):\n"
+        "        if self.data_format == 'channels_first':\n"
+        "            x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "        return x\n",
+        # matmul operands through a rebound name and a size-1 axis (free, docs/facts.md#4)
+        "from keras import ops\n\n"
+        "def attend(query, key):\n"
+        "    key = ops.transpose(key, [0, 2, 3, 1])\n"
+        "    return ops.matmul(query, key)\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
+        "    k_t = ops.transpose(k, (0, 2, 3, 1))\n"
+        "    return ops.matmul(q, ops.expand_dims(k_t, 2))\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
+        "    return ops.einsum('bhqd,bhdk->bhqk', q, ops.transpose(k, (0, 1, 3, 2)))\n",
         # chosen at run time: nothing to say statically
         "import tensorflow as tf\nfmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'\n"
         "y = tf.keras.layers.Conv2D(32, 3, data_format=fmt)(x)\n",
@@ -145,6 +195,28 @@ class NonlogicalTranspose(Rule):
             "    return tf.layers.conv2d(x, filters, 3, data_format=data_format)\n",
         ),
         Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n"),
+        # the default path runs these: channels_last is the default, jax compiles with XLA
+        Invalid(
+            "from keras import ops\n\n"
+            "def to_nchw(x, data_format='channels_last'):\n"
+            "    if data_format == 'channels_last':\n"
+            "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "    return x\n",
+        ),
+        Invalid(
+            "import keras\nfrom keras import ops\n\n"
+            "def f(x):\n"
+            "    if keras.config.backend() == 'jax':\n"
+            "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "    return x\n",
+        ),
+        # a rebound name that a conv reads too is not only a matmul operand
+        Invalid(
+            "from keras import ops\n\n"
+            "def f(q, k, conv):\n"
+            "    k = ops.transpose(k, (0, 2, 3, 1))\n"
+            "    return ops.matmul(q, k) + conv(k)\n",
+        ),
         # the same swap into a regular conv is a real copy
         Invalid(
             "import tensorflow as tf\n\n"
@@ -189,6 +261,8 @@ class NonlogicalTranspose(Rule):
         if (rank == 2 and not gaudi) or self._feeds_matmul(node):
             return
         ctx = self.ctx
+        if ctx.off_by_default(node) is not None:
+            return  # a channels_first / torch-only branch: the default path never runs it
         if ctx.role() == "input" or ctx.is_host_function(ctx.enclosing_callable()):
             return
         operand = get_arg(node, kw, idx)
@@ -209,6 +283,8 @@ class NonlogicalTranspose(Rule):
             return
         if len(dims) < 3 and self.ctx.target.family != "gaudi":
             return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
+        if self.ctx.off_by_default(node) is not None:
+            return
         if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
             return
         self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
@@ -238,34 +314,33 @@ class NonlogicalTranspose(Rule):
         return o is not None and o.name in ops
 
     def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
-        """The transpose's result goes only into ``ops``, directly or through one name."""
-        stack = self.ctx.stack
-        parent = stack[-1] if stack else None
+        """The transpose's result goes only into ``ops``: directly, or through names the
+        assignment binds (``key = transpose(key)`` counts the uses it reaches), and through
+        ``expand_dims``/``squeeze``, which only add or drop a size-1 axis."""
+        return self._only_into(node, ops, matmul, 0)
+
+    def _only_into(self, expr: cst.BaseExpression, ops: Collection[str], matmul: bool, depth: int) -> bool:
+        ctx = self.ctx
+        parent = ctx.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
-        if isinstance(parent, cst.Arg) and len(stack) >= 2 and isinstance(stack[-2], cst.Call):
-            return self._consumer(stack[-2]) in ops
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            target = parent.targets[0].target.value
-            func = self.ctx.enclosing_callable()
-            idx = self.ctx.index
-            uses = [
-                (n, idx.parent.get(id(n)))
-                for n, _, _scopes in self.ctx.name_refs_in(target, func if func is not None else idx.module)
-                if n is not parent.targets[0].target
-            ]
-            if not uses:
-                return False
-            for n, par in uses:
-                if matmul and isinstance(par, cst.BinaryOperation) and isinstance(par.operator, cst.MatrixMultiply):
-                    continue
-                if isinstance(par, cst.Arg):
-                    call = idx.parent.get(id(par))
-                    if self._consumer(call) in ops:
-                        continue
-                return False
-            return True
-        return False
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            name = self._consumer(call)
+            if name in ops:
+                return True
+            if name in _UNIT_AXIS and isinstance(call, cst.Call) and depth < 3 and parent is call.args[0]:
+                return self._only_into(call, ops, matmul, depth + 1)
+            return False
+        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+            return False
+        target = parent.targets[0].target
+        scopes = ctx.scopes_of(parent)
+        uses = [
+            n for n, _, _s in ctx.name_refs_in(target.value, scopes[0])
+            if n is not target and any(b.node is parent or b.value is expr for b in ctx.reaching_bindings(n))
+        ]
+        return bool(uses) and depth < 3 and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
         base = operand.value if isinstance(operand, cst.Subscript) else operand

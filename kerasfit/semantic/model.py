@@ -16,7 +16,10 @@ import libcst as cst
 
 from ..symbols import (
     HOST_CALLBACK_WRAPPERS,
+    IMAGE_DATA_FORMAT_CALLS,
     INPUT_FN_TAKERS,
+    SET_IMAGE_DATA_FORMAT_CALLS,
+    STANDARDIZE_DATA_FORMAT,
     STEP_FN_TAKERS,
     canonical,
     flavour,
@@ -670,6 +673,10 @@ class FileContext:
                     return UNKNOWN
                 out.append(v)
             return tuple(out) if isinstance(node, cst.Tuple) else out
+        if isinstance(node, cst.Call):
+            v = self._default_config_value(node, _depth, scopes)
+            if v is not UNKNOWN:
+                return v
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _BUILTIN_FOLDS:
             if node.args and all(a.keyword is None and not a.star for a in node.args):
                 args = [self.const(a.value, _depth + 1, scopes=scopes) for a in node.args]
@@ -680,6 +687,27 @@ class FileContext:
                         except Exception:
                             return UNKNOWN
         return UNKNOWN
+
+    def _default_config_value(self, call: cst.Call, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
+        """What a configuration query answers under Keras's defaults: ``image_data_format()``
+        is 'channels_last' (or the one format this file sets), ``standardize_data_format(x)``
+        is ``x`` lower-cased, or that default for None. Else UNKNOWN."""
+        tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        if tail == STANDARDIZE_DATA_FORMAT:
+            arg = get_arg(call, "data_format", 0)
+            v = self.const(arg.value, _depth + 1, scopes=scopes) if arg is not None else None
+            if v is None:
+                return self._image_data_format()
+            return v.lower() if isinstance(v, str) else UNKNOWN
+        if tail == "image_data_format" and not call.args and self._call_name_anywhere(call) in IMAGE_DATA_FORMAT_CALLS:
+            return self._image_data_format()
+        return UNKNOWN
+
+    def _image_data_format(self) -> Any:
+        formats: frozenset[Any] = self.file_fact("image_data_format", _set_image_data_formats)
+        if not formats:
+            return "channels_last"
+        return next(iter(formats)) if len(formats) == 1 else UNKNOWN
 
     def int_const(self, node: cst.BaseExpression | None) -> int | None:
         v = self.const(node)
@@ -1250,6 +1278,18 @@ class Origin(NamedTuple):
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
+def _set_image_data_formats(ctx: FileContext) -> frozenset[Any]:
+    """The formats this file passes to ``set_image_data_format`` (UNKNOWN for one it
+    computes), so that ``image_data_format()`` is folded only where the file keeps the
+    default or sets a single constant."""
+    out: set[Any] = set()
+    for call, _scopes in ctx.index.calls:
+        if ctx.call_name_anywhere(call) in SET_IMAGE_DATA_FORMAT_CALLS:
+            arg = get_arg(call, "data_format", 0)
+            out.add(ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) if arg is not None else UNKNOWN)
+    return frozenset(out)
+
+
 def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpression | None:
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
