@@ -278,6 +278,9 @@ HOST_CALLBACK_WRAPPERS = {
     "tf.contrib.tpu.outside_compilation",
 }
 # f(fn, ...) runs fn as input-pipeline code.
+# Dataset methods whose function argument runs in the input pipeline (tf.data traces it
+# into the host-side dataset graph), called on a receiver no import names.
+DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
 INPUT_FN_TAKERS = {
     "tf.data.experimental.map_and_batch", "tf.contrib.data.map_and_batch",
     "tf.data.experimental.parallel_interleave", "tf.contrib.data.parallel_interleave",

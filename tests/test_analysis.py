@@ -220,6 +220,58 @@ def test_reached_from_model_across_files(tmp_path):
     assert not index.reached_from_model(tmp_path / "util.py", "unused")
 
 
+_BOX_HELPER = """
+    import tensorflow as tf
+
+    def to_corners(boxes):
+        xy = boxes[..., :2]
+        wh = boxes[..., 2:4]
+        return tf.concat([xy - wh / 2.0, xy + wh / 2.0], axis=-1)
+"""
+
+
+def test_helper_mapped_over_a_dataset_in_another_file_is_input_code(tmp_path):
+    # issue 21 item 8: `ds.map(preprocess)` in data.py makes boxes.to_corners host code
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "data.py": """
+            import tensorflow as tf
+            from boxes import to_corners
+
+            def preprocess(image, boxes):
+                return image, to_corners(boxes)
+
+            def make_dataset(files):
+                return tf.data.TFRecordDataset(files).map(preprocess).batch(8, drop_remainder=True)
+        """,
+    })
+    index = ProjectIndex([tmp_path])
+    assert index.input_only(tmp_path / "boxes.py", "to_corners")
+    assert _codes(tmp_path, "boxes.py", "data.py", select=("KF105",)) == []
+
+
+def test_helper_mapped_in_a_lambda_and_also_called_by_a_layer_stays_model_code(tmp_path):
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "data.py": """
+            from boxes import to_corners
+
+            def make_dataset(ds):
+                return ds.map(lambda image, boxes: (image, to_corners(boxes)))
+        """,
+        "head.py": """
+            import tensorflow as tf
+            from boxes import to_corners
+
+            class Head(tf.keras.layers.Layer):
+                def call(self, boxes):
+                    return to_corners(boxes)
+        """,
+    })
+    assert not ProjectIndex([tmp_path]).input_only(tmp_path / "boxes.py", "to_corners")
+    assert _codes(tmp_path, "boxes.py", "data.py", "head.py", select=("KF105",)) == [("boxes.py", 5, "KF105"), ("boxes.py", 6, "KF105")]
+
+
 def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     _write(tmp_path, {
         "conv_lib.py": """

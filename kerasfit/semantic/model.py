@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterat
 import libcst as cst
 
 from ..symbols import (
+    DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
     IMAGE_DATA_FORMAT_CALLS,
     INPUT_FN_TAKERS,
@@ -1338,7 +1339,6 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
 
 _MODEL_METHODS = frozenset({"call", "build"})
 _STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
-_DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
 # Training drivers: a function calling these runs training, it is not an input pipeline.
 _DRIVER_METHODS = frozenset(
     {"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate", "minimize", "apply_gradients", "compute_gradients"}
@@ -1398,7 +1398,7 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
                 body_input.add(id(owner))
         elif isinstance(func, cst.Attribute) and raw is None:
             meth = func.attr.value
-            if meth in _DATASET_FN_METHODS:
+            if meth in DATASET_FN_METHODS:
                 target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
                 if target is not None:
                     direct[id(target)] = "input"
@@ -1492,6 +1492,16 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
                         roles[id(g)] = roles[id(f)]
         if not changed:
             break
+    # a module-level helper nothing here decides: input-only when the project hands it
+    # (or a caller of it) to a Dataset method in another file and no model code reaches it
+    if ctx.filename and not ctx.filename.startswith("<"):
+        for f in undecided:
+            if id(f) not in roles and isinstance(f, cst.FunctionDef) and idx.scopes_of(f)[0] is ctx.module:
+                if ctx.project.input_only(ctx.filename, f.name.value):
+                    roles[id(f)] = "input"
+                    for g in undecided:
+                        if id(g) not in roles and f in idx.scopes_of(g):
+                            roles[id(g)] = "input"
     return roles
 
 
