@@ -30,6 +30,7 @@ from .semantic.nodes import (
     string_value,
     walk,
 )
+from .semantic.precision import compute_dtype
 from .semantic.dataflow import (
     current_statement,
     reaching_assignment,
@@ -101,6 +102,7 @@ from .symbols import (
 from .types import TARGETS, Applicability, Severity, Target
 
 __all__ = [
+    "compute_dtype",
     "ScopeNode",
     "string_value",
     "Applicability",

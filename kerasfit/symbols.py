@@ -320,6 +320,21 @@ TRANSPOSE_CALLS = {
 }
 MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
 CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}
+# Mixed precision: the calls that set the global policy (TF 2.4+ / Keras 3, TF 2.3's
+# experimental.set_policy), and the compute dtype a policy or dtype name gives.
+POLICY_SETTERS = frozenset({"set_global_policy", "set_policy", "set_dtype_policy"})
+
+
+def policy_dtype(name: str) -> str:
+    """'float16' for "mixed_float16"/"float16"/"half", 'bfloat16' likewise, else 'float32'."""
+    n = name.lower()
+    if n in ("mixed_float16", "float16", "half", "fp16"):
+        return "float16"
+    if n in ("mixed_bfloat16", "bfloat16", "bf16"):
+        return "bfloat16"
+    return "float32"
+
+
 # What the default configuration answers, for folding tests of code paths that it
 # switches off (`if image_data_format() == "channels_first":`). Keras's default image
 # data format is channels_last unless the file sets another (keras.config docs).

@@ -24,6 +24,7 @@ from kerasfit.ruleapi import (
     Severity,
     Valid,
     canonical,
+    compute_dtype,
     depends_on_param,
     dotted_name,
     get_arg,
@@ -77,7 +78,12 @@ class ChannelMultiple(Rule):
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
     128, and the MXU-facing kernel dim to 128 (256 on v6e) (docs/facts.md#1–3, #8): a
     `Dense(100)` computes as if it had 128 units, wasting 22% of that op. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18);
+    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18)
+    — half precision only, so for the `gpu` target a width is reported only where the
+    layer computes in float16/bfloat16: its own `dtype=`, a mixed-precision policy the
+    file or another file of the tree sets (`mixed_precision.set_global_policy(
+    "mixed_float16")`, `keras.config.set_dtype_policy(...)`), or `dtype` in
+    `[tool.kerasfit.build]`; a float32 model gets no `gpu` width finding;
     Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
     unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
 
@@ -128,6 +134,13 @@ class ChannelMultiple(Rule):
         # unknown at lint time
         "import tensorflow as tf\nx = tf.keras.layers.Dense(cfg.hidden)(x)\n",
         Valid("import keras\nx = keras.layers.Dense(200)(x)\n", target="tpu-v6e"),
+        # float32 (Keras's default policy): a GPU does not pad the width (docs/facts.md#18)
+        Valid("import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n", target="gpu"),
+        Valid(
+            "import keras\nkeras.config.set_dtype_policy('mixed_float16')\n"
+            "x = keras.layers.Conv2D(30, 3, dtype='float32')(x)\n",
+            target="gpu",
+        ),
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
@@ -157,11 +170,19 @@ class ChannelMultiple(Rule):
             unsafe=True,
         ),
         Invalid(
-            "import tensorflow as tf\nx = tf.keras.layers.Dense(units=100)(x)\n",
-            expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(units=104)(x)\n",
+            "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+            "x = tf.keras.layers.Dense(units=100)(x)\n",
+            expected_fix="import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+            "x = tf.keras.layers.Dense(units=104)(x)\n",
             unsafe=True,
             target="gpu",
             message_contains="pad to 104 on gpu (4%",
+        ),
+        Invalid(
+            "import keras\nx = keras.layers.Conv2D(30, 3, dtype='mixed_bfloat16')(x)\n",
+            expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, dtype='mixed_bfloat16')(x)\n",
+            unsafe=True,
+            target="gpu",
         ),
         Invalid(
             "import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 30, 3, padding='same')\n",
@@ -237,7 +258,15 @@ class ChannelMultiple(Rule):
                 self._check_kernel(node, name, arg.value)
 
     # ---- checks -------------------------------------------------------------
+    def _unpadded_here(self, layer: cst.Call | None) -> bool:
+        """A GPU pads only half-precision widths (docs/facts.md#18): in a float32 model
+        (no mixed-precision policy, no half `dtype=`, no `dtype` setting) there is
+        nothing to report for the `gpu` target."""
+        return self.ctx.target.family == "gpu" and compute_dtype(self.ctx, layer) == "float32"
+
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
+        if self._unpadded_here(call):
+            return
         if isinstance(expr, cst.Name):
             b = self.ctx.lookup(expr.value)
             fn = self.ctx.enclosing_function()
@@ -279,6 +308,8 @@ class ChannelMultiple(Rule):
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
         width is decided at each same-file call site, so report (and fix) there."""
+        if self._unpadded_here(call):
+            return
         m = self.ctx.target.channel_multiple
         short = label(name)
         for pv in self.ctx.param_values(fn, param):
@@ -313,7 +344,7 @@ class ChannelMultiple(Rule):
         ):
             return
         layer = self.ctx.built_layer(call)
-        if layer is None:
+        if layer is None or self._unpadded_here(None):
             return
         name = canonical(layer.name)
         spec = _LAYERS.get(name)
@@ -348,7 +379,7 @@ class ChannelMultiple(Rule):
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
-        if not shape or len(shape) < 3:
+        if not shape or len(shape) < 3 or self._unpadded_here(None):
             return
         v = shape[_NN_CONVS[name]]
         if v <= 0 or v % self.ctx.target.channel_multiple == 0:

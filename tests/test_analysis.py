@@ -272,6 +272,37 @@ def test_helper_mapped_in_a_lambda_and_also_called_by_a_layer_stays_model_code(t
     assert _codes(tmp_path, "boxes.py", "data.py", "head.py", select=("KF105",)) == [("boxes.py", 5, "KF105"), ("boxes.py", 6, "KF105")]
 
 
+def _gpu_codes(root: Path, *names: str) -> list[tuple[str, int, str]]:
+    opts = CheckOptions(selection=Selection(select=["KF102"]), target="gpu", use_cache=False, jobs=1)
+    return sorted((Path(d.filename).name, d.row, d.code) for d in check_paths([str(root / n) for n in names], opts).diagnostics)
+
+
+_GPU_MODEL = """
+    import keras
+
+    def build(x):
+        return keras.layers.Conv2D(30, 3, padding="same")(x)
+"""
+
+
+def test_gpu_width_needs_half_precision_set_somewhere(tmp_path):
+    # issue 21 item 12: a float32 model gets no gpu width finding (docs/facts.md#18)
+    _write(tmp_path, {"model.py": _GPU_MODEL, "train.py": "import keras\nfrom model import build\n"})
+    assert _gpu_codes(tmp_path, "model.py", "train.py") == []
+    # the policy set in another file of the tree
+    _write(tmp_path, {"train.py": "import keras\nfrom model import build\nkeras.mixed_precision.set_global_policy('mixed_float16')\n"})
+    assert ProjectIndex([tmp_path]).dtype_policies() == ("float16",)
+    assert _gpu_codes(tmp_path, "model.py", "train.py") == [("model.py", 5, "KF102")]
+
+
+def test_gpu_width_from_the_dtype_setting(tmp_path):
+    _write(tmp_path, {
+        "model.py": _GPU_MODEL,
+        "pyproject.toml": "[tool.kerasfit.build]\ndtype = \"bfloat16\"\n",
+    })
+    assert _gpu_codes(tmp_path, "model.py") == [("model.py", 5, "KF102")]
+
+
 def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     _write(tmp_path, {
         "conv_lib.py": """

@@ -20,6 +20,8 @@ Public API (stable; other branches build on it):
   - ``input_only(path, function_name) -> bool``: whether a function runs only in the
     input pipeline (handed to a ``Dataset.map`` & co. in any file of the roots, directly
     or through project helpers, and never reached from model code).
+  - ``dtype_policies() -> tuple[str, ...]``: compute dtypes of the mixed-precision
+    policies the files under the roots set.
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged.
@@ -38,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..symbols import DATASET_FN_METHODS, canonical, is_model_building
+from ..symbols import DATASET_FN_METHODS, POLICY_SETTERS, canonical, is_model_building, policy_dtype
 from .names import ast_dotted, star_names
 
 FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
@@ -308,6 +310,11 @@ class ProjectIndex:
         reach = self._reached()
         return key in reach.input and key not in reach.model
 
+    def dtype_policies(self) -> tuple[str, ...]:
+        """The compute dtypes of the mixed-precision policies any file under the roots
+        sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
+        return self._reached().policies
+
     def _reached(self) -> Reach:
         if self._reach is None:
             files: list[str] = []
@@ -357,6 +364,7 @@ class Reach(NamedTuple):
     model: frozenset[tuple[str, str]]
     input: frozenset[tuple[str, str]]
     digests: tuple[tuple[str, str], ...]  # (path, content hash) of every file read
+    policies: tuple[str, ...]  # compute dtypes of the mixed-precision policies set, sorted
 
 
 def _callee(index: ProjectIndex, facts: ModuleFacts, func: ast.expr) -> tuple[str, str] | Symbol | None:
@@ -403,11 +411,13 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
     model: set[tuple[str, str]] = set()
     data: set[tuple[str, str]] = set()
     digests: list[tuple[str, str]] = []
+    policies: set[str] = set()
     for path in files:
         facts = index.facts(path)
         if facts is None:
             continue
         digests.append((facts.path, facts.digest))
+        policies.update(_policies(facts))
         data.update(_dataset_fns(index, facts))
         for name, fn in _functions(facts):
             key = (facts.path, name)
@@ -420,7 +430,18 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
                     out.add(callee)
                 elif callee is not None and is_model_building(canonical(callee.raw)):
                     model.add(key)
-    return Reach(_closure(model, edges), _closure(data, edges), tuple(digests))
+    return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)))
+
+
+def _policies(facts: ModuleFacts) -> Iterator[str]:
+    """``set_global_policy("mixed_float16")`` / ``set_dtype_policy(Policy("..."))``."""
+    for call in _calls(facts.tree):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in POLICY_SETTERS and call.args:
+            arg = call.args[0]
+            if isinstance(arg, ast.Call) and arg.args:
+                arg = arg.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                yield policy_dtype(arg.value)
 
 
 def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple[str, str]]]) -> frozenset[tuple[str, str]]:
