@@ -4,6 +4,7 @@ import libcst as cst
 
 from kerasfit.ruleapi import (
     Applicability,
+    FileContext,
     Invalid,
     NEGATE_CALLS,
     REDUCTIONS,
@@ -11,6 +12,7 @@ from kerasfit.ruleapi import (
     Rule,
     SCALE_CALLS,
     Severity,
+    get_arg,
     number,
 )
 
@@ -26,6 +28,12 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def _keeps_axes(call: cst.Call, ctx: FileContext) -> bool:
+    """The reduction names axes to reduce (its result is a tensor, not one scalar)."""
+    arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices")
+    return arg is not None and ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) is not None
+
+
 class ReduceElementwise(Rule):
     """
     ## What it does
@@ -37,8 +45,9 @@ class ReduceElementwise(Rule):
     a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
 
     Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
-    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code, and host code (a
-    TPUEstimator `metric_fn`, a `serving_input_fn`).
+    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code (functions handed to
+    `Dataset.map` in any file of the tree, what they call, preprocessing layers), and
+    host code (a TPUEstimator `metric_fn`, a `serving_input_fn`).
 
     ## Why is this slow on the accelerator
     XLA on TPU fuses elementwise ops into a reduction's input but not into its output
@@ -62,6 +71,18 @@ class ReduceElementwise(Rule):
     differently from scaling the sum (and can overflow/underflow differently in
     float16/bfloat16).
 
+    The fix is offered only where it pays. On the accelerator path: model code,
+    module-level graph code, a loss (named `*loss*`, taking `y_true, y_pred`, or called
+    from model code anywhere in the tree); elsewhere (generation or post-processing
+    helpers) the finding stays, without a fix. And only where moving the op in does not
+    add work: an elementwise op inside the reduction fuses into its input loop
+    (docs/facts.md#15), so what moving it saves is the separate pass over the
+    reduction's *result*. For a negation of a reduction to one scalar that pass is a
+    single op, while `ops.sum(-x)` negates every element — more work, so no fix; a
+    reduction that keeps axes (`axis=-1`) has a tensor result, and its negation is a
+    real extra pass. Scaling by a constant is offered in both cases: it is the TPU
+    guide's own example (`tf.multiply(tf.reduce_sum(x), y)`, docs/facts.md#15).
+
     ## References
     docs/facts.md#15; Cloud TPU performance guide, "TensorFlow ops".
     """
@@ -82,6 +103,18 @@ class ReduceElementwise(Rule):
         "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
         "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
         "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        # a function the input pipeline maps over
+        "import tensorflow as tf\n\n"
+        "def parse(example):\n"
+        "    n = tf.reduce_max(example['lengths']) * 4\n"
+        "    return example['audio'][:n]\n\n"
+        "ds = tf.data.TFRecordDataset(files).map(parse)\n",
+        # a preprocessing layer runs in the tf.data pipeline (keras-hub style)
+        "import keras\nimport tensorflow as tf\n\n"
+        "class AudioPreprocessor(keras.layers.Layer):\n"
+        "    def call(self, token_ids, audio):\n"
+        "        n = tf.reduce_max(tf.reduce_sum(tf.cast(token_ids == 7, tf.int32), axis=1)) * 4\n"
+        "        return audio[:, :n]\n",
         # a TPUEstimator metric_fn runs on the host after the step
         "import tensorflow.compat.v1 as tf\n\n"
         "def model_fn(features, labels, mode, params):\n"
@@ -114,6 +147,24 @@ class ReduceElementwise(Rule):
         Invalid(
             "from keras import ops\nloss = -ops.mean(log_probs, axis=-1)\n",
             expected_fix="from keras import ops\nloss = ops.mean(-log_probs, axis=-1)\n",
+            unsafe=True,
+        ),
+        # a scalar's negation: reported, no fix (negating every element is more work)
+        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="no fix offered"),
+        # generation code: not on the accelerator's hot path, no fix
+        Invalid(
+            "from keras import ops\n\n"
+            "def strip_prompt(prompt_mask, seq_len):\n"
+            "    return ops.mod(-ops.sum(prompt_mask, axis=1), seq_len)\n",
+            message_contains="not model or loss code",
+        ),
+        Invalid(
+            "from keras import ops\n\n"
+            "def sigmoid_loss(loglike):\n"
+            "    return -ops.sum(loglike, axis=-1)\n",
+            expected_fix="from keras import ops\n\n"
+            "def sigmoid_loss(loglike):\n"
+            "    return ops.sum(-loglike, axis=-1)\n",
             unsafe=True,
         ),
         Invalid(
@@ -195,15 +246,37 @@ class ReduceElementwise(Rule):
         self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
-        if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
+        ctx = self.ctx
+        fn = next((s for s in ctx.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if ctx.function_role(fn) == "input" or ctx.is_host_function(fn):
             return
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
-        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
-        text = self.ctx.module.code_for_node(new_call)
-        self.report(
-            outer,
-            f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — "
-            f"scale inside the reduction",
-            # a multi-line expression would lose its indentation when re-rendered: no fix
-            fix=self.make_fix(Replace(outer, text)) if "\n" not in text else None,
-        )
+        red = (ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        text = ctx.module.code_for_node(new_call)
+        message = f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — scale inside the reduction"
+        why_not = None
+        if "\n" in text:
+            why_not = ""  # a multi-line expression would lose its indentation when re-rendered
+        elif (isinstance(outer, cst.UnaryOperation) or ctx.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
+            why_not = "the reduction ends in a scalar, so negating it is one op while negating the input is one per element"
+        elif not self._on_accelerator(fn):
+            why_not = "not model or loss code, so the scaling is not on the accelerator's hot path"
+        if why_not:
+            message += f" (no fix offered: {why_not})"
+        self.report(outer, message, fix=self.make_fix(Replace(outer, text)) if why_not is None else None)
+
+    def _on_accelerator(self, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """Module-level code (a TF1 graph, a script's loss), model code, or a function
+        named or shaped like a loss, or called from model code anywhere in the tree."""
+        ctx = self.ctx
+        if fn is None or ctx.function_role(fn) == "model":
+            return True
+        func = fn if isinstance(fn, cst.FunctionDef) else next(
+            (s for s in ctx.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
+        if func is None:
+            return True
+        if ctx.function_role(func) == "model" or "loss" in func.name.value.lower():
+            return True
+        if {"y_true", "y_pred"} <= {p.name.value for p in func.params.params}:
+            return True
+        return ctx.scopes_of(func)[0] is ctx.module and ctx.reached_from_model(func)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterator, NamedTuple, ParamSpec, Sequence, TypeVar, cast
 
@@ -1338,6 +1339,17 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
 
 
 _MODEL_METHODS = frozenset({"call", "build"})
+# Layers named for preprocessing (keras-hub's `Preprocessor`, `Tokenizer`,
+# `ImageConverter`; Keras's `PreprocessingLayer`) run where their docs put them: in the
+# tf.data pipeline (`ds.map(preprocessor)`), not in the model.
+_PREPROCESSING = re.compile(r"Preprocess|Tokenizer|Converter")
+
+
+def _preprocessing_class(cls: cst.ClassDef) -> bool:
+    names = [cls.name.value, *(dotted_name(b.value) or "" for b in cls.bases if b.keyword is None)]
+    return any(_PREPROCESSING.search(n.rsplit(".", 1)[-1]) for n in names)
+
+
 _STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
 # Training drivers: a function calling these runs training, it is not an input pipeline.
 _DRIVER_METHODS = frozenset(
@@ -1450,6 +1462,8 @@ def _compute_roles(ctx: FileContext) -> dict[int, str]:
             params = [p.name.value for p in f.params.params]
             if any(ctx._canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
                 role = "model"
+            elif cls is not None and _preprocessing_class(cls):
+                role = "input"
             elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
                 role = "model"
             elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
