@@ -71,7 +71,10 @@ class ChannelMultiple(Rule):
     layers with `activation='softmax'`/`'sigmoid'` or whose result goes straight into
     a softmax/sigmoid, a cross-entropy or `depth_to_space`, results stored as
     `logits`/`outputs`/`predictions`, and 1–4 wide outputs (image channels,
-    regression targets). Sizes that come from a function parameter are skipped:
+    regression targets). A 1–4 wide layer whose output multiplies another tensor is
+    named for what it is instead — a gate (a squeeze-excitation or spatial-attention
+    `Conv2D(1, …)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
+    a sum) — an internal layer, also info and never fixed. Sizes that come from a function parameter are skipped:
     callers may pass another value.
 
     ## Why is this slow on the accelerator
@@ -205,6 +208,25 @@ class ChannelMultiple(Rule):
             message_contains="sized by `NUM_CLASSES`",
         ),
         Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid"),
+        # 1-wide internal layers say what they are
+        Invalid(
+            "from keras import layers\n\n"
+            "def spatial_gate(x):\n"
+            "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
+            "    return x * g\n",
+            message_contains="is a gate (squeeze-excitation style",
+        ),
+        Invalid(
+            "from keras import layers, ops\n\n"
+            "class AttentionPooling(layers.Layer):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.score = layers.Dense(1)\n\n"
+            "    def call(self, h):\n"
+            "        w = ops.softmax(self.score(h), axis=1)\n"
+            "        return ops.sum(h * w, axis=1)\n",
+            message_contains="is an attention-pooling score",
+        ),
         Invalid(
             "import tensorflow as tf\nlogits = tf.keras.layers.Dense(10)(h)\nloss = tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits)\n",
             message_contains="output head",
@@ -283,6 +305,14 @@ class ChannelMultiple(Rule):
         if v == 1:
             unit = unit[:-1]
         where = f"{v} {unit} pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        inner = _weighing_layer(self.ctx, call) if v <= 4 else None
+        if inner is not None:
+            self.report(
+                expr,
+                f"`{short}` is {inner}, an internal layer, not an output head: {where}; its width is what it computes, so not fixed",
+                severity=Severity.INFO,
+            )
+            return
         head = self._head_reason(call, expr, v)
         if head is not None:
             self.report(
@@ -483,3 +513,72 @@ class ChannelMultiple(Rule):
         _, builds, last = self._scope_facts()
         return builds and last is call
 
+
+
+# ---- internal 1-wide layers ----------------------------------------------------------
+_MULTIPLY = frozenset({"tf.multiply", "tf.math.multiply", "keras.ops.multiply", "keras.layers.Multiply", "keras.layers.multiply"})
+_WEIGHT_ACTIVATIONS = frozenset({"softmax", "sigmoid", "hard_sigmoid"})
+
+
+def _weighing_layer(ctx: FileContext, layer: cst.Call) -> str | None:
+    """What a narrow layer is when its output scales another tensor: 'an attention-pooling
+    score' (a softmax on the way) or 'a gate (squeeze-excitation style)'; else None.
+    Followed from the layer's application (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a
+    layer kept as ``self.att``) through names and activations, up to a multiply."""
+    act = keyword_value(layer, "activation")
+    a = ctx.const(act, scopes=ctx.scopes_of(act)) if act is not None else None
+    softmax = isinstance(a, str) and a.lower() == "softmax"
+    for app in _applications(ctx, layer):
+        found = _scales_another(ctx, app, softmax, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def _applications(ctx: FileContext, layer: cst.Call) -> list[cst.Call]:
+    parent = ctx.parent(layer)
+    if isinstance(parent, cst.Call) and parent.func is layer:
+        return [parent]
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        attr = dotted_name(parent.targets[0].target)
+        cls = next((sc for sc in ctx.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
+        if attr is not None and attr.startswith("self.") and cls is not None:
+            return [c for c in walk(cls, into_defs=True) if isinstance(c, cst.Call) and dotted_name(c.func) == attr]
+    return []
+
+
+def _scales_another(ctx: FileContext, expr: cst.BaseExpression, softmax: bool, depth: int) -> str | None:
+    if depth > 4:
+        return None
+    parent = ctx.parent(expr)
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
+        return _kind(softmax)
+    if isinstance(parent, (cst.Element, cst.Arg)):
+        holder = ctx.parent(parent)
+        if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
+            call = ctx.parent(ctx.parent(holder) or holder)
+            if isinstance(call, cst.Call) and ctx.call_name_anywhere(call) in _MULTIPLY:
+                return _kind(softmax)
+            return None
+        if not isinstance(holder, cst.Call):
+            return None
+        name = ctx.call_name_anywhere(holder) or ""
+        if name in _MULTIPLY:
+            return _kind(softmax)
+        short = name.rsplit(".", 1)[-1]
+        if name in HEAD_CONSUMERS and short in _WEIGHT_ACTIVATIONS | {"softmax"} or short == "Activation":
+            return _scales_another(ctx, holder, softmax or short == "softmax", depth + 1)
+        return None
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
+        target = parent.targets[0].target
+        scope = ctx.scopes_of(parent)[0]
+        for n, _, _s in ctx.name_refs_in(target.value, scope):
+            if n is not target and any(b.node is parent or b.value is expr for b in ctx.reaching_bindings(n)):
+                found = _scales_another(ctx, n, softmax, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _kind(softmax: bool) -> str:
+    return "an attention-pooling score (softmax weights over positions)" if softmax else "a gate (squeeze-excitation style: its output multiplies another tensor)"
