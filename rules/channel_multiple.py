@@ -137,6 +137,11 @@ class ChannelMultiple(Rule):
         # unknown at lint time
         "import tensorflow as tf\nx = tf.keras.layers.Dense(cfg.hidden)(x)\n",
         Valid("import keras\nx = keras.layers.Dense(200)(x)\n", target="tpu-v6e"),
+        # a demo under `if __name__ == "__main__":` that does not train (semantic.roles.demo_blocks)
+        "import keras\n\n"
+        "if __name__ == '__main__':\n"
+        "    inp = keras.Input((32,))\n"
+        "    keras.Model(inp, keras.layers.Dense(100)(inp)).summary()\n",
         # float32 (Keras's default policy): a GPU does not pad the width (docs/facts.md#18)
         Valid("import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n", target="gpu"),
         Valid(
@@ -190,6 +195,22 @@ class ChannelMultiple(Rule):
         Invalid(
             "import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 30, 3, padding='same')\n",
             expected_fix="import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 32, 3, padding='same')\n",
+            unsafe=True,
+        ),
+        # a `__main__` block that trains is the user's training script
+        Invalid(
+            "import keras\n\n"
+            "if __name__ == '__main__':\n"
+            "    inp = keras.Input((32,))\n"
+            "    h = keras.layers.Dense(100, activation='relu')(inp)\n"
+            "    model = keras.Model(inp, keras.layers.Dense(8)(h))\n"
+            "    model.fit(x, y)\n",
+            expected_fix="import keras\n\n"
+            "if __name__ == '__main__':\n"
+            "    inp = keras.Input((32,))\n"
+            "    h = keras.layers.Dense(104, activation='relu')(inp)\n"
+            "    model = keras.Model(inp, keras.layers.Dense(8)(h))\n"
+            "    model.fit(x, y)\n",
             unsafe=True,
         ),
         # named constant: reported, not rewritten (it may size other tensors too)

@@ -303,6 +303,27 @@ def test_gpu_width_from_the_dtype_setting(tmp_path):
     assert _gpu_codes(tmp_path, "model.py") == [("model.py", 5, "KF102")]
 
 
+def test_main_block_of_a_library_module_is_demo_code(tmp_path):
+    # issue 21 item 9: net.py's `__main__` block trains a toy model, but train.py
+    # imports net: net is a library and its block a demo
+    demo = """
+        import tensorflow as tf
+
+        def build(x):
+            return tf.keras.layers.Dense(64)(x)
+
+        if __name__ == "__main__":
+            inp = tf.keras.Input((32,))
+            m = tf.keras.Model(inp, tf.keras.layers.Dense(100, activation="relu")(build(inp)))
+            m.fit(x, y)
+    """
+    _write(tmp_path, {"net.py": demo})
+    assert _codes(tmp_path, "net.py", select=("KF102",)) == [("net.py", 9, "KF102")]  # a training script
+    _write(tmp_path, {"train.py": "from net import build\n"})
+    assert ProjectIndex([tmp_path]).imported_by_others(tmp_path / "net.py")
+    assert _codes(tmp_path, "net.py", "train.py", select=("KF102",)) == []
+
+
 def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     _write(tmp_path, {
         "conv_lib.py": """

@@ -20,6 +20,7 @@ Public API (stable; other branches build on it):
   - ``input_only(path, function_name) -> bool``: whether a function runs only in the
     input pipeline (handed to a ``Dataset.map`` & co. in any file of the roots, directly
     or through project helpers, and never reached from model code).
+  - ``imported_by_others(path) -> bool``: whether another file under the roots imports it.
   - ``dtype_policies() -> tuple[str, ...]``: compute dtypes of the mixed-precision
     policies the files under the roots set.
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
@@ -310,6 +311,10 @@ class ProjectIndex:
         reach = self._reached()
         return key in reach.input and key not in reach.model
 
+    def imported_by_others(self, path: str | os.PathLike[str]) -> bool:
+        """True when another file under the roots imports the module ``path``."""
+        return os.path.abspath(path) in self._reached().imported
+
     def dtype_policies(self) -> tuple[str, ...]:
         """The compute dtypes of the mixed-precision policies any file under the roots
         sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
@@ -365,6 +370,7 @@ class Reach(NamedTuple):
     input: frozenset[tuple[str, str]]
     digests: tuple[tuple[str, str], ...]  # (path, content hash) of every file read
     policies: tuple[str, ...]  # compute dtypes of the mixed-precision policies set, sorted
+    imported: frozenset[str]  # paths of modules another file imports
 
 
 def _callee(index: ProjectIndex, facts: ModuleFacts, func: ast.expr) -> tuple[str, str] | Symbol | None:
@@ -412,12 +418,19 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
     data: set[tuple[str, str]] = set()
     digests: list[tuple[str, str]] = []
     policies: set[str] = set()
+    imported: set[str] = set()
     for path in files:
         facts = index.facts(path)
         if facts is None:
             continue
         digests.append((facts.path, facts.digest))
         policies.update(_policies(facts))
+        for raw in facts.imports.values():
+            for module in (raw, raw.rpartition(".")[0]):  # `import pkg.mod` / `from pkg.mod import f`
+                found = index.module_file(facts.path, module) if module.strip(".") else None
+                if found is not None and os.path.abspath(found) != facts.path:
+                    imported.add(os.path.abspath(found))
+                    break
         data.update(_dataset_fns(index, facts))
         for name, fn in _functions(facts):
             key = (facts.path, name)
@@ -430,7 +443,7 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
                     out.add(callee)
                 elif callee is not None and is_model_building(canonical(callee.raw)):
                     model.add(key)
-    return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)))
+    return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)), frozenset(imported))
 
 
 def _policies(facts: ModuleFacts) -> Iterator[str]:

@@ -49,7 +49,7 @@ from .fileindex import FileIndex
 from .index import ProjectIndex
 from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
-from .roles import graph_file, host_functions, traced_functions
+from .roles import demo_blocks, graph_file, host_functions, traced_functions
 from .scoped import name_refs_in
 from .summaries import Layer
 from .tensors import TensorNames
@@ -1234,6 +1234,19 @@ class FileContext:
         if func is None:
             return False
         return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
+
+    def in_demo_block(self, node: cst.CSTNode) -> bool:
+        """True inside an ``if __name__ == "__main__":`` block of a library module or one
+        that does not train (analysis.roles.demo_blocks): demo code."""
+        blocks: frozenset[int] = self.file_fact("demo_blocks", demo_blocks, by_node=True)
+        if not blocks:
+            return False
+        n: cst.CSTNode | None = node
+        while n is not None:
+            if id(n) in blocks:
+                return True
+            n = self.parent(n)
+        return False
 
     def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True when ``func`` builds or runs inside a traced graph although no role says
