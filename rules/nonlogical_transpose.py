@@ -159,6 +159,21 @@ class NonlogicalTranspose(Rule):
         "        if self.data_format == 'channels_first':\n"
         "            x = ops.transpose(x, (0, 2, 3, 1))\n"
         "        return x\n",
+        # the parameter rebound to its standardized value, then kept (keras-hub's idiom)
+        "import keras\nfrom keras import ops\n\n"
+        "def standardize_data_format(data_format):\n"
+        "    if data_format is None:\n"
+        "        return keras.config.image_data_format()\n"
+        "    return data_format.lower()\n\n"
+        "class Attention(keras.layers.Layer):\n"
+        "    def __init__(self, data_format=None, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        data_format = standardize_data_format(data_format)\n"
+        "        self.data_format = data_format\n\n"
+        "    def call(self, x):\n"
+        "        if self.data_format == 'channels_first':\n"
+        "            x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "        return x\n",
         # matmul operands through a rebound name and a size-1 axis (free, docs/facts.md#4)
         "from keras import ops\n\n"
         "def attend(query, key):\n"

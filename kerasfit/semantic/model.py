@@ -582,8 +582,11 @@ class FileContext:
             # name too: `a, b = 5, 32` binds two names in one statement)
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                return UNKNOWN
-            anchor = b.node
+                if self._rebound_reaching(node) is None:
+                    return UNKNOWN
+                # bound more than once: this use's own reaching binding decides
+            else:
+                anchor = b.node
         key = (id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
         hit = self._folds.get(key)
         # an UNKNOWN found deeper (less depth left) may be known from higher up
@@ -759,7 +762,10 @@ class FileContext:
         if isinstance(node, cst.Name):
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                return []
+                found = self._rebound_reaching(node)
+                if found is None:
+                    return []
+                b, where = found
             if b.kind == "assign":
                 return [(b.value, where)]
             if b.kind == "param" and self.options.get("const_through_defaults", True):
@@ -774,6 +780,19 @@ class FileContext:
         if isinstance(node, cst.Subscript):
             return self._subscript_candidates(node, scopes)
         return []
+
+    def _rebound_reaching(self, name: cst.Name) -> tuple[Binding, Sequence[ScopeNode]] | None:
+        """For a use of a name bound more than once in its function, the one binding that
+        surely reaches it (``data_format = standardize(data_format)`` then a use), with
+        the scopes to evaluate it in; None for a node not in this file, or when several
+        bindings may reach it."""
+        idx = self.index
+        if idx.parent.get(id(name)) is None:
+            return None
+        bindings, exhaustive = self._reaching(name)
+        if len(bindings) != 1 or not exhaustive:
+            return None
+        return bindings[0], idx.scopes_of(name)
 
     # ---- parameters and call sites -------------------------------------------
     def call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
