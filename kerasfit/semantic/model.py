@@ -41,6 +41,7 @@ from .nodes import (
     is_node,
     iter_statements,
     string_value,
+    walk,
 )
 
 from .bridge import built_layer_at
@@ -783,16 +784,22 @@ class FileContext:
 
     def _rebound_reaching(self, name: cst.Name) -> tuple[Binding, Sequence[ScopeNode]] | None:
         """For a use of a name bound more than once in its function, the one binding that
-        surely reaches it (``data_format = standardize(data_format)`` then a use), with
-        the scopes to evaluate it in; None for a node not in this file, or when several
-        bindings may reach it."""
+        surely reaches it when that binding refines the name from itself
+        (``data_format = standardize(data_format)``: still the one setting), with the
+        scopes to evaluate it in. None for a node not in this file, when several bindings
+        may reach it, or for a name reused for another value (``pad = k // 2`` twice with
+        different ``k``: the rules' may-analysis, ``possible_values``, judges those)."""
         idx = self.index
         if idx.parent.get(id(name)) is None:
             return None
         bindings, exhaustive = self._reaching(name)
         if len(bindings) != 1 or not exhaustive:
             return None
-        return bindings[0], idx.scopes_of(name)
+        b = bindings[0]
+        if b.kind == "assign" and not (b.value is not None and any(
+                isinstance(n, cst.Name) and n.value == name.value for n in walk(b.value))):
+            return None
+        return b, idx.scopes_of(name)
 
     # ---- parameters and call sites -------------------------------------------
     def call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
