@@ -47,6 +47,7 @@ from .semantic.dataflow import (
     depends_on_param,
     label,
     class_attr_assignment_line,
+    uses_of,
 )
 from .semantic.pipeline import (
     round_up,
@@ -102,6 +103,7 @@ from .symbols import (
 from .types import TARGETS, Applicability, Severity, Target
 
 __all__ = [
+    "uses_of",
     "compute_dtype",
     "ScopeNode",
     "string_value",

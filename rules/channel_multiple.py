@@ -31,6 +31,7 @@ from kerasfit.ruleapi import (
     keyword_value,
     label,
     shape_of_variable,
+    uses_of,
     walk,
 )
 
@@ -590,14 +591,10 @@ def _scales_another(ctx: FileContext, expr: cst.BaseExpression, softmax: bool, d
         if name in HEAD_CONSUMERS and short in _WEIGHT_ACTIVATIONS | {"softmax"} or short == "Activation":
             return _scales_another(ctx, holder, softmax or short == "softmax", depth + 1)
         return None
-    if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        target = parent.targets[0].target
-        scope = ctx.scopes_of(parent)[0]
-        for n, _, _s in ctx.name_refs_in(target.value, scope):
-            if n is not target and any(b.node is parent or b.value is expr for b in ctx.reaching_bindings(n)):
-                found = _scales_another(ctx, n, softmax, depth + 1)
-                if found is not None:
-                    return found
+    for n in uses_of(ctx, expr) or ():
+        found = _scales_another(ctx, n, softmax, depth + 1)
+        if found is not None:
+            return found
     return None
 
 

@@ -12,6 +12,7 @@ from kerasfit.ruleapi import (
     Rule,
     TRANSPOSE_CALLS,
     get_arg,
+    uses_of,
 )
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
@@ -185,6 +186,11 @@ class NonlogicalTranspose(Rule):
         "    return ops.matmul(q, ops.expand_dims(k_t, 2))\n",
         "from keras import ops\n\n"
         "def attend(q, k):\n"
+        "    k_t = ops.transpose(k, (0, 1, 3, 2))\n"
+        "    k_t = ops.expand_dims(k_t, axis=2)\n"
+        "    return ops.matmul(q, k_t)\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
         "    return ops.einsum('bhqd,bhdk->bhqk', q, ops.transpose(k, (0, 1, 3, 2)))\n",
         # chosen at run time: nothing to say statically
         "import tensorflow as tf\nfmt = 'channels_first' if tf.test.is_gpu_available() else 'channels_last'\n"
@@ -347,15 +353,8 @@ class NonlogicalTranspose(Rule):
             if name in _UNIT_AXIS and isinstance(call, cst.Call) and depth < 3 and parent is call.args[0]:
                 return self._only_into(call, ops, matmul, depth + 1)
             return False
-        if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
-            return False
-        target = parent.targets[0].target
-        scopes = ctx.scopes_of(parent)
-        uses = [
-            n for n, _, _s in ctx.name_refs_in(target.value, scopes[0])
-            if n is not target and any(b.node is parent or b.value is expr for b in ctx.reaching_bindings(n))
-        ]
-        return bool(uses) and depth < 3 and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
+        uses = uses_of(ctx, expr) if depth < 3 else None
+        return bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
         base = operand.value if isinstance(operand, cst.Subscript) else operand

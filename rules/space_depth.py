@@ -17,6 +17,7 @@ from kerasfit.ruleapi import (
     TRANSPOSE_CALLS,
     dotted_name,
     get_arg,
+    uses_of,
 )
 
 _ADVICE = {
@@ -317,9 +318,4 @@ def _into_summary(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> boo
         call = ctx.parent(parent)
         d = (dotted_name(call.func) or "") if isinstance(call, cst.Call) else ""
         return "summary" in d.lower()
-    if depth < 3 and isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-        target = parent.targets[0].target
-        uses = [n for n, _, _s in ctx.name_refs_in(target.value, ctx.scopes_of(parent)[0])
-                if n is not target and any(b.node is parent or b.value is expr for b in ctx.reaching_bindings(n))]
-        return any(_into_summary(ctx, n, depth + 1) for n in uses)
-    return False
+    return depth < 3 and any(_into_summary(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())
