@@ -354,7 +354,7 @@ class NonlogicalTranspose(Rule):
                 return self._only_into(call, ops, matmul, depth + 1)
             return False
         uses = uses_of(ctx, expr) if depth < 3 else None
-        return bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
+        return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
         base = operand.value if isinstance(operand, cst.Subscript) else operand

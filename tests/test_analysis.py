@@ -220,6 +220,22 @@ def test_reached_from_model_across_files(tmp_path):
     assert not index.reached_from_model(tmp_path / "util.py", "unused")
 
 
+def test_reached_from_a_function_that_only_builds_layers(tmp_path):
+    # no step name: model code because it calls a Keras layer (a framework Symbol)
+    _write(tmp_path, {
+        "util.py": "def helper(x):\n    return x\n",
+        "model.py": """
+            import tensorflow as tf
+            from util import helper
+
+            def make_net(x):
+                x = tf.keras.layers.Dense(8)(x)
+                return helper(x)
+        """,
+    })
+    assert ProjectIndex([tmp_path]).reached_from_model(tmp_path / "util.py", "helper")
+
+
 _BOX_HELPER = """
     import tensorflow as tf
 

@@ -408,7 +408,7 @@ def _dataset_fns(index: ProjectIndex, facts: ModuleFacts) -> Iterator[tuple[str,
                 [c.func for c in _calls(arg.body)] if isinstance(arg, ast.Lambda) else [])
             for func in found:
                 key = _callee(index, facts, func)
-                if isinstance(key, tuple):
+                if key is not None and not isinstance(key, Symbol):
                     yield key
 
 
@@ -439,10 +439,11 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
                 model.add(key)
             for call in _calls(fn):
                 callee = _callee(index, facts, call.func)
-                if isinstance(callee, tuple):
+                if isinstance(callee, Symbol):  # (a NamedTuple: ask before plain tuples)
+                    if is_model_building(canonical(callee.raw)):
+                        model.add(key)
+                elif callee is not None:
                     out.add(callee)
-                elif callee is not None and is_model_building(canonical(callee.raw)):
-                    model.add(key)
     return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)), frozenset(imported))
 
 
