@@ -231,6 +231,18 @@ class NonlogicalTranspose(Rule):
             "        x = ops.transpose(x, (0, 3, 1, 2))\n"
             "    return x\n",
         ),
+        # data_format=None is Keras's default (channels_last): this branch runs
+        Invalid(
+            "import keras\nfrom keras import ops\n\n"
+            "class Attention2D(keras.layers.Layer):\n"
+            "    def __init__(self, data_format=None, **kwargs):\n"
+            "        super().__init__(**kwargs)\n"
+            "        self.data_format = data_format\n\n"
+            "    def call(self, x):\n"
+            "        if self.data_format == 'channels_last':\n"
+            "            x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "        return x\n",
+        ),
         # a rebound name that a conv reads too is not only a matmul operand
         Invalid(
             "from keras import ops\n\n"

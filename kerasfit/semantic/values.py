@@ -79,6 +79,9 @@ def _backend_values(ctx: FileContext, node: cst.BaseExpression) -> tuple[str, ..
     return ()
 
 
+_FORMATS = ("channels_last", "channels_first")
+
+
 _COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
             cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
             cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
@@ -95,6 +98,9 @@ def _fold_test(ctx: FileContext, test: cst.BaseExpression) -> Any:
                  _backend_values(ctx, right) or (ctx.const(right, scopes=scopes),)]
         if op is None or any(v is UNKNOWN for side in sides for v in side):
             return UNKNOWN
+        # a data format of None is Keras's default one (layers standardize it)
+        if any(v in _FORMATS for side in sides for v in side):
+            sides = [tuple(ctx._image_data_format() if v is None else v for v in side) for side in sides]
         try:
             answers = {bool(op(a, b)) for a in sides[0] for b in sides[1]}
         except Exception:
