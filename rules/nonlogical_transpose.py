@@ -11,6 +11,7 @@ from kerasfit.ruleapi import (
     RESHAPE_CALLS,
     Rule,
     TRANSPOSE_CALLS,
+    dotted_name,
     get_arg,
     uses_of,
 )
@@ -175,6 +176,13 @@ class NonlogicalTranspose(Rule):
         "        if self.data_format == 'channels_first':\n"
         "            x = ops.transpose(x, (0, 2, 3, 1))\n"
         "        return x\n",
+        # ... and through a scaling by a constant
+        "from keras import ops\n\n"
+        "SCALE = 0.125\n\n"
+        "def attend(q, k):\n"
+        "    q = ops.transpose(q, (0, 1, 3, 2))\n"
+        "    q = q * SCALE\n"
+        "    return ops.matmul(q, k)\n",
         # matmul operands through a rebound name and a size-1 axis (free, docs/facts.md#4)
         "from keras import ops\n\n"
         "def attend(query, key):\n"
@@ -357,6 +365,13 @@ class NonlogicalTranspose(Rule):
         parent = ctx.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
+        if matmul and depth < 3 and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
+            # `q * scale` on the way to the matmul: elementwise by a scalar, so layout
+            # assignment gives the product the layout the matmul wants (docs/facts.md#4, #5)
+            other = parent.right if parent.left is expr else parent.left
+            if self._scalar(other):
+                return self._only_into(parent, ops, matmul, depth + 1)
+            return False
         if isinstance(parent, cst.Arg):
             call = ctx.parent(parent)
             name = self._consumer(call)
@@ -367,6 +382,28 @@ class NonlogicalTranspose(Rule):
             return False
         uses = uses_of(ctx, expr) if depth < 3 else None
         return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
+
+    def _scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A number: a literal, a name that folds to one, arithmetic on numbers, or a
+        ``self.x`` every store of which is arithmetic with a number in it
+        (``self.scale = self.key_dim ** -0.5``)."""
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return True
+        v = self.ctx.const(expr, scopes=self.ctx.scopes_of(expr))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            sides = (expr.left, expr.right)
+            return any(isinstance(x, (cst.Integer, cst.Float, cst.UnaryOperation)) for x in sides) and all(
+                self._scalar(x, depth) or isinstance(x, (cst.Name, cst.Attribute)) for x in sides)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._scalar(expr.expression, depth)
+        dotted = dotted_name(expr) if isinstance(expr, cst.Attribute) else None
+        if dotted is None or not dotted.startswith("self.") or depth > 1:
+            return False
+        stores = self.ctx.index.attr_stores.get(dotted, ())
+        return bool(stores) and all(value is not None and isinstance(value, cst.BinaryOperation) and self._scalar(value, depth + 1)
+                                    for value, _where in stores)
 
     def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
         base = operand.value if isinstance(operand, cst.Subscript) else operand
