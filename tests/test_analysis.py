@@ -266,6 +266,23 @@ def test_helper_mapped_over_a_dataset_in_another_file_is_input_code(tmp_path):
     assert _codes(tmp_path, "boxes.py", "data.py", select=("KF105",)) == []
 
 
+def test_helper_mapped_in_a_lambda_inside_the_training_driver_is_input_code(tmp_path):
+    # the lambda given to .map runs in the pipeline, although main() also calls fit()
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "train.py": """
+            import tensorflow as tf
+            import boxes
+
+            def main(files):
+                model = tf.keras.Sequential([tf.keras.layers.Dense(8)])
+                ds = tf.data.TFRecordDataset(files).map(lambda x, y: (x, boxes.to_corners(y)))
+                model.fit(ds)
+        """,
+    })
+    assert ProjectIndex([tmp_path]).input_only(tmp_path / "boxes.py", "to_corners")
+
+
 def test_helper_mapped_in_a_lambda_and_also_called_by_a_layer_stays_model_code(tmp_path):
     _write(tmp_path, {
         "boxes.py": _BOX_HELPER,

@@ -353,6 +353,21 @@ def _calls(fn: ast.AST) -> Iterator[ast.Call]:
             yield n
 
 
+def _own_calls(fn: ast.AST) -> Iterator[ast.Call]:
+    """The calls ``fn`` makes itself: not those in a lambda it hands to a Dataset method
+    (``ds.map(lambda x, y: (x, encode(y)))`` runs ``encode`` in the input pipeline)."""
+    todo: list[ast.AST] = [fn]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            yield n
+            if isinstance(n.func, ast.Attribute) and n.func.attr in DATASET_FN_METHODS:
+                todo.append(n.func)
+                todo.extend(a for a in [*n.args, *(k.value for k in n.keywords)] if not isinstance(a, ast.Lambda))
+                continue
+        todo.extend(ast.iter_child_nodes(n))
+
+
 def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for name, fn in facts.functions.items():
         yield name, fn
@@ -437,7 +452,7 @@ def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
             out = edges.setdefault(key, set())
             if name.rsplit(".", 1)[-1] in _STEP_NAMES:
                 model.add(key)
-            for call in _calls(fn):
+            for call in _own_calls(fn):
                 callee = _callee(index, facts, call.func)
                 if isinstance(callee, Symbol):  # (a NamedTuple: ask before plain tuples)
                     if is_model_building(canonical(callee.raw)):
