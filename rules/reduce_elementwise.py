@@ -14,8 +14,11 @@ from kerasfit.ruleapi import (
     Severity,
     get_arg,
     number,
+    walk,
 )
 
+# Calls that make a function the training step: its losses are computed on the accelerator.
+_TRAINS = frozenset({"minimize", "apply_gradients", "compute_gradients", "gradient", "gradients"})
 # Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
 _INPUT_KWS = ("input_tensor", "x", "input")
 # Operands that need parentheses once they become one side of ``*`` or ``/``.
@@ -72,8 +75,9 @@ class ReduceElementwise(Rule):
     float16/bfloat16).
 
     The fix is offered only where it pays. On the accelerator path: model code,
-    module-level graph code, a loss (named `*loss*`, taking `y_true, y_pred`, or called
-    from model code anywhere in the tree); elsewhere (generation or post-processing
+    module-level graph code, a function that builds the training step (`minimize`,
+    `apply_gradients`, a tape's `gradient`), a loss (named `*loss*`, taking
+    `y_true, y_pred`, or called from model code anywhere in the tree); elsewhere (generation or post-processing
     helpers) the finding stays, without a fix. And only where moving the op in does not
     add work: an elementwise op inside the reduction fuses into its input loop
     (docs/facts.md#15), so what moving it saves is the separate pass over the
@@ -279,4 +283,6 @@ class ReduceElementwise(Rule):
             return True
         if {"y_true", "y_pred"} <= {p.name.value for p in func.params.params}:
             return True
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _TRAINS for n in walk(func)):
+            return True  # it builds the training step (a TF1 graph's `minimize`, a tape's `gradient`)
         return ctx.scopes_of(func)[0] is ctx.module and ctx.reached_from_model(func)

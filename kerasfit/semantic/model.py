@@ -1132,6 +1132,8 @@ class FileContext:
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
+        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            raw = self._project_raw(raw)  # a project module re-exporting the framework, as resolve() follows
         if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
             if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
                 inner = self._call_name_anywhere(call.func)
