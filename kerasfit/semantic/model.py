@@ -583,7 +583,7 @@ class FileContext:
             # name too: `a, b = 5, 32` binds two names in one statement)
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                if self._rebound_reaching(node) is None:
+                if not where or self._rebound_reaching(node) is None:  # unbound here, or no one binding
                     return UNKNOWN
                 # bound more than once: this use's own reaching binding decides
             else:
@@ -763,7 +763,7 @@ class FileContext:
         if isinstance(node, cst.Name):
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                found = self._rebound_reaching(node)
+                found = self._rebound_reaching(node) if where else None
                 if found is None:
                     return []
                 b, where = found
