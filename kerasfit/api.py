@@ -169,7 +169,10 @@ class Resolver:
             target = effective_target(self.options.target, cfg)
             family = TARGETS[target].family
             chosen = select_rules(self.rules, sel, family, list(extra))
-            opts: dict[str, int] = {}
+            opts: dict[str, int | str] = {}
+            dtype = cfg.build.get("dtype")
+            if isinstance(dtype, str):
+                opts["dtype"] = dtype  # the model's compute dtype (semantic.precision)
             cores = self.options.cores or cfg.cores
             batch = self.options.batch_size or cfg.batch_size
             if cores:

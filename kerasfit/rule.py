@@ -124,6 +124,8 @@ class Rule:
         fix: FixSpec | None = None,
         severity: Severity | None = None,
     ) -> None:
+        if self.ctx.in_demo_block(node):
+            return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = message or self.message
         by_name = self._by_name_note(node)
         if by_name:

@@ -30,6 +30,7 @@ from .semantic.nodes import (
     string_value,
     walk,
 )
+from .semantic.precision import compute_dtype
 from .semantic.dataflow import (
     current_statement,
     reaching_assignment,
@@ -46,6 +47,7 @@ from .semantic.dataflow import (
     depends_on_param,
     label,
     class_attr_assignment_line,
+    uses_of,
 )
 from .semantic.pipeline import (
     round_up,
@@ -101,6 +103,8 @@ from .symbols import (
 from .types import TARGETS, Applicability, Role, Severity, Target, width_padding
 
 __all__ = [
+    "uses_of",
+    "compute_dtype",
     "ScopeNode",
     "string_value",
     "Applicability",

@@ -278,6 +278,9 @@ HOST_CALLBACK_WRAPPERS = {
     "tf.contrib.tpu.outside_compilation",
 }
 # f(fn, ...) runs fn as input-pipeline code.
+# Dataset methods whose function argument runs in the input pipeline (tf.data traces it
+# into the host-side dataset graph), called on a receiver no import names.
+DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
 INPUT_FN_TAKERS = {
     "tf.data.experimental.map_and_batch", "tf.contrib.data.map_and_batch",
     "tf.data.experimental.parallel_interleave", "tf.contrib.data.parallel_interleave",
@@ -317,6 +320,35 @@ TRANSPOSE_CALLS = {
 }
 MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
 CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}
+# Mixed precision: the calls that set the global policy (TF 2.4+ / Keras 3, TF 2.3's
+# experimental.set_policy), and the compute dtype a policy or dtype name gives.
+POLICY_SETTERS = frozenset({"set_global_policy", "set_policy", "set_dtype_policy"})
+
+
+def policy_dtype(name: str) -> str:
+    """'float16' for "mixed_float16"/"float16"/"half", 'bfloat16' likewise, else 'float32'."""
+    n = name.lower()
+    if n in ("mixed_float16", "float16", "half", "fp16"):
+        return "float16"
+    if n in ("mixed_bfloat16", "bfloat16", "bf16"):
+        return "bfloat16"
+    return "float32"
+
+
+# What the default configuration answers, for folding tests of code paths that it
+# switches off (`if image_data_format() == "channels_first":`). Keras's default image
+# data format is channels_last unless the file sets another (keras.config docs).
+IMAGE_DATA_FORMAT_CALLS = {"keras.backend.image_data_format", "keras.config.image_data_format"}
+SET_IMAGE_DATA_FORMAT_CALLS = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
+# `keras.backend.standardize_data_format(None)` is the default format; projects keep
+# copies of it under the same name (keras-hub's utils), so the last name part decides.
+STANDARDIZE_DATA_FORMAT = "standardize_data_format"
+# The Keras 3 backends whose programs XLA compiles for a TPU/GPU (tensorflow, the
+# default, and jax): a test of `keras.config.backend()` is folded over these, so a
+# `== "torch"` / `== "numpy"` branch is off on the path kerasfit models, while
+# `== "jax"` may run.
+BACKEND_CALLS = {"keras.config.backend", "keras.backend.backend"}
+XLA_BACKENDS = ("tensorflow", "jax")
 # KF108: samplers the TPU guide calls expensive (docs/facts.md#14).
 EXPENSIVE_RANDOM = {"tf.random.categorical", "tf.random.stateless_categorical", "keras.random.categorical"}
 # KF109: reductions -> which elementwise ops may move into their input.

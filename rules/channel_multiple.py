@@ -24,12 +24,14 @@ from kerasfit.ruleapi import (
     Severity,
     Valid,
     canonical,
+    compute_dtype,
     depends_on_param,
     dotted_name,
     get_arg,
     keyword_value,
     label,
     shape_of_variable,
+    uses_of,
     walk,
     width_padding,
 )
@@ -71,7 +73,10 @@ class ChannelMultiple(Rule):
     layers with `activation='softmax'`/`'sigmoid'` or whose result goes straight into
     a softmax/sigmoid, a cross-entropy or `depth_to_space`, results stored as
     `logits`/`outputs`/`predictions`, and 1–4 wide outputs (image channels,
-    regression targets). Sizes that come from a function parameter are skipped:
+    regression targets). A 1–4 wide layer whose output multiplies another tensor is
+    named for what it is instead — a gate (a squeeze-excitation or spatial-attention
+    `Conv2D(1, …)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
+    a sum) — an internal layer, also info and never fixed. Sizes that come from a function parameter are skipped:
     callers may pass another value.
 
     ## Why is this slow on the accelerator
@@ -82,7 +87,12 @@ class ChannelMultiple(Rule):
     wasting up to 22% of those ops. The sizes come from the same padding rule the
     build's simulator uses (`kerasfit.types.pad_multiple`), which takes the upper of
     fact 2's two kernel sizes where the pass pads features to the MXU's. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18);
+    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18)
+    — half precision only, so for the `gpu` target a width is reported only where the
+    layer computes in float16/bfloat16: its own `dtype=`, a mixed-precision policy the
+    file or another file of the tree sets (`mixed_precision.set_global_policy(
+    "mixed_float16")`, `keras.config.set_dtype_policy(...)`), or `dtype` in
+    `[tool.kerasfit.build]`; a float32 model gets no `gpu` width finding;
     Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
     unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
 
@@ -155,22 +165,21 @@ class ChannelMultiple(Rule):
             return layers.Conv2D(filters, 3)(x)
         """,
         # unknown at lint time
-        """
-        import tensorflow as tf
-        x = tf.keras.layers.Dense(cfg.hidden)(x)
-        """,
+        "import tensorflow as tf\nx = tf.keras.layers.Dense(cfg.hidden)(x)\n",
+        Valid("import keras\nx = keras.layers.Dense(200)(x)\n", target="tpu-v6e"),
+        # a demo under `if __name__ == "__main__":` that does not train (semantic.roles.demo_blocks)
+        "import keras\n\n"
+        "if __name__ == '__main__':\n"
+        "    inp = keras.Input((32,))\n"
+        "    keras.Model(inp, keras.layers.Dense(100)(inp)).summary()\n",
+        # float32 (Keras's default policy): a GPU does not pad the width (docs/facts.md#18)
+        Valid("import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n", target="gpu"),
         Valid(
-            """
-            import keras
-            x = keras.layers.Dense(200)(x)
-            """,
-            target="tpu-v6e",
+            "import keras\nkeras.config.set_dtype_policy('mixed_float16')\n"
+            "x = keras.layers.Conv2D(30, 3, dtype='float32')(x)\n",
+            target="gpu",
         ),
-        """
-        import tensorflow.compat.v1 as tf
-        w = tf.get_variable('w', [3, 3, 3, 64])
-        y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')
-        """,
+        "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
         Invalid(
@@ -206,33 +215,42 @@ class ChannelMultiple(Rule):
             at=(Range(4, 32, 4, 34), Range(5, 28, 5, 31)),
         ),
         Invalid(
-            """
-            import tensorflow as tf
-            x = tf.keras.layers.Dense(units=100)(x)
-            """,
-            expected_fix="""
-            import tensorflow as tf
-            x = tf.keras.layers.Dense(units=104)(x)
-            """,
+            "import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+            "x = tf.keras.layers.Dense(units=100)(x)\n",
+            expected_fix="import tensorflow as tf\ntf.keras.mixed_precision.set_global_policy('mixed_float16')\n"
+            "x = tf.keras.layers.Dense(units=104)(x)\n",
             unsafe=True,
             target="gpu",
             message_contains="pad to 104 on gpu (4%",
-            at=Range(2, 32, 2, 35),
-        ),
+            at = Range(3, 32, 3, 35)),
         Invalid(
-            """
-            import tensorflow.compat.v1 as tf
-
-            net = tf.layers.conv2d(images, 30, 3, padding='same')
-            """,
-            expected_fix="""
-            import tensorflow.compat.v1 as tf
-
-            net = tf.layers.conv2d(images, 32, 3, padding='same')
-            """,
+            "import keras\nx = keras.layers.Conv2D(30, 3, dtype='mixed_bfloat16')(x)\n",
+            expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, dtype='mixed_bfloat16')(x)\n",
+            unsafe=True,
+            target="gpu",
+        at = Range(2, 24, 2, 26)),
+        Invalid(
+            "import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 30, 3, padding='same')\n",
+            expected_fix="import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 32, 3, padding='same')\n",
             unsafe=True,
             at=Range(3, 31, 3, 33),
         ),
+        # a `__main__` block that trains is the user's training script
+        Invalid(
+            "import keras\n\n"
+            "if __name__ == '__main__':\n"
+            "    inp = keras.Input((32,))\n"
+            "    h = keras.layers.Dense(100, activation='relu')(inp)\n"
+            "    model = keras.Model(inp, keras.layers.Dense(8)(h))\n"
+            "    model.fit(x, y)\n",
+            expected_fix="import keras\n\n"
+            "if __name__ == '__main__':\n"
+            "    inp = keras.Input((32,))\n"
+            "    h = keras.layers.Dense(104, activation='relu')(inp)\n"
+            "    model = keras.Model(inp, keras.layers.Dense(8)(h))\n"
+            "    model.fit(x, y)\n",
+            unsafe=True,
+        at = Range(5, 27, 5, 30)),
         # named constant: reported, not rewritten (it may size other tensors too)
         Invalid(
             """
@@ -267,6 +285,26 @@ class ChannelMultiple(Rule):
             message_contains="sized by `NUM_CLASSES`",
             at=Range(3, 23, 3, 34),
         ),
+        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid", at = Range(2, 23, 2, 25)),
+        # 1-wide internal layers say what they are
+        Invalid(
+            "from keras import layers\n\n"
+            "def spatial_gate(x):\n"
+            "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
+            "    return x * g\n",
+            message_contains="is a gate (squeeze-excitation style",
+        at = Range(4, 22, 4, 23)),
+        Invalid(
+            "from keras import layers, ops\n\n"
+            "class AttentionPooling(layers.Layer):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.score = layers.Dense(1)\n\n"
+            "    def call(self, h):\n"
+            "        w = ops.softmax(self.score(h), axis=1)\n"
+            "        return ops.sum(h * w, axis=1)\n",
+            message_contains="is an attention-pooling score",
+        at = Range(6, 34, 6, 35)),
         Invalid(
             """
             import keras
@@ -363,7 +401,15 @@ class ChannelMultiple(Rule):
                 self._check_kernel(node, name, arg.value)
 
     # ---- checks -------------------------------------------------------------
+    def _unpadded_here(self, layer: cst.Call | None) -> bool:
+        """A GPU pads only half-precision widths (docs/facts.md#18): in a float32 model
+        (no mixed-precision policy, no half `dtype=`, no `dtype` setting) there is
+        nothing to report for the `gpu` target."""
+        return self.ctx.target.family == "gpu" and compute_dtype(self.ctx, layer) == "float32"
+
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
+        if self._unpadded_here(call):
+            return
         if isinstance(expr, cst.Name):
             b = self.ctx.lookup(expr.value)
             fn = self.ctx.enclosing_function()
@@ -380,6 +426,14 @@ class ChannelMultiple(Rule):
         if v == 1:
             unit = unit[:-1]
         where = f"{v} {unit} pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        inner = _weighing_layer(self.ctx, call) if v <= 4 else None
+        if inner is not None:
+            self.report(
+                expr,
+                f"`{short}` is {inner}, an internal layer, not an output head: {where}; its width is what it computes, so not fixed",
+                severity=Severity.INFO,
+            )
+            return
         head = self._head_reason(call, expr, v)
         if head is not None:
             self.report(
@@ -406,6 +460,8 @@ class ChannelMultiple(Rule):
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
         width is decided at each same-file call site, so report (and fix) there."""
+        if self._unpadded_here(call):
+            return
         m = self.ctx.target.channel_multiple
         short = label(name)
         for pv in self.ctx.param_values(fn, param):
@@ -441,7 +497,7 @@ class ChannelMultiple(Rule):
         ):
             return
         layer = self.ctx.built_layer(call)
-        if layer is None:
+        if layer is None or self._unpadded_here(None):
             return
         name = canonical(layer.name)
         spec = _LAYERS.get(name)
@@ -477,7 +533,7 @@ class ChannelMultiple(Rule):
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
-        if not shape or len(shape) < 3:
+        if not shape or len(shape) < 3 or self._unpadded_here(None):
             return
         v = shape[_NN_CONVS[name]]
         if v <= 0 or v % self.ctx.target.channel_multiple == 0:
@@ -589,3 +645,68 @@ class ChannelMultiple(Rule):
         _, builds, last = self._scope_facts()
         return builds and last is call
 
+
+
+# ---- internal 1-wide layers ----------------------------------------------------------
+_MULTIPLY = frozenset({"tf.multiply", "tf.math.multiply", "keras.ops.multiply", "keras.layers.Multiply", "keras.layers.multiply"})
+_WEIGHT_ACTIVATIONS = frozenset({"softmax", "sigmoid", "hard_sigmoid"})
+
+
+def _weighing_layer(ctx: FileContext, layer: cst.Call) -> str | None:
+    """What a narrow layer is when its output scales another tensor: 'an attention-pooling
+    score' (a softmax on the way) or 'a gate (squeeze-excitation style)'; else None.
+    Followed from the layer's application (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a
+    layer kept as ``self.att``) through names and activations, up to a multiply."""
+    act = keyword_value(layer, "activation")
+    a = ctx.const(act, scopes=ctx.scopes_of(act)) if act is not None else None
+    softmax = isinstance(a, str) and a.lower() == "softmax"
+    for app in _applications(ctx, layer):
+        found = _scales_another(ctx, app, softmax, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def _applications(ctx: FileContext, layer: cst.Call) -> list[cst.Call]:
+    parent = ctx.parent(layer)
+    if isinstance(parent, cst.Call) and parent.func is layer:
+        return [parent]
+    if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+        attr = dotted_name(parent.targets[0].target)
+        cls = next((sc for sc in ctx.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
+        if attr is not None and attr.startswith("self.") and cls is not None:
+            return [c for c in walk(cls, into_defs=True) if isinstance(c, cst.Call) and dotted_name(c.func) == attr]
+    return []
+
+
+def _scales_another(ctx: FileContext, expr: cst.BaseExpression, softmax: bool, depth: int) -> str | None:
+    if depth > 4:
+        return None
+    parent = ctx.parent(expr)
+    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
+        return _kind(softmax)
+    if isinstance(parent, (cst.Element, cst.Arg)):
+        holder = ctx.parent(parent)
+        if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
+            call = ctx.parent(ctx.parent(holder) or holder)
+            if isinstance(call, cst.Call) and ctx.call_name_anywhere(call) in _MULTIPLY:
+                return _kind(softmax)
+            return None
+        if not isinstance(holder, cst.Call):
+            return None
+        name = ctx.call_name_anywhere(holder) or ""
+        if name in _MULTIPLY:
+            return _kind(softmax)
+        short = name.rsplit(".", 1)[-1]
+        if name in HEAD_CONSUMERS and short in _WEIGHT_ACTIVATIONS | {"softmax"} or short == "Activation":
+            return _scales_another(ctx, holder, softmax or short == "softmax", depth + 1)
+        return None
+    for n in uses_of(ctx, expr) or ():
+        found = _scales_another(ctx, n, softmax, depth + 1)
+        if found is not None:
+            return found
+    return None
+
+
+def _kind(softmax: bool) -> str:
+    return "an attention-pooling score (softmax weights over positions)" if softmax else "a gate (squeeze-excitation style: its output multiplies another tensor)"

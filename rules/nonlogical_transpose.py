@@ -12,7 +12,9 @@ from kerasfit.ruleapi import (
     RESHAPE_CALLS,
     Rule,
     TRANSPOSE_CALLS,
+    dotted_name,
     get_arg,
+    uses_of,
 )
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
@@ -21,6 +23,9 @@ _DEPTHWISE = frozenset({
     "tf.nn.depthwise_conv2d", "tf.nn.depthwise_conv2d_native", "keras.layers.DepthwiseConv2D",
     "keras.ops.depthwise_conv", "keras.backend.depthwise_conv2d", "keras.layers.DepthwiseConv1D",
 })
+
+# Ops that only add or drop a size-1 axis: a transpose through them still feeds the op after.
+_UNIT_AXIS = frozenset({"tf.expand_dims", "keras.ops.expand_dims", "tf.squeeze", "keras.ops.squeeze"})
 
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {
@@ -54,7 +59,15 @@ class NonlogicalTranspose(Rule):
     (the per-example-kernel trick: XLA folds it into the conv's dimension labels);
     input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`);
     and a TF1 `model_fn` transposing its `features` (the TPU reference models feed
-    images batch-minor on purpose and transpose once).
+    images batch-minor on purpose and transpose once). Nor code the default
+    configuration never runs: a branch like `if data_format == "channels_first":` with
+    a `channels_last` default, `if keras.config.image_data_format() == "channels_first":`
+    (Keras's default is channels_last unless the file sets it), or `if
+    keras.config.backend() == "torch":` (kerasfit models the XLA backends, tensorflow and
+    jax) — the same question KF103 asks; when the branch is switched on, the
+    `channels_first` setting that does it is the finding. A matmul operand may reach the
+    matmul through the name it is assigned to (`key = transpose(key)`, every use that
+    assignment reaches) and `expand_dims`/`squeeze`.
 
     ## Why is this slow on the accelerator
     A TPU tiles the two most minor dims of every array (8×128); a transpose that moves
@@ -149,13 +162,76 @@ class NonlogicalTranspose(Rule):
             return tf.transpose(y, [3, 1, 2, 0])
         """,
         # a TPUEstimator metric_fn runs on the host
-        """
-        import tensorflow.compat.v1 as tf
-
-        def metric_fn(per_example_loss, label_ids, logits):
-            probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])
-            return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}
-        """,
+        "import tensorflow.compat.v1 as tf\n\n"
+        "def metric_fn(per_example_loss, label_ids, logits):\n"
+        "    probs = tf.transpose(tf.nn.softmax(logits), [0, 2, 1])\n"
+        "    return {'auc': tf.metrics.auc(label_ids, probs[:, 1, :])}\n",
+        # branches the default configuration never runs: the parameter's default, Keras's
+        # default image data format, and a backend XLA does not compile (torch)
+        "import keras\nfrom keras import ops\n\n"
+        "def to_nhwc(x, data_format='channels_last'):\n"
+        "    if data_format == 'channels_first':\n"
+        "        x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "    return x\n",
+        "import keras\nfrom keras import ops\n\n"
+        "def f(x):\n"
+        "    if keras.config.image_data_format() == 'channels_first':\n"
+        "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+        "    return x\n",
+        "import keras\nfrom keras import ops\n\n"
+        "def f(x):\n"
+        "    if keras.config.backend() == 'torch':\n"
+        "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+        "    return x\n",
+        # a layer whose format defaults to Keras's (keras-hub style)
+        "import keras\nfrom keras import ops\n\n"
+        "class Block(keras.layers.Layer):\n"
+        "    def __init__(self, data_format=None, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        self.data_format = keras.backend.standardize_data_format(data_format)\n\n"
+        "    def call(self, x):\n"
+        "        if self.data_format == 'channels_first':\n"
+        "            x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "        return x\n",
+        # the parameter rebound to its standardized value, then kept (keras-hub's idiom)
+        "import keras\nfrom keras import ops\n\n"
+        "def standardize_data_format(data_format):\n"
+        "    if data_format is None:\n"
+        "        return keras.config.image_data_format()\n"
+        "    return data_format.lower()\n\n"
+        "class Attention(keras.layers.Layer):\n"
+        "    def __init__(self, data_format=None, **kwargs):\n"
+        "        super().__init__(**kwargs)\n"
+        "        data_format = standardize_data_format(data_format)\n"
+        "        self.data_format = data_format\n\n"
+        "    def call(self, x):\n"
+        "        if self.data_format == 'channels_first':\n"
+        "            x = ops.transpose(x, (0, 2, 3, 1))\n"
+        "        return x\n",
+        # ... and through a scaling by a constant
+        "from keras import ops\n\n"
+        "SCALE = 0.125\n\n"
+        "def attend(q, k):\n"
+        "    q = ops.transpose(q, (0, 1, 3, 2))\n"
+        "    q = q * SCALE\n"
+        "    return ops.matmul(q, k)\n",
+        # matmul operands through a rebound name and a size-1 axis (free, docs/facts.md#4)
+        "from keras import ops\n\n"
+        "def attend(query, key):\n"
+        "    key = ops.transpose(key, [0, 2, 3, 1])\n"
+        "    return ops.matmul(query, key)\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
+        "    k_t = ops.transpose(k, (0, 2, 3, 1))\n"
+        "    return ops.matmul(q, ops.expand_dims(k_t, 2))\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
+        "    k_t = ops.transpose(k, (0, 1, 3, 2))\n"
+        "    k_t = ops.expand_dims(k_t, axis=2)\n"
+        "    return ops.matmul(q, k_t)\n",
+        "from keras import ops\n\n"
+        "def attend(q, k):\n"
+        "    return ops.einsum('bhqd,bhdk->bhqk', q, ops.transpose(k, (0, 1, 3, 2)))\n",
         # chosen at run time: nothing to say statically
         """
         import tensorflow as tf
@@ -237,6 +313,41 @@ class NonlogicalTranspose(Rule):
             """,
             at=Range(2, 35, 2, 51),
         ),
+        Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n", at = Range(2, 35, 2, 51)),
+        # the default path runs these: channels_last is the default, jax compiles with XLA
+        Invalid(
+            "from keras import ops\n\n"
+            "def to_nchw(x, data_format='channels_last'):\n"
+            "    if data_format == 'channels_last':\n"
+            "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "    return x\n",
+        at = Range(5, 12, 5, 42)),
+        Invalid(
+            "import keras\nfrom keras import ops\n\n"
+            "def f(x):\n"
+            "    if keras.config.backend() == 'jax':\n"
+            "        x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "    return x\n",
+        at = Range(6, 12, 6, 42)),
+        # data_format=None is Keras's default (channels_last): this branch runs
+        Invalid(
+            "import keras\nfrom keras import ops\n\n"
+            "class Attention2D(keras.layers.Layer):\n"
+            "    def __init__(self, data_format=None, **kwargs):\n"
+            "        super().__init__(**kwargs)\n"
+            "        self.data_format = data_format\n\n"
+            "    def call(self, x):\n"
+            "        if self.data_format == 'channels_last':\n"
+            "            x = ops.transpose(x, (0, 3, 1, 2))\n"
+            "        return x\n",
+        at = Range(11, 16, 11, 46)),
+        # a rebound name that a conv reads too is not only a matmul operand
+        Invalid(
+            "from keras import ops\n\n"
+            "def f(q, k, conv):\n"
+            "    k = ops.transpose(k, (0, 2, 3, 1))\n"
+            "    return ops.matmul(q, k) + conv(k)\n",
+        at = Range(4, 8, 4, 38)),
         # the same swap into a regular conv is a real copy
         Invalid(
             """
@@ -285,6 +396,8 @@ class NonlogicalTranspose(Rule):
         if (rank == 2 and not gaudi) or self._feeds_matmul(node):
             return
         ctx = self.ctx
+        if ctx.off_by_default(node) is not None:
+            return  # a channels_first / torch-only branch: the default path never runs it
         if ctx.role() == "input" or ctx.is_host_function(ctx.enclosing_callable()):
             return
         operand = get_arg(node, kw, idx)
@@ -305,6 +418,8 @@ class NonlogicalTranspose(Rule):
             return
         if len(dims) < 3 and self.ctx.target.family != "gaudi":
             return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
+        if self.ctx.off_by_default(node) is not None:
+            return
         if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
             return
         self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
@@ -334,34 +449,55 @@ class NonlogicalTranspose(Rule):
         return o is not None and o.name in ops
 
     def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
-        """The transpose's result goes only into ``ops``, directly or through one name."""
-        stack = self.ctx.ancestors(node)
-        parent = stack[-1] if stack else None
+        """The transpose's result goes only into ``ops``: directly, or through names the
+        assignment binds (``key = transpose(key)`` counts the uses it reaches), and through
+        ``expand_dims``/``squeeze``, which only add or drop a size-1 axis."""
+        return self._only_into(node, ops, matmul, 0)
+
+    def _only_into(self, expr: cst.BaseExpression, ops: Collection[str], matmul: bool, depth: int) -> bool:
+        ctx = self.ctx
+        parent = ctx.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
-        if isinstance(parent, cst.Arg) and len(stack) >= 2 and isinstance(stack[-2], cst.Call):
-            return self._consumer(stack[-2]) in ops
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name):
-            target = parent.targets[0].target.value
-            func = self.ctx.enclosing_callable()
-            idx = self.ctx.index
-            uses = [
-                (n, idx.parent.get(id(n)))
-                for n, _, _scopes in self.ctx.name_refs_in(target, func if func is not None else idx.module)
-                if n is not parent.targets[0].target
-            ]
-            if not uses:
-                return False
-            for n, par in uses:
-                if matmul and isinstance(par, cst.BinaryOperation) and isinstance(par.operator, cst.MatrixMultiply):
-                    continue
-                if isinstance(par, cst.Arg):
-                    call = idx.parent.get(id(par))
-                    if self._consumer(call) in ops:
-                        continue
-                return False
+        if matmul and depth < 3 and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
+            # `q * scale` on the way to the matmul: elementwise by a scalar, so layout
+            # assignment gives the product the layout the matmul wants (docs/facts.md#4, #5)
+            other = parent.right if parent.left is expr else parent.left
+            if self._scalar(other):
+                return self._only_into(parent, ops, matmul, depth + 1)
+            return False
+        if isinstance(parent, cst.Arg):
+            call = ctx.parent(parent)
+            name = self._consumer(call)
+            if name in ops:
+                return True
+            if name in _UNIT_AXIS and isinstance(call, cst.Call) and depth < 3 and parent is call.args[0]:
+                return self._only_into(call, ops, matmul, depth + 1)
+            return False
+        uses = uses_of(ctx, expr) if depth < 3 else None
+        return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
+
+    def _scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """A number: a literal, a name that folds to one, arithmetic on numbers, or a
+        ``self.x`` every store of which is arithmetic with a number in it
+        (``self.scale = self.key_dim ** -0.5``)."""
+        if isinstance(expr, (cst.Integer, cst.Float)):
             return True
-        return False
+        v = self.ctx.const(expr, scopes=self.ctx.scopes_of(expr))
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return True
+        if isinstance(expr, cst.BinaryOperation):
+            sides = (expr.left, expr.right)
+            return any(isinstance(x, (cst.Integer, cst.Float, cst.UnaryOperation)) for x in sides) and all(
+                self._scalar(x, depth) or isinstance(x, (cst.Name, cst.Attribute)) for x in sides)
+        if isinstance(expr, cst.UnaryOperation):
+            return self._scalar(expr.expression, depth)
+        dotted = dotted_name(expr) if isinstance(expr, cst.Attribute) else None
+        if dotted is None or not dotted.startswith("self.") or depth > 1:
+            return False
+        stores = self.ctx.index.attr_stores.get(dotted, ())
+        return bool(stores) and all(value is not None and isinstance(value, cst.BinaryOperation) and self._scalar(value, depth + 1)
+                                    for value, _where in stores)
 
     def _model_fn_features(self, operand: cst.BaseExpression) -> bool:
         base = operand.value if isinstance(operand, cst.Subscript) else operand

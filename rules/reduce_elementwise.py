@@ -4,6 +4,7 @@ import libcst as cst
 
 from kerasfit.ruleapi import (
     Applicability,
+    FileContext,
     Invalid,
     Range,
     NEGATE_CALLS,
@@ -12,9 +13,13 @@ from kerasfit.ruleapi import (
     Rule,
     SCALE_CALLS,
     Severity,
+    get_arg,
     number,
+    walk,
 )
 
+# Calls that make a function the training step: its losses are computed on the accelerator.
+_TRAINS = frozenset({"minimize", "apply_gradients", "compute_gradients", "gradient", "gradients"})
 # Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
 _INPUT_KWS = ("input_tensor", "x", "input")
 # Operands that need parentheses once they become one side of ``*`` or ``/``.
@@ -25,6 +30,12 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     if isinstance(expr, _LOOSE) and not expr.lpar:
         return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     return expr
+
+
+def _keeps_axes(call: cst.Call, ctx: FileContext) -> bool:
+    """The reduction names axes to reduce (its result is a tensor, not one scalar)."""
+    arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices")
+    return arg is not None and ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) is not None
 
 
 class ReduceElementwise(Rule):
@@ -38,8 +49,9 @@ class ReduceElementwise(Rule):
     a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
 
     Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
-    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code, and host code (a
-    TPUEstimator `metric_fn`, a `serving_input_fn`).
+    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code (functions handed to
+    `Dataset.map` in any file of the tree, what they call, preprocessing layers), and
+    host code (a TPUEstimator `metric_fn`, a `serving_input_fn`).
 
     ## Why is this slow on the accelerator
     XLA on TPU fuses elementwise ops into a reduction's input but not into its output
@@ -63,6 +75,19 @@ class ReduceElementwise(Rule):
     differently from scaling the sum (and can overflow/underflow differently in
     float16/bfloat16).
 
+    The fix is offered only where it pays. On the accelerator path: model code,
+    module-level graph code, a function that builds the training step (`minimize`,
+    `apply_gradients`, a tape's `gradient`), a loss (named `*loss*`, taking
+    `y_true, y_pred`, or called from model code anywhere in the tree); elsewhere (generation or post-processing
+    helpers) the finding stays, without a fix. And only where moving the op in does not
+    add work: an elementwise op inside the reduction fuses into its input loop
+    (docs/facts.md#15), so what moving it saves is the separate pass over the
+    reduction's *result*. For a negation of a reduction to one scalar that pass is a
+    single op, while `ops.sum(-x)` negates every element — more work, so no fix; a
+    reduction that keeps axes (`axis=-1`) has a tensor result, and its negation is a
+    real extra pass. Scaling by a constant is offered in both cases: it is the TPU
+    guide's own example (`tf.multiply(tf.reduce_sum(x), y)`, docs/facts.md#15).
+
     ## References
     docs/facts.md#15; Cloud TPU performance guide, "TensorFlow ops".
     """
@@ -75,38 +100,26 @@ class ReduceElementwise(Rule):
     severity = Severity.INFO
 
     VALID = (
-        """
-        import tensorflow as tf
-        y = tf.sqrt(tf.reduce_mean(x))
-        """,
-        """
-        import tensorflow as tf
-        y = tf.reduce_sum(x) + 1e-6
-        """,
-        """
-        import tensorflow as tf
-        y = x / tf.reduce_sum(x, axis=-1, keepdims=True)
-        """,
-        """
-        import tensorflow as tf
-        y = tf.reduce_sum(x) * weights
-        """,
-        """
-        import tensorflow as tf
-        y = 2.0 / tf.reduce_sum(x)
-        """,
-        """
-        import tensorflow as tf
-        y = tf.reduce_max(x) * -1.0
-        """,
-        """
-        import tensorflow as tf
-        y = -tf.reduce_max(x)
-        """,
-        """
-        import tensorflow as tf
-        y = tf.reduce_prod(x) * 2.0
-        """,
+        "import tensorflow as tf\ny = tf.sqrt(tf.reduce_mean(x))\n",
+        "import tensorflow as tf\ny = tf.reduce_sum(x) + 1e-6\n",
+        "import tensorflow as tf\ny = x / tf.reduce_sum(x, axis=-1, keepdims=True)\n",
+        "import tensorflow as tf\ny = tf.reduce_sum(x) * weights\n",
+        "import tensorflow as tf\ny = 2.0 / tf.reduce_sum(x)\n",
+        "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
+        "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
+        "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        # a function the input pipeline maps over
+        "import tensorflow as tf\n\n"
+        "def parse(example):\n"
+        "    n = tf.reduce_max(example['lengths']) * 4\n"
+        "    return example['audio'][:n]\n\n"
+        "ds = tf.data.TFRecordDataset(files).map(parse)\n",
+        # a preprocessing layer runs in the tf.data pipeline (keras-hub style)
+        "import keras\nimport tensorflow as tf\n\n"
+        "class AudioPreprocessor(keras.layers.Layer):\n"
+        "    def call(self, token_ids, audio):\n"
+        "        n = tf.reduce_max(tf.reduce_sum(tf.cast(token_ids == 7, tf.int32), axis=1)) * 4\n"
+        "        return audio[:, :n]\n",
         # a TPUEstimator metric_fn runs on the host after the step
         """
         import tensorflow.compat.v1 as tf
@@ -181,6 +194,24 @@ class ReduceElementwise(Rule):
             unsafe=True,
             at=Range(2, 7, 2, 36),
         ),
+        # a scalar's negation: reported, no fix (negating every element is more work)
+        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="no fix offered", at = Range(2, 7, 2, 27)),
+        # generation code: not on the accelerator's hot path, no fix
+        Invalid(
+            "from keras import ops\n\n"
+            "def strip_prompt(prompt_mask, seq_len):\n"
+            "    return ops.mod(-ops.sum(prompt_mask, axis=1), seq_len)\n",
+            message_contains="not model or loss code",
+        at = Range(4, 19, 4, 48)),
+        Invalid(
+            "from keras import ops\n\n"
+            "def sigmoid_loss(loglike):\n"
+            "    return -ops.sum(loglike, axis=-1)\n",
+            expected_fix="from keras import ops\n\n"
+            "def sigmoid_loss(loglike):\n"
+            "    return ops.sum(-loglike, axis=-1)\n",
+            unsafe=True,
+        at = Range(4, 11, 4, 37)),
         Invalid(
             """
             import tensorflow as tf
@@ -267,15 +298,39 @@ class ReduceElementwise(Rule):
         self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
-        if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
+        ctx = self.ctx
+        fn = next((s for s in ctx.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if ctx.function_role(fn) == "input" or ctx.is_host_function(fn):
             return
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
-        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
-        text = self.ctx.module.code_for_node(new_call)
-        self.report(
-            outer,
-            f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — "
-            f"scale inside the reduction",
-            # a multi-line expression would lose its indentation when re-rendered: no fix
-            fix=self.make_fix(Replace(outer, text)) if "\n" not in text else None,
-        )
+        red = (ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        text = ctx.module.code_for_node(new_call)
+        message = f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — scale inside the reduction"
+        why_not = None
+        if "\n" in text:
+            why_not = ""  # a multi-line expression would lose its indentation when re-rendered
+        elif (isinstance(outer, cst.UnaryOperation) or ctx.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
+            why_not = "the reduction ends in a scalar, so negating it is one op while negating the input is one per element"
+        elif not self._on_accelerator(fn):
+            why_not = "not model or loss code, so the scaling is not on the accelerator's hot path"
+        if why_not:
+            message += f" (no fix offered: {why_not})"
+        self.report(outer, message, fix=self.make_fix(Replace(outer, text)) if why_not is None else None)
+
+    def _on_accelerator(self, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """Module-level code (a TF1 graph, a script's loss), model code, or a function
+        named or shaped like a loss, or called from model code anywhere in the tree."""
+        ctx = self.ctx
+        if fn is None or ctx.function_role(fn) == "model":
+            return True
+        func = fn if isinstance(fn, cst.FunctionDef) else next(
+            (s for s in ctx.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
+        if func is None:
+            return True
+        if ctx.function_role(func) == "model" or "loss" in func.name.value.lower():
+            return True
+        if {"y_true", "y_pred"} <= {p.name.value for p in func.params.params}:
+            return True
+        if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _TRAINS for n in walk(func)):
+            return True  # it builds the training step (a TF1 graph's `minimize`, a tape's `gradient`)
+        return ctx.scopes_of(func)[0] is ctx.module and ctx.reached_from_model(func)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -15,7 +16,9 @@ from kerasfit.ruleapi import (
     Rule,
     SPACE_DEPTH_OPS,
     TRANSPOSE_CALLS,
+    dotted_name,
     get_arg,
+    uses_of,
 )
 
 _ADVICE = {
@@ -45,7 +48,10 @@ class SpaceDepth(Rule):
 
     Input-pipeline code (functions given to `Dataset.map`, parsers) is not flagged:
     there the op runs on the host CPU, and the TPU reference models use
-    `space_to_depth` in the input pipeline on purpose.
+    `space_to_depth` in the input pipeline on purpose. Nor is an image grid made for a
+    summary or a plot (the reshape → transpose → reshape goes into `tf.summary.image`,
+    or sits in a function named for a summary, grid, montage or plot): it tiles a few
+    images once per summary, outside the training computation.
 
     ## Why is this slow on the accelerator
     On a TPU the feature dimension is the minor, 128-lane tiled dimension and is padded
@@ -106,14 +112,23 @@ class SpaceDepth(Rule):
             return tf.reshape(x, [-1, ws, ws, c])
         """,
         # Swin-style window reverse written with products: still a block partition
-        """
-        from keras import ops
-
-        def window_reverse(windows, ws, h, w, c):
-            x = ops.reshape(windows, (-1, h // ws, w // ws, ws, ws, c))
-            x = ops.transpose(x, (0, 1, 3, 2, 4, 5))
-            return ops.reshape(x, (-1, (h // ws) * ws, (w // ws) * ws, c))
-        """,
+        "from keras import ops\n\n"
+        "def window_reverse(windows, ws, h, w, c):\n"
+        "    x = ops.reshape(windows, (-1, h // ws, w // ws, ws, ws, c))\n"
+        "    x = ops.transpose(x, (0, 1, 3, 2, 4, 5))\n"
+        "    return ops.reshape(x, (-1, (h // ws) * ws, (w // ws) * ws, c))\n",
+        # an image grid for a summary: tiles a batch of RGB images into one picture
+        "import tensorflow as tf\n\n"
+        "def add_samples(images, rows, cols, h, w):\n"
+        "    x = tf.reshape(images, [rows, cols, h, w, 3])\n"
+        "    x = tf.transpose(x, [0, 2, 1, 3, 4])\n"
+        "    x = tf.reshape(x, [1, rows * h, cols * w, 3])\n"
+        "    tf.summary.image('samples', x)\n",
+        "from keras import ops\n\n"
+        "def image_grid(images, rows, cols, h, w, c):\n"
+        "    x = ops.reshape(images, (rows, cols, h, w, c))\n"
+        "    x = ops.transpose(x, (0, 2, 1, 3, 4))\n"
+        "    return ops.reshape(x, (1, rows * h, cols * w, c))\n",
         # a stride-2 slice that is not a phase split
         """
         import tensorflow as tf
@@ -238,7 +253,7 @@ class SpaceDepth(Rule):
         inner = ctx.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
-        if _block_partition(ctx, inner.call, inner.name):
+        if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape):
             return
         self.report(
             origin.via[0] if origin.via else t,
@@ -324,3 +339,28 @@ def _block_partition(ctx: FileContext, reshape: cst.Call, name: str) -> bool:
         isinstance(el.value, cst.BinaryOperation) and isinstance(el.value.operator, (cst.FloorDivide, cst.Divide))
         for el in shape.value.elements[1:-1]
     )
+
+
+# An image grid for a summary or a plot tiles a batch of images into one picture: the
+# same reshape -> transpose -> reshape as a pixel shuffle, but it runs once per summary
+# step on a handful of images, not in the training computation.
+_VISUAL_FUNCTION = re.compile(r"summar|visuali[sz]|grid|montage|mosaic|tile_images|plot|show", re.I)
+
+
+def _visualisation(ctx: FileContext, reshape: cst.Call) -> bool:
+    """The shuffle's function is named for a summary/plot/image grid, or its result goes
+    (through up to three names) into a summary op (``tf.summary.image``,
+    ``self._tpu_summary.image``)."""
+    func = next((sc for sc in ctx.scopes_of(reshape) if isinstance(sc, cst.FunctionDef)), None)
+    if func is not None and _VISUAL_FUNCTION.search(func.name.value):
+        return True
+    return _into_summary(ctx, reshape, 0)
+
+
+def _into_summary(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> bool:
+    parent = ctx.parent(expr)
+    if isinstance(parent, cst.Arg):
+        call = ctx.parent(parent)
+        d = (dotted_name(call.func) or "") if isinstance(call, cst.Call) else ""
+        return "summary" in d.lower()
+    return depth < 3 and any(_into_summary(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())

@@ -220,6 +220,143 @@ def test_reached_from_model_across_files(tmp_path):
     assert not index.reached_from_model(tmp_path / "util.py", "unused")
 
 
+def test_reached_from_a_function_that_only_builds_layers(tmp_path):
+    # no step name: model code because it calls a Keras layer (a framework Symbol)
+    _write(tmp_path, {
+        "util.py": "def helper(x):\n    return x\n",
+        "model.py": """
+            import tensorflow as tf
+            from util import helper
+
+            def make_net(x):
+                x = tf.keras.layers.Dense(8)(x)
+                return helper(x)
+        """,
+    })
+    assert ProjectIndex([tmp_path]).reached_from_model(tmp_path / "util.py", "helper")
+
+
+_BOX_HELPER = """
+    import tensorflow as tf
+
+    def to_corners(boxes):
+        xy = boxes[..., :2]
+        wh = boxes[..., 2:4]
+        return tf.concat([xy - wh / 2.0, xy + wh / 2.0], axis=-1)
+"""
+
+
+def test_helper_mapped_over_a_dataset_in_another_file_is_input_code(tmp_path):
+    # issue 21 item 8: `ds.map(preprocess)` in data.py makes boxes.to_corners host code
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "data.py": """
+            import tensorflow as tf
+            from boxes import to_corners
+
+            def preprocess(image, boxes):
+                return image, to_corners(boxes)
+
+            def make_dataset(files):
+                return tf.data.TFRecordDataset(files).map(preprocess).batch(8, drop_remainder=True)
+        """,
+    })
+    index = ProjectIndex([tmp_path])
+    assert index.input_only(tmp_path / "boxes.py", "to_corners")
+    assert _codes(tmp_path, "boxes.py", "data.py", select=("KF105",)) == []
+
+
+def test_helper_mapped_in_a_lambda_inside_the_training_driver_is_input_code(tmp_path):
+    # the lambda given to .map runs in the pipeline, although main() also calls fit()
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "train.py": """
+            import tensorflow as tf
+            import boxes
+
+            def main(files):
+                model = tf.keras.Sequential([tf.keras.layers.Dense(8)])
+                ds = tf.data.TFRecordDataset(files).map(lambda x, y: (x, boxes.to_corners(y)))
+                model.fit(ds)
+        """,
+    })
+    assert ProjectIndex([tmp_path]).input_only(tmp_path / "boxes.py", "to_corners")
+
+
+def test_helper_mapped_in_a_lambda_and_also_called_by_a_layer_stays_model_code(tmp_path):
+    _write(tmp_path, {
+        "boxes.py": _BOX_HELPER,
+        "data.py": """
+            from boxes import to_corners
+
+            def make_dataset(ds):
+                return ds.map(lambda image, boxes: (image, to_corners(boxes)))
+        """,
+        "head.py": """
+            import tensorflow as tf
+            from boxes import to_corners
+
+            class Head(tf.keras.layers.Layer):
+                def call(self, boxes):
+                    return to_corners(boxes)
+        """,
+    })
+    assert not ProjectIndex([tmp_path]).input_only(tmp_path / "boxes.py", "to_corners")
+    assert _codes(tmp_path, "boxes.py", "data.py", "head.py", select=("KF105",)) == [("boxes.py", 5, "KF105"), ("boxes.py", 6, "KF105")]
+
+
+def _gpu_codes(root: Path, *names: str) -> list[tuple[str, int, str]]:
+    opts = CheckOptions(selection=Selection(select=["KF102"]), target="gpu", use_cache=False, jobs=1)
+    return sorted((Path(d.filename).name, d.row, d.code) for d in check_paths([str(root / n) for n in names], opts).diagnostics)
+
+
+_GPU_MODEL = """
+    import keras
+
+    def build(x):
+        return keras.layers.Conv2D(30, 3, padding="same")(x)
+"""
+
+
+def test_gpu_width_needs_half_precision_set_somewhere(tmp_path):
+    # issue 21 item 12: a float32 model gets no gpu width finding (docs/facts.md#18)
+    _write(tmp_path, {"model.py": _GPU_MODEL, "train.py": "import keras\nfrom model import build\n"})
+    assert _gpu_codes(tmp_path, "model.py", "train.py") == []
+    # the policy set in another file of the tree
+    _write(tmp_path, {"train.py": "import keras\nfrom model import build\nkeras.mixed_precision.set_global_policy('mixed_float16')\n"})
+    assert ProjectIndex([tmp_path]).dtype_policies() == ("float16",)
+    assert _gpu_codes(tmp_path, "model.py", "train.py") == [("model.py", 5, "KF102")]
+
+
+def test_gpu_width_from_the_dtype_setting(tmp_path):
+    _write(tmp_path, {
+        "model.py": _GPU_MODEL,
+        "pyproject.toml": "[tool.kerasfit.build]\ndtype = \"bfloat16\"\n",
+    })
+    assert _gpu_codes(tmp_path, "model.py") == [("model.py", 5, "KF102")]
+
+
+def test_main_block_of_a_library_module_is_demo_code(tmp_path):
+    # issue 21 item 9: net.py's `__main__` block trains a toy model, but train.py
+    # imports net: net is a library and its block a demo
+    demo = """
+        import tensorflow as tf
+
+        def build(x):
+            return tf.keras.layers.Dense(64)(x)
+
+        if __name__ == "__main__":
+            inp = tf.keras.Input((32,))
+            m = tf.keras.Model(inp, tf.keras.layers.Dense(100, activation="relu")(build(inp)))
+            m.fit(x, y)
+    """
+    _write(tmp_path, {"net.py": demo})
+    assert _codes(tmp_path, "net.py", select=("KF102",)) == [("net.py", 9, "KF102")]  # a training script
+    _write(tmp_path, {"train.py": "from net import build\n"})
+    assert ProjectIndex([tmp_path]).imported_by_others(tmp_path / "net.py")
+    assert _codes(tmp_path, "net.py", "train.py", select=("KF102",)) == []
+
+
 def test_cached_result_is_dropped_when_a_helper_changes(tmp_path):
     _write(tmp_path, {
         "conv_lib.py": """

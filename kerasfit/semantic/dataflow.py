@@ -232,3 +232,18 @@ def class_attr_assignment_line(cls: cst.ClassDef, attr: str) -> cst.SimpleStatem
                         return None
                     found = n
     return found
+
+
+def uses_of(ctx: FileContext, value: cst.BaseExpression) -> list[cst.Name] | None:
+    """Where the value of ``name = value`` is read: the loads of ``name`` (in the
+    assignment's scope) that this assignment reaches. None when ``value`` is not the
+    whole right-hand side of an assignment to one plain name."""
+    parent = ctx.parent(value)
+    if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
+        return None
+    target = parent.targets[0].target
+    return [
+        n for n, _, _s in ctx.name_refs_in(target.value, ctx.scopes_of(parent)[0])
+        if n is not target and not isinstance(ctx.parent(n), cst.AssignTarget)
+        and any(b.node is parent or b.value is value for b in ctx.reaching_bindings(n))
+    ]

@@ -17,6 +17,12 @@ Public API (stable; other branches build on it):
   - ``reached_from_model(path, function_name) -> bool``: whether a function is called,
     directly or through project helpers in any file of the roots, from model-building or
     training code (Keras layers/models, ``model_fn``, a ``Layer.call``, a train step).
+  - ``input_only(path, function_name) -> bool``: whether a function runs only in the
+    input pipeline (handed to a ``Dataset.map`` & co. in any file of the roots, directly
+    or through project helpers, and never reached from model code).
+  - ``imported_by_others(path) -> bool``: whether another file under the roots imports it.
+  - ``dtype_policies() -> tuple[str, ...]``: compute dtypes of the mixed-precision
+    policies the files under the roots set.
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged.
@@ -36,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..symbols import canonical, is_model_building
+from ..symbols import DATASET_FN_METHODS, POLICY_SETTERS, canonical, is_model_building, policy_dtype
 from .names import ast_dotted, star_names
 
 FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
@@ -152,7 +158,7 @@ class ProjectIndex:
         # which file is asking, per thread: the language server checks a large document
         # and small ones on two threads at once, against this one index
         self._asking = threading.local()
-        self._reach: dict[tuple[str, str], bool] | None = None
+        self._reach: Reach | None = None
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
@@ -298,18 +304,41 @@ class ProjectIndex:
     def reached_from_model(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` is called (through project helpers,
         across the files under the roots) from model-building or training code."""
-        if self._reach is None:
-            self._reach = self._compute_reach()
-        return self._reach.get((os.path.abspath(path), function_name), False)
+        return (os.path.abspath(path), function_name) in self._reached().model
 
-    def _compute_reach(self) -> dict[tuple[str, str], bool]:
-        files: list[str] = []
-        for r in self.roots:
-            if r.is_file():
-                files.append(str(r))
-            elif r.is_dir():
-                files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
-        return compute_reach(self, files)
+    def input_only(self, path: str | os.PathLike[str], function_name: str) -> bool:
+        """True when ``function_name`` of ``path`` runs only in the input pipeline: it is
+        given to a ``Dataset.map``/``filter``/``flat_map``/``interleave`` (or called by a
+        function or lambda that is), in any file under the roots, and model or training
+        code never reaches it."""
+        key = (os.path.abspath(path), function_name)
+        reach = self._reached()
+        return key in reach.input and key not in reach.model
+
+    def imported_by_others(self, path: str | os.PathLike[str]) -> bool:
+        """True when another file under the roots imports the module ``path``."""
+        return os.path.abspath(path) in self._reached().imported
+
+    def dtype_policies(self) -> tuple[str, ...]:
+        """The compute dtypes of the mixed-precision policies any file under the roots
+        sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
+        return self._reached().policies
+
+    def _reached(self) -> Reach:
+        if self._reach is None:
+            files: list[str] = []
+            for r in self.roots:
+                if r.is_file():
+                    files.append(str(r))
+                elif r.is_dir():
+                    files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
+            self._reach = compute_reach(self, files)
+        asking: str | None = getattr(self._asking, "path", None)
+        if asking is not None:
+            # every file of the tree spoke to this answer: a cached result of the asking
+            # file holds while they are unchanged (a file added to the tree is not seen)
+            self._deps.setdefault(asking, {}).update((p, d) for p, d in self._reach.digests if p != asking)
+        return self._reach
 
 
 # ---- reach: Which project functions are reached from model-building or training code, across files.
@@ -329,6 +358,21 @@ def _calls(fn: ast.AST) -> Iterator[ast.Call]:
             yield n
 
 
+def _own_calls(fn: ast.AST) -> Iterator[ast.Call]:
+    """The calls ``fn`` makes itself: not those in a lambda it hands to a Dataset method
+    (``ds.map(lambda x, y: (x, encode(y)))`` runs ``encode`` in the input pipeline)."""
+    todo: list[ast.AST] = [fn]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            yield n
+            if isinstance(n.func, ast.Attribute) and n.func.attr in DATASET_FN_METHODS:
+                todo.append(n.func)
+                todo.extend(a for a in [*n.args, *(k.value for k in n.keywords)] if not isinstance(a, ast.Lambda))
+                continue
+        todo.extend(ast.iter_child_nodes(n))
+
+
 def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for name, fn in facts.functions.items():
         yield name, fn
@@ -338,43 +382,109 @@ def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.
                 yield f"{cname}.{stmt.name}", stmt
 
 
-def compute_reach(index: ProjectIndex, files: list[str]) -> dict[tuple[str, str], bool]:
+class Reach(NamedTuple):
+    """(path, qualified function name) keys reached from model/training code, and from
+    functions handed to a ``Dataset`` method."""
+
+    model: frozenset[tuple[str, str]]
+    input: frozenset[tuple[str, str]]
+    digests: tuple[tuple[str, str], ...]  # (path, content hash) of every file read
+    policies: tuple[str, ...]  # compute dtypes of the mixed-precision policies set, sorted
+    imported: frozenset[str]  # paths of modules another file imports
+
+
+def _callee(index: ProjectIndex, facts: ModuleFacts, func: ast.expr) -> tuple[str, str] | Symbol | None:
+    """A project function key for a call's callee, a framework Symbol, or None."""
+    dotted = ast_dotted(func)
+    if dotted is None:
+        return None
+    head = dotted.split(".")[0]
+    if head in facts.functions and "." not in dotted:
+        return (facts.path, head)
+    target = facts.imports.get(head)
+    if target is None:
+        return None
+    sym = index.resolve(facts.path, ".".join([target, *dotted.split(".")[1:]]))
+    if sym is None:
+        return None
+    if sym.kind == "framework":
+        return sym
+    if sym.facts is not None and sym.node is not None:
+        return (sym.facts.path, sym.node.name)
+    return None
+
+
+def _dataset_fns(index: ProjectIndex, facts: ModuleFacts) -> Iterator[tuple[str, str]]:
+    """Project functions this file hands to a Dataset method: by name, through
+    ``functools.partial``, or called in a lambda's body."""
+    for call in _calls(facts.tree):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr in DATASET_FN_METHODS):
+            continue
+        args = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("map_func", "predicate"))]
+        for arg in args:
+            if isinstance(arg, ast.Call) and (ast_dotted(arg.func) or "").endswith("partial") and arg.args:
+                arg = arg.args[0]
+            found = [arg] if isinstance(arg, (ast.Name, ast.Attribute)) else (
+                [c.func for c in _calls(arg.body)] if isinstance(arg, ast.Lambda) else [])
+            for func in found:
+                key = _callee(index, facts, func)
+                if key is not None and not isinstance(key, Symbol):
+                    yield key
+
+
+def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
     edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
     model: set[tuple[str, str]] = set()
+    data: set[tuple[str, str]] = set()
+    digests: list[tuple[str, str]] = []
+    policies: set[str] = set()
+    imported: set[str] = set()
     for path in files:
         facts = index.facts(path)
         if facts is None:
             continue
+        digests.append((facts.path, facts.digest))
+        policies.update(_policies(facts))
+        for raw in facts.imports.values():
+            for module in (raw, raw.rpartition(".")[0]):  # `import pkg.mod` / `from pkg.mod import f`
+                found = index.module_file(facts.path, module) if module.strip(".") else None
+                if found is not None and os.path.abspath(found) != facts.path:
+                    imported.add(os.path.abspath(found))
+                    break
+        data.update(_dataset_fns(index, facts))
         for name, fn in _functions(facts):
             key = (facts.path, name)
             out = edges.setdefault(key, set())
             if name.rsplit(".", 1)[-1] in _STEP_NAMES:
                 model.add(key)
-            for call in _calls(fn):
-                dotted = ast_dotted(call.func)
-                if dotted is None:
-                    continue
-                head = dotted.split(".")[0]
-                if head in facts.functions and "." not in dotted:
-                    out.add((facts.path, head))
-                    continue
-                target = facts.imports.get(head)
-                if target is None:
-                    continue
-                sym = index.resolve(facts.path, ".".join([target, *dotted.split(".")[1:]]))
-                if sym is None:
-                    continue
-                if sym.kind == "framework":
-                    if is_model_building(canonical(sym.raw)):
+            for call in _own_calls(fn):
+                callee = _callee(index, facts, call.func)
+                if isinstance(callee, Symbol):  # (a NamedTuple: ask before plain tuples)
+                    if is_model_building(canonical(callee.raw)):
                         model.add(key)
-                elif sym.facts is not None and sym.node is not None:
-                    out.add((sym.facts.path, sym.node.name))
-    reached = set(model)
-    todo = list(model)
+                elif callee is not None:
+                    out.add(callee)
+    return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)), frozenset(imported))
+
+
+def _policies(facts: ModuleFacts) -> Iterator[str]:
+    """``set_global_policy("mixed_float16")`` / ``set_dtype_policy(Policy("..."))``."""
+    for call in _calls(facts.tree):
+        if isinstance(call.func, ast.Attribute) and call.func.attr in POLICY_SETTERS and call.args:
+            arg = call.args[0]
+            if isinstance(arg, ast.Call) and arg.args:
+                arg = arg.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                yield policy_dtype(arg.value)
+
+
+def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple[str, str]]]) -> frozenset[tuple[str, str]]:
+    reached = set(seeds)
+    todo = list(seeds)
     while todo:
         k = todo.pop()
         for callee in edges.get(k, ()):
             if callee not in reached:
                 reached.add(callee)
                 todo.append(callee)
-    return {k: True for k in reached}
+    return frozenset(reached)

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import dataclasses
 import operator
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterator, NamedTuple, ParamSpec, Sequence, TypeVar, cast
 
 import libcst as cst
 
 from ..symbols import (
+    DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
+    IMAGE_DATA_FORMAT_CALLS,
     INPUT_FN_TAKERS,
+    SET_IMAGE_DATA_FORMAT_CALLS,
+    STANDARDIZE_DATA_FORMAT,
     STEP_FN_TAKERS,
     canonical,
     flavour,
@@ -36,6 +41,7 @@ from .nodes import (
     is_node,
     iter_statements,
     string_value,
+    walk,
 )
 
 from .bridge import built_layer_at
@@ -583,8 +589,11 @@ class FileContext:
             # name too: `a, b = 5, 32` binds two names in one statement)
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                return UNKNOWN
-            anchor = b.node
+                if not where or self._rebound_reaching(node) is None:  # unbound here, or no one binding
+                    return UNKNOWN
+                # bound more than once: this use's own reaching binding decides
+            else:
+                anchor = b.node
         key = (id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
         hit = self._folds.get(key)
         # an UNKNOWN found deeper (less depth left) may be known from higher up
@@ -676,6 +685,10 @@ class FileContext:
                     return UNKNOWN
                 out.append(v)
             return tuple(out) if isinstance(node, cst.Tuple) else out
+        if isinstance(node, cst.Call):
+            v = self._default_config_value(node, _depth, scopes)
+            if v is not UNKNOWN:
+                return v
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _BUILTIN_FOLDS:
             if node.args and all(a.keyword is None and not a.star for a in node.args):
                 args = [self.const(a.value, _depth + 1, scopes=scopes) for a in node.args]
@@ -686,6 +699,27 @@ class FileContext:
                         except Exception:
                             return UNKNOWN
         return UNKNOWN
+
+    def _default_config_value(self, call: cst.Call, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
+        """What a configuration query answers under Keras's defaults: ``image_data_format()``
+        is 'channels_last' (or the one format this file sets), ``standardize_data_format(x)``
+        is ``x`` lower-cased, or that default for None. Else UNKNOWN."""
+        tail = (dotted_name(call.func) or "").rsplit(".", 1)[-1]
+        if tail == STANDARDIZE_DATA_FORMAT:
+            arg = get_arg(call, "data_format", 0)
+            v = self.const(arg.value, _depth + 1, scopes=scopes) if arg is not None else None
+            if v is None:
+                return self._image_data_format()
+            return v.lower() if isinstance(v, str) else UNKNOWN
+        if tail == "image_data_format" and not call.args and self._call_name_anywhere(call) in IMAGE_DATA_FORMAT_CALLS:
+            return self._image_data_format()
+        return UNKNOWN
+
+    def _image_data_format(self) -> Any:
+        formats: frozenset[Any] = self.file_fact("image_data_format", _set_image_data_formats)
+        if not formats:
+            return "channels_last"
+        return next(iter(formats)) if len(formats) == 1 else UNKNOWN
 
     def int_const(self, node: cst.BaseExpression | None) -> int | None:
         v = self.const(node)
@@ -750,7 +784,10 @@ class FileContext:
         if isinstance(node, cst.Name):
             b, where = self._lookup_in(node.value, scopes)
             if b is None:
-                return []
+                found = self._rebound_reaching(node) if where else None
+                if found is None:
+                    return []
+                b, where = found
             if b.kind == "assign":
                 return [(b.value, where)]
             if b.kind == "param" and self.options.get("const_through_defaults", True):
@@ -765,6 +802,25 @@ class FileContext:
         if isinstance(node, cst.Subscript):
             return self._subscript_candidates(node, scopes)
         return []
+
+    def _rebound_reaching(self, name: cst.Name) -> tuple[Binding, Sequence[ScopeNode]] | None:
+        """For a use of a name bound more than once in its function, the one binding that
+        surely reaches it when that binding refines the name from itself
+        (``data_format = standardize(data_format)``: still the one setting), with the
+        scopes to evaluate it in. None for a node not in this file, when several bindings
+        may reach it, or for a name reused for another value (``pad = k // 2`` twice with
+        different ``k``: the rules' may-analysis, ``possible_values``, judges those)."""
+        idx = self.index
+        if idx.parent.get(id(name)) is None:
+            return None
+        bindings, exhaustive = self._reaching(name)
+        if len(bindings) != 1 or not exhaustive:
+            return None
+        b = bindings[0]
+        if b.kind == "assign" and not (b.value is not None and any(
+                isinstance(n, cst.Name) and n.value == name.value for n in walk(b.value))):
+            return None
+        return b, idx.scopes_of(name)
 
     # ---- parameters and call sites -------------------------------------------
     def call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
@@ -1092,6 +1148,8 @@ class FileContext:
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
+        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            raw = self._project_raw(raw)  # a project module re-exporting the framework, as resolve() follows
         if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
             if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
                 inner = self._call_name_anywhere(call.func)
@@ -1218,6 +1276,21 @@ class FileContext:
 
         return id(func) in self.file_fact("host_functions", host_functions, by_node=True)
 
+    def in_demo_block(self, node: cst.CSTNode) -> bool:
+        """True inside an ``if __name__ == "__main__":`` block of a library module or one
+        that does not train (analysis.roles.demo_blocks): demo code."""
+        from .roles import demo_blocks  # defers the role tables, as above
+
+        blocks: frozenset[int] = self.file_fact("demo_blocks", demo_blocks, by_node=True)
+        if not blocks:
+            return False
+        n: cst.CSTNode | None = node
+        while n is not None:
+            if id(n) in blocks:
+                return True
+            n = self.parent(n)
+        return False
+
     def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True when ``func`` builds or runs inside a traced graph although no role says
         so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
@@ -1265,6 +1338,18 @@ class Origin(NamedTuple):
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
+def _set_image_data_formats(ctx: FileContext) -> frozenset[Any]:
+    """The formats this file passes to ``set_image_data_format`` (UNKNOWN for one it
+    computes), so that ``image_data_format()`` is folded only where the file keeps the
+    default or sets a single constant."""
+    out: set[Any] = set()
+    for call, _scopes in ctx.index.calls:
+        if ctx.call_name_anywhere(call) in SET_IMAGE_DATA_FORMAT_CALLS:
+            arg = get_arg(call, "data_format", 0)
+            out.add(ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) if arg is not None else UNKNOWN)
+    return frozenset(out)
+
+
 def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpression | None:
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
@@ -1312,8 +1397,18 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
 
 
 _MODEL_METHODS = frozenset({"call", "build"})
+# Layers named for preprocessing (keras-hub's `Preprocessor`, `Tokenizer`,
+# `ImageConverter`; Keras's `PreprocessingLayer`) run where their docs put them: in the
+# tf.data pipeline (`ds.map(preprocessor)`), not in the model.
+_PREPROCESSING = re.compile(r"Preprocess|Tokenizer|Converter")
+
+
+def _preprocessing_class(cls: cst.ClassDef) -> bool:
+    names = [cls.name.value, *(dotted_name(b.value) or "" for b in cls.bases if b.keyword is None)]
+    return any(_PREPROCESSING.search(n.rsplit(".", 1)[-1]) for n in names)
+
+
 _STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
-_DATASET_FN_METHODS = frozenset({"map", "filter", "interleave", "flat_map", "parallel_interleave", "map_with_legacy_function"})
 # Training drivers: a function calling these runs training, it is not an input pipeline.
 _DRIVER_METHODS = frozenset(
     {"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate", "minimize", "apply_gradients", "compute_gradients"}
@@ -1373,7 +1468,7 @@ def _compute_roles(ctx: FileContext) -> dict[int, Role]:
                 body_input.add(id(owner))
         elif isinstance(func, cst.Attribute) and raw is None:
             meth = func.attr.value
-            if meth in _DATASET_FN_METHODS:
+            if meth in DATASET_FN_METHODS:
                 target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
                 if target is not None:
                     direct[id(target)] = Role.INPUT
@@ -1425,6 +1520,8 @@ def _compute_roles(ctx: FileContext) -> dict[int, Role]:
             params = [p.name.value for p in f.params.params]
             if any(ctx._canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
                 role = Role.MODEL
+            elif cls is not None and _preprocessing_class(cls):
+                role = Role.INPUT
             elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
                 role = Role.MODEL
             elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
@@ -1469,6 +1566,16 @@ def _compute_roles(ctx: FileContext) -> dict[int, Role]:
                         roles[id(g)] = roles[id(f)]
         if not changed:
             break
+    # a module-level helper nothing here decides: input-only when the project hands it
+    # (or a caller of it) to a Dataset method in another file and no model code reaches it
+    if ctx.filename and not ctx.filename.startswith("<"):
+        for f in undecided:
+            if id(f) not in roles and isinstance(f, cst.FunctionDef) and idx.scopes_of(f)[0] is ctx.module:
+                if ctx.project.input_only(ctx.filename, f.name.value):
+                    roles[id(f)] = Role.INPUT
+                    for g in undecided:
+                        if id(g) not in roles and f in idx.scopes_of(g):
+                            roles[id(g)] = Role.INPUT
     return roles
 
 

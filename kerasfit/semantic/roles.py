@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Sequence
 import libcst as cst
 
 from ..symbols import is_model_building
+from .nodes import walk
 
 if TYPE_CHECKING:
     from .model import FileContext
@@ -162,3 +163,51 @@ def traced_functions(ctx: FileContext) -> frozenset[int]:
                         if fn is not None:
                             out.add(id(fn))
     return frozenset(out)
+
+
+# ---- demo blocks -------------------------------------------------------------------
+# Calls that make a ``__main__`` block a training script rather than a demo: the Keras
+# and Estimator drivers, absl/TF's ``app.run(main)``, and a project ``main()`` /
+# ``train*()`` / ``run*()``.
+_TRAINING_ATTRS = frozenset({"fit", "fit_generator", "train", "train_on_batch", "train_and_evaluate", "run"})
+_TRAINING_NAMES = re.compile(r"^(main|train\w*|run\w*)$")
+
+
+def demo_blocks(ctx: FileContext) -> frozenset[int]:
+    """Ids of the module-level ``if __name__ == "__main__":`` blocks that are demo code:
+    the module is a library — another file of the tree imports it — or the block does
+    not train (no ``fit``/``train``/``run`` call, no ``main()``/``train*()``), e.g. it
+    builds the model and prints its summary. Findings there are dropped (issue 21): a
+    demo runs once by hand, never in the user's training."""
+    out: set[int] = set()
+    imported: bool | None = None
+    for stmt in ctx.module.body:
+        if not (isinstance(stmt, cst.If) and _is_main_test(stmt.test)):
+            continue
+        if _trains(stmt.body):
+            if imported is None:
+                imported = bool(ctx.filename) and not ctx.filename.startswith("<") and ctx.project.imported_by_others(ctx.filename)
+            if not imported:
+                continue
+        out.add(id(stmt.body))
+    return frozenset(out)
+
+
+def _is_main_test(test: cst.BaseExpression) -> bool:
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return False
+    sides = (test.left, test.comparisons[0].comparator)
+    names = [s.value for s in sides if isinstance(s, cst.Name)]
+    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]
+
+
+def _trains(body: cst.BaseSuite) -> bool:
+    for n in walk(body):
+        if isinstance(n, cst.Call):
+            f = n.func
+            if isinstance(f, cst.Attribute) and f.attr.value in _TRAINING_ATTRS:
+                return True
+            if isinstance(f, cst.Name) and _TRAINING_NAMES.match(f.value):
+                return True
+    return False

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
+from ..symbols import BACKEND_CALLS, XLA_BACKENDS
 from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
@@ -70,6 +71,17 @@ def off_by_default(ctx: FileContext, node: cst.CSTNode) -> cst.BaseExpression | 
     return None
 
 
+def _backend_values(ctx: FileContext, node: cst.BaseExpression) -> tuple[str, ...]:
+    """``keras.config.backend()``: any backend XLA compiles (symbols.XLA_BACKENDS), so a
+    test is decided only when every one of them answers it alike."""
+    if isinstance(node, cst.Call) and not node.args and ctx.call_name_anywhere(node) in BACKEND_CALLS:
+        return XLA_BACKENDS
+    return ()
+
+
+_FORMATS = ("channels_last", "channels_first")
+
+
 _COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
             cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
             cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
@@ -81,14 +93,19 @@ def _fold_test(ctx: FileContext, test: cst.BaseExpression) -> Any:
     scopes = ctx.scopes_of(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = _COMPARE.get(type(test.comparisons[0].operator))
-        a = ctx.const(test.left, scopes=scopes)
-        b = ctx.const(test.comparisons[0].comparator, scopes=scopes)
-        if op is None or a is UNKNOWN or b is UNKNOWN:
+        left, right = test.left, test.comparisons[0].comparator
+        sides = [_backend_values(ctx, left) or (ctx.const(left, scopes=scopes),),
+                 _backend_values(ctx, right) or (ctx.const(right, scopes=scopes),)]
+        if op is None or any(v is UNKNOWN for side in sides for v in side):
             return UNKNOWN
+        # a data format of None is Keras's default one (layers standardize it)
+        if any(v in _FORMATS for side in sides for v in side):
+            sides = [tuple(ctx._image_data_format() if v is None else v for v in side) for side in sides]
         try:
-            return op(a, b)
+            answers = {bool(op(a, b)) for a in sides[0] for b in sides[1]}
         except Exception:
             return UNKNOWN
+        return answers.pop() if len(answers) == 1 else UNKNOWN
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         v = _fold_test(ctx, test.expression)
         return UNKNOWN if v is UNKNOWN else not v
