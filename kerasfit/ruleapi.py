@@ -17,6 +17,7 @@ from .callargs import (
 )
 from .fixes import FixSpec, Remove, Replace
 from .semantic.model import FileContext
+from .semantic.summaries import Layer
 from .semantic.nodes import (
     UNKNOWN,
     ScopeNode,
@@ -102,6 +103,7 @@ from .types import TARGETS, Applicability, Severity, Target
 
 __all__ = [
     "ScopeNode",
+    "Layer",
     "string_value",
     "Applicability",
     "BATCHNORM_LAYERS",

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext, ScopeNode
+    from kerasfit.ruleapi import FileContext, Layer, ScopeNode
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -602,6 +602,8 @@ class PadBeforeConv(Rule):
                 order = applied_in_order(self.ctx, node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
+            if isinstance(node.func, (cst.Name, cst.Attribute)) and self._wrapped(node):
+                return
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
                 if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
@@ -659,8 +661,12 @@ class PadBeforeConv(Rule):
         """For a call of a project factory that builds a conv whose padding may be
         'valid': (the conv's name, its possible paddings, the factory's name)."""
         layer = self.ctx.built_layer(ctor)
-        if layer is None:
-            return None
+        return self._layer_conv(layer) if layer is not None else None
+
+    @staticmethod
+    def _layer_conv(layer: Layer) -> tuple[str, set[str], str] | None:
+        """A conv reached through project code whose padding may be 'valid': (its name, its
+        possible paddings, the outermost project function crossed), else None."""
         name = canonical(layer.name)
         spec = _SPECS.get(name)
         if spec is None:
@@ -671,6 +677,24 @@ class PadBeforeConv(Rule):
             return None
         paddings = {v.upper() for v in raw}
         return (name, paddings, layer.via[0]) if "VALID" in paddings else None
+
+    def _wrapped(self, call: cst.Call) -> bool:
+        """``_conv2d(ops.pad(x, 1), w, padding="VALID")``: a project wrapper (this or another
+        file of the tree) that applies a conv to its first argument, which is a pad."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        found = self._find_pad(call.args[0].value)  # first: most inputs are not padded
+        if found is None:
+            return False
+        pad, conditional = found
+        off = self._off
+        for layer in self.ctx.ops_fed(call):
+            conv = self._layer_conv(layer)
+            if conv is not None:
+                self._off = off
+                self._report_factory(pad, conv, conditional, applied=True)
+                return True
+        return False
 
     def _sequence(self, seq: cst.Call) -> None:
         """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""
@@ -829,12 +853,13 @@ class PadBeforeConv(Rule):
             "the kernel-gradient conv still reads the padded copy"
         )
 
-    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool) -> None:
+    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False) -> None:
         name, paddings, factory = conv
         head = self._head(label(name), pad)
         info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
-        why = _NOT_ZERO if problem else f"the conv is built by `{factory}`, which gives it padding 'valid' here"
+        made = "applied inside" if applied else "built by"
+        why = _NOT_ZERO if problem else f"the conv is {made} `{factory}`, which gives it padding 'valid' here"
         if len(paddings) > 1:
             why = f"`{factory}` may give the conv padding 'valid'"
         if conditional:

@@ -38,7 +38,7 @@ from .nodes import (
     string_value,
 )
 
-from .bridge import built_layer_at
+from .bridge import built_layer_at, ops_fed_at
 from .caches import ModelCaches
 from .fileindex import FileIndex
 from .index import ProjectIndex
@@ -432,6 +432,12 @@ class FileContext:
         first framework layer it builds (``analysis.flow.Layer``: raw name, argument value
         sets, factories traversed), else None."""
         return built_layer_at(self, call)
+
+    def ops_fed(self, call: cst.Call) -> list[Layer]:
+        """For ``wrapper(x, ..)``, a call of a project function (same file or another file
+        of the tree): the framework ops it applies directly to ``x`` (``tf.nn.conv2d(x, ..)``,
+        ``Conv2D(..)(x)``), arguments as value sets, in the order met."""
+        return ops_fed_at(self, call)
 
     def reached_from_model(self, func: cst.FunctionDef) -> bool:
         """Whether a function of this file is called from model/training code anywhere in the tree."""

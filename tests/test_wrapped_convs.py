@@ -1,0 +1,90 @@
+"""Pads and convs both behind project wrappers (issue 21, class 5): the wrapper is
+interpreted with the padded tensor as its input, and the ops it applies to that input are
+checked like a conv written in place."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from kerasfit.api import CheckOptions, check_paths
+from kerasfit.config import Selection
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def _findings(root: Path, *names: str) -> list[tuple[str, int, str]]:
+    res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=["KF103"]), use_cache=False, jobs=1))
+    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+
+
+def test_pad_helper_of_another_module_feeds_a_same_file_conv_wrapper(tmp_path):
+    _write(tmp_path, {
+        "ops.py": """
+            import tensorflow as tf
+
+            def pad(x, p):
+                return tf.pad(x, [[0, 0], [p, p], [p, p], [0, 0]])
+        """,
+        "net.py": """
+            import tensorflow as tf
+            import ops
+
+            def _conv2d(x, w, stride, padding="SAME"):
+                return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+            def block(x, w):
+                y = ops.pad(x, 1)
+                return _conv2d(y, w, 2, padding="VALID")
+
+            def same(x, w):
+                return _conv2d(ops.pad(x, 1), w, 1)
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 9)]
+    assert "applied inside `_conv2d`" in found[0][2] and "`ops.pad` feeds a 'valid' `tf.nn.conv2d`" in found[0][2]
+
+
+def test_two_hop_closure_into_a_project_conv(tmp_path):
+    _write(tmp_path, {
+        "layers_lib.py": """
+            import tensorflow as tf
+
+            def conv(x, filters, k, s):
+                y = tf.keras.layers.Conv2D(filters, k, strides=s, padding="valid")(x)
+                return tf.nn.relu(y)
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from layers_lib import conv
+
+            def make_block(filters):
+                def inner(x):
+                    return conv(x, filters, 3, 2)
+
+                def outer(x):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return inner(x)
+
+                return outer
+
+            def not_padded(filters):
+                def inner(x):
+                    return conv(tf.nn.relu(x), filters, 3, 2)
+
+                def outer(x):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return inner(x)
+
+                return outer
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
+    assert "`tf.pad` feeds a 'valid' `Conv2D`" in found[0][2]
