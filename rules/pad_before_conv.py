@@ -300,8 +300,59 @@ class PadBeforeConv(Rule):
                         x = stage(x)
                     return x
             """),
+        # a layer class that reflects: no 'same' equivalent, so not this rule's business
+        dedent("""\
+            import tensorflow as tf
+
+            class ReflectPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+
+            model = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3)])
+            """),
+        # a wrapper whose conv reads something else than the padded argument
+        dedent("""\
+            import tensorflow as tf
+
+            def conv_relu(x, w):
+                return tf.nn.conv2d(tf.nn.relu(x), w, 1, "VALID")
+
+            def block(x, w):
+                return conv_relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), w)
+            """),
     )
     INVALID = (
+        # a layer class whose `call` is a zero pad, before a 'valid' conv in a Sequential list
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                class Pad(tf.keras.layers.Layer):
+                    def __init__(self, p=1):
+                        super().__init__()
+                        self.p = p
+
+                    def call(self, x):
+                        return tf.pad(x, [[0, 0], [self.p, self.p], [self.p, self.p], [0, 0]])
+
+                model = tf.keras.Sequential([Pad(1), tf.keras.layers.Conv2D(32, 3, strides=2)])
+                """),
+            message_contains="`Pad` feeds a 'valid' `Conv2D`",
+        ),
+        # a same-file conv wrapper given padding="VALID", fed a pad
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def _conv2d(x, w, stride, padding="SAME"):
+                    return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+                def block(x, w):
+                    y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return _conv2d(y, w, 2, padding="VALID")
+                """),
+            message_contains="the conv is applied inside `_conv2d`",
+        ),
         # the reference ResNets' `fixed_padding`: the pad is made by a helper of this file
         # (both data-format branches pad), only for stride 2, where the conv is 'VALID'
         Invalid(
@@ -732,7 +783,7 @@ class PadBeforeConv(Rule):
             first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None or id(first) in done:
                 continue
-            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
+            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
             name = self.ctx.call_name(second)
             if name is not None:
@@ -839,7 +890,7 @@ class PadBeforeConv(Rule):
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:
-            info = self._pad(pad) or self._helper_pad(pad)
+            info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
             ctor = self.ctx.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
@@ -912,6 +963,8 @@ class PadBeforeConv(Rule):
                 reasons.append("it also pads the batch or channel dim")
         if problem:
             reasons.insert(0, _NOT_ZERO)
+        if ctx.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
+            reasons.insert(0, f"the pad is made inside the layer class `{pad_name}`, which other convs may follow too")
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
         if not reasons and spatial is not None and rank is not None:  # (spatial is only known with the rank)
@@ -1019,7 +1072,14 @@ class PadBeforeConv(Rule):
         if name is not None or not call.args:
             return None
         found = layer_constructor(ctx, call.func)
-        if found is None or found[1] not in ZERO_PADDING_LAYERS:
+        if found is None:
+            ctor = self._ctor(call.func)
+            custom = self._layer_pad(ctor) if ctor is not None else None
+            tensor = get_arg(call, "inputs", 0)
+            if custom is None or tensor is None:
+                return None
+            return custom[0], tensor.value, custom[2], None
+        if found[1] not in ZERO_PADDING_LAYERS:
             return None
         ctor, lname = found
         n = ZERO_PADDING_LAYERS[lname]
@@ -1080,6 +1140,30 @@ class PadBeforeConv(Rule):
             if not isinstance(m, str) or m.upper() != "CONSTANT":
                 problem = f"{m.upper() if isinstance(m, str) else 'a non-constant'} mode is not zero padding"
         return helper, tensor.value if tensor else None, None, problem
+
+    def _layer_pad(self, ctor: cst.Call) -> _HelperPad | None:
+        """``Pad(1)``: a layer class of this file whose ``call`` returns a zero pad of its
+        input. A REFLECT / SYMMETRIC pad has no 'same' equivalent and stays out."""
+        ctx = self.ctx
+        rets = ctx.layer_call_returns(ctor)
+        if not rets or not isinstance(ctor.func, cst.Name):
+            return None
+        infos = []
+        for ret in rets:
+            origins = ctx.origins(ret)
+            if not origins or any(o.name not in _PADS or o.via or o.conditional for o in origins):
+                return None
+            for o in origins:
+                scopes = ctx.scopes_of(o.call)
+                info = self._pad(o.call, scopes=scopes)
+                if info is None or info[3] is not None or not isinstance(info[1], cst.Name):
+                    return None
+                b = ctx.lookup(info[1].value, scopes)  # the pad's input is the layer's input
+                if b is None or b.kind != "param":
+                    return None
+                infos.append(info)
+        pairs = infos[0][2] if all(i[2] == infos[0][2] for i in infos) else None
+        return ctor.func.value, None, pairs, None
 
     @staticmethod
     def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:

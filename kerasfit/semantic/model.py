@@ -433,6 +433,19 @@ class FileContext:
         sets, factories traversed), else None."""
         return built_layer_at(self, call)
 
+    def layer_call_returns(self, ctor: cst.Call) -> list[cst.BaseExpression] | None:
+        """For ``MyLayer(..)``, a call of a class of this file that defines ``call``: what
+        that ``call`` method returns (the layer's output when applied), else None."""
+        if not isinstance(ctor.func, cst.Name):
+            return None
+        b = self.lookup(ctor.func.value, self.scopes_of(ctor))
+        if b is None or b.kind != "class" or not isinstance(b.node, cst.ClassDef):
+            return None
+        for stmt in b.node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "call":
+                return list(_returns(stmt))
+        return None
+
     def ops_fed(self, call: cst.Call) -> list[Layer]:
         """For ``wrapper(x, ..)``, a call of a project function (same file or another file
         of the tree): the framework ops it applies directly to ``x`` (``tf.nn.conv2d(x, ..)``,
