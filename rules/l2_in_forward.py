@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from textwrap import dedent
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -16,6 +17,7 @@ from kerasfit.ruleapi import (
     REGULARIZATION_LOSS_CALLS,
     Remove,
     Rule,
+    UNKNOWN,
     WEIGHT_REGULARIZER_ARGS,
     dotted_name,
     get_arg,
@@ -112,6 +114,42 @@ class L2InForward(Rule):
         "from tensorflow.keras import layers\ndef l2(x):\n    return None\nx = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)\n",
     )
     INVALID = (
+        # the coefficient is a parameter with no default: the penalty is paid whatever it is
+        Invalid(
+            dedent("""\
+                import keras
+
+                def build(x, l2_weight):
+                    e = keras.layers.Embedding(1000, 64, embeddings_regularizer=keras.regularizers.L2(l2_weight))(x)
+                    return keras.layers.Dense(64, kernel_regularizer=keras.regularizers.l2(l2_weight))(e)
+                """),
+            message_contains="coefficient from `l2_weight`",
+            count=2,
+        ),
+        # a regularizer factory bound to another name, called later with a default every caller overrides
+        Invalid(
+            dedent("""\
+                from tensorflow.keras import layers, regularizers
+
+                def head(x, weight_decay=1e-4):
+                    reg = regularizers.l2
+                    return layers.Dense(10, kernel_regularizer=reg(weight_decay))(x)
+
+                logits = head(features, weight_decay=5e-4)
+                """),
+            message_contains="coefficient from `weight_decay`",
+        ),
+        # values from a hyper-parameter dict
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def block(x, params):
+                    return tf.keras.layers.SeparableConv2D(
+                        32, 3, pointwise_regularizer=tf.keras.regularizers.l2(params["weight_decay"]))(x)
+                """),
+            message_contains="coefficient from `params[\"weight_decay\"]`",
+        ),
         Invalid(
             "import tensorflow as tf\n\ndef loss_fn(model, ce):\n"
             "    return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])\n",
@@ -219,8 +257,10 @@ class L2InForward(Rule):
             self._collect_regularizers(node)
 
     def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
-                            fix_arg: cst.Arg | None) -> None:
-        if lam is None:
+                            fix_arg: cst.Arg | None, source: str | None = None) -> None:
+        if source is not None:  # the coefficient is a parameter / setting: whatever it is, the cost is paid
+            penalty, decay = f"an L2 penalty (coefficient from `{source}`)", ""
+        elif lam is None:
             penalty, decay = "an L2 penalty", ""
         else:
             penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
@@ -309,7 +349,7 @@ class L2InForward(Rule):
         info = self._l2(value)
         if info is not None:
             text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-            self._report_regularizer(value, kw, text, info[0], info[1], None)
+            self._report_regularizer(value, kw, text, info[0], info[1], None, self._coefficient_source(value))
 
     def _collect_regularizers(self, call: cst.Call) -> None:
         for a in call.args:
@@ -329,11 +369,11 @@ class L2InForward(Rule):
             if shared is None:
                 # an inline regularizer: this site is the occurrence
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-                self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
+                self._report_regularizer(value, a.keyword.value, text, lam, factor, a, self._coefficient_source(value))
                 continue
             # a shared regularizer is reported once, at its definition, by its first use
             if self._first_use(shared, value) is a:
-                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None)
+                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None, self._coefficient_source(value))
 
     def _first_use(self, name: str, value: cst.BaseExpression) -> cst.Arg | None:
         """The first argument in the file (source order) that passes ``name``, bound to
@@ -358,6 +398,23 @@ class L2InForward(Rule):
             if best is None or at < best[0]:
                 best = (at, arg)
         return best[1] if best is not None else None
+
+    def _coefficient_source(self, value: cst.BaseExpression) -> str | None:
+        """``l2(l2_weight)`` with ``l2_weight`` a parameter (its default, if any, may be
+        overridden by every caller) or ``l2(params["wd"])``: the spelling the coefficient
+        comes from, else None (a constant, folded to a number)."""
+        if not isinstance(value, cst.Call) or not value.args:
+            return None
+        first = value.args[0]
+        if first.keyword is not None and first.keyword.value not in ("l2", "scale", "l"):
+            return None
+        arg = first.value
+        if isinstance(arg, cst.Name):
+            b = self.ctx.lookup(arg.value, self.ctx.scopes_of(arg))
+            return arg.value if b is not None and b.kind == "param" else None
+        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.const(arg) in (None, UNKNOWN):
+            return re.sub(r"\s+", "", self.ctx.module.code_for_node(arg))
+        return None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""

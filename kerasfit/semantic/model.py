@@ -284,11 +284,15 @@ class FileContext:
             return None
         head, _, rest = dotted.partition(".")
         if head in self.module_shadowed and head not in self.imports:
-            renamed = self._renamed_layer(head)
+            renamed = self._renamed_layer(head) or self._alias(head, self.module)
             if renamed is not None:
                 return f"{renamed}.{rest}" if rest else renamed
             return self._injected(head, rest)
         if self._locally_rebound(head):
+            fn = next((s for s in reversed(self.stack) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            alias = self._alias(head, fn) if fn is not None else None
+            if alias is not None:
+                return f"{alias}.{rest}" if rest else alias
             return self._injected(head, rest)
         base = self.imports.get(head)
         if base is None:
@@ -317,9 +321,13 @@ class FileContext:
         return False
 
     def _module_alias(self, name: str) -> str | None:
-        """``Conv = tf.keras.layers.Conv2D`` at module level makes Conv an alias."""
-        bindings = self.scope_index(self.module).bindings.get(name)
-        if not bindings or len(bindings) != 1 or bindings[0].value is None:
+        return self._alias(name, self.module)
+
+    def _alias(self, name: str, scope: ScopeNode) -> str | None:
+        """``Conv = tf.keras.layers.Conv2D`` / ``reg = regularizers.l2``, bound once in
+        ``scope``, makes the name an alias of what the file imports."""
+        bindings = self.scope_index(scope).bindings.get(name)
+        if not bindings or len(bindings) != 1 or bindings[0].value is None or bindings[0].kind != "assign":
             return None
         value = bindings[0].value
         if isinstance(value, (cst.Name, cst.Attribute)):
