@@ -114,6 +114,18 @@ class L2InForward(Rule):
         "from tensorflow.keras import layers\ndef l2(x):\n    return None\nx = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)\n",
     )
     INVALID = (
+        # slim's arg_scope default, with `regularizers` from the tf_slim package
+        Invalid(
+            dedent("""\
+                import tf_slim as slim
+                from tf_slim.layers import regularizers
+
+                def net(images, wd):
+                    with slim.arg_scope([slim.conv2d], weights_regularizer=regularizers.l2_regularizer(wd)):
+                        return slim.conv2d(images, 64, [3, 3])
+                """),
+            message_contains="`weights_regularizer=regularizers.l2_regularizer(wd)` adds an L2 penalty (coefficient from `wd`)",
+        ),
         # the coefficient is a parameter with no default: the penalty is paid whatever it is
         Invalid(
             dedent("""\

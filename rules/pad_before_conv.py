@@ -66,6 +66,8 @@ _SPECS: dict[str, _ConvSpec] = {
     "tf.nn.conv3d": _NN,
     "tf.nn.depthwise_conv2d": _NN,
     "tf.nn.atrous_conv2d": _NN_OTHER,
+    # slim / tf.contrib.layers: conv2d(inputs, num_outputs, kernel_size, stride=1, padding='SAME', data_format, rate)
+    "tf.contrib.layers.conv2d": _ConvSpec(("kernel_size", 2), ("stride", 3), ("padding", 4), ("rate", 6), ("data_format", 5), "SAME", True),
     "tf.nn.separable_conv2d": _ConvSpec(None, ("strides", None), ("padding", 4), ("dilations", None), ("data_format", None), None, True),
 }
 _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
@@ -322,6 +324,27 @@ class PadBeforeConv(Rule):
             """),
     )
     INVALID = (
+        # TensorFlow's internal op modules and contrib's layers module, as library code imports them
+        Invalid(
+            dedent("""\
+                from tensorflow.python.ops import array_ops, nn_ops
+                from tensorflow.contrib.layers.python.layers import layers as layers_lib
+
+                def stem(x, w):
+                    y = nn_ops.conv2d(array_ops.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 2, 2, 1], "VALID")
+                    z = array_ops.pad(y, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return layers_lib.conv2d(z, 64, 3, padding="VALID")
+                """),
+            expected_fix=dedent("""\
+                from tensorflow.python.ops import array_ops, nn_ops
+                from tensorflow.contrib.layers.python.layers import layers as layers_lib
+
+                def stem(x, w):
+                    y = nn_ops.conv2d(array_ops.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 2, 2, 1], "VALID")
+                    return layers_lib.conv2d(y, 64, 3, padding="SAME")
+                """),
+            count=2,
+        ),
         # a layer class whose `call` is a zero pad, before a 'valid' conv in a Sequential list
         Invalid(
             dedent("""\

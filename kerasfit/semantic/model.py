@@ -20,6 +20,7 @@ from ..symbols import (
     STEP_FN_TAKERS,
     canonical,
     flavour,
+    import_spelling,
     is_input_pipeline,
     is_model_building,
     is_tpu_symbol,
@@ -218,12 +219,12 @@ class FileContext:
         for stmt in self._all_import_statements():
             if isinstance(stmt, cst.Import):
                 for alias in stmt.names:
-                    full = _module_dotted(alias.name)
+                    full = import_spelling(_module_dotted(alias.name))
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         self.imports[alias.asname.name.value] = full
                     else:
-                        top = full.split(".")[0]
-                        self.imports[top] = top
+                        top = _module_dotted(alias.name).split(".")[0]
+                        self.imports[top] = import_spelling(top)
             elif isinstance(stmt, cst.ImportFrom):
                 if isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
                     self._star_import(_module_dotted(stmt.module))
@@ -231,7 +232,7 @@ class FileContext:
                 if stmt.relative or isinstance(stmt.names, cst.ImportStar):
                     self._relative_import(stmt)
                     continue
-                mod = _module_dotted(stmt.module)
+                mod = import_spelling(_module_dotted(stmt.module))
                 for alias in stmt.names:
                     obj = _module_dotted(alias.name)
                     local = obj
