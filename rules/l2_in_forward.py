@@ -25,6 +25,7 @@ from kerasfit.ruleapi import (
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
+_FLATTENERS = {"tf.concat", "keras.ops.concatenate", "tf.stack", "keras.ops.stack", "tf.reshape", "keras.ops.reshape"}
 _SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
 _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
@@ -114,6 +115,37 @@ class L2InForward(Rule):
         "from tensorflow.keras import layers\ndef l2(x):\n    return None\nx = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)\n",
     )
     INVALID = (
+        # over a filtered copy of the trainable variables, kept under a name that says nothing
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def loss_fn(model, ce, wd):
+                    vs = [v for v in model.trainable_variables if "bias" not in v.name]
+                    return ce + wd * tf.add_n([tf.nn.l2_loss(x) for x in vs])
+                """),
+            message_contains="`tf.nn.l2_loss` over the weights",
+        ),
+        # a custom step run by a distribution strategy: L2 over a concat of the flattened variables
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def train(strategy, model, optimizer, weight_decay, dataset):
+                    @tf.function
+                    def step_fn(images, labels):
+                        with tf.GradientTape() as tape:
+                            loss = tf.reduce_mean(tf.square(model(images, training=True) - labels))
+                            flat = tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], axis=0)
+                            loss += weight_decay * tf.nn.l2_loss(flat)
+                        grads = tape.gradient(loss, model.trainable_variables)
+                        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+                    for images, labels in dataset:
+                        strategy.run(step_fn, args=(images, labels))
+                """),
+            message_contains="`tf.nn.l2_loss` over the weights",
+        ),
         # slim's arg_scope default, with `regularizers` from the tf_slim package
         Invalid(
             dedent("""\
@@ -322,14 +354,43 @@ class L2InForward(Rule):
                     fors.append(anc)
                 for f in fors:
                     if isinstance(f.target, cst.Name) and f.target.value == expr.value:
-                        it = f.iter
-                        src = dotted_name(it.func if isinstance(it, cst.Call) else it) or ""
-                        return bool(_COLLECTIONISH.search(src))
+                        return self._collection(f.iter)
             b = self.ctx.lookup(expr.value)
             if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
                 if self.ctx.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
                     return True
+                if self._flattened_weights(b.value):
+                    return True
         return bool(_WEIGHTISH.search(last))
+
+    def _collection(self, it: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether a loop iterates over a variable collection (``model.trainable_variables``,
+        ``tf.trainable_variables()``), also through a name bound to one or to a filtered copy
+        (``vs = [v for v in model.trainable_weights if "bn" not in v.name]``)."""
+        src = dotted_name(it.func if isinstance(it, cst.Call) else it) or ""
+        if _COLLECTIONISH.search(src):
+            return True
+        if isinstance(it, cst.Name) and depth < 3:
+            b = self.ctx.lookup(it.value, self.ctx.scopes_of(it))
+            value = b.value if b is not None and b.kind == "assign" else None
+            if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                return self._collection(value.for_in.iter, depth + 1)
+            if value is not None:
+                return self._collection(value, depth + 1)
+        return False
+
+    def _flattened_weights(self, value: cst.Call, depth: int = 0) -> bool:
+        """``tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], 0)``: every
+        weight flattened into one tensor (reshape / concat / stack over a variable collection)."""
+        name = self.ctx.call_name(value)
+        if name not in _FLATTENERS or not value.args or depth > 3:
+            return False
+        first = value.args[0].value
+        if isinstance(first, (cst.ListComp, cst.GeneratorExp)):
+            return self._collection(first.for_in.iter)
+        if isinstance(first, cst.Call):
+            return self._flattened_weights(first, depth + 1)
+        return False
 
     def _check_losses_sum(self, call: cst.Call, arg: cst.BaseExpression) -> None:
         if not (isinstance(arg, cst.Attribute) and arg.attr.value == "losses"):
