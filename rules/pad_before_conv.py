@@ -322,8 +322,30 @@ class PadBeforeConv(Rule):
             def block(x, w):
                 return conv_relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), w)
             """),
+        # the same signature with 'same' padding: the pad is a deliberate extra border
+        dedent("""\
+            import tensorflow as tf
+            from tensorlayer.layers import conv2d
+
+            def down(x):
+                x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return conv2d(x, 64, kernel_size=3, strides=2, padding="SAME")
+            """),
     )
     INVALID = (
+        # a conv from a layer library kerasfit cannot see into, known by its keywords;
+        # the pad spelled with keywords
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+                from tensorlayer.layers import conv2d
+
+                def down(x):
+                    x = tf.pad(tensor=x, paddings=[[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return conv2d(x, 64, kernel_size=3, strides=2, padding="VALID")
+                """),
+            message_contains="`conv2d` is a conv by its signature",
+        ),
         # TensorFlow's internal op modules and contrib's layers module, as library code imports them
         Invalid(
             dedent("""\
@@ -676,7 +698,7 @@ class PadBeforeConv(Rule):
                 order = applied_in_order(self.ctx, node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
-            if isinstance(node.func, (cst.Name, cst.Attribute)) and self._wrapped(node):
+            if isinstance(node.func, (cst.Name, cst.Attribute)) and (self._wrapped(node) or self._by_signature(node)):
                 return
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
@@ -769,6 +791,29 @@ class PadBeforeConv(Rule):
                 self._report_factory(pad, conv, conditional, applied=True)
                 return True
         return False
+
+    def _by_signature(self, call: cst.Call) -> bool:
+        """``conv_layer(fixed_padding(x, k), 64, kernel_size=k, strides=s, padding="VALID")``: a
+        callee kerasfit cannot see into (a third-party layer library) that takes a conv's
+        keywords — a kernel size, strides and a 'valid' padding — fed a pad."""
+        kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
+        if "kernel_size" not in kws or "padding" not in kws or not ({"strides", "stride"} & set(kws)):
+            return False
+        values = self.ctx.possible_values(kws["padding"].value)
+        if not values or not all(isinstance(v, str) for v in values) or "VALID" not in {v.upper() for v in values}:
+            return False
+        # the input is one of the first positional arguments (tensorpack names the layer first)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star][:2]
+        found = next((f for f in map(self._find_pad, positional) if f is not None), None)
+        if found is None:
+            return False
+        pad, conditional = found
+        callee = dotted_name(call.func) or "the callee"
+        why = f"`{callee}` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"
+        if conditional:
+            why += "; the pad is conditional"
+        self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}")
+        return True
 
     def _sequence(self, seq: cst.Call) -> None:
         """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""

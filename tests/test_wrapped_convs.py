@@ -88,3 +88,32 @@ def test_two_hop_closure_into_a_project_conv(tmp_path):
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
     assert "`tf.pad` feeds a 'valid' `Conv2D`" in found[0][2]
+
+
+def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
+    _write(tmp_path, {
+        "layers_util.py": """
+            import tensorflow as tf
+
+            def fixed_padding(inputs, kernel_size):
+                pad_total = kernel_size - 1
+                pad_beg = pad_total // 2
+                return tf.pad(inputs, [[0, 0], [pad_beg, pad_total - pad_beg], [pad_beg, pad_total - pad_beg], [0, 0]])
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from layers_util import fixed_padding
+            from tensorpack import Conv2D
+
+            def block(x, k, s):
+                x = fixed_padding(x, k)
+                return Conv2D("conv", x, 64, kernel_size=k, strides=s, padding="VALID")
+
+            def same(x, k, s):
+                x = fixed_padding(x, k)
+                return Conv2D("conv", x, 64, kernel_size=k, strides=s, padding="SAME")
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 7)]
+    assert "`Conv2D` is a conv by its signature" in found[0][2]
