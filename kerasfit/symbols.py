@@ -63,6 +63,9 @@ def import_spelling(module: str) -> str:
     return f"{new}{dot}{rest}" if new is not None else module
 
 
+# absl / tf.compat.v1.flags definers: ``DEFINE_integer("batch_size", 64, "..")``.
+FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
+
 # Keras sub-namespaces whose public members are re-exported at the family root:
 # keras.layers.convolutional.Conv2D -> keras.layers.Conv2D.
 _FAMILIES = ("layers", "regularizers", "optimizers", "ops", "backend", "losses", "activations", "mixed_precision")

@@ -131,6 +131,20 @@ class ChannelMultiple(Rule):
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
+        # Dense widths from a module-level constant list, walked in a loop
+        Invalid(
+            dedent("""\
+                from keras import layers
+
+                HIDDEN = [256, 100]
+
+                def mlp(x):
+                    for units in HIDDEN:
+                        x = layers.Dense(units, activation="relu")(x)
+                    return x
+                """),
+            message_contains="`Dense` built in a loop with `units` = 100 units",
+        ),
         Invalid(
             "import tensorflow as tf\nx = tf.keras.layers.Dense(100, activation='relu')(x)\n",
             expected_fix="import tensorflow as tf\nx = tf.keras.layers.Dense(104, activation='relu')(x)\n",
@@ -245,7 +259,10 @@ class ChannelMultiple(Rule):
                 self._check_call_sites(call, name, fn, expr.value, unit)
                 return
         v = self.ctx.int_const(expr)
-        if v is None or v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v is None:
+            self._check_iterated(call, name, expr, unit)
+            return
+        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
             return
         if depends_on_param(self.ctx, expr):
             return
@@ -275,6 +292,24 @@ class ChannelMultiple(Rule):
         src = dotted_name(expr)
         why = f"`{src}` may size other tensors too" if src else "it is computed"
         self.report(expr, f"`{short}`: {where}; {advice} (not auto-fixed: {why})")
+
+    def _check_iterated(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
+        """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
+        reported (and fixed) at the element."""
+        elements = self.ctx.iterated_elements(expr)
+        m = self.ctx.target.channel_multiple
+        for el in elements or ():
+            v = self.ctx.int_const(el)
+            if v is None or v <= 4 or v % m == 0 or id(el) in self._reported_sites:
+                continue  # (a width of 4 or less is a task's output, not a hidden width)
+            self._reported_sites.add(id(el))
+            pad, rounded, waste = self._numbers(v)
+            src = self.ctx.module.code_for_node(expr)
+            where = (f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which pad to {pad} on "
+                     f"{self.ctx.target.name} ({waste}% of the padded work wasted)")
+            advice = f"round up to {rounded} (a multiple of {m})" + (f", or {pad} to fill the MXU" if pad != rounded else "")
+            fix = self.make_fix(Replace(el, cst.Integer(str(rounded)))) if isinstance(el, cst.Integer) else None
+            self.report(el, f"{where}; {advice}", fix=fix)
 
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the

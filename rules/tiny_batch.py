@@ -107,6 +107,17 @@ class TinyBatch(Rule):
             """),
     )
     INVALID = (
+        # a TPU set up through Keras 3's keras.distribution
+        Invalid(
+            dedent("""\
+                import keras
+
+                devices = keras.distribution.list_devices("tpu")
+                keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+                model.fit(x, y, batch_size=16)
+                """),
+            message_contains="Global batch 16",
+        ),
         Invalid(
             "import tensorflow as tf\nstrategy = tf.distribute.TPUStrategy(resolver)\n"
             "PER_REPLICA = 16\n"

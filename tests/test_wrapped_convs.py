@@ -117,3 +117,64 @@ def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 7)]
     assert "`Conv2D` is a conv by its signature" in found[0][2]
+
+
+# ---- settings in another module (issue 21, class 4) ----------------------------------
+def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, str]]:
+    res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=[select]), use_cache=False, jobs=1))
+    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+
+
+def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path):
+    _write(tmp_path, {
+        "tpu_lib.py": """
+            import tensorflow as tf
+
+            def _resolver(name):
+                return tf.distribute.cluster_resolver.TPUClusterResolver(name)
+
+            def get_strategy(name=None):
+                resolver = _resolver(name)
+                tf.config.experimental_connect_to_cluster(resolver)
+                return tf.distribute.experimental.TPUStrategy(resolver)
+        """,
+        "flags_def.py": """
+            from absl import flags
+
+            flags.DEFINE_integer("batch_size", 32, "global batch")
+        """,
+        "train.py": """
+            import tensorflow as tf
+            from absl import flags
+            import flags_def
+            from tpu_lib import get_strategy
+
+            FLAGS = flags.FLAGS
+
+            def main(_):
+                strategy = get_strategy()
+                return tf.data.Dataset.range(10).batch(FLAGS.batch_size, drop_remainder=True)
+        """,
+        # the same without a TPU anywhere: nothing to say
+        "gpu_lib.py": """
+            import tensorflow as tf
+
+            def get_strategy():
+                return tf.distribute.MirroredStrategy()
+        """,
+        "gpu_train.py": """
+            import tensorflow as tf
+            from absl import flags
+            import flags_def
+            from gpu_lib import get_strategy
+
+            FLAGS = flags.FLAGS
+
+            def main(_):
+                strategy = get_strategy()
+                return tf.data.Dataset.range(10).batch(FLAGS.batch_size, drop_remainder=True)
+        """,
+    })
+    found = _codes(tmp_path, "train.py", "gpu_train.py", select="KF203")
+    assert [(f, r) for f, r, _ in found] == [("train.py", 11)]
+    assert "Global batch 32" in found[0][2]

@@ -148,6 +148,26 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return out
 
 
+def project_flag_default(ctx: FileContext, name: str) -> cst.BaseExpression | None:
+    """The literal default of absl flag ``name`` defined in a project module the file
+    imports, as an expression (a number, string or bool), else None."""
+    facts = _facts(ctx)
+    expr = ctx.project.flag_default(facts, name) if facts is not None else None
+    if not isinstance(expr, ast.Constant) or not isinstance(expr.value, (int, float, str, bool)):
+        return None
+    return cst.parse_expression(repr(expr.value))
+
+
+def project_makes_tpu(ctx: FileContext, call: cst.Call) -> bool:
+    """``strategy = tpu_lib.get_strategy()``: a call of a project function of another
+    module that sets up a TPU (see :meth:`ProjectIndex.makes_tpu`)."""
+    dotted = dotted_name(call.func)
+    if dotted is None or dotted.split(".")[0] not in ctx.imports or ctx.call_name_anywhere(call) is not None:
+        return False
+    facts = _facts(ctx)
+    return facts is not None and ctx.project.makes_tpu(facts, dotted)
+
+
 def _facts(ctx: FileContext) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
     caches = ctx.caches

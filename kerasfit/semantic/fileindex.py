@@ -8,7 +8,7 @@ import libcst as cst
 from .nodes import ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
-_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
+from ..symbols import FLAG_DEFINERS as _FLAG_DEFINERS
 
 
 class FileIndex:

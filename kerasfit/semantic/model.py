@@ -39,7 +39,7 @@ from .nodes import (
     string_value,
 )
 
-from .bridge import built_layer_at, ops_fed_at
+from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu
 from .caches import ModelCaches
 from .fileindex import FileIndex
 from .index import ProjectIndex
@@ -580,6 +580,31 @@ class FileContext:
                 return (bs[0] if len(bs) == 1 else None), scopes[i:]
         return None, ()
 
+    def iterated_elements(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """``units`` in ``for units in HIDDEN:`` (or ``HIDDEN[i]`` with ``i`` a loop
+        variable), ``HIDDEN`` a list or tuple literal, maybe bound once elsewhere (a
+        module constant): the literal's elements, each a value ``node`` takes; else None."""
+        scopes = self.scopes_of(node)
+        if isinstance(node, cst.Name):
+            b = self.lookup(node.value, scopes)
+            loop = b.node if b is not None and b.kind == "other" else None
+            if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value == node.value:
+                return self._literal_elements(loop.iter)
+        elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value
+            b = self.lookup(index.value, scopes) if isinstance(index, cst.Name) else None
+            if b is not None and b.kind == "other" and isinstance(b.node, cst.For):
+                return self._literal_elements(node.value)
+        return None
+
+    def _literal_elements(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        if isinstance(node, cst.Name):
+            b = self.lookup(node.value, self.scopes_of(node))
+            node = b.value if b is not None and b.kind == "assign" and b.value is not None else node
+        if isinstance(node, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return [e.value for e in node.elements]
+        return None
+
     def binding_value(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         """For a Name bound once to an expression in a visible scope, that expression."""
         if isinstance(node, cst.Name):
@@ -941,6 +966,10 @@ class FileContext:
 
     def _flag_default(self, name: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
         defs = self.index.flag_defaults.get(name, ())
+        if not defs:
+            # defined in a project module this file imports (a shared flags module)
+            default = project_flag_default(self, name)
+            return [(default, (self.module,))] if default is not None else []
         return list(defs) if len(defs) == 1 else []
 
     def _subscript_candidates(self, node: cst.Subscript, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
@@ -1334,11 +1363,20 @@ _DRIVER_METHODS = frozenset(
 
 
 def _uses_tpu(ctx: FileContext) -> bool:
-    if "tpu" not in ctx.source.lower():
-        return False
+    low = ctx.source.lower()
+    if "tpu" not in low:
+        # a helper of another module may make the TPU strategy the file uses
+        return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
     for call, _ in ctx.index.calls:
         raw = ctx.raw_name_anywhere(call.func)
         if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+            return True
+        if raw and canonical(raw).startswith("keras.distribution."):
+            # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
+            if any(isinstance(v, str) and v.lower().startswith("tpu") for v in (ctx.const(a.value) for a in call.args)):
+                return True
+    for call, _ in ctx.index.calls:
+        if project_makes_tpu(ctx, call):  # a strategy made by a helper of another module
             return True
     return False
 
