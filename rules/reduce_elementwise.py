@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from textwrap import dedent
+
 import libcst as cst
 
 from kerasfit.ruleapi import (
@@ -11,6 +13,7 @@ from kerasfit.ruleapi import (
     Rule,
     SCALE_CALLS,
     Severity,
+    name_loads,
     number,
 )
 
@@ -89,8 +92,39 @@ class ReduceElementwise(Rule):
         "        mean_loss = -tf.reduce_mean(per_example_loss) * 0.5\n"
         "        return {'loss': tf.metrics.mean(mean_loss)}\n"
         "    return tf.estimator.tpu.TPUEstimatorSpec(mode, eval_metrics=(metric_fn, [loss, w]))\n",
+        # a weighted mean: the denominator is a tensor, and the sum is read twice
+        dedent("""\
+            import tensorflow as tf
+
+            def masked_loss(per_example, weights):
+                numerator = tf.reduce_sum(weights * per_example)
+                denominator = tf.reduce_sum(weights) + 1e-5
+                tf.summary.scalar("numerator", numerator)
+                return numerator / denominator, numerator * 0.5
+            """),
     )
     INVALID = (
+        # a hand-written loss: the sum in one statement, its scaling in the next
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def loss_fn(labels, logits):
+                    ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+                    return ce * 0.5
+                """),
+            message_contains="a reduction of another statement or scaling",
+        ),
+        # a constant scaling after a normalisation by a tensor
+        Invalid(
+            dedent("""\
+                import tensorflow as tf
+
+                def box_loss(true_xy, pred_xy, mask, nb_boxes):
+                    return tf.reduce_sum(tf.square(true_xy - pred_xy) * mask) / (nb_boxes + 1e-6) / 2.
+                """),
+            message_contains="`/` after `reduce_sum`",
+        ),
         Invalid(
             "import tensorflow as tf\nloss = tf.reduce_sum(per_example) * (1.0 / 1024)\n",
             expected_fix="import tensorflow as tf\nloss = tf.reduce_sum(per_example * (1.0 / 1024))\n",
@@ -139,10 +173,35 @@ class ReduceElementwise(Rule):
         return expr, kind, arg
 
     def _scalable(self, kind: str, const: cst.BaseExpression) -> bool:
+        # a numeric constant only: a weighted mean's denominator (``tf.reduce_sum(w) + eps``)
+        # is a tensor, and dividing by it after the sum is what the mean is
         v = number(self.ctx, const)
         if v is None:
             return False
         return kind == "linear" or v > 0
+
+    def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of the one assignment that reaches ``name``, else None."""
+        bindings = self.ctx.reaching_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign":
+            return None
+        return bindings[0].value
+
+    def _split_reduction(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """A reduction reached through statements or a scaling chain: ``r = tf.reduce_sum(x)``
+        then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
+        if isinstance(expr, cst.Name):
+            bound = self._bound_once(expr)
+            scope = self.ctx.callable_of(expr) or self.ctx.module
+            if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
+                return None
+            return self._reduction(bound)[0]  # type: ignore[index]
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            # (when the inner operand is a constant too, the inner scaling is the finding)
+            hit = self._reduction(expr.left)
+            if hit is not None and hit[1] == "linear" and not self._scalable(hit[1], expr.right):
+                return hit[0]
+        return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         op = node.operator
@@ -152,7 +211,13 @@ class ReduceElementwise(Rule):
             if isinstance(op, cst.Divide) and not red_left:
                 continue  # c / reduce(x) does not move
             hit = self._reduction(red_side)
-            if hit is None or not self._scalable(hit[1], other):
+            if hit is None:
+                split = self._split_reduction(red_side)
+                if split is not None and self._scalable("linear", other):
+                    self._report_split(node, split)
+                    return
+                continue
+            if not self._scalable(hit[1], other):
                 continue
             call, _, arg = hit
             inner = arg.value
@@ -193,6 +258,19 @@ class ReduceElementwise(Rule):
                 return
             new_input = node.with_changes(args=[first.with_changes(value=arg.value), node.args[1]])
         self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
+
+    def _report_split(self, outer: cst.BinaryOperation, call: cst.Call) -> None:
+        """The scaling and its reduction are apart (another statement, or another scaling in
+        between): found, never rewritten."""
+        if self.ctx.role_of(outer) == "input" or self.ctx.is_host_function(self.ctx.callable_of(outer)):
+            return
+        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        op = "*" if isinstance(outer.operator, cst.Multiply) else "/"
+        self.report(
+            outer,
+            f"`{op}` after `{red}` (a reduction of another statement or scaling): reductions fuse elementwise ops into their input, "
+            "not their output — scale inside the reduction (not auto-fixed: the scaling is apart from the reduction)",
+        )
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
         if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):

@@ -1200,6 +1200,15 @@ class FileContext:
                 return node
         return None
 
+    def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda around ``node``, else None (module level)."""
+        return next((s for s in self.index.scopes_of(node) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+
+    def role_of(self, node: cst.CSTNode) -> str:
+        """:meth:`function_role` of the code around ``node``; 'module' at module level."""
+        f = self.callable_of(node)
+        return "module" if f is None else self.function_role(f)
+
     def role(self) -> str:
         """:meth:`function_role` of the code being visited; 'module' at module level."""
         f = self.enclosing_callable()
