@@ -1214,6 +1214,8 @@ class PadBeforeConv(Rule):
         input. A REFLECT / SYMMETRIC pad has no 'same' equivalent and stays out."""
         ctx = self.ctx
         rets = ctx.layer_call_returns(ctor)
+        if rets is None and ctx.call_name(ctor) is None and ctx.imported_zero_pad_layer(ctor):
+            return dotted_name(ctor.func) or "pad", None, None, None
         if not rets or not isinstance(ctor.func, cst.Name):
             return None
         infos = []

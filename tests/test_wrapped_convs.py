@@ -178,3 +178,29 @@ def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path)
     found = _codes(tmp_path, "train.py", "gpu_train.py", select="KF203")
     assert [(f, r) for f, r, _ in found] == [("train.py", 11)]
     assert "Global batch 32" in found[0][2]
+
+
+def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tmp_path):
+    _write(tmp_path, {
+        "pads.py": """
+            import tensorflow as tf
+
+            class ZeroPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+
+            class ReflectPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from pads import ZeroPad, ReflectPad
+
+            model = tf.keras.Sequential([ZeroPad(), tf.keras.layers.Conv2D(32, 3, strides=2)])
+            other = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3, strides=2)])
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 5)]
+    assert "`ZeroPad` feeds a 'valid' `Conv2D`" in found[0][2]

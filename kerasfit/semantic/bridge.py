@@ -158,6 +158,16 @@ def project_flag_default(ctx: FileContext, name: str) -> cst.BaseExpression | No
     return cst.parse_expression(repr(expr.value))
 
 
+def project_zero_pad_layer(ctx: FileContext, ctor: cst.Call) -> bool:
+    """``Pad(1)`` with ``Pad`` imported from another project module whose ``call`` is a
+    zero pad of its input (see :meth:`ProjectIndex.zero_pad_layer`)."""
+    dotted = dotted_name(ctor.func)
+    if dotted is None or dotted.split(".")[0] not in ctx.imports:
+        return False
+    facts = _facts(ctx)
+    return facts is not None and ctx.project.zero_pad_layer(facts, dotted)
+
+
 def project_makes_tpu(ctx: FileContext, call: cst.Call) -> bool:
     """``strategy = tpu_lib.get_strategy()``: a call of a project function of another
     module that sets up a TPU (see :meth:`ProjectIndex.makes_tpu`)."""

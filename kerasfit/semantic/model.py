@@ -39,7 +39,7 @@ from .nodes import (
     string_value,
 )
 
-from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu
+from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu, project_zero_pad_layer
 from .caches import ModelCaches
 from .fileindex import FileIndex
 from .index import ProjectIndex
@@ -454,6 +454,11 @@ class FileContext:
             if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "call":
                 return list(_returns(stmt))
         return None
+
+    def imported_zero_pad_layer(self, ctor: cst.Call) -> bool:
+        """``Pad(1)``, ``Pad`` a layer class of another project module whose ``call`` is a
+        zero pad of its input."""
+        return project_zero_pad_layer(self, ctor)
 
     def ops_fed(self, call: cst.Call) -> list[Layer]:
         """For ``wrapper(x, ..)``, a call of a project function (same file or another file
