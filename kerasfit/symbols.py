@@ -28,6 +28,7 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras._tf_keras.keras.", "keras."),
     # slim (tf.contrib.slim, and the tf_slim package, see IMPORT_SPELLINGS) and the
     # contrib.layers implementation modules re-export tf.contrib.layers' ops and regularizers
+    ("tf.contrib.keras.", "keras."),  # tf.keras before it left contrib (TF 1.3)
     ("tf.contrib.slim.layers.regularizers.", "tf.contrib.layers."),
     ("tf.contrib.slim.layers.layers.", "tf.contrib.layers."),
     ("tf.contrib.slim.layers.", "tf.contrib.layers."),
