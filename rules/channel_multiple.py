@@ -61,7 +61,9 @@ class ChannelMultiple(Rule):
     `output_dim=` too), and the output-channel dim of a `tf.nn.conv2d` kernel
     variable — that folds to a constant which is not a
     multiple of 8. The message says what the dim pads to on the selected target and
-    the share of the padded work that is wasted.
+    the share of the padded work that is wasted. A width taken from a list or tuple
+    literal walked by a loop (`for units in HIDDEN: Dense(units)`, `HIDDEN` maybe a module
+    constant) is reported at each element that is not a multiple (1–4 wide ones skipped).
 
     Output heads, whose width the task fixes, are reported at `info` severity and
     never fixed: the model's last layer (last element of a `Sequential`, last layer

@@ -44,10 +44,17 @@ class L2InForward(Rule):
     `REGULARIZATION_LOSSES` collection, and weight regularizers on layers:
     `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
     or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
-    `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
+    `tf.contrib.layers.l2_regularizer` / slim's (also as a `slim.arg_scope` default
+    `weights_regularizer=`; a factory bound to another name, `reg = regularizers.l2`, counts)
+    (on kernels, biases, depthwise/pointwise,
     recurrent, embedding and batch-norm weights, Keras 1's `W_regularizer` /
     `b_regularizer` / `U_regularizer` included; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
+
+    A coefficient that is a parameter or a setting (`l2(l2_weight)`, `l2(params["wd"])`) is
+    named, not folded from a default that callers override: the penalty costs the same
+    whatever the number. `tf.nn.l2_loss` counts over a variable collection, a filtered copy
+    of one under any name, or a concat of the flattened variables.
 
     Every occurrence is its own finding, with its own line and `# noqa`: an inline
     `kernel_regularizer=l2(WEIGHT_DECAY)` in fifty layers is fifty findings (count

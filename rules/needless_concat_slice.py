@@ -54,7 +54,8 @@ class NeedlessConcatSlice(Rule):
       `y = tf.concat([a, b], -1)` then `p, q = tf.split(y, 2, -1)` (warning);
     - static slicing, `tf.split`, `keras.ops.split` or `tf.unstack` of the last
       (feature) axis — `x[..., :3]`, `x[:, :, :, 0:16]`, `tf.split(x, 2, axis=-1)` —
-      in model or loss code (info: often necessary, but worth knowing the cost).
+      in model or loss code (info: often necessary, but worth knowing the cost), and
+      `tf.slice(x, [0, .., k], [-1, .., n])` that takes every dim whole but the last.
 
     Precision policy for the last-axis slices: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a

@@ -131,7 +131,12 @@ class PadBeforeConv(Rule):
     `fixed_padding(x, k)`, whose every return is a `tf.pad`), and layers kept in a list or
     dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
     repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
-    self.stem: x = layer(x)`) all count. Such findings are not auto-fixed.
+    self.stem: x = layer(x)`) all count, as do a project wrapper (this or another file, or a
+    closure) that applies a 'valid' conv to the padded argument (`_conv2d(ops.pad(x, 1), w,
+    padding="VALID")`), a layer class whose `call` is a zero pad of its input (`Pad(1)` in a
+    `Sequential` list; a REFLECT / SYMMETRIC one has no 'same' equivalent and is left out),
+    and a conv of a library kerasfit cannot see into, known by its keywords (`kernel_size=`,
+    `strides=`, `padding="VALID"`). Such findings are not auto-fixed.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 

@@ -39,6 +39,10 @@ class ReduceElementwise(Rule):
     positive constant). Only when the other operand is a numeric constant (a literal,
     a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
 
+    Also when the two are apart — the reduction bound in another statement and read only
+    there (`ce = tf.reduce_sum(..)` then `ce * 0.5`), or another scaling in between
+    (`tf.reduce_sum(x) / n / 2.`) — found, not rewritten.
+
     Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
     `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code, and host code (a
     TPUEstimator `metric_fn`, a `serving_input_fn`).
