@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
 # Bytes that any TF/Keras file must contain somewhere ("keras" covers tf_keras).
-PREFILTER_NEEDLES = (b"tensorflow", b"keras")
+PREFILTER_NEEDLES = (b"tensorflow", b"keras", b"tf_slim")
 # Jupyter notebooks: their code cells are checked as one module (kerasfit.notebook).
 SUFFIXES = (".py", ".pyi", ".ipynb")
 

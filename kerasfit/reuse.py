@@ -39,7 +39,7 @@ from typing import Any, Callable, Sequence
 import libcst as cst
 
 from .rule import Report, Rule
-from .semantic.fileindex import _FLAG_DEFINERS
+from .symbols import FLAG_DEFINERS
 from .semantic.index import ProjectIndex
 from .semantic.indexparts import Joined
 from .semantic.model import FileContext
@@ -108,7 +108,7 @@ def signature(stmt: cst.CSTNode) -> Signature:
             attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
             if attr == "dict":
                 binds.update(a.keyword.value for a in node.args if a.keyword is not None)  # type: ignore[attr-defined]
-            elif (attr in _FLAG_DEFINERS or attr == "setattr") and node.args:  # type: ignore[attr-defined]
+            elif (attr in FLAG_DEFINERS or attr == "setattr") and node.args:  # type: ignore[attr-defined]
                 i = 1 if attr == "setattr" else 0
                 if len(node.args) > i:  # type: ignore[attr-defined]
                     key = _string_name(node.args[i].value)  # type: ignore[attr-defined]

@@ -17,6 +17,7 @@ from .callargs import (
 )
 from .fixes import FixSpec, Remove, Replace
 from .semantic.model import FileContext
+from .semantic.summaries import Layer
 from .semantic.nodes import (
     UNKNOWN,
     ScopeNode,
@@ -106,6 +107,7 @@ __all__ = [
     "uses_of",
     "compute_dtype",
     "ScopeNode",
+    "Layer",
     "string_value",
     "Applicability",
     "BATCHNORM_LAYERS",

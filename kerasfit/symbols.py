@@ -26,10 +26,46 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
     ("tf_keras.", "keras."),
     ("keras.api.", "keras."),
     ("keras._tf_keras.keras.", "keras."),
+    # slim (tf.contrib.slim, and the tf_slim package, see IMPORT_SPELLINGS) and the
+    # contrib.layers implementation modules re-export tf.contrib.layers' ops and regularizers
+    ("tf.contrib.keras.", "keras."),  # tf.keras before it left contrib (TF 1.3)
+    ("tf.contrib.slim.layers.regularizers.", "tf.contrib.layers."),
+    ("tf.contrib.slim.layers.layers.", "tf.contrib.layers."),
+    ("tf.contrib.slim.layers.", "tf.contrib.layers."),
+    ("tf.contrib.slim.", "tf.contrib.layers."),
+    ("tf.contrib.layers.python.layers.regularizers.", "tf.contrib.layers."),
+    ("tf.contrib.layers.python.layers.layers.", "tf.contrib.layers."),
+    ("tf.contrib.layers.python.layers.", "tf.contrib.layers."),
+    # TensorFlow's internal modules behind the public ops (tensorflow/python/ops/*)
+    ("tf.python.ops.array_ops.", "tf."),
+    ("tf.python.ops.gen_array_ops.", "tf."),
+    ("tf.python.ops.math_ops.", "tf."),
+    ("tf.python.ops.gen_math_ops.", "tf."),
+    ("tf.python.ops.nn_ops.", "tf.nn."),
+    ("tf.python.ops.gen_nn_ops.", "tf.nn."),
+    ("tf.python.ops.nn_impl.", "tf.nn."),
+    ("tf.python.ops.nn.", "tf.nn."),
+    ("tf.python.layers.convolutional.", "tf.layers."),
+    ("tf.python.layers.layers.", "tf.layers."),
     ("tf.math.", "tf."),
     ("tf.linalg.matmul", "tf.matmul"),
     ("tf.compat.v1.", "tf."),
 )
+
+# Packages that are TensorFlow under another top-level name: an import of the key is
+# read as an import of the value (``import tf_slim as slim`` is ``tf.contrib.slim``).
+IMPORT_SPELLINGS: dict[str, str] = {"tf_slim": "tensorflow.contrib.slim"}
+
+
+def import_spelling(module: str) -> str:
+    """The dotted module an import names, with :data:`IMPORT_SPELLINGS` applied."""
+    head, dot, rest = module.partition(".")
+    new = IMPORT_SPELLINGS.get(head)
+    return f"{new}{dot}{rest}" if new is not None else module
+
+
+# absl / tf.compat.v1.flags definers: ``DEFINE_integer("batch_size", 64, "..")``.
+FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
 
 # Keras sub-namespaces whose public members are re-exported at the family root:
 # keras.layers.convolutional.Conv2D -> keras.layers.Conv2D.
@@ -243,6 +279,9 @@ WEIGHT_REGULARIZER_ARGS = (
     "W_regularizer",
     "b_regularizer",
     "U_regularizer",
+    # tf.contrib.layers / slim spellings (also as `slim.arg_scope` defaults)
+    "weights_regularizer",
+    "biases_regularizer",
 )
 REGULARIZATION_LOSS_CALLS = {"tf.losses.get_regularization_loss", "tf.losses.get_regularization_losses"}
 # Concatenations and splits (KF105): canonical -> (values kw, values index, axis kw, axis index, axis default).

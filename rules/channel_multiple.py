@@ -64,7 +64,9 @@ class ChannelMultiple(Rule):
     `output_dim=` too), and the output-channel dim of a `tf.nn.conv2d` kernel
     variable — that folds to a constant which is not a
     multiple of 8. The message says what the dim pads to on the selected target and
-    the share of the padded work that is wasted.
+    the share of the padded work that is wasted. A width taken from a list or tuple
+    literal walked by a loop (`for units in HIDDEN: Dense(units)`, `HIDDEN` maybe a module
+    constant) is reported at each element that is not a multiple (1–4 wide ones skipped).
 
     Output heads, whose width the task fixes, are reported at `info` severity and
     never fixed: the model's last layer (last element of a `Sequential`, last layer
@@ -182,6 +184,21 @@ class ChannelMultiple(Rule):
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
+        # Dense widths from a module-level constant list, walked in a loop
+        Invalid(
+            """
+                from keras import layers
+
+                HIDDEN = [256, 100]
+
+                def mlp(x):
+                    for units in HIDDEN:
+                        x = layers.Dense(units, activation="relu")(x)
+                    return x
+                """,
+            message_contains="`Dense` built in a loop with `units` = 100 units",
+            at=Range(3, 15, 3, 18),
+        ),
         Invalid(
             """
             import tensorflow as tf
@@ -417,7 +434,10 @@ class ChannelMultiple(Rule):
                 self._check_call_sites(call, name, fn, expr.value, unit)
                 return
         v = self.ctx.int_const(expr)
-        if v is None or v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v is None:
+            self._check_iterated(call, name, expr, unit)
+            return
+        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
             return
         if depends_on_param(self.ctx, expr):
             return
@@ -456,6 +476,25 @@ class ChannelMultiple(Rule):
         src = dotted_name(expr)
         why = f"`{src}` may size other tensors too" if src else "it is computed"
         self.report(expr, f"`{short}`: {where}; {advice} (not auto-fixed: {why})")
+
+    def _check_iterated(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
+        """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
+        reported (and fixed) at the element."""
+        elements = self.ctx.iterated_elements(expr)
+        m = self.ctx.target.channel_multiple
+        for el in elements or ():
+            v = self.ctx.int_const(el)
+            if v is None or v <= 4 or v % m == 0 or id(el) in self._reported_sites:
+                continue  # (a width of 4 or less is a task's output, not a hidden width)
+            self._reported_sites.add(id(el))
+            pad, rounded, waste = self._numbers(v)
+            src = self.ctx.module.code_for_node(expr)
+            where = (f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which pad to {pad} on "
+                     f"{self.ctx.target.name} ({waste}% of the padded work wasted)")
+            high = int(pad.split()[-1])
+            advice = f"round up to {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
+            fix = self.make_fix(Replace(el, cst.Integer(str(rounded)))) if isinstance(el, cst.Integer) else None
+            self.report(el, f"{where}; {advice}", fix=fix)
 
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the

@@ -17,6 +17,7 @@ from kerasfit.ruleapi import (
     REGULARIZATION_LOSS_CALLS,
     Remove,
     Rule,
+    UNKNOWN,
     WEIGHT_REGULARIZER_ARGS,
     dotted_name,
     get_arg,
@@ -24,6 +25,7 @@ from kerasfit.ruleapi import (
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
+_FLATTENERS = {"tf.concat", "keras.ops.concatenate", "tf.stack", "keras.ops.stack", "tf.reshape", "keras.ops.reshape"}
 _SUMS = {"tf.add_n", "tf.reduce_sum", "keras.ops.sum", "tf.reduce_mean"}
 _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
@@ -42,10 +44,17 @@ class L2InForward(Rule):
     `REGULARIZATION_LOSSES` collection, and weight regularizers on layers:
     `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
     or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
-    `tf.contrib.layers.l2_regularizer` (on kernels, biases, depthwise/pointwise,
+    `tf.contrib.layers.l2_regularizer` / slim's (also as a `slim.arg_scope` default
+    `weights_regularizer=`; a factory bound to another name, `reg = regularizers.l2`, counts)
+    (on kernels, biases, depthwise/pointwise,
     recurrent, embedding and batch-norm weights, Keras 1's `W_regularizer` /
     `b_regularizer` / `U_regularizer` included; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
+
+    A coefficient that is a parameter or a setting (`l2(l2_weight)`, `l2(params["wd"])`) is
+    named, not folded from a default that callers override: the penalty costs the same
+    whatever the number. `tf.nn.l2_loss` counts over a variable collection, a filtered copy
+    of one under any name, or a concat of the flattened variables.
 
     Every occurrence is its own finding, with its own line and `# noqa`: an inline
     `kernel_regularizer=l2(WEIGHT_DECAY)` in fifty layers is fifty findings (count
@@ -139,6 +148,91 @@ class L2InForward(Rule):
         """,
     )
     INVALID = (
+        # over a filtered copy of the trainable variables, kept under a name that says nothing
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def loss_fn(model, ce, wd):
+                    vs = [v for v in model.trainable_variables if "bias" not in v.name]
+                    return ce + wd * tf.add_n([tf.nn.l2_loss(x) for x in vs])
+                """,
+            message_contains="`tf.nn.l2_loss` over the weights",
+            at=Range(5, 31, 5, 47),
+        ),
+        # a custom step run by a distribution strategy: L2 over a concat of the flattened variables
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def train(strategy, model, optimizer, weight_decay, dataset):
+                    @tf.function
+                    def step_fn(images, labels):
+                        with tf.GradientTape() as tape:
+                            loss = tf.reduce_mean(tf.square(model(images, training=True) - labels))
+                            flat = tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], axis=0)
+                            loss += weight_decay * tf.nn.l2_loss(flat)
+                        grads = tape.gradient(loss, model.trainable_variables)
+                        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+                    for images, labels in dataset:
+                        strategy.run(step_fn, args=(images, labels))
+                """,
+            message_contains="`tf.nn.l2_loss` over the weights",
+            at=Range(9, 35, 9, 54),
+        ),
+        # slim's arg_scope default, with `regularizers` from the tf_slim package
+        Invalid(
+            """
+                import tf_slim as slim
+                from tf_slim.layers import regularizers
+
+                def net(images, wd):
+                    with slim.arg_scope([slim.conv2d], weights_regularizer=regularizers.l2_regularizer(wd)):
+                        return slim.conv2d(images, 64, [3, 3])
+                """,
+            message_contains="`weights_regularizer=regularizers.l2_regularizer(wd)` adds an L2 penalty (coefficient from `wd`)",
+            at=Range(5, 59, 5, 90),
+        ),
+        # the coefficient is a parameter with no default: the penalty is paid whatever it is
+        Invalid(
+            """
+                import keras
+
+                def build(x, l2_weight):
+                    e = keras.layers.Embedding(1000, 64, embeddings_regularizer=keras.regularizers.L2(l2_weight))(x)
+                    return keras.layers.Dense(64, kernel_regularizer=keras.regularizers.l2(l2_weight))(e)
+                """,
+            message_contains="coefficient from `l2_weight`",
+            count=2,
+            at=(Range(4, 64, 4, 96), Range(5, 53, 5, 85)),
+        ),
+        # a regularizer factory bound to another name, called later with a default every caller overrides
+        Invalid(
+            """
+                from tensorflow.keras import layers, regularizers
+
+                def head(x, weight_decay=1e-4):
+                    reg = regularizers.l2
+                    return layers.Dense(10, kernel_regularizer=reg(weight_decay))(x)
+
+                logits = head(features, weight_decay=5e-4)
+                """,
+            message_contains="coefficient from `weight_decay`",
+            at=Range(5, 47, 5, 64),
+        ),
+        # values from a hyper-parameter dict
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def block(x, params):
+                    return tf.keras.layers.SeparableConv2D(
+                        32, 3, pointwise_regularizer=tf.keras.regularizers.l2(params["weight_decay"]))(x)
+                """,
+            message_contains="coefficient from `params[\"weight_decay\"]`",
+            at=Range(5, 37, 5, 85),
+        ),
         Invalid(
             """
             import tensorflow as tf
@@ -304,8 +398,10 @@ class L2InForward(Rule):
             self._collect_regularizers(node)
 
     def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
-                            fix_arg: cst.Arg | None) -> None:
-        if lam is None:
+                            fix_arg: cst.Arg | None, source: str | None = None) -> None:
+        if source is not None:  # the coefficient is a parameter / setting: whatever it is, the cost is paid
+            penalty, decay = f"an L2 penalty (coefficient from `{source}`)", ""
+        elif lam is None:
             penalty, decay = "an L2 penalty", ""
         else:
             penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
@@ -356,14 +452,43 @@ class L2InForward(Rule):
                     fors.append(anc)
                 for f in fors:
                     if isinstance(f.target, cst.Name) and f.target.value == expr.value:
-                        it = f.iter
-                        src = dotted_name(it.func if isinstance(it, cst.Call) else it) or ""
-                        return bool(_COLLECTIONISH.search(src))
+                        return self._collection(f.iter)
             b = self.ctx.lookup(expr.value)
             if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
                 if self.ctx.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
                     return True
+                if self._flattened_weights(b.value):
+                    return True
         return bool(_WEIGHTISH.search(last))
+
+    def _collection(self, it: cst.BaseExpression, depth: int = 0) -> bool:
+        """Whether a loop iterates over a variable collection (``model.trainable_variables``,
+        ``tf.trainable_variables()``), also through a name bound to one or to a filtered copy
+        (``vs = [v for v in model.trainable_weights if "bn" not in v.name]``)."""
+        src = dotted_name(it.func if isinstance(it, cst.Call) else it) or ""
+        if _COLLECTIONISH.search(src):
+            return True
+        if isinstance(it, cst.Name) and depth < 3:
+            b = self.ctx.lookup(it.value, self.ctx.scopes_of(it))
+            value = b.value if b is not None and b.kind == "assign" else None
+            if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
+                return self._collection(value.for_in.iter, depth + 1)
+            if value is not None:
+                return self._collection(value, depth + 1)
+        return False
+
+    def _flattened_weights(self, value: cst.Call, depth: int = 0) -> bool:
+        """``tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], 0)``: every
+        weight flattened into one tensor (reshape / concat / stack over a variable collection)."""
+        name = self.ctx.call_name(value)
+        if name not in _FLATTENERS or not value.args or depth > 3:
+            return False
+        first = value.args[0].value
+        if isinstance(first, (cst.ListComp, cst.GeneratorExp)):
+            return self._collection(first.for_in.iter)
+        if isinstance(first, cst.Call):
+            return self._flattened_weights(first, depth + 1)
+        return False
 
     def _check_losses_sum(self, call: cst.Call, arg: cst.BaseExpression) -> None:
         if not (isinstance(arg, cst.Attribute) and arg.attr.value == "losses"):
@@ -395,7 +520,7 @@ class L2InForward(Rule):
         info = self._l2(value)
         if info is not None:
             text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-            self._report_regularizer(value, kw, text, info[0], info[1], None)
+            self._report_regularizer(value, kw, text, info[0], info[1], None, self._coefficient_source(value))
 
     def _collect_regularizers(self, call: cst.Call) -> None:
         for a in call.args:
@@ -415,11 +540,11 @@ class L2InForward(Rule):
             if shared is None:
                 # an inline regularizer: this site is the occurrence
                 text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
-                self._report_regularizer(value, a.keyword.value, text, lam, factor, a)
+                self._report_regularizer(value, a.keyword.value, text, lam, factor, a, self._coefficient_source(value))
                 continue
             # a shared regularizer is reported once, at its definition, by its first use
             if self._first_use(shared, value) is a:
-                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None)
+                self._report_regularizer(value, a.keyword.value, shared, lam, factor, None, self._coefficient_source(value))
 
     def _first_use(self, name: str, value: cst.BaseExpression) -> cst.Arg | None:
         """The first argument in the file (source order) that passes ``name``, bound to
@@ -444,6 +569,23 @@ class L2InForward(Rule):
             if best is None or at < best[0]:
                 best = (at, arg)
         return best[1] if best is not None else None
+
+    def _coefficient_source(self, value: cst.BaseExpression) -> str | None:
+        """``l2(l2_weight)`` with ``l2_weight`` a parameter (its default, if any, may be
+        overridden by every caller) or ``l2(params["wd"])``: the spelling the coefficient
+        comes from, else None (a constant, folded to a number)."""
+        if not isinstance(value, cst.Call) or not value.args:
+            return None
+        first = value.args[0]
+        if first.keyword is not None and first.keyword.value not in ("l2", "scale", "l"):
+            return None
+        arg = first.value
+        if isinstance(arg, cst.Name):
+            b = self.ctx.lookup(arg.value, self.ctx.scopes_of(arg))
+            return arg.value if b is not None and b.kind == "param" else None
+        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.const(arg) in (None, UNKNOWN):
+            return re.sub(r"\s+", "", self.ctx.module.code_for_node(arg))
+        return None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""

@@ -67,7 +67,8 @@ class NeedlessConcatSlice(Rule):
       `y = tf.concat([a, b], -1)` then `p, q = tf.split(y, 2, -1)` (warning);
     - static slicing, `tf.split`, `keras.ops.split` or `tf.unstack` of the last
       (feature) axis — `x[..., :3]`, `x[:, :, :, 0:16]`, `tf.split(x, 2, axis=-1)` —
-      in model or loss code (info: often necessary, but worth knowing the cost).
+      in model or loss code (info: often necessary, but worth knowing the cost), and
+      `tf.slice(x, [0, .., k], [-1, .., n])` that takes every dim whole but the last.
 
     Precision policy for the last-axis slices: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
@@ -232,8 +233,22 @@ class NeedlessConcatSlice(Rule):
             red = x_train.astype('float32')[..., 0]
             model.fit(tf.image.resize(x_train, (64, 64)), y_train)
         """,
+        # rows, not columns: tf.slice of the leading axis
+        "import tensorflow as tf\n\ndef head(rois):\n    return tf.slice(rois, [2, 0], [3, -1])\n",
     )
     INVALID = (
+        # TF1 graph code: a column of the last axis cut with tf.slice
+        Invalid(
+            """
+                import tensorflow.compat.v1 as tf
+
+                def crop_pool(bottom, rois):
+                    batch_ids = tf.squeeze(tf.slice(rois, [0, 0], [-1, 1], name="batch_id"), [1])
+                    return tf.image.crop_and_resize(bottom, rois[:, 1:], tf.to_int32(batch_ids), [7, 7])
+                """,
+            message_contains="`tf.slice` of the last (feature) axis",
+            at=Range(4, 27, 4, 75),
+        ),
         # a grouped conv written with Lambda layers: the slicing function is handed over by name
         Invalid(
             """
@@ -531,6 +546,9 @@ class NeedlessConcatSlice(Rule):
             if values is not None and isinstance(values.value, (cst.List, cst.Tuple)):
                 self._single_concat(node, values.value, label(name), get_arg(node, "name"))
             return
+        if name == "tf.slice":
+            self._tf_slice(node)
+            return
         spec = SPLIT_CALLS.get(name)
         if spec is None:
             return
@@ -652,6 +670,29 @@ class NeedlessConcatSlice(Rule):
         return True
 
     # ---- slices -----------------------------------------------------------------
+    def _tf_slice(self, node: cst.Call) -> None:
+        """``tf.slice(rois, [0, 1], [-1, 1])``: every dim taken whole but the last, of which
+        a part is taken — a TF op, so its input is a tensor whatever the code around it."""
+        begin, size = get_arg(node, "begin", 1), get_arg(node, "size", 2)
+        b = self.ctx.const(begin.value) if begin is not None else None
+        n = self.ctx.const(size.value) if size is not None else None
+        if not (isinstance(b, (list, tuple)) and isinstance(n, (list, tuple)) and len(b) == len(n) >= 2):
+            return
+        if any(x != 0 for x in b[:-1]) or any(x != -1 for x in n[:-1]) or n[-1] == -1 and b[-1] == 0:
+            return
+        if self._in_pipeline(node) or self._host_code():
+            return
+        self.report(
+            node,
+            "`tf.slice` of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
+            "relayout copy (docs/facts.md#11); produce the parts with separate layers/heads where you can",
+            severity=Severity.INFO,
+        )
+
+    def _host_code(self) -> bool:
+        fn = self.ctx.enclosing_callable()
+        return fn is not None and (self.ctx.is_host_function(fn) or self.ctx.function_role(fn) == "input")
+
     def visit_Subscript(self, node: cst.Subscript) -> None:
         els = node.slice
         if len(els) < 2:
@@ -692,8 +733,7 @@ class NeedlessConcatSlice(Rule):
         if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
         # asked last: the roles need the whole file's index
-        fn = self.ctx.enclosing_callable()
-        return fn is None or not (self.ctx.is_host_function(fn) or self.ctx.function_role(fn) == "input")
+        return not self._host_code()
 
     def _tensor_in_code(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         ctx = self.ctx

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext, ScopeNode
+    from kerasfit.ruleapi import FileContext, Layer, ScopeNode
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -66,6 +66,8 @@ _SPECS: dict[str, _ConvSpec] = {
     "tf.nn.conv3d": _NN,
     "tf.nn.depthwise_conv2d": _NN,
     "tf.nn.atrous_conv2d": _NN_OTHER,
+    # slim / tf.contrib.layers: conv2d(inputs, num_outputs, kernel_size, stride=1, padding='SAME', data_format, rate)
+    "tf.contrib.layers.conv2d": _ConvSpec(("kernel_size", 2), ("stride", 3), ("padding", 4), ("rate", 6), ("data_format", 5), "SAME", True),
     "tf.nn.separable_conv2d": _ConvSpec(None, ("strides", None), ("padding", 4), ("dilations", None), ("data_format", None), None, True),
 }
 _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
@@ -129,7 +131,12 @@ class PadBeforeConv(Rule):
     `fixed_padding(x, k)`, whose every return is a `tf.pad`), and layers kept in a list or
     dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
     repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
-    self.stem: x = layer(x)`) all count. Such findings are not auto-fixed.
+    self.stem: x = layer(x)`) all count, as do a project wrapper (this or another file, or a
+    closure) that applies a 'valid' conv to the padded argument (`_conv2d(ops.pad(x, 1), w,
+    padding="VALID")`), a layer class whose `call` is a zero pad of its input (`Pad(1)` in a
+    `Sequential` list; a REFLECT / SYMMETRIC one has no 'same' equivalent and is left out),
+    and a conv of a library kerasfit cannot see into, known by its keywords (`kernel_size=`,
+    `strides=`, `padding="VALID"`). Such findings are not auto-fixed.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 
@@ -335,8 +342,106 @@ class PadBeforeConv(Rule):
                     x = stage(x)
                 return x
         """,
+        # a layer class that reflects: no 'same' equivalent, so not this rule's business
+        """
+            import tensorflow as tf
+
+            class ReflectPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+
+            model = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3)])
+            """,
+        # a wrapper whose conv reads something else than the padded argument
+        """
+            import tensorflow as tf
+
+            def conv_relu(x, w):
+                return tf.nn.conv2d(tf.nn.relu(x), w, 1, "VALID")
+
+            def block(x, w):
+                return conv_relu(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), w)
+            """,
+        # the same signature with 'same' padding: the pad is a deliberate extra border
+        """
+            import tensorflow as tf
+            from tensorlayer.layers import conv2d
+
+            def down(x):
+                x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return conv2d(x, 64, kernel_size=3, strides=2, padding="SAME")
+            """,
     )
     INVALID = (
+        # a conv from a layer library kerasfit cannot see into, known by its keywords;
+        # the pad spelled with keywords
+        Invalid(
+            """
+                import tensorflow as tf
+                from tensorlayer.layers import conv2d
+
+                def down(x):
+                    x = tf.pad(tensor=x, paddings=[[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return conv2d(x, 64, kernel_size=3, strides=2, padding="VALID")
+                """,
+            message_contains="`conv2d` is a conv by its signature",
+            at=Range(5, 8, 5, 67),
+        ),
+        # TensorFlow's internal op modules and contrib's layers module, as library code imports them
+        Invalid(
+            """
+                from tensorflow.python.ops import array_ops, nn_ops
+                from tensorflow.contrib.layers.python.layers import layers as layers_lib
+
+                def stem(x, w):
+                    y = nn_ops.conv2d(array_ops.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 2, 2, 1], "VALID")
+                    z = array_ops.pad(y, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return layers_lib.conv2d(z, 64, 3, padding="VALID")
+                """,
+            expected_fix="""
+                from tensorflow.python.ops import array_ops, nn_ops
+                from tensorflow.contrib.layers.python.layers import layers as layers_lib
+
+                def stem(x, w):
+                    y = nn_ops.conv2d(array_ops.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, [1, 2, 2, 1], "VALID")
+                    return layers_lib.conv2d(y, 64, 3, padding="SAME")
+                """,
+            count=2,
+            at=(Range(5, 22, 5, 72), Range(6, 8, 6, 58)),
+        ),
+        # a layer class whose `call` is a zero pad, before a 'valid' conv in a Sequential list
+        Invalid(
+            """
+                import tensorflow as tf
+
+                class Pad(tf.keras.layers.Layer):
+                    def __init__(self, p=1):
+                        super().__init__()
+                        self.p = p
+
+                    def call(self, x):
+                        return tf.pad(x, [[0, 0], [self.p, self.p], [self.p, self.p], [0, 0]])
+
+                model = tf.keras.Sequential([Pad(1), tf.keras.layers.Conv2D(32, 3, strides=2)])
+                """,
+            message_contains="`Pad` feeds a 'valid' `Conv2D`",
+            at=Range(11, 29, 11, 35),
+        ),
+        # a same-file conv wrapper given padding="VALID", fed a pad
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def _conv2d(x, w, stride, padding="SAME"):
+                    return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+                def block(x, w):
+                    y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return _conv2d(y, w, 2, padding="VALID")
+                """,
+            message_contains="the conv is applied inside `_conv2d`",
+            at=Range(7, 8, 7, 51),
+        ),
         # the reference ResNets' `fixed_padding`: the pad is made by a helper of this file
         # (both data-format branches pad), only for stride 2, where the conv is 'VALID'
         Invalid(
@@ -779,6 +884,8 @@ class PadBeforeConv(Rule):
                 order = applied_in_order(self.ctx, node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
+            if isinstance(node.func, (cst.Name, cst.Attribute)) and (self._wrapped(node) or self._by_signature(node)):
+                return
             if isinstance(node.func, cst.Name):
                 b = self.ctx.lookup(node.func.value)
                 if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
@@ -836,8 +943,12 @@ class PadBeforeConv(Rule):
         """For a call of a project factory that builds a conv whose padding may be
         'valid': (the conv's name, its possible paddings, the factory's name)."""
         layer = self.ctx.built_layer(ctor)
-        if layer is None:
-            return None
+        return self._layer_conv(layer) if layer is not None else None
+
+    @staticmethod
+    def _layer_conv(layer: Layer) -> tuple[str, set[str], str] | None:
+        """A conv reached through project code whose padding may be 'valid': (its name, its
+        possible paddings, the outermost project function crossed), else None."""
         name = canonical(layer.name)
         spec = _SPECS.get(name)
         if spec is None:
@@ -848,6 +959,47 @@ class PadBeforeConv(Rule):
             return None
         paddings = {v.upper() for v in raw}
         return (name, paddings, layer.via[0]) if "VALID" in paddings else None
+
+    def _wrapped(self, call: cst.Call) -> bool:
+        """``_conv2d(ops.pad(x, 1), w, padding="VALID")``: a project wrapper (this or another
+        file of the tree) that applies a conv to its first argument, which is a pad."""
+        if not call.args or call.args[0].keyword is not None or call.args[0].star:
+            return False
+        found = self._find_pad(call.args[0].value)  # first: most inputs are not padded
+        if found is None:
+            return False
+        pad, conditional = found
+        off = self._off
+        for layer in self.ctx.ops_fed(call):
+            conv = self._layer_conv(layer)
+            if conv is not None:
+                self._off = off
+                self._report_factory(pad, conv, conditional, applied=True)
+                return True
+        return False
+
+    def _by_signature(self, call: cst.Call) -> bool:
+        """``conv_layer(fixed_padding(x, k), 64, kernel_size=k, strides=s, padding="VALID")``: a
+        callee kerasfit cannot see into (a third-party layer library) that takes a conv's
+        keywords — a kernel size, strides and a 'valid' padding — fed a pad."""
+        kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
+        if "kernel_size" not in kws or "padding" not in kws or not ({"strides", "stride"} & set(kws)):
+            return False
+        values = self.ctx.possible_values(kws["padding"].value)
+        if not values or not all(isinstance(v, str) for v in values) or "VALID" not in {v.upper() for v in values}:
+            return False
+        # the input is one of the first positional arguments (tensorpack names the layer first)
+        positional = [a.value for a in call.args if a.keyword is None and not a.star][:2]
+        found = next((f for f in map(self._find_pad, positional) if f is not None), None)
+        if found is None:
+            return False
+        pad, conditional = found
+        callee = dotted_name(call.func) or "the callee"
+        why = f"`{callee}` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"
+        if conditional:
+            why += "; the pad is conditional"
+        self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}")
+        return True
 
     def _sequence(self, seq: cst.Call) -> None:
         """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""
@@ -885,7 +1037,7 @@ class PadBeforeConv(Rule):
             first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None or id(first) in done:
                 continue
-            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS:
+            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
             name = self.ctx.call_name(second)
             if name is not None:
@@ -992,7 +1144,7 @@ class PadBeforeConv(Rule):
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:
-            info = self._pad(pad) or self._helper_pad(pad)
+            info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
             ctor = self.ctx.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
@@ -1006,12 +1158,13 @@ class PadBeforeConv(Rule):
             "the kernel-gradient conv still reads the padded copy"
         )
 
-    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool) -> None:
+    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False) -> None:
         name, paddings, factory = conv
         head = self._head(label(name), pad)
         info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
-        why = _NOT_ZERO if problem else f"the conv is built by `{factory}`, which gives it padding 'valid' here"
+        made = "applied inside" if applied else "built by"
+        why = _NOT_ZERO if problem else f"the conv is {made} `{factory}`, which gives it padding 'valid' here"
         if len(paddings) > 1:
             why = f"`{factory}` may give the conv padding 'valid'"
         if conditional:
@@ -1064,6 +1217,8 @@ class PadBeforeConv(Rule):
                 reasons.append("it also pads the batch or channel dim")
         if problem:
             reasons.insert(0, _NOT_ZERO)
+        if ctx.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
+            reasons.insert(0, f"the pad is made inside the layer class `{pad_name}`, which other convs may follow too")
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
         if not reasons and spatial is not None and rank is not None:  # (spatial is only known with the rank)
@@ -1171,7 +1326,14 @@ class PadBeforeConv(Rule):
         if name is not None or not call.args:
             return None
         found = layer_constructor(ctx, call.func)
-        if found is None or found[1] not in ZERO_PADDING_LAYERS:
+        if found is None:
+            ctor = self._ctor(call.func)
+            custom = self._layer_pad(ctor) if ctor is not None else None
+            tensor = get_arg(call, "inputs", 0)
+            if custom is None or tensor is None:
+                return None
+            return custom[0], tensor.value, custom[2], None
+        if found[1] not in ZERO_PADDING_LAYERS:
             return None
         ctor, lname = found
         n = ZERO_PADDING_LAYERS[lname]
@@ -1232,6 +1394,32 @@ class PadBeforeConv(Rule):
             if not isinstance(m, str) or m.upper() != "CONSTANT":
                 problem = f"{m.upper() if isinstance(m, str) else 'a non-constant'} mode is not zero padding"
         return helper, tensor.value if tensor else None, None, problem
+
+    def _layer_pad(self, ctor: cst.Call) -> _HelperPad | None:
+        """``Pad(1)``: a layer class of this file whose ``call`` returns a zero pad of its
+        input. A REFLECT / SYMMETRIC pad has no 'same' equivalent and stays out."""
+        ctx = self.ctx
+        rets = ctx.layer_call_returns(ctor)
+        if rets is None and ctx.call_name(ctor) is None and ctx.imported_zero_pad_layer(ctor):
+            return dotted_name(ctor.func) or "pad", None, None, None
+        if not rets or not isinstance(ctor.func, cst.Name):
+            return None
+        infos = []
+        for ret in rets:
+            origins = ctx.origins(ret)
+            if not origins or any(o.name not in _PADS or o.via or o.conditional for o in origins):
+                return None
+            for o in origins:
+                scopes = ctx.scopes_of(o.call)
+                info = self._pad(o.call, scopes=scopes)
+                if info is None or info[3] is not None or not isinstance(info[1], cst.Name):
+                    return None
+                b = ctx.lookup(info[1].value, scopes)  # the pad's input is the layer's input
+                if b is None or b.kind != "param":
+                    return None
+                infos.append(info)
+        pairs = infos[0][2] if all(i[2] == infos[0][2] for i in infos) else None
+        return ctor.func.value, None, pairs, None
 
     @staticmethod
     def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+
 import libcst as cst
 
 from kerasfit.ruleapi import (
@@ -14,6 +15,7 @@ from kerasfit.ruleapi import (
     SCALE_CALLS,
     Severity,
     get_arg,
+    name_loads,
     number,
     walk,
 )
@@ -47,6 +49,10 @@ class ReduceElementwise(Rule):
     (also `keras.ops.sum` / `mean`, and `reduce_max` / `reduce_min` scaled by a
     positive constant). Only when the other operand is a numeric constant (a literal,
     a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
+
+    Also when the two are apart — the reduction bound in another statement and read only
+    there (`ce = tf.reduce_sum(..)` then `ce * 0.5`), or another scaling in between
+    (`tf.reduce_sum(x) / n / 2.`) — found, not rewritten.
 
     Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
     `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code (functions handed to
@@ -130,8 +136,41 @@ class ReduceElementwise(Rule):
                 return {'loss': tf.metrics.mean(mean_loss)}
             return tf.estimator.tpu.TPUEstimatorSpec(mode, eval_metrics=(metric_fn, [loss, w]))
         """,
+        # a weighted mean: the denominator is a tensor, and the sum is read twice
+        """
+            import tensorflow as tf
+
+            def masked_loss(per_example, weights):
+                numerator = tf.reduce_sum(weights * per_example)
+                denominator = tf.reduce_sum(weights) + 1e-5
+                tf.summary.scalar("numerator", numerator)
+                return numerator / denominator, numerator * 0.5
+            """,
     )
     INVALID = (
+        # a hand-written loss: the sum in one statement, its scaling in the next
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def loss_fn(labels, logits):
+                    ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+                    return ce * 0.5
+                """,
+            message_contains="a reduction of another statement or scaling",
+            at=Range(5, 11, 5, 19),
+        ),
+        # a constant scaling after a normalisation by a tensor
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def box_loss(true_xy, pred_xy, mask, nb_boxes):
+                    return tf.reduce_sum(tf.square(true_xy - pred_xy) * mask) / (nb_boxes + 1e-6) / 2.
+                """,
+            message_contains="`/` after `reduce_sum`",
+            at=Range(4, 11, 4, 86),
+        ),
         Invalid(
             """
             import tensorflow as tf
@@ -242,10 +281,35 @@ class ReduceElementwise(Rule):
         return expr, kind, arg
 
     def _scalable(self, kind: str, const: cst.BaseExpression) -> bool:
+        # a numeric constant only: a weighted mean's denominator (``tf.reduce_sum(w) + eps``)
+        # is a tensor, and dividing by it after the sum is what the mean is
         v = number(self.ctx, const)
         if v is None:
             return False
         return kind == "linear" or v > 0
+
+    def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
+        """The value of the one assignment that reaches ``name``, else None."""
+        bindings = self.ctx.reaching_bindings(name)
+        if len(bindings) != 1 or bindings[0].kind != "assign":
+            return None
+        return bindings[0].value
+
+    def _split_reduction(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """A reduction reached through statements or a scaling chain: ``r = tf.reduce_sum(x)``
+        then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
+        if isinstance(expr, cst.Name):
+            bound = self._bound_once(expr)
+            scope = self.ctx.callable_of(expr) or self.ctx.module
+            if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
+                return None
+            return self._reduction(bound)[0]  # type: ignore[index]
+        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+            # (when the inner operand is a constant too, the inner scaling is the finding)
+            hit = self._reduction(expr.left)
+            if hit is not None and hit[1] == "linear" and not self._scalable(hit[1], expr.right):
+                return hit[0]
+        return None
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         op = node.operator
@@ -255,7 +319,13 @@ class ReduceElementwise(Rule):
             if isinstance(op, cst.Divide) and not red_left:
                 continue  # c / reduce(x) does not move
             hit = self._reduction(red_side)
-            if hit is None or not self._scalable(hit[1], other):
+            if hit is None:
+                split = self._split_reduction(red_side)
+                if split is not None and self._scalable("linear", other):
+                    self._report_split(node, split)
+                    return
+                continue
+            if not self._scalable(hit[1], other):
                 continue
             call, _, arg = hit
             inner = arg.value
@@ -296,6 +366,19 @@ class ReduceElementwise(Rule):
                 return
             new_input = node.with_changes(args=[first.with_changes(value=arg.value), node.args[1]])
         self._report(node, call, arg, new_input, f"`{name.rsplit('.', 1)[-1]}` of")
+
+    def _report_split(self, outer: cst.BinaryOperation, call: cst.Call) -> None:
+        """The scaling and its reduction are apart (another statement, or another scaling in
+        between): found, never rewritten."""
+        if self.ctx.role_of(outer) == "input" or self.ctx.is_host_function(self.ctx.callable_of(outer)):
+            return
+        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        op = "*" if isinstance(outer.operator, cst.Multiply) else "/"
+        self.report(
+            outer,
+            f"`{op}` after `{red}` (a reduction of another statement or scaling): reductions fuse elementwise ops into their input, "
+            "not their output — scale inside the reduction (not auto-fixed: the scaling is apart from the reduction)",
+        )
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
         ctx = self.ctx

@@ -128,6 +128,18 @@ class TinyBatch(Rule):
         """,
     )
     INVALID = (
+        # a TPU set up through Keras 3's keras.distribution
+        Invalid(
+            """
+                import keras
+
+                devices = keras.distribution.list_devices("tpu")
+                keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
+                model.fit(x, y, batch_size=16)
+                """,
+            message_contains="Global batch 16",
+            at=Range(5, 27, 5, 29),
+        ),
         Invalid(
             """
             import tensorflow as tf

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 from .nodes import dotted_name
-from .summaries import TOP, Layer, built_layer, may_return_layer
+from .summaries import INPUT, TOP, Layer, built_layer, may_return_layer, ops_fed
 
 if TYPE_CHECKING:
     from .model import FileContext
@@ -65,6 +65,117 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
         else:
             args.append(v)
     return built_layer(ctx.project, facts, dotted, args, kwargs)
+
+
+def ops_fed_at(ctx: FileContext, call: cst.Call) -> list[Layer]:
+    """For ``wrapper(x, ..)``, a call of a project function (this or another file of the
+    tree): the framework ops the wrapper applies directly to its first argument."""
+    cache = ctx.caches.ops_fed
+    hit = cache.get(id(call))
+    if hit is not None and hit[0] is call:
+        return hit[1]
+    cache[id(call)] = (call, [])  # a closure that calls itself ends here
+    out = _ops_fed(ctx, call)
+    cache[id(call)] = (call, out)
+    return out
+
+
+def _ops_fed(ctx: FileContext, call: cst.Call) -> list[Layer]:
+    dotted = dotted_name(call.func)
+    if dotted is None or ctx.call_name(call) is not None or not call.args or call.args[0].keyword or call.args[0].star:
+        return []
+    scopes = ctx.scopes_of(call)
+    b = ctx.lookup(dotted.split(".")[0], scopes)
+    if b is not None and b.kind not in ("def", "import"):
+        return []
+    if b is not None and isinstance(b.node, cst.FunctionDef) and len(ctx.scopes_of(b.node)) > 1 and dotted == b.node.name.value:
+        return _closure_fed(ctx, b.node)
+    if b is None and dotted.split(".")[0] not in ctx.imports:
+        return []
+    facts = _facts(ctx)
+    if facts is None:
+        return []
+    sym = ctx.project.local(facts, dotted)
+    if sym is None or sym.kind != "function":
+        return []
+    args: list[Any] = [INPUT]
+    kwargs: dict[str, Any] = {}
+    for a in call.args[1:]:
+        if a.star:
+            if a.star == "*":
+                return []
+            kwargs["**"] = TOP
+            continue
+        v = _arg_value(ctx, a.value)
+        if a.keyword is not None:
+            kwargs[a.keyword.value] = v
+        else:
+            args.append(v)
+    return ops_fed(ctx.project, facts, dotted, args, kwargs)
+
+
+def _closure_fed(ctx: FileContext, fn: cst.FunctionDef) -> list[Layer]:
+    """A function defined inside another (a closure the project index does not summarise):
+    the ops fed by the project calls in its body that take its first parameter first."""
+    params = fn.params.params
+    if not params:
+        return []
+    first = params[0].name.value
+    out: list[Layer] = []
+    for inner in _calls(fn.body):
+        if inner.args and inner.args[0].keyword is None and not inner.args[0].star:
+            arg = inner.args[0].value
+            if isinstance(arg, cst.Name) and arg.value == first:
+                out.extend(ops_fed_at(ctx, inner))
+    return out
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    """The calls in a function body, nested defs and classes excluded."""
+    out: list[cst.Call] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_Call(self, c: cst.Call) -> None:
+            out.append(c)
+
+        def visit_FunctionDef(self, d: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, d: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(_Collect())
+    return out
+
+
+def project_flag_default(ctx: FileContext, name: str) -> cst.BaseExpression | None:
+    """The literal default of absl flag ``name`` defined in a project module the file
+    imports, as an expression (a number, string or bool), else None."""
+    facts = _facts(ctx)
+    expr = ctx.project.flag_default(facts, name) if facts is not None else None
+    if not isinstance(expr, ast.Constant) or not isinstance(expr.value, (int, float, str, bool)):
+        return None
+    return cst.parse_expression(repr(expr.value))
+
+
+def project_zero_pad_layer(ctx: FileContext, ctor: cst.Call) -> bool:
+    """``Pad(1)`` with ``Pad`` imported from another project module whose ``call`` is a
+    zero pad of its input (see :meth:`ProjectIndex.zero_pad_layer`)."""
+    dotted = dotted_name(ctor.func)
+    if dotted is None or dotted.split(".")[0] not in ctx.imports:
+        return False
+    facts = _facts(ctx)
+    return facts is not None and ctx.project.zero_pad_layer(facts, dotted)
+
+
+def project_makes_tpu(ctx: FileContext, call: cst.Call) -> bool:
+    """``strategy = tpu_lib.get_strategy()``: a call of a project function of another
+    module that sets up a TPU (see :meth:`ProjectIndex.makes_tpu`)."""
+    dotted = dotted_name(call.func)
+    if dotted is None or dotted.split(".")[0] not in ctx.imports or ctx.call_name_anywhere(call) is not None:
+        return False
+    facts = _facts(ctx)
+    return facts is not None and ctx.project.makes_tpu(facts, dotted)
 
 
 def _facts(ctx: FileContext) -> ModuleFacts | None:

@@ -35,6 +35,8 @@ class ModelCaches:
     may_declare_globals: bool | None = None
     # bridge.py: what a call of a project factory builds; which callees are project functions
     built_layers: dict[int, tuple[cst.Call, Layer | None]] = field(default_factory=dict)
+    # bridge.py: the framework ops a project wrapper applies to its first argument
+    ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
     # bridge.py: the file's own project-index facts (read once)
     index_facts_read: bool = False

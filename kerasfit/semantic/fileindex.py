@@ -10,7 +10,7 @@ import libcst as cst
 from .nodes import ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
-_FLAG_DEFINERS = frozenset({"DEFINE_integer", "DEFINE_float", "DEFINE_string", "DEFINE_bool", "DEFINE_boolean", "DEFINE_enum"})
+from ..symbols import FLAG_DEFINERS
 
 
 class FileIndex:
@@ -98,7 +98,7 @@ class FileIndex:
         self.calls.append((node, scopes))
         func = node.func
         attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if attr in _FLAG_DEFINERS and len(node.args) >= 2:
+        if attr in FLAG_DEFINERS and len(node.args) >= 2:
             name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
             default = get_arg(node, "default", 1)
             if name is not None and default is not None:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..symbols import DATASET_FN_METHODS, POLICY_SETTERS, canonical, is_model_building, policy_dtype
+from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, canonical, is_model_building, is_tpu_symbol, policy_dtype
 from .names import ast_dotted, star_names
 
 FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
@@ -159,6 +159,10 @@ class ProjectIndex:
         # and small ones on two threads at once, against this one index
         self._asking = threading.local()
         self._reach: Reach | None = None
+        # per module (path, digest): absl flag name -> the defaults its DEFINE_* calls give
+        self._flag_defs: dict[tuple[str, str], dict[str, list[ast.expr]]] = {}
+        # (module path, function name) -> whether calling it sets up a TPU
+        self._tpu_makers: dict[tuple[str, str], bool] = {}
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
@@ -288,6 +292,96 @@ class ProjectIndex:
             return Symbol("function", f"{facts.path}:{head}", facts, facts.functions[head])
         return self._member(facts, dotted.split("."), _depth)
 
+    def flag_default(self, facts: ModuleFacts, name: str) -> ast.expr | None:
+        """The default of absl flag ``name`` as defined in a project module that ``facts``
+        imports (``flags.DEFINE_integer("batch_size", 16, ..)`` in ``flags_def.py``), when
+        exactly one definition is found."""
+        found: list[ast.expr] = []
+        for raw in sorted(set(facts.imports.values())):
+            file = self.module_file(facts.path, raw) or self.module_file(facts.path, raw.rpartition(".")[0])
+            if file is None or os.path.abspath(file) == os.path.abspath(facts.path):
+                continue
+            other = self.facts(file)
+            if other is None:
+                continue
+            key = (other.path, other.digest)
+            defs = self._flag_defs.get(key)
+            if defs is None:
+                defs = self._flag_defs[key] = _flag_definitions(other.tree)
+            found.extend(defs.get(name, ()))
+        return found[0] if len(found) == 1 else None
+
+    def zero_pad_layer(self, facts: ModuleFacts, dotted: str) -> bool:
+        """Whether ``dotted`` (as written in ``facts``' module) names a class of another
+        project module whose ``call`` returns a zero (CONSTANT) ``tf.pad`` / ``keras.ops.pad``
+        of its input, and nothing else."""
+        head, _, tail = dotted.partition(".")
+        raw = facts.imports.get(head)
+        if raw is None or raw.split(".")[0] in FRAMEWORK_ROOTS:
+            return False
+        full = f"{raw}.{tail}" if tail else raw
+        module, _, name = full.rpartition(".")
+        file = self.module_file(facts.path, module) if module else None
+        other = self.facts(file) if file is not None else None
+        cls = other.classes.get(name) if other is not None else None
+        call = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "call"), None) if cls else None
+        if other is None or call is None or len(call.args.args) < 2:
+            return False
+        tensor = call.args.args[1].arg
+        rets = [n for n in ast.walk(call) if isinstance(n, ast.Return)]
+        if not rets:
+            return False
+        for r in rets:
+            v = r.value
+            if not isinstance(v, ast.Call) or not v.args or not (isinstance(v.args[0], ast.Name) and v.args[0].id == tensor):
+                return False
+            d = ast_dotted(v.func) or ""
+            h, _, rest = d.partition(".")
+            base = other.imports.get(h)
+            if base is None or canonical(f"{base}.{rest}" if rest else base) not in ("tf.pad", "keras.ops.pad"):
+                return False
+            mode = next((k.value for k in v.keywords if k.arg == "mode"), v.args[2] if len(v.args) > 2 else None)
+            if mode is not None and not (isinstance(mode, ast.Constant) and str(mode.value).upper() == "CONSTANT"):
+                return False
+            if any(k.arg == "constant_values" for k in v.keywords) or len(v.args) > 3:
+                return False
+        return True
+
+    def makes_tpu(self, facts: ModuleFacts, dotted: str) -> bool:
+        """Whether calling project function ``dotted`` (as written in ``facts``' module) sets
+        up a TPU: its body, or a project function it calls (two hops), calls a TPU symbol
+        (``TPUStrategy``, ``TPUClusterResolver``, ``tf.tpu.*``)."""
+        sym = self.local(facts, dotted)
+        if sym is None or sym.kind != "function" or sym.facts is None or sym.node is None:
+            return False
+        return self._makes_tpu(sym.facts, sym.node, 0)
+
+    def _makes_tpu(self, facts: ModuleFacts, fn: ast.FunctionDef, depth: int) -> bool:
+        key = (facts.path, fn.name)
+        hit = self._tpu_makers.get(key)
+        if hit is not None:
+            return hit
+        self._tpu_makers[key] = False  # a recursive helper ends here
+        answer = False
+        for call in _calls(fn):
+            dotted = ast_dotted(call.func)
+            if dotted is None:
+                continue
+            head, _, rest = dotted.partition(".")
+            raw = facts.imports.get(head)
+            if raw is not None and raw.split(".")[0] in FRAMEWORK_ROOTS:
+                if is_tpu_symbol(canonical(f"{raw}.{rest}" if rest else raw)):
+                    answer = True
+                    break
+            elif depth < 2:
+                sym = self.local(facts, dotted)
+                if sym is not None and sym.kind == "function" and sym.facts is not None and sym.node is not None:
+                    if self._makes_tpu(sym.facts, sym.node, depth + 1):
+                        answer = True
+                        break
+        self._tpu_makers[key] = answer
+        return answer
+
     def imports_framework(self, path: str | os.PathLike[str], data: str | bytes) -> bool:
         """True when a file that never spells tensorflow/keras imports them through a
         project module (``from .compat import layers``): the prefilter's second chance."""
@@ -350,6 +444,22 @@ class ProjectIndex:
 # calls (same file or imported from the tree), to a fixed point.
 
 _STEP_NAMES = {"model_fn", "train_step", "test_step", "call", "build", "training_step", "loss_fn", "compute_loss"}
+
+
+def _flag_definitions(tree: ast.Module) -> dict[str, list[ast.expr]]:
+    """absl flag name -> the defaults the module's ``DEFINE_*(name, default, ..)`` calls give."""
+    out: dict[str, list[ast.expr]] = {}
+    for call in _calls(tree):
+        dotted = ast_dotted(call.func) or ""
+        if dotted.rsplit(".", 1)[-1] not in FLAG_DEFINERS:
+            continue
+        args = list(call.args)
+        kws = {k.arg: k.value for k in call.keywords if k.arg}
+        name = args[0] if args else kws.get("name")
+        default = args[1] if len(args) > 1 else kws.get("default")
+        if isinstance(name, ast.Constant) and isinstance(name.value, str) and default is not None:
+            out.setdefault(name.value, []).append(default)
+    return out
 
 
 def _calls(fn: ast.AST) -> Iterator[ast.Call]:

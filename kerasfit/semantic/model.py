@@ -25,6 +25,7 @@ from ..symbols import (
     STEP_FN_TAKERS,
     canonical,
     flavour,
+    import_spelling,
     is_input_pipeline,
     is_model_building,
     is_tpu_symbol,
@@ -44,7 +45,7 @@ from .nodes import (
     walk,
 )
 
-from .bridge import built_layer_at
+from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu, project_zero_pad_layer
 from .caches import ModelCaches
 from .fileindex import FileIndex
 from .index import ProjectIndex
@@ -225,12 +226,12 @@ class FileContext:
         for stmt in self._all_import_statements():
             if isinstance(stmt, cst.Import):
                 for alias in stmt.names:
-                    full = _module_dotted(alias.name)
+                    full = import_spelling(_module_dotted(alias.name))
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         self.imports[alias.asname.name.value] = full
                     else:
-                        top = full.split(".")[0]
-                        self.imports[top] = top
+                        top = _module_dotted(alias.name).split(".")[0]
+                        self.imports[top] = import_spelling(top)
             elif isinstance(stmt, cst.ImportFrom):
                 if isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
                     self._star_import(_module_dotted(stmt.module))
@@ -238,7 +239,7 @@ class FileContext:
                 if stmt.relative or isinstance(stmt.names, cst.ImportStar):
                     self._relative_import(stmt)
                     continue
-                mod = _module_dotted(stmt.module)
+                mod = import_spelling(_module_dotted(stmt.module))
                 for alias in stmt.names:
                     obj = _module_dotted(alias.name)
                     local = obj
@@ -294,11 +295,15 @@ class FileContext:
             return None
         head, _, rest = dotted.partition(".")
         if head in self.module_shadowed and head not in self.imports:
-            renamed = self._renamed_layer(head)
+            renamed = self._renamed_layer(head) or self._alias(head, self.module)
             if renamed is not None:
                 return f"{renamed}.{rest}" if rest else renamed
             return self._injected(head, rest, within)
         if self._locally_rebound(head, within):
+            fn = next((s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            alias = self._alias(head, fn) if fn is not None else None
+            if alias is not None:
+                return f"{alias}.{rest}" if rest else alias
             return self._injected(head, rest, within)
         base = self.imports.get(head)
         if base is None:
@@ -327,9 +332,13 @@ class FileContext:
         return False
 
     def _module_alias(self, name: str) -> str | None:
-        """``Conv = tf.keras.layers.Conv2D`` at module level makes Conv an alias."""
-        bindings = self.scope_index(self.module).bindings.get(name)
-        if not bindings or len(bindings) != 1 or bindings[0].value is None:
+        return self._alias(name, self.module)
+
+    def _alias(self, name: str, scope: ScopeNode) -> str | None:
+        """``Conv = tf.keras.layers.Conv2D`` / ``reg = regularizers.l2``, bound once in
+        ``scope``, makes the name an alias of what the file imports."""
+        bindings = self.scope_index(scope).bindings.get(name)
+        if not bindings or len(bindings) != 1 or bindings[0].value is None or bindings[0].kind != "assign":
             return None
         value = bindings[0].value
         if isinstance(value, (cst.Name, cst.Attribute)):
@@ -442,6 +451,30 @@ class FileContext:
         first framework layer it builds (``semantic.summaries.Layer``: raw name, argument value
         sets, factories traversed), else None."""
         return built_layer_at(self, call)
+
+    def layer_call_returns(self, ctor: cst.Call) -> list[cst.BaseExpression] | None:
+        """For ``MyLayer(..)``, a call of a class of this file that defines ``call``: what
+        that ``call`` method returns (the layer's output when applied), else None."""
+        if not isinstance(ctor.func, cst.Name):
+            return None
+        b = self.lookup(ctor.func.value, self.scopes_of(ctor))
+        if b is None or b.kind != "class" or not isinstance(b.node, cst.ClassDef):
+            return None
+        for stmt in b.node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "call":
+                return list(_returns(stmt))
+        return None
+
+    def imported_zero_pad_layer(self, ctor: cst.Call) -> bool:
+        """``Pad(1)``, ``Pad`` a layer class of another project module whose ``call`` is a
+        zero pad of its input."""
+        return project_zero_pad_layer(self, ctor)
+
+    def ops_fed(self, call: cst.Call) -> list[Layer]:
+        """For ``wrapper(x, ..)``, a call of a project function (same file or another file
+        of the tree): the framework ops it applies directly to ``x`` (``tf.nn.conv2d(x, ..)``,
+        ``Conv2D(..)(x)``), arguments as value sets, in the order met."""
+        return ops_fed_at(self, call)
 
     def reached_from_model(self, func: cst.FunctionDef) -> bool:
         """Whether a function of this file is called from model/training code anywhere in the tree."""
@@ -563,6 +596,31 @@ class FileContext:
             if bs:
                 return (bs[0] if len(bs) == 1 else None), scopes[i:]
         return None, ()
+
+    def iterated_elements(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """``units`` in ``for units in HIDDEN:`` (or ``HIDDEN[i]`` with ``i`` a loop
+        variable), ``HIDDEN`` a list or tuple literal, maybe bound once elsewhere (a
+        module constant): the literal's elements, each a value ``node`` takes; else None."""
+        scopes = self.scopes_of(node)
+        if isinstance(node, cst.Name):
+            b = self.lookup(node.value, scopes)
+            loop = b.node if b is not None and b.kind == "other" else None
+            if isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.target.value == node.value:
+                return self._literal_elements(loop.iter)
+        elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            index = node.slice[0].slice.value
+            b = self.lookup(index.value, scopes) if isinstance(index, cst.Name) else None
+            if b is not None and b.kind == "other" and isinstance(b.node, cst.For):
+                return self._literal_elements(node.value)
+        return None
+
+    def _literal_elements(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        if isinstance(node, cst.Name):
+            b = self.lookup(node.value, self.scopes_of(node))
+            node = b.value if b is not None and b.kind == "assign" and b.value is not None else node
+        if isinstance(node, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return [e.value for e in node.elements]
+        return None
 
     def binding_value(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
         """For a Name bound once to an expression in a visible scope, that expression."""
@@ -990,6 +1048,10 @@ class FileContext:
 
     def _flag_default(self, name: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
         defs = self.index.flag_defaults.get(name, ())
+        if not defs:
+            # defined in a project module this file imports (a shared flags module)
+            default = project_flag_default(self, name)
+            return [(default, (self.module,))] if default is not None else []
         return list(defs) if len(defs) == 1 else []
 
     def _subscript_candidates(self, node: cst.Subscript, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
@@ -1217,6 +1279,15 @@ class FileContext:
                 return node
         return None
 
+    def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda around ``node``, else None (module level)."""
+        return next((s for s in self.index.scopes_of(node) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+
+    def role_of(self, node: cst.CSTNode) -> Role:
+        """:meth:`function_role` of the code around ``node``; MODULE at module level."""
+        f = self.callable_of(node)
+        return Role.MODULE if f is None else self.function_role(f)
+
     def role(self) -> Role:
         """:meth:`function_role` of the code being visited; 'module' at module level."""
         f = self.enclosing_callable()
@@ -1416,11 +1487,20 @@ _DRIVER_METHODS = frozenset(
 
 
 def _uses_tpu(ctx: FileContext) -> bool:
-    if "tpu" not in ctx.source.lower():
-        return False
+    low = ctx.source.lower()
+    if "tpu" not in low:
+        # a helper of another module may make the TPU strategy the file uses
+        return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
     for call, _ in ctx.index.calls:
         raw = ctx.raw_name_anywhere(call.func)
         if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+            return True
+        if raw and canonical(raw).startswith("keras.distribution."):
+            # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
+            if any(isinstance(v, str) and v.lower().startswith("tpu") for v in (ctx.const(a.value) for a in call.args)):
+                return True
+    for call, _ in ctx.index.calls:
+        if project_makes_tpu(ctx, call):  # a strategy made by a helper of another module
             return True
     return False
 

@@ -56,6 +56,17 @@ class Layer:
         return default
 
 
+class _Input:
+    """The tensor a caller hands a wrapper (see :func:`ops_fed`): followed to the ops it
+    feeds directly."""
+
+    def __repr__(self) -> str:
+        return "INPUT"
+
+
+INPUT: Any = _Input()
+
+
 @dataclass
 class _Dict:
     items: dict[Any, Any]  # constant key -> abstract value
@@ -112,6 +123,8 @@ class Interpreter:
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
         self.steps = 0
+        # framework ops (and applied layers) whose input is :data:`INPUT`, in order met
+        self.fed: list[Layer] = []
 
     # ---- entry ---------------------------------------------------------------------
     def call(self, facts: ModuleFacts, dotted: str, args: list[Any], kwargs: dict[str, Any], depth: int = 0,
@@ -123,7 +136,10 @@ class Interpreter:
         if sym is None:
             return TOP
         if sym.kind == "framework":
-            return Layer(sym.raw, tuple(args), dict(kwargs), via)
+            op = Layer(sym.raw, tuple(args), dict(kwargs), via)
+            if any(v is INPUT for v in (*args[:1], kwargs.get("input"), kwargs.get("inputs"), kwargs.get("x"))):
+                self.fed.append(op)
+            return op
         if sym.node is None or sym.facts is None:
             return TOP
         return self.run(sym.facts, sym.node, args, kwargs, depth + 1, via + (sym.node.name,))
@@ -345,6 +361,12 @@ class Interpreter:
 
     def _call(self, e: ast.Call, st: _Frame) -> Any:
         f = e.func
+        if isinstance(f, ast.Call):  # ``Conv2D(..)(x)``: a layer applied to a tensor
+            layer = self._call(f, st)
+            applied = [self._expr(a, st) for a in e.args[:1]]
+            if isinstance(layer, Layer) and applied and applied[0] is INPUT:
+                self.fed.append(layer)
+            return TOP
         # dict.get on a tracked keyword dict
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr == "get":
             d = st.env.get(f.value.id)
@@ -478,3 +500,12 @@ def built_layer(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list
     """The first framework layer a call of project function ``dotted`` builds, or None."""
     v = Interpreter(index).call(facts, dotted, args, kwargs)
     return v if isinstance(v, Layer) and v.via else None
+
+
+def ops_fed(index: ProjectIndex, facts: ModuleFacts, dotted: str, args: list[Any], kwargs: dict[str, Any]) -> list[Layer]:
+    """The framework ops a call of project function ``dotted`` applies directly to the
+    argument given as :data:`INPUT` (a wrapper's ``tf.nn.conv2d(x, ..)`` or
+    ``Conv2D(..)(x)``), each with its arguments as value sets; empty when none is seen."""
+    interp = Interpreter(index)
+    interp.call(facts, dotted, args, kwargs)
+    return interp.fed

@@ -1,0 +1,206 @@
+"""Pads and convs both behind project wrappers (issue 21, class 5): the wrapper is
+interpreted with the padded tensor as its input, and the ops it applies to that input are
+checked like a conv written in place."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from kerasfit.api import CheckOptions, check_paths
+from kerasfit.config import Selection
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def _findings(root: Path, *names: str) -> list[tuple[str, int, str]]:
+    res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=["KF103"]), use_cache=False, jobs=1))
+    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+
+
+def test_pad_helper_of_another_module_feeds_a_same_file_conv_wrapper(tmp_path):
+    _write(tmp_path, {
+        "ops.py": """
+            import tensorflow as tf
+
+            def pad(x, p):
+                return tf.pad(x, [[0, 0], [p, p], [p, p], [0, 0]])
+        """,
+        "net.py": """
+            import tensorflow as tf
+            import ops
+
+            def _conv2d(x, w, stride, padding="SAME"):
+                return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+            def block(x, w):
+                y = ops.pad(x, 1)
+                return _conv2d(y, w, 2, padding="VALID")
+
+            def same(x, w):
+                return _conv2d(ops.pad(x, 1), w, 1)
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 9)]
+    assert "applied inside `_conv2d`" in found[0][2] and "`ops.pad` feeds a 'valid' `tf.nn.conv2d`" in found[0][2]
+
+
+def test_two_hop_closure_into_a_project_conv(tmp_path):
+    _write(tmp_path, {
+        "layers_lib.py": """
+            import tensorflow as tf
+
+            def conv(x, filters, k, s):
+                y = tf.keras.layers.Conv2D(filters, k, strides=s, padding="valid")(x)
+                return tf.nn.relu(y)
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from layers_lib import conv
+
+            def make_block(filters):
+                def inner(x):
+                    return conv(x, filters, 3, 2)
+
+                def outer(x):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return inner(x)
+
+                return outer
+
+            def not_padded(filters):
+                def inner(x):
+                    return conv(tf.nn.relu(x), filters, 3, 2)
+
+                def outer(x):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return inner(x)
+
+                return outer
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
+    assert "`tf.pad` feeds a 'valid' `Conv2D`" in found[0][2]
+
+
+def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
+    _write(tmp_path, {
+        "layers_util.py": """
+            import tensorflow as tf
+
+            def fixed_padding(inputs, kernel_size):
+                pad_total = kernel_size - 1
+                pad_beg = pad_total // 2
+                return tf.pad(inputs, [[0, 0], [pad_beg, pad_total - pad_beg], [pad_beg, pad_total - pad_beg], [0, 0]])
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from layers_util import fixed_padding
+            from tensorpack import Conv2D
+
+            def block(x, k, s):
+                x = fixed_padding(x, k)
+                return Conv2D("conv", x, 64, kernel_size=k, strides=s, padding="VALID")
+
+            def same(x, k, s):
+                x = fixed_padding(x, k)
+                return Conv2D("conv", x, 64, kernel_size=k, strides=s, padding="SAME")
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 7)]
+    assert "`Conv2D` is a conv by its signature" in found[0][2]
+
+
+# ---- settings in another module (issue 21, class 4) ----------------------------------
+def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, str]]:
+    res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=[select]), use_cache=False, jobs=1))
+    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+
+
+def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path):
+    _write(tmp_path, {
+        "tpu_lib.py": """
+            import tensorflow as tf
+
+            def _resolver(name):
+                return tf.distribute.cluster_resolver.TPUClusterResolver(name)
+
+            def get_strategy(name=None):
+                resolver = _resolver(name)
+                tf.config.experimental_connect_to_cluster(resolver)
+                return tf.distribute.experimental.TPUStrategy(resolver)
+        """,
+        "flags_def.py": """
+            from absl import flags
+
+            flags.DEFINE_integer("batch_size", 32, "global batch")
+        """,
+        "train.py": """
+            import tensorflow as tf
+            from absl import flags
+            import flags_def
+            from tpu_lib import get_strategy
+
+            FLAGS = flags.FLAGS
+
+            def main(_):
+                strategy = get_strategy()
+                return tf.data.Dataset.range(10).batch(FLAGS.batch_size, drop_remainder=True)
+        """,
+        # the same without a TPU anywhere: nothing to say
+        "gpu_lib.py": """
+            import tensorflow as tf
+
+            def get_strategy():
+                return tf.distribute.MirroredStrategy()
+        """,
+        "gpu_train.py": """
+            import tensorflow as tf
+            from absl import flags
+            import flags_def
+            from gpu_lib import get_strategy
+
+            FLAGS = flags.FLAGS
+
+            def main(_):
+                strategy = get_strategy()
+                return tf.data.Dataset.range(10).batch(FLAGS.batch_size, drop_remainder=True)
+        """,
+    })
+    found = _codes(tmp_path, "train.py", "gpu_train.py", select="KF203")
+    assert [(f, r) for f, r, _ in found] == [("train.py", 11)]
+    assert "Global batch 32" in found[0][2]
+
+
+def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tmp_path):
+    _write(tmp_path, {
+        "pads.py": """
+            import tensorflow as tf
+
+            class ZeroPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+
+            class ReflectPad(tf.keras.layers.Layer):
+                def call(self, x):
+                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+        """,
+        "net.py": """
+            import tensorflow as tf
+            from pads import ZeroPad, ReflectPad
+
+            model = tf.keras.Sequential([ZeroPad(), tf.keras.layers.Conv2D(32, 3, strides=2)])
+            other = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3, strides=2)])
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 5)]
+    assert "`ZeroPad` feeds a 'valid' `Conv2D`" in found[0][2]
