@@ -24,14 +24,16 @@ pytestmark = pytest.mark.build
 
 ROOT = Path(__file__).resolve().parents[2]
 # A model the child can build in a few seconds once TensorFlow is imported. The build
-# runs only what the model depends on (the script is sliced), so each hostile part below
-# computes UNITS, which the model reads: it runs at import, as in a real script.
+# runs only what the model depends on (the script is sliced), and never a module-level
+# call of a helper that opens files or starts processes (data loading, downloads): so each
+# hostile part below is a function bound to UNITS, which building the model calls.
 MODEL = """
 import keras
 
 def build_model():
     inp = keras.Input((8,))
-    return keras.Model(inp, keras.layers.Dense(UNITS)(inp))
+    units = UNITS() if callable(UNITS) else UNITS
+    return keras.Model(inp, keras.layers.Dense(units)(inp))
 """
 # A grandchild that leaves the child's session and keeps stderr (fd 2) open.
 ESCAPEE = """
@@ -44,7 +46,7 @@ def escape():
         os._exit(0)
     return 4
 
-UNITS = escape()
+UNITS = escape
 """
 
 
@@ -94,7 +96,7 @@ def test_a_setsid_escapee_holding_stderr_does_not_stretch_the_time_limit(tmp_pat
     forked = tmp_path / "forked"
     path = write(tmp_path, "escapee_hang.py", ESCAPEE.format(seconds=3600),
                  f"def hang():\n    open({str(forked)!r}, 'w').close()\n    time.sleep(3600)\n    return 4\n\n"
-                 "UNITS = hang()\n", MODEL)
+                 "UNITS = hang\n", MODEL)
     proc, wall = kerasfit(tmp_path, "report", str(path), "--build-timeout", "30", limit=120)
     assert forked.exists()
     assert proc.returncode == 2
@@ -124,7 +126,7 @@ def test_a_plain_fork_holding_stderr_does_not_turn_a_finished_build_into_a_timeo
                 os._exit(0)
             return 4
 
-        UNITS = fork()
+        UNITS = fork
         """, MODEL)
     proc, wall = kerasfit(tmp_path, "check", str(path), "--build", "--build-timeout", "45",
                           limit=120)
@@ -151,7 +153,7 @@ def test_a_double_forked_daemon_does_not_outlive_the_report(tmp_path):
                 os._exit(0)
             return 4
 
-        UNITS = daemon()
+        UNITS = daemon
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 0, proc.stderr
@@ -186,13 +188,12 @@ def test_a_result_file_that_is_not_a_json_object_is_one_line(tmp_path):
                 f.write("[]")
             os._exit(0)
 
-        UNITS = forge()
+        UNITS = forge
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        f"kerasfit: build failed: {path}: the build process exited with status 0 at import, "
-        "before building"]
+        f"kerasfit: build failed: {path}: the build process exited with status 0 while building the model"]
 
 
 def test_stderr_is_read_with_a_cap(tmp_path):
@@ -237,7 +238,7 @@ def test_the_child_has_a_configurable_memory_limit(tmp_path):
             hoard = [mmap.mmap(-1, 1 << 30) for _ in range(96)]
             return len(hoard)
 
-        UNITS = grab()
+        UNITS = grab
         """, MODEL)
     proc, _ = kerasfit(tmp_path, "report", str(path), "--build-timeout", "60", limit=120)
     assert proc.returncode == 2
