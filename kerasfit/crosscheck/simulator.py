@@ -151,30 +151,25 @@ def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str
     A dot over ``[batch, seq, features]`` streams batch x seq rows, exactly like the same
     dot after a reshape to 2-D: merged, the two cost the same.
     """
-    owner = {d: r for r, ds in roles.items() for d in ds}
-    out: list[int] = []
-    done: set[str] = set()
-    for i, size in enumerate(shape):
-        role = owner.get(i)
-        if role is None:
-            out.append(size)
-        elif role not in done:
-            done.add(role)
-            out.append(pad_to(math.prod(shape[d] for d in roles[role]), mult[role]))
-    return out
+    return [pad_to(n, mult[role]) if role is not None else n for n, role in _merge(shape, roles)]
 
 
 def _merged(shape: list[int], roles: dict[str, list[int]]) -> list[int]:
+    return [n for n, _ in _merge(shape, roles)]
+
+
+def _merge(shape: list[int], roles: dict[str, list[int]]) -> list[tuple[int, str | None]]:
+    """Each dim, or each role's dims merged into one (at the role's first dim), with its role."""
     owner = {d: r for r, ds in roles.items() for d in ds}
-    out: list[int] = []
+    out: list[tuple[int, str | None]] = []
     done: set[str] = set()
     for i, size in enumerate(shape):
         role = owner.get(i)
         if role is None:
-            out.append(size)
+            out.append((size, None))
         elif role not in done:
             done.add(role)
-            out.append(math.prod(shape[d] for d in roles[role]))
+            out.append((math.prod(shape[d] for d in roles[role]), role))
     return out
 
 

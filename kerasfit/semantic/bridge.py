@@ -51,12 +51,21 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
     sym = ctx.project.local(facts, dotted)
     if sym is None or sym.node is None or not _project_may_return_layer(ctx, sym.node):
         return None
+    called = _call_args(ctx, call.args)
+    if called is None:
+        return None  # positions unknown
+    return built_layer(ctx.project, facts, dotted, *called)
+
+
+def _call_args(ctx: FileContext, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
+    """The abstract values of a call's arguments, positional and by keyword; None when a
+    ``*args`` leaves the positions unknown (a ``**kwargs`` may hold anything: TOP)."""
     args: list[Any] = []
     kwargs: dict[str, Any] = {}
-    for a in call.args:
+    for a in given:
         if a.star:
             if a.star == "*":
-                return None  # positions unknown
+                return None
             kwargs["**"] = TOP
             continue
         v = _arg_value(ctx, a.value)
@@ -64,7 +73,7 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
             kwargs[a.keyword.value] = v
         else:
             args.append(v)
-    return built_layer(ctx.project, facts, dotted, args, kwargs)
+    return args, kwargs
 
 
 def ops_fed_at(ctx: FileContext, call: cst.Call) -> list[Layer]:
@@ -98,20 +107,11 @@ def _ops_fed(ctx: FileContext, call: cst.Call) -> list[Layer]:
     sym = ctx.project.local(facts, dotted)
     if sym is None or sym.kind != "function":
         return []
-    args: list[Any] = [INPUT]
-    kwargs: dict[str, Any] = {}
-    for a in call.args[1:]:
-        if a.star:
-            if a.star == "*":
-                return []
-            kwargs["**"] = TOP
-            continue
-        v = _arg_value(ctx, a.value)
-        if a.keyword is not None:
-            kwargs[a.keyword.value] = v
-        else:
-            args.append(v)
-    return ops_fed(ctx.project, facts, dotted, args, kwargs)
+    called = _call_args(ctx, call.args[1:])
+    if called is None:
+        return []
+    args, kwargs = called
+    return ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
 
 
 def _closure_fed(ctx: FileContext, fn: cst.FunctionDef) -> list[Layer]:
