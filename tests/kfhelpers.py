@@ -88,3 +88,17 @@ def installed_page(uri: str) -> Path:
     parsed = urlparse(uri)
     assert parsed.scheme == "file" and not parsed.fragment, uri
     return Path(url2pathname(unquote(parsed.path)))
+
+
+def between_check_and_write(monkeypatch, action) -> None:
+    """Run ``action`` after every file was read and checked, before --fix writes."""
+    from kerasfit import api
+
+    real = api._execute
+
+    def execute(work, jobs, *rest):
+        out = real(work, jobs, *rest)
+        action()
+        return out
+
+    monkeypatch.setattr(api, "_execute", execute)

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from kfhelpers import BAD, GOOD, run, write
+from kfhelpers import BAD, GOOD, between_check_and_write, run, write
 
 from kerasfit import api, checkcmd
 from kerasfit.api import CheckOptions, check_paths
@@ -179,17 +179,6 @@ def test_a_failed_write_whose_undo_fails_too_says_the_file_may_be_damaged(tmp_pa
 
 
 # ---- item 3: the findings of a file that could not be fixed are shown ------------------------------
-
-
-def between_check_and_write(monkeypatch, action):
-    real = api._execute
-
-    def execute(work, jobs, *rest):
-        out = real(work, jobs, *rest)
-        action()
-        return out
-
-    monkeypatch.setattr(api, "_execute", execute)
 
 
 @pytest.mark.parametrize("what", ["deleted", "changed"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-from kfhelpers import run, write
+from kfhelpers import between_check_and_write, run, write
 
 from kerasfit import api
 from kerasfit.api import CheckOptions, check_paths
@@ -69,23 +69,11 @@ BN = "import tf_keras as keras\ny = keras.layers.BatchNormalization(fused=False)
 BN_FIXED = BN.replace("fused=False", "fused=True")
 
 
-def _between_check_and_write(monkeypatch, action):
-    """Run ``action`` after every file was read and checked, before the write phase."""
-    real = api._execute
-
-    def execute(work, jobs, *rest):
-        out = real(work, jobs, *rest)
-        action()
-        return out
-
-    monkeypatch.setattr(api, "_execute", execute)
-
-
 def test_file_edited_while_checking_is_not_overwritten(tmp_path, monkeypatch):
     f = write(tmp_path / "m.py", BN)
     other = write(tmp_path / "n.py", BN)
     edited = BN + "z = 1  # saved by the editor meanwhile\n"
-    _between_check_and_write(monkeypatch, lambda: f.write_text(edited))
+    between_check_and_write(monkeypatch, lambda: f.write_text(edited))
     res = check_paths([f, other], CheckOptions(fix=True, use_cache=False))
     assert f.read_text() == edited  # the user's edit survives
     by = {Path(r.filename).name: r for r in res.files}
@@ -101,7 +89,7 @@ def test_same_bytes_rewritten_while_checking_is_not_overwritten(tmp_path, monkey
         st = f.stat()
         os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
-    _between_check_and_write(monkeypatch, touch)
+    between_check_and_write(monkeypatch, touch)
     res = check_paths([f], CheckOptions(fix=True, use_cache=False))
     assert "changed while checking, not fixed" in res.files[0].error
     assert f.read_text() == BN
@@ -109,7 +97,7 @@ def test_same_bytes_rewritten_while_checking_is_not_overwritten(tmp_path, monkey
 
 def test_file_deleted_while_checking_is_not_recreated(tmp_path, monkeypatch):
     f = write(tmp_path / "m.py", BN)
-    _between_check_and_write(monkeypatch, f.unlink)
+    between_check_and_write(monkeypatch, f.unlink)
     res = check_paths([f], CheckOptions(fix=True, use_cache=False))
     assert not f.exists()
     assert res.files[0].error == f"{f}: deleted while checking, not fixed"
