@@ -13,7 +13,6 @@ import libcst as cst
 import pytest
 from kfhelpers import between_check_and_write, run, write
 
-from kerasfit import api
 from kerasfit.api import CheckOptions, check_paths
 from kerasfit.engine import LintSettings, apply_fixes, fix_source, lint_source
 from kerasfit.registry import all_rules
