@@ -965,18 +965,17 @@ class PadBeforeConv(Rule):
         file of the tree) that applies a conv to its first argument, which is a pad."""
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return False
-        found = self._find_pad(call.args[0].value)  # first: most inputs are not padded
+        # first the callee: most calls are not project wrappers, and finding that out is a
+        # few lookups, while looking for a pad behind the argument follows its bindings
+        conv = next((c for c in map(self._layer_conv, self.ctx.ops_fed(call)) if c is not None), None)
+        if conv is None:
+            return False
+        found = self._find_pad(call.args[0].value)
         if found is None:
             return False
         pad, conditional = found
-        off = self._off
-        for layer in self.ctx.ops_fed(call):
-            conv = self._layer_conv(layer)
-            if conv is not None:
-                self._off = off
-                self._report_factory(pad, conv, conditional, applied=True)
-                return True
-        return False
+        self._report_factory(pad, conv, conditional, applied=True)
+        return True
 
     def _by_signature(self, call: cst.Call) -> bool:
         """``conv_layer(fixed_padding(x, k), 64, kernel_size=k, strides=s, padding="VALID")``: a
