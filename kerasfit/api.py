@@ -217,6 +217,7 @@ class Cache:
         self.name = f"results-v{self.VERSION}.json"
         self.entries: dict[str, dict[str, Any]] = {}
         self.dirty = False
+        self._digests: dict[str, str | None] = {}  # each dependency's content hash, read once a run
         raw = directory.read(self.name) if directory is not None else None
         if raw is not None:
             try:
@@ -245,13 +246,19 @@ class Cache:
         deps = e.get("deps")
         if deps:
             # a helper in another file changed: what this file's checks saw changed too
-            if not isinstance(deps, dict) or any(file_digest(p) != d for p, d in deps.items()):
+            if not isinstance(deps, dict) or any(self._digest(p) != d for p, d in deps.items()):
                 return None
         try:
             # labelled with this run's spelling of the path, not the caching run's
             return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in e["diagnostics"]]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # an entry that does not validate: checked again and rewritten
+
+    def _digest(self, path: str) -> str | None:
+        # a tree-wide answer makes every file depend on every other: read each one once a run
+        if path not in self._digests:
+            self._digests[path] = file_digest(path)
+        return self._digests[path]
 
     def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None) -> None:
         if self.path is None:
