@@ -239,13 +239,15 @@ class ChannelMultiple(Rule):
             unsafe=True,
             target="gpu",
             message_contains="pad to 104 on gpu (4%",
-            at = Range(3, 32, 3, 35)),
+            at=Range(3, 32, 3, 35),
+        ),
         Invalid(
             "import keras\nx = keras.layers.Conv2D(30, 3, dtype='mixed_bfloat16')(x)\n",
             expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, dtype='mixed_bfloat16')(x)\n",
             unsafe=True,
             target="gpu",
-        at = Range(2, 24, 2, 26)),
+            at=Range(2, 24, 2, 26),
+        ),
         Invalid(
             "import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 30, 3, padding='same')\n",
             expected_fix="import tensorflow.compat.v1 as tf\n\nnet = tf.layers.conv2d(images, 32, 3, padding='same')\n",
@@ -267,7 +269,8 @@ class ChannelMultiple(Rule):
             "    model = keras.Model(inp, keras.layers.Dense(8)(h))\n"
             "    model.fit(x, y)\n",
             unsafe=True,
-        at = Range(5, 27, 5, 30)),
+            at=Range(5, 27, 5, 30),
+        ),
         # named constant: reported, not rewritten (it may size other tensors too)
         Invalid(
             """
@@ -302,7 +305,7 @@ class ChannelMultiple(Rule):
             message_contains="sized by `NUM_CLASSES`",
             at=Range(3, 23, 3, 34),
         ),
-        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid", at = Range(2, 23, 2, 25)),
+        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid", at=Range(2, 23, 2, 25)),
         # 1-wide internal layers say what they are
         Invalid(
             "from keras import layers\n\n"
@@ -310,7 +313,8 @@ class ChannelMultiple(Rule):
             "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
             "    return x * g\n",
             message_contains="is a gate (squeeze-excitation style",
-        at = Range(4, 22, 4, 23)),
+            at=Range(4, 22, 4, 23),
+        ),
         Invalid(
             "from keras import layers, ops\n\n"
             "class AttentionPooling(layers.Layer):\n"
@@ -321,7 +325,8 @@ class ChannelMultiple(Rule):
             "        w = ops.softmax(self.score(h), axis=1)\n"
             "        return ops.sum(h * w, axis=1)\n",
             message_contains="is an attention-pooling score",
-        at = Range(6, 34, 6, 35)),
+            at=Range(6, 34, 6, 35),
+        ),
         Invalid(
             """
             import keras

@@ -313,7 +313,7 @@ class NonlogicalTranspose(Rule):
             """,
             at=Range(2, 35, 2, 51),
         ),
-        Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n", at = Range(2, 35, 2, 51)),
+        Invalid("import keras\nkeras.config.set_image_data_format('channels_first')\n", at=Range(2, 35, 2, 51)),
         # the default path runs these: channels_last is the default, jax compiles with XLA
         Invalid(
             "from keras import ops\n\n"
@@ -321,14 +321,16 @@ class NonlogicalTranspose(Rule):
             "    if data_format == 'channels_last':\n"
             "        x = ops.transpose(x, (0, 3, 1, 2))\n"
             "    return x\n",
-        at = Range(5, 12, 5, 42)),
+            at=Range(5, 12, 5, 42),
+        ),
         Invalid(
             "import keras\nfrom keras import ops\n\n"
             "def f(x):\n"
             "    if keras.config.backend() == 'jax':\n"
             "        x = ops.transpose(x, (0, 3, 1, 2))\n"
             "    return x\n",
-        at = Range(6, 12, 6, 42)),
+            at=Range(6, 12, 6, 42),
+        ),
         # data_format=None is Keras's default (channels_last): this branch runs
         Invalid(
             "import keras\nfrom keras import ops\n\n"
@@ -340,14 +342,16 @@ class NonlogicalTranspose(Rule):
             "        if self.data_format == 'channels_last':\n"
             "            x = ops.transpose(x, (0, 3, 1, 2))\n"
             "        return x\n",
-        at = Range(11, 16, 11, 46)),
+            at=Range(11, 16, 11, 46),
+        ),
         # a rebound name that a conv reads too is not only a matmul operand
         Invalid(
             "from keras import ops\n\n"
             "def f(q, k, conv):\n"
             "    k = ops.transpose(k, (0, 2, 3, 1))\n"
             "    return ops.matmul(q, k) + conv(k)\n",
-        at = Range(4, 8, 4, 38)),
+            at=Range(4, 8, 4, 38),
+        ),
         # the same swap into a regular conv is a real copy
         Invalid(
             """

@@ -234,14 +234,15 @@ class ReduceElementwise(Rule):
             at=Range(2, 7, 2, 36),
         ),
         # a scalar's negation: reported, no fix (negating every element is more work)
-        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="no fix offered", at = Range(2, 7, 2, 27)),
+        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="no fix offered", at=Range(2, 7, 2, 27)),
         # generation code: not on the accelerator's hot path, no fix
         Invalid(
             "from keras import ops\n\n"
             "def strip_prompt(prompt_mask, seq_len):\n"
             "    return ops.mod(-ops.sum(prompt_mask, axis=1), seq_len)\n",
             message_contains="not model or loss code",
-        at = Range(4, 19, 4, 48)),
+            at=Range(4, 19, 4, 48),
+        ),
         Invalid(
             "from keras import ops\n\n"
             "def sigmoid_loss(loglike):\n"
@@ -250,7 +251,8 @@ class ReduceElementwise(Rule):
             "def sigmoid_loss(loglike):\n"
             "    return ops.sum(-loglike, axis=-1)\n",
             unsafe=True,
-        at = Range(4, 11, 4, 37)),
+            at=Range(4, 11, 4, 37),
+        ),
         Invalid(
             """
             import tensorflow as tf

@@ -135,7 +135,7 @@ def bound_names(stmt: ast.stmt) -> set[str]:
         for alias in stmt.names:
             out.add((alias.asname or alias.name).split(".")[0])
         return out
-    for node in _walk_shallow(stmt):
+    for node in _walk_scope(stmt, enter_root=True):
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 _target_names(t, out)
@@ -209,13 +209,14 @@ def free_names(node: ast.AST) -> set[str]:
     return out
 
 
-def _walk_scope(node: ast.AST) -> Iterator[ast.AST]:
-    """ast.walk that yields functions, classes and lambdas but does not enter them."""
+def _walk_scope(node: ast.AST, enter_root: bool = False) -> Iterator[ast.AST]:
+    """ast.walk that yields functions, classes and lambdas but does not enter them
+    (``enter_root``: except ``node`` itself)."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        if not isinstance(n, _SCOPES):
+        if not isinstance(n, _SCOPES) or (enter_root and n is node):
             stack.extend(ast.iter_child_nodes(n))
 
 
@@ -241,19 +242,6 @@ def mutated_names(stmt: ast.stmt) -> set[str]:
     return out
 
 
-def _walk_shallow(node: ast.AST) -> Iterator[ast.AST]:
-    """ast.walk that does not enter function, class or lambda bodies."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        for child in ast.iter_child_nodes(n):
-            if n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                ast.ClassDef, ast.Lambda)):
-                continue
-            stack.append(child)
-
-
 def denial(stmt: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
            _seen: frozenset[str] = frozenset()) -> str | None:
     """Why running this statement would train, download, plot or do I/O (None: it would not).
@@ -263,7 +251,7 @@ def denial(stmt: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunction
     """
     if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return None  # a body only runs when called
-    for node in _walk_shallow(stmt):
+    for node in _walk_scope(stmt, enter_root=True):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             if node is not stmt:
                 continue

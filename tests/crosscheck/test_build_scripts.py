@@ -7,25 +7,11 @@ write a marker file when run as a whole. Each is built once in the real child.
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, run_child
 
 pytestmark = pytest.mark.build
-
-SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
-
-
-@pytest.fixture()
-def script(tmp_path):
-    def copy(name: str) -> Path:
-        dst = tmp_path / name
-        shutil.copy(SCRIPTS / name, dst)
-        return dst
-    return copy
 
 
 def test_mnist_style_script_builds_without_running(script):
