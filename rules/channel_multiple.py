@@ -9,32 +9,20 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    Applicability,
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity, Valid, width_padding
+from kerasfit.ruleapi.fixes import Replace, keyword_value
+from kerasfit.ruleapi.symbols import (
     CONV_LAYERS,
     DENSE_LAYERS,
     HEAD_ACTIVATIONS,
     HEAD_CONSUMERS,
-    Invalid,
-    Range,
     KERAS1_WIDTH_KEYWORDS,
     MODEL_CONSTRUCTORS,
-    Replace,
-    Rule,
-    Severity,
-    Valid,
     canonical,
-    compute_dtype,
-    depends_on_param,
-    dotted_name,
-    get_arg,
-    keyword_value,
     label,
-    shape_of_variable,
-    uses_of,
-    walk,
-    width_padding,
 )
+from kerasfit.ruleapi.syntax import dotted_name, get_arg, walk
+from kerasfit.ruleapi.values import compute_dtype, depends_on_param, shape_of_variable, uses_of
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
 _NN_CONVS = {

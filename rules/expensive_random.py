@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Range, Rule
+from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi.symbols import EXPENSIVE_RANDOM
 
 class ExpensiveRandom(Rule):
     """

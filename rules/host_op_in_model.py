@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import HOST_OPS, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Invalid, Range, Rule, Severity
+from kerasfit.ruleapi.symbols import HOST_OPS
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",

@@ -8,20 +8,15 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    Applicability,
-    Invalid,
-    Range,
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi.fixes import Remove
+from kerasfit.ruleapi.symbols import (
     L2_REGULARIZERS,
     L2_REGULARIZER_STRINGS,
     REGULARIZATION_LOSS_CALLS,
-    Remove,
-    Rule,
-    UNKNOWN,
     WEIGHT_REGULARIZER_ARGS,
-    dotted_name,
-    get_arg,
 )
+from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)

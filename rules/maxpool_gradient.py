@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import MAX_POOLING, Invalid, Range, Rule, Severity, canonical
+from kerasfit.ruleapi import Invalid, Range, Rule, Severity
+from kerasfit.ruleapi.symbols import MAX_POOLING, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")

@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Replace, Rule, get_arg, insert_keyword
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi.fixes import Replace, insert_keyword
+from kerasfit.ruleapi.syntax import get_arg
 
 
 _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")

@@ -9,25 +9,11 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    Applicability,
-    CONCAT_CALLS,
-    Invalid,
-    Range,
-    MODEL_BASES,
-    Remove,
-    Replace,
-    Rule,
-    SPLIT_CALLS,
-    Severity,
-    get_arg,
-    label,
-    layer_constructor,
-    loop_source,
-    self_attr,
-    value_of,
-    walk,
-)
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi.fixes import Remove, Replace
+from kerasfit.ruleapi.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS, label
+from kerasfit.ruleapi.syntax import get_arg, self_attr, walk
+from kerasfit.ruleapi.values import layer_constructor, loop_source, value_of
 
 # Methods of Keras classes whose arguments are tensors.
 _TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}

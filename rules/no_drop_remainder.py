@@ -2,17 +2,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import (
-    Applicability,
-    FixSpec,
-    Invalid,
-    Range,
-    Rule,
-    feeds_evaluation,
-    get_arg,
-    insert_keyword,
-    is_tf_data_chain,
-)
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi.fixes import FixSpec, insert_keyword
+from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
+from kerasfit.ruleapi.syntax import get_arg
 
 # method -> positional index of drop_remainder
 _BATCH_METHODS = {"batch": 1, "padded_batch": 3}

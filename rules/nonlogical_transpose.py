@@ -4,18 +4,15 @@ import libcst as cst
 
 from typing import Collection, Sequence
 
-from kerasfit.ruleapi import (
+from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi.symbols import (
     CHANNELS_FIRST_VALUES,
-    Invalid,
-    Range,
     MATMUL_CALLS,
     RESHAPE_CALLS,
-    Rule,
     TRANSPOSE_CALLS,
-    dotted_name,
-    get_arg,
-    uses_of,
 )
+from kerasfit.ruleapi.syntax import dotted_name, get_arg
+from kerasfit.ruleapi.values import uses_of
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
 # (dim_labels), so swapping them around one is folded into the conv.

@@ -8,32 +8,22 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext, Layer, ScopeNode
+    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi.syntax import ScopeNode
+    from kerasfit.ruleapi.values import Layer
 
-from kerasfit.ruleapi import (
-    Applicability,
-    CONV_LAYERS,
-    Invalid,
-    Range,
-    Remove,
-    Replace,
-    Rule,
-    Severity,
-    ZERO_PADDING_LAYERS,
-    canonical,
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
+from kerasfit.ruleapi.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS, canonical, label
+from kerasfit.ruleapi.syntax import dotted_name, get_arg, name_loads, self_attr
+from kerasfit.ruleapi.values import (
+    applied_in_order,
     class_attr_assignment_line,
     container_contents,
     current_statement,
-    dotted_name,
-    get_arg,
-    label,
     layer_constructor,
     loop_source,
-    applied_in_order,
-    name_loads,
     reaching_assignment,
-    self_attr,
-    set_keyword,
     shape_of_variable,
 )
 

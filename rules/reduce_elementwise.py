@@ -3,22 +3,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import (
-    Applicability,
-    FileContext,
-    Invalid,
-    Range,
-    NEGATE_CALLS,
-    REDUCTIONS,
-    Replace,
-    Rule,
-    SCALE_CALLS,
-    Severity,
-    get_arg,
-    name_loads,
-    number,
-    walk,
-)
+from kerasfit.ruleapi import Applicability, FileContext, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi.fixes import Replace
+from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
+from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
+from kerasfit.ruleapi.values import number
 
 # Calls that make a function the training step: its losses are computed on the accelerator.
 _TRAINS = frozenset({"minimize", "apply_gradients", "compute_gradients", "gradient", "gradients"})

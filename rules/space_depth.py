@@ -8,18 +8,10 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    CONCAT_CALLS,
-    Invalid,
-    Range,
-    RESHAPE_CALLS,
-    Rule,
-    SPACE_DEPTH_OPS,
-    TRANSPOSE_CALLS,
-    dotted_name,
-    get_arg,
-    uses_of,
-)
+from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
+from kerasfit.ruleapi.syntax import dotted_name, get_arg
+from kerasfit.ruleapi.values import uses_of
 
 _ADVICE = {
     "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",

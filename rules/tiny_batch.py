@@ -8,17 +8,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    Invalid,
-    Range,
-    Rule,
-    Valid,
-    dotted_name,
-    feeds_evaluation,
-    get_arg,
-    is_tf_data_chain,
-    round_up,
-)
+from kerasfit.ruleapi import Invalid, Range, Rule, Valid
+from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
+from kerasfit.ruleapi.syntax import dotted_name, get_arg
+from kerasfit.ruleapi.values import round_up
 
 # Names a file uses for its TPU core count (module constants or absl flags).
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")

@@ -9,19 +9,11 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import (
-    Applicability,
-    BATCHNORM_LAYERS,
-    Invalid,
-    Range,
-    Replace,
-    Rule,
-    SPATIAL_OUTPUT_RANK,
-    get_arg,
-    layer_constructor,
-    remove_arg,
-    value_of,
-)
+from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi.fixes import Replace, remove_arg
+from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
+from kerasfit.ruleapi.syntax import get_arg
+from kerasfit.ruleapi.values import layer_constructor, value_of
 
 # tf-keras refuses fused=True together with these (docs/facts.md#21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")

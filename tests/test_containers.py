@@ -1,6 +1,6 @@
 """Layers kept in containers (kerasfit.semantic.containers): which element an index or a
 loop variable is, and the order a loop applies them in. Asked the way rules ask, through
-``kerasfit.ruleapi`` on a real parse of each file."""
+``kerasfit.ruleapi.values`` (and the semantic model's ``element_candidates``) on a real parse of each file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import libcst as cst
 import pytest
 
 from kerasfit.semantic.model import FileContext
-from kerasfit.ruleapi import applied_in_order, container_contents, element_candidates, layer_constructor
+from kerasfit.ruleapi.values import applied_in_order, container_contents, layer_constructor
+from kerasfit.semantic.dataflow import element_candidates
 
 
 def _ctx(src: str) -> FileContext:

@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kfhelpers import ROOT
 
 PACK = '''
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Replace, Rule, set_keyword
+from kerasfit.ruleapi import Invalid, Rule
+from kerasfit.ruleapi.fixes import Replace, set_keyword
 
 
 class UnnamedDense(Rule):
@@ -197,7 +200,9 @@ def test_built_in_rules_import_only_the_public_rule_api():
             if isinstance(node, ast.ImportFrom):
                 assert node.level == 0, f"{f.name}: relative import of {node.module}"
                 if (node.module or "").startswith("kerasfit"):
-                    assert node.module == "kerasfit.ruleapi", f"{f.name} imports {node.module}"
+                    assert node.module == "kerasfit.ruleapi" or node.module.startswith("kerasfit.ruleapi."), (
+                        f"{f.name} imports {node.module}"
+                    )
                     assert not any(a.name.startswith("_") for a in node.names), f.name
     assert not list((ROOT / "rules").glob("_*.py")) or [p.name for p in (ROOT / "rules").glob("_*.py")] == ["__init__.py"]
 
@@ -205,5 +210,39 @@ def test_built_in_rules_import_only_the_public_rule_api():
 def test_the_rule_api_exports_what_it_lists():
     import kerasfit.ruleapi as api
 
+    spaces = [api.syntax, api.values, api.roles, api.fixes, api.symbols]
     assert api.__all__ and all(hasattr(api, n) for n in api.__all__)
-    assert {"Rule", "Invalid", "Valid", "Replace", "Remove", "get_arg", "layer_constructor", "set_keyword"} <= set(api.__all__)
+    for space in spaces:
+        assert space.__all__ and all(hasattr(space, n) for n in space.__all__), space.__name__
+    assert {"Rule", "Invalid", "Valid", "Range"} <= set(api.__all__)
+    assert {"Replace", "Remove", "set_keyword"} <= set(api.fixes.__all__)
+    assert {"get_arg", "dotted_name"} <= set(api.syntax.__all__)
+
+
+def test_every_rule_api_name_is_used_by_a_built_in_rule_or_is_the_core():
+    """The API is small: a namespace name that no built-in rule imports has no place in it
+    (the core names a pack needs to define a rule are listed in ``kerasfit.ruleapi``)."""
+    import kerasfit.ruleapi as api
+
+    imported: set[str] = set()
+    for f in sorted((ROOT / "rules").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kerasfit.ruleapi"):
+                imported.update(a.name for a in node.names)
+    for space in (api.syntax, api.values, api.roles, api.fixes, api.symbols):
+        unused = set(space.__all__) - imported - {"Role", "ROOT_MODULES"}
+        assert not unused, f"{space.__name__}: {sorted(unused)}"
+
+
+def test_the_previous_flat_rule_api_names_warn_and_still_work():
+    import kerasfit.ruleapi as api
+    from kerasfit.semantic.nodes import iter_children
+
+    with pytest.warns(DeprecationWarning, match=r"kerasfit\.ruleapi\.get_arg is deprecated; import it from kerasfit\.ruleapi\.syntax"):
+        moved = api.get_arg
+    assert moved is api.syntax.get_arg
+    with pytest.warns(DeprecationWarning, match="goes in the next release"):
+        dropped = api.iter_children
+    assert dropped is iter_children
+    with pytest.raises(AttributeError):
+        api.no_such_name  # noqa: B018
