@@ -47,7 +47,7 @@ from .nodes import (
 from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu, project_zero_pad_layer
 from .caches import ModelCaches
 from .fileindex import FileIndex
-from .folding import BINARY, BUILTIN_NAMES, FOLD_DEPTH, ORIGIN_DEPTH, UNARY, Budget, bounded, builtin
+from .folding import BINARY, BUILTIN_NAMES, ORIGIN_DEPTH, UNARY, Budget, bounded, builtin
 from .index import ProjectIndex
 from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
@@ -614,7 +614,7 @@ class FileContext:
         and ``params['x']`` follow a single same-file definition (see :meth:`_deref`).
         ``scopes`` evaluates ``node`` as if it sat elsewhere (default: the visited node).
         """
-        if node is None or _depth > FOLD_DEPTH:
+        if node is None or _depth > self.budget.depth:
             return UNKNOWN
         if isinstance(node, cst.Integer):
             return int(node.value.replace("_", ""), 0)
@@ -1166,7 +1166,7 @@ class FileContext:
         """The expressions a value comes from, following names, parameters (one per call
         site), attributes and subscripts — e.g. the ``'channels_first'`` literal behind
         ``data_format=fmt``. Report or fix at these to touch the definition once."""
-        if _depth > FOLD_DEPTH:
+        if _depth > self.budget.depth:
             return []
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) and not (
             isinstance(expr, cst.Name) and expr.value in ("True", "False", "None")

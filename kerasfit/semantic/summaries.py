@@ -9,7 +9,9 @@ set of possible values.
 
 Values are sets: an ``if`` whose test is not known joins both branches, ``a if c else b``
 is both unless ``c`` folds. Unknown is :data:`TOP`. Keyword dicts are tracked through
-``d = {...}``, ``d[k] = v``, ``d.update(kwargs)``, ``kwargs.get(k)``.
+``d = {...}``, ``d[k] = v``, ``d.update(kwargs)``, ``kwargs.get(k)``. What an operator
+means, the size limits and the budget (statements per call site, call depth) are
+:mod:`.folding`'s, shared with the libcst model.
 """
 
 from __future__ import annotations
