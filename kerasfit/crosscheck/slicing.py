@@ -19,6 +19,8 @@ import re
 from typing import Iterator
 from dataclasses import dataclass, field
 
+from kerasfit.semantic.folding import BINARY
+
 # Functions the build discovers when they take no arguments (DESIGN: discovery).
 DISCOVERY_FUNCTIONS = ("build_model", "create_model", "get_model", "make_model", "model_fn")
 # A call is a model construction when the callee ends in one of these ...
@@ -531,10 +533,10 @@ def _int_value(node: ast.expr, consts: dict[str, tuple[int, ...]]) -> tuple[tupl
         left, right = _int_value(node.left, consts), _int_value(node.right, consts)
         if left is None or right is None or len(left[0]) != 1 or len(right[0]) != 1:
             return None
-        a, b = left[0][0], right[0][0]
-        ops = {ast.Mult: a * b, ast.Add: a + b, ast.Sub: a - b, ast.Pow: a ** b if b < 64 else 0,
-               ast.FloorDiv: a // b if b else 0}
-        return (ops[type(node.op)],), left[1] or right[1]
+        op = BINARY[type(node.op)]
+        v = op(left[0][0], right[0][0]) if op is not None else None
+        # (``2 ** -1`` is no size; a huge power or a division by zero is not known)
+        return ((v,), left[1] or right[1]) if isinstance(v, int) and not isinstance(v, bool) else None
     return None
 
 

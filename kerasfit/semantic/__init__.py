@@ -5,6 +5,9 @@ Rules reach it only through ``kerasfit.ruleapi`` and the per-file model handed t
 (``FileContext``, today still the façade over the parts below). Everything is lazy — a
 file whose rules ask nothing of a part pays nothing for it.
 
+- :mod:`.folding` — constant folding's arithmetic (binary, unary and comparison operators
+  of libcst and ``ast`` alike, with the size limits) and its ``Budget`` (steps, depth, every
+  limit as a named constant), shared by the libcst model and the ``ast`` summaries.
 - :mod:`.nodes` — syntax only: walks (``walk``, ``iter_children``, ``iter_statements``),
   ``dotted_name``, ``get_arg``, ``string_value``, ``UNKNOWN``, ``ScopeNode``,
   ``bound_names``/``binds``, ``self_attr``, ``class_index``; ``SyntaxMemo`` (one per
@@ -26,7 +29,7 @@ file whose rules ask nothing of a part pays nothing for it.
   from a libcst call to the project summaries.
 - :mod:`.caches` — ``ModelCaches``: every memo of the parts, declared and typed.
 - :mod:`.model` — ``FileContext``: imports and names, scopes and bindings, constant
-  folding with its budgets, origins, roles; ``ancestors(node)`` (no cursor for rules).
+  folding over libcst (budgeted by :mod:`.folding`), origins, roles; ``ancestors(node)`` (no cursor for rules).
 - :mod:`.dataflow` and :mod:`.pipeline` — the light data-flow and ``tf.data`` questions
   rules ask (exported by ``kerasfit.ruleapi``).
 """

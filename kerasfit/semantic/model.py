@@ -8,10 +8,9 @@ module bindings, and per-scope binding indexes built lazily on the first questio
 from __future__ import annotations
 
 import dataclasses
-import operator
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Collection, Concatenate, Iterator, NamedTuple, ParamSpec, Sequence, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Callable, Collection, Iterator, NamedTuple, Sequence
 
 import libcst as cst
 
@@ -48,6 +47,7 @@ from .nodes import (
 from .bridge import built_layer_at, ops_fed_at, project_flag_default, project_makes_tpu, project_zero_pad_layer
 from .caches import ModelCaches
 from .fileindex import FileIndex
+from .folding import BINARY, BUILTIN_NAMES, ORIGIN_DEPTH, UNARY, Budget, bounded, builtin
 from .index import ProjectIndex
 from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
@@ -55,21 +55,6 @@ from .scoped import name_refs_in
 from .summaries import Layer
 from .tensors import TensorNames
 from .values import off_by_default, possible_values
-
-
-# isinstance() against libcst's abstract CSTNode goes through ABC machinery and is
-# the hottest call of a traversal; a per-type answer is a dict lookup.
-_BINOPS = {
-    cst.Add: operator.add,
-    cst.Subtract: operator.sub,
-    cst.Multiply: operator.mul,
-    cst.Divide: operator.truediv,
-    cst.FloorDivide: operator.floordiv,
-    cst.Modulo: operator.mod,
-    cst.Power: operator.pow,
-}
-# Builtins folded when every argument is a number (and the name is not rebound).
-_BUILTIN_FOLDS: dict[str, Callable[..., Any]] = {"int": int, "round": round, "max": max, "min": min, "abs": abs}
 
 
 @dataclass
@@ -122,56 +107,6 @@ def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
         yield from _target_names(target.value)
 
 
-# Steps of following names, parameters and helper returns: per question (so one
-# pathological question does not starve the rest) and per file.
-QUESTION_BUDGET = 10_000
-FOLD_BUDGET = 100_000
-
-
-class _OutOfBudget(Exception):
-    pass
-
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
-
-
-def _bounded(
-    fallback: Callable[[], object],
-) -> Callable[[Callable[Concatenate[FileContext, _P], _R]], Callable[Concatenate[FileContext, _P], _R]]:
-    """Count each call against the budgets; the outermost call of a question answers
-    ``fallback()`` ("not followed") once one is spent (inner calls unwind to it)."""
-
-    def wrap(fn: Callable[Concatenate[FileContext, _P], _R]) -> Callable[Concatenate[FileContext, _P], _R]:
-        def bounded(self: FileContext, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-            spent = self._fold_spent
-            if self._fold_active:
-                if spent >= FOLD_BUDGET or spent - self._fold_start >= QUESTION_BUDGET:
-                    raise _OutOfBudget
-            elif spent >= FOLD_BUDGET:
-                # (the fallback is "nothing found" in the decorated method's own return
-                # type; mypy cannot tie the two when the decorator is applied)
-                return cast(_R, fallback())
-            else:
-                self._fold_start = spent
-            self._fold_spent = spent + 1
-            self._fold_active += 1
-            try:
-                return fn(self, *args, **kwargs)
-            except _OutOfBudget:
-                if self._fold_active > 1:
-                    raise
-                return cast(_R, fallback())
-            finally:
-                self._fold_active -= 1
-
-        # (a plain function has no declared __wrapped__; functools.wraps would copy more)
-        bounded.__doc__, bounded.__name__, bounded.__wrapped__ = fn.__doc__, fn.__name__, fn  # type: ignore[attr-defined]
-        return bounded
-
-    return wrap
-
-
 class FileContext:
     """Per-file facts shared by all rules, built once per parse."""
 
@@ -210,7 +145,7 @@ class FileContext:
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._folds: dict[tuple[int | str | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
-        self._fold_spent = self._fold_start = self._fold_active = 0
+        self.budget = Budget.for_file()  # of following values (kerasfit.semantic.folding)
         # memos of the parts (kerasfit.semantic.caches) and of syntax answers (nodes.SyntaxMemo)
         self.caches = ModelCaches()
         self.syntax = SyntaxMemo()
@@ -634,8 +569,9 @@ class FileContext:
     # Folding follows names into parameters and every call site of the function, so a
     # parameter threaded through helper levels that each call the next several times
     # is exponential without a memo (8 sites x 9 levels took minutes). Results are kept
-    # per file, and every step of following is counted: past FOLD_BUDGET steps the file's
-    # remaining questions are answered "not followed" (UNKNOWN / no origin) at once.
+    # per file, and every step of following is counted against ``self.budget``: once it
+    # is spent the file's remaining questions are answered "not followed" (UNKNOWN / no
+    # origin) at once.
 
     def _memo_fold(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
         if scopes is None:
@@ -678,7 +614,7 @@ class FileContext:
         and ``params['x']`` follow a single same-file definition (see :meth:`_deref`).
         ``scopes`` evaluates ``node`` as if it sat elsewhere (default: the visited node).
         """
-        if node is None or _depth > 12:
+        if node is None or _depth > self.budget.depth:
             return UNKNOWN
         if isinstance(node, cst.Integer):
             return int(node.value.replace("_", ""), 0)
@@ -695,7 +631,7 @@ class FileContext:
             return self._memo_fold(node, _depth, scopes)
         return self._const_rest(node, _depth, scopes)
 
-    @_bounded(lambda: UNKNOWN)
+    @bounded(lambda: UNKNOWN)
     def _const_ref(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
         cands = self._deref(node, scopes)
         if not cands:
@@ -711,28 +647,17 @@ class FileContext:
     def _const_rest(self, node: cst.BaseExpression, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
         if isinstance(node, cst.UnaryOperation):
             v = self.const(node.expression, _depth + 1, scopes=scopes)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                if isinstance(node.operator, cst.Minus):
-                    return -v
-                if isinstance(node.operator, cst.Plus):
-                    return v
-            return UNKNOWN
+            unary = UNARY[type(node.operator)]
+            return UNKNOWN if unary is None else unary(v)
         if isinstance(node, cst.BinaryOperation):
-            op = _BINOPS.get(type(node.operator))
+            op = BINARY[type(node.operator)]
             if op is None:
                 return UNKNOWN
             a = self.const(node.left, _depth + 1, scopes=scopes)
             if a is UNKNOWN:
                 return UNKNOWN
             b = self.const(node.right, _depth + 1, scopes=scopes)
-            if b is UNKNOWN:
-                return UNKNOWN
-            try:
-                if op is operator.pow and isinstance(b, (int, float)) and b > 64:
-                    return UNKNOWN
-                return op(a, b)
-            except Exception:
-                return UNKNOWN
+            return UNKNOWN if b is UNKNOWN else op(a, b)
         if isinstance(node, (cst.Tuple, cst.List)):
             out = []
             for el in node.elements:
@@ -747,15 +672,11 @@ class FileContext:
             v = self._default_config_value(node, _depth, scopes)
             if v is not UNKNOWN:
                 return v
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _BUILTIN_FOLDS:
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in BUILTIN_NAMES:
             if node.args and all(a.keyword is None and not a.star for a in node.args):
-                args = [self.const(a.value, _depth + 1, scopes=scopes) for a in node.args]
-                if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in args):
-                    if self._lookup_in(node.func.value, scopes)[0] is None:  # not shadowed in this file
-                        try:
-                            return _BUILTIN_FOLDS[node.func.value](*args)
-                        except Exception:
-                            return UNKNOWN
+                v = builtin(node.func.value, [self.const(a.value, _depth + 1, scopes=scopes) for a in node.args])
+                if v is not UNKNOWN and self._lookup_in(node.func.value, scopes)[0] is None:  # not shadowed in this file
+                    return v
         return UNKNOWN
 
     def _default_config_value(self, call: cst.Call, _depth: int, scopes: Sequence[ScopeNode] | None) -> Any:
@@ -1121,7 +1042,7 @@ class FileContext:
             return out, bool(out) and _exhaustive_if(idx, out, anc)
         return [], False
 
-    @_bounded(list)
+    @bounded(list)
     def origins(self, expr: cst.BaseExpression, _depth: int = 0, _via: tuple[cst.Call, ...] = ()) -> list[Origin]:
         """Every call that may have produced ``expr``'s value.
 
@@ -1131,7 +1052,7 @@ class FileContext:
         caller's line). ``conditional`` marks a path that is not the only one (an
         ``if`` may skip the assignment, or the name may still hold a parameter).
         """
-        if _depth > 8:
+        if _depth > ORIGIN_DEPTH:
             return []
         if isinstance(expr, cst.Call):
             name = self._call_name_anywhere(expr)
@@ -1240,12 +1161,12 @@ class FileContext:
                     return bs[0].node
         return None
 
-    @_bounded(list)
+    @bounded(list)
     def const_sources(self, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.BaseExpression]:
         """The expressions a value comes from, following names, parameters (one per call
         site), attributes and subscripts — e.g. the ``'channels_first'`` literal behind
         ``data_format=fmt``. Report or fix at these to touch the definition once."""
-        if _depth > 12:
+        if _depth > self.budget.depth:
             return []
         if isinstance(expr, (cst.Name, cst.Attribute, cst.Subscript)) and not (
             isinstance(expr, cst.Name) and expr.value in ("True", "False", "None")

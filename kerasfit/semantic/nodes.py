@@ -11,6 +11,8 @@ from typing import Any, Iterator
 
 import libcst as cst
 
+from .folding import UNKNOWN as UNKNOWN  # (re-exported: the parts read it from here)
+
 
 _IS_NODE: dict[type, bool] = {}
 
@@ -36,18 +38,6 @@ def string_value(node: cst.SimpleString) -> Any:
     except Exception:
         return UNKNOWN
 
-
-class _Unknown:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNKNOWN"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-UNKNOWN: Any = _Unknown()
 
 ScopeNode = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
 

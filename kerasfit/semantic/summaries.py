@@ -9,15 +9,18 @@ set of possible values.
 
 Values are sets: an ``if`` whose test is not known joins both branches, ``a if c else b``
 is both unless ``c`` folds. Unknown is :data:`TOP`. Keyword dicts are tracked through
-``d = {...}``, ``d[k] = v``, ``d.update(kwargs)``, ``kwargs.get(k)``.
+``d = {...}``, ``d[k] = v``, ``d.update(kwargs)``, ``kwargs.get(k)``. What an operator
+means, the size limits and the budget (statements per call site, call depth) are
+:mod:`.folding`'s, shared with the libcst model.
 """
 
 from __future__ import annotations
 
 import ast
-import operator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+from .folding import BINARY, COMPARE, CONST_DEPTH, MAX_VALUES, UNARY, UNKNOWN, Budget
 from .names import ast_dotted
 
 if TYPE_CHECKING:
@@ -30,9 +33,6 @@ class _Top:
 
 
 TOP: Any = _Top()
-_MAX_SET = 16
-_MAX_DEPTH = 6
-_MAX_STEPS = 120  # statements interpreted per call site: factories are short
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ def _join(a: Any, b: Any) -> Any:
         return TOP
     if isinstance(a, frozenset) and isinstance(b, frozenset):
         u = a | b
-        return u if len(u) <= _MAX_SET else TOP
+        return u if len(u) <= MAX_VALUES else TOP
     if isinstance(a, _Dict) and isinstance(b, _Dict):
         keys = set(a.items) | set(b.items)
         return _Dict({k: _join(a.items.get(k, TOP), b.items.get(k, TOP)) for k in keys}, a.open or b.open)
@@ -98,23 +98,22 @@ def _join(a: Any, b: Any) -> Any:
     return TOP
 
 
-_BIN: dict[type[ast.operator], Callable[[Any, Any], Any]] = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
-        ast.Div: operator.truediv, ast.Mod: operator.mod}
-_CMP: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt,
-        ast.LtE: operator.le, ast.Is: operator.is_, ast.IsNot: operator.is_not,
-        ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _COMPOSERS = {"compose"}  # function composition helpers: the first function applies first
 
 
 def _pairwise(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
-    if not (isinstance(a, frozenset) and isinstance(b, frozenset)) or len(a) * len(b) > _MAX_SET:
+    """``op`` (of :mod:`.folding`) over every pair of two value sets."""
+    if not (isinstance(a, frozenset) and isinstance(b, frozenset)) or len(a) * len(b) > MAX_VALUES:
         return TOP
     out: set[Any] = set()
     for x in a:
         for y in b:
+            v = op(x, y)
+            if v is UNKNOWN:
+                return TOP
             try:
-                out.add(op(x, y))
-            except Exception:
+                out.add(v)
+            except TypeError:  # unhashable (a list): no set of it
                 return TOP
     return frozenset(out)
 
@@ -122,7 +121,7 @@ def _pairwise(op: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
 class Interpreter:
     def __init__(self, index: ProjectIndex) -> None:
         self.index = index
-        self.steps = 0
+        self.budget = Budget.for_call_site()
         # framework ops (and applied layers) whose input is :data:`INPUT`, in order met
         self.fed: list[Layer] = []
 
@@ -130,7 +129,7 @@ class Interpreter:
     def call(self, facts: ModuleFacts, dotted: str, args: list[Any], kwargs: dict[str, Any], depth: int = 0,
              via: tuple[str, ...] = ()) -> Any:
         """Value of calling ``dotted`` (as written in ``facts``' module) with abstract args."""
-        if depth > _MAX_DEPTH:
+        if depth > self.budget.depth:
             return TOP
         sym = self.index.local(facts, dotted)
         if sym is None:
@@ -191,8 +190,7 @@ class Interpreter:
             self._stmt(stmt, st)
 
     def _stmt(self, s: ast.stmt, st: _Frame) -> None:
-        self.steps += 1
-        if self.steps > _MAX_STEPS:  # a model builder, not a factory: give up early
+        if not self.budget.spend():  # a model builder, not a factory: give up early
             st.returns.append(TOP)
             st.done = True
             return
@@ -284,7 +282,7 @@ class Interpreter:
             if e.id in st.env:
                 return st.env[e.id]
             value = st.facts.consts.get(e.id)
-            if value is not None and st.const_depth < 4:
+            if value is not None and st.const_depth < CONST_DEPTH:
                 st.const_depth += 1
                 try:
                     return self._expr(value, _Frame(st.facts, {}, st.depth, st.via, st.const_depth))
@@ -325,21 +323,23 @@ class Interpreter:
                 return self._expr(e.orelse, st)
             return _join(self._expr(e.body, st), self._expr(e.orelse, st))
         if isinstance(e, ast.Compare) and len(e.ops) == 1:
-            op = _CMP.get(type(e.ops[0]))
+            op = COMPARE[type(e.ops[0])]
             if op is None:
                 return TOP
             return _pairwise(op, self._expr(e.left, st), self._expr(e.comparators[0], st))
         if isinstance(e, ast.BinOp):
-            op = _BIN.get(type(e.op))
+            op = BINARY[type(e.op)]
             return _pairwise(op, self._expr(e.left, st), self._expr(e.right, st)) if op else TOP
         if isinstance(e, ast.UnaryOp):
             v = self._expr(e.operand, st)
             if isinstance(e.op, ast.Not):
                 t = _truth(v)
                 return TOP if t is None else consts(not t)
-            if isinstance(e.op, ast.USub) and isinstance(v, frozenset):
-                return _pairwise(operator.mul, v, consts(-1))
-            return TOP
+            unary = UNARY[type(e.op)]
+            if unary is None or not isinstance(v, frozenset):
+                return TOP
+            out = frozenset(unary(x) for x in v)
+            return TOP if UNKNOWN in out else out
         if isinstance(e, ast.BoolOp):
             vals = [_truth(self._expr(x, st)) for x in e.values]
             if isinstance(e.op, ast.And):

@@ -7,21 +7,19 @@ reaches it. None means unknown (some possible value could not be folded).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
 from ..symbols import BACKEND_CALLS, XLA_BACKENDS
+from .folding import COMPARE, MAX_VALUES, VALUES_DEPTH
 from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
     from .model import FileContext
 
-_MAX = 16
-
-
 def possible_values(ctx: FileContext, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset[Any] | None:
-    if node is None or _depth > 8:
+    if node is None or _depth > VALUES_DEPTH:
         return None
     if isinstance(node, cst.IfExp):
         test = ctx.const(node.test)
@@ -29,7 +27,7 @@ def possible_values(ctx: FileContext, node: cst.BaseExpression | None, _depth: i
             return possible_values(ctx, node.body if test else node.orelse, _depth + 1)
         a = possible_values(ctx, node.body, _depth + 1)
         b = possible_values(ctx, node.orelse, _depth + 1)
-        return a | b if a is not None and b is not None and len(a | b) <= _MAX else None
+        return a | b if a is not None and b is not None and len(a | b) <= MAX_VALUES else None
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
         # `padding or "valid"`: either operand
         a = possible_values(ctx, node.left, _depth + 1)
@@ -50,7 +48,7 @@ def possible_values(ctx: FileContext, node: cst.BaseExpression | None, _depth: i
                 if s is None:
                     return None
                 out |= s
-            return frozenset(out) if len(out) <= _MAX else None
+            return frozenset(out) if len(out) <= MAX_VALUES else None
     return None
 
 
@@ -82,17 +80,10 @@ def _backend_values(ctx: FileContext, node: cst.BaseExpression) -> tuple[str, ..
 _FORMATS = ("channels_last", "channels_first")
 
 
-_COMPARE: dict[type[cst.BaseCompOp], Callable[[Any, Any], Any]] = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
-            cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b,
-            cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
-            cst.GreaterThan: lambda a, b: a > b, cst.LessThan: lambda a, b: a < b,
-            cst.GreaterThanEqual: lambda a, b: a >= b, cst.LessThanEqual: lambda a, b: a <= b}
-
-
 def _fold_test(ctx: FileContext, test: cst.BaseExpression) -> Any:
     scopes = ctx.scopes_of(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        op = _COMPARE.get(type(test.comparisons[0].operator))
+        op = COMPARE[type(test.comparisons[0].operator)]
         left, right = test.left, test.comparisons[0].comparator
         sides = [_backend_values(ctx, left) or (ctx.const(left, scopes=scopes),),
                  _backend_values(ctx, right) or (ctx.const(right, scopes=scopes),)]
@@ -101,10 +92,10 @@ def _fold_test(ctx: FileContext, test: cst.BaseExpression) -> Any:
         # a data format of None is Keras's default one (layers standardize it)
         if any(v in _FORMATS for side in sides for v in side):
             sides = [tuple(ctx._image_data_format() if v is None else v for v in side) for side in sides]
-        try:
-            answers = {bool(op(a, b)) for a in sides[0] for b in sides[1]}
-        except Exception:
+        folded = [op(a, b) for a in sides[0] for b in sides[1]]
+        if any(v is UNKNOWN for v in folded):
             return UNKNOWN
+        answers = {bool(v) for v in folded}
         return answers.pop() if len(answers) == 1 else UNKNOWN
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         v = _fold_test(ctx, test.expression)
