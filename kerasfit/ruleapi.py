@@ -61,7 +61,7 @@ from .semantic.pipeline import (
     receiver_dotted,
     insert_keyword,
 )
-from .rule import Invalid, Range, Rule, Valid
+from .rule import Invalid, Range, Reads, Rule, Valid
 from .symbols import (
     BATCHNORM_LAYERS,
     CHANNELS_FIRST_VALUES,
@@ -140,6 +140,7 @@ __all__ = [
     "ROOT_MODULES",
     "Remove",
     "Replace",
+    "Reads",
     "Rule",
     "SCALE_CALLS",
     "SPACE_DEPTH_OPS",

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import EXPENSIVE_RANDOM, Invalid, Range, Rule
+from kerasfit.ruleapi import Reads, EXPENSIVE_RANDOM, Invalid, Range, Rule
 
 class ExpensiveRandom(Rule):
     """
@@ -50,6 +50,7 @@ class ExpensiveRandom(Rule):
     name = "expensive-random"
     message = "Categorical sampling is expensive on the TPU"
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the function is model code (roles, a file fact over the project)
 
     VALID = (
         """

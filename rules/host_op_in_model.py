@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import HOST_OPS, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Reads, HOST_OPS, Invalid, Range, Rule, Severity
 
 _MODEL_WHY = {
     "tpu": "it has no TPU kernel, so the step cannot compile for the TPU without an outside-compilation host round trip",
@@ -49,6 +49,7 @@ class HostOpInModel(Rule):
     name = "host-op-in-model"
     message = "Python callback op in accelerator code"
     severity = Severity.ERROR
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the function is model code (roles, a file fact over the project)
 
     VALID = (
         # eager host code

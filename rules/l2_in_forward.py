@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
+    Reads,
     Applicability,
     Invalid,
     Range,
@@ -105,6 +106,7 @@ class L2InForward(Rule):
     message = "L2 weight penalty is computed in the forward pass"
     fix_title = "Drop the penalty and set `weight_decay` on the optimizer"
     fix_safety = Applicability.DISPLAY
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # a shared regularizer's first use is found from its definition's uses, not the walk so far
 
     VALID = (
         """

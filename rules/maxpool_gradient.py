@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import MAX_POOLING, Invalid, Range, Rule, Severity, canonical
+from kerasfit.ruleapi import Reads, MAX_POOLING, Invalid, Range, Rule, Severity, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
@@ -51,6 +51,7 @@ class MaxpoolGradient(Rule):
     default_enabled = False
     targets = frozenset({"tpu"})
     severity = Severity.INFO
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file trains (a file fact) and the function's role
 
     VALID = (
         # inference only

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Replace, Rule, get_arg, insert_keyword
+from kerasfit.ruleapi import Reads, Applicability, Invalid, Range, Replace, Rule, get_arg, insert_keyword
 
 
 _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
@@ -58,6 +58,7 @@ class MissingStepsPerExecution(Rule):
     fix_title = f"Set steps_per_execution={SUGGESTED}"
     fix_safety = Applicability.UNSAFE
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file sets up a TPU (a file fact; a strategy may come from another module)
 
     VALID = (
         """

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
+    Reads,
     Applicability,
     CONCAT_CALLS,
     Invalid,
@@ -134,6 +135,7 @@ class NeedlessConcatSlice(Rule):
     message = "Needless concat, or slice of the padded feature dim"
     fix_title = "Use the tensor itself"  # or its copy, see Fix safety
     fix_safety = Applicability.SAFE
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # pipeline functions and names used (file facts), roles, project layers
     # Lane padding of the feature dim is the TPU's layout (docs/facts.md#7, #11).
     targets = frozenset({"tpu"})
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kerasfit.ruleapi import (
+    Reads,
     Applicability,
     FixSpec,
     Invalid,
@@ -69,6 +70,7 @@ class NoDropRemainder(Rule):
     fix_title = "Add drop_remainder=True"
     fix_safety = Applicability.UNSAFE
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file uses tf.data (a file fact); a loader may be another module's
 
     VALID = (
         """

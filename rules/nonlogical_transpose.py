@@ -5,6 +5,7 @@ import libcst as cst
 from typing import Collection, Sequence
 
 from kerasfit.ruleapi import (
+    Reads,
     CHANNELS_FIRST_VALUES,
     Invalid,
     Range,
@@ -100,6 +101,7 @@ class NonlogicalTranspose(Rule):
     build_evidence = "transpose"
     name = "nonlogical-transpose"
     message = "Transpose moves the minor (last) axis: a real copy"
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the function's role and whether it runs on the host
 
     VALID = (
         """

@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from kerasfit.ruleapi import (
+    Reads,
     Applicability,
     FileContext,
     Invalid,
@@ -104,6 +105,7 @@ class ReduceElementwise(Rule):
     fix_title = "Move the scaling into the reduction's input"
     fix_safety = Applicability.UNSAFE
     severity = Severity.INFO
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # roles, and whether a function is reached from model code in the tree
 
     VALID = (
         "import tensorflow as tf\ny = tf.sqrt(tf.reduce_mean(x))\n",

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
+    Reads,
     CONCAT_CALLS,
     Invalid,
     Range,
@@ -81,6 +82,7 @@ class SpaceDepth(Rule):
     code = "KF106"
     name = "space-depth"
     message = "Space/depth rearrangement moves data between padded and unpadded dims"
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the function's role
 
     VALID = (
         # input pipeline: runs on the host, and is the TPU reference models' own trick

@@ -9,6 +9,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
+    Reads,
     Invalid,
     Range,
     Rule,
@@ -73,6 +74,7 @@ class TinyBatch(Rule):
     name = "tiny-batch"
     message = "Per-core batch size below 64 or not a multiple of 8"
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the core count and whether the file trains or uses a TPU (file facts)
 
     VALID = (
         Valid(

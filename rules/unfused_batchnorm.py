@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
 from kerasfit.ruleapi import (
+    Reads,
     Applicability,
     BATCHNORM_LAYERS,
     Invalid,
@@ -86,6 +87,7 @@ class UnfusedBatchnorm(Rule):
     message = "Batch norm does not use the fused kernel"
     fix_title = "Use the fused batch-norm kernel"
     fix_safety = Applicability.SAFE
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # the Keras flavour, which `TF_USE_LEGACY_KERAS` anywhere in the file sets
 
     VALID = (
         """

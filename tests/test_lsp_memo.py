@@ -1,4 +1,4 @@
-"""Findings reused per top-level statement (kerasfit.reuse, kerasfit.indexparts).
+"""Findings reused per top-level statement (kerasfit.lsp.memo, kerasfit.semantic.indexparts).
 
 The language server keeps each statement's findings and walks again only what an edit
 can have changed. The sessions below edit real fixtures the way people edit models
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from kerasfit.api import check_source
 from kerasfit.engine import ParseCache
-from kerasfit.reuse import affected, signature
+from kerasfit.lsp.memo import StatementMemo, affected, signature
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "fixtures").rglob("*.py"))}
@@ -33,6 +33,16 @@ for _d in filter(None, os.environ.get("KERASFIT_REUSE_DIRS", "").split(":")):
         except (UnicodeDecodeError, OSError):
             pass
 EXAMPLES = int(os.environ.get("KERASFIT_REUSE_EXAMPLES", "40"))
+
+
+def _cache() -> ParseCache:
+    """A document's cache as the language server makes it."""
+    return ParseCache(reuse=StatementMemo())
+
+
+def _memo(cache: ParseCache) -> StatementMemo:
+    assert isinstance(cache.reuse, StatementMemo)
+    return cache.reuse
 
 # Statements that change what the rest of a file means: imports, a TPU, training, an
 # input pipeline, shared regularizers, core counts, module constants, call sites.
@@ -128,7 +138,7 @@ def _same(a, b) -> None:
 def test_semantic_edit_sessions_give_the_findings_of_a_fresh_check(seed, name):
     rng = random.Random(seed)
     text = SOURCES[name]
-    cache = ParseCache()
+    cache = _cache()
     check_source(text, "model.py", parse_cache=cache)
     for _ in range(6):
         text = semantic_edit(text, rng)
@@ -162,7 +172,7 @@ def build(inputs):
 
 
 def _session(*texts: str) -> tuple[ParseCache, list]:
-    cache = ParseCache()
+    cache = _cache()
     out = []
     for t in texts:
         got = check_source(t, "model.py", parse_cache=cache)
@@ -179,7 +189,7 @@ def test_an_edit_inside_one_function_walks_only_that_function():
     text = MODEL + NEW_BLOCK
     edited = text.replace("Conv2D(50, 1)", "Conv2D(56, 1)")
     cache, (before, after) = _session(text, edited)
-    assert cache.memo.walked == 1 and cache.memo.reused == len(cst.parse_module(text).body) - 1
+    assert _memo(cache).walked == 1 and _memo(cache).reused == len(cst.parse_module(text).body) - 1
     assert sum("50 filters" in d.message for d in before.diagnostics) == 2
     assert sum("50 filters" in d.message for d in after.diagnostics) == 1
 
@@ -190,7 +200,7 @@ def test_an_edit_in_a_called_helper_walks_what_the_builder_links():
     cache, (before, after) = _session(text, edited)
     # block_b, build, and block_a / block_c that build also calls; the imports and the
     # helpers nothing calls are kept
-    assert (cache.memo.walked, cache.memo.reused) == (4, 5)
+    assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)
     assert sum("50 filters" in d.message for d in before.diagnostics) == 4
     assert sum("50 filters" in d.message for d in after.diagnostics) == 3
 
@@ -201,7 +211,7 @@ def test_a_call_site_edit_walks_the_function_it_calls():
     text = MODEL + NEW_BLOCK + NEW_BLOCK.replace("block_d", "block_e") + NEW_BLOCK.replace("block_d", "block_f")
     edited = text.replace("filters=20", "filters=24")
     cache, (before, after) = _session(text, edited)
-    assert (cache.memo.walked, cache.memo.reused) == (4, 5)  # build and the three it calls
+    assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)  # build and the three it calls
     assert any(d.code == "KF102" and "20" in d.message for d in before.diagnostics)
     assert not any(d.code == "KF102" and ("20" in d.message or "24" in d.message) for d in after.diagnostics)
 
@@ -220,13 +230,13 @@ def test_a_tpu_added_at_the_end_changes_findings_in_untouched_statements():
     assert [d.code for d in before.diagnostics] == [d.code for d in mid.diagnostics] == []
     assert [(d.code, d.row) for d in after.diagnostics] == [("KF203", 5)]
     assert back.diagnostics == []
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
 
 
 def test_an_import_edit_walks_the_whole_file():
     edited = MODEL.replace("from tensorflow.keras import layers", "from tf_keras import layers")
     cache, _ = _session(MODEL, edited)
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
 
 
 def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edited():
@@ -253,15 +263,15 @@ def test_a_changed_file_of_the_project_walks_the_whole_file(tmp_path, monkeypatc
     src = "from helpers import L\n\n\ndef f(x):\n    return L.Dense(100)(x)\n\n\ndef g(x):\n    return x\n"
     main.write_text(src)
     project = ProjectIndex([tmp_path])
-    cache = ParseCache()
+    cache = _cache()
     first = check_source(src, str(main), parse_cache=cache, project=project)
     assert [d.code for d in first.diagnostics] == ["KF102"]
     again = check_source(src.replace("return x", "return x + 1"), str(main), parse_cache=cache, project=project)
-    assert cache.memo.reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
+    assert _memo(cache).reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
     (tmp_path / "helpers.py").write_text("import numpy as L\n")
     os.utime(tmp_path / "helpers.py", ns=(1, 1))
     third = check_source(src.replace("return x", "return x + 2"), str(main), parse_cache=cache, project=project)
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
     assert third.diagnostics == [] or [d.code for d in third.diagnostics] != ["KF102"]
 
 
@@ -316,8 +326,8 @@ def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_
 
     settings = LintSettings(rules=[CountCalls])
     text = "import tensorflow as tf\n" + "".join(f"def f{i}(x):\n    return g(x)\n" for i in range(6))
-    cache = ParseCache()
+    cache = _cache()
     lint_source(text, "m.py", settings, cache)
     out = lint_source(text.replace("return g(x)\ndef f3", "return g(h(x))\ndef f3"), "m.py", settings, cache)
     assert [d.message for d in out.diagnostics] == ["7 calls"]
-    assert cache.memo.module is None  # nothing kept for such a rule set
+    assert _memo(cache).module is None  # nothing kept for such a rule set
