@@ -72,7 +72,7 @@ def _stop_now(stop: threading.Event | None) -> None:
 
 class StatementPlan(Protocol):
     """One check's walk as planned by a caller that keeps findings between checks of a
-    document (the language server's statement memo, kerasfit.lsp.memo)."""
+    document (the language server)."""
 
     # rules walked over every statement, kept ones included (their findings are not kept)
     rewalk: Sequence[Rule]
@@ -886,7 +886,7 @@ class ParseCache:
         # an unchanged statement is the same node in every module (``reuse`` keys on it)
         self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
         # findings per top-level statement, reused while nothing they depend on changed
-        # (the language server's statement memo); None: every check walks everything
+        # (the language server keeps them); None: every check walks everything
         self.reuse = reuse
         # per statement holding findings: its generated text and their offsets in it (Positions)
         self.units: dict[int, _Generated] = {}

@@ -144,14 +144,15 @@ class Rule:
         super().__init_subclass__(**kwargs)
         # ``statement_local`` (the flag before ``reads``) is read as the ``reads`` it promised, for one
         # release; a class that declares ``reads`` itself is taken at its word.
-        if "statement_local" in cls.__dict__ and "reads" not in cls.__dict__:
+        own = vars(cls)  # what this class itself declares, not what it inherits
+        if "statement_local" in own and "reads" not in own:
             warnings.warn(
                 f"{cls.__module__}.{cls.__qualname__}: `statement_local` is deprecated; declare "
                 "`reads` (kerasfit.ruleapi.Reads) instead",
                 DeprecationWarning,
                 stacklevel=2,
             )
-            cls.reads = _STATEMENT_LOCAL if cls.__dict__["statement_local"] else frozenset(Reads)
+            cls.reads = _STATEMENT_LOCAL if own["statement_local"] else frozenset(Reads)
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx

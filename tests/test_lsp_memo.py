@@ -410,7 +410,7 @@ def test_every_built_in_rule_declares_what_it_reads():
     for code, rule in all_rules().items():
         if not rule.__module__.startswith("rules."):
             continue
-        assert "reads" in rule.__dict__, f"{code} does not declare `reads`"
+        assert "reads" in vars(rule), f"{code} does not declare `reads`"
         assert Reads.STATEMENT in rule.reads and reusable(rule), code
 
 

@@ -341,7 +341,7 @@ class Plan:
     ) -> None:
         self.memo, self.module, self.key, self.rules, self.crashes = memo, module, key, rules, crashes
         self.keep = keep
-        self.rewalk = [r for r, k in zip(rules, keep) if not k]
+        self.rewalk: Sequence[Rule] = [r for r, k in zip(rules, keep) if not k]
         self.reuse = reuse
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
         self._marks: list[int] = []
