@@ -15,7 +15,7 @@ import re
 import threading
 import tokenize
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence, cast
+from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -29,9 +29,8 @@ from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
-from .semantic.model import FileContext
+from .semantic.model import FileContext, ModelHints
 from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
-from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -68,18 +67,56 @@ def _stop_now(stop: threading.Event | None) -> None:
         raise Stopped
 
 
+# ---- findings kept between checks ----------------------------------------------
+
+
+class StatementPlan(Protocol):
+    """One check's walk as planned by a caller that keeps findings between checks of a
+    document (the language server)."""
+
+    # rules walked over every statement, kept ones included (their findings are not kept)
+    rewalk: Sequence[Rule]
+
+    def restore(self, stmt: cst.CSTNode) -> bool:
+        """Put back the kept findings of ``stmt`` and say True; False: walk it."""
+
+    def begin(self, stmt: cst.CSTNode) -> None:
+        """``stmt`` is about to be walked by every rule."""
+
+    def end(self, stmt: cst.CSTNode) -> None:
+        """``stmt`` was walked by every rule (the rules' reports since ``begin`` are its)."""
+
+    def holds(self, ctx: FileContext) -> bool:
+        """After the walk: what the kept findings rest on still holds (else the whole file
+        is walked again, without a plan)."""
+
+    def commit(self, ctx: FileContext) -> None:
+        """The check is done: keep its findings for the next one."""
+
+
+class StatementReuse(Protocol):
+    """What a caller checking one document again and again hands :func:`lint_module`
+    (through its :class:`ParseCache`); a check without one walks everything."""
+
+    def hints(self, module: cst.Module) -> ModelHints:
+        """What the model of ``module`` need not find out again."""
+
+    def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
+             ctx: FileContext) -> StatementPlan | None:
+        """How to walk ``module`` checked with ``key`` (the settings); None: walk it all."""
+
+    def forget(self) -> None:
+        """Drop every kept finding."""
+
+
 # ---- traversal -----------------------------------------------------------------
 
 # a rule's bound visit_/leave_ method
 _Visitor = Callable[[cst.CSTNode], None]
 
 
-def walk(
-    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
-    plan: Plan | None = None, stop: threading.Event | None = None,
-) -> None:
-    """Every rule's visitors over ``module``, in source order; ``plan`` (the language
-    server's) restores the findings of statements it keeps instead of walking them."""
+def _dispatch(rules: Iterable[Rule]) -> tuple[dict[str, list[_Visitor]], dict[str, list[_Visitor]]]:
+    """The rules' visit_ and leave_ methods by node type name."""
     visit: dict[str, list[_Visitor]] = {}
     leave: dict[str, list[_Visitor]] = {}
     for rule in rules:
@@ -88,8 +125,20 @@ def walk(
                 visit.setdefault(attr[6:], []).append(getattr(rule, attr))
             elif attr.startswith("leave_"):
                 leave.setdefault(attr[6:], []).append(getattr(rule, attr))
+    return visit, leave
+
+
+def walk(
+    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
+    plan: StatementPlan | None = None, stop: threading.Event | None = None,
+) -> None:
+    """Every rule's visitors over ``module``, in source order; ``plan`` (the language
+    server's) restores the findings of statements it keeps instead of walking them with
+    every rule (the rules it names in ``rewalk`` still walk them)."""
+    visit, leave = _dispatch(rules)
     if not visit and not leave:
         return
+    revisit, releave = _dispatch(plan.rewalk) if plan is not None else ({}, {})
     anc = ctx.walk_path
     anc.clear()
     ctx.visiting = module
@@ -99,7 +148,9 @@ def walk(
     for top in iter_children(module):
         _stop_now(stop)
         if plan is not None:
-            if plan.take(top):
+            if plan.restore(top):
+                if revisit or releave:
+                    _walk_from(top, ctx, revisit, releave, on_error)
                 continue
             plan.begin(top)
         _walk_from(top, ctx, visit, leave, on_error)
@@ -688,8 +739,8 @@ def lint_source(
         return LintOutput(refused, None)
     # ``text`` is ``source`` with refused statements blanked (same offsets everywhere):
     # the module's own text, which positions and edits are checked against
-    memo = parse_cache.memo if parse_cache is not None and text is source and not refused else None
-    diags = lint_module(module, text, filename, settings, tree, memo)
+    kept = parse_cache if parse_cache is not None and text is source and not refused else None
+    diags = lint_module(module, text, filename, settings, tree, kept)
     if refused:
         diags = sorted(diags + refused, key=Diagnostic.sort_key)
     return LintOutput(diags, module)
@@ -828,14 +879,17 @@ class ParseCache:
     caller parses the whole file.
     """
 
-    def __init__(self, max_pieces: int = 4096) -> None:
+    def __init__(self, max_pieces: int = 4096, reuse: StatementReuse | None = None) -> None:
         self.pieces: dict[str, cst.Module] = {}
         self.max_pieces = max_pieces
         # a piece's first statement with the piece's leading lines moved onto it, kept so
-        # an unchanged statement is the same node in every module (StatementMemo keys on it)
+        # an unchanged statement is the same node in every module (``reuse`` keys on it)
         self.heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
         # findings per top-level statement, reused while nothing they depend on changed
-        self.memo = StatementMemo()
+        # (the language server keeps them); None: every check walks everything
+        self.reuse = reuse
+        # per statement holding findings: its generated text and their offsets in it (Positions)
+        self.units: dict[int, _Generated] = {}
         # CPython's side: only the statements an edit touched are compiled again
         self.ast = IncrementalAST()
 
@@ -919,31 +973,27 @@ def _parse_piece(text: str) -> cst.Module:
 
 def lint_module(
     module: cst.Module, source: str, filename: str, settings: LintSettings, tree: ast.Module | None = None,
-    memo: StatementMemo | None = None,
+    cache: ParseCache | None = None,
 ) -> list[Diagnostic]:
-    """Every finding of ``module``. ``memo`` (the language server's, per document) keeps
-    each top-level statement's findings and walks only what an edit can have changed."""
+    """Every finding of ``module``. ``cache``: the document's (the language server's),
+    whose ``reuse`` keeps findings between checks and walks only what an edit can have
+    changed."""
+    reuse = cache.reuse if cache is not None else None
     while True:
-        # statements holding no import are skipped when the context reads the imports
-        import_free = memo.import_free(module) if memo is not None else ()
-        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free,
-                          project=settings.project)
-        if memo is not None:
-            ctx.index_parts = memo.index_parts
+        ctx = FileContext(module, filename, settings.target, settings.options, source,
+                          hints=reuse.hints(module) if reuse is not None else None, project=settings.project)
         rules = [r(ctx) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
-        plan = None
-        if memo is not None and all(_statement_local(r) for r in settings.rules):
-            plan = memo.plan(module, _memo_key(filename, settings), rules, crashes, ctx.project)
+        plan = reuse.plan(module, _settings_key(filename, settings), rules, crashes, ctx) if reuse is not None else None
         walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan, settings.stop)
         if plan is None:
             break
-        if plan.facts_hold(ctx):
+        if plan.holds(ctx):
             plan.commit(ctx)
             break
-        assert memo is not None  # a plan comes from the memo
-        memo.forget()  # a whole-file fact changed: check the whole file
-    reports: list[Report] = [rep for r in rules for rep in r.reports]
+        assert reuse is not None  # a plan comes from it
+        reuse.forget()  # what kept findings rest on changed: check the whole file
+    reports = _first_once([rep for r in rules for rep in r.reports])
     diags: list[Diagnostic] = []
     if reports:
         wanted: list[cst.CSTNode] = []
@@ -954,7 +1004,7 @@ def lint_module(
         index = ctx._index  # parent links, when a rule already needed the file index
         pos = Positions(
             module, source, wanted, tree, index.parent if index is not None else None,
-            memo.units if memo is not None else None,
+            cache.units if cache is not None else None,
         )
         sup = Suppressions.scan(source)
         indents = _Indents(module)
@@ -992,13 +1042,24 @@ def lint_module(
     return diags
 
 
-def _statement_local(rule: type[Rule]) -> bool:
-    """A rule whose findings for a statement can be kept while the statement and what it
-    links to are unchanged: it says so, and does not act at module level."""
-    return rule.statement_local and not hasattr(rule, "visit_Module") and not hasattr(rule, "leave_Module")
+def _first_once(reports: list[Report]) -> list[Report]:
+    """``reports`` without a rule's ``once`` reports of a node after its first (the
+    reports are in source order per rule)."""
+    if not any(rep.once for rep in reports):
+        return reports
+    seen: set[tuple[int, int]] = set()
+    out: list[Report] = []
+    for rep in reports:
+        if rep.once:
+            key = (id(rep.rule), id(rep.node))
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(rep)
+    return out
 
 
-def _memo_key(filename: str, settings: LintSettings) -> tuple[object, ...]:
+def _settings_key(filename: str, settings: LintSettings) -> tuple[object, ...]:
     return (
         filename, tuple(settings.rules), settings.target,
         repr(sorted(settings.options.items(), key=lambda kv: kv[0])), settings.unfixable,

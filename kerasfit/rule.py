@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 import textwrap
+import warnings
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import libcst as cst
@@ -75,6 +77,32 @@ class Invalid:
         return (self.at,) if isinstance(self.at, Range) else self.at
 
 
+class Reads(Enum):
+    """What a rule's findings for one top-level statement may depend on (STYLE 17).
+
+    A rule declares the set in ``Rule.reads``; whoever keeps findings between checks (the
+    language server's statement memo) reuses a statement's findings only while everything
+    the rule declares is unchanged, and never reuses a rule that reads what cannot be
+    tracked (:data:`UNTRACKED`)."""
+
+    # the walked statement, and what it reaches by name: bindings, the functions it calls
+    # and their call sites, attributes and keys stored elsewhere
+    STATEMENT = "statement"
+    # whole-file facts asked through ``ctx.file_fact`` (uses a TPU, roles, input pipelines)
+    FILE_FACTS = "file-facts"
+    # other files of the tree, through the project index
+    PROJECT = "project"
+    # what the rule saw while walking other statements: state kept on the rule between
+    # statements, or a ``visit_Module`` / ``leave_Module`` of its own
+    OTHER_STATEMENTS = "other-statements"
+
+
+# What cannot be tracked per statement: a rule reading it is walked over the whole file.
+UNTRACKED = frozenset({Reads.OTHER_STATEMENTS})
+# What ``statement_local = True`` promised (deprecated alias, see Rule.__init_subclass__).
+_STATEMENT_LOCAL = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
+
+
 @dataclass
 class Report:
     rule: Rule
@@ -82,6 +110,8 @@ class Report:
     message: str
     severity: Severity
     fix: FixSpec | None
+    # kept only if it is the rule's first ``once`` report of ``node`` in source order
+    once: bool = False
 
 
 class Rule:
@@ -103,13 +133,26 @@ class Rule:
     build_evidence: ClassVar[str | None] = None
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None
-    # The findings made while walking one top-level statement depend only on that
-    # statement, what it reaches by name, and facts kept with ``ctx.file_fact``: the
-    # language server keeps them while those are unchanged (kerasfit.reuse). A rule that
-    # gathers across statements (in its own attributes, or at module level) says False.
-    statement_local: ClassVar[bool] = True
+    # What the findings made while walking one top-level statement may depend on
+    # (:class:`Reads`). A rule that declares nothing may read anything, so its findings
+    # are never reused between checks of an edited document.
+    reads: ClassVar[frozenset[Reads]] = frozenset(Reads)
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # ``statement_local`` (the flag before ``reads``) is read as the ``reads`` it promised, for one
+        # release; a class that declares ``reads`` itself is taken at its word.
+        own = vars(cls)  # what this class itself declares, not what it inherits
+        if "statement_local" in own and "reads" not in own:
+            warnings.warn(
+                f"{cls.__module__}.{cls.__qualname__}: `statement_local` is deprecated; declare "
+                "`reads` (kerasfit.ruleapi.Reads) instead",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            cls.reads = _STATEMENT_LOCAL if own["statement_local"] else frozenset(Reads)
 
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -123,14 +166,19 @@ class Rule:
         *,
         fix: FixSpec | None = None,
         severity: Severity | None = None,
+        once: bool = False,
     ) -> None:
+        """``once``: keep only the first such report of ``node`` (in source order) -- a site
+        reached from several places, say a call site two layers are sized at. The engine
+        drops the later ones after the walk, so what the rule reports while walking one
+        statement does not depend on what it saw in the others."""
         if self.ctx.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = message or self.message
         by_name = self._by_name_note(node)
         if by_name:
             message = f"{message} ({by_name})"
-        self.reports.append(Report(self, node, message, severity or self.severity, fix))
+        self.reports.append(Report(self, node, message, severity or self.severity, fix, once))
 
     def _by_name_note(self, node: cst.CSTNode) -> str | None:
         """Say so when the API in a finding was recognised by its spelling only."""

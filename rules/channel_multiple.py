@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity, Valid, width_padding
+from kerasfit.ruleapi import (
+    Applicability,
+    Invalid,
+    Range,
+    Reads,
+    Rule,
+    Severity,
+    Valid,
+    width_padding,
+)
 from kerasfit.ruleapi.fixes import Replace, keyword_value
 from kerasfit.ruleapi.symbols import (
     CONV_LAYERS,
@@ -387,10 +396,14 @@ class ChannelMultiple(Rule):
         ),
     )
 
+    # A width reached from several layers (a call site, an element of a literal two loops
+    # walk) is reported ``once``, and module-level code's head facts are a file fact: what
+    # one statement reports does not depend on what the walk saw before it.
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
+
     def __init__(self, ctx: FileContext) -> None:
         super().__init__(ctx)
-        self._facts: dict[int, tuple[set[str], bool, cst.Call | None]] = {}
-        self._reported_sites: set[int] = set()
+        self._facts: dict[int, _ScopeFacts] = {}  # per function (a cache: one walk of each)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.call_name(node)
@@ -477,9 +490,8 @@ class ChannelMultiple(Rule):
         m = self.ctx.target.channel_multiple
         for el in elements or ():
             v = self.ctx.int_const(el)
-            if v is None or v <= 4 or v % m == 0 or id(el) in self._reported_sites:
+            if v is None or v <= 4 or v % m == 0:
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
-            self._reported_sites.add(id(el))
             pad, rounded, waste = self._numbers(v)
             src = self.ctx.module.code_for_node(expr)
             where = (f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which pad to {pad} on "
@@ -487,7 +499,7 @@ class ChannelMultiple(Rule):
             high = int(pad.split()[-1])
             advice = f"round up to {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
             fix = self.make_fix(Replace(el, cst.Integer(str(rounded)))) if isinstance(el, cst.Integer) else None
-            self.report(el, f"{where}; {advice}", fix=fix)
+            self.report(el, f"{where}; {advice}", fix=fix, once=True)
 
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
@@ -500,23 +512,23 @@ class ChannelMultiple(Rule):
             v = pv.const
             if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
                 continue
-            if v <= 0 or v % m == 0 or id(pv.value) in self._reported_sites:
+            if v <= 0 or v % m == 0:
                 continue
-            self._reported_sites.add(id(pv.value))
             pad, rounded, waste = self._numbers(v)
             where = (
                 f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that pad to {pad} "
                 f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
             )
             if v <= 4 or _SEMANTIC_SIZE.search(param):
-                self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO)
+                self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=True)
                 continue
             high = int(pad.rsplit(" ", 1)[-1])
             advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
             if isinstance(pv.value, cst.Integer):
-                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))))
+                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))),
+                            once=True)
             else:
-                self.report(pv.value, f"{where}; {advice}")
+                self.report(pv.value, f"{where}; {advice}", once=True)
 
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
@@ -544,10 +556,9 @@ class ChannelMultiple(Rule):
             return
         # the call-site argument the width came from: the one literal that folds to it
         sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.int_const(a.value) == v]
-        if len(sites) != 1 or id(sites[0].value) in self._reported_sites:
+        if len(sites) != 1:
             return
         expr = sites[0].value
-        self._reported_sites.add(id(expr))
         factory = layer.via[0]
         unit = "units" if name in DENSE_LAYERS else "filters"
         pad, rounded, waste = self._numbers(v)
@@ -557,11 +568,11 @@ class ChannelMultiple(Rule):
         )
         head = self._head_reason(call, expr, v)
         if head is not None:
-            self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO)
+            self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO, once=True)
             return
         high = int(pad.rsplit(" ", 1)[-1])
         advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))))
+        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))), once=True)
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
@@ -642,32 +653,23 @@ class ChannelMultiple(Rule):
             return "the model's last layer"
         return None
 
-    def _scope_facts(self) -> tuple[set[str], bool, cst.Call | None]:
+    def _scope_facts(self) -> _ScopeFacts:
         """For the enclosing function (or module), computed once: names passed to a
         head op, whether it builds a model, and its last layer call."""
         fn = self.ctx.enclosing_function()
-        scope: cst.CSTNode = fn if fn is not None else self.ctx.module
-        facts = self._facts.get(id(scope))
-        if facts is None:
-            consumed: set[str] = set()
-            builds = False
-            last = None
-            for n in walk(scope):
-                if not isinstance(n, cst.Call):
-                    continue
-                cn = self.ctx.call_name(n)
-                if cn in HEAD_CONSUMERS:
-                    consumed.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
-                elif cn in MODEL_CONSTRUCTORS:
-                    builds = True
-                elif cn in _LAYERS:
-                    last = n
-            if fn is not None and fn.name.value in ("__init__", "build"):
+        if fn is None:
+            # the module's walk covers every statement: a whole-file fact
+            facts: _ScopeFacts = self.ctx.file_fact("KF102.module_heads", _module_facts)
+            return facts
+        hit = self._facts.get(id(fn))
+        if hit is None:
+            consumed, builds, last = _calls_facts(self.ctx, fn)
+            if fn.name.value in ("__init__", "build"):
                 cls = self.ctx.enclosing_class()
                 if cls is not None and any(self.ctx.resolve(b.value) == "keras.Model" for b in cls.bases):
                     builds = True
-            facts = self._facts[id(scope)] = (consumed, builds, last)
-        return facts
+            hit = self._facts[id(fn)] = (consumed, builds, last)
+        return hit
 
     def _consumed_by_head_op(self, var: str) -> bool:
         # bound once, so the consumer reads this layer's result
@@ -677,6 +679,31 @@ class ChannelMultiple(Rule):
         _, builds, last = self._scope_facts()
         return builds and last is call
 
+
+
+# names passed to a head op, whether the scope builds a model, its last layer call
+_ScopeFacts = tuple[set[str], bool, "cst.Call | None"]
+
+
+def _calls_facts(ctx: FileContext, scope: cst.CSTNode) -> _ScopeFacts:
+    consumed: set[str] = set()
+    builds = False
+    last = None
+    for n in walk(scope):
+        if not isinstance(n, cst.Call):
+            continue
+        cn = ctx.call_name(n)
+        if cn in HEAD_CONSUMERS:
+            consumed.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
+        elif cn in MODEL_CONSTRUCTORS:
+            builds = True
+        elif cn in _LAYERS:
+            last = n
+    return consumed, builds, last
+
+
+def _module_facts(ctx: FileContext) -> _ScopeFacts:
+    return _calls_facts(ctx, ctx.module)
 
 
 # ---- internal 1-wide layers ----------------------------------------------------------

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import EXPENSIVE_RANDOM
 
 class ExpensiveRandom(Rule):
@@ -51,6 +51,7 @@ class ExpensiveRandom(Rule):
     name = "expensive-random"
     message = "Categorical sampling is expensive on the TPU"
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the function is model code (roles, a file fact over the project)
 
     VALID = (
         """

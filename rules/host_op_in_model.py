@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import HOST_OPS
 
 _MODEL_WHY = {
@@ -50,6 +50,7 @@ class HostOpInModel(Rule):
     name = "host-op-in-model"
     message = "Python callback op in accelerator code"
     severity = Severity.ERROR
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the function is model code (roles, a file fact over the project)
 
     VALID = (
         # eager host code

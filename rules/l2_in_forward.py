@@ -8,7 +8,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Remove
 from kerasfit.ruleapi.symbols import (
     L2_REGULARIZERS,
@@ -100,6 +100,7 @@ class L2InForward(Rule):
     message = "L2 weight penalty is computed in the forward pass"
     fix_title = "Drop the penalty and set `weight_decay` on the optimizer"
     fix_safety = Applicability.DISPLAY
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # a shared regularizer's first use is found from its definition's uses, not the walk so far
 
     VALID = (
         """

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import MAX_POOLING, canonical
 
 # Evidence that the file trains what it builds.
@@ -52,6 +52,7 @@ class MaxpoolGradient(Rule):
     default_enabled = False
     targets = frozenset({"tpu"})
     severity = Severity.INFO
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file trains (a file fact) and the function's role
 
     VALID = (
         # inference only

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, insert_keyword
 from kerasfit.ruleapi.syntax import get_arg
 
@@ -60,6 +60,7 @@ class MissingStepsPerExecution(Rule):
     fix_title = f"Set steps_per_execution={SUGGESTED}"
     fix_safety = Applicability.UNSAFE
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file sets up a TPU (a file fact; a strategy may come from another module)
 
     VALID = (
         """

@@ -9,7 +9,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS, label
 from kerasfit.ruleapi.syntax import get_arg, self_attr, walk
@@ -120,6 +120,7 @@ class NeedlessConcatSlice(Rule):
     message = "Needless concat, or slice of the padded feature dim"
     fix_title = "Use the tensor itself"  # or its copy, see Fix safety
     fix_safety = Applicability.SAFE
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # pipeline functions and names used (file facts), roles, project layers
     # Lane padding of the feature dim is the TPU's layout (docs/facts.md#7, #11).
     targets = frozenset({"tpu"})
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import FixSpec, insert_keyword
 from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
 from kerasfit.ruleapi.syntax import get_arg
@@ -62,6 +62,7 @@ class NoDropRemainder(Rule):
     fix_title = "Add drop_remainder=True"
     fix_safety = Applicability.UNSAFE
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # whether the file uses tf.data (a file fact); a loader may be another module's
 
     VALID = (
         """

@@ -4,7 +4,7 @@ import libcst as cst
 
 from typing import Collection, Sequence
 
-from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import (
     CHANNELS_FIRST_VALUES,
     MATMUL_CALLS,
@@ -97,6 +97,7 @@ class NonlogicalTranspose(Rule):
     build_evidence = "transpose"
     name = "nonlogical-transpose"
     message = "Transpose moves the minor (last) axis: a real copy"
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the function's role and whether it runs on the host
 
     VALID = (
         """

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi.syntax import ScopeNode
     from kerasfit.ruleapi.values import Layer
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
 from kerasfit.ruleapi.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS, canonical, label
 from kerasfit.ruleapi.syntax import dotted_name, get_arg, name_loads, self_attr
@@ -174,6 +174,7 @@ class PadBeforeConv(Rule):
     message = "Explicit pad feeds a 'valid' convolution"
     fix_title = "Use the convolution's own 'same' padding"
     fix_safety = Applicability.SAFE
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # project factories and wrappers; a pad layer used in several sequences is reported `once`
 
     VALID = (
         """
@@ -856,7 +857,6 @@ class PadBeforeConv(Rule):
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
-        self._done: set[int] = set()  # pad layers already reported as a pair
         self._helpers: dict[int, tuple[cst.Call, _HelperPad | None]] = {}  # call -> what the helper pads
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1021,10 +1021,9 @@ class PadBeforeConv(Rule):
     def _adjacent(self, pairs: Sequence[tuple[cst.BaseExpression, cst.BaseExpression]], why_pair: str) -> None:
         """Report each (pad, valid conv) pair of layers applied one after the other; the
         layers are constructor calls (or names bound once to one)."""
-        done = self._done
         for first_layer, second_layer in pairs:
             first, second = self._ctor(first_layer), self._ctor(second_layer)
-            if first is None or second is None or id(first) in done:
+            if first is None or second is None:
                 continue
             if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
@@ -1036,15 +1035,15 @@ class PadBeforeConv(Rule):
                 paddings = self._paddings(_padding_arg(second, spec), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
-                done.add(id(first))
                 head = self._head(label(name), first)
                 why = "its padding is one of several values" if len(paddings) > 1 else why_pair
-                self.report(first, f"{head}; not auto-fixed: {why}")
+                # a pad layer bound once and used in several sequences: reported by the first
+                self.report(first, f"{head}; not auto-fixed: {why}", once=True)
                 continue
             conv = self._factory_conv(second)
             if conv is not None:
-                done.add(id(first))
-                self._report_factory(first, conv, False)
+                self._off = None  # no pad was followed here: no default-off test is known
+                self._report_factory(first, conv, False, once=True)
 
     def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
         if isinstance(expr, cst.Name):
@@ -1147,7 +1146,8 @@ class PadBeforeConv(Rule):
             "the kernel-gradient conv still reads the padded copy"
         )
 
-    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False) -> None:
+    def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False,
+                        once: bool = False) -> None:
         name, paddings, factory = conv
         head = self._head(label(name), pad)
         info = self._pad(pad) or self._helper_pad(pad)
@@ -1158,7 +1158,7 @@ class PadBeforeConv(Rule):
             why = f"`{factory}` may give the conv padding 'valid'"
         if conditional:
             why += "; the pad is conditional"
-        self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}")
+        self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}", once)
 
     # ------------------------------------------------------------------------
     def _check(self, conv: cst.Call, name: str, spec: _ConvSpec, ctor: cst.Call | None, args_of: cst.Call, inp: cst.Arg,
@@ -1272,14 +1272,14 @@ class PadBeforeConv(Rule):
         problem = info[3] if info else None
         self._report_maybe_off(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
 
-    def _report_maybe_off(self, pad: cst.Call, message: str) -> None:
+    def _report_maybe_off(self, pad: cst.Call, message: str, once: bool = False) -> None:
         """A pad on a path its defaults switch off (a ``channels_first`` branch) is info."""
         off, self._off = self._off, None
         if off is not None:
             test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
-            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO)
+            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO, once=once)
         else:
-            self.report(pad, message)
+            self.report(pad, message, once=once)
 
     # ---- the pad ------------------------------------------------------------
     def _pad(self, call: cst.Call, scopes: Sequence[ScopeNode] | None = None) -> _PadInfo | None:

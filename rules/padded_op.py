@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kerasfit.ruleapi import Invalid, Rule, Severity, Valid
+from kerasfit.ruleapi import Invalid, Reads, Rule, Severity, Valid
 
 
 class PaddedOp(Rule):
@@ -45,6 +45,7 @@ class PaddedOp(Rule):
     message = "Op in the traced training step is badly padded on the accelerator (build cross-check)"
     severity = Severity.WARNING
     build_only = True
+    reads = frozenset({Reads.STATEMENT})  # build-only: nothing is found while walking
 
     # Built by tests/crosscheck (these run user code: a real TensorFlow build each).
     VALID = (

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Applicability, FileContext, Invalid, Range, Rule, Severity
+from kerasfit.ruleapi import Applicability, FileContext, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Replace
 from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
 from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
@@ -93,6 +93,7 @@ class ReduceElementwise(Rule):
     fix_title = "Move the scaling into the reduction's input"
     fix_safety = Applicability.UNSAFE
     severity = Severity.INFO
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # roles, and whether a function is reached from model code in the tree
 
     VALID = (
         "import tensorflow as tf\ny = tf.sqrt(tf.reduce_mean(x))\n",

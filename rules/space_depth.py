@@ -8,7 +8,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Invalid, Range, Rule
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
 from kerasfit.ruleapi.values import uses_of
@@ -73,6 +73,7 @@ class SpaceDepth(Rule):
     code = "KF106"
     name = "space-depth"
     message = "Space/depth rearrangement moves data between padded and unpadded dims"
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the function's role
 
     VALID = (
         # input pipeline: runs on the host, and is the TPU reference models' own trick

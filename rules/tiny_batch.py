@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Invalid, Range, Rule, Valid
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Valid
 from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
 from kerasfit.ruleapi.values import round_up
@@ -66,6 +66,7 @@ class TinyBatch(Rule):
     name = "tiny-batch"
     message = "Per-core batch size below 64 or not a multiple of 8"
     targets = frozenset({"tpu"})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # the core count and whether the file trains or uses a TPU (file facts)
 
     VALID = (
         Valid(

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from kerasfit.ruleapi import Invalid, Rule, Severity, Valid
+from kerasfit.ruleapi import Invalid, Reads, Rule, Severity, Valid
 
 
 class TinyPerCoreBatch(Rule):
@@ -45,6 +45,7 @@ class TinyPerCoreBatch(Rule):
     severity = Severity.WARNING
     targets = frozenset({"tpu"})
     build_only = True
+    reads = frozenset({Reads.STATEMENT})  # build-only: nothing is found while walking
 
     VALID = (
         Valid(

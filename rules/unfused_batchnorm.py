@@ -9,7 +9,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import FileContext
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Rule
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
 from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
 from kerasfit.ruleapi.syntax import get_arg
@@ -78,6 +78,7 @@ class UnfusedBatchnorm(Rule):
     message = "Batch norm does not use the fused kernel"
     fix_title = "Use the fused batch-norm kernel"
     fix_safety = Applicability.SAFE
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # the Keras flavour, which `TF_USE_LEGACY_KERAS` anywhere in the file sets
 
     VALID = (
         """

@@ -291,3 +291,23 @@ def test_atomic_write_failure_keeps_original(tmp_path):
         atomic_write(f, "bad \udcff surrogate")
     assert f.read_text() == "original\n"
     assert os.listdir(tmp_path) == ["m.py"]
+
+
+# ---- report(once=True) -------------------------------------------------------------------------
+
+
+def test_a_once_report_keeps_the_first_of_a_node_in_source_order():
+    """Each statement reaching the shared width reports it; the engine keeps the first
+    ``once`` report of the node (by source order), whatever else reports it."""
+
+    class SharedWidth(Rule):
+        code, name, message = "KF993", "shared-width", "shared"
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            width = self.ctx.module.body[0].body[0].value  # `W = 30`: the shared site
+            self.report(width, f"reached from {node.name.value}", once=True)
+            self.report(width, f"plain from {node.name.value}")
+
+    src = "W = 30\n\n\ndef a():\n    return W\n\n\ndef b():\n    return W\n"
+    got = [d.message for d in lint_source(src, "m.py", LintSettings(rules=[SharedWidth])).diagnostics]
+    assert sorted(got) == ["plain from a", "plain from b", "reached from a"]

@@ -36,6 +36,7 @@ from urllib.parse import unquote
 from .. import __version__
 from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for, tune_gc
 from ..engine import ParseCache, add_imports, apply_fixes
+from .memo import StatementMemo
 from ..notebook import Notebook, NotebookError
 from ..registry import all_rules, rule_by_name_or_code
 from ..semantic.index import ProjectIndex
@@ -315,7 +316,10 @@ class KerasfitServer(LanguageServer):
             self.parse_caches.pop(uri, None)
             return Linted(version, source, FileResult(path, error=over), [],
                           f"kerasfit did not check this file: {over}", warning=warning)
-        cache = None if fix else self.parse_caches.setdefault(uri, ParseCache())
+        cache = None if fix else self.parse_caches.get(uri)
+        if cache is None and not fix:
+            # the document's parse, and its findings kept per statement between checks
+            cache = self.parse_caches[uri] = ParseCache(reuse=StatementMemo())
         try:
             result = check_source(
                 source, path, fix=fix, unsafe=self.settings.unsafe_fixes, parse_cache=cache, file_settings=file_settings,

@@ -2,7 +2,7 @@
 through the engine's or the semantic model's private parts). Small and namespaced:
 
 - ``kerasfit.ruleapi`` — the rule itself: ``Rule``, ``Valid``, ``Invalid``, ``Range``,
-  ``Severity``, ``Applicability``; the per-file model rules are handed (``self.ctx``); the
+  ``Severity``, ``Applicability``, ``Reads`` (what its findings depend on); the per-file model rules are handed (``self.ctx``); the
   chip a check is for (``Target``, ``TARGETS``, ``width_padding``).
 - :mod:`kerasfit.ruleapi.syntax` — questions of one node (``get_arg``, ``dotted_name``, ``walk`` …).
 - :mod:`kerasfit.ruleapi.values` — where a value comes from (``value_of``,
@@ -28,7 +28,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..rule import Invalid, Range, Rule, Valid
+from ..rule import Invalid, Range, Reads, Rule, Valid
 from ..semantic import dataflow as _dataflow
 from ..semantic import nodes as _nodes
 from ..semantic import pipeline as _pipeline
@@ -51,6 +51,7 @@ __all__ = [
     "FileContext",
     "Invalid",
     "Range",
+    "Reads",
     "Role",
     "Rule",
     "Severity",

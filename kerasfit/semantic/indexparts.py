@@ -2,7 +2,7 @@
 
 Building the whole-file index (parents, source order, calls, references and stores;
 ``fileindex.FileIndex``) is one walk of every node, the largest cost left in a language
-server check once findings are reused per statement (kerasfit.reuse). A statement's
+server check once findings are reused per statement (kerasfit.lsp.memo). A statement's
 own index depends only on its nodes, which stay the same objects while its text is
 unchanged (engine.ParseCache), so each is built once and the file's is joined:
 

@@ -49,7 +49,6 @@ from .caches import ModelCaches
 from .fileindex import FileIndex
 from .folding import BINARY, BUILTIN_NAMES, ORIGIN_DEPTH, UNARY, Budget, bounded, builtin
 from .index import ProjectIndex
-from .indexparts import join_parts
 from .names import by_name, injected_submodule, star_names
 from .scoped import name_refs_in
 from .summaries import Layer
@@ -107,6 +106,21 @@ def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
         yield from _target_names(target.value)
 
 
+@dataclass(frozen=True)
+class ModelHints:
+    """What a caller checking one document again and again (the language server) already
+    knows about it, so the model does not find it out again; no answer depends on them."""
+
+    # ids of top-level statements that hold no import at any depth (skipped when the
+    # imports are read)
+    import_free: Collection[int] = ()
+    # builds the file index (from the statements' kept indexes); None: one walk of the module
+    build_index: Callable[[cst.Module], FileIndex] | None = None
+
+
+_NO_HINTS = ModelHints()
+
+
 class FileContext:
     """Per-file facts shared by all rules, built once per parse."""
 
@@ -118,14 +132,12 @@ class FileContext:
         options: dict[str, Any] | None = None,
         source: str = "",
         *,
-        import_free: Collection[int] = (),
+        hints: ModelHints | None = None,
         project: ProjectIndex | None = None,
     ):
-        """``import_free``: ids of top-level statements known to hold no import (the
-        language server's, from kerasfit.reuse signatures), skipped when reading imports."""
         self.module = module
         self._project = project
-        self._import_free = import_free
+        self._hints = hints or _NO_HINTS
         self.source = source
         self.filename = filename
         self.target = target or TARGETS["tpu-v5e"]
@@ -138,8 +150,6 @@ class FileContext:
         self.uses_legacy_keras = False
         # reach: built lazily on the first question that needs the whole file
         self._index: FileIndex | None = None
-        # the language server's per-statement indexes of this document (kerasfit.indexparts)
-        self.index_parts: Any = None
         self._call_sites: dict[int, CallSites] = {}
         # whole-file facts (see file_fact): key -> (compute, value, keyed by node ids)
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
@@ -208,7 +218,7 @@ class FileContext:
             self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
 
     def _all_import_statements(self) -> Iterator[cst.CSTNode]:
-        skip = self._import_free
+        skip = self._hints.import_free
         stack: list[Any] = [[st for st in self.module.body if id(st) not in skip] if skip else self.module.body]
         while stack:
             item = stack.pop()
@@ -718,10 +728,8 @@ class FileContext:
     @property
     def index(self) -> FileIndex:
         if self._index is None:
-            if self.index_parts is not None:
-                self._index = join_parts(self.module, self.index_parts)
-            else:
-                self._index = FileIndex(self.module)
+            build = self._hints.build_index
+            self._index = build(self.module) if build is not None else FileIndex(self.module)
         return self._index
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
@@ -1226,7 +1234,7 @@ class FileContext:
 
         Rules keep whole-file facts here, never in their own attributes: the language
         server reuses a statement's findings only while every fact they were made with
-        still holds (kerasfit.reuse). ``key`` names the fact (prefix it with the rule's
+        still holds (kerasfit.lsp.memo). ``key`` names the fact (prefix it with the rule's
         code); ``compute`` must be a module-level function of the context. ``by_node``:
         the value is a set or dict keyed by node ids, compared only on unchanged nodes."""
         hit = self.facts.get(key)

@@ -1,4 +1,4 @@
-"""Findings reused per top-level statement (kerasfit.reuse, kerasfit.indexparts).
+"""Findings reused per top-level statement (kerasfit.lsp.memo, kerasfit.semantic.indexparts).
 
 The language server keeps each statement's findings and walks again only what an edit
 can have changed. The sessions below edit real fixtures the way people edit models
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from kerasfit.api import check_source
 from kerasfit.engine import ParseCache
-from kerasfit.reuse import affected, signature
+from kerasfit.lsp.memo import StatementMemo, affected, signature
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "fixtures").rglob("*.py"))}
@@ -33,6 +33,16 @@ for _d in filter(None, os.environ.get("KERASFIT_REUSE_DIRS", "").split(":")):
         except (UnicodeDecodeError, OSError):
             pass
 EXAMPLES = int(os.environ.get("KERASFIT_REUSE_EXAMPLES", "40"))
+
+
+def _cache() -> ParseCache:
+    """A document's cache as the language server makes it."""
+    return ParseCache(reuse=StatementMemo())
+
+
+def _memo(cache: ParseCache) -> StatementMemo:
+    assert isinstance(cache.reuse, StatementMemo)
+    return cache.reuse
 
 # Statements that change what the rest of a file means: imports, a TPU, training, an
 # input pipeline, shared regularizers, core counts, module constants, call sites.
@@ -128,7 +138,7 @@ def _same(a, b) -> None:
 def test_semantic_edit_sessions_give_the_findings_of_a_fresh_check(seed, name):
     rng = random.Random(seed)
     text = SOURCES[name]
-    cache = ParseCache()
+    cache = _cache()
     check_source(text, "model.py", parse_cache=cache)
     for _ in range(6):
         text = semantic_edit(text, rng)
@@ -162,7 +172,7 @@ def build(inputs):
 
 
 def _session(*texts: str) -> tuple[ParseCache, list]:
-    cache = ParseCache()
+    cache = _cache()
     out = []
     for t in texts:
         got = check_source(t, "model.py", parse_cache=cache)
@@ -179,7 +189,7 @@ def test_an_edit_inside_one_function_walks_only_that_function():
     text = MODEL + NEW_BLOCK
     edited = text.replace("Conv2D(50, 1)", "Conv2D(56, 1)")
     cache, (before, after) = _session(text, edited)
-    assert cache.memo.walked == 1 and cache.memo.reused == len(cst.parse_module(text).body) - 1
+    assert _memo(cache).walked == 1 and _memo(cache).reused == len(cst.parse_module(text).body) - 1
     assert sum("50 filters" in d.message for d in before.diagnostics) == 2
     assert sum("50 filters" in d.message for d in after.diagnostics) == 1
 
@@ -190,7 +200,7 @@ def test_an_edit_in_a_called_helper_walks_what_the_builder_links():
     cache, (before, after) = _session(text, edited)
     # block_b, build, and block_a / block_c that build also calls; the imports and the
     # helpers nothing calls are kept
-    assert (cache.memo.walked, cache.memo.reused) == (4, 5)
+    assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)
     assert sum("50 filters" in d.message for d in before.diagnostics) == 4
     assert sum("50 filters" in d.message for d in after.diagnostics) == 3
 
@@ -201,7 +211,7 @@ def test_a_call_site_edit_walks_the_function_it_calls():
     text = MODEL + NEW_BLOCK + NEW_BLOCK.replace("block_d", "block_e") + NEW_BLOCK.replace("block_d", "block_f")
     edited = text.replace("filters=20", "filters=24")
     cache, (before, after) = _session(text, edited)
-    assert (cache.memo.walked, cache.memo.reused) == (4, 5)  # build and the three it calls
+    assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)  # build and the three it calls
     assert any(d.code == "KF102" and "20" in d.message for d in before.diagnostics)
     assert not any(d.code == "KF102" and ("20" in d.message or "24" in d.message) for d in after.diagnostics)
 
@@ -220,13 +230,13 @@ def test_a_tpu_added_at_the_end_changes_findings_in_untouched_statements():
     assert [d.code for d in before.diagnostics] == [d.code for d in mid.diagnostics] == []
     assert [(d.code, d.row) for d in after.diagnostics] == [("KF203", 5)]
     assert back.diagnostics == []
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
 
 
 def test_an_import_edit_walks_the_whole_file():
     edited = MODEL.replace("from tensorflow.keras import layers", "from tf_keras import layers")
     cache, _ = _session(MODEL, edited)
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
 
 
 def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edited():
@@ -253,15 +263,15 @@ def test_a_changed_file_of_the_project_walks_the_whole_file(tmp_path, monkeypatc
     src = "from helpers import L\n\n\ndef f(x):\n    return L.Dense(100)(x)\n\n\ndef g(x):\n    return x\n"
     main.write_text(src)
     project = ProjectIndex([tmp_path])
-    cache = ParseCache()
+    cache = _cache()
     first = check_source(src, str(main), parse_cache=cache, project=project)
     assert [d.code for d in first.diagnostics] == ["KF102"]
     again = check_source(src.replace("return x", "return x + 1"), str(main), parse_cache=cache, project=project)
-    assert cache.memo.reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
+    assert _memo(cache).reused > 0 and [d.code for d in again.diagnostics] == ["KF102"]
     (tmp_path / "helpers.py").write_text("import numpy as L\n")
     os.utime(tmp_path / "helpers.py", ns=(1, 1))
     third = check_source(src.replace("return x", "return x + 2"), str(main), parse_cache=cache, project=project)
-    assert cache.memo.reused == 0
+    assert _memo(cache).reused == 0
     assert third.diagnostics == [] or [d.code for d in third.diagnostics] != ["KF102"]
 
 
@@ -316,8 +326,164 @@ def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_
 
     settings = LintSettings(rules=[CountCalls])
     text = "import tensorflow as tf\n" + "".join(f"def f{i}(x):\n    return g(x)\n" for i in range(6))
-    cache = ParseCache()
+    cache = _cache()
     lint_source(text, "m.py", settings, cache)
     out = lint_source(text.replace("return g(x)\ndef f3", "return g(h(x))\ndef f3"), "m.py", settings, cache)
     assert [d.message for d in out.diagnostics] == ["7 calls"]
-    assert cache.memo.module is None  # nothing kept for such a rule set
+    assert _memo(cache).module is None  # nothing kept for such a rule set
+
+
+# ---- what rules declare they read decides whose findings are kept ---------------------
+
+
+def _lint_session(settings, *texts: str):
+    """Each text checked with one kept cache and from scratch; both results per text."""
+    from kerasfit.engine import lint_source
+
+    cache = _cache()
+    out = []
+    for t in texts:
+        kept = [d.to_dict() for d in lint_source(t, "model.py", settings, cache).diagnostics]
+        fresh = [d.to_dict() for d in lint_source(t, "model.py", settings).diagnostics]
+        out.append((kept, fresh))
+    return _memo(cache), out
+
+
+def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are_kept():
+    """A pack's rule numbering calls across statements declares nothing: its findings
+    follow every edit, while the built-in rule beside it keeps its unchanged statements'."""
+    from kerasfit.engine import LintSettings
+    from kerasfit.lsp.memo import reusable
+    from kerasfit.registry import rule_by_name_or_code
+    from kerasfit.rule import Reads, Rule
+
+    class NumberCalls(Rule):
+        code, name, message = "KF990", "number-calls", "call"
+
+        def __init__(self, ctx) -> None:
+            super().__init__(ctx)
+            self.n = 0
+
+        def visit_Call(self, node: cst.Call) -> None:
+            self.n += 1
+            self.report(node, f"call {self.n}")
+
+    assert NumberCalls.reads == frozenset(Reads) and not reusable(NumberCalls)
+    kf101 = rule_by_name_or_code("KF101")
+    assert kf101 is not None and reusable(kf101)
+    head, rest = MODEL.split("def block_a", 1)
+    text = head + NEW_BLOCK.lstrip("\n") + "\n\ndef block_a" + rest  # a helper nothing calls, first
+    edited = text.replace("Conv2D(50, 1)(x)", "Conv2D(50, 1)(layers.ReLU()(x))")
+    memo, [(k1, f1), (k2, f2)] = _lint_session(LintSettings(rules=[NumberCalls, kf101]), text, edited)
+    assert k1 == f1 and k2 == f2
+    # the inserted call renumbers the calls after it, in statements the edit did not touch
+    assert [d["message"] for d in k2 if d["code"] == "KF990"][-1] == f"call {sum(d['code'] == 'KF990' for d in k2)}"
+    assert k1 != k2 and [d["message"] for d in k2 if d["code"] == "KF101"] == [d["message"] for d in k1 if d["code"] == "KF101"]
+    assert memo.reused > 0 and memo.rewalked == ("KF990",)
+
+
+def test_statement_local_is_a_deprecated_alias_of_reads():
+    from kerasfit.lsp.memo import reusable
+    from kerasfit.rule import Reads, Rule
+
+    with pytest.warns(DeprecationWarning, match="statement_local"):
+        class Local(Rule):
+            code, name, message = "KF991", "local", "local"
+            statement_local = True
+
+    with pytest.warns(DeprecationWarning, match="statement_local"):
+        class Gathers(Rule):
+            code, name, message = "KF992", "gathers", "gathers"
+            statement_local = False
+
+    assert Local.reads == frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT}) and reusable(Local)
+    assert Gathers.reads == frozenset(Reads) and not reusable(Gathers)
+
+
+def test_every_built_in_rule_declares_what_it_reads():
+    """Each built-in says it (a default is for packs); none gathers across statements,
+    so the language server keeps every built-in rule's findings per statement."""
+    from kerasfit.lsp.memo import reusable
+    from kerasfit.registry import all_rules
+    from kerasfit.rule import Reads
+
+    for code, rule in all_rules().items():
+        if not rule.__module__.startswith("rules."):
+            continue
+        assert "reads" in vars(rule), f"{code} does not declare `reads`"
+        assert Reads.STATEMENT in rule.reads and reusable(rule), code
+
+
+# KF102 reports a width reached from several layers once: an element of a literal two
+# loops walk. The literal is an inert statement, so the memo does not link the loops.
+HIDDEN = '''import tensorflow as tf
+from tensorflow.keras import layers
+
+HIDDEN = [100, 200]
+
+
+def tower_a(x):
+    for units in HIDDEN:
+        x = layers.Dense(units)(x)
+    return x
+
+
+def tower_b(x):
+    for units in HIDDEN:
+        x = layers.Conv2D(units, 3)(x)
+    return x
+'''
+HIDDEN_EDITED = HIDDEN.replace("    for units in HIDDEN:\n        x = layers.Dense", "    for units in [128]:\n        x = layers.Dense")
+
+# KF102 calls a module-level layer the model's last (an output head, info) by the last
+# layer call of the module: a statement nothing links to moves it.
+SCRIPT = '''import tensorflow as tf
+from tensorflow.keras import layers
+
+inputs = tf.keras.Input((32,))
+y = layers.Dense(10)(inputs)
+model = tf.keras.Model(inputs, y)
+
+
+def helper(x):
+    return x
+'''
+SCRIPT_EDITED = SCRIPT + "\n\nhead = layers.Dense(24)\n"
+
+
+@pytest.mark.parametrize(
+    "before,after,kept",
+    # the loops: the other tower's statement is kept, its finding follows; the module's
+    # head: a whole-file fact changed, so the whole file is checked
+    [(HIDDEN, HIDDEN_EDITED, True), (SCRIPT, SCRIPT_EDITED, False)],
+    ids=["loop-literal", "module-head"],
+)
+def test_channel_multiple_follows_an_edit_of_another_statement(before, after, kept):
+    cache, results = _session(before, after, before)  # each equal to a fresh check
+    first, second, third = ([d.to_dict() for d in r.diagnostics if d.code == "KF102"] for r in results)
+    assert first and first != second and third == first  # the edit changes what KF102 reports
+    assert (_memo(cache).reused > 0) == kept
+
+
+def _static_built_ins() -> list:
+    from kerasfit.registry import all_rules
+
+    return [r for r in all_rules().values() if r.__module__.startswith("rules.") and not r.build_only]
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(sorted(SOURCES)))
+def test_every_built_in_rule_gives_a_fresh_lints_findings_after_single_statement_edits(seed, name):
+    """The default-off rules too, straight through the engine (no prefilter, no config)."""
+    from kerasfit.engine import LintSettings, lint_source
+
+    lint = LintSettings(rules=_static_built_ins())
+    rng = random.Random(seed)
+    text = SOURCES[name]
+    cache = _cache()
+    lint_source(text, "model.py", lint, cache)
+    for _ in range(4):
+        text = semantic_edit(text, rng)
+        kept = lint_source(text, "model.py", lint, cache).diagnostics
+        assert [d.to_dict() for d in kept] == [d.to_dict() for d in lint_source(text, "model.py", lint).diagnostics]

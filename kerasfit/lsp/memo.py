@@ -4,9 +4,19 @@ The language server checks a document after every edit, and most edits change on
 top-level statement. Walking every statement with every rule again was most of the
 cost of a check (issue 12). :class:`StatementMemo` keeps, per top-level statement node,
 the findings the rules made while walking it, and walks again only the statements an
-edit can have changed the findings of.
+edit can have changed the findings of. It is the engine's ``StatementReuse``: the
+language server hands it to the engine in the document's ``ParseCache``; the command
+line never makes one.
 
-What a statement's findings can depend on, and how each dependency is tracked:
+Which rules' findings are kept comes from what each rule declares it reads
+(``Rule.reads``, :class:`~kerasfit.rule.Reads`): a rule reading only what is tracked
+below (the statement and what it reaches by name, whole-file facts, the project) has
+its findings kept; any other -- one that gathers across statements, or declares
+nothing -- walks every statement on every check, kept ones included.
+
+What a kept finding can depend on, and how each dependency is tracked (whole-file facts
+and the project guard every kept finding: the model reads them on every rule's behalf,
+dropping demo code by a whole-file fact and resolving names through the project):
 
 - its own text: :class:`~kerasfit.engine.ParseCache` gives an unchanged statement the
   same node in every module, so a statement is "changed" exactly when its node is new;
@@ -27,7 +37,7 @@ What a statement's findings can depend on, and how each dependency is tracked:
 - the settings: any change checks the whole file.
 
 Any doubt is a whole-file check, which is what a check without a memo does. The
-hypothesis sessions in tests/test_reuse.py hold the two equal.
+hypothesis sessions in tests/test_lsp_memo.py hold the two equal.
 """
 
 from __future__ import annotations
@@ -38,12 +48,13 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from .rule import Report, Rule
-from .symbols import FLAG_DEFINERS
-from .semantic.index import ProjectIndex
-from .semantic.indexparts import Joined
-from .semantic.model import FileContext
-from .semantic.nodes import _string_key, child_fields, is_node
+from ..rule import UNTRACKED, Report, Rule
+from ..semantic.fileindex import FileIndex
+from ..semantic.index import ProjectIndex
+from ..semantic.indexparts import Joined, join_parts
+from ..semantic.model import FileContext, ModelHints
+from ..semantic.nodes import _string_key, child_fields, is_node
+from ..symbols import FLAG_DEFINERS
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
 _MOST = 0.5
@@ -218,8 +229,15 @@ def affected(
 
 
 # A finding kept without its rule instance (which holds the whole check's context):
-# (index of the rule in the settings, node, message, severity, fix)
-_Kept = tuple[int, cst.CSTNode, str, Any, Any]
+# (index of the rule in the settings, node, message, severity, fix, once)
+_Kept = tuple[int, cst.CSTNode, str, Any, Any, bool]
+
+
+def reusable(rule: type[Rule]) -> bool:
+    """Whether ``rule``'s findings for a statement can be kept while what they rest on is
+    unchanged: it reads nothing untracked, by its own word and by its code (a module
+    visitor of its own sees every statement)."""
+    return not (rule.reads & UNTRACKED) and not hasattr(rule, "visit_Module") and not hasattr(rule, "leave_Module")
 
 
 class StatementMemo:
@@ -235,19 +253,27 @@ class StatementMemo:
         self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
         self.deps: dict[str, str] = {}
         self.read_facts: object = None  # what the context reads on creation (_read_facts)
-        # the statements' own file indexes, joined (kerasfit.indexparts)
+        # the statements' own file indexes, joined (semantic.indexparts)
         self.index_parts = Joined()
-        # per statement holding findings: its generated text and their offsets in it (engine.Positions)
-        self.units: dict[int, tuple[Any, ...]] = {}
-        # what the last check did (for tests and the benchmark): statements walked, reused
+        # what the last check did (for tests and the benchmark): statements walked by
+        # every rule, statements whose findings were kept, rules walked over every statement
         self.walked = 0
         self.reused = 0
+        self.rewalked: tuple[str, ...] = ()
 
     def forget(self) -> None:
         """Drop every kept finding (the statements' indexes stay: they depend on nothing else)."""
-        parts, units = self.index_parts, self.units
+        parts = self.index_parts
         self.__init__()  # type: ignore[misc]
-        self.index_parts, self.units = parts, units
+        self.index_parts = parts
+
+    def hints(self, module: cst.Module) -> ModelHints:
+        """What the model of ``module`` is told: the statements holding no import, and its
+        file index joined from the statements' kept indexes."""
+        return ModelHints(self.import_free(module), self._join)
+
+    def _join(self, module: cst.Module) -> FileIndex:
+        return join_parts(module, self.index_parts)
 
     def signatures(self, module: cst.Module) -> dict[int, Signature]:
         """Each top-level statement's signature (kept ones reused; computed once per module)."""
@@ -266,9 +292,13 @@ class StatementMemo:
         return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
 
     def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
-             project: ProjectIndex) -> Plan:
-        """How to walk ``module``: which statements keep their findings (``project``: the
-        index the findings' cross-file facts are checked against)."""
+             ctx: FileContext) -> Plan | None:
+        """How to walk ``module``: which statements keep their findings, for which rules;
+        None when no rule's findings can be kept (then nothing is kept either)."""
+        keep = [reusable(type(r)) for r in rules]
+        if not any(keep):
+            return None
+        project = ctx.project
         sigs = self.sigs
         fresh = self.signatures(module)
         reuse: set[int] = set()
@@ -282,7 +312,7 @@ class StatementMemo:
                 if again is not None:
                     reuse = {i for i in now if i not in again and i in self.found}
         self.sigs = fresh
-        return Plan(self, module, key, rules, crashes, reuse)
+        return Plan(self, module, key, rules, keep, crashes, reuse)
 
     def _deps_hold(self, index: ProjectIndex) -> bool:
         if not self.deps:
@@ -302,27 +332,30 @@ def _read_facts(ctx: FileContext) -> object:
 
 
 class Plan:
-    """One check's walk: restores kept findings, records new ones (engine.walk calls it)."""
+    """One check's walk (the engine's ``StatementPlan``): restores kept findings of the
+    reusable rules, records new ones."""
 
     def __init__(
-        self, memo: StatementMemo, module: cst.Module, key: object, rules: Sequence[Rule],
+        self, memo: StatementMemo, module: cst.Module, key: object, rules: Sequence[Rule], keep: list[bool],
         crashes: list[tuple[Rule, BaseException]], reuse: set[int],
     ) -> None:
         self.memo, self.module, self.key, self.rules, self.crashes = memo, module, key, rules, crashes
+        self.keep = keep
+        self.rewalk: Sequence[Rule] = [r for r, k in zip(rules, keep) if not k]
         self.reuse = reuse
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
         self._marks: list[int] = []
         self._crash_mark = 0
         self._rule_index = {id(r): i for i, r in enumerate(rules)}
 
-    def take(self, stmt: cst.CSTNode) -> bool:
+    def restore(self, stmt: cst.CSTNode) -> bool:
         """Restore ``stmt``'s findings instead of walking it; False: walk it."""
         if id(stmt) not in self.reuse:
             return False
         kept, crashed = self.memo.found[id(stmt)]
-        for i, node, message, severity, fix in kept:
+        for i, node, message, severity, fix, once in kept:
             rule = self.rules[i]
-            rule.reports.append(Report(rule, node, message, severity, fix))
+            rule.reports.append(Report(rule, node, message, severity, fix, once))
         for i, exc in crashed:
             self.crashes.append((self.rules[i], exc))
         self.found[id(stmt)] = (kept, crashed)
@@ -335,11 +368,14 @@ class Plan:
     def end(self, stmt: cst.CSTNode) -> None:
         kept: list[_Kept] = []
         for i, (r, mark) in enumerate(zip(self.rules, self._marks)):
-            kept.extend((i, rep.node, rep.message, rep.severity, rep.fix) for rep in r.reports[mark:])
-        crashed = [(self._rule_index[id(r)], exc) for r, exc in self.crashes[self._crash_mark :]]
+            if self.keep[i]:
+                kept.extend((i, rep.node, rep.message, rep.severity, rep.fix, rep.once) for rep in r.reports[mark:])
+        crashed = [
+            (i, exc) for r, exc in self.crashes[self._crash_mark :] if self.keep[i := self._rule_index[id(r)]]
+        ]
         self.found[id(stmt)] = (kept, crashed)
 
-    def facts_hold(self, ctx: FileContext) -> bool:
+    def holds(self, ctx: FileContext) -> bool:
         """The whole-file facts the kept findings were made with still hold."""
         if not self.reuse:
             return True
@@ -374,4 +410,5 @@ class Plan:
         memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
+        memo.rewalked = tuple(r.code for r in self.rewalk)
         memo.deps = ctx.project.deps_of(ctx.filename) if ctx.filename else {}
