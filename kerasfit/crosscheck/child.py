@@ -25,7 +25,7 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, Callable, Iterable, Iterator, Literal, NoReturn, NotRequired, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Iterator, ClassVar, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
@@ -36,6 +36,8 @@ DEFAULT_BATCH = 128
 # A ``None`` dim the script states no size for: a stated default per modality.
 DEFAULT_IMAGE = 224
 DEFAULT_SEQUENCE = 128
+# How a note about an array's shape read from data not loaded starts (_Unloaded).
+_DATA_SHAPE = "the shape of "
 # A count the script reads from its data (classes, vocabulary): a stated default.
 DEFAULT_CLASSES = 10
 DEFAULT_VOCABULARY = 1000
@@ -395,10 +397,21 @@ class _Unloaded:
     gives another stand-in from the same root; using it as a number, a truth value or in
     arithmetic raises and names the line it came from. The two uses with a stated default:
     ``len()`` (a count of classes or tokens) and iterating it (a vocabulary: that many
-    distinct tokens), each said in a note."""
+    distinct tokens), each said in a note.
 
-    def __init__(self, name: str, line: int, why: str, notes: list[str]):
+    An array's shape is followed as far as the script states it: ``x.reshape((x.shape[0],
+    x.shape[1], 1))`` gives a stand-in of shape ``(None, None, 1)``, whose ``x.shape[1:]``
+    is the real tuple ``(128, 1)``: a dim only the data knows, other than the rows, gets the
+    stated default of its modality (a model's layers may need it concrete while it is
+    built), said in a note."""
+
+    given: ClassVar[list[int] | None] = None  # --input-shape: an array's shape the data would give
+
+    def __init__(self, name: str, line: int, why: str, notes: list[str],
+                 shape: tuple[int | None, ...] | None = None, kind: str = "value"):
         object.__setattr__(self, "_kf", (name, line, why, notes))
+        # kind: "value" (anything), "shape" (an array's shape of unknown rank), "dim" (one of its dims)
+        object.__setattr__(self, "_kf_shape", (shape, kind))
 
     def _fail(self, *args: object, **kwargs: object) -> NoReturn:
         name, line, why, _ = object.__getattribute__(self, "_kf")
@@ -407,18 +420,56 @@ class _Unloaded:
     def _derived(self, *args: object, **kwargs: object) -> _Unloaded:
         return self
 
+    def _like(self, shape: tuple[int | None, ...] | None = None, kind: str = "value") -> _Unloaded:
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        return _Unloaded(name, line, why, notes, shape, kind)
+
+    def _reshape(self, *args: Any, **kwargs: Any) -> _Unloaded:
+        dims = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        return self._like(tuple(d if isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                else None for d in dims))
+
+    def _shape(self, shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
+        """The shape the script reads: its rows stay unknown (the batch); any other dim
+        only the data knows gets the stated default of its modality, said in a note."""
+        if all(d is not None for d in shape[1:]):
+            return shape
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        if self.given and len(self.given) == len(shape) - 1:
+            notes.append(f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it")
+            return shape[:1] + tuple(self.given)
+        image = len(shape) == 4 and shape[-1] is not None  # (rows, H, W, C)
+        n = DEFAULT_IMAGE if image else DEFAULT_SEQUENCE
+        filled = shape[:1] + tuple(n if d is None else d for d in shape[1:])
+        shown = ", ".join("rows" if i == 0 else str(d) for i, d in enumerate(filled))
+        note = (f"{_DATA_SHAPE}{name} is read from data (line {line}: {why}): built as ({shown}), "
+                f"{n} a stated default for {'images' if image else 'sequences'}; --input-shape to change")
+        if note not in notes:
+            notes.append(note)
+        return filled
+
     def __getattr__(self, attr: str) -> Any:
         # Not a mapping: ``dict(df)`` must not make a real object of stand-ins.
         if attr.startswith("__") and attr.endswith("__") or attr in ("keys", "items", "values"):
             raise AttributeError(attr)
+        shape, kind = object.__getattribute__(self, "_kf_shape")
+        if attr == "shape" and kind == "value":
+            return self._shape(shape) if shape is not None else self._like(kind="shape")
+        if attr == "reshape" and kind == "value":
+            return self._reshape
         return self
 
     __call__ = _derived
 
-    def __getitem__(self, key: object) -> _Unloaded:
+    def __getitem__(self, key: object) -> Any:
         # A column by name reads on; a position is a value (numpy walks a sequence by them).
+        shape, kind = object.__getattribute__(self, "_kf_shape")
         if isinstance(key, str):
             return self
+        if kind == "shape":  # a dim, or dims, of unknown rank
+            return self._like(kind="shape" if isinstance(key, slice) else "dim")
+        if kind == "value" and shape and (isinstance(key, slice) or hasattr(key, "__len__")):
+            return self._like((None,) + shape[1:])  # rows picked or shuffled: same row shape
         self._fail()
         return self
 
@@ -962,7 +1013,10 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     """Lower one training step of ``model`` (and ``others`` the script also trains): a
     training wrapper's own ``train_step`` when it traces, else every network on a
     stand-in loss."""
-    said: list[str] = []
+    # A shape read from data that is not loaded is where an input's size came from: the header's.
+    notes = result.setdefault("notes", [])
+    said: list[str] = [n for n in notes if n.startswith(_DATA_SHAPE)]
+    notes[:] = [n for n in notes if n not in said]
     nets: list[tuple[str, Any]] = []
     wrapper = None
     for name, m in [(label, model)] + list(others or []):
@@ -1474,6 +1528,7 @@ def run(opts: _Options) -> dict[str, Any]:
     path = Path(opts.file).resolve()
     sites = Sites(str(path))
     result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
+    _Unloaded.given = opts.input_shape
     if opts.legacy or opts.keras2:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
     _phase("tensorflow")

@@ -107,3 +107,16 @@ def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_state
     assert raw["inputs"] == [[64, 128]]
     assert any("token ids, as its first layer (Embedding) takes" in s for s in raw["said"])
     assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
+
+
+def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default_length(script):
+    path = script("shape_from_data.py")
+    raw = run_child(path, BuildOptions(timeout=240))
+    # (rows, length, 1): the channel axis is the script's reshape, the length a stated default
+    assert raw["inputs"] == [[32, 128, 1]]
+    assert any(s.startswith("the shape of x_train is read from data (line 15") and "(rows, 128, 1)" in s
+               and "a stated default for sequences" in s for s in raw["said"])
+    assert [128, 10] in raw["variables"]  # the Dense sees the length: channels_first pooling
+    # --input-shape gives the data's shape
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=(500, 1)))
+    assert raw["inputs"] == [[32, 500, 1]]
