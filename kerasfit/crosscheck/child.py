@@ -240,12 +240,47 @@ def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
 # ---------------------------------------------------------------- the user's code
 
 
+class NeedsPackage(ChildError):
+    """The script fails inside an installed package itself, as it would for anyone who runs
+    it: no flag helps, another version of the package does. No other candidate is tried."""
+
+
+# Failures inside a package's own code on the way to a published script's model, each
+# checked against the versions named: (the package's file and function the exception
+# passes through, what fails and since when, the requirement that builds the script).
+_KNOWN_FAILURES = (
+    ("keras/src/backend/tensorflow/numpy.py", "tile",
+     "keras.ops.tile with a tensor of repeats fails while a model is built on the TensorFlow "
+     "backend from Keras 3.13 (which iterates the repeats; Keras 3.12 builds it)", "keras<3.13"),
+)
+
+
+def _known_failure(exc: BaseException) -> str | None:
+    """The installed package's own known failure this exception (or one it chains) comes
+    from, as "what; pip install REQUIREMENT"; None when it is not one."""
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        for fr in traceback.extract_tb(err.__traceback__):
+            where = fr.filename.replace(os.sep, "/")
+            for path, function, what, requirement in _KNOWN_FAILURES:
+                if where.endswith(path) and fr.name == function:
+                    return f"{what}; the script builds with pip install '{requirement}'"
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def _user_error(exc: BaseException, sites: Sites, doing: str) -> ChildError:
     where = ""
     for fr in reversed(traceback.extract_tb(exc.__traceback__)):
         if sites.is_user(fr.filename):
             where = f" (line {fr.lineno})"
             break
+    known = _known_failure(exc)
+    if known:
+        return NeedsPackage(f"{doing}{where}: {type(exc).__name__} inside the installed package, as for "
+                            f"anyone who runs the script: {known}")
     return ChildError(f"{doing}{where}: {type(exc).__name__}: {_one_line(exc)}")
 
 
@@ -572,6 +607,10 @@ def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> Modu
                     notes.append(f"{var} is 0 without the data the build does not load (line "
                                  f"{stmt.lineno}): built with a stated default of {default}")
         except BaseException as exc:  # user code: anything, including SystemExit
+            known = _known_failure(exc)
+            if known:
+                raise NeedsPackage(f"line {stmt.lineno} failed inside the installed package, as for anyone "
+                                   f"who runs the script ({type(exc).__name__}): {known}") from None
             why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
             binds, mutates = _stmt_names(stmt)
             if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
@@ -1480,6 +1519,8 @@ def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any,
             _phase("build")
             hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
                                tf, attempt, state, sizes)
+        except NeedsPackage:
+            raise
         except ChildError as exc:
             why = str(exc)
             errors.append(f"{candidate.expr}: {why}" if candidate else why)

@@ -5,6 +5,8 @@ mirrors a shape published examples take; each is built once in the real child.
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, run_child
@@ -120,3 +122,19 @@ def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default
     # --input-shape gives the data's shape
     raw = run_child(path, BuildOptions(timeout=240, input_shape=(500, 1)))
     assert raw["inputs"] == [[32, 500, 1]]
+
+
+def test_a_script_that_fails_inside_the_installed_keras_names_the_version_that_builds_it(script):
+    # keras.ops.tile with a tensor of repeats fails from Keras 3.13 for anyone who runs the
+    # script; kerasfit builds what the script builds, so only another Keras version helps.
+    path = script("tile_tensor_repeats.py")
+    if tuple(int(p) for p in version("keras").split(".")[:2]) < (3, 13):
+        assert run_child(path, BuildOptions(timeout=240))["ok"]
+        return
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    message = str(err.value)
+    assert "line 31 failed inside the installed package" in message
+    assert message.endswith("keras.ops.tile with a tensor of repeats fails while a model is built on the "
+                            "TensorFlow backend from Keras 3.13 (which iterates the repeats; Keras 3.12 "
+                            "builds it); the script builds with pip install 'keras<3.13'")
