@@ -898,6 +898,33 @@ def _batched(shape: list[int | None], batch: int) -> list[int]:
     return [batch] + dims
 
 
+# Keras preprocessing layers backed by lookup tables or strings. XLA compiles neither, and a
+# TPU runs them in the input pipeline (tf.data), outside the program the chip runs.
+_TABLE_LAYERS = frozenset({"StringLookup", "IntegerLookup", "TextVectorization", "Hashing", "HashedCrossing"})
+
+
+def _outside_tables(net: Any) -> tuple[Any, list[str]] | None:
+    """A functional network with table layers: the same network from their outputs on
+    (the inputs other layers read kept as they are), and the table layers left out. None
+    when it has none, or when it is not a Keras 3 functional network that can be cut."""
+    inputs = getattr(net, "inputs", None)
+    ops = getattr(net, "operations", None)  # Keras 3's functional graph; tf-keras has none
+    if not inputs or not ops:
+        return None
+    tables = [op for op in ops if type(op).__name__ in _TABLE_LAYERS]
+    if not tables:
+        return None
+    try:
+        cut = [t for op in tables for node in op._inbound_nodes for t in node.output_tensors]
+        read = {id(t) for op in ops if op not in tables and type(op).__name__ != "InputLayer"
+                for node in op._inbound_nodes for t in node.input_tensors}
+        kept = [t for t in inputs if id(t) in read]
+        model_cls = importlib.import_module(type(net).__module__.split(".")[0]).Model  # keras's own
+        return model_cls(kept + cut, net.outputs), sorted({type(op).__name__ for op in tables})
+    except Exception:
+        return None
+
+
 def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
     """One step of every network on a stand-in loss (the mean square of its outputs)."""
 
@@ -1063,7 +1090,16 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         if sub and not others:
             wrapper = m
         nets += [(f"{name}.{a}" if others else a, n) for a, n in sub] or [(name, m)]
-    specs = [_input_specs(net, opts.input_shape, sizes, said) for _, net in nets]
+    # The program each network runs: from its table layers' outputs on, where it has any.
+    programs = [net for _, net in nets]
+    outside: list[str] = []
+    if wrapper is None:
+        for i, (_, net) in enumerate(nets):
+            cut = _outside_tables(net)
+            if cut is not None:
+                programs[i] = cut[0]
+                outside += [c for c in cut[1] if c not in outside]
+    specs = [_input_specs(net, opts.input_shape, sizes, said) for net in programs]
     fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
     global_batch = _batch(opts, fixed, sizes, said)
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -1102,7 +1138,10 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     if hlo is None:
         args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
                 for s, dt in zip(shapes, dtypes)]
-        step = _standin_step([(net, len(sp[0])) for (_, net), sp in zip(nets, specs)], variables, tf)
+        step = _standin_step([(net, len(sp[0])) for net, sp in zip(programs, specs)], variables, tf)
+        if outside:
+            how += (f"; lowered from the outputs of its {', '.join(outside)} layers on: lookup tables, "
+                    "which XLA does not compile and a TPU runs in the input pipeline")
         try:
             concrete = step.get_concrete_function(*args)
             _mark("trace")

@@ -138,3 +138,18 @@ def test_a_script_that_fails_inside_the_installed_keras_names_the_version_that_b
     assert message.endswith("keras.ops.tile with a tensor of repeats fails while a model is built on the "
                             "TensorFlow backend from Keras 3.13 (which iterates the repeats; Keras 3.12 "
                             "builds it); the script builds with pip install 'keras<3.13'")
+
+
+def test_lookup_layers_run_outside_the_lowered_program_and_the_header_says_so(script):
+    # XLA compiles no lookup table; a TPU runs them in the input pipeline. The model built
+    # is still the script's, whole; the program lowered starts at the tables' outputs.
+    raw = run_child(script("lookup_tables.py"), BuildOptions(timeout=240))
+    assert raw["built_how"].endswith("lowered from the outputs of its IntegerLookup, StringLookup layers on: "
+                                     "lookup tables, which XLA does not compile and a TPU runs in the input "
+                                     "pipeline")
+    classes = raw["networks"][0]["classes"]
+    assert "StringLookup" in classes and "IntegerLookup" in classes and "Normalization" in classes
+    # the program's inputs: the age (the Normalization is in the program) and the two multi-hots
+    assert sorted(raw["inputs"]) == sorted([[16, 1], [16, 4], [16, 5]])
+    # the first Dense reads 4 + 5 + 1 features
+    assert [10, 32] in raw["variables"]
