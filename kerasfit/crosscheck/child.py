@@ -925,6 +925,82 @@ def _outside_tables(net: Any) -> tuple[Any, list[str]] | None:
         return None
 
 
+def _loss_layer_input(layer: Any) -> int | None:
+    """A user layer that only adds the script's loss: its ``call`` calls ``self.add_loss``
+    and returns one of its arguments unchanged. Which argument (its position), else None."""
+    klass = _user_method(layer, "call")
+    if klass is None:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(vars(klass)["call"])))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        return None
+    params = [a.arg for a in fn.args.args[1:]]
+    adds = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_loss"
+               for n in ast.walk(fn))
+    returned = {n.value.id if isinstance(n.value, ast.Name) else None
+                for n in ast.walk(fn) if isinstance(n, ast.Return)}
+    if not adds or len(returned) != 1:
+        return None
+    name = returned.pop()
+    return params.index(name) if name in params else None
+
+
+def _without_loss_layers(net: Any) -> tuple[Any, list[str]] | None:
+    """A Keras 3 functional network whose output passes through layers that only add the
+    script's loss: the same network ending at what those layers return (the inputs only
+    they read dropped), and the layers left out. None when it has none."""
+    ops = getattr(net, "operations", None)
+    outputs = getattr(net, "outputs", None)
+    if not ops or not outputs:
+        return None
+    passed: dict[int, Any] = {}  # a loss layer's output -> the input it returns
+    names: list[str] = []
+    try:
+        for op in ops:
+            at = _loss_layer_input(op)
+            if at is None:
+                continue
+            for node in op._inbound_nodes:
+                args = list(node.arguments.args)
+                if at < len(args) and len(node.output_tensors) == 1:
+                    passed[id(node.output_tensors[0])] = args[at]
+                    names.append(f"{type(op).__name__} (line {getattr(op, '_kerasfit_site', {}).get('line', '?')})")
+        if not passed:
+            return None
+        ends = []
+        for t in outputs:
+            while id(t) in passed:
+                t = passed[id(t)]
+            ends.append(t)
+        model_cls = importlib.import_module(type(net).__module__.split(".")[0]).Model  # keras's own
+        inputs = [t for t in net.inputs if _reaches(t, ends)]
+        return model_cls(inputs, ends), names
+    except Exception:
+        return None
+
+
+def _reaches(tensor: Any, ends: list[Any]) -> bool:
+    """Whether a Keras 3 symbolic tensor is among the inputs that ``ends`` are computed from."""
+    seen: set[int] = set()
+    stack = list(ends)
+    while stack:
+        t = stack.pop()
+        if t is tensor:
+            return True
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        history = getattr(t, "_keras_history", None)
+        if history is not None:
+            node = history.operation._inbound_nodes[history.node_index]
+            stack.extend(node.input_tensors)
+    return False
+
+
 def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
     """One step of every network on a stand-in loss (the mean square of its outputs)."""
 
@@ -1099,7 +1175,9 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
             if cut is not None:
                 programs[i] = cut[0]
                 outside += [c for c in cut[1] if c not in outside]
+    at = len(said)
     specs = [_input_specs(net, opts.input_shape, sizes, said) for net in programs]
+    said_specs = len(said) - at
     fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
     global_batch = _batch(opts, fixed, sizes, said)
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -1150,7 +1228,30 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         except ChildError:
             raise
         except Exception as exc:
-            raise _trace_error(exc, sites, per_core) from None
+            # A layer that only adds the script's loss, which XLA cannot compile (a CTC loss):
+            # the stand-in loss stands for it as for any other loss of the script's.
+            cuts = [_without_loss_layers(p) if "unsupported operations" in str(exc) else None
+                    for p in programs]
+            if not any(cuts):
+                raise _trace_error(exc, sites, per_core) from None
+            dropped = [n for c in cuts if c for n in c[1]]
+            programs = [c[0] if c else p for c, p in zip(cuts, programs)]
+            now: list[str] = []
+            specs = [_input_specs(net, opts.input_shape, sizes, now) for net in programs]
+            said[at:at + said_specs] = now
+            args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
+                    for s, dt in zip(shapes, dtypes)]
+            step = _standin_step([(net, len(sp[0])) for net, sp in zip(programs, specs)], variables, tf)
+            rejected = sorted(set(re.findall(r"(\w+) \(No registered '", str(exc)))) or ["ops"]
+            how += (f"; without {', '.join(dropped)}, which only adds the script's loss: XLA cannot "
+                    f"compile its {', '.join(rejected)}, and the stand-in loss stands for it")
+            try:
+                concrete = step.get_concrete_function(*args)
+                _mark("trace")
+                hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+                _mark("lower")
+            except Exception:
+                raise _trace_error(exc, sites, per_core) from None
         outs = concrete.structured_outputs[1]
         result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
     result["networks"] = [{"name": name, "how": how,

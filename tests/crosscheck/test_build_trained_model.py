@@ -153,3 +153,14 @@ def test_lookup_layers_run_outside_the_lowered_program_and_the_header_says_so(sc
     assert sorted(raw["inputs"]) == sorted([[16, 1], [16, 4], [16, 5]])
     # the first Dense reads 4 + 5 + 1 features
     assert [10, 32] in raw["variables"]
+
+
+def test_a_layer_that_only_adds_a_loss_xla_cannot_compile_is_stood_for_by_the_stand_in_loss(script):
+    raw = run_child(script("loss_layer.py"), BuildOptions(timeout=240))
+    assert raw["built_how"] == ("a stand-in loss (the mean square of its outputs); without CTCLayer (line 28), "
+                                "which only adds the script's loss: XLA cannot compile its CTCLoss, and the "
+                                "stand-in loss stands for it")
+    assert "CTCLayer" in raw["networks"][0]["classes"]  # the model built is still the script's
+    assert raw["inputs"] == [[16, 64, 16, 1]]  # the labels only the loss read are not an input
+    assert not any(s.startswith("input (None, None)") for s in raw["said"])
+    assert any(op["layer"] == "conv2d" and op["pass"] == "kernel-gradient" for op in raw["ops"])
