@@ -28,6 +28,7 @@ from types import FrameType, ModuleType
 from typing import Any, Callable, Iterable, Iterator, ClassVar, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.stage import parse_input_shapes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
                                          mutated_names, script_sizes, slice_source, trained_names,
                                          used_names)
@@ -68,7 +69,7 @@ class _Options(argparse.Namespace):
     batch_size: int | None
     cores: int
     dtype: str
-    input_shape: list[int] | None
+    input_shape: list[list[int]] | None  # each input's non-batch dims
     legacy: bool
     keras2: bool
     probe_weights: str | None
@@ -810,7 +811,7 @@ def _fill_none(shape: list[int | None], input_shape: list[int] | None, sizes: Sc
     return [shape[0]] + filled
 
 
-def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: ScriptSizes | None = None,
+def _input_specs(model: Any, input_shape: list[list[int]] | None = None, sizes: ScriptSizes | None = None,
                  said: list[str] | None = None) -> tuple[list[list[int | None]], list[str]]:
     shapes: list[list[int | None]] = []
     dtypes: list[str] = []
@@ -832,7 +833,7 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
             except Exception:
                 shape = None
         if shape is None and input_shape:
-            shape = [None] + list(input_shape)
+            shape = [[None] + list(dims) for dims in input_shape]
         if shape is None:
             # A subclassed wrapper around one functional model (``call`` returns
             # ``self.net(x)``): that model's input.
@@ -855,6 +856,13 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
             (said if said is not None else []).append(
                 "input unknown (a subclassed model): token ids, as its first layer (Embedding) takes")
         if shape is None:
+            reads = _call_inputs(model)
+            if len(reads) > 1:
+                raise ChildError(
+                    f"the model has no known input shape and its call() takes {len(reads)} inputs "
+                    f"({', '.join(reads)}): pass --input-shape with each one's dims, separated by ';' "
+                    f"(e.g. {';'.join(['100,80', '50', '10', '1'][:len(reads)])}), or build it "
+                    "(call it once, or use keras.Input) inside the entry")
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
                 "or build it (call it once, or use keras.Input) inside the entry"
@@ -862,7 +870,33 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
         dtypes = ["int32" if token_ids else "float32"] * len(shapes)
     said = [] if said is None else said
-    return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
+    # One --input-shape fills every input's None dims (of its rank); several, one input each.
+    given = [input_shape[0] if len(input_shape or ()) == 1 else (input_shape[i] if input_shape and
+             i < len(input_shape) else None) for i in range(len(shapes))]
+    return [_fill_none(s, g, sizes, said) for s, g in zip(shapes, given)], dtypes
+
+
+def _call_inputs(model: Any) -> list[str]:
+    """The inputs a subclassed model's ``call`` takes apart: ``inputs[0]``, ``inputs[1]`` or
+    ``a, b = inputs`` of its first argument, as written; one name when it reads it whole."""
+    klass = _user_method(model, "call")
+    try:
+        fn = ast.parse(textwrap.dedent(inspect.getsource(vars(klass)["call"]))).body[0] if klass else None
+    except (OSError, TypeError, SyntaxError):
+        fn = None
+    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) < 2:
+        return []
+    arg = fn.args.args[1].arg
+    items = sorted({n.slice.value for n in ast.walk(fn) if isinstance(n, ast.Subscript)
+                    and isinstance(n.value, ast.Name) and n.value.id == arg
+                    and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int)})
+    if items == list(range(len(items))) and items:
+        return [f"{arg}[{i}]" for i in items]
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == arg
+                and isinstance(n.targets[0], ast.Tuple)):
+            return [ast.unparse(e) for e in n.targets[0].elts]
+    return [arg]
 
 
 _IMAGE_FIRST = frozenset({"Resizing", "RandomCrop", "CenterCrop", "RandomFlip", "Rescaling", "Conv2D",
@@ -1709,7 +1743,7 @@ def run(opts: _Options) -> dict[str, Any]:
     path = Path(opts.file).resolve()
     sites = Sites(str(path))
     result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
-    _Unloaded.given = opts.input_shape
+    _Unloaded.given = opts.input_shape[0] if opts.input_shape and len(opts.input_shape) == 1 else None
     if opts.legacy or opts.keras2:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
     _phase("tensorflow")
@@ -1796,14 +1830,11 @@ def run(opts: _Options) -> dict[str, Any]:
     return result
 
 
-def _shape_arg(text: str) -> list[int]:
+def _shape_arg(text: str) -> list[list[int]]:
     try:
-        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+        return [list(dims) for dims in parse_input_shapes(text)]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3") from None
-    if not dims or any(d <= 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3")
-    return dims
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3 (inputs separated by ';')") from None
 
 
 _FIRST_ERROR = "KERASFIT_KERAS3_ERROR"

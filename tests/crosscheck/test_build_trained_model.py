@@ -120,7 +120,7 @@ def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default
                and "a stated default for sequences" in s for s in raw["said"])
     assert [128, 10] in raw["variables"]  # the Dense sees the length: channels_first pooling
     # --input-shape gives the data's shape
-    raw = run_child(path, BuildOptions(timeout=240, input_shape=(500, 1)))
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((500, 1),)))
     assert raw["inputs"] == [[32, 500, 1]]
 
 
@@ -164,3 +164,15 @@ def test_a_layer_that_only_adds_a_loss_xla_cannot_compile_is_stood_for_by_the_st
     assert raw["inputs"] == [[16, 64, 16, 1]]  # the labels only the loss read are not an input
     assert not any(s.startswith("input (None, None)") for s in raw["said"])
     assert any(op["layer"] == "conv2d" and op["pass"] == "kernel-gradient" for op in raw["ops"])
+
+
+def test_a_model_of_several_inputs_names_the_flag_that_describes_each_and_builds_with_it(script):
+    path = script("two_inputs.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    assert ("the model has no known input shape and its call() takes 2 inputs (inputs[0], inputs[1]): pass "
+            "--input-shape with each one's dims, separated by ';' (e.g. 100,80;50)") in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((40, 12), (10,))))
+    assert raw["inputs"] == [[16, 40, 12], [16, 10]]
+    assert [3, 12, 32] in raw["variables"]  # the Conv1D reads the source's 12 features
+    assert "MultiHeadAttention" in raw["networks"][0]["classes"]
