@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dis
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -37,6 +38,10 @@ DEFAULT_BATCH = 128
 # A ``None`` dim the script states no size for: a stated default per modality.
 DEFAULT_IMAGE = 224
 DEFAULT_SEQUENCE = 128
+_NEEDS_SHAPE = "its shape is read from data: pass --input-shape with its non-batch dims"
+# tf.data.Dataset's methods that give a dataset: a for loop over one yields a batch.
+_DATASET_METHODS = frozenset({"take", "batch", "shuffle", "prefetch", "map", "skip", "repeat", "cache",
+                              "unbatch", "padded_batch", "filter"})
 # How a note about an array's shape read from data not loaded starts (_Unloaded).
 _DATA_SHAPE = "the shape of "
 # A count the script reads from its data (classes, vocabulary): a stated default.
@@ -490,10 +495,37 @@ class _Unloaded:
             raise AttributeError(attr)
         shape, kind = object.__getattribute__(self, "_kf_shape")
         if attr == "shape" and kind == "value":
-            return self._shape(shape) if shape is not None else self._like(kind="shape")
+            if shape is None and self.given:  # --input-shape: the rows' shape the data would give
+                name, line, _, notes = object.__getattribute__(self, "_kf")
+                note = f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it"
+                if note not in notes:
+                    notes.append(note)
+                return (None, *self.given)
+            if shape is not None:
+                return self._shape(shape)
+            # Its shape is read, and only the data knows it: whatever fails from here names the flag.
+            name, line, why, notes = object.__getattribute__(self, "_kf")
+            if _NEEDS_SHAPE not in why:
+                object.__setattr__(self, "_kf", (name, line, f"{why}; {_NEEDS_SHAPE}", notes))
+            return self._like(kind="shape")
         if attr == "reshape" and kind == "value":
             return self._reshape
+        if attr in _DATASET_METHODS:
+            return self._like(kind="dataset")
         return self
+
+    def __iter__(self) -> Iterator[Any]:
+        # What the script does with it, from the instruction that asks: unpacking it into n
+        # names (a batch's ``inputs, targets``) gives n stand-ins; a for loop over a dataset
+        # (``for batch in ds.take(1)``) one batch; anything else a vocabulary of stated size.
+        _, kind = object.__getattribute__(self, "_kf_shape")
+        frame = sys._getframe(1)
+        asked = next((i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+        if asked is not None and asked.opname == "UNPACK_SEQUENCE":
+            return iter([self._like() for _ in range(asked.arg)])
+        if asked is not None and asked.opname == "GET_ITER" and kind == "dataset":
+            return iter([self._like()])
+        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
 
     __call__ = _derived
 
@@ -523,9 +555,6 @@ class _Unloaded:
 
     def __len__(self) -> int:
         return self._default("the count")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
 
     def __repr__(self) -> str:
         return f"<{object.__getattribute__(self, '_kf')[0]}: not loaded>"

@@ -176,3 +176,14 @@ def test_a_model_of_several_inputs_names_the_flag_that_describes_each_and_builds
     assert raw["inputs"] == [[16, 40, 12], [16, 10]]
     assert [3, 12, 32] in raw["variables"]  # the Conv1D reads the source's 12 features
     assert "MultiHeadAttention" in raw["networks"][0]["classes"]
+
+
+def test_a_shape_read_from_a_batch_of_data_not_loaded_names_input_shape_which_builds_it(script):
+    path = script("shape_from_a_batch.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    assert ("'model' depends on line 9, which the build does not run (loadtxt() reads files; its shape is read "
+            "from data: pass --input-shape with its non-batch dims)") in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((120, 7),)))
+    assert raw["inputs"] == [[256, 120, 7]]  # the script's batch_size
+    assert "LSTM" in raw["networks"][0]["classes"]
