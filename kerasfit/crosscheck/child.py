@@ -1191,9 +1191,10 @@ def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
 
 
 def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list[str]]], per_core: int,
-                    tf: Any) -> tuple[str | None, str, list[int] | None]:
+                    tf: Any) -> tuple[str | None, str, list[int] | None, Any]:
     """Lower one step of the script's own ``train_step`` on a batch shaped like a network's
-    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch shape)."""
+    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch
+    shape, the traced function: its graph sources the ops a user-written call() makes)."""
     why = ""
     tried: set[tuple[int, ...]] = set()
     for shapes, dtypes in specs:
@@ -1204,12 +1205,12 @@ def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list
         x = tf.zeros(shape, dtype=dtypes[0])
         fn = tf.function(lambda data: wrapper.train_step(data), jit_compile=True)
         try:
-            fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
+            concrete = fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
             hlo: str = fn.experimental_get_compiler_ir(x)(stage="hlo")
-            return hlo, "", shape
+            return hlo, "", shape, concrete
         except Exception as exc:
             why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
-    return None, why, None
+    return None, why, None, None
 
 
 def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
@@ -1265,7 +1266,7 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     how = "a stand-in loss (the mean square of its outputs)"
     if wrapper is not None:
         klass = _user_method(wrapper, "train_step")
-        hlo, why, shape = _train_step_hlo(wrapper, specs, per_core, tf)
+        hlo, why, shape, concrete = _train_step_hlo(wrapper, specs, per_core, tf)
         if hlo is not None:
             how = (f"one step of the script's {klass.__name__}.train_step on a batch of shape "
                    f"{tuple(shape or ())}")

@@ -187,3 +187,10 @@ def test_a_shape_read_from_a_batch_of_data_not_loaded_names_input_shape_which_bu
     raw = run_child(path, BuildOptions(timeout=240, input_shape=((120, 7),)))
     assert raw["inputs"] == [[256, 120, 7]]  # the script's batch_size
     assert "LSTM" in raw["networks"][0]["classes"]
+
+
+def test_a_training_wrapper_whose_network_has_a_user_written_call_traces_its_own_train_step(script):
+    raw = run_child(script("vae_train_step.py"), BuildOptions(timeout=240))
+    assert raw["built_how"] == "one step of the script's VAE.train_step on a batch of shape (64, 28, 28, 1)"
+    assert [n["name"] for n in raw["networks"]] == ["encoder", "decoder"]
+    assert "Sampling" in next(n["classes"] for n in raw["networks"] if n["name"] == "encoder")
