@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS
+from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS, printable
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (
@@ -967,7 +967,9 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     A cached report is mostly start-up: tabulate and the importlib.metadata it pulls in
     cost ~55 ms of it (more where bytecode is not cached).
     """
-    cells = [[str(c) for c in row] for row in rows]
+    # a cell is one inert line, as ``check``'s text output prints a path: a file or layer name
+    # with a newline, a tab or an escape sequence breaks neither the table nor the terminal
+    cells = [[printable(str(c)) for c in row] for row in rows]
     widths = [max([len(h) + 2] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
 
     def line(values: list[str]) -> str:
@@ -1006,7 +1008,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
         raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    out = header_lines(report) + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
+    out = [printable(line) for line in header_lines(report)] + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]
@@ -1035,9 +1037,9 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
             + ("" if h.get("fits") else " — does not fit")
         )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
-    out += advice_lines(report)
+    out += [printable(line) for line in advice_lines(report)]
     for note in report.notes:
-        out.append(f"note: {note}")
+        out.append(printable(f"note: {note}"))
     return "\n".join(out)
 
 

@@ -550,3 +550,20 @@ def test_the_header_says_what_was_built_and_where_its_shapes_came_from(model_fil
     data = json.loads(render_report(report, "json"))
     assert [n["name"] for n in data["networks"]] == ["discriminator", "generator"]
     assert data["shapes_said"] == raw["said"] and data["built_how"] == raw["built_how"]
+
+
+def test_the_text_report_prints_a_path_with_control_characters_escaped_as_check_does(tmp_path):
+    # a file name with a newline, a tab and an escape sequence: one inert table row, no terminal control
+    path = tmp_path / "od\nd\tname\x1b[2J.py"
+    path.write_text(CNN.read_text())
+    raw = raw_build(path)
+    raw["notes"] = [f"not run: {path}"]
+    text = render_report(make_report(raw), max_rows=None)
+    assert "\x1b" not in text and "\t" not in text
+    rows = [line for line in text.splitlines() if "keras_cnn" in line or "name" in line]
+    assert rows and all("od\\nd\\tname\\x1b[2J.py:" in line for line in rows if not line.startswith("note:"))
+    shown = str(path).replace("\n", "\\n").replace("\t", "\\t").replace("\x1b", "\\x1b")
+    assert "note: not run: " + shown in text.splitlines()
+    # the table's rows are still one line each
+    table = text.split("\n\n")[0].splitlines()
+    assert len(table) == 2 + len(make_report(raw).rows)
