@@ -12,7 +12,8 @@ import pytest
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, make_report
+from kerasfit.crosscheck.report import (NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, _score_sized,
+                                       _WhatIf, make_report)
 from kerasfit.types import TARGETS, Diagnostic, Severity, target_help
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -567,3 +568,19 @@ def test_the_text_report_prints_a_path_with_control_characters_escaped_as_check_
     # the table's rows are still one line each
     table = text.split("\n\n")[0].splitlines()
     assert len(table) == 2 + len(make_report(raw).rows)
+
+
+def test_the_heads_what_if_scales_the_score_sized_moves_with_the_head_count(model_file):
+    report = make_report(raw_build(model_file))
+    op = report.ops[0]
+    # (batch, heads, query, key) scores: their bytes follow the head count; q/k/v (… heads, head size) do not
+    assert _score_sized(dataclasses.replace(op, shape=[128, 4, 64, 64]), 4, {16})
+    assert not _score_sized(dataclasses.replace(op, shape=[128, 64, 4, 16]), 4, {16})
+    assert not _score_sized(dataclasses.replace(op, shape=[128, 4, 4, 64]), 4, {16})  # which is the heads?
+    rows = report.rows
+    what = _WhatIf([], rows, report.ops + report.mem_rows, report.target, report.dtype, report.common_batch)
+    member = rows[0].members[0]
+    before, _ = what.apply()
+    after, _ = what.apply(scaled={member: 0.25})
+    t = next(o.time for o in report.ops + report.mem_rows if o.name == member)
+    assert after == pytest.approx(before - 0.75 * t)
