@@ -470,15 +470,19 @@ class _Unloaded:
         return self._like(tuple(d if isinstance(d, int) and not isinstance(d, bool) and d >= 0
                                 else None for d in dims))
 
-    def _shape(self, shape: tuple[int | None, ...]) -> tuple[int | None, ...]:
-        """The shape the script reads: its rows stay unknown (the batch); any other dim
-        only the data knows gets the stated default of its modality, said in a note."""
-        if all(d is not None for d in shape[1:]):
+    def _shape(self, shape: tuple[int | None, ...] | None) -> tuple[int | None, ...]:
+        """The shape the script reads: its rows stay unknown (the batch); the other dims
+        only the data knows come from --input-shape, else the stated default of their
+        modality, said in a note. ``shape`` is None when not even its rank is known."""
+        if shape is not None and all(d is not None for d in shape[1:]):
             return shape
         name, line, why, notes = object.__getattribute__(self, "_kf")
-        if self.given and len(self.given) == len(shape) - 1:
-            notes.append(f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it")
-            return shape[:1] + tuple(self.given)
+        if self.given and (shape is None or len(self.given) == len(shape) - 1):
+            note = f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it"
+            if note not in notes:
+                notes.append(note)
+            return (None, *self.given)
+        assert shape is not None  # the caller asks only with a rank or with --input-shape
         image = len(shape) == 4 and shape[-1] is not None  # (rows, H, W, C)
         n = DEFAULT_IMAGE if image else DEFAULT_SEQUENCE
         filled = shape[:1] + tuple(n if d is None else d for d in shape[1:])
@@ -495,13 +499,7 @@ class _Unloaded:
             raise AttributeError(attr)
         shape, kind = object.__getattribute__(self, "_kf_shape")
         if attr == "shape" and kind == "value":
-            if shape is None and self.given:  # --input-shape: the rows' shape the data would give
-                name, line, _, notes = object.__getattribute__(self, "_kf")
-                note = f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it"
-                if note not in notes:
-                    notes.append(note)
-                return (None, *self.given)
-            if shape is not None:
+            if shape is not None or self.given:
                 return self._shape(shape)
             # Its shape is read, and only the data knows it: whatever fails from here names the flag.
             name, line, why, notes = object.__getattribute__(self, "_kf")
