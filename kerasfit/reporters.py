@@ -14,7 +14,8 @@ from urllib.parse import quote
 from . import __version__
 from .docpages import Links
 from .registry import all_rules
-from .types import Applicability, Diagnostic, FileResult, Severity, printable
+from .types import Applicability, Diagnostic, FileResult, Severity
+from .types import printable as printable  # the front ends import it from here
 
 # Where a finding's rule page opens (the installed page, or a team's docs-url).
 _INSTALLED = Links()

@@ -519,7 +519,7 @@ class _Unloaded:
         _, kind = object.__getattribute__(self, "_kf_shape")
         frame = sys._getframe(1)
         asked = next((i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
-        if asked is not None and asked.opname == "UNPACK_SEQUENCE":
+        if asked is not None and asked.opname == "UNPACK_SEQUENCE" and asked.arg is not None:
             return iter([self._like() for _ in range(asked.arg)])
         if asked is not None and asked.opname == "GET_ITER" and kind == "dataset":
             return iter([self._like()])
@@ -898,8 +898,9 @@ def _input_specs(model: Any, input_shape: list[list[int]] | None = None, sizes: 
         dtypes = ["int32" if token_ids else "float32"] * len(shapes)
     said = [] if said is None else said
     # One --input-shape fills every input's None dims (of its rank); several, one input each.
-    given = [input_shape[0] if len(input_shape or ()) == 1 else (input_shape[i] if input_shape and
-             i < len(input_shape) else None) for i in range(len(shapes))]
+    given: list[list[int] | None] = (
+        [input_shape[0]] * len(shapes) if input_shape and len(input_shape) == 1
+        else [input_shape[i] if input_shape and i < len(input_shape) else None for i in range(len(shapes))])
     return [_fill_none(s, g, sizes, said) for s, g in zip(shapes, given)], dtypes
 
 
