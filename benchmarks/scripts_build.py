@@ -11,7 +11,8 @@ class or name that only the right network has), and optionally the ``flag`` (arg
 Each script is built once with ``kerasfit report --output-format json`` exactly as
 published; a failure is tried again with its label's flag when it has one. Per sample it
 prints: built (no flags), the right model (every labelled network built, each showing its
-marker), and built with the one flag the failure message names. A script "trained" when
+marker), built with the one flag the failure message names, and how many failures name
+their label's flag or package. A script "trained" when
 its report notes a refused ``Model.fit`` or download: the slicer should never let one
 through.
 """
@@ -115,7 +116,9 @@ def main() -> int:
                 saved.parent.mkdir(parents=True, exist_ok=True)
                 saved.write_text(json.dumps(res))
         plain = res["plain"]
-        count = totals.setdefault(lb["set"], [0, 0, 0, 0])
+        # built, right model, right model with at most the one flag named, scripts, failures
+        # whose message names the label's flag or package
+        count = totals.setdefault(lb["set"], [0, 0, 0, 0, 0])
         count[3] += 1
         if plain["ok"]:
             count[0] += 1
@@ -134,13 +137,15 @@ def main() -> int:
             flagged = res.get("flagged")
             fixed = bool(flagged and flagged["ok"] and right_model(flagged["report"], lb)[0])
             count[2] += fixed and named
+            count[4] += named
             print(f"failed  {plain['seconds']:6.1f}s  {name}: {err[:300]}"
                   + (f"\n          with {need!r}: " + ("built, right model" if fixed else "no")
                      + ("" if named else " (the message does not name it)") if need else ""))
         sys.stdout.flush()
-    for set_name, (built, right, flagged, n) in totals.items():
+    for set_name, (built, right, flagged, n, named) in totals.items():
         print(f"{set_name}: built {built} of {n}; the right model {right} of {n}; "
-              f"with the one flag the message names {flagged} of {n}")
+              f"with the one flag the message names {flagged} of {n}; "
+              f"failures naming the one flag or package {named} of {n - built}")
     return 0
 
 

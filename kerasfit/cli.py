@@ -123,16 +123,15 @@ def check(
     raise typer.Exit(run_check(**args))
 
 
-def _input_shape(text: str | None) -> tuple[int, ...] | None:
+def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
+    from .crosscheck.stage import parse_input_shapes  # defers the build stage until a build runs
+
     if not text:
         return None
     try:
-        dims = tuple(int(d) for d in str(text).replace("x", ",").split(",") if d.strip())
+        return parse_input_shapes(str(text))
     except ValueError:
-        dims = ()
-    if not dims or any(d <= 0 for d in dims):
-        _fail(f"--input-shape must be positive dims like 256,256,3, not {text!r}")
-    return dims
+        _fail(f"--input-shape must be positive dims like 256,256,3 (inputs separated by ';'), not {text!r}")
 
 
 def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
@@ -176,7 +175,7 @@ def report(
     output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
     build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="Seconds before the build child is stopped (default: config, else 300).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
-    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3.")] = None,
+    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3; several inputs separated by ';'.")] = None,
     all_rows: Annotated[bool, typer.Option("--all", help="Every row of the ranked table, not the top 20.")] = False,
     html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:

@@ -15,6 +15,7 @@ from . import __version__
 from .docpages import Links
 from .registry import all_rules
 from .types import Applicability, Diagnostic, FileResult, Severity
+from .types import printable as printable  # the front ends import it from here
 
 # Where a finding's rule page opens (the installed page, or a team's docs-url).
 _INSTALLED = Links()
@@ -33,23 +34,6 @@ def _hidden_unsafe(d: Diagnostic) -> bool:
 
 
 # ---- text ---------------------------------------------------------------------------
-
-# What ends a line for some reader (a terminal, str.splitlines, a CI log) or acts on a
-# terminal: C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _escape_control(m: re.Match[str]) -> str:
-    c = m.group()
-    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
-
-
-def printable(s: str) -> str:
-    """``s`` as one inert line: a file named ``d⏎::error::x.py`` cannot start a line of its
-    own (which GitHub Actions would read as a workflow command) or drive the terminal."""
-    return _CONTROL.sub(_escape_control, s)
-
 
 
 def text(

@@ -320,3 +320,20 @@ class FileResult:
     def failing(self) -> list[Diagnostic]:
         """The findings that make the exit code 1 (info does not, unless fail-on says so)."""
         return [d for d in self.diagnostics if d.severity.rank >= self.fail_on.rank]
+
+
+# What ends a line for some reader (a terminal, str.splitlines, a CI log) or acts on a
+# terminal: C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_control(m: re.Match[str]) -> str:
+    c = m.group()
+    return _NAMED.get(c) or (f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}")
+
+
+def printable(s: str) -> str:
+    """``s`` as one inert line: a file named ``d⏎::error::x.py`` cannot start a line of its
+    own (which GitHub Actions would read as a workflow command) or drive the terminal."""
+    return _CONTROL.sub(_escape_control, s)

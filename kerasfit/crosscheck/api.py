@@ -59,7 +59,8 @@ class BuildOptions:
     dtype: str = "float32"  # or "bfloat16"
     timeout: float = 300.0
     use_cache: bool = True
-    input_shape: tuple[int, ...] | None = None  # non-batch dims for an input's None dims
+    # each input's non-batch dims, for its None dims (or all of them where the model has none)
+    input_shape: tuple[tuple[int, ...], ...] | None = None
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # MiB of address space for the child; None: none
 
 
@@ -132,7 +133,7 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         if options.batch_size:
             cmd += ["--batch-size", str(options.batch_size)]
         if options.input_shape:
-            cmd += ["--input-shape", ",".join(str(d) for d in options.input_shape)]
+            cmd += ["--input-shape", ";".join(",".join(str(d) for d in dims) for dims in options.input_shape)]
         if is_tf1_source(source):
             cmd.append("--legacy")
         for flag, value in (("--probe-weights", probe_weights), ("--probe-outputs", probe_outputs),
@@ -232,7 +233,7 @@ def _cache_key(digest: str, options: BuildOptions) -> str:
     # The target is applied by the simulator in this process, so it is not part of the key.
     parts = {"schema": CACHE_SCHEMA, "file": digest, "entry": options.entry,
              "batch_size": options.batch_size, "cores": options.cores, "dtype": options.dtype,
-             "input_shape": list(options.input_shape or ()), "versions": _versions()}
+             "input_shape": [list(d) for d in options.input_shape or ()], "versions": _versions()}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 

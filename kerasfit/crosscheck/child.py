@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dis
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -25,9 +26,10 @@ import time
 import traceback
 from pathlib import Path
 from types import FrameType, ModuleType
-from typing import Any, Callable, Iterable, Iterator, Literal, NoReturn, NotRequired, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Iterator, ClassVar, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
+from kerasfit.crosscheck.stage import parse_input_shapes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
                                          mutated_names, script_sizes, slice_source, trained_names,
                                          used_names)
@@ -36,6 +38,12 @@ DEFAULT_BATCH = 128
 # A ``None`` dim the script states no size for: a stated default per modality.
 DEFAULT_IMAGE = 224
 DEFAULT_SEQUENCE = 128
+_NEEDS_SHAPE = "its shape is read from data: pass --input-shape with its non-batch dims"
+# tf.data.Dataset's methods that give a dataset: a for loop over one yields a batch.
+_DATASET_METHODS = frozenset({"take", "batch", "shuffle", "prefetch", "map", "skip", "repeat", "cache",
+                              "unbatch", "padded_batch", "filter"})
+# How a note about an array's shape read from data not loaded starts (_Unloaded).
+_DATA_SHAPE = "the shape of "
 # A count the script reads from its data (classes, vocabulary): a stated default.
 DEFAULT_CLASSES = 10
 DEFAULT_VOCABULARY = 1000
@@ -66,7 +74,7 @@ class _Options(argparse.Namespace):
     batch_size: int | None
     cores: int
     dtype: str
-    input_shape: list[int] | None
+    input_shape: list[list[int]] | None  # each input's non-batch dims
     legacy: bool
     keras2: bool
     probe_weights: str | None
@@ -238,12 +246,47 @@ def _patch_layer_init(layer_cls: Any, sites: Sites) -> None:
 # ---------------------------------------------------------------- the user's code
 
 
+class NeedsPackage(ChildError):
+    """The script fails inside an installed package itself, as it would for anyone who runs
+    it: no flag helps, another version of the package does. No other candidate is tried."""
+
+
+# Failures inside a package's own code on the way to a published script's model, each
+# checked against the versions named: (the package's file and function the exception
+# passes through, what fails and since when, the requirement that builds the script).
+_KNOWN_FAILURES = (
+    ("keras/src/backend/tensorflow/numpy.py", "tile",
+     "keras.ops.tile with a tensor of repeats fails while a model is built on the TensorFlow "
+     "backend from Keras 3.13 (which iterates the repeats; Keras 3.12 builds it)", "keras<3.13"),
+)
+
+
+def _known_failure(exc: BaseException) -> str | None:
+    """The installed package's own known failure this exception (or one it chains) comes
+    from, as "what; pip install REQUIREMENT"; None when it is not one."""
+    seen: set[int] = set()
+    err: BaseException | None = exc
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        for fr in traceback.extract_tb(err.__traceback__):
+            where = fr.filename.replace(os.sep, "/")
+            for path, function, what, requirement in _KNOWN_FAILURES:
+                if where.endswith(path) and fr.name == function:
+                    return f"{what}; the script builds with pip install '{requirement}'"
+        err = err.__cause__ or err.__context__
+    return None
+
+
 def _user_error(exc: BaseException, sites: Sites, doing: str) -> ChildError:
     where = ""
     for fr in reversed(traceback.extract_tb(exc.__traceback__)):
         if sites.is_user(fr.filename):
             where = f" (line {fr.lineno})"
             break
+    known = _known_failure(exc)
+    if known:
+        return NeedsPackage(f"{doing}{where}: {type(exc).__name__} inside the installed package, as for "
+                            f"anyone who runs the script: {known}")
     return ChildError(f"{doing}{where}: {type(exc).__name__}: {_one_line(exc)}")
 
 
@@ -395,10 +438,21 @@ class _Unloaded:
     gives another stand-in from the same root; using it as a number, a truth value or in
     arithmetic raises and names the line it came from. The two uses with a stated default:
     ``len()`` (a count of classes or tokens) and iterating it (a vocabulary: that many
-    distinct tokens), each said in a note."""
+    distinct tokens), each said in a note.
 
-    def __init__(self, name: str, line: int, why: str, notes: list[str]):
+    An array's shape is followed as far as the script states it: ``x.reshape((x.shape[0],
+    x.shape[1], 1))`` gives a stand-in of shape ``(None, None, 1)``, whose ``x.shape[1:]``
+    is the real tuple ``(128, 1)``: a dim only the data knows, other than the rows, gets the
+    stated default of its modality (a model's layers may need it concrete while it is
+    built), said in a note."""
+
+    given: ClassVar[list[int] | None] = None  # --input-shape: an array's shape the data would give
+
+    def __init__(self, name: str, line: int, why: str, notes: list[str],
+                 shape: tuple[int | None, ...] | None = None, kind: str = "value"):
         object.__setattr__(self, "_kf", (name, line, why, notes))
+        # kind: "value" (anything), "shape" (an array's shape of unknown rank), "dim" (one of its dims)
+        object.__setattr__(self, "_kf_shape", (shape, kind))
 
     def _fail(self, *args: object, **kwargs: object) -> NoReturn:
         name, line, why, _ = object.__getattribute__(self, "_kf")
@@ -407,18 +461,81 @@ class _Unloaded:
     def _derived(self, *args: object, **kwargs: object) -> _Unloaded:
         return self
 
+    def _like(self, shape: tuple[int | None, ...] | None = None, kind: str = "value") -> _Unloaded:
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        return _Unloaded(name, line, why, notes, shape, kind)
+
+    def _reshape(self, *args: Any, **kwargs: Any) -> _Unloaded:
+        dims = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        return self._like(tuple(d if isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                                else None for d in dims))
+
+    def _shape(self, shape: tuple[int | None, ...] | None) -> tuple[int | None, ...]:
+        """The shape the script reads: its rows stay unknown (the batch); the other dims
+        only the data knows come from --input-shape, else the stated default of their
+        modality, said in a note. ``shape`` is None when not even its rank is known."""
+        if shape is not None and all(d is not None for d in shape[1:]):
+            return shape
+        name, line, why, notes = object.__getattribute__(self, "_kf")
+        if self.given and (shape is None or len(self.given) == len(shape) - 1):
+            note = f"{_DATA_SHAPE}{name} is read from data (line {line}): --input-shape gives it"
+            if note not in notes:
+                notes.append(note)
+            return (None, *self.given)
+        assert shape is not None  # the caller asks only with a rank or with --input-shape
+        image = len(shape) == 4 and shape[-1] is not None  # (rows, H, W, C)
+        n = DEFAULT_IMAGE if image else DEFAULT_SEQUENCE
+        filled = shape[:1] + tuple(n if d is None else d for d in shape[1:])
+        shown = ", ".join("rows" if i == 0 else str(d) for i, d in enumerate(filled))
+        note = (f"{_DATA_SHAPE}{name} is read from data (line {line}: {why}): built as ({shown}), "
+                f"{n} a stated default for {'images' if image else 'sequences'}; --input-shape to change")
+        if note not in notes:
+            notes.append(note)
+        return filled
+
     def __getattr__(self, attr: str) -> Any:
         # Not a mapping: ``dict(df)`` must not make a real object of stand-ins.
         if attr.startswith("__") and attr.endswith("__") or attr in ("keys", "items", "values"):
             raise AttributeError(attr)
+        shape, kind = object.__getattribute__(self, "_kf_shape")
+        if attr == "shape" and kind == "value":
+            if shape is not None or self.given:
+                return self._shape(shape)
+            # Its shape is read, and only the data knows it: whatever fails from here names the flag.
+            name, line, why, notes = object.__getattribute__(self, "_kf")
+            if _NEEDS_SHAPE not in why:
+                object.__setattr__(self, "_kf", (name, line, f"{why}; {_NEEDS_SHAPE}", notes))
+            return self._like(kind="shape")
+        if attr == "reshape" and kind == "value":
+            return self._reshape
+        if attr in _DATASET_METHODS:
+            return self._like(kind="dataset")
         return self
+
+    def __iter__(self) -> Iterator[Any]:
+        # What the script does with it, from the instruction that asks: unpacking it into n
+        # names (a batch's ``inputs, targets``) gives n stand-ins; a for loop over a dataset
+        # (``for batch in ds.take(1)``) one batch; anything else a vocabulary of stated size.
+        _, kind = object.__getattribute__(self, "_kf_shape")
+        frame = sys._getframe(1)
+        asked = next((i for i in dis.get_instructions(frame.f_code) if i.offset == frame.f_lasti), None)
+        if asked is not None and asked.opname == "UNPACK_SEQUENCE" and asked.arg is not None:
+            return iter([self._like() for _ in range(asked.arg)])
+        if asked is not None and asked.opname == "GET_ITER" and kind == "dataset":
+            return iter([self._like()])
+        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
 
     __call__ = _derived
 
-    def __getitem__(self, key: object) -> _Unloaded:
+    def __getitem__(self, key: object) -> Any:
         # A column by name reads on; a position is a value (numpy walks a sequence by them).
+        shape, kind = object.__getattribute__(self, "_kf_shape")
         if isinstance(key, str):
             return self
+        if kind == "shape":  # a dim, or dims, of unknown rank
+            return self._like(kind="shape" if isinstance(key, slice) else "dim")
+        if kind == "value" and shape and (isinstance(key, slice) or hasattr(key, "__len__")):
+            return self._like((None,) + shape[1:])  # rows picked or shuffled: same row shape
         self._fail()
         return self
 
@@ -436,9 +553,6 @@ class _Unloaded:
 
     def __len__(self) -> int:
         return self._default("the count")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([f"token{i}" for i in range(self._default("the vocabulary"))])
 
     def __repr__(self) -> str:
         return f"<{object.__getattribute__(self, '_kf')[0]}: not loaded>"
@@ -521,6 +635,10 @@ def _exec_slice(path: Path, plan: Slice, sites: Sites, notes: list[str]) -> Modu
                     notes.append(f"{var} is 0 without the data the build does not load (line "
                                  f"{stmt.lineno}): built with a stated default of {default}")
         except BaseException as exc:  # user code: anything, including SystemExit
+            known = _known_failure(exc)
+            if known:
+                raise NeedsPackage(f"line {stmt.lineno} failed inside the installed package, as for anyone "
+                                   f"who runs the script ({type(exc).__name__}): {known}") from None
             why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
             binds, mutates = _stmt_names(stmt)
             if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
@@ -720,7 +838,7 @@ def _fill_none(shape: list[int | None], input_shape: list[int] | None, sizes: Sc
     return [shape[0]] + filled
 
 
-def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: ScriptSizes | None = None,
+def _input_specs(model: Any, input_shape: list[list[int]] | None = None, sizes: ScriptSizes | None = None,
                  said: list[str] | None = None) -> tuple[list[list[int | None]], list[str]]:
     shapes: list[list[int | None]] = []
     dtypes: list[str] = []
@@ -742,7 +860,7 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
             except Exception:
                 shape = None
         if shape is None and input_shape:
-            shape = [None] + list(input_shape)
+            shape = [[None] + list(dims) for dims in input_shape]
         if shape is None:
             # A subclassed wrapper around one functional model (``call`` returns
             # ``self.net(x)``): that model's input.
@@ -765,6 +883,13 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
             (said if said is not None else []).append(
                 "input unknown (a subclassed model): token ids, as its first layer (Embedding) takes")
         if shape is None:
+            reads = _call_inputs(model)
+            if len(reads) > 1:
+                raise ChildError(
+                    f"the model has no known input shape and its call() takes {len(reads)} inputs "
+                    f"({', '.join(reads)}): pass --input-shape with each one's dims, separated by ';' "
+                    f"(e.g. {';'.join(['100,80', '50', '10', '1'][:len(reads)])}), or build it "
+                    "(call it once, or use keras.Input) inside the entry")
             raise ChildError(
                 "the model has no known input shape: pass --input-shape (e.g. 224,224,3), "
                 "or build it (call it once, or use keras.Input) inside the entry"
@@ -772,7 +897,34 @@ def _input_specs(model: Any, input_shape: list[int] | None = None, sizes: Script
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
         dtypes = ["int32" if token_ids else "float32"] * len(shapes)
     said = [] if said is None else said
-    return [_fill_none(s, input_shape, sizes, said) for s in shapes], dtypes
+    # One --input-shape fills every input's None dims (of its rank); several, one input each.
+    given: list[list[int] | None] = (
+        [input_shape[0]] * len(shapes) if input_shape and len(input_shape) == 1
+        else [input_shape[i] if input_shape and i < len(input_shape) else None for i in range(len(shapes))])
+    return [_fill_none(s, g, sizes, said) for s, g in zip(shapes, given)], dtypes
+
+
+def _call_inputs(model: Any) -> list[str]:
+    """The inputs a subclassed model's ``call`` takes apart: ``inputs[0]``, ``inputs[1]`` or
+    ``a, b = inputs`` of its first argument, as written; one name when it reads it whole."""
+    klass = _user_method(model, "call")
+    try:
+        fn = ast.parse(textwrap.dedent(inspect.getsource(vars(klass)["call"]))).body[0] if klass else None
+    except (OSError, TypeError, SyntaxError):
+        fn = None
+    if not isinstance(fn, ast.FunctionDef) or len(fn.args.args) < 2:
+        return []
+    arg = fn.args.args[1].arg
+    items = sorted({n.slice.value for n in ast.walk(fn) if isinstance(n, ast.Subscript)
+                    and isinstance(n.value, ast.Name) and n.value.id == arg
+                    and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, int)})
+    if items == list(range(len(items))) and items:
+        return [f"{arg}[{i}]" for i in items]
+    for n in ast.walk(fn):
+        if (isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id == arg
+                and isinstance(n.targets[0], ast.Tuple)):
+            return [ast.unparse(e) for e in n.targets[0].elts]
+    return [arg]
 
 
 _IMAGE_FIRST = frozenset({"Resizing", "RandomCrop", "CenterCrop", "RandomFlip", "Rescaling", "Conv2D",
@@ -806,6 +958,109 @@ def _batched(shape: list[int | None], batch: int) -> list[int]:
     if len(dims) != len(shape) - 1:
         raise ChildError(f"the input shape {tuple(shape)} has unknown non-batch dims")
     return [batch] + dims
+
+
+# Keras preprocessing layers backed by lookup tables or strings. XLA compiles neither, and a
+# TPU runs them in the input pipeline (tf.data), outside the program the chip runs.
+_TABLE_LAYERS = frozenset({"StringLookup", "IntegerLookup", "TextVectorization", "Hashing", "HashedCrossing"})
+
+
+def _outside_tables(net: Any) -> tuple[Any, list[str]] | None:
+    """A functional network with table layers: the same network from their outputs on
+    (the inputs other layers read kept as they are), and the table layers left out. None
+    when it has none, or when it is not a Keras 3 functional network that can be cut."""
+    inputs = getattr(net, "inputs", None)
+    ops = getattr(net, "operations", None)  # Keras 3's functional graph; tf-keras has none
+    if not inputs or not ops:
+        return None
+    tables = [op for op in ops if type(op).__name__ in _TABLE_LAYERS]
+    if not tables:
+        return None
+    try:
+        cut = [t for op in tables for node in op._inbound_nodes for t in node.output_tensors]
+        read = {id(t) for op in ops if op not in tables and type(op).__name__ != "InputLayer"
+                for node in op._inbound_nodes for t in node.input_tensors}
+        kept = [t for t in inputs if id(t) in read]
+        model_cls = importlib.import_module(type(net).__module__.split(".")[0]).Model  # keras's own
+        return model_cls(kept + cut, net.outputs), sorted({type(op).__name__ for op in tables})
+    except Exception:
+        return None
+
+
+def _loss_layer_input(layer: Any) -> int | None:
+    """A user layer that only adds the script's loss: its ``call`` calls ``self.add_loss``
+    and returns one of its arguments unchanged. Which argument (its position), else None."""
+    klass = _user_method(layer, "call")
+    if klass is None:
+        return None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(vars(klass)["call"])))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    fn = tree.body[0]
+    if not isinstance(fn, ast.FunctionDef):
+        return None
+    params = [a.arg for a in fn.args.args[1:]]
+    adds = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "add_loss"
+               for n in ast.walk(fn))
+    returned = {n.value.id if isinstance(n.value, ast.Name) else None
+                for n in ast.walk(fn) if isinstance(n, ast.Return)}
+    if not adds or len(returned) != 1:
+        return None
+    name = returned.pop()
+    return params.index(name) if name in params else None
+
+
+def _without_loss_layers(net: Any) -> tuple[Any, list[str]] | None:
+    """A Keras 3 functional network whose output passes through layers that only add the
+    script's loss: the same network ending at what those layers return (the inputs only
+    they read dropped), and the layers left out. None when it has none."""
+    ops = getattr(net, "operations", None)
+    outputs = getattr(net, "outputs", None)
+    if not ops or not outputs:
+        return None
+    passed: dict[int, Any] = {}  # a loss layer's output -> the input it returns
+    names: list[str] = []
+    try:
+        for op in ops:
+            at = _loss_layer_input(op)
+            if at is None:
+                continue
+            for node in op._inbound_nodes:
+                args = list(node.arguments.args)
+                if at < len(args) and len(node.output_tensors) == 1:
+                    passed[id(node.output_tensors[0])] = args[at]
+                    names.append(f"{type(op).__name__} (line {getattr(op, '_kerasfit_site', {}).get('line', '?')})")
+        if not passed:
+            return None
+        ends = []
+        for t in outputs:
+            while id(t) in passed:
+                t = passed[id(t)]
+            ends.append(t)
+        model_cls = importlib.import_module(type(net).__module__.split(".")[0]).Model  # keras's own
+        inputs = [t for t in net.inputs if _reaches(t, ends)]
+        return model_cls(inputs, ends), names
+    except Exception:
+        return None
+
+
+def _reaches(tensor: Any, ends: list[Any]) -> bool:
+    """Whether a Keras 3 symbolic tensor is among the inputs that ``ends`` are computed from."""
+    seen: set[int] = set()
+    stack = list(ends)
+    while stack:
+        t = stack.pop()
+        if t is tensor:
+            return True
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        history = getattr(t, "_keras_history", None)
+        if history is not None:
+            node = history.operation._inbound_nodes[history.node_index]
+            stack.extend(node.input_tensors)
+    return False
 
 
 def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
@@ -935,9 +1190,10 @@ def _trace_error(exc: BaseException, sites: Sites, batch: int) -> ChildError:
 
 
 def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list[str]]], per_core: int,
-                    tf: Any) -> tuple[str | None, str, list[int] | None]:
+                    tf: Any) -> tuple[str | None, str, list[int] | None, Any]:
     """Lower one step of the script's own ``train_step`` on a batch shaped like a network's
-    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch shape)."""
+    input (the real data a GAN's discriminator or a VAE's encoder eats). (hlo, why not, batch
+    shape, the traced function: its graph sources the ops a user-written call() makes)."""
     why = ""
     tried: set[tuple[int, ...]] = set()
     for shapes, dtypes in specs:
@@ -948,12 +1204,12 @@ def _train_step_hlo(wrapper: Any, specs: list[tuple[list[list[int | None]], list
         x = tf.zeros(shape, dtype=dtypes[0])
         fn = tf.function(lambda data: wrapper.train_step(data), jit_compile=True)
         try:
-            fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
+            concrete = fn.get_concrete_function(x)  # creates the optimizer's slots on the first trace
             hlo: str = fn.experimental_get_compiler_ir(x)(stage="hlo")
-            return hlo, "", shape
+            return hlo, "", shape, concrete
         except Exception as exc:
             why = f"{type(exc).__name__}: {_one_line(exc, 160)}"
-    return None, why, None
+    return None, why, None, None
 
 
 def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict[str, Any],
@@ -962,7 +1218,10 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     """Lower one training step of ``model`` (and ``others`` the script also trains): a
     training wrapper's own ``train_step`` when it traces, else every network on a
     stand-in loss."""
-    said: list[str] = []
+    # A shape read from data that is not loaded is where an input's size came from: the header's.
+    notes = result.setdefault("notes", [])
+    said: list[str] = [n for n in notes if n.startswith(_DATA_SHAPE)]
+    notes[:] = [n for n in notes if n not in said]
     nets: list[tuple[str, Any]] = []
     wrapper = None
     for name, m in [(label, model)] + list(others or []):
@@ -970,7 +1229,18 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         if sub and not others:
             wrapper = m
         nets += [(f"{name}.{a}" if others else a, n) for a, n in sub] or [(name, m)]
-    specs = [_input_specs(net, opts.input_shape, sizes, said) for _, net in nets]
+    # The program each network runs: from its table layers' outputs on, where it has any.
+    programs = [net for _, net in nets]
+    outside: list[str] = []
+    if wrapper is None:
+        for i, (_, net) in enumerate(nets):
+            cut = _outside_tables(net)
+            if cut is not None:
+                programs[i] = cut[0]
+                outside += [c for c in cut[1] if c not in outside]
+    at = len(said)
+    specs = [_input_specs(net, opts.input_shape, sizes, said) for net in programs]
+    said_specs = len(said) - at
     fixed = specs[0][0][0][0] if specs[0][0] and specs[0][0][0] else None
     global_batch = _batch(opts, fixed, sizes, said)
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -995,7 +1265,7 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     how = "a stand-in loss (the mean square of its outputs)"
     if wrapper is not None:
         klass = _user_method(wrapper, "train_step")
-        hlo, why, shape = _train_step_hlo(wrapper, specs, per_core, tf)
+        hlo, why, shape, concrete = _train_step_hlo(wrapper, specs, per_core, tf)
         if hlo is not None:
             how = (f"one step of the script's {klass.__name__}.train_step on a batch of shape "
                    f"{tuple(shape or ())}")
@@ -1009,7 +1279,10 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
     if hlo is None:
         args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
                 for s, dt in zip(shapes, dtypes)]
-        step = _standin_step([(net, len(sp[0])) for (_, net), sp in zip(nets, specs)], variables, tf)
+        step = _standin_step([(net, len(sp[0])) for net, sp in zip(programs, specs)], variables, tf)
+        if outside:
+            how += (f"; lowered from the outputs of its {', '.join(outside)} layers on: lookup tables, "
+                    "which XLA does not compile and a TPU runs in the input pipeline")
         try:
             concrete = step.get_concrete_function(*args)
             _mark("trace")
@@ -1018,7 +1291,30 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
         except ChildError:
             raise
         except Exception as exc:
-            raise _trace_error(exc, sites, per_core) from None
+            # A layer that only adds the script's loss, which XLA cannot compile (a CTC loss):
+            # the stand-in loss stands for it as for any other loss of the script's.
+            cuts = [_without_loss_layers(p) if "unsupported operations" in str(exc) else None
+                    for p in programs]
+            if not any(cuts):
+                raise _trace_error(exc, sites, per_core) from None
+            dropped = [n for c in cuts if c for n in c[1]]
+            programs = [c[0] if c else p for c, p in zip(cuts, programs)]
+            now: list[str] = []
+            specs = [_input_specs(net, opts.input_shape, sizes, now) for net in programs]
+            said[at:at + said_specs] = now
+            args = [tf.zeros(_batched(s, per_core), dtype=dt) for shapes, dtypes in specs
+                    for s, dt in zip(shapes, dtypes)]
+            step = _standin_step([(net, len(sp[0])) for net, sp in zip(programs, specs)], variables, tf)
+            rejected = sorted(set(re.findall(r"(\w+) \(No registered '", str(exc)))) or ["ops"]
+            how += (f"; without {', '.join(dropped)}, which only adds the script's loss: XLA cannot "
+                    f"compile its {', '.join(rejected)}, and the stand-in loss stands for it")
+            try:
+                concrete = step.get_concrete_function(*args)
+                _mark("trace")
+                hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+                _mark("lower")
+            except Exception:
+                raise _trace_error(exc, sites, per_core) from None
         outs = concrete.structured_outputs[1]
         result["outputs"] = [list(o.shape) for o in tf.nest.flatten(outs)]
     result["networks"] = [{"name": name, "how": how,
@@ -1426,6 +1722,8 @@ def _build_script(path: Path, opts: _Options, sites: Sites, tf: Any, keras: Any,
             _phase("build")
             hlo = _build_entry(module, candidate.expr if candidate else opts.entry, opts, sites,
                                tf, attempt, state, sizes)
+        except NeedsPackage:
+            raise
         except ChildError as exc:
             why = str(exc)
             errors.append(f"{candidate.expr}: {why}" if candidate else why)
@@ -1474,6 +1772,7 @@ def run(opts: _Options) -> dict[str, Any]:
     path = Path(opts.file).resolve()
     sites = Sites(str(path))
     result: dict[str, Any] = {"ok": True, "file": str(path), "notes": []}
+    _Unloaded.given = opts.input_shape[0] if opts.input_shape and len(opts.input_shape) == 1 else None
     if opts.legacy or opts.keras2:
         os.environ["TF_USE_LEGACY_KERAS"] = "1"
     _phase("tensorflow")
@@ -1560,14 +1859,11 @@ def run(opts: _Options) -> dict[str, Any]:
     return result
 
 
-def _shape_arg(text: str) -> list[int]:
+def _shape_arg(text: str) -> list[list[int]]:
     try:
-        dims = [int(d) for d in text.replace("x", ",").split(",") if d.strip()]
+        return [list(dims) for dims in parse_input_shapes(text)]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3") from None
-    if not dims or any(d <= 0 for d in dims):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3")
-    return dims
+        raise argparse.ArgumentTypeError(f"{text!r} is not a shape like 256,256,3 (inputs separated by ';')") from None
 
 
 _FIRST_ERROR = "KERASFIT_KERAS3_ERROR"

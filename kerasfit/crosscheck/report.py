@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS
+from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS, printable
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (
@@ -282,10 +282,12 @@ class _WhatIf:
         return {op.name: _op_times(op, s, self.target) for op, s in simulate(ops, self.target, self.dtype).ops}
 
     def apply(self, ops: list[HloOp] | None = None, removed: frozenset[str] | set[str] = frozenset(),
-              moves: float = 1.0) -> tuple[float, list[float]]:
+              moves: float = 1.0, scaled: dict[str, float] | None = None) -> tuple[float, list[float]]:
         """(step time, wasted time per row) with ``ops`` in place of the step's and ``removed``
-        gone; the pads, transposes and copies' times times ``moves`` (their bytes follow the batch)."""
-        after = {name: (t * moves, u * moves) for name, (t, u) in self.before.items()}
+        gone; the pads, transposes and copies' times times ``moves`` (their bytes follow the batch),
+        and each op in ``scaled`` times its factor (its bytes follow a dim the change sets)."""
+        after = {name: (t * moves * (scaled or {}).get(name, 1.0), u * moves * (scaled or {}).get(name, 1.0))
+                 for name, (t, u) in self.before.items()}
         if ops is not None:
             after.update(self._times(ops))
         waste, total = [], 0.0
@@ -551,16 +553,26 @@ def _reshaped_heads(op: HloOp, heads: int, head_dims: set[int], new_heads: int) 
     return clone
 
 
-def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list[OpReport]
-                  ) -> Recommendation | None:
+def _score_sized(op: OpReport, heads: int, head_dims: set[int]) -> bool:
+    """A move or fusion of the attention scores (batch, heads, query, key): a heads dim and
+    no head-size dim, so its bytes follow the head count (the softmax, its gradient, a
+    transpose of the scores)."""
+    return (len(op.shape) >= 4 and sum(d == heads for d in op.shape) == 1
+            and not any(d in head_dims for d in op.shape))
+
+
+def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list[OpReport],
+                  mem: list[OpReport]) -> Recommendation | None:
     """MultiHeadAttention: the same num_heads × key_dim in fewer, larger heads — the head
-    size is what its attention matmuls pad. Only those matmuls are re-simulated."""
+    size is what its attention matmuls pad. Those matmuls are re-simulated; the block's
+    score-sized moves and fusions scale with the head count."""
     config = info.get("config") or {}
     heads, key_dim = config.get("num_heads"), config.get("key_dim")
     if info.get("class") != "MultiHeadAttention" or not heads or not key_dim or heads < 2:
         return None
     head_dims = {key_dim, config.get("value_dim") or key_dim}
     inside = {o.name for o in reports if (o.source or {}).get("block") == block and "rows" in o.dims}
+    scores = [m.name for m in mem if (m.source or {}).get("block") == block and _score_sized(m, heads, head_dims)]
     best = None
     for new_heads in (h for h in range(1, heads) if heads % h == 0):
         ops, changed = [], 0
@@ -572,7 +584,7 @@ def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list
             ops.append(clone or op)
         else:
             if changed:
-                after, waste = what.apply(ops)
+                after, waste = what.apply(ops, scaled={name: new_heads / heads for name in scores})
                 if best is None or after < best[1]:
                     best = (new_heads, after, waste)
     if best is None or best[1] >= what.step_time:
@@ -581,7 +593,8 @@ def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list
     src = next((o.source for o in reports if o.name in inside), None)
     text = (f"`MultiHeadAttention` {block} ({_line(src)}): num_heads={heads}, key_dim={key_dim} → "
             f"num_heads={new_heads}, key_dim={key_dim * heads // new_heads} (the same total width; "
-            f"its attention matmuls re-simulated): {_effect(what, after)}")
+            f"its attention matmuls re-simulated{', its score-sized moves and fusions scaled' if scores else ''}): "
+            f"{_effect(what, after)}")
     return Recommendation(text, src, what.covered(waste), after, what.step_time - after,
                           sum(r.wasted_time for r in what.rows) - sum(waste))
 
@@ -692,7 +705,7 @@ def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], r
                + _width_changes(what, reports, raw, target))
     changes += _from_findings(what, findings, mem, reports, changes, raw, target)
     changes += [c for block, info in (raw.get("blocks") or {}).items()
-                if (c := _heads_change(what, block, info, reports)) is not None]
+                if (c := _heads_change(what, block, info, reports, mem)) is not None]
     top = set(range(1, min(TOP_ROWS, len(rows)) + 1))
     # Changes that reach a top row or carry a static finding, then the rest by what they save.
     changes.sort(key=lambda c: (not (top & set(c.rows) or c.code), -c.waste_saved))
@@ -967,7 +980,9 @@ def _table(headers: list[str], rows: list[list[Any]]) -> str:
     A cached report is mostly start-up: tabulate and the importlib.metadata it pulls in
     cost ~55 ms of it (more where bytecode is not cached).
     """
-    cells = [[str(c) for c in row] for row in rows]
+    # a cell is one inert line, as ``check``'s text output prints a path: a file or layer name
+    # with a newline, a tab or an escape sequence breaks neither the table nor the terminal
+    cells = [[printable(str(c)) for c in row] for row in rows]
     widths = [max([len(h) + 2] + [len(row[i]) for row in cells]) for i, h in enumerate(headers)]
 
     def line(values: list[str]) -> str:
@@ -1006,7 +1021,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
         return json.dumps(report.to_dict(), indent=2)
     if fmt != "text":
         raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    out = header_lines(report) + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
+    out = [printable(line) for line in header_lines(report)] + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
     b, f = report.layout[FORWARD]
@@ -1035,9 +1050,9 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
             + ("" if h.get("fits") else " — does not fit")
         )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
-    out += advice_lines(report)
+    out += [printable(line) for line in advice_lines(report)]
     for note in report.notes:
-        out.append(f"note: {note}")
+        out.append(printable(f"note: {note}"))
     return "\n".join(out)
 
 

@@ -33,7 +33,7 @@ class BuildRequest:
     cores: int | None = None
     dtype: str | None = None
     timeout: float | None = None
-    input_shape: tuple[int, ...] | None = None
+    input_shape: tuple[tuple[int, ...], ...] | None = None
     use_cache: bool = True
 
 
@@ -67,16 +67,24 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
     )
 
 
-def _shape(value: Any, where: str) -> tuple[int, ...] | None:
+def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
+    """``256,256,3`` (one input), or several inputs' dims separated by ``;`` (``2754,129;199``),
+    each input's non-batch dims. ValueError when it is not that."""
+    shapes = tuple(tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
+                   for part in text.split(";"))
+    if not shapes or any(not dims or any(d <= 0 for d in dims) for dims in shapes):
+        raise ValueError(text)
+    return shapes
+
+
+def _shape(value: Any, where: str) -> tuple[tuple[int, ...], ...] | None:
     if value in (None, ""):
         return None
     try:
-        dims = tuple(int(d) for d in str(value).replace("x", ",").split(",") if d.strip())
+        return parse_input_shapes(str(value))
     except ValueError:
-        dims = ()
-    if not dims or any(d <= 0 for d in dims):
-        raise ConfigError(f"{where}: input-shape must be positive dims like '256,256,3', not {value!r}")
-    return dims
+        raise ConfigError(f"{where}: input-shape must be positive dims like '256,256,3' (inputs "
+                          f"separated by ';'), not {value!r}") from None
 
 
 def defines_a_model(text: str) -> bool:

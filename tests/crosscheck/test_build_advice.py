@@ -135,6 +135,8 @@ def test_multi_head_attention_rows_are_traced_to_the_block_and_its_arguments(tmp
     (heads,) = [r for r in data["recommendations"] if r["kind"] == "change" and "num_heads=4" in r["text"]]
     assert heads["source"]["line"] == 8 and "key_dim=16 → num_heads=" in heads["text"]
     assert heads["step_time"] < data["step_time"] and heads["rows"]
+    # the scores' softmax and its gradient (batch, 4 heads, 64, 64) shrink with the head count too
+    assert "its attention matmuls re-simulated, its score-sized moves and fusions scaled" in heads["text"]
     # ... and where the rest of its rows come from: inside it, named with its arguments.
     (where,) = [r for r in data["recommendations"] if "inside `MultiHeadAttention`" in r["text"]]
     assert where["kind"] == "origin" and where["source"]["line"] == 8 and "key_dim=16" in where["text"]

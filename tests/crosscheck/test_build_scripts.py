@@ -41,5 +41,5 @@ def test_none_dims_get_a_stated_default_and_an_input_shape_overrides_it(script):
     raw = run_child(path, BuildOptions(timeout=240))
     assert raw["inputs"][0][1:] == [224, 224, 3]
     assert any("224×224, a stated default for images" in s for s in raw["said"])
-    raw = run_child(path, BuildOptions(timeout=240, input_shape=(32, 32, 3)))
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((32, 32, 3),)))
     assert raw["inputs"][0][1:] == [32, 32, 3]

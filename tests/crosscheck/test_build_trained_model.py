@@ -5,6 +5,8 @@ mirrors a shape published examples take; each is built once in the real child.
 
 from __future__ import annotations
 
+from importlib.metadata import version
+
 import pytest
 
 from kerasfit.crosscheck.api import BuildError, BuildOptions, run_child
@@ -107,3 +109,88 @@ def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_state
     assert raw["inputs"] == [[64, 128]]
     assert any("token ids, as its first layer (Embedding) takes" in s for s in raw["said"])
     assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
+
+
+def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default_length(script):
+    path = script("shape_from_data.py")
+    raw = run_child(path, BuildOptions(timeout=240))
+    # (rows, length, 1): the channel axis is the script's reshape, the length a stated default
+    assert raw["inputs"] == [[32, 128, 1]]
+    assert any(s.startswith("the shape of x_train is read from data (line 15") and "(rows, 128, 1)" in s
+               and "a stated default for sequences" in s for s in raw["said"])
+    assert [128, 10] in raw["variables"]  # the Dense sees the length: channels_first pooling
+    # --input-shape gives the data's shape
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((500, 1),)))
+    assert raw["inputs"] == [[32, 500, 1]]
+
+
+def test_a_script_that_fails_inside_the_installed_keras_names_the_version_that_builds_it(script):
+    # keras.ops.tile with a tensor of repeats fails from Keras 3.13 for anyone who runs the
+    # script; kerasfit builds what the script builds, so only another Keras version helps.
+    path = script("tile_tensor_repeats.py")
+    if tuple(int(p) for p in version("keras").split(".")[:2]) < (3, 13):
+        assert run_child(path, BuildOptions(timeout=240))["ok"]
+        return
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    message = str(err.value)
+    assert "line 31 failed inside the installed package" in message
+    assert message.endswith("keras.ops.tile with a tensor of repeats fails while a model is built on the "
+                            "TensorFlow backend from Keras 3.13 (which iterates the repeats; Keras 3.12 "
+                            "builds it); the script builds with pip install 'keras<3.13'")
+
+
+def test_lookup_layers_run_outside_the_lowered_program_and_the_header_says_so(script):
+    # XLA compiles no lookup table; a TPU runs them in the input pipeline. The model built
+    # is still the script's, whole; the program lowered starts at the tables' outputs.
+    raw = run_child(script("lookup_tables.py"), BuildOptions(timeout=240))
+    assert raw["built_how"].endswith("lowered from the outputs of its IntegerLookup, StringLookup layers on: "
+                                     "lookup tables, which XLA does not compile and a TPU runs in the input "
+                                     "pipeline")
+    classes = raw["networks"][0]["classes"]
+    assert "StringLookup" in classes and "IntegerLookup" in classes and "Normalization" in classes
+    # the program's inputs: the age (the Normalization is in the program) and the two multi-hots
+    assert sorted(raw["inputs"]) == sorted([[16, 1], [16, 4], [16, 5]])
+    # the first Dense reads 4 + 5 + 1 features
+    assert [10, 32] in raw["variables"]
+
+
+def test_a_layer_that_only_adds_a_loss_xla_cannot_compile_is_stood_for_by_the_stand_in_loss(script):
+    raw = run_child(script("loss_layer.py"), BuildOptions(timeout=240))
+    assert raw["built_how"] == ("a stand-in loss (the mean square of its outputs); without CTCLayer (line 28), "
+                                "which only adds the script's loss: XLA cannot compile its CTCLoss, and the "
+                                "stand-in loss stands for it")
+    assert "CTCLayer" in raw["networks"][0]["classes"]  # the model built is still the script's
+    assert raw["inputs"] == [[16, 64, 16, 1]]  # the labels only the loss read are not an input
+    assert not any(s.startswith("input (None, None)") for s in raw["said"])
+    assert any(op["layer"] == "conv2d" and op["pass"] == "kernel-gradient" for op in raw["ops"])
+
+
+def test_a_model_of_several_inputs_names_the_flag_that_describes_each_and_builds_with_it(script):
+    path = script("two_inputs.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    assert ("the model has no known input shape and its call() takes 2 inputs (inputs[0], inputs[1]): pass "
+            "--input-shape with each one's dims, separated by ';' (e.g. 100,80;50)") in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((40, 12), (10,))))
+    assert raw["inputs"] == [[16, 40, 12], [16, 10]]
+    assert [3, 12, 32] in raw["variables"]  # the Conv1D reads the source's 12 features
+    assert "MultiHeadAttention" in raw["networks"][0]["classes"]
+
+
+def test_a_shape_read_from_a_batch_of_data_not_loaded_names_input_shape_which_builds_it(script):
+    path = script("shape_from_a_batch.py")
+    with pytest.raises(BuildError) as err:
+        run_child(path, BuildOptions(timeout=240))
+    assert ("'model' depends on line 9, which the build does not run (loadtxt() reads files; its shape is read "
+            "from data: pass --input-shape with its non-batch dims)") in str(err.value)
+    raw = run_child(path, BuildOptions(timeout=240, input_shape=((120, 7),)))
+    assert raw["inputs"] == [[256, 120, 7]]  # the script's batch_size
+    assert "LSTM" in raw["networks"][0]["classes"]
+
+
+def test_a_training_wrapper_whose_network_has_a_user_written_call_traces_its_own_train_step(script):
+    raw = run_child(script("vae_train_step.py"), BuildOptions(timeout=240))
+    assert raw["built_how"] == "one step of the script's VAE.train_step on a batch of shape (64, 28, 28, 1)"
+    assert [n["name"] for n in raw["networks"]] == ["encoder", "decoder"]
+    assert "Sampling" in next(n["classes"] for n in raw["networks"] if n["name"] == "encoder")

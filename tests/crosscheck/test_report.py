@@ -12,7 +12,8 @@ import pytest
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, make_report
+from kerasfit.crosscheck.report import (NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, _score_sized,
+                                       _WhatIf, make_report)
 from kerasfit.types import TARGETS, Diagnostic, Severity, target_help
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -550,3 +551,36 @@ def test_the_header_says_what_was_built_and_where_its_shapes_came_from(model_fil
     data = json.loads(render_report(report, "json"))
     assert [n["name"] for n in data["networks"]] == ["discriminator", "generator"]
     assert data["shapes_said"] == raw["said"] and data["built_how"] == raw["built_how"]
+
+
+def test_the_text_report_prints_a_path_with_control_characters_escaped_as_check_does(tmp_path):
+    # a file name with a newline, a tab and an escape sequence: one inert table row, no terminal control
+    path = tmp_path / "od\nd\tname\x1b[2J.py"
+    path.write_text(CNN.read_text())
+    raw = raw_build(path)
+    raw["notes"] = [f"not run: {path}"]
+    text = render_report(make_report(raw), max_rows=None)
+    assert "\x1b" not in text and "\t" not in text
+    rows = [line for line in text.splitlines() if "keras_cnn" in line or "name" in line]
+    assert rows and all("od\\nd\\tname\\x1b[2J.py:" in line for line in rows if not line.startswith("note:"))
+    shown = str(path).replace("\n", "\\n").replace("\t", "\\t").replace("\x1b", "\\x1b")
+    assert "note: not run: " + shown in text.splitlines()
+    # the table's rows are still one line each
+    table = text.split("\n\n")[0].splitlines()
+    assert len(table) == 2 + len(make_report(raw).rows)
+
+
+def test_the_heads_what_if_scales_the_score_sized_moves_with_the_head_count(model_file):
+    report = make_report(raw_build(model_file))
+    op = report.ops[0]
+    # (batch, heads, query, key) scores: their bytes follow the head count; q/k/v (… heads, head size) do not
+    assert _score_sized(dataclasses.replace(op, shape=[128, 4, 64, 64]), 4, {16})
+    assert not _score_sized(dataclasses.replace(op, shape=[128, 64, 4, 16]), 4, {16})
+    assert not _score_sized(dataclasses.replace(op, shape=[128, 4, 4, 64]), 4, {16})  # which is the heads?
+    rows = report.rows
+    what = _WhatIf([], rows, report.ops + report.mem_rows, report.target, report.dtype, report.common_batch)
+    member = rows[0].members[0]
+    before, _ = what.apply()
+    after, _ = what.apply(scaled={member: 0.25})
+    t = next(o.time for o in report.ops + report.mem_rows if o.name == member)
+    assert after == pytest.approx(before - 0.75 * t)

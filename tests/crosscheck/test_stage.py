@@ -59,6 +59,17 @@ def test_a_bad_build_dtype_in_config_is_a_one_line_error(tmp_path):
         options_for(tmp_path, BuildRequest())
 
 
+@pytest.mark.parametrize("value, shapes", [
+    ("2754,129;199", ((2754, 129), (199,))), ("256x256x3", ((256, 256, 3),)), ("2754,129;", None)])
+def test_input_shape_in_config_describes_one_input_or_several_separated_by_semicolons(tmp_path, value, shapes):
+    (tmp_path / "pyproject.toml").write_text(PYPROJECT + f'input-shape = "{value}"\n')
+    if shapes is not None:
+        assert options_for(tmp_path, BuildRequest()).input_shape == shapes
+        return
+    with pytest.raises(ConfigError, match=r"input-shape must be positive dims like '256,256,3' \(inputs separated"):
+        options_for(tmp_path, BuildRequest())
+
+
 @pytest.mark.build
 def test_build_findings_are_selected_and_suppressed_like_static_ones(tmp_path, monkeypatch):
     monkeypatch.setenv("KERASFIT_CACHE_DIR", str(tmp_path / "cache"))
