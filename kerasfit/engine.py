@@ -29,7 +29,7 @@ from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
-from .semantic.model import FileContext
+from .semantic.model import SemanticModel
 from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .reuse import Plan, StatementMemo
 from .suppressions import Suppressions
@@ -75,7 +75,7 @@ _Visitor = Callable[[cst.CSTNode], None]
 
 
 def walk(
-    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
+    module: cst.Module, ctx: SemanticModel, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
     plan: Plan | None = None, stop: threading.Event | None = None,
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
@@ -90,9 +90,10 @@ def walk(
                 leave.setdefault(attr[6:], []).append(getattr(rule, attr))
     if not visit and not leave:
         return
-    anc = ctx.walk_path
+    scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
+    anc = scopes.walk_path
     anc.clear()
-    ctx.visiting = module
+    scopes.visiting = module
     for fn in visit.get("Module", ()):
         _call(fn, module, on_error)
     anc.append(module)
@@ -106,21 +107,22 @@ def walk(
         if plan is not None:
             plan.end(top)
     del anc[1:]
-    ctx.visiting = module
+    scopes.visiting = module
     for fn in leave.get("Module", ()):
         _call(fn, module, on_error)
     anc.clear()
-    ctx.visiting = None
+    scopes.visiting = None
 
 
 def _walk_from(
-    top: cst.CSTNode, ctx: FileContext, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+    top: cst.CSTNode, ctx: SemanticModel, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
     on_error: Callable[[Rule, BaseException], None],
 ) -> None:
     """The visitors over one top-level node and everything under it (the walk path holds
-    the module); ``ctx.visiting`` names the node whose visitors run, so the model answers
-    ``ancestors(node)`` for it from the path."""
-    anc = ctx.walk_path
+    the module); ``scopes.visiting`` names the node whose visitors run, so the model answers
+    ``ancestors(node)`` for it (and nodes under it) from the path."""
+    scopes = ctx.scopes
+    anc = scopes.walk_path
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
@@ -131,13 +133,13 @@ def _walk_from(
         del anc[depth:]
         tn = type(node).__name__
         if len(item) == 3:
-            ctx.visiting = node
+            scopes.visiting = node
             for fn in leave[tn]:
                 _call(fn, node, on_error)
             continue
         fns = visit.get(tn)
         if fns is not None:
-            ctx.visiting = node
+            scopes.visiting = node
             for fn in fns:
                 _call(fn, node, on_error)
         if tn in leave:
@@ -926,10 +928,8 @@ def lint_module(
     while True:
         # statements holding no import are skipped when the context reads the imports
         import_free = memo.import_free(module) if memo is not None else ()
-        ctx = FileContext(module, filename, settings.target, settings.options, source, import_free=import_free,
-                          project=settings.project)
-        if memo is not None:
-            ctx.index_parts = memo.index_parts
+        ctx = SemanticModel(module, filename, settings.target, settings.options, source, import_free=import_free,
+                            project=settings.project, index_parts=memo.index_parts if memo is not None else None)
         rules = [r(ctx) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
         plan = None
@@ -951,7 +951,7 @@ def lint_module(
             wanted.append(rep.node)
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
-        index = ctx._index  # parent links, when a rule already needed the file index
+        index = ctx.scopes.built_index  # parent links, when a rule already needed the file index
         pos = Positions(
             module, source, wanted, tree, index.parent if index is not None else None,
             memo.units if memo is not None else None,

@@ -18,7 +18,7 @@ What a statement's findings can depend on, and how each dependency is tracked:
   through it depends on its text alone;
 - facts about the whole file (does it use a TPU, which functions are input pipelines,
   the core count, what its text spells): computed through
-  :meth:`FileContext.file_fact`, recomputed after every check and compared with the
+  :meth:`SemanticModel.file_fact`, recomputed after every check and compared with the
   values the reused findings were made with; likewise what the context reads when it
   is created (imports, the Keras flavour, module-level names);
 - the imports (framework flavour, aliases): an edit that adds, changes or removes an
@@ -42,7 +42,7 @@ from .rule import Report, Rule
 from .symbols import FLAG_DEFINERS
 from .semantic.index import ProjectIndex
 from .semantic.indexparts import Joined
-from .semantic.model import FileContext
+from .semantic.model import SemanticModel
 from .semantic.nodes import _string_key, child_fields, is_node
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
@@ -232,7 +232,7 @@ class StatementMemo:
         self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
         self._fresh: dict[int, Signature] = {}
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
-        self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
+        self.facts: dict[str, tuple[Callable[[SemanticModel], Any], Any, bool]] = {}
         self.deps: dict[str, str] = {}
         self.read_facts: object = None  # what the context reads on creation (_read_facts)
         # the statements' own file indexes, joined (kerasfit.indexparts)
@@ -294,11 +294,11 @@ class StatementMemo:
         return True
 
 
-def _read_facts(ctx: FileContext) -> object:
+def _read_facts(ctx: SemanticModel) -> object:
     """What every context reads when created: the imports and the Keras flavour (which
     an environment variable set anywhere in the file changes). Its module-level names
     need no comparing: a statement binding one is linked to every statement spelling it."""
-    return ctx.uses_legacy_keras, sorted(ctx.imports.items())
+    return ctx.names.uses_legacy_keras, sorted(ctx.names.imports.items())
 
 
 class Plan:
@@ -339,7 +339,7 @@ class Plan:
         crashed = [(self._rule_index[id(r)], exc) for r, exc in self.crashes[self._crash_mark :]]
         self.found[id(stmt)] = (kept, crashed)
 
-    def facts_hold(self, ctx: FileContext) -> bool:
+    def facts_hold(self, ctx: SemanticModel) -> bool:
         """The whole-file facts the kept findings were made with still hold."""
         if not self.reuse:
             return True
@@ -367,7 +367,7 @@ class Plan:
                 return False
         return True
 
-    def commit(self, ctx: FileContext) -> None:
+    def commit(self, ctx: SemanticModel) -> None:
         memo = self.memo
         memo.key, memo.module, memo.found = self.key, self.module, self.found
         memo.facts = dict(ctx.facts)

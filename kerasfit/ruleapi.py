@@ -10,13 +10,16 @@ may change. ``kerasfit.testing`` turns a pack's own examples into pytest tests.
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from .callargs import (
     remove_arg,
     set_keyword,
     keyword_value,
 )
 from .fixes import FixSpec, Remove, Replace
-from .semantic.model import FileContext
+from .semantic.model import SemanticModel
 from .semantic.summaries import Layer
 from .semantic.nodes import (
     UNKNOWN,
@@ -117,7 +120,7 @@ __all__ = [
     "CONV_LAYERS",
     "DENSE_LAYERS",
     "EXPENSIVE_RANDOM",
-    "FileContext",
+    "SemanticModel",
     "FixSpec",
     "HEAD_ACTIVATIONS",
     "HEAD_CONSUMERS",
@@ -197,3 +200,14 @@ __all__ = [
     "value_of",
     "walk",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``FileContext``, the name of the per-file model before it was split into parts:
+    deprecated, answers :class:`SemanticModel` (whose ``__getattr__`` forwards the old
+    method names to their parts, with a warning)."""
+    if name == "FileContext":
+        warnings.warn("kerasfit.ruleapi.FileContext is deprecated; use kerasfit.ruleapi.SemanticModel",
+                      DeprecationWarning, stacklevel=2)
+        return SemanticModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -8,9 +8,10 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from kerasfit.semantic.caches import ModelCaches
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,20 +39,23 @@ SRC = textwrap.dedent(
 
 
 def test_questions_add_no_attributes_to_the_model() -> None:
-    ctx = FileContext(cst.parse_module(SRC), "net.py", source=SRC)
-    before = set(vars(ctx))
+    ctx = SemanticModel(cst.parse_module(SRC), "net.py", source=SRC)
     calls = [c for c, _ in ctx.index.calls]
     for call in calls:
-        ctx.call_name_anywhere(call)
-        ctx.built_layer(call)
+        ctx.names.call_name_anywhere(call)
+        ctx.layers.built_layer(call)
         for a in call.args:
-            ctx.possible_values(a.value)
+            ctx.values.possible_values(a.value)
     fns = [f for f in ctx.index.functions if isinstance(f, cst.FunctionDef)]
     for f in fns:
-        ctx.tensor_names(f)
-        ctx.is_host_function(f)
-        ctx.name_refs_in("x", f)
-    assert set(vars(ctx)) == before
+        ctx.layers.tensor_names(f)
+        ctx.roles.is_host_function(f)
+        ctx.scopes.name_refs_in("x", f)
+    # the model and its parts declare their fields: nothing can be stuck onto them
+    for obj in (ctx, ctx.scopes, ctx.names, ctx.values, ctx.layers, ctx.roles):
+        assert not hasattr(obj, "__dict__"), type(obj).__name__
+        with pytest.raises(AttributeError):
+            obj.memo = {}  # type: ignore[union-attr]
     assert isinstance(ctx.caches, ModelCaches)
     assert ctx.caches.tensor_names and ctx.caches.scoped_refs  # the answers were kept, where declared
 
@@ -77,7 +81,7 @@ def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
 
 
 def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
-    """``ctx.ancestors(node)`` answers for the node asked about: the visited node's from
+    """``ctx.scopes.ancestors(node)`` answers for the node asked about: the visited node's from
     the walk, any other node's from the file index — the same chain either way."""
     from kerasfit.engine import walk
     from kerasfit.rule import Rule
@@ -89,27 +93,28 @@ def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
         code, name, message = "KF999", "probe", "probe"
 
         def visit_Call(self, node: cst.Call) -> None:
-            during = [type(a).__name__ for a in self.ctx.ancestors(node)]
+            during = [type(a).__name__ for a in self.ctx.scopes.ancestors(node)]
             inner = node.args[0].value if node.args else node
-            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.ancestors(inner)]))
+            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.scopes.ancestors(inner)]))
 
-    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     walk(ctx.module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
     concat = next(s for s in seen if s[0] == "tf.concat")
     assert concat[1] == ["Module", "FunctionDef", "IndentedBlock", "SimpleStatementLine", "Return"]
-    # the list element is not the visited node: its chain comes from the index, and continues the walk's
+    # the list element is not the visited node: its own chain, which continues the walk's
     assert concat[2] == concat[1] + ["Call", "Arg"]
-    fresh = FileContext(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
+    fresh = SemanticModel(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
     call = next(c for c, _ in fresh.index.calls if fresh.module.code_for_node(c.func) == "tf.concat")
-    assert [type(a).__name__ for a in fresh.ancestors(call)] == concat[1]
+    assert [type(a).__name__ for a in fresh.scopes.ancestors(call)] == concat[1]
 
 
 def test_roles_are_an_enum_equal_to_their_names() -> None:
     from kerasfit.ruleapi import Role
 
     src = "import tensorflow as tf\n\n@tf.function\ndef step(x):\n    return x\n\ndef parse(r):\n    return r\n\nds = tf.data.Dataset.range(3).map(parse)\n"
-    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     step, parse = (s for s in ctx.module.body if isinstance(s, cst.FunctionDef))
-    assert ctx.function_role(step) is Role.MODEL and ctx.function_role(parse) is Role.INPUT
-    assert ctx.function_role(step) == "model" and f"{ctx.function_role(parse)}" == "input"
-    assert ctx.role() is Role.MODULE  # outside a walk: module level
+    assert ctx.roles.function_role(step) is Role.MODEL and ctx.roles.function_role(parse) is Role.INPUT
+    assert ctx.roles.function_role(step) == "model" and f"{ctx.roles.function_role(parse)}" == "input"
+    assert ctx.roles.of(ctx.module.body[-1]) is Role.MODULE
+    assert ctx.roles.of(step.body.body[0]) is Role.MODEL
