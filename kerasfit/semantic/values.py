@@ -10,7 +10,7 @@ otherwise.
 from __future__ import annotations
 
 import operator
-from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import libcst as cst
 
@@ -19,7 +19,8 @@ from .bridge import project_flag_default
 from .naming import Names
 from .nodes import UNKNOWN, ScopeNode, _string_key, dotted_name, get_arg, string_value
 from .scopes import Scopes
-from . import valueflow, valuesets
+from . import callsites, valueflow, valuesets
+from .callsites import CallSites, ParamValue
 from .valueflow import Origin, bounded
 
 if TYPE_CHECKING:
@@ -269,7 +270,7 @@ class Values:
             if b.kind == "param" and self.options.get("const_through_defaults", True):
                 func = where[0] if where else None
                 if isinstance(func, (cst.FunctionDef, cst.Lambda)) and isinstance(b.node, cst.Param):
-                    return self._param_candidates(func, b.node)
+                    return callsites.param_candidates(self, func, b.node)
             return []
         if isinstance(node, cst.Attribute):
             return self._attr_candidates(node, scopes)
@@ -289,106 +290,14 @@ class Values:
         key = id(func)
         hit = self._call_sites.get(key)
         if hit is None:
-            hit = self._call_sites[key] = self._find_call_sites(func)
+            hit = self._call_sites[key] = callsites.find_call_sites(self, func)
         return hit
 
-    def _find_call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
-        idx = self.scopes.index
-        if isinstance(func, cst.FunctionDef) and func.name.value == "__init__":
-            cls = idx.method_class.get(id(func))
-            if cls is None:
-                return CallSites((), False)
-            inner = self._find_call_sites(cls)
-            return CallSites(inner.calls, inner.complete, skip_self=True)
-        name = func.name.value
-        cls = idx.method_class.get(id(func)) if isinstance(func, cst.FunctionDef) else None
-        complete = True
-        if isinstance(func, cst.FunctionDef):
-            for dec in func.decorators:
-                d = dotted_name(dec.decorator.func if isinstance(dec.decorator, cst.Call) else dec.decorator) or ""
-                if d not in ("staticmethod", "classmethod", "property") and self.names.canonical_dotted(d, idx.def_scopes(func)) != "tf.function":
-                    complete = False
-        calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
-        skip_self = False
-        if cls is not None:
-            # a method: self.m(...) from inside the class; any other reference escapes
-            static = any(dotted_name(d.decorator) == "staticmethod" for d in func.decorators)
-            skip_self = not static
-            for ref, call, scopes in idx.attr_refs.get(name, ()):
-                recv = ref.value
-                if call is not None and isinstance(recv, cst.Name) and recv.value in ("self", "cls") and cls in scopes:
-                    calls.append((call, scopes))
-                else:
-                    complete = False
-        else:
-            for _ref, call, scopes in idx.name_refs.get(name, ()):
-                b, _ = self.scopes.lookup_in(name, scopes)
-                if b is None or b.node is not func:
-                    continue
-                if call is not None:
-                    calls.append((call, scopes))
-                else:
-                    complete = False
-        return CallSites(tuple(calls), complete, skip_self=skip_self)
-
     def param_values(self, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> list[ParamValue]:
-        """What each same-file call site passes for ``param`` of ``func``.
-
-        One ParamValue per call site (``value`` is the argument expression, or the
-        default when that site omits it, or None when it is hidden in ``*args``), with
-        ``const`` already folded in the caller's scope. Empty when there are no sites.
-        Pair with :meth:`call_sites` to know whether the list is complete.
-        """
-        p = self._param_node(func, param)
-        if p is None or not isinstance(func, cst.FunctionDef):
-            return []
-        out = []
-        for call, scopes in self.call_sites(func).calls:
-            expr, where = self._arg_for(func, p, call, scopes)
-            out.append(ParamValue(call, expr, self.const(expr, scopes=where) if expr is not None else UNKNOWN, expr is not None and where is scopes))
-        return out
-
-    def _param_node(self, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> cst.Param | None:
-        if isinstance(param, cst.Param):
-            return param
-        ps = func.params
-        for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
-            if p.name.value == param:
-                return p
-        return None
-
-    def _arg_for(self, func: cst.FunctionDef, p: cst.Param, call: cst.Call, scopes: Sequence[ScopeNode]) -> tuple[cst.BaseExpression | None, Sequence[ScopeNode]]:
-        ps = func.params
-        positional = [*ps.posonly_params, *ps.params]
-        if self.call_sites(func).skip_self and positional:
-            positional = positional[1:]
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value == p.name.value:
-                return a.value, scopes
-        pos = next((i for i, q in enumerate(positional) if q is p), None)
-        i = 0
-        for a in call.args:
-            if a.keyword is not None:
-                break
-            if a.star:
-                return None, scopes  # *args / **kwargs: not visible
-            if i == pos:
-                return a.value, scopes
-            i += 1
-        if any(a.star == "**" for a in call.args):
-            return None, scopes
-        if p.default is not None:
-            return p.default, self.scopes.index.def_scopes(func)
-        return None, scopes
-
-    def _param_candidates(self, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
-        if isinstance(func, cst.FunctionDef) and p.star not in ("*", "**"):
-            sites = self.call_sites(func)
-            if sites.complete and sites.calls:
-                return [self._arg_for(func, p, call, scopes) for call, scopes in sites.calls]
-        if p.default is not None:
-            return [(p.default, self.scopes.index.def_scopes(func))]
-        return []
+        """What each same-file call site passes for ``param`` of ``func`` (one ParamValue
+        per site, ``const`` folded in the caller's scope; see callsites.param_values).
+        Pair with :meth:`call_sites` to know whether the list is complete."""
+        return callsites.param_values(self, func, param)
 
     # ---- attributes and subscripts -------------------------------------------
     def _attr_candidates(self, node: cst.Attribute, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
@@ -533,25 +442,6 @@ class Values:
         """The same-file ``def`` a name (or ``self.method``) refers to, seen from ``scopes``
         (default: where ``expr`` is)."""
         return self.same_file_function(expr, self.scopes.index.scopes_of(expr) if scopes is None else scopes)
-
-
-class CallSites(NamedTuple):
-    """Same-file calls of a function, each with the scopes it sits in."""
-
-    calls: tuple[tuple[cst.Call, tuple[ScopeNode, ...]], ...]
-    complete: bool  # False: the function is also used as a value; callers may be unseen
-    skip_self: bool = False  # a method / __init__: the call passes no ``self``
-
-
-class ParamValue(NamedTuple):
-    """What one call site passes for a parameter."""
-
-    call: cst.Call
-    value: cst.BaseExpression | None  # the argument, the default when omitted, None if hidden
-    const: Any  # ``value`` folded in the caller's scope (or the def's), or UNKNOWN
-    passed: bool  # True when the site passes it explicitly (False: the default)
-
-
 
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
