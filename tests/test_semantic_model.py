@@ -175,3 +175,55 @@ def test_built_in_rules_never_use_the_deprecated_spellings() -> None:
         for path in files:
             diags = lint_source(path.read_text(encoding="utf-8"), str(path), settings).diagnostics
             assert not [d.message for d in diags if d.code == "KF002"], path
+
+
+def test_answers_do_not_depend_on_where_the_walk_is() -> None:
+    """Asked during the walk about a node of another function, every part answers for that
+    node (its scopes, its role), exactly as a model that never walked: there is no cursor."""
+    from kerasfit.engine import walk
+    from kerasfit.rule import Rule
+
+    src = textwrap.dedent(
+        """\
+        import tensorflow as tf
+        N = 3
+
+        def parse(record, N=5):
+            tf = None
+            return tf.reshape(record, [N])
+
+        @tf.function
+        def step(x):
+            return tf.keras.layers.Dense(N)(x)
+
+        ds = tf.data.Dataset.range(3).map(parse)
+        """
+    )
+    module = cst.parse_module(src)
+    parse = module.body[2]
+    ret = parse.body.body[1].body[0].value  # tf.reshape(record, [N]) inside parse
+    n_in_parse = ret.args[1].value.elements[0].value
+
+    def answers(ctx: SemanticModel) -> tuple[object, ...]:
+        return (
+            ctx.values.const(n_in_parse),
+            ctx.names.call_name(ret),
+            ctx.names.raw_name(ret.func),
+            ctx.roles.of(ret),
+            ctx.scopes.lookup("N", at=n_in_parse).kind,  # type: ignore[union-attr]
+            ctx.scopes.enclosing_function(n_in_parse) is parse,
+        )
+
+    expected = answers(SemanticModel(module, "m.py", source=src))
+    assert expected == (5, None, None, "input", "param", True)
+    seen: list[tuple[object, ...]] = []
+
+    class Probe(Rule):
+        code, name, message = "KF999", "probe", "probe"
+
+        def visit_Call(self, node: cst.Call) -> None:  # every call of the file, parse's own included
+            seen.append(answers(self.ctx))
+
+    ctx = SemanticModel(module, "m.py", source=src)
+    walk(module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    assert len(seen) >= 5 and all(s == expected for s in seen), seen
