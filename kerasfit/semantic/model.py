@@ -71,7 +71,7 @@ class SemanticModel:
         self.names = Names(self, self.scopes, import_free=import_free)
         self._values: Values | None = None
         self._layers: Layers | None = None
-        self._roles: Any = None  # semantic.roles.Roles, imported when first asked
+        self._roles: Roles | None = None
 
     @property
     def values(self) -> Values:
@@ -91,8 +91,7 @@ class SemanticModel:
             from .roles import Roles  # defers the role tables (semantic.roles, ~5 ms of name sets) until asked
 
             self._roles = Roles(self)
-        roles: Roles = self._roles
-        return roles
+        return self._roles
 
     @property
     def index(self) -> FileIndex:

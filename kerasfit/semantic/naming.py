@@ -7,7 +7,7 @@ about a node, seen from where that node sits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Collection, Iterator, Sequence, Any
+from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
@@ -15,7 +15,7 @@ from ..symbols import canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import ScopeNode, dotted_name, iter_statements
-from .scopes import Scopes, _module_dotted
+from .scopes import Scopes, module_dotted
 
 if TYPE_CHECKING:
     from .model import SemanticModel
@@ -50,22 +50,22 @@ class Names:
         for stmt in self._all_import_statements():
             if isinstance(stmt, cst.Import):
                 for alias in stmt.names:
-                    full = import_spelling(_module_dotted(alias.name))
+                    full = import_spelling(module_dotted(alias.name))
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         self.imports[alias.asname.name.value] = full
                     else:
-                        top = _module_dotted(alias.name).split(".")[0]
+                        top = module_dotted(alias.name).split(".")[0]
                         self.imports[top] = import_spelling(top)
             elif isinstance(stmt, cst.ImportFrom):
                 if isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
-                    self._star_import(_module_dotted(stmt.module))
+                    self._star_import(module_dotted(stmt.module))
                     continue
                 if stmt.relative or isinstance(stmt.names, cst.ImportStar):
                     self._relative_import(stmt)
                     continue
-                mod = import_spelling(_module_dotted(stmt.module))
+                mod = import_spelling(module_dotted(stmt.module))
                 for alias in stmt.names:
-                    obj = _module_dotted(alias.name)
+                    obj = module_dotted(alias.name)
                     local = obj
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         local = alias.asname.name.value
@@ -90,9 +90,9 @@ class Names:
         if isinstance(stmt.names, cst.ImportStar):
             return
         dots = "." * len(stmt.relative)
-        mod = dots + (_module_dotted(stmt.module) if stmt.module is not None else "")
+        mod = dots + (module_dotted(stmt.module) if stmt.module is not None else "")
         for alias in stmt.names:
-            obj = _module_dotted(alias.name)
+            obj = module_dotted(alias.name)
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else obj
             self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
 
@@ -219,7 +219,7 @@ class Names:
             return None
         return canonical(raw)
 
-    # ---- the other parts of kerasfit/semantic, reached through this facade ---------
+    # ---- beyond the file: the project index, and spellings only the framework uses -----
     def _project_raw(self, raw: str) -> str | None:
         """The framework name a project import re-exports, else None (cached per name)."""
         cache = self.caches.project_raws

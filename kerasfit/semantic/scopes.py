@@ -39,7 +39,7 @@ class ScopeIndex:
         self.bindings.setdefault(name, []).append(binding)
 
 
-def _module_dotted(node: cst.BaseExpression | None) -> str:
+def module_dotted(node: cst.BaseExpression | None) -> str:
     if node is None:
         return ""
     return dotted_name(node) or ""
@@ -91,11 +91,6 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
             return True
         node = node.orelse
     return False  # no ``else``: every branch may be skipped
-
-
-_MODEL_METHODS = frozenset({"call", "build"})
-# Layers named for preprocessing (keras-hub's `Preprocessor`, `Tokenizer`,
-# `ImageConverter`; Keras's `PreprocessingLayer`) run where their docs put them: in the
 
 
 class Scopes:
@@ -302,7 +297,7 @@ class Scopes:
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         idx.add(alias.asname.name.value, Binding(None, stmt, "import"))
                     else:
-                        idx.add(_module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+                        idx.add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
         return idx
 
     def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None, *, at: cst.CSTNode | None = None) -> Binding | None:

@@ -249,9 +249,7 @@ class Values:
             return int(v)
         return None
 
-
     # ---- what may give a name, attribute or subscript its value ---------------------
-
     def deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
         """The expressions that may give ``node`` its value, each with its scopes.
 
