@@ -29,7 +29,7 @@ from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
-from .semantic.model import FileContext, ModelHints
+from .semantic.model import ModelHints, SemanticModel
 from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
@@ -86,11 +86,11 @@ class StatementPlan(Protocol):
     def end(self, stmt: cst.CSTNode) -> None:
         """``stmt`` was walked by every rule (the rules' reports since ``begin`` are its)."""
 
-    def holds(self, ctx: FileContext) -> bool:
+    def holds(self, ctx: SemanticModel) -> bool:
         """After the walk: what the kept findings rest on still holds (else the whole file
         is walked again, without a plan)."""
 
-    def commit(self, ctx: FileContext) -> None:
+    def commit(self, ctx: SemanticModel) -> None:
         """The check is done: keep its findings for the next one."""
 
 
@@ -102,7 +102,7 @@ class StatementReuse(Protocol):
         """What the model of ``module`` need not find out again."""
 
     def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
-             ctx: FileContext) -> StatementPlan | None:
+             ctx: SemanticModel) -> StatementPlan | None:
         """How to walk ``module`` checked with ``key`` (the settings); None: walk it all."""
 
     def forget(self) -> None:
@@ -129,7 +129,7 @@ def _dispatch(rules: Iterable[Rule]) -> tuple[dict[str, list[_Visitor]], dict[st
 
 
 def walk(
-    module: cst.Module, ctx: FileContext, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
+    module: cst.Module, ctx: SemanticModel, rules: Iterable[Rule], on_error: Callable[[Rule, BaseException], None],
     plan: StatementPlan | None = None, stop: threading.Event | None = None,
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
@@ -139,9 +139,10 @@ def walk(
     if not visit and not leave:
         return
     revisit, releave = _dispatch(plan.rewalk) if plan is not None else ({}, {})
-    anc = ctx.walk_path
+    scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
+    anc = scopes.walk_path
     anc.clear()
-    ctx.visiting = module
+    scopes.visiting = module
     for fn in visit.get("Module", ()):
         _call(fn, module, on_error)
     anc.append(module)
@@ -157,21 +158,22 @@ def walk(
         if plan is not None:
             plan.end(top)
     del anc[1:]
-    ctx.visiting = module
+    scopes.visiting = module
     for fn in leave.get("Module", ()):
         _call(fn, module, on_error)
     anc.clear()
-    ctx.visiting = None
+    scopes.visiting = None
 
 
 def _walk_from(
-    top: cst.CSTNode, ctx: FileContext, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+    top: cst.CSTNode, ctx: SemanticModel, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
     on_error: Callable[[Rule, BaseException], None],
 ) -> None:
     """The visitors over one top-level node and everything under it (the walk path holds
-    the module); ``ctx.visiting`` names the node whose visitors run, so the model answers
-    ``ancestors(node)`` for it from the path."""
-    anc = ctx.walk_path
+    the module); ``scopes.visiting`` names the node whose visitors run, so the model answers
+    ``ancestors(node)`` for it (and nodes under it) from the path."""
+    scopes = ctx.scopes
+    anc = scopes.walk_path
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
@@ -182,13 +184,13 @@ def _walk_from(
         del anc[depth:]
         tn = type(node).__name__
         if len(item) == 3:
-            ctx.visiting = node
+            scopes.visiting = node
             for fn in leave[tn]:
                 _call(fn, node, on_error)
             continue
         fns = visit.get(tn)
         if fns is not None:
-            ctx.visiting = node
+            scopes.visiting = node
             for fn in fns:
                 _call(fn, node, on_error)
         if tn in leave:
@@ -980,8 +982,8 @@ def lint_module(
     changed."""
     reuse = cache.reuse if cache is not None else None
     while True:
-        ctx = FileContext(module, filename, settings.target, settings.options, source,
-                          hints=reuse.hints(module) if reuse is not None else None, project=settings.project)
+        ctx = SemanticModel(module, filename, settings.target, settings.options, source,
+                            hints=reuse.hints(module) if reuse is not None else None, project=settings.project)
         rules = [r(ctx) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
         plan = reuse.plan(module, _settings_key(filename, settings), rules, crashes, ctx) if reuse is not None else None
@@ -1001,7 +1003,7 @@ def lint_module(
             wanted.append(rep.node)
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
-        index = ctx._index  # parent links, when a rule already needed the file index
+        index = ctx.scopes.built_index  # parent links, when a rule already needed the file index
         pos = Positions(
             module, source, wanted, tree, index.parent if index is not None else None,
             cache.units if cache is not None else None,

@@ -20,7 +20,7 @@ from .fixes import FixSpec, Remove, Replace
 from .types import Applicability, Severity
 
 if TYPE_CHECKING:
-    from .semantic.model import FileContext
+    from .semantic.model import SemanticModel
 
 ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
 CODE_RE = re.compile(r"^KF\d{3}$")
@@ -154,7 +154,7 @@ class Rule:
             )
             cls.reads = _STATEMENT_LOCAL if own["statement_local"] else frozenset(Reads)
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
 
@@ -172,7 +172,7 @@ class Rule:
         reached from several places, say a call site two layers are sized at. The engine
         drops the later ones after the walk, so what the rule reports while walking one
         statement does not depend on what it saw in the others."""
-        if self.ctx.in_demo_block(node):
+        if self.ctx.roles.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = message or self.message
         by_name = self._by_name_note(node)
@@ -188,7 +188,7 @@ class Rule:
             if not isinstance(n, cst.Call):
                 break
             n = n.func
-            if isinstance(n, cst.Attribute) and ctx.resolved_by_name(n):
+            if isinstance(n, cst.Attribute) and ctx.names.resolved_by_name(n):
                 return f"`{ctx.module.code_for_node(n)}` resolved by name: its receiver is not an import kerasfit can follow"
         return None
 

@@ -7,7 +7,7 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -401,12 +401,12 @@ class ChannelMultiple(Rule):
     # one statement reports does not depend on what the walk saw before it.
     reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         super().__init__(ctx)
         self._facts: dict[int, _ScopeFacts] = {}  # per function (a cache: one walk of each)
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             if node.args and isinstance(node.func, (cst.Name, cst.Attribute)):
                 self._check_factory(node)
@@ -434,12 +434,12 @@ class ChannelMultiple(Rule):
         if self._unpadded_here(call):
             return
         if isinstance(expr, cst.Name):
-            b = self.ctx.lookup(expr.value)
-            fn = self.ctx.enclosing_function()
+            b = self.ctx.scopes.lookup(expr.value, at=expr)
+            fn = self.ctx.scopes.enclosing_function(call)
             if b is not None and b.kind == "param" and fn is not None:
                 self._check_call_sites(call, name, fn, expr.value, unit)
                 return
-        v = self.ctx.int_const(expr)
+        v = self.ctx.values.int_const(expr)
         if v is None:
             self._check_iterated(call, name, expr, unit)
             return
@@ -486,10 +486,10 @@ class ChannelMultiple(Rule):
     def _check_iterated(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
         """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
         reported (and fixed) at the element."""
-        elements = self.ctx.iterated_elements(expr)
+        elements = self.ctx.values.iterated_elements(expr)
         m = self.ctx.target.channel_multiple
         for el in elements or ():
-            v = self.ctx.int_const(el)
+            v = self.ctx.values.int_const(el)
             if v is None or v <= 4 or v % m == 0:
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
             pad, rounded, waste = self._numbers(v)
@@ -508,7 +508,7 @@ class ChannelMultiple(Rule):
             return
         m = self.ctx.target.channel_multiple
         short = label(name)
-        for pv in self.ctx.param_values(fn, param):
+        for pv in self.ctx.values.param_values(fn, param):
             v = pv.const
             if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
                 continue
@@ -536,11 +536,11 @@ class ChannelMultiple(Rule):
         m = self.ctx.target.channel_multiple
         # only a literal that is off the multiple can be reported: ask nothing otherwise
         if not any(
-            isinstance(a.value, cst.Integer) and not a.star and (self.ctx.int_const(a.value) or 0) % m
+            isinstance(a.value, cst.Integer) and not a.star and (self.ctx.values.int_const(a.value) or 0) % m
             for a in call.args
         ):
             return
-        layer = self.ctx.built_layer(call)
+        layer = self.ctx.layers.built_layer(call)
         if layer is None or self._unpadded_here(None):
             return
         name = canonical(layer.name)
@@ -555,7 +555,7 @@ class ChannelMultiple(Rule):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % m == 0:
             return
         # the call-site argument the width came from: the one literal that folds to it
-        sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.int_const(a.value) == v]
+        sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.values.int_const(a.value) == v]
         if len(sites) != 1:
             return
         expr = sites[0].value
@@ -623,10 +623,10 @@ class ChannelMultiple(Rule):
                     return f"sized by `{dn}`"
         act = keyword_value(call, "activation")
         if act is not None:
-            a = self.ctx.const(act)
-            if (isinstance(a, str) and a.lower() in HEAD_ACTIVATIONS) or self.ctx.resolve(act) in HEAD_CONSUMERS:
+            a = self.ctx.values.const(act)
+            if (isinstance(a, str) and a.lower() in HEAD_ACTIVATIONS) or self.ctx.names.resolve(act) in HEAD_CONSUMERS:
                 return "softmax/sigmoid activation"
-        stack = self.ctx.ancestors(call)
+        stack = self.ctx.scopes.ancestors(call)
         # The node that yields the layer's output: `Dense(10)(x)` or `tf.layers.dense(x, 10)`.
         i = len(stack)
         if stack and isinstance(stack[-1], cst.Call) and stack[-1].func is call:
@@ -638,25 +638,25 @@ class ChannelMultiple(Rule):
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
         elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            consumer = self.ctx.call_name(grand)
+            consumer = self.ctx.names.call_name(grand)
             if consumer is not None and consumer in HEAD_CONSUMERS:
                 return "feeds " + consumer.rsplit(".", 1)[-1]
         elif isinstance(parent, cst.Element) and isinstance(grand, cst.List) and grand.elements[-1] is parent:
-            if i >= 4 and isinstance(stack[i - 3], cst.Arg) and self.ctx.call_name(stack[i - 4]) == "keras.Sequential":
+            if i >= 4 and isinstance(stack[i - 3], cst.Arg) and self.ctx.names.call_name(stack[i - 4]) == "keras.Sequential":
                 return "last layer of the Sequential model"
         if target:
             if _HEAD_TARGET.search(target.rsplit(".", 1)[-1]):
                 return f"stored as `{target}`"
-            if "." not in target and self._consumed_by_head_op(target):
+            if "." not in target and self._consumed_by_head_op(target, call):
                 return f"`{target}` feeds a softmax/loss"
         if app is not None and self._last_layer_of_model(call):
             return "the model's last layer"
         return None
 
-    def _scope_facts(self) -> _ScopeFacts:
-        """For the enclosing function (or module), computed once: names passed to a
+    def _scope_facts(self, at: cst.CSTNode) -> _ScopeFacts:
+        """For the function around ``at`` (or the module), computed once: names passed to a
         head op, whether it builds a model, and its last layer call."""
-        fn = self.ctx.enclosing_function()
+        fn = self.ctx.scopes.enclosing_function(at)
         if fn is None:
             # the module's walk covers every statement: a whole-file fact
             facts: _ScopeFacts = self.ctx.file_fact("KF102.module_heads", _module_facts)
@@ -665,18 +665,18 @@ class ChannelMultiple(Rule):
         if hit is None:
             consumed, builds, last = _calls_facts(self.ctx, fn)
             if fn.name.value in ("__init__", "build"):
-                cls = self.ctx.enclosing_class()
-                if cls is not None and any(self.ctx.resolve(b.value) == "keras.Model" for b in cls.bases):
+                cls = self.ctx.scopes.enclosing_class(at)
+                if cls is not None and any(self.ctx.names.resolve(b.value) == "keras.Model" for b in cls.bases):
                     builds = True
             hit = self._facts[id(fn)] = (consumed, builds, last)
         return hit
 
-    def _consumed_by_head_op(self, var: str) -> bool:
+    def _consumed_by_head_op(self, var: str, at: cst.CSTNode) -> bool:
         # bound once, so the consumer reads this layer's result
-        return var in self._scope_facts()[0] and self.ctx.lookup(var) is not None
+        return var in self._scope_facts(at)[0] and self.ctx.scopes.lookup(var, at=at) is not None
 
     def _last_layer_of_model(self, call: cst.Call) -> bool:
-        _, builds, last = self._scope_facts()
+        _, builds, last = self._scope_facts(call)
         return builds and last is call
 
 
@@ -685,14 +685,14 @@ class ChannelMultiple(Rule):
 _ScopeFacts = tuple[set[str], bool, "cst.Call | None"]
 
 
-def _calls_facts(ctx: FileContext, scope: cst.CSTNode) -> _ScopeFacts:
+def _calls_facts(ctx: SemanticModel, scope: cst.CSTNode) -> _ScopeFacts:
     consumed: set[str] = set()
     builds = False
     last = None
     for n in walk(scope):
         if not isinstance(n, cst.Call):
             continue
-        cn = ctx.call_name(n)
+        cn = ctx.names.call_name(n)
         if cn in HEAD_CONSUMERS:
             consumed.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
         elif cn in MODEL_CONSTRUCTORS:
@@ -702,7 +702,7 @@ def _calls_facts(ctx: FileContext, scope: cst.CSTNode) -> _ScopeFacts:
     return consumed, builds, last
 
 
-def _module_facts(ctx: FileContext) -> _ScopeFacts:
+def _module_facts(ctx: SemanticModel) -> _ScopeFacts:
     return _calls_facts(ctx, ctx.module)
 
 
@@ -711,13 +711,13 @@ _MULTIPLY = frozenset({"tf.multiply", "tf.math.multiply", "keras.ops.multiply", 
 _WEIGHT_ACTIVATIONS = frozenset({"softmax", "sigmoid", "hard_sigmoid"})
 
 
-def _weighing_layer(ctx: FileContext, layer: cst.Call) -> str | None:
+def _weighing_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
     """What a narrow layer is when its output scales another tensor: 'an attention-pooling
     score' (a softmax on the way) or 'a gate (squeeze-excitation style)'; else None.
     Followed from the layer's application (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a
     layer kept as ``self.att``) through names and activations, up to a multiply."""
     act = keyword_value(layer, "activation")
-    a = ctx.const(act, scopes=ctx.scopes_of(act)) if act is not None else None
+    a = ctx.values.const(act, scopes=ctx.scopes.scopes_of(act)) if act is not None else None
     softmax = isinstance(a, str) and a.lower() == "softmax"
     for app in _applications(ctx, layer):
         found = _scales_another(ctx, app, softmax, 0)
@@ -726,34 +726,34 @@ def _weighing_layer(ctx: FileContext, layer: cst.Call) -> str | None:
     return None
 
 
-def _applications(ctx: FileContext, layer: cst.Call) -> list[cst.Call]:
-    parent = ctx.parent(layer)
+def _applications(ctx: SemanticModel, layer: cst.Call) -> list[cst.Call]:
+    parent = ctx.scopes.parent(layer)
     if isinstance(parent, cst.Call) and parent.func is layer:
         return [parent]
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
         attr = dotted_name(parent.targets[0].target)
-        cls = next((sc for sc in ctx.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
+        cls = next((sc for sc in ctx.scopes.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
         if attr is not None and attr.startswith("self.") and cls is not None:
             return [c for c in walk(cls, into_defs=True) if isinstance(c, cst.Call) and dotted_name(c.func) == attr]
     return []
 
 
-def _scales_another(ctx: FileContext, expr: cst.BaseExpression, softmax: bool, depth: int) -> str | None:
+def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, softmax: bool, depth: int) -> str | None:
     if depth > 4:
         return None
-    parent = ctx.parent(expr)
+    parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
         return _kind(softmax)
     if isinstance(parent, (cst.Element, cst.Arg)):
-        holder = ctx.parent(parent)
+        holder = ctx.scopes.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
-            call = ctx.parent(ctx.parent(holder) or holder)
-            if isinstance(call, cst.Call) and ctx.call_name_anywhere(call) in _MULTIPLY:
+            call = ctx.scopes.parent(ctx.scopes.parent(holder) or holder)
+            if isinstance(call, cst.Call) and ctx.names.call_name_anywhere(call) in _MULTIPLY:
                 return _kind(softmax)
             return None
         if not isinstance(holder, cst.Call):
             return None
-        name = ctx.call_name_anywhere(holder) or ""
+        name = ctx.names.call_name_anywhere(holder) or ""
         if name in _MULTIPLY:
             return _kind(softmax)
         short = name.rsplit(".", 1)[-1]

@@ -145,10 +145,10 @@ class HostOpInModel(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name not in HOST_OPS:
             return
-        role = self.ctx.role()
+        role = self.ctx.roles.of(node)
         op = name.rsplit(".", 1)[-1]
         if role == "model":
             family = self.ctx.target.family

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Remove
@@ -366,10 +366,10 @@ class L2InForward(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             if isinstance(node.func, cst.Name) and node.func.value == "sum" and node.args:
-                if self.ctx.lookup("sum") is None:
+                if self.ctx.scopes.lookup("sum", at=node) is None:
                     self._check_losses_sum(node, node.args[0].value)
             return
         if name == "tf.nn.l2_loss":
@@ -382,7 +382,7 @@ class L2InForward(Rule):
             )
         elif name in ("tf.get_collection", "tf.get_collection_ref") and node.args:
             key = node.args[0].value
-            if self.ctx.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.const(key) == "regularization_losses":
+            if self.ctx.names.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.values.const(key) == "regularization_losses":
                 self.report(
                     node,
                     "the REGULARIZATION_LOSSES collection is summed into the loss each step; "
@@ -415,12 +415,12 @@ class L2InForward(Rule):
         if arg is None or not self._is_weight(arg.value, call):
             return
         coef = None
-        for anc in reversed(self.ctx.ancestors(call)):
+        for anc in reversed(self.ctx.scopes.ancestors(call)):
             if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 break
             if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Multiply):
                 for side in (anc.left, anc.right):
-                    v = self.ctx.const(side)
+                    v = self.ctx.values.const(side)
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
                         coef = float(v)
                 break
@@ -437,7 +437,7 @@ class L2InForward(Rule):
             return False
         last = dn.rsplit(".", 1)[-1]
         if isinstance(expr, cst.Name):
-            for anc in reversed(self.ctx.ancestors(at)):
+            for anc in reversed(self.ctx.scopes.ancestors(at)):
                 fors: list[cst.CompFor | cst.For] = []
                 if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
                     comp: cst.CompFor | None = anc.for_in
@@ -449,9 +449,9 @@ class L2InForward(Rule):
                 for f in fors:
                     if isinstance(f.target, cst.Name) and f.target.value == expr.value:
                         return self._collection(f.iter)
-            b = self.ctx.lookup(expr.value)
+            b = self.ctx.scopes.lookup(expr.value, at=expr)
             if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
-                if self.ctx.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
+                if self.ctx.names.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
                     return True
                 if self._flattened_weights(b.value):
                     return True
@@ -465,7 +465,7 @@ class L2InForward(Rule):
         if _COLLECTIONISH.search(src):
             return True
         if isinstance(it, cst.Name) and depth < 3:
-            b = self.ctx.lookup(it.value, self.ctx.scopes_of(it))
+            b = self.ctx.scopes.lookup(it.value, self.ctx.scopes.scopes_of(it))
             value = b.value if b is not None and b.kind == "assign" else None
             if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
                 return self._collection(value.for_in.iter, depth + 1)
@@ -476,7 +476,7 @@ class L2InForward(Rule):
     def _flattened_weights(self, value: cst.Call, depth: int = 0) -> bool:
         """``tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], 0)``: every
         weight flattened into one tensor (reshape / concat / stack over a variable collection)."""
-        name = self.ctx.call_name(value)
+        name = self.ctx.names.call_name(value)
         if name not in _FLATTENERS or not value.args or depth > 3:
             return False
         first = value.args[0].value
@@ -510,7 +510,7 @@ class L2InForward(Rule):
                 self._keyed_regularizer(target.slice[0].slice.value, node.value)
 
     def _keyed_regularizer(self, key: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        kw = self.ctx.const(key) if isinstance(key, cst.SimpleString) else None
+        kw = self.ctx.values.const(key) if isinstance(key, cst.SimpleString) else None
         if not isinstance(kw, str) or kw not in WEIGHT_REGULARIZER_ARGS:
             return
         info = self._l2(value)
@@ -525,7 +525,7 @@ class L2InForward(Rule):
             value = a.value
             shared = None
             if isinstance(value, cst.Name):
-                b = self.ctx.lookup(value.value)
+                b = self.ctx.scopes.lookup(value.value, at=value)
                 if b is None or b.kind != "assign" or b.value is None:
                     continue
                 shared, value = value.value, b.value
@@ -556,9 +556,9 @@ class L2InForward(Rule):
                     and arg.keyword.value in WEIGHT_REGULARIZER_ARGS):
                 continue
             call = idx.parent.get(id(arg))
-            if not isinstance(call, cst.Call) or ctx.call_name_anywhere(call) is None:
+            if not isinstance(call, cst.Call) or ctx.names.call_name_anywhere(call) is None:
                 continue
-            b = ctx.lookup(name, scopes)
+            b = ctx.scopes.lookup(name, scopes)
             if b is None or b.value is not value:
                 continue
             at = idx.order[id(arg)]
@@ -577,20 +577,20 @@ class L2InForward(Rule):
             return None
         arg = first.value
         if isinstance(arg, cst.Name):
-            b = self.ctx.lookup(arg.value, self.ctx.scopes_of(arg))
+            b = self.ctx.scopes.lookup(arg.value, self.ctx.scopes.scopes_of(arg))
             return arg.value if b is not None and b.kind == "param" else None
-        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.const(arg) in (None, UNKNOWN):
+        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.values.const(arg) in (None, UNKNOWN):
             return re.sub(r"\s+", "", self.ctx.module.code_for_node(arg))
         return None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
-        s = self.ctx.const(value)
+        s = self.ctx.values.const(value)
         if isinstance(s, str):
             return (0.01, 2.0) if s.lower() in L2_REGULARIZER_STRINGS else None
         if not isinstance(value, cst.Call):
             return None
-        name = self.ctx.call_name(value)
+        name = self.ctx.names.call_name(value)
         kw = L2_REGULARIZERS.get(name or "")
         if kw is None:
             return None
@@ -598,13 +598,13 @@ class L2InForward(Rule):
         arg = get_arg(value, kw, 0 if name != "keras.regularizers.l1_l2" else 1)
         if arg is None:
             return (0.01, factor) if name == "keras.regularizers.l2" else (None, factor)
-        lam = self.ctx.const(arg.value)
+        lam = self.ctx.values.const(arg.value)
         if isinstance(lam, (int, float)) and not isinstance(lam, bool):
             return None if lam == 0 else (float(lam), factor)
         return None, factor
 
 
-def _add_loss_only(ctx: FileContext) -> bool:
+def _add_loss_only(ctx: SemanticModel) -> bool:
     """The file adds losses of its own (``add_loss``) and spells no regularizer: its
     ``model.losses`` are those, not weight penalties."""
     return "add_loss" in ctx.source and "regularizer" not in ctx.source

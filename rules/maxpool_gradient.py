@@ -5,7 +5,7 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import MAX_POOLING, canonical
@@ -109,8 +109,8 @@ class MaxpoolGradient(Rule):
         return bool(self.ctx.file_fact("KF901.trains", _file_trains))
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
-        if name not in MAX_POOLING or self.ctx.role() == "input" or not self._file_trains():
+        name = self.ctx.names.call_name(node)
+        if name not in MAX_POOLING or self.ctx.roles.of(node) == "input" or not self._file_trains():
             return
         self.report(
             node,
@@ -119,13 +119,13 @@ class MaxpoolGradient(Rule):
         )
 
 
-def _file_trains(ctx: FileContext) -> bool:
+def _file_trains(ctx: SemanticModel) -> bool:
     """The file runs training: a ``fit``-like method call or a TF training symbol."""
     for call in ctx.index.all_calls():
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
             return True
-        raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if raw is not None and raw.split(".")[0] == "tensorflow" and canonical(raw) in _TRAIN_NAMES:
             return True
     return False

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace
@@ -520,7 +520,7 @@ class NeedlessConcatSlice(Rule):
 
     # ---- concat / split --------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             if isinstance(node.func, cst.Call) and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
                 found = layer_constructor(self.ctx, node.func)
@@ -541,7 +541,7 @@ class NeedlessConcatSlice(Rule):
             return
         value = get_arg(node, spec[0], spec[1])
         axis_arg = get_arg(node, spec[2], spec[3])
-        axis = self.ctx.const(axis_arg.value) if axis_arg is not None else spec[4]
+        axis = self.ctx.values.const(axis_arg.value) if axis_arg is not None else spec[4]
         if value is None or not isinstance(axis, int):
             return
         if "unstack" not in name and self._undoes_concat(node, name, value.value, axis):
@@ -563,7 +563,7 @@ class NeedlessConcatSlice(Rule):
         change: Replace | Remove | None = None
         if name_arg is None and isinstance(el, _ATOMIC) and self._op_result(el):
             change = Replace(node, el)
-            stack = self.ctx.ancestors(node)
+            stack = self.ctx.scopes.ancestors(node)
             # `x = tf.concat([x], -1)` becomes nothing rather than `x = x`
             if (
                 isinstance(el, cst.Name)
@@ -597,7 +597,7 @@ class NeedlessConcatSlice(Rule):
         src = value_of(self.ctx, expr)
         if not isinstance(src, cst.Call):
             return False
-        name = self.ctx.call_name(src)
+        name = self.ctx.names.call_name(src)
         if name is not None:
             last = name.rsplit(".", 1)[-1]
             return not last[:1].isupper() and name not in _NOT_ONE_TENSOR and not name.startswith(_NOT_TENSOR_MODULES)
@@ -616,8 +616,8 @@ class NeedlessConcatSlice(Rule):
         func = node.func
         if not isinstance(func, cst.Attribute):
             return None  # a bare imported name: no module spelling to reuse
-        copy = {"tf.concat": "identity", "keras.ops.concatenate": "copy"}.get(self.ctx.call_name(node) or "")
-        raw = self.ctx.raw_name(func) or ""
+        copy = {"tf.concat": "identity", "keras.ops.concatenate": "copy"}.get(self.ctx.names.call_name(node) or "")
+        raw = self.ctx.names.raw_name(func) or ""
         # the module itself, not an alias module that has no such function (tf.keras.backend)
         if copy is None or raw not in ("tensorflow.concat", "tensorflow.compat.v1.concat",
                                        "tensorflow.compat.v2.concat", "keras.ops.concatenate"):
@@ -628,7 +628,7 @@ class NeedlessConcatSlice(Rule):
         src = value_of(self.ctx, value)
         if not isinstance(src, cst.Call):
             return False
-        cname = self.ctx.call_name(src)
+        cname = self.ctx.names.call_name(src)
         if cname is None:
             return False
         spec = CONCAT_CALLS.get(cname)
@@ -636,7 +636,7 @@ class NeedlessConcatSlice(Rule):
             return False
         parts = get_arg(src, spec[0], spec[1])
         c_axis_arg = get_arg(src, spec[2], spec[3])
-        c_axis = self.ctx.const(c_axis_arg.value) if c_axis_arg is not None else spec[4]
+        c_axis = self.ctx.values.const(c_axis_arg.value) if c_axis_arg is not None else spec[4]
         if parts is None or not isinstance(parts.value, (cst.List, cst.Tuple)) or c_axis != axis:
             return False
         n = len(parts.value.elements)
@@ -645,7 +645,7 @@ class NeedlessConcatSlice(Rule):
         if pieces is not None and isinstance(pieces.value, (cst.List, cst.Tuple)) and name == "tf.split":
             count = len(pieces.value.elements)  # one size per piece
         elif pieces is not None:
-            k = self.ctx.const(pieces.value)
+            k = self.ctx.values.const(pieces.value)
             count = k if isinstance(k, int) and not isinstance(k, bool) else None
         if n < 2 or count != n:
             return False
@@ -661,13 +661,13 @@ class NeedlessConcatSlice(Rule):
         """``tf.slice(rois, [0, 1], [-1, 1])``: every dim taken whole but the last, of which
         a part is taken — a TF op, so its input is a tensor whatever the code around it."""
         begin, size = get_arg(node, "begin", 1), get_arg(node, "size", 2)
-        b = self.ctx.const(begin.value) if begin is not None else None
-        n = self.ctx.const(size.value) if size is not None else None
+        b = self.ctx.values.const(begin.value) if begin is not None else None
+        n = self.ctx.values.const(size.value) if size is not None else None
         if not (isinstance(b, (list, tuple)) and isinstance(n, (list, tuple)) and len(b) == len(n) >= 2):
             return
         if any(x != 0 for x in b[:-1]) or any(x != -1 for x in n[:-1]) or n[-1] == -1 and b[-1] == 0:
             return
-        if self._in_pipeline(node) or self._host_code():
+        if self._in_pipeline(node) or self._host_code(node):
             return
         self.report(
             node,
@@ -676,9 +676,9 @@ class NeedlessConcatSlice(Rule):
             severity=Severity.INFO,
         )
 
-    def _host_code(self) -> bool:
-        fn = self.ctx.enclosing_callable()
-        return fn is not None and (self.ctx.is_host_function(fn) or self.ctx.function_role(fn) == "input")
+    def _host_code(self, node: cst.CSTNode) -> bool:
+        fn = self.ctx.scopes.enclosing_callable(node)
+        return fn is not None and (self.ctx.roles.is_host_function(fn) or self.ctx.roles.function_role(fn) == "input")
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         els = node.slice
@@ -701,7 +701,7 @@ class NeedlessConcatSlice(Rule):
             pass
         else:
             return
-        above = self.ctx.ancestors(node)
+        above = self.ctx.scopes.ancestors(node)
         parent = above[-1] if above else None
         if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
             return  # item assignment: not a TF tensor
@@ -720,20 +720,20 @@ class NeedlessConcatSlice(Rule):
         if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
         # asked last: the roles need the whole file's index
-        return not self._host_code()
+        return not self._host_code(at)
 
     def _tensor_in_code(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         ctx = self.ctx
         src = value_of(ctx, expr)
         if isinstance(src, cst.Call):
-            raw = ctx.raw_name(src.func) or ""
+            raw = ctx.names.raw_name(src.func) or ""
             if raw.split(".")[0] in ("numpy", "np", "pandas", "scipy"):
                 return False
             if isinstance(src.func, cst.Attribute) and src.func.attr.value in ("numpy", "to_numpy", "tolist"):
                 return False
-            if ctx.call_name(src) is not None:
+            if ctx.names.call_name(src) is not None:
                 return True
-            if isinstance(src.func, cst.Call) and (ctx.call_name(src.func) or "").startswith("keras.layers."):
+            if isinstance(src.func, cst.Call) and (ctx.names.call_name(src.func) or "").startswith("keras.layers."):
                 return True
             held = self_attr(src.func) or isinstance(src.func, cst.Subscript) or (
                 isinstance(src.func, cst.Name) and loop_source(ctx, src.func) is not None
@@ -741,7 +741,7 @@ class NeedlessConcatSlice(Rule):
             found = layer_constructor(ctx, src.func) if held else None
             if found is not None and found[1].startswith("keras.layers."):
                 return True
-        for anc in reversed(ctx.ancestors(at)):
+        for anc in reversed(ctx.scopes.ancestors(at)):
             if isinstance(anc, cst.Lambda):
                 if self._lambda_layer(anc, at):
                     return True
@@ -751,12 +751,12 @@ class NeedlessConcatSlice(Rule):
                 # loss and box helpers: the sliced value is (or is sliced/combined
                 # from, or into) a tensor a TF op computes with; else a helper that
                 # only model code calls
-                if ctx.tensor_names(anc).holds_tensor(expr):
+                if ctx.layers.tensor_names(anc).holds_tensor(expr):
                     return True
                 # the file-wide roles only matter for a helper this file calls or hands
                 # over by name (`layers.Lambda(slice_tensor, arguments=...)`)
                 used = ctx.file_fact(f"KF105.used.{anc.name.value}", partial(_used_by_name, anc.name.value))
-                return used and ctx.function_role(anc) == "model"
+                return used and ctx.roles.function_role(anc) == "model"
         return False
 
     @staticmethod
@@ -766,30 +766,30 @@ class NeedlessConcatSlice(Rule):
         return {"y_true", "y_pred"} <= names
 
     def _lambda_layer(self, lam: cst.Lambda, at: cst.CSTNode) -> bool:
-        stack = self.ctx.ancestors(at)
+        stack = self.ctx.scopes.ancestors(at)
         i = next((k for k, n in enumerate(stack) if n is lam), None)
         if i is None or i < 2 or not isinstance(stack[i - 1], cst.Arg):
             return False
-        return self.ctx.call_name(stack[i - 2]) == "keras.layers.Lambda"
+        return self.ctx.names.call_name(stack[i - 2]) == "keras.layers.Lambda"
 
     def _model_function(self, fn: cst.FunctionDef, at: cst.CSTNode) -> bool:
         for d in fn.decorators:
             dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            if self.ctx.resolve(dec) == "tf.function":
+            if self.ctx.names.resolve(dec) == "tf.function":
                 return True
         if fn.name.value not in _TENSOR_METHODS:
             return False
         cls = None
-        for anc in reversed(self.ctx.ancestors(at)):
+        for anc in reversed(self.ctx.scopes.ancestors(at)):
             if isinstance(anc, cst.ClassDef):
                 cls = anc
                 break
             if anc is not fn and isinstance(anc, cst.FunctionDef):
                 return False
-        return cls is not None and any(self.ctx.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
+        return cls is not None and any(self.ctx.names.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
 
     def _in_pipeline(self, at: cst.CSTNode) -> bool:
-        stack = self.ctx.ancestors(at)
+        stack = self.ctx.scopes.ancestors(at)
         pipeline_fns: frozenset[str] = self.ctx.file_fact("KF105.pipeline_fns", _pipeline_fns)
         for i, anc in enumerate(stack):
             if isinstance(anc, cst.FunctionDef) and anc.name.value in pipeline_fns:
@@ -802,7 +802,7 @@ class NeedlessConcatSlice(Rule):
         return False
 
 
-def _pipeline_fns(ctx: FileContext) -> frozenset[str]:
+def _pipeline_fns(ctx: SemanticModel) -> frozenset[str]:
     """Names of the functions the file hands to a ``Dataset`` method (``ds.map(parse)``)."""
     out: set[str] = set()
     for n in walk(ctx.module, into_defs=True):
@@ -811,7 +811,7 @@ def _pipeline_fns(ctx: FileContext) -> frozenset[str]:
     return frozenset(out)
 
 
-def _used_by_name(name: str, ctx: FileContext) -> bool:
+def _used_by_name(name: str, ctx: SemanticModel) -> bool:
     """The file's text names ``name`` besides its ``def``: a call, or the function
     handed over by reference (``layers.Lambda(slice_tensor)``)."""
     return len(re.findall(rf"(?<!\w){re.escape(name)}\b", ctx.source)) > 1

@@ -268,14 +268,14 @@ class NoDropRemainder(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in _BATCH_METHODS:
             if get_arg(node, "drop_remainder", _BATCH_METHODS[func.attr.value]) is not None:
                 return
-            if self.ctx.raw_name(func) is not None:
+            if self.ctx.names.raw_name(func) is not None:
                 return  # tf.data.Dataset.batch(ds, n) style or a module function: rare, skip
             if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
                 return
             what = f"`.{func.attr.value}(...)`"
             at: cst.CSTNode = func.attr  # a chain spans many lines: point at the method
         else:
-            name = self.ctx.call_name(node)
+            name = self.ctx.names.call_name(node)
             if name not in _MAP_AND_BATCH:
                 return
             if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or feeds_evaluation(self.ctx, node):

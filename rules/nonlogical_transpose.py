@@ -364,7 +364,7 @@ class NonlogicalTranspose(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             return
         if name in TRANSPOSE_CALLS:
@@ -388,7 +388,7 @@ class NonlogicalTranspose(Rule):
         perm_arg = get_arg(node, pkw, pidx)
         if perm_arg is None:
             return  # reverses all axes of an unknown rank (2-D: a matmul operand, usually)
-        perm = self.ctx.const(perm_arg.value)
+        perm = self.ctx.values.const(perm_arg.value)
         if not isinstance(perm, (list, tuple)) or len(perm) < 2 or not all(isinstance(p, int) for p in perm):
             return
         rank = len(perm)
@@ -398,9 +398,9 @@ class NonlogicalTranspose(Rule):
         if (rank == 2 and not gaudi) or self._feeds_matmul(node):
             return
         ctx = self.ctx
-        if ctx.off_by_default(node) is not None:
+        if ctx.values.off_by_default(node) is not None:
             return  # a channels_first / torch-only branch: the default path never runs it
-        if ctx.role() == "input" or ctx.is_host_function(ctx.enclosing_callable()):
+        if ctx.roles.of(node) == "input" or ctx.roles.is_host_function(ctx.scopes.enclosing_callable(node)):
             return
         operand = get_arg(node, kw, idx)
         if _swaps_batch_and_channel(perm) and (
@@ -413,25 +413,25 @@ class NonlogicalTranspose(Rule):
 
     def _check_permute(self, node: cst.Call) -> None:
         dims_arg = get_arg(node, "dims", 0)
-        dims = self.ctx.const(dims_arg.value) if dims_arg is not None else None
+        dims = self.ctx.values.const(dims_arg.value) if dims_arg is not None else None
         if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
             return
         if dims[-1] == len(dims):
             return
         if len(dims) < 3 and self.ctx.target.family != "gaudi":
             return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
-        if self.ctx.off_by_default(node) is not None:
+        if self.ctx.values.off_by_default(node) is not None:
             return
-        if self.ctx.role() == "input" or self.ctx.is_host_function(self.ctx.enclosing_callable()):
+        if self.ctx.roles.of(node) == "input" or self.ctx.roles.is_host_function(self.ctx.scopes.enclosing_callable(node)):
             return
         self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
 
     def _check_format(self, value: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if ctx.role() == "input":
+        if ctx.roles.of(value) == "input":
             return
-        for src in ctx.const_sources(value):
-            v = ctx.const(src, scopes=ctx.scopes_of(src))
+        for src in ctx.values.const_sources(value):
+            v = ctx.values.const(src, scopes=ctx.scopes.scopes_of(src))
             if isinstance(v, str) and v in CHANNELS_FIRST_VALUES:
                 self.report(src, f"data_format '{v}' puts channels before the spatial dims: {_FORMAT_WHY[ctx.target.family]}; use channels_last (NHWC)")
 
@@ -443,11 +443,11 @@ class NonlogicalTranspose(Rule):
         """The op a call is: its canonical name, or the layer's for ``Layer(...)(x)``."""
         if not isinstance(call, cst.Call):
             return None
-        name = self.ctx.call_name_anywhere(call)
+        name = self.ctx.names.call_name_anywhere(call)
         return name
 
     def _made_by(self, operand: cst.BaseExpression, ops: frozenset[str]) -> bool:
-        o = self.ctx.origin(operand)
+        o = self.ctx.values.origin(operand)
         return o is not None and o.name in ops
 
     def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
@@ -458,7 +458,7 @@ class NonlogicalTranspose(Rule):
 
     def _only_into(self, expr: cst.BaseExpression, ops: Collection[str], matmul: bool, depth: int) -> bool:
         ctx = self.ctx
-        parent = ctx.parent(expr)
+        parent = ctx.scopes.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
         if matmul and depth < 3 and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
@@ -469,7 +469,7 @@ class NonlogicalTranspose(Rule):
                 return self._only_into(parent, ops, matmul, depth + 1)
             return False
         if isinstance(parent, cst.Arg):
-            call = ctx.parent(parent)
+            call = ctx.scopes.parent(parent)
             name = self._consumer(call)
             if name in ops:
                 return True
@@ -485,7 +485,7 @@ class NonlogicalTranspose(Rule):
         (``self.scale = self.key_dim ** -0.5``)."""
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
-        v = self.ctx.const(expr, scopes=self.ctx.scopes_of(expr))
+        v = self.ctx.values.const(expr, scopes=self.ctx.scopes.scopes_of(expr))
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return True
         if isinstance(expr, cst.BinaryOperation):
@@ -505,7 +505,7 @@ class NonlogicalTranspose(Rule):
         base = operand.value if isinstance(operand, cst.Subscript) else operand
         if not isinstance(base, cst.Name):
             return False
-        func = self.ctx.enclosing_function()
+        func = self.ctx.scopes.enclosing_function(operand)
         if func is None:
             return False
         params = [p.name.value for p in func.params.params]
@@ -515,7 +515,7 @@ class NonlogicalTranspose(Rule):
     def _after_split_reshape(self, operand: cst.BaseExpression) -> bool:
         """A rank >= 5 transpose right after a reshape is a pixel shuffle or window
         partition: KF106 judges those."""
-        o = self.ctx.origin(operand)
+        o = self.ctx.values.origin(operand)
         return o is not None and o.name in RESHAPE_CALLS
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
     from kerasfit.ruleapi.syntax import ScopeNode
     from kerasfit.ruleapi.values import Layer
 
@@ -79,13 +79,13 @@ def _padding_arg(call: cst.Call, spec: "_ConvSpec") -> cst.Arg | None:
     return get_arg(call, *spec.padding) or (get_arg(call, "border_mode") if not spec.upper else None)
 
 
-def _keras1_signature(ctx: FileContext, call: cst.Call) -> bool:
+def _keras1_signature(ctx: SemanticModel, call: cst.Call) -> bool:
     """Keras 1 (and Keras 2's legacy interface) read `Convolution2D(64, 3, 3)` as a 3x3
     kernel, tf.keras as kernel 3, strides 3: positions cannot be trusted for a rewrite."""
     if any(a.keyword is not None and a.keyword.value in _KERAS1_KEYWORDS for a in call.args):
         return True
     positional = [a for a in call.args if a.keyword is None and not a.star]
-    raw = ctx.raw_name(call.func) or ""
+    raw = ctx.names.raw_name(call.func) or ""
     return len(positional) >= 3 and raw.rsplit(".", 1)[-1].startswith("Convolution")
 
 
@@ -853,14 +853,14 @@ class PadBeforeConv(Rule):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
         self._helpers: dict[int, tuple[cst.Call, _HelperPad | None]] = {}  # call -> what the helper pads
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         ctor: cst.Call | None = None
         if name == "keras.Sequential":
             self._sequential(node)
@@ -877,7 +877,7 @@ class PadBeforeConv(Rule):
             if isinstance(node.func, (cst.Name, cst.Attribute)) and (self._wrapped(node) or self._by_signature(node)):
                 return
             if isinstance(node.func, cst.Name):
-                b = self.ctx.lookup(node.func.value)
+                b = self.ctx.scopes.lookup(node.func.value, at=node.func)
                 if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
                     return
             elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
@@ -907,7 +907,7 @@ class PadBeforeConv(Rule):
         """Every padding the conv may get, upper-cased (``"valid" if s > 1 else "same"`` is both)."""
         if pad_arg is None:
             return {spec.default_padding.upper()} if spec.default_padding else None
-        values = self.ctx.possible_values(pad_arg.value)
+        values = self.ctx.values.possible_values(pad_arg.value)
         if not values or not all(isinstance(v, str) for v in values):
             return None
         return {v.upper() for v in values}
@@ -932,7 +932,7 @@ class PadBeforeConv(Rule):
     def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
         """For a call of a project factory that builds a conv whose padding may be
         'valid': (the conv's name, its possible paddings, the factory's name)."""
-        layer = self.ctx.built_layer(ctor)
+        layer = self.ctx.layers.built_layer(ctor)
         return self._layer_conv(layer) if layer is not None else None
 
     @staticmethod
@@ -957,7 +957,7 @@ class PadBeforeConv(Rule):
             return False
         # first the callee: most calls are not project wrappers, and finding that out is a
         # few lookups, while looking for a pad behind the argument follows its bindings
-        conv = next((c for c in map(self._layer_conv, self.ctx.ops_fed(call)) if c is not None), None)
+        conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call)) if c is not None), None)
         if conv is None:
             return False
         found = self._find_pad(call.args[0].value)
@@ -974,7 +974,7 @@ class PadBeforeConv(Rule):
         kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
         if "kernel_size" not in kws or "padding" not in kws or not ({"strides", "stride"} & set(kws)):
             return False
-        values = self.ctx.possible_values(kws["padding"].value)
+        values = self.ctx.values.possible_values(kws["padding"].value)
         if not values or not all(isinstance(v, str) for v in values) or "VALID" not in {v.upper() for v in values}:
             return False
         # the input is one of the first positional arguments (tensorpack names the layer first)
@@ -996,7 +996,7 @@ class PadBeforeConv(Rule):
         last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
         if last == "compose":
             items = [a.value for a in seq.args if not a.star and a.keyword is None]
-        elif self.ctx.call_name(seq) == "keras.Sequential" and seq.args and isinstance(seq.args[0].value, (cst.List, cst.Tuple)):
+        elif self.ctx.names.call_name(seq) == "keras.Sequential" and seq.args and isinstance(seq.args[0].value, (cst.List, cst.Tuple)):
             items = [e.value for e in seq.args[0].value.elements if not isinstance(e, cst.StarredElement)]
         else:
             return
@@ -1005,7 +1005,7 @@ class PadBeforeConv(Rule):
     def _sequential(self, seq: cst.Call) -> None:
         """``model = Sequential([...])`` and ``model.add(ZeroPadding2D(..))`` then
         ``model.add(Conv2D(..))``: the layers a Sequential model stacks, wherever it is applied."""
-        par = self.ctx.parent(seq)
+        par = self.ctx.scopes.parent(seq)
         order = None
         if isinstance(par, cst.Assign) and len(par.targets) == 1:
             order = container_contents(self.ctx, par.targets[0].target)
@@ -1025,9 +1025,9 @@ class PadBeforeConv(Rule):
             first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None:
                 continue
-            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
+            if self.ctx.names.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
-            name = self.ctx.call_name(second)
+            name = self.ctx.names.call_name(second)
             if name is not None:
                 spec = _SPECS.get(name)
                 if spec is None:
@@ -1047,7 +1047,7 @@ class PadBeforeConv(Rule):
 
     def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
         if isinstance(expr, cst.Name):
-            b = self.ctx.lookup(expr.value, self.ctx.scopes_of(expr))
+            b = self.ctx.scopes.lookup(expr.value, self.ctx.scopes.scopes_of(expr))
             bound = b.value if b is not None and b.kind == "assign" else None
             return bound if isinstance(bound, cst.Call) else None
         return expr if isinstance(expr, cst.Call) else None
@@ -1061,7 +1061,7 @@ class PadBeforeConv(Rule):
         ``Identity`` elsewhere): the pair that is built together is checked."""
         ctx = self.ctx
         attr = self_attr(app.func)
-        cls = ctx.enclosing_class()
+        cls = ctx.scopes.enclosing_class(app)
         inp = get_arg(app, "inputs", 0)
         if attr is None or cls is None or inp is None:
             return
@@ -1070,7 +1070,7 @@ class PadBeforeConv(Rule):
             return
         src = inp.value
         if isinstance(src, cst.Name):
-            hit = reaching_assignment(ctx, src.value)
+            hit = reaching_assignment(ctx, src.value, src)
             src = hit[1] if hit is not None else src
         pad_attr = self_attr(src.func) if isinstance(src, cst.Call) else None
         if pad_attr is None:
@@ -1078,7 +1078,7 @@ class PadBeforeConv(Rule):
         for conv in convs:
             if not isinstance(conv, cst.Call):
                 continue
-            name = ctx.call_name(conv)
+            name = ctx.names.call_name(conv)
             spec = _SPECS.get(name) if name is not None else None
             if name is None or spec is None or not name.startswith("keras.layers."):
                 continue
@@ -1089,7 +1089,7 @@ class PadBeforeConv(Rule):
             for pad in self.ctx.syntax.class_attr_assignments(cls, pad_attr):
                 if (
                     isinstance(pad, cst.Call)
-                    and ctx.call_name(pad) in ZERO_PADDING_LAYERS
+                    and ctx.names.call_name(pad) in ZERO_PADDING_LAYERS
                     and block is not None
                     and self._block_of(pad) is block
                 ):
@@ -1102,11 +1102,11 @@ class PadBeforeConv(Rule):
 
     def _block_of(self, value: cst.CSTNode) -> cst.CSTNode | None:
         """The block holding the assignment statement of ``value``."""
-        node = self.ctx.parent(value)
+        node = self.ctx.scopes.parent(value)
         for _ in range(4):
             if node is None or isinstance(node, (cst.IndentedBlock, cst.Module)):
                 return node
-            node = self.ctx.parent(node)
+            node = self.ctx.scopes.parent(node)
         return None
 
     def _find_pad(self, expr: cst.BaseExpression) -> tuple[cst.Call, bool] | None:
@@ -1115,15 +1115,15 @@ class PadBeforeConv(Rule):
         conditional = False
         self._off = None
         if isinstance(expr, cst.Name):
-            hit = reaching_assignment(self.ctx, expr.value)
+            hit = reaching_assignment(self.ctx, expr.value, expr)
             if hit is not None:
                 expr = hit[1]
             else:
-                for b in self.ctx.reaching_bindings(expr):
+                for b in self.ctx.scopes.reaching_bindings(expr):
                     if b.kind == "assign" and isinstance(b.value, cst.Call) and (
                         self._pad(b.value) is not None or self._helper_pad(b.value) is not None
                     ):
-                        self._off = self.ctx.off_by_default(b.node)
+                        self._off = self.ctx.values.off_by_default(b.node)
                         return b.value, True
                 return None
         if isinstance(expr, cst.Call) and (self._pad(expr) is not None or self._helper_pad(expr) is not None):
@@ -1133,7 +1133,7 @@ class PadBeforeConv(Rule):
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:
             info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
-            ctor = self.ctx.call_name(pad)
+            ctor = self.ctx.names.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
         if problem:  # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
@@ -1168,7 +1168,7 @@ class PadBeforeConv(Rule):
         pad_line: cst.SimpleStatementLine | None = None
         pad = inp.value
         if isinstance(pad, cst.Name):
-            hit = reaching_assignment(ctx, pad.value)
+            hit = reaching_assignment(ctx, pad.value, pad)
             if hit is None:
                 found = self._find_pad(pad)
                 if found is not None:
@@ -1206,7 +1206,7 @@ class PadBeforeConv(Rule):
                 reasons.append("it also pads the batch or channel dim")
         if problem:
             reasons.insert(0, _NOT_ZERO)
-        if ctx.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
+        if ctx.names.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
             reasons.insert(0, f"the pad is made inside the layer class `{pad_name}`, which other convs may follow too")
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
@@ -1242,8 +1242,8 @@ class PadBeforeConv(Rule):
             changes.append(Replace(inp.value, new_input))
         # a ZeroPadding layer object that only served this conv goes too
         attr = self_attr(pad.func)
-        cls = self.ctx.enclosing_class()
-        if attr is not None and cls is not None and self._layer_uses(pad.func) == 1:
+        cls = self.ctx.scopes.enclosing_class(conv)
+        if attr is not None and cls is not None and self._layer_uses(pad.func, conv) == 1:
             line = class_attr_assignment_line(cls, attr)
             if line is not None:
                 changes.append(Remove(line))
@@ -1288,9 +1288,9 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
 
         def const(node: cst.BaseExpression) -> Any:
-            return ctx.const(node, scopes=scopes) if scopes is not None else ctx.const(node)
+            return ctx.values.const(node, scopes=scopes) if scopes is not None else ctx.values.const(node)
 
-        name = ctx.call_name(call)
+        name = ctx.names.call_name(call)
         if name in _PADS:
             tensor = get_arg(call, "tensor" if name == "tf.pad" else "x", 0)
             if tensor is None:
@@ -1353,7 +1353,7 @@ class PadBeforeConv(Rule):
         hit = cache.get(id(call))
         if hit is not None and hit[0] is call:
             return hit[1]
-        out = self._helper_pad_uncached(call) if self.ctx.call_name(call) is None else None
+        out = self._helper_pad_uncached(call) if self.ctx.names.call_name(call) is None else None
         cache[id(call)] = (call, out)
         return out
 
@@ -1361,11 +1361,11 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
         helper = dotted_name(call.func) or "helper"
         tensor = get_arg(call, None, 0)
-        origins = ctx.origins(call)
+        origins = ctx.values.origins(call)
         if origins and all(o.via for o in origins):
             if any(o.name not in _PADS and o.name not in ZERO_PADDING_LAYERS for o in origins):
                 return None
-            found = [self._pad(o.call, scopes=ctx.scopes_of(o.call)) for o in origins]
+            found = [self._pad(o.call, scopes=ctx.scopes.scopes_of(o.call)) for o in origins]
             infos = [i for i in found if i is not None]
             if len(infos) < len(found):
                 return None
@@ -1373,7 +1373,7 @@ class PadBeforeConv(Rule):
             problems = {i[3] for i in infos}
             problem = problems.pop() if len(problems) == 1 else None
             return helper, tensor.value if tensor else None, pairs, problem
-        layer = ctx.built_layer(call)  # a function of another file of the tree
+        layer = ctx.layers.built_layer(call)  # a function of another file of the tree
         if layer is None or canonical(layer.name) not in _PADS:
             return None
         mode = layer.arg("mode", 2, frozenset({"CONSTANT"}))
@@ -1388,22 +1388,22 @@ class PadBeforeConv(Rule):
         """``Pad(1)``: a layer class of this file whose ``call`` returns a zero pad of its
         input. A REFLECT / SYMMETRIC pad has no 'same' equivalent and stays out."""
         ctx = self.ctx
-        rets = ctx.layer_call_returns(ctor)
-        if rets is None and ctx.call_name(ctor) is None and ctx.imported_zero_pad_layer(ctor):
+        rets = ctx.layers.layer_call_returns(ctor)
+        if rets is None and ctx.names.call_name(ctor) is None and ctx.layers.imported_zero_pad_layer(ctor):
             return dotted_name(ctor.func) or "pad", None, None, None
         if not rets or not isinstance(ctor.func, cst.Name):
             return None
         infos = []
         for ret in rets:
-            origins = ctx.origins(ret)
+            origins = ctx.values.origins(ret)
             if not origins or any(o.name not in _PADS or o.via or o.conditional for o in origins):
                 return None
             for o in origins:
-                scopes = ctx.scopes_of(o.call)
+                scopes = ctx.scopes.scopes_of(o.call)
                 info = self._pad(o.call, scopes=scopes)
                 if info is None or info[3] is not None or not isinstance(info[1], cst.Name):
                     return None
-                b = ctx.lookup(info[1].value, scopes)  # the pad's input is the layer's input
+                b = ctx.scopes.lookup(info[1].value, scopes)  # the pad's input is the layer's input
                 if b is None or b.kind != "param":
                     return None
                 infos.append(info)
@@ -1428,7 +1428,7 @@ class PadBeforeConv(Rule):
         arg = get_arg(call, *spec.data_format)
         if arg is None:
             return "last"
-        v = self.ctx.const(arg.value)
+        v = self.ctx.values.const(arg.value)
         if v in (None, "channels_last", "NHWC", "NWC", "NDHWC"):
             return "last"
         if v in ("channels_first", "NCHW", "NCW", "NCDHW"):
@@ -1439,7 +1439,7 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
         if spec.kernel is not None:
             k_arg = get_arg(call, *spec.kernel)
-            kernel = _per_dim(ctx.const(k_arg.value), rank) if k_arg is not None else None
+            kernel = _per_dim(ctx.values.const(k_arg.value), rank) if k_arg is not None else None
         elif name in _NO_KERNEL_VAR:
             return [f"`{label(name)}` is not rewritten automatically"]
         else:
@@ -1449,9 +1449,9 @@ class PadBeforeConv(Rule):
         if kernel is None:
             return ["the kernel size is not a constant here"]
         s_arg = get_arg(call, *spec.strides)
-        strides = _per_dim(ctx.const(s_arg.value), rank) if s_arg is not None else (1,) * rank
+        strides = _per_dim(ctx.values.const(s_arg.value), rank) if s_arg is not None else (1,) * rank
         d_arg = get_arg(call, *spec.dilation) or (get_arg(call, "rate") if spec.upper else None)
-        dil = _per_dim(ctx.const(d_arg.value), rank) if d_arg is not None else (1,) * rank
+        dil = _per_dim(ctx.values.const(d_arg.value), rank) if d_arg is not None else (1,) * rank
         if strides is None or dil is None:
             return ["the strides or dilation are not constant"]
         if any(s != 1 for s in strides):
@@ -1478,12 +1478,12 @@ class PadBeforeConv(Rule):
             if held is not None:
                 return [f"the layers are kept in `{self._code(held)}` and applied by index or in a loop"]
         if ctor is not None and not isinstance(conv.func, cst.Call):
-            uses = self._layer_uses(conv.func)
+            uses = self._layer_uses(conv.func, conv)
             if uses != 1:
                 return ["the conv layer object is applied elsewhere too"]
         if via is None:
             return []
-        cur = current_statement(ctx)
+        cur = current_statement(ctx, conv)
         if cur is None:
             return ["the padded tensor may be used elsewhere"]
         line, block, idx = cur
@@ -1505,18 +1505,19 @@ class PadBeforeConv(Rule):
                 return ["the padded tensor is used elsewhere too"]
             if self.ctx.syntax.binds(s, via):
                 return []
-        fn = ctx.enclosing_function()
+        fn = ctx.scopes.enclosing_function(conv)
         if fn is not None and block is fn.body:
             return []
         return ["the padded tensor may be used elsewhere"]
 
-    def _layer_uses(self, func: cst.BaseExpression) -> int:
+    def _layer_uses(self, func: cst.BaseExpression, at: cst.CSTNode) -> int:
+        """How often the layer object ``func`` is applied where ``at`` is (its function or class)."""
         ctx = self.ctx
         if isinstance(func, cst.Name):
-            scope = ctx.enclosing_function() or ctx.module
+            scope = ctx.scopes.enclosing_function(at) or ctx.module
             return name_loads(scope, func.value)
         attr = self_attr(func)
-        cls = ctx.enclosing_class()
+        cls = ctx.scopes.enclosing_class(at)
         if attr is None or cls is None:
             return 0
         key = (id(cls), attr)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Applicability, FileContext, Invalid, Range, Reads, Rule, Severity
+from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, SemanticModel, Severity
 from kerasfit.ruleapi.fixes import Replace
 from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
 from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
@@ -23,10 +23,10 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _keeps_axes(call: cst.Call, ctx: FileContext) -> bool:
+def _keeps_axes(call: cst.Call, ctx: SemanticModel) -> bool:
     """The reduction names axes to reduce (its result is a tensor, not one scalar)."""
     arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices")
-    return arg is not None and ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) is not None
+    return arg is not None and ctx.values.const(arg.value, scopes=ctx.scopes.scopes_of(arg.value)) is not None
 
 
 class ReduceElementwise(Rule):
@@ -261,7 +261,7 @@ class ReduceElementwise(Rule):
     def _reduction(self, expr: cst.BaseExpression) -> tuple[cst.Call, str, cst.Arg] | None:
         if not isinstance(expr, cst.Call):
             return None
-        name = self.ctx.call_name(expr)
+        name = self.ctx.names.call_name(expr)
         kind = REDUCTIONS.get(name or "")
         if kind is None:
             return None
@@ -282,7 +282,7 @@ class ReduceElementwise(Rule):
 
     def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one assignment that reaches ``name``, else None."""
-        bindings = self.ctx.reaching_bindings(name)
+        bindings = self.ctx.scopes.reaching_bindings(name)
         if len(bindings) != 1 or bindings[0].kind != "assign":
             return None
         return bindings[0].value
@@ -292,7 +292,7 @@ class ReduceElementwise(Rule):
         then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
         if isinstance(expr, cst.Name):
             bound = self._bound_once(expr)
-            scope = self.ctx.callable_of(expr) or self.ctx.module
+            scope = self.ctx.scopes.callable_of(expr) or self.ctx.module
             if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
                 return None
             return self._reduction(bound)[0]  # type: ignore[index]
@@ -341,7 +341,7 @@ class ReduceElementwise(Rule):
         self._report(node, call, arg, new_input, "negation after")
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None or (name not in SCALE_CALLS and name not in NEGATE_CALLS) or not node.args:
             return
         first = node.args[0]
@@ -362,9 +362,9 @@ class ReduceElementwise(Rule):
     def _report_split(self, outer: cst.BinaryOperation, call: cst.Call) -> None:
         """The scaling and its reduction are apart (another statement, or another scaling in
         between): found, never rewritten."""
-        if self.ctx.role_of(outer) == "input" or self.ctx.is_host_function(self.ctx.callable_of(outer)):
+        if self.ctx.roles.of(outer) == "input" or self.ctx.roles.is_host_function(self.ctx.scopes.callable_of(outer)):
             return
-        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        red = (self.ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
         op = "*" if isinstance(outer.operator, cst.Multiply) else "/"
         self.report(
             outer,
@@ -374,17 +374,17 @@ class ReduceElementwise(Rule):
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
         ctx = self.ctx
-        fn = next((s for s in ctx.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        if ctx.function_role(fn) == "input" or ctx.is_host_function(fn):
+        fn = next((s for s in ctx.scopes.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if ctx.roles.function_role(fn) == "input" or ctx.roles.is_host_function(fn):
             return
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
-        red = (ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        red = (ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
         text = ctx.module.code_for_node(new_call)
         message = f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — scale inside the reduction"
         why_not = None
         if "\n" in text:
             why_not = ""  # a multi-line expression would lose its indentation when re-rendered
-        elif (isinstance(outer, cst.UnaryOperation) or ctx.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
+        elif (isinstance(outer, cst.UnaryOperation) or ctx.names.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
             why_not = "the reduction ends in a scalar, so negating it is one op while negating the input is one per element"
         elif not self._on_accelerator(fn):
             why_not = "not model or loss code, so the scaling is not on the accelerator's hot path"
@@ -396,16 +396,16 @@ class ReduceElementwise(Rule):
         """Module-level code (a TF1 graph, a script's loss), model code, or a function
         named or shaped like a loss, or called from model code anywhere in the tree."""
         ctx = self.ctx
-        if fn is None or ctx.function_role(fn) == "model":
+        if fn is None or ctx.roles.function_role(fn) == "model":
             return True
         func = fn if isinstance(fn, cst.FunctionDef) else next(
-            (s for s in ctx.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
+            (s for s in ctx.scopes.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
         if func is None:
             return True
-        if ctx.function_role(func) == "model" or "loss" in func.name.value.lower():
+        if ctx.roles.function_role(func) == "model" or "loss" in func.name.value.lower():
             return True
         if {"y_true", "y_pred"} <= {p.name.value for p in func.params.params}:
             return True
         if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _TRAINS for n in walk(func)):
             return True  # it builds the training step (a TF1 graph's `minimize`, a tape's `gradient`)
-        return ctx.scopes_of(func)[0] is ctx.module and ctx.reached_from_model(func)
+        return ctx.scopes.scopes_of(func)[0] is ctx.module and ctx.layers.reached_from_model(func)

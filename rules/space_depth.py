@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
@@ -202,16 +202,16 @@ class SpaceDepth(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             # Concatenate(axis=-1)([x1, x2, x3, x4])
-            if isinstance(node.func, cst.Call) and self.ctx.call_name(node.func) == "keras.layers.Concatenate" and node.args:
+            if isinstance(node.func, cst.Call) and self.ctx.names.call_name(node.func) == "keras.layers.Concatenate" and node.args:
                 axis = get_arg(node.func, "axis", 0)
-                axis_v = self.ctx.int_const(axis.value) if axis is not None else -1
+                axis_v = self.ctx.values.int_const(axis.value) if axis is not None else -1
                 self._phase_split(node, node.args[0].value, axis_v)
             return
         if name in SPACE_DEPTH_OPS:
-            if self.ctx.role() == "input":
+            if self.ctx.roles.of(node) == "input":
                 return
             op = name.rsplit(".", 1)[-1]
             self.report(
@@ -230,9 +230,9 @@ class SpaceDepth(Rule):
         if operand is None or shape is None or not _has_product(shape.value):
             return
         ctx = self.ctx
-        if ctx.role() == "input":
+        if ctx.roles.of(reshape) == "input":
             return
-        origin = ctx.origin(operand.value)
+        origin = ctx.values.origin(operand.value)
         if origin is None or origin.name not in TRANSPOSE_CALLS:
             return
         t = origin.call
@@ -240,10 +240,10 @@ class SpaceDepth(Rule):
         t_in, perm = get_arg(t, tkw, tidx), get_arg(t, pkw, pidx)
         if t_in is None or perm is None:
             return
-        perm_v = ctx.const(perm.value, scopes=ctx.scopes_of(perm.value))
+        perm_v = ctx.values.const(perm.value, scopes=ctx.scopes.scopes_of(perm.value))
         if not isinstance(perm_v, (list, tuple)) or len(perm_v) < 5 or list(perm_v) == sorted(perm_v):
             return
-        inner = ctx.origin(t_in.value)
+        inner = ctx.values.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
         if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape):
@@ -258,7 +258,7 @@ class SpaceDepth(Rule):
     def _check_phase_split(self, node: cst.Call, name: str) -> None:
         vkw, vidx, akw, aidx, default = CONCAT_CALLS[name]
         values, axis = get_arg(node, vkw, vidx), get_arg(node, akw, aidx)
-        axis_v = self.ctx.int_const(axis.value) if axis is not None else default
+        axis_v = self.ctx.values.int_const(axis.value) if axis is not None else default
         if values is not None:
             self._phase_split(node, values.value, axis_v)
 
@@ -269,7 +269,7 @@ class SpaceDepth(Rule):
             return
         if not all(_strided_slice(self.ctx, _phase_source(self.ctx, el.value)) for el in elems.elements):
             return
-        if self.ctx.role() == "input":
+        if self.ctx.roles.of(node) == "input":
             return
         self.report(
             node,
@@ -288,7 +288,7 @@ def _has_product(shape: cst.BaseExpression) -> bool:
     )
 
 
-def _strided_slice(ctx: FileContext, expr: cst.BaseExpression) -> bool:
+def _strided_slice(ctx: SemanticModel, expr: cst.BaseExpression) -> bool:
     """``x[:, ::2, 1::2, :]``: a subscript with a constant step of 2 or more."""
     if not isinstance(expr, cst.Subscript):
         return False
@@ -296,24 +296,24 @@ def _strided_slice(ctx: FileContext, expr: cst.BaseExpression) -> bool:
     for el in expr.slice:
         s = el.slice
         if isinstance(s, cst.Slice) and s.step is not None:
-            v = ctx.int_const(s.step)
+            v = ctx.values.int_const(s.step)
             if v is None or v < 2:
                 return False
             steps += 1
     return steps >= 2
 
 
-def _phase_source(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _phase_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
     """What a concatenated part is: ``x0`` bound once to ``x[:, 0::2, 0::2, :]``, or
     ``Lambda(lambda z: z[:, ::2, ::2, :])(x)`` — the slice itself."""
     if isinstance(expr, cst.Name):
-        b = ctx.reaching_bindings(expr)
+        b = ctx.scopes.reaching_bindings(expr)
         if len(b) == 1 and b[0].kind == "assign" and b[0].value is not None:
             expr = b[0].value
     if (
         isinstance(expr, cst.Call)
         and isinstance(expr.func, cst.Call)
-        and ctx.call_name(expr.func) == "keras.layers.Lambda"
+        and ctx.names.call_name(expr.func) == "keras.layers.Lambda"
         and expr.func.args
         and isinstance(expr.func.args[0].value, cst.Lambda)
     ):
@@ -321,7 +321,7 @@ def _phase_source(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpress
     return expr
 
 
-def _block_partition(ctx: FileContext, reshape: cst.Call, name: str) -> bool:
+def _block_partition(ctx: SemanticModel, reshape: cst.Call, name: str) -> bool:
     """A window/block partition splits spatial dims (``h // ws``) and keeps the channel dim
     last: it moves spatial data to the batch dim, never into the feature dim."""
     kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
@@ -340,20 +340,20 @@ def _block_partition(ctx: FileContext, reshape: cst.Call, name: str) -> bool:
 _VISUAL_FUNCTION = re.compile(r"summar|visuali[sz]|grid|montage|mosaic|tile_images|plot|show", re.I)
 
 
-def _visualisation(ctx: FileContext, reshape: cst.Call) -> bool:
+def _visualisation(ctx: SemanticModel, reshape: cst.Call) -> bool:
     """The shuffle's function is named for a summary/plot/image grid, or its result goes
     (through up to three names) into a summary op (``tf.summary.image``,
     ``self._tpu_summary.image``)."""
-    func = next((sc for sc in ctx.scopes_of(reshape) if isinstance(sc, cst.FunctionDef)), None)
+    func = next((sc for sc in ctx.scopes.scopes_of(reshape) if isinstance(sc, cst.FunctionDef)), None)
     if func is not None and _VISUAL_FUNCTION.search(func.name.value):
         return True
     return _into_summary(ctx, reshape, 0)
 
 
-def _into_summary(ctx: FileContext, expr: cst.BaseExpression, depth: int) -> bool:
-    parent = ctx.parent(expr)
+def _into_summary(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+    parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.Arg):
-        call = ctx.parent(parent)
+        call = ctx.scopes.parent(parent)
         d = (dotted_name(call.func) or "") if isinstance(call, cst.Call) else ""
         return "summary" in d.lower()
     return depth < 3 and any(_into_summary(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())

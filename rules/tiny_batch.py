@@ -6,7 +6,7 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Valid
 from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
@@ -189,30 +189,30 @@ class TinyBatch(Rule):
         ),
     )
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         super().__init__(ctx)
         self._applies: bool | None = None
 
     def _enabled(self) -> bool:
         if self._applies is None:
-            self._applies = bool(self.ctx.options.get("cores")) or self.ctx.uses_tpu
+            self._applies = bool(self.ctx.options.get("cores")) or self.ctx.roles.uses_tpu
         return self._applies
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("batch", "padded_batch"):
             arg = get_arg(node, "batch_size", 0)
-            if arg is None or not self._enabled() or self.ctx.raw_name(func) is not None:
+            if arg is None or not self._enabled() or self.ctx.names.raw_name(func) is not None:
                 return
             if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
                 return
             self._check(arg.value, arg.value)
         elif isinstance(func, cst.Attribute) and func.attr.value == "fit":
             arg = get_arg(node, "batch_size")
-            if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
+            if arg is not None and self.ctx.names.raw_name(func) is None and self._enabled():
                 self._check(arg.value, arg.value)
         elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
-            if self.ctx.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
+            if self.ctx.names.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
                 arg = get_arg(node, "train_batch_size")
                 assert arg is not None
                 self._check(arg.value, arg.value)
@@ -221,7 +221,7 @@ class TinyBatch(Rule):
     def _per_replica_factor(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
         """``N`` in ``N * strategy.num_replicas_in_sync`` (through one or two names)."""
         if isinstance(expr, cst.Name) and depth < 3:
-            value = self.ctx.binding_value(expr)
+            value = self.ctx.values.binding_value(expr)
             return self._per_replica_factor(value, depth + 1) if value is not None else None
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -237,12 +237,12 @@ class TinyBatch(Rule):
         ctx = self.ctx
         factor = self._per_replica_factor(expr)
         if factor is not None:
-            per = ctx.int_const(factor)
+            per = ctx.values.int_const(factor)
             if per is None:
                 return
             self._report(report_at, per, "per replica", exact=True)
             return
-        total = ctx.int_const(expr)
+        total = ctx.values.int_const(expr)
         source = ""
         if total is None:
             # not a constant here (a flag, a parameter): the configured global batch
@@ -290,7 +290,7 @@ class TinyBatch(Rule):
         self.report(node, msg)
 
 
-def _file_trains(ctx: FileContext) -> bool:
+def _file_trains(ctx: SemanticModel) -> bool:
     """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
     estimator built only to export or predict never runs its ``train_batch_size``."""
     for call in ctx.index.all_calls():
@@ -301,7 +301,7 @@ def _file_trains(ctx: FileContext) -> bool:
     return False
 
 
-def _file_cores(ctx: FileContext) -> int | None:
+def _file_cores(ctx: SemanticModel) -> int | None:
     """The core count the options give, else the one number the file spells for it."""
     cores = ctx.options.get("cores")
     if not isinstance(cores, int) or cores <= 0:
@@ -311,18 +311,18 @@ def _file_cores(ctx: FileContext) -> int | None:
         for call, scopes in idx.calls:
             for a in call.args:
                 if a.keyword is not None and a.keyword.value in _CORE_NAMES:
-                    v = ctx.const(a.value, scopes=scopes)
+                    v = ctx.values.const(a.value, scopes=scopes)
                     if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                         found.add(v)
         for name in _CORE_NAMES:
             for cand in (name, name.upper()):
-                b = ctx.lookup(cand, [ctx.module])
+                b = ctx.scopes.lookup(cand, [ctx.module])
                 if b is not None and b.kind == "assign":
-                    v = ctx.const(b.value, scopes=[ctx.module])
+                    v = ctx.values.const(b.value, scopes=[ctx.module])
                     if isinstance(v, int) and v > 0:
                         found.add(v)
             for value, _ in idx.flag_defaults.get(name, ()):
-                v = ctx.const(value, scopes=[ctx.module])
+                v = ctx.values.const(value, scopes=[ctx.module])
                 if isinstance(v, int) and v > 0:
                     found.add(v)
         if len(found) == 1:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import FileContext
+    from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
@@ -290,7 +290,7 @@ class UnfusedBatchnorm(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.call_name(node)
+        name = self.ctx.names.call_name(node)
         if name is None:
             return
         if name == "tf.nn.batch_normalization":
@@ -307,8 +307,8 @@ class UnfusedBatchnorm(Rule):
         fused = get_arg(node, "fused")
         if fused is None:
             return
-        flavour = self.ctx.flavour(node)
-        keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.uses_legacy_keras)
+        flavour = self.ctx.names.flavour(node)
+        keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.names.uses_legacy_keras)
         if keras3:
             if flavour == "keras3" and not _keras2_era(self.ctx):
                 text = (
@@ -327,7 +327,7 @@ class UnfusedBatchnorm(Rule):
                 fix=self.make_fix(Replace(node, remove_arg(node, fused)), title="Remove the `fused` argument"),
             )
             return
-        value = self.ctx.const(fused.value)
+        value = self.ctx.values.const(fused.value)
         if value is not False:
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
@@ -346,8 +346,8 @@ class UnfusedBatchnorm(Rule):
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
         if get_arg(node, "dtype") is not None:
             return False  # float64 has no fused kernel
-        stack = self.ctx.ancestors(node)
-        if self.ctx.call_name(node) == "tf.layers.batch_normalization":
+        stack = self.ctx.scopes.ancestors(node)
+        if self.ctx.names.call_name(node) == "tf.layers.batch_normalization":
             inp = get_arg(node, "inputs", 0)
         elif stack and isinstance(stack[-1], cst.Call) and stack[-1].func is node:
             inp = get_arg(stack[-1], "inputs", 0)  # BatchNormalization(...)(x)
@@ -357,7 +357,7 @@ class UnfusedBatchnorm(Rule):
         if rank is None:
             return False
         axis = get_arg(node, "axis")
-        value = -1 if axis is None else self.ctx.const(axis.value)
+        value = -1 if axis is None else self.ctx.values.const(axis.value)
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]
         return isinstance(value, int) and not isinstance(value, bool) and value in _FUSED_AXES[rank]
@@ -367,7 +367,7 @@ class UnfusedBatchnorm(Rule):
         if not isinstance(expr, cst.Call):
             return None
         layer = expr.func if isinstance(expr.func, cst.Call) else expr  # Conv2D(...)(x) or tf.layers.conv2d(x)
-        name = self.ctx.call_name(layer)
+        name = self.ctx.names.call_name(layer)
         if name is None and expr.args and isinstance(expr.func, (cst.Attribute, cst.Subscript, cst.Name)):
             found = layer_constructor(self.ctx, expr.func)  # self.conv(x), self.convs[i](x), conv(x)
             name = found[1] if found is not None else None
@@ -375,18 +375,18 @@ class UnfusedBatchnorm(Rule):
 
     def _other_normalization(self, call: cst.Call) -> bool:
         """Layer / group / instance norm computed with the batch-norm formula."""
-        for scope in (self.ctx.enclosing_class(), self.ctx.enclosing_function()):
+        for scope in (self.ctx.scopes.enclosing_class(call), self.ctx.scopes.enclosing_function(call)):
             if scope is not None and _OTHER_NORM.search(scope.name.value):
                 return True
         mean = get_arg(call, "mean", 1)
         if mean is None or not isinstance(mean.value, cst.Name):
             return False
-        b = self.ctx.lookup(mean.value.value)
+        b = self.ctx.scopes.lookup(mean.value.value, at=mean.value)
         stmt = b.node if b is not None else None
-        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call)) or self.ctx.call_name(stmt.value) not in _MOMENTS:
+        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call)) or self.ctx.names.call_name(stmt.value) not in _MOMENTS:
             return False
         axes = get_arg(stmt.value, "axes", 1)
-        value = self.ctx.const(axes.value) if axes is not None else None
+        value = self.ctx.values.const(axes.value) if axes is not None else None
         if isinstance(value, int) and not isinstance(value, bool):
             value = [value]
         if isinstance(value, (list, tuple)) and all(isinstance(a, int) for a in value):
@@ -400,6 +400,6 @@ _KERAS2_IMPORTS = ("keras.engine", "keras.layers.experimental", "keras_applicati
                    "tensorflow.keras.layers.experimental", "tensorflow.compat.v1", "tf_keras")
 
 
-def _keras2_era(ctx: FileContext) -> bool:
+def _keras2_era(ctx: SemanticModel) -> bool:
     """The file's imports show Keras 2.x (or tf-keras) code."""
-    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.imports.values())
+    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.names.imports.values())

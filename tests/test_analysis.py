@@ -14,7 +14,7 @@ from kerasfit.semantic.names import by_name, star_names
 from kerasfit.semantic.summaries import built_layer
 from kerasfit.api import CheckOptions, check_paths
 from kerasfit.config import Selection
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -47,8 +47,8 @@ def test_by_name_only_for_framework_spellings():
 
 def test_star_import_resolves_layers():
     src = "from tensorflow.keras.layers import *\n\nx = ZeroPadding2D(1)(x)\nx = Conv2D(8, 3)(x)\n"
-    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
-    assert ctx.resolve(cst.Name("ZeroPadding2D")) == "keras.layers.ZeroPadding2D"
+    ctx = SemanticModel(cst.parse_module(src), "<string>", source=src)
+    assert ctx.names.resolve(cst.Name("ZeroPadding2D")) == "keras.layers.ZeroPadding2D"
 
 
 def test_star_import_finds_pad_before_conv(tmp_path):
@@ -74,16 +74,16 @@ def test_unresolved_receiver_resolved_by_name(tmp_path):
             return layers.Conv2D(64, 7, strides=2)(x)
     """})
     src = (tmp_path / "m.py").read_text()
-    ctx = FileContext(cst.parse_module(src), str(tmp_path / "m.py"), source=src)
+    ctx = SemanticModel(cst.parse_module(src), str(tmp_path / "m.py"), source=src)
     node = cst.parse_expression("layers.Conv2D")
-    assert ctx.resolve(node) == "keras.layers.Conv2D" and ctx.resolved_by_name(node)
+    assert ctx.names.resolve(node) == "keras.layers.Conv2D" and ctx.names.resolved_by_name(node)
     assert ("m.py", 8, "KF103") in _codes(tmp_path, "m.py", select=("KF103",))
 
 
 def test_self_attribute_is_never_taken_by_name():
     src = "import keras\nclass A:\n    def f(self):\n        return self.Conv2D\n"
-    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
-    assert ctx.resolve(cst.parse_expression("self.Conv2D")) is None
+    ctx = SemanticModel(cst.parse_module(src), "<string>", source=src)
+    assert ctx.names.resolve(cst.parse_expression("self.Conv2D")) is None
 
 
 # ---- the project index ----------------------------------------------------------------
@@ -149,7 +149,7 @@ def test_unknown_branch_joins_both_values(tmp_path):
     assert layer.kwargs["padding"] == consts("valid", "same")
 
 
-def _same_file_factory(body: str) -> tuple[FileContext, cst.Call]:
+def _same_file_factory(body: str) -> tuple[SemanticModel, cst.Call]:
     src = textwrap.dedent("""
         import tensorflow as tf
 
@@ -162,7 +162,7 @@ def _same_file_factory(body: str) -> tuple[FileContext, cst.Call]:
     module = cst.parse_module(src)
     call = cst.ensure_type(module.body[-1], cst.FunctionDef).body.body[0]
     ret = cst.ensure_type(cst.ensure_type(call, cst.SimpleStatementLine).body[0], cst.Return)
-    return FileContext(module, "<string>", source=src), cst.ensure_type(cst.ensure_type(ret.value, cst.Call).func, cst.Call)
+    return SemanticModel(module, "<string>", source=src), cst.ensure_type(cst.ensure_type(ret.value, cst.Call).func, cst.Call)
 
 
 def test_same_file_factory_with_elif_is_summarised():
@@ -173,7 +173,7 @@ def test_same_file_factory_with_elif_is_summarised():
         elif kind == "b":
             return tf.keras.layers.Conv2D(filters, 1)
     """)
-    layer = ctx.built_layer(call)
+    layer = ctx.layers.built_layer(call)
     assert layer is not None and layer.name == "tensorflow.keras.layers.Conv2D" and layer.args[1] == frozenset({3})
 
 
@@ -183,7 +183,7 @@ def test_same_file_factory_returning_from_a_one_line_suite_is_summarised():
         if kind == "a": return tf.keras.layers.Conv2D(filters, 3)
         raise ValueError(kind)
     """)
-    layer = ctx.built_layer(call)
+    layer = ctx.layers.built_layer(call)
     assert layer is not None and layer.args[0] == frozenset({150})
 
 
@@ -396,16 +396,16 @@ def test_the_project_index_is_passed_in_not_global(tmp_path):
     _write(tmp_path, {"helpers.py": "from tensorflow.keras import layers as L\n"})
     module = cst.parse_module("from helpers import L\nL.Dense(100)\n")
     given = ProjectIndex([tmp_path])
-    ctx = FileContext(module, str(tmp_path / "m.py"), project=given)
+    ctx = SemanticModel(module, str(tmp_path / "m.py"), project=given)
     assert ctx.project is given
-    alone, other = FileContext(module, "m.py"), FileContext(module, "m.py")
+    alone, other = SemanticModel(module, "m.py"), SemanticModel(module, "m.py")
     assert alone.project is not given and alone.project is not other.project and alone.project.roots == []
 
 
 def test_parallel_assignment_binds_each_name():
     src = "import tensorflow as tf\nF_H, F_W, C_OUT = 5, 3, 32\nK = [F_H, F_W, C_OUT]\n"
-    ctx = FileContext(cst.parse_module(src), "<string>", source=src)
-    assert ctx.const(cst.parse_expression("K")) == [5, 3, 32]
+    ctx = SemanticModel(cst.parse_module(src), "<string>", source=src)
+    assert ctx.values.const(cst.parse_expression("K")) == [5, 3, 32]
 
 
 # ---- framework submodules handed in at run time (keras_applications' idiom) ------------------

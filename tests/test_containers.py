@@ -9,17 +9,17 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 from kerasfit.ruleapi.values import applied_in_order, container_contents, layer_constructor
 from kerasfit.semantic.dataflow import element_candidates
 
 
-def _ctx(src: str) -> FileContext:
+def _ctx(src: str) -> SemanticModel:
     src = textwrap.dedent(src)
-    return FileContext(cst.parse_module(src), "<string>", source=src)
+    return SemanticModel(cst.parse_module(src), "<string>", source=src)
 
 
-def _calls(ctx: FileContext) -> list[cst.Call]:
+def _calls(ctx: SemanticModel) -> list[cst.Call]:
     """Every call of the file whose callee is an index or a plain name, in source order."""
     out = []
     for node, _ in ctx.index.calls:
@@ -28,12 +28,12 @@ def _calls(ctx: FileContext) -> list[cst.Call]:
     return sorted(out, key=lambda c: ctx.index.order[id(c)])
 
 
-def _layer(ctx: FileContext, call: cst.Call) -> str | None:
+def _layer(ctx: SemanticModel, call: cst.Call) -> str | None:
     found = layer_constructor(ctx, call.func)
     return found[1].rsplit(".", 1)[-1] if found else None
 
 
-def _code(ctx: FileContext, node: cst.CSTNode) -> str:
+def _code(ctx: SemanticModel, node: cst.CSTNode) -> str:
     return ctx.module.code_for_node(node)
 
 

@@ -7,16 +7,16 @@ import textwrap
 import libcst as cst
 import pytest
 
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 from kerasfit.semantic.nodes import UNKNOWN
 
 
-def _ctx(src: str, **options) -> FileContext:
+def _ctx(src: str, **options) -> SemanticModel:
     src = textwrap.dedent(src)
-    return FileContext(cst.parse_module(src), "t.py", options=options, source=src)
+    return SemanticModel(cst.parse_module(src), "t.py", options=options, source=src)
 
 
-def _nodes(ctx: FileContext, kind: type, code: str | None = None) -> list:
+def _nodes(ctx: SemanticModel, kind: type, code: str | None = None) -> list:
     out = []
 
     class V(cst.CSTVisitor):
@@ -29,21 +29,21 @@ def _nodes(ctx: FileContext, kind: type, code: str | None = None) -> list:
     return out
 
 
-def _one(ctx: FileContext, kind: type, code: str):
+def _one(ctx: SemanticModel, kind: type, code: str):
     found = _nodes(ctx, kind, code)
     assert found, f"no {kind.__name__} {code!r}"
     return found[0]
 
 
-def _const(ctx: FileContext, node) -> object:
-    return ctx.const(node, scopes=ctx.scopes_of(node))
+def _const(ctx: SemanticModel, node) -> object:
+    return ctx.values.const(node, scopes=ctx.scopes.scopes_of(node))
 
 
-def _func(ctx: FileContext, name: str) -> cst.FunctionDef:
+def _func(ctx: SemanticModel, name: str) -> cst.FunctionDef:
     return next(f for f in _nodes(ctx, cst.FunctionDef) if f.name.value == name)
 
 
-def _kw(ctx: FileContext, call_code_prefix: str, kw: str) -> cst.BaseExpression:
+def _kw(ctx: SemanticModel, call_code_prefix: str, kw: str) -> cst.BaseExpression:
     for call in _nodes(ctx, cst.Call):
         if ctx.module.code_for_node(call).startswith(call_code_prefix):
             for a in call.args:
@@ -81,10 +81,10 @@ def test_param_with_disagreeing_call_sites_is_unknown_but_param_values_lists_the
     dim = _one(ctx, cst.Name, "dim")  # first occurrence is the parameter
     use = [n for n in _nodes(ctx, cst.Name, "dim") if n is not dim][0]
     assert _const(ctx, use) is UNKNOWN
-    vals = ctx.param_values(_func(ctx, "block"), "dim")
+    vals = ctx.values.param_values(_func(ctx, "block"), "dim")
     assert [(v.const, v.passed) for v in vals] == [(30, True), (64, False)]
     assert [ctx.module.code_for_node(v.call) for v in vals] == ["block(x, 30)", "block(a)"]
-    assert ctx.call_sites(_func(ctx, "block")).complete
+    assert ctx.values.call_sites(_func(ctx, "block")).complete
 
 
 def test_escaping_function_falls_back_to_its_default():
@@ -97,7 +97,7 @@ def test_escaping_function_falls_back_to_its_default():
         layers = list(map(block, xs))
         """
     )
-    assert not ctx.call_sites(_func(ctx, "block")).complete
+    assert not ctx.values.call_sites(_func(ctx, "block")).complete
     use = [n for n in _nodes(ctx, cst.Name, "dim")][1]
     assert _const(ctx, use) == 64
 
@@ -185,7 +185,7 @@ def test_const_sources_points_at_the_defining_literal():
             return tf.layers.conv2d(x, 64, 3, data_format=data_format)
         """
     )
-    srcs = ctx.const_sources(_kw(ctx, "tf.layers.conv2d", "data_format"))
+    srcs = ctx.values.const_sources(_kw(ctx, "tf.layers.conv2d", "data_format"))
     assert [ctx.module.code_for_node(s) for s in srcs] == ['"channels_first"']
 
 
@@ -220,19 +220,19 @@ def stem(images):
 def test_origin_follows_a_same_file_padding_helper():
     ctx = _ctx(RESNET)
     stem_conv = _one(ctx, cst.Call, 'tf.layers.conv2d(x, 64, 7, strides=2, padding="VALID")')
-    o = ctx.origin(stem_conv.args[0].value)
+    o = ctx.values.origin(stem_conv.args[0].value)
     assert o is not None and o.name == "tf.pad"
     assert not o.conditional  # both branches of the helper's if/else pad
     assert ctx.module.code_for_node(o.via[0]) == 'fixed_padding(images, 7, "channels_last")'
-    assert ctx.origin_call(stem_conv.args[0].value) is o.call
+    assert ctx.values.origin_call(stem_conv.args[0].value) is o.call
 
 
 def test_origin_is_conditional_when_a_path_skips_the_pad():
     ctx = _ctx(RESNET)
     inputs = _kw(ctx, "tf.layers.conv2d(\n", "inputs")
-    o = ctx.origin(inputs)
+    o = ctx.values.origin(inputs)
     assert o is not None and o.name == "tf.pad" and o.conditional
-    assert len(ctx.origins(inputs)) == 2
+    assert len(ctx.values.origins(inputs)) == 2
 
 
 def test_origin_through_a_layer_application_and_a_direct_call():
@@ -245,7 +245,7 @@ def test_origin_through_a_layer_application_and_a_direct_call():
         """
     )
     x_use = _one(ctx, cst.Call, "layers.Conv2D(64, 3)(x)").args[0].value
-    o = ctx.origin(x_use)
+    o = ctx.values.origin(x_use)
     assert o is not None and o.name == "keras.layers.ZeroPadding2D" and o.via == ()
 
 
@@ -261,10 +261,10 @@ def test_reaching_bindings_in_straight_line_and_branches():
         """
     )
     ret = _nodes(ctx, cst.Return)[0].value
-    bs = ctx.reaching_bindings(ret)
+    bs = ctx.scopes.reaching_bindings(ret)
     assert [ctx.module.code_for_node(b.value) for b in bs] == ["ds.repeat()", "ds.batch(32)"]
     batch_recv = _one(ctx, cst.Call, "ds.batch(32)").func.value
-    assert [ctx.module.code_for_node(b.value) for b in ctx.reaching_bindings(batch_recv)] == ["ds.map(parse)"]
+    assert [ctx.module.code_for_node(b.value) for b in ctx.scopes.reaching_bindings(batch_recv)] == ["ds.map(parse)"]
 
 
 def test_call_chain_across_lines_and_a_helper():
@@ -278,7 +278,7 @@ def test_call_chain_across_lines_and_a_helper():
         ds = ds.batch(64)
         """
     )
-    chain = ctx.call_chain(_one(ctx, cst.Call, "ds.batch(64)"))
+    chain = ctx.values.call_chain(_one(ctx, cst.Call, "ds.batch(64)"))
     assert [ctx.module.code_for_node(c.func) for c in chain] == [
         "tf.data.TFRecordDataset", "tf.data.TFRecordDataset(files).map", "ds.shuffle", "ds.batch",
     ]
@@ -363,30 +363,30 @@ def main():
 )
 def test_function_roles(name, role):
     ctx = _ctx(ROLES)
-    assert ctx.function_role(_func(ctx, name)) == role
+    assert ctx.roles.function_role(_func(ctx, name)) == role
 
 
 def test_lambda_given_to_dataset_map_is_input():
     ctx = _ctx(ROLES)
     lam = _nodes(ctx, cst.Lambda)[0]
-    assert ctx.function_role(lam) == "input"
-    assert ctx.function_role(None) == "other"
+    assert ctx.roles.function_role(lam) == "input"
+    assert ctx.roles.function_role(None) == "other"
 
 
 def test_uses_tpu():
-    assert _ctx("import tensorflow as tf\nr = tf.distribute.cluster_resolver.TPUClusterResolver()\n").uses_tpu
-    assert _ctx("import tensorflow.compat.v1 as tf\ne = tf.estimator.tpu.TPUEstimator(model_fn=f)\n").uses_tpu
-    assert not _ctx("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n# tpu later\n").uses_tpu
-    assert not _ctx("TPUStrategy = object\ns = TPUStrategy()\n").uses_tpu
+    assert _ctx("import tensorflow as tf\nr = tf.distribute.cluster_resolver.TPUClusterResolver()\n").roles.uses_tpu
+    assert _ctx("import tensorflow.compat.v1 as tf\ne = tf.estimator.tpu.TPUEstimator(model_fn=f)\n").roles.uses_tpu
+    assert not _ctx("import tensorflow as tf\ns = tf.distribute.MirroredStrategy()\n# tpu later\n").roles.uses_tpu
+    assert not _ctx("TPUStrategy = object\ns = TPUStrategy()\n").roles.uses_tpu
 
 
 def test_index_is_built_once_and_only_on_demand():
     ctx = _ctx("import tensorflow as tf\nx = 1\ny = x + 1\n")
-    assert ctx._index is None
-    assert ctx.const(_one(ctx, cst.BinaryOperation, "x + 1"), scopes=[ctx.module]) == 2
-    assert ctx._index is None  # a module constant needs no index
+    assert ctx.scopes.built_index is None
+    assert ctx.values.const(_one(ctx, cst.BinaryOperation, "x + 1"), scopes=[ctx.module]) == 2
+    assert ctx.scopes.built_index is None  # a module constant needs no index
     first = ctx.index
-    ctx.function_role(None)
+    ctx.roles.function_role(None)
     assert ctx.index is first
 
 
@@ -424,7 +424,7 @@ def test_an_empty_subclass_is_its_first_framework_base_renamed():
         b = Conv2D(8, 3)
         c = Plain()
     ''')
-    names = {ctx.module.code_for_node(c.func): ctx.call_name(c) for c in _nodes(ctx, cst.Call)}
+    names = {ctx.module.code_for_node(c.func): ctx.names.call_name(c) for c in _nodes(ctx, cst.Call)}
     assert names["DepthwiseConv2D"] == "keras.layers.DepthwiseConv2D"
     assert names["Conv2D"] is None  # it overrides a method: not a mere rename
     assert names["Plain"] is None

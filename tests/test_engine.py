@@ -28,7 +28,7 @@ def rows(src: str, settings: LintSettings, code: str = "KF101") -> list[int]:
     return [d.row for d in diags if d.code == code]
 
 
-# ---- name resolution (kerasfit.semantic.model.FileContext, seen through KF101) ------------------------
+# ---- name resolution (kerasfit.semantic.naming.Names, seen through KF101) ------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """One constant folder (kerasfit.semantic.folding): the same arithmetic, limits and budget
 for the libcst model of the checked file and the ``ast`` summaries of project functions.
 
-Each limit is shown through both walkers on real parsed code: ``FileContext.const`` /
+Each limit is shown through both walkers on real parsed code: ``SemanticModel.values.const`` /
 ``lint_source`` for libcst, ``built_layer`` over a real ``ProjectIndex`` for ``ast``."""
 
 from __future__ import annotations
@@ -37,18 +37,17 @@ from kerasfit.semantic.folding import (
     bounded,
 )
 from kerasfit.semantic.index import ProjectIndex
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 from kerasfit.semantic.summaries import TOP, Layer, built_layer, consts
-from kerasfit.semantic.values import off_by_default, possible_values
 
 
 # ---- helpers: one libcst file, one project function ------------------------------------------
 def _fold(source: str) -> Any:
     """What the libcst model folds the last statement's value to (``y = <expr>``)."""
     module = cst.parse_module(textwrap.dedent(source))
-    ctx = FileContext(module, "m.py", source=module.code)
+    ctx = SemanticModel(module, "m.py", source=module.code)
     stmt = cst.ensure_type(module.body[-1], cst.SimpleStatementLine).body[0]
-    return ctx.const(cst.ensure_type(stmt, cst.Assign).value)
+    return ctx.values.const(cst.ensure_type(stmt, cst.Assign).value)
 
 
 def _filters_found(expr: str) -> list[str]:
@@ -167,9 +166,9 @@ def test_a_comparison_that_raises_decides_nothing(tmp_path: Path) -> None:
     # the libcst side: a test that does not fold keeps nothing from running
     def kept_off(n: str) -> cst.BaseExpression | None:
         module = cst.parse_module(f'n = {n}\nif n < "a":\n    x = conv(100)\n')
-        ctx = FileContext(module, "m.py", source=module.code)
+        ctx = SemanticModel(module, "m.py", source=module.code)
         if_ = cst.ensure_type(module.body[1], cst.If)
-        return off_by_default(ctx, if_.body.body[0])
+        return ctx.values.off_by_default(if_.body.body[0])
 
     assert kept_off("1") is None
     assert kept_off('"b"') is not None  # "b" < "a": the body never runs
@@ -198,9 +197,9 @@ def test_a_value_set_past_max_values_is_unknown(tmp_path: Path) -> None:
     def reaching(k: int) -> frozenset[Any] | None:
         src = "x = 0\n" + "".join(f"if c{i}:\n    x = {i + 1}\n" for i in range(k - 1)) + "y = x\n"
         module = cst.parse_module(src)
-        ctx = FileContext(module, "m.py", source=src)
+        ctx = SemanticModel(module, "m.py", source=src)
         use = cst.ensure_type(cst.ensure_type(module.body[-1], cst.SimpleStatementLine).body[0], cst.Assign).value
-        return possible_values(ctx, use)
+        return ctx.values.possible_values(use)
 
     assert reaching(MAX_VALUES) == frozenset(range(MAX_VALUES))
     assert reaching(MAX_VALUES + 1) is None
@@ -221,8 +220,8 @@ def test_a_value_set_follows_branches_to_values_depth() -> None:
         for i in range(k):
             e = f"(1 if c{i} else {e})"
         module = cst.parse_module(f"y = {e}\n")
-        ctx = FileContext(module, "m.py", source=module.code)
-        return possible_values(ctx, cst.ensure_type(cst.ensure_type(module.body[0], cst.SimpleStatementLine).body[0], cst.Assign).value)
+        ctx = SemanticModel(module, "m.py", source=module.code)
+        return ctx.values.possible_values(cst.ensure_type(cst.ensure_type(module.body[0], cst.SimpleStatementLine).body[0], cst.Assign).value)
 
     assert nested(VALUES_DEPTH) == frozenset({1, 7})
     assert nested(VALUES_DEPTH + 1) is None
@@ -262,22 +261,22 @@ def test_a_summary_interprets_call_steps_statements_per_call_site(tmp_path: Path
 def test_a_spent_file_budget_answers_not_followed_and_literals_still_fold() -> None:
     src = "a = 3\nb = a\ny = b + 5\nz = 2 + 5\n"
     module = cst.parse_module(src)
-    ctx = FileContext(module, "m.py", source=src)
+    ctx = SemanticModel(module, "m.py", source=src)
     y, z = (cst.ensure_type(cst.ensure_type(s, cst.SimpleStatementLine).body[0], cst.Assign).value for s in module.body[2:])
-    ctx.budget = Budget(FOLD_DEPTH, steps=1, per_question=1)  # (a file that has spent all but one step)
-    assert ctx.const(y) is UNKNOWN  # following b then a needs two steps
-    assert ctx.budget.spent == 1
-    assert ctx.const(z) == 7  # no name to follow: no step
+    ctx.values.budget = Budget(FOLD_DEPTH, steps=1, per_question=1)  # (a file that has spent all but one step)
+    assert ctx.values.const(y) is UNKNOWN  # following b then a needs two steps
+    assert ctx.values.budget.spent == 1
+    assert ctx.values.const(z) == 7  # no name to follow: no step
 
 
 def test_a_question_past_its_share_is_not_followed_and_the_next_is_answered() -> None:
     src = "a = 3\nb = a\ny = b + 5\nw = a\n"
     module = cst.parse_module(src)
-    ctx = FileContext(module, "m.py", source=src)
+    ctx = SemanticModel(module, "m.py", source=src)
     y, w = (cst.ensure_type(cst.ensure_type(s, cst.SimpleStatementLine).body[0], cst.Assign).value for s in (module.body[2], module.body[3]))
-    ctx.budget = Budget(FOLD_DEPTH, steps=100, per_question=1)
-    assert ctx.const(y) is UNKNOWN
-    assert ctx.const(w) == 3  # one step: within its own share
+    ctx.values.budget = Budget(FOLD_DEPTH, steps=100, per_question=1)
+    assert ctx.values.const(y) is UNKNOWN
+    assert ctx.values.const(w) == 3  # one step: within its own share
 
 
 class _Asker:

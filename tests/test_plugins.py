@@ -57,7 +57,7 @@ class UnnamedDense(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.call_name(node) == "keras.layers.Dense" and not any(
+        if self.ctx.names.call_name(node) == "keras.layers.Dense" and not any(
             a.keyword is not None and a.keyword.value == "name" for a in node.args
         ):
             named = set_keyword(node, "name", cst.SimpleString('"dense"'))

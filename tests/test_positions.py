@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 from kerasfit.engine import Positions
 from kerasfit.semantic.nodes import iter_children
 
@@ -68,7 +68,7 @@ def _all_nodes(module: cst.Module) -> list[cst.CSTNode]:
 def test_statement_local_positions_match_whole_module(source):
     module = cst.parse_module(source)
     tree = ast.parse(source)
-    ctx = FileContext(module, "x.py", source=source)
+    ctx = SemanticModel(module, "x.py", source=source)
     parent = ctx.index.parent
     nodes = [n for n in _all_nodes(module) if isinstance(n, (cst.Call, cst.Arg, cst.Name, cst.BaseSmallStatement, cst.SimpleStatementLine, cst.Integer))]
     slow = Positions(module, source, nodes)
@@ -80,7 +80,7 @@ def test_statement_local_positions_match_whole_module(source):
 
 def test_statement_local_path_is_taken_for_ordinary_code():
     module = cst.parse_module(TRICKY)
-    ctx = FileContext(module, "x.py", source=TRICKY)
+    ctx = SemanticModel(module, "x.py", source=TRICKY)
     calls = [n for n in _all_nodes(module) if isinstance(n, cst.Call)]
     pos = Positions(module, TRICKY, calls, ast.parse(TRICKY), ctx.index.parent)
     # the whole-module path fills spans for every wanted node too; tell them apart by

@@ -168,11 +168,11 @@ class _Counted:
 
 def test_a_parameter_threaded_through_nine_helper_levels_folds_once_per_site(monkeypatch):
     """8 call sites per level, 9 levels: 8^7 evaluations (minutes) without a memo."""
-    from kerasfit.semantic import model as context
+    from kerasfit.semantic.values import Values
 
     src = _helpers(9, 8, "tf.keras.layers.Conv2D(n, 3)", "h{k}(n)") + "\nh1(30)\n"
-    counted = _Counted(context.FileContext._deref)
-    monkeypatch.setattr(context.FileContext, "_deref", lambda self, *a, **k: counted(self, *a, **k))
+    counted = _Counted(Values.deref)
+    monkeypatch.setattr(Values, "deref", lambda self, *a, **k: counted(self, *a, **k))
     diags = lint_source(src, "m.py", LintSettings([all_rules()["KF102"]])).diagnostics
     assert [d.code for d in diags] == ["KF102"] * 8  # still folds 30 through every level
     assert "30 filters" in diags[0].message
@@ -183,19 +183,20 @@ def test_an_exponential_origin_question_is_not_followed(monkeypatch):
     """Each helper returns the next from 8 branches: 8^8 paths to one tf.pad."""
     import libcst as cst
 
-    from kerasfit.semantic import model as context
+    from kerasfit.semantic import valueflow
+    from kerasfit.semantic.model import SemanticModel
 
     branches = "if c{j}:\n        return h{k}(n)"
     src = _helpers(9, 8, "tf.pad(n, [[0, 0], [1, 1], [1, 1], [0, 0]])", branches) + "\ny = h1(x)\nz = 3 + 5\n"
-    counted = _Counted(context._returns)
-    monkeypatch.setattr(context, "_returns", counted)
+    counted = _Counted(valueflow.returns)
+    monkeypatch.setattr(valueflow, "returns", counted)
     module = cst.parse_module(src)
-    ctx = context.FileContext(module, "m.py", source=src)
+    ctx = SemanticModel(module, "m.py", source=src)
     ys = module.body[-2].body[0].value
-    assert ctx.origins(ys) == []  # past the budget: not followed
+    assert ctx.values.origins(ys) == []  # past the budget: not followed
     assert counted.calls <= QUESTION_STEPS
     # the budget is per question: the next one is still answered
-    assert ctx.const(module.body[-1].body[0].value) == 8
+    assert ctx.values.const(module.body[-1].body[0].value) == 8
 
 
 # ---- item 8: hostile trees ----------------------------------------------------------------

@@ -9,9 +9,10 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.semantic import containers, names
+from kerasfit.semantic import names
+from kerasfit.semantic.fileindex import FileIndex
 from kerasfit.semantic.scoped import attr_refs_within, name_refs_in
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 from kerasfit.engine import walk
 from kerasfit.imports import ImportTable, may_orphan, top_level_imports
 
@@ -19,9 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))
 
 
-def _ctx(path: Path) -> FileContext:
+def _ctx(path: Path) -> SemanticModel:
     src = path.read_text(encoding="utf-8")
-    return FileContext(cst.parse_module(src), str(path), source=src)
+    return SemanticModel(cst.parse_module(src), str(path), source=src)
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -41,27 +42,26 @@ def test_grouped_references_equal_the_filtered_whole_file_lists(path: Path) -> N
 
 
 class _AncestorProbe:
-    """A rule-shaped visitor: at each call, the walk's ancestors of the call and of its
-    children must be the parent links' chain."""
+    """A rule-shaped visitor: at each call, the ancestors of the call, of its children and
+    of its arguments' values (read off the walk: no file index is built) must be the
+    parent links' chain."""
 
-    def __init__(self, ctx: FileContext) -> None:
+    def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
+        self.parents = FileIndex(ctx.module).parent  # a separate index: the model's stays unbuilt
         self.checked = 0
 
     def visit_Call(self, node: cst.Call) -> None:
-        # the call and its children are placed from the walk; deeper nodes (an
-        # argument's value) may be, or are left to the parent links (None)
-        for n, placed in ((node, True), (node.func, True), *((a.value, False) for a in node.args)):
+        for n in (node, node.func, *(a for a in node.args), *(a.value for a in node.args)):
             chain = []
-            p = self.ctx.parent(n)
+            p = self.parents.get(id(n))
             while p is not None:
                 chain.append(p)
-                p = self.ctx.parent(p)
-            walked = containers._walked_ancestors(self.ctx, n)
-            assert walked is not None or not placed
-            if walked is not None:
-                assert [id(x) for x in walked] == [id(x) for x in chain]
-                self.checked += 1
+                p = self.parents.get(id(p))
+            walked = self.ctx.scopes.ancestors(n)
+            assert self.ctx.scopes.built_index is None  # answered from the walk
+            assert [id(x) for x in walked] == [id(x) for x in reversed(chain)]
+            self.checked += 1
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -72,20 +72,22 @@ def test_ancestors_read_off_the_walk_are_the_parent_chain(path: Path) -> None:
     walk(ctx.module, ctx, [probe], lambda rule, exc: errors.append(exc))  # type: ignore[list-item]
     assert not errors, errors[0]
     assert probe.checked or "(" not in path.read_text(encoding="utf-8")
-    # outside a walk (or for a node the walk is not at) the parent links answer
-    ctx.walk_path.clear()
-    assert containers._walked_ancestors(ctx, ctx.module.body[0]) is None
 
 
-def test_a_node_elsewhere_is_not_placed_from_the_walk() -> None:
+def test_a_node_elsewhere_gets_its_own_ancestors_not_the_walks() -> None:
     src = "def f(x):\n    return g(x)\n\ndef h(y):\n    return k(y)\n"
-    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     f, h = ctx.module.body
-    call_in_h = h.body.body[0].body[0].value
-    ctx.walk_path[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]
-    assert containers._walked_ancestors(ctx, call_in_h) is None
-    ctx.walk_path[:] = [h]  # a scopes-only path does not start at the module
-    assert containers._walked_ancestors(ctx, h.body) is None
+    ret_h = h.body.body[0]
+    call_in_h = ret_h.body[0].value
+    call_in_f = f.body.body[0].body[0].value
+    scopes = ctx.scopes
+    scopes.walk_path[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]
+    scopes.visiting = call_in_f
+    assert list(scopes.ancestors(call_in_h)) == [ctx.module, h, h.body, ret_h, ret_h.body[0]]
+    assert scopes.scopes_of(call_in_h) == [h, ctx.module]
+    assert scopes.enclosing_function(call_in_h) is h
+    assert ctx.roles.callable_of(call_in_h) is h
 
 
 def test_global_precheck_reads_the_word_and_falls_back_without_text() -> None:
@@ -94,11 +96,11 @@ def test_global_precheck_reads_the_word_and_falls_back_without_text() -> None:
     for src, expect in ((with_global, frozenset({"B"})), (without, frozenset()), ("x = 1\n", frozenset())):
         module = cst.parse_module(src)
         func = next((s for s in module.body if isinstance(s, cst.FunctionDef)), None)
-        for ctx in (FileContext(module, "m.py", source=src), FileContext(module, "m.py")):
+        for ctx in (SemanticModel(module, "m.py", source=src), SemanticModel(module, "m.py")):
             if func is not None:
                 assert names._globals_of(func, ctx) == expect
-    assert not names._may_declare_globals(FileContext(cst.parse_module(without), "m.py", source=without.replace("global ", "")))
-    assert names._may_declare_globals(FileContext(cst.parse_module("x = 1\n"), "m.py"))  # no text: ask the tree
+    assert not names._may_declare_globals(SemanticModel(cst.parse_module(without), "m.py", source=without.replace("global ", "")))
+    assert names._may_declare_globals(SemanticModel(cst.parse_module("x = 1\n"), "m.py"))  # no text: ask the tree
 
 
 @pytest.mark.parametrize("path", FIXTURES[:20], ids=lambda p: str(p.relative_to(ROOT)))

@@ -8,9 +8,10 @@ import textwrap
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from kerasfit.semantic.caches import ModelCaches
-from kerasfit.semantic.model import FileContext
+from kerasfit.semantic.model import SemanticModel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,20 +39,23 @@ SRC = textwrap.dedent(
 
 
 def test_questions_add_no_attributes_to_the_model() -> None:
-    ctx = FileContext(cst.parse_module(SRC), "net.py", source=SRC)
-    before = set(vars(ctx))
+    ctx = SemanticModel(cst.parse_module(SRC), "net.py", source=SRC)
     calls = [c for c, _ in ctx.index.calls]
     for call in calls:
-        ctx.call_name_anywhere(call)
-        ctx.built_layer(call)
+        ctx.names.call_name_anywhere(call)
+        ctx.layers.built_layer(call)
         for a in call.args:
-            ctx.possible_values(a.value)
+            ctx.values.possible_values(a.value)
     fns = [f for f in ctx.index.functions if isinstance(f, cst.FunctionDef)]
     for f in fns:
-        ctx.tensor_names(f)
-        ctx.is_host_function(f)
-        ctx.name_refs_in("x", f)
-    assert set(vars(ctx)) == before
+        ctx.layers.tensor_names(f)
+        ctx.roles.is_host_function(f)
+        ctx.scopes.name_refs_in("x", f)
+    # the model and its parts declare their fields: nothing can be stuck onto them
+    for obj in (ctx, ctx.scopes, ctx.names, ctx.values, ctx.layers, ctx.roles):
+        assert not hasattr(obj, "__dict__"), type(obj).__name__
+        with pytest.raises(AttributeError):
+            obj.memo = {}  # type: ignore[union-attr]
     assert isinstance(ctx.caches, ModelCaches)
     assert ctx.caches.tensor_names and ctx.caches.scoped_refs  # the answers were kept, where declared
 
@@ -77,7 +81,7 @@ def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
 
 
 def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
-    """``ctx.ancestors(node)`` answers for the node asked about: the visited node's from
+    """``ctx.scopes.ancestors(node)`` answers for the node asked about: the visited node's from
     the walk, any other node's from the file index — the same chain either way."""
     from kerasfit.engine import walk
     from kerasfit.rule import Rule
@@ -89,27 +93,137 @@ def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
         code, name, message = "KF999", "probe", "probe"
 
         def visit_Call(self, node: cst.Call) -> None:
-            during = [type(a).__name__ for a in self.ctx.ancestors(node)]
+            during = [type(a).__name__ for a in self.ctx.scopes.ancestors(node)]
             inner = node.args[0].value if node.args else node
-            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.ancestors(inner)]))
+            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.scopes.ancestors(inner)]))
 
-    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     walk(ctx.module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
     concat = next(s for s in seen if s[0] == "tf.concat")
     assert concat[1] == ["Module", "FunctionDef", "IndentedBlock", "SimpleStatementLine", "Return"]
-    # the list element is not the visited node: its chain comes from the index, and continues the walk's
+    # the list element is not the visited node: its own chain, which continues the walk's
     assert concat[2] == concat[1] + ["Call", "Arg"]
-    fresh = FileContext(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
+    fresh = SemanticModel(cst.parse_module(src), "m.py", source=src)  # no walk: every answer from the index
     call = next(c for c, _ in fresh.index.calls if fresh.module.code_for_node(c.func) == "tf.concat")
-    assert [type(a).__name__ for a in fresh.ancestors(call)] == concat[1]
+    assert [type(a).__name__ for a in fresh.scopes.ancestors(call)] == concat[1]
 
 
 def test_roles_are_an_enum_equal_to_their_names() -> None:
     from kerasfit.ruleapi import Role
 
     src = "import tensorflow as tf\n\n@tf.function\ndef step(x):\n    return x\n\ndef parse(r):\n    return r\n\nds = tf.data.Dataset.range(3).map(parse)\n"
-    ctx = FileContext(cst.parse_module(src), "m.py", source=src)
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     step, parse = (s for s in ctx.module.body if isinstance(s, cst.FunctionDef))
-    assert ctx.function_role(step) is Role.MODEL and ctx.function_role(parse) is Role.INPUT
-    assert ctx.function_role(step) == "model" and f"{ctx.function_role(parse)}" == "input"
-    assert ctx.role() is Role.MODULE  # outside a walk: module level
+    assert ctx.roles.function_role(step) is Role.MODEL and ctx.roles.function_role(parse) is Role.INPUT
+    assert ctx.roles.function_role(step) == "model" and f"{ctx.roles.function_role(parse)}" == "input"
+    assert ctx.roles.of(ctx.module.body[-1]) is Role.MODULE
+    assert ctx.roles.of(step.body.body[0]) is Role.MODEL
+
+
+def test_old_flat_spellings_warn_and_forward_to_their_part() -> None:
+    """Third-party packs written against ``FileContext`` keep working for one release:
+    each old name warns, naming the new spelling, and answers as the part does."""
+    from kerasfit.ruleapi import Role
+    from kerasfit.semantic.model import _MOVED
+
+    src = "import tensorflow as tf\nN = 2 * 3\nx = tf.keras.layers.Dense(N)\n"
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
+    call = ctx.module.body[-1].body[0].value
+    arg = call.args[0].value
+    with pytest.warns(DeprecationWarning, match=r"^ctx\.const is deprecated; use ctx\.values\.const$"):
+        assert ctx.const(arg) == 6
+    with pytest.warns(DeprecationWarning, match=r"^ctx\.call_name is deprecated; use ctx\.names\.call_name$"):
+        assert ctx.call_name(call) == "keras.layers.Dense"
+    with pytest.warns(DeprecationWarning, match=r"use ctx\.roles\.of$"):
+        assert ctx.role_of(call) is Role.MODULE
+    with pytest.warns(DeprecationWarning, match=r"use ctx\.roles\.uses_tpu$"):
+        assert ctx.uses_tpu is False
+    for old, (part, new) in _MOVED.items():
+        with pytest.warns(DeprecationWarning, match=rf"^ctx\.{old} is deprecated; use ctx\.{part}\.{new}$"):
+            assert getattr(ctx, old) == getattr(getattr(ctx, part), new)
+    # the cursor forms answered for "where the walk is": gone, not forwarded
+    for gone in ("walk_path", "visiting", "enclosing_function", "enclosing_class", "enclosing_callable", "role"):
+        with pytest.raises(AttributeError):
+            getattr(ctx, gone)
+
+
+def test_ruleapi_filecontext_warns_and_is_the_semantic_model() -> None:
+    import kerasfit.ruleapi as ruleapi
+
+    with pytest.warns(DeprecationWarning, match=r"kerasfit\.ruleapi\.FileContext is deprecated; use kerasfit\.ruleapi\.SemanticModel"):
+        assert ruleapi.FileContext is SemanticModel
+    with pytest.warns(DeprecationWarning):
+        from kerasfit.ruleapi import FileContext  # noqa: F401  (the spelling packs import)
+    assert "FileContext" not in ruleapi.__all__
+    with pytest.raises(AttributeError):
+        ruleapi.NoSuchName  # noqa: B018
+
+
+def test_built_in_rules_never_use_the_deprecated_spellings() -> None:
+    """Every fixture linted by every rule with the forwarder's warning raised as an
+    error: a built-in rule (or kerasfit itself) reaching the forwarder would crash (KF002)."""
+    import warnings
+
+    from kerasfit.engine import LintSettings, lint_source
+    from kerasfit.registry import all_rules
+
+    settings = LintSettings(list(all_rules().values()))
+    files = sorted((ROOT / "fixtures").rglob("*.py"))
+    assert len(files) > 20
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        for path in files:
+            diags = lint_source(path.read_text(encoding="utf-8"), str(path), settings).diagnostics
+            assert not [d.message for d in diags if d.code == "KF002"], path
+
+
+def test_answers_do_not_depend_on_where_the_walk_is() -> None:
+    """Asked during the walk about a node of another function, every part answers for that
+    node (its scopes, its role), exactly as a model that never walked: there is no cursor."""
+    from kerasfit.engine import walk
+    from kerasfit.rule import Rule
+
+    src = textwrap.dedent(
+        """\
+        import tensorflow as tf
+        N = 3
+
+        def parse(record, N=5):
+            tf = None
+            return tf.reshape(record, [N])
+
+        @tf.function
+        def step(x):
+            return tf.keras.layers.Dense(N)(x)
+
+        ds = tf.data.Dataset.range(3).map(parse)
+        """
+    )
+    module = cst.parse_module(src)
+    parse = module.body[2]
+    ret = parse.body.body[1].body[0].value  # tf.reshape(record, [N]) inside parse
+    n_in_parse = ret.args[1].value.elements[0].value
+
+    def answers(ctx: SemanticModel) -> tuple[object, ...]:
+        return (
+            ctx.values.const(n_in_parse),
+            ctx.names.call_name(ret),
+            ctx.names.raw_name(ret.func),
+            ctx.roles.of(ret),
+            ctx.scopes.lookup("N", at=n_in_parse).kind,  # type: ignore[union-attr]
+            ctx.scopes.enclosing_function(n_in_parse) is parse,
+        )
+
+    expected = answers(SemanticModel(module, "m.py", source=src))
+    assert expected == (5, None, None, "input", "param", True)
+    seen: list[tuple[object, ...]] = []
+
+    class Probe(Rule):
+        code, name, message = "KF999", "probe", "probe"
+
+        def visit_Call(self, node: cst.Call) -> None:  # every call of the file, parse's own included
+            seen.append(answers(self.ctx))
+
+    ctx = SemanticModel(module, "m.py", source=src)
+    walk(module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    assert len(seen) >= 5 and all(s == expected for s in seen), seen

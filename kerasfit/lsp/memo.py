@@ -28,7 +28,7 @@ dropping demo code by a whole-file fact and resolving names through the project)
   through it depends on its text alone;
 - facts about the whole file (does it use a TPU, which functions are input pipelines,
   the core count, what its text spells): computed through
-  :meth:`FileContext.file_fact`, recomputed after every check and compared with the
+  :meth:`SemanticModel.file_fact`, recomputed after every check and compared with the
   values the reused findings were made with; likewise what the context reads when it
   is created (imports, the Keras flavour, module-level names);
 - the imports (framework flavour, aliases): an edit that adds, changes or removes an
@@ -52,7 +52,7 @@ from ..rule import UNTRACKED, Report, Rule
 from ..semantic.fileindex import FileIndex
 from ..semantic.index import ProjectIndex
 from ..semantic.indexparts import Joined, join_parts
-from ..semantic.model import FileContext, ModelHints
+from ..semantic.model import ModelHints, SemanticModel
 from ..semantic.nodes import _string_key, child_fields, is_node
 from ..symbols import FLAG_DEFINERS
 
@@ -250,7 +250,7 @@ class StatementMemo:
         self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
         self._fresh: dict[int, Signature] = {}
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
-        self.facts: dict[str, tuple[Callable[[FileContext], Any], Any, bool]] = {}
+        self.facts: dict[str, tuple[Callable[[SemanticModel], Any], Any, bool]] = {}
         self.deps: dict[str, str] = {}
         self.read_facts: object = None  # what the context reads on creation (_read_facts)
         # the statements' own file indexes, joined (semantic.indexparts)
@@ -292,7 +292,7 @@ class StatementMemo:
         return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
 
     def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
-             ctx: FileContext) -> Plan | None:
+             ctx: SemanticModel) -> Plan | None:
         """How to walk ``module``: which statements keep their findings, for which rules;
         None when no rule's findings can be kept (then nothing is kept either)."""
         keep = [reusable(type(r)) for r in rules]
@@ -324,11 +324,11 @@ class StatementMemo:
         return True
 
 
-def _read_facts(ctx: FileContext) -> object:
+def _read_facts(ctx: SemanticModel) -> object:
     """What every context reads when created: the imports and the Keras flavour (which
     an environment variable set anywhere in the file changes). Its module-level names
     need no comparing: a statement binding one is linked to every statement spelling it."""
-    return ctx.uses_legacy_keras, sorted(ctx.imports.items())
+    return ctx.names.uses_legacy_keras, sorted(ctx.names.imports.items())
 
 
 class Plan:
@@ -375,7 +375,7 @@ class Plan:
         ]
         self.found[id(stmt)] = (kept, crashed)
 
-    def holds(self, ctx: FileContext) -> bool:
+    def holds(self, ctx: SemanticModel) -> bool:
         """The whole-file facts the kept findings were made with still hold."""
         if not self.reuse:
             return True
@@ -403,7 +403,7 @@ class Plan:
                 return False
         return True
 
-    def commit(self, ctx: FileContext) -> None:
+    def commit(self, ctx: SemanticModel) -> None:
         memo = self.memo
         memo.key, memo.module, memo.found = self.key, self.module, self.found
         memo.facts = dict(ctx.facts)

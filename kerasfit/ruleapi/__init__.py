@@ -2,7 +2,8 @@
 through the engine's or the semantic model's private parts). Small and namespaced:
 
 - ``kerasfit.ruleapi`` — the rule itself: ``Rule``, ``Valid``, ``Invalid``, ``Range``,
-  ``Severity``, ``Applicability``, ``Reads`` (what its findings depend on); the per-file model rules are handed (``self.ctx``); the
+  ``Severity``, ``Applicability``, ``Reads`` (what its findings depend on); the per-file model rules are handed (``self.ctx``, a ``SemanticModel``: ask its parts
+  ``ctx.names``, ``ctx.scopes``, ``ctx.values``, ``ctx.layers``, ``ctx.roles`` about a node); the
   chip a check is for (``Target``, ``TARGETS``, ``width_padding``).
 - :mod:`kerasfit.ruleapi.syntax` — questions of one node (``get_arg``, ``dotted_name``, ``walk`` …).
 - :mod:`kerasfit.ruleapi.values` — where a value comes from (``value_of``,
@@ -32,7 +33,7 @@ from ..rule import Invalid, Range, Reads, Rule, Valid
 from ..semantic import dataflow as _dataflow
 from ..semantic import nodes as _nodes
 from ..semantic import pipeline as _pipeline
-from ..semantic.model import FileContext
+from ..semantic.model import SemanticModel
 from ..symbols import (
     CONV_CALLS,
     HOST_CALLBACK_WRAPPERS,
@@ -48,12 +49,12 @@ from . import fixes, roles, symbols, syntax, values
 
 __all__ = [
     "Applicability",
-    "FileContext",
     "Invalid",
     "Range",
     "Reads",
     "Role",
     "Rule",
+    "SemanticModel",
     "Severity",
     "TARGETS",
     "Target",
@@ -107,6 +108,12 @@ def __getattr__(name: str) -> Any:
             DeprecationWarning, stacklevel=2,
         )
         return getattr(home, name)
+    if name == "FileContext":
+        # the per-file model before it was split into parts; SemanticModel's own
+        # __getattr__ forwards the old method names to their parts, with a warning
+        warnings.warn("kerasfit.ruleapi.FileContext is deprecated; use kerasfit.ruleapi.SemanticModel",
+                      DeprecationWarning, stacklevel=2)
+        return SemanticModel
     if name in _DROPPED:
         warnings.warn(
             f"kerasfit.ruleapi.{name} is deprecated and goes in the next release (no built-in rule uses it)",

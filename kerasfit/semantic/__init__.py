@@ -1,9 +1,12 @@
 """kerasfit's semantic model: one package, layered bottom to top (an import-linter contract
-in pyproject.toml keeps it so; ``if TYPE_CHECKING`` imports of the façade do not count).
+in pyproject.toml keeps it so; ``if TYPE_CHECKING`` imports of the model do not count).
 
 Rules reach it only through ``kerasfit.ruleapi`` and the per-file model handed to them
-(``FileContext``, today still the façade over the parts below). Everything is lazy — a
-file whose rules ask nothing of a part pays nothing for it.
+(:class:`.model.SemanticModel`, ``self.ctx``), whose typed parts each answer questions
+about a node passed in — no question depends on where the engine's walk is. Everything
+is lazy: a file whose rules ask nothing of a part pays nothing for it.
+
+Bottom to top (a part is handed the lower parts it needs; none imports a higher one):
 
 - :mod:`.folding` — constant folding's arithmetic (binary, unary and comparison operators
   of libcst and ``ast`` alike, with the size limits) and its ``Budget`` (steps, depth, every
@@ -20,16 +23,31 @@ file whose rules ask nothing of a part pays nothing for it.
   ``by_name``, ``injected_submodule``). Data: ``kerasfit/data/framework_names.json``.
 - :mod:`.index` — the project index (stdlib ``ast``): ``ProjectIndex(roots)`` with
   ``facts``, ``resolve``, ``reached_from_model`` (reach across files), ``deps_of``;
-  passed in explicitly (``LintSettings.project`` → ``FileContext(project=...)``).
+  passed in explicitly (``LintSettings.project`` → ``SemanticModel(project=...)``).
 - :mod:`.summaries` — the interpreter of project functions over ``ast`` summaries:
   ``built_layer(index, facts, dotted, args, kwargs) -> Layer | None``, ``may_return_layer``.
-- :mod:`.scoped`, :mod:`.containers`, :mod:`.values`, :mod:`.tensors`, :mod:`.roles`,
-  :mod:`.bridge` — parts asked through the model: references by scope, layers kept in
-  containers, value sets, tensor-holding names, host/traced functions, and the bridge
-  from a libcst call to the project summaries.
-- :mod:`.caches` — ``ModelCaches``: every memo of the parts, declared and typed.
-- :mod:`.model` — ``FileContext``: imports and names, scopes and bindings, constant
-  folding over libcst (budgeted by :mod:`.folding`), origins, roles; ``ancestors(node)`` (no cursor for rules).
-- :mod:`.dataflow` and :mod:`.pipeline` — the light data-flow and ``tf.data`` questions
-  rules ask (exported by ``kerasfit.ruleapi``).
+- :mod:`.caches` — ``ModelCaches``: the memos the parts share, declared and typed.
+- :mod:`.scoped` — references grouped by scope (one grouping per file index).
+- :mod:`.scopes` — part ``ctx.scopes`` (``Scopes``): the file index, scope indexes and
+  ``Binding``s, ``lookup(name, at=node)``, ``scopes_of``, ``parent``, ``ancestors``,
+  ``enclosing_function/class/callable(node)``, ``reaching_bindings``.
+- :mod:`.naming` — part ``ctx.names`` (``Names``): imports, ``raw_name``, ``resolve``,
+  ``call_name``, ``call_name_anywhere``, ``flavour``, resolution by name.
+- :mod:`.tensors` — ``TensorNames``: the names of a function that may hold tensors.
+- :mod:`.valueflow` — where a value comes from: ``origins``, ``call_chain``,
+  ``const_sources`` (of the values part, counted against its :mod:`.folding` budget).
+- :mod:`.bridge` — from a libcst call to the project summaries; part ``ctx.layers``
+  (``Layers``): ``built_layer``, ``ops_fed``, ``layer_call_returns``, ``tensor_names``.
+- :mod:`.valuesets` — value sets (a may-analysis) and ``off_by_default``, over the values part.
+- :mod:`.values` — part ``ctx.values`` (``Values``): the one constant folder (``const``,
+  ``int_const``; its arithmetic and budget from :mod:`.folding`) with its memo, call sites and parameter values, ``possible_values``,
+  ``origin(s)``, ``call_chain``, ``const_sources``, ``iterated_elements``.
+- :mod:`.roles` — part ``ctx.roles`` (``Roles``): ``function_role``, ``of(node)``,
+  host functions, traced graph code, demo blocks, ``uses_tpu``.
+- :mod:`.model` — ``SemanticModel``: the per-file facts (module, source, filename,
+  target, options, project, caches, ``file_fact``) composing the parts lazily; a
+  deprecated forwarder for the old flat ``FileContext`` method names.
+- :mod:`.containers`, :mod:`.precision`, :mod:`.dataflow` and :mod:`.pipeline` — the
+  light data-flow, container and ``tf.data`` questions rules ask (exported by
+  ``kerasfit.ruleapi``), each taking the node it is about.
 """

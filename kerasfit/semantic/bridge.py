@@ -1,4 +1,5 @@
-"""From a libcst call site in the checked file to the ast-level analyses of the index."""
+"""From a libcst call site in the checked file to the ast-level analyses of the index;
+the layers part of the semantic model (``Layers``) asks through it."""
 
 from __future__ import annotations
 
@@ -9,13 +10,68 @@ import libcst as cst
 
 from .nodes import dotted_name
 from .summaries import INPUT, TOP, Layer, built_layer, may_return_layer, ops_fed
+from .tensors import TensorNames
+from .valueflow import returns
 
 if TYPE_CHECKING:
-    from .model import FileContext
     from .index import ModuleFacts
+    from .model import SemanticModel
 
 
-def built_layer_at(ctx: FileContext, call: cst.Call) -> Layer | None:
+class Layers:
+    """What the file's calls build and apply: framework layers made by project helpers
+    (same file or another file of the tree), and the tensor-holding names of a function."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, model: SemanticModel) -> None:
+        self._m = model
+
+    def built_layer(self, call: cst.Call) -> Layer | None:
+        """For a call of a project function (same file or another file of the tree), the
+        first framework layer it builds (``semantic.summaries.Layer``: raw name, argument value
+        sets, factories traversed), else None."""
+        return built_layer_at(self._m, call)
+
+    def layer_call_returns(self, ctor: cst.Call) -> list[cst.BaseExpression] | None:
+        """For ``MyLayer(..)``, a call of a class of this file that defines ``call``: what
+        that ``call`` method returns (the layer's output when applied), else None."""
+        if not isinstance(ctor.func, cst.Name):
+            return None
+        scopes = self._m.scopes
+        b = scopes.lookup(ctor.func.value, scopes.scopes_of(ctor))
+        if b is None or b.kind != "class" or not isinstance(b.node, cst.ClassDef):
+            return None
+        for stmt in b.node.body.body:
+            if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "call":
+                return list(returns(stmt))
+        return None
+
+    def imported_zero_pad_layer(self, ctor: cst.Call) -> bool:
+        """``Pad(1)``, ``Pad`` a layer class of another project module whose ``call`` is a
+        zero pad of its input."""
+        return project_zero_pad_layer(self._m, ctor)
+
+    def ops_fed(self, call: cst.Call) -> list[Layer]:
+        """For ``wrapper(x, ..)``, a call of a project function (same file or another file
+        of the tree): the framework ops it applies directly to ``x`` (``tf.nn.conv2d(x, ..)``,
+        ``Conv2D(..)(x)``), arguments as value sets, in the order met."""
+        return ops_fed_at(self._m, call)
+
+    def reached_from_model(self, func: cst.FunctionDef) -> bool:
+        """Whether a function of this file is called from model/training code anywhere in the tree."""
+        return self._m.project.reached_from_model(self._m.filename, func.name.value)
+
+    def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> TensorNames:
+        """The names of ``func`` that may hold TF tensors (semantic.tensors.TensorNames)."""
+        cache = self._m.caches.tensor_names
+        hit = cache.get(id(func))
+        if hit is None or hit.fn is not func:
+            hit = cache[id(func)] = TensorNames(self._m, func)
+        return hit
+
+
+def built_layer_at(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     cache = ctx.caches.built_layers
     hit = cache.get(id(call))
     if hit is not None and hit[0] is call:
@@ -25,16 +81,16 @@ def built_layer_at(ctx: FileContext, call: cst.Call) -> Layer | None:
     return out
 
 
-def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
+def _built_layer(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     dotted = dotted_name(call.func)
-    if dotted is None or ctx.call_name(call) is not None:
+    if dotted is None or ctx.names.call_name(call) is not None:
         return None
     head = dotted.split(".")[0]
-    b = ctx.lookup(head)
+    b = ctx.scopes.lookup(head, at=call)
     # a module-level def or an import; anything bound locally is not followed
     if b is not None and b.kind not in ("def", "import"):
         return None
-    if b is None and head not in ctx.imports:
+    if b is None and head not in ctx.names.imports:
         return None
     if b is not None and b.kind == "def" and isinstance(b.node, cst.FunctionDef) and not _cst_may_return_layer(ctx, b.node):
         return None  # decided without parsing the file again
@@ -57,7 +113,7 @@ def _built_layer(ctx: FileContext, call: cst.Call) -> Layer | None:
     return built_layer(ctx.project, facts, dotted, *called)
 
 
-def _call_args(ctx: FileContext, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
+def _call_args(ctx: SemanticModel, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
     """The abstract values of a call's arguments, positional and by keyword; None when a
     ``*args`` leaves the positions unknown (a ``**kwargs`` may hold anything: TOP)."""
     args: list[Any] = []
@@ -76,7 +132,7 @@ def _call_args(ctx: FileContext, given: Sequence[cst.Arg]) -> tuple[list[Any], d
     return args, kwargs
 
 
-def ops_fed_at(ctx: FileContext, call: cst.Call) -> list[Layer]:
+def ops_fed_at(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
     """For ``wrapper(x, ..)``, a call of a project function (this or another file of the
     tree): the framework ops the wrapper applies directly to its first argument."""
     cache = ctx.caches.ops_fed
@@ -89,17 +145,17 @@ def ops_fed_at(ctx: FileContext, call: cst.Call) -> list[Layer]:
     return out
 
 
-def _ops_fed(ctx: FileContext, call: cst.Call) -> list[Layer]:
+def _ops_fed(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
     dotted = dotted_name(call.func)
-    if dotted is None or ctx.call_name(call) is not None or not call.args or call.args[0].keyword or call.args[0].star:
+    if dotted is None or ctx.names.call_name(call) is not None or not call.args or call.args[0].keyword or call.args[0].star:
         return []
-    scopes = ctx.scopes_of(call)
-    b = ctx.lookup(dotted.split(".")[0], scopes)
+    scopes = ctx.scopes.scopes_of(call)
+    b = ctx.scopes.lookup(dotted.split(".")[0], scopes)
     if b is not None and b.kind not in ("def", "import"):
         return []
-    if b is not None and isinstance(b.node, cst.FunctionDef) and len(ctx.scopes_of(b.node)) > 1 and dotted == b.node.name.value:
+    if b is not None and isinstance(b.node, cst.FunctionDef) and len(ctx.scopes.scopes_of(b.node)) > 1 and dotted == b.node.name.value:
         return _closure_fed(ctx, b.node)
-    if b is None and dotted.split(".")[0] not in ctx.imports:
+    if b is None and dotted.split(".")[0] not in ctx.names.imports:
         return []
     facts = _facts(ctx)
     if facts is None:
@@ -114,7 +170,7 @@ def _ops_fed(ctx: FileContext, call: cst.Call) -> list[Layer]:
     return ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
 
 
-def _closure_fed(ctx: FileContext, fn: cst.FunctionDef) -> list[Layer]:
+def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef) -> list[Layer]:
     """A function defined inside another (a closure the project index does not summarise):
     the ops fed by the project calls in its body that take its first parameter first."""
     params = fn.params.params
@@ -148,7 +204,7 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return out
 
 
-def project_flag_default(ctx: FileContext, name: str) -> cst.BaseExpression | None:
+def project_flag_default(ctx: SemanticModel, name: str) -> cst.BaseExpression | None:
     """The literal default of absl flag ``name`` defined in a project module the file
     imports, as an expression (a number, string or bool), else None."""
     facts = _facts(ctx)
@@ -158,27 +214,27 @@ def project_flag_default(ctx: FileContext, name: str) -> cst.BaseExpression | No
     return cst.parse_expression(repr(expr.value))
 
 
-def project_zero_pad_layer(ctx: FileContext, ctor: cst.Call) -> bool:
+def project_zero_pad_layer(ctx: SemanticModel, ctor: cst.Call) -> bool:
     """``Pad(1)`` with ``Pad`` imported from another project module whose ``call`` is a
     zero pad of its input (see :meth:`ProjectIndex.zero_pad_layer`)."""
     dotted = dotted_name(ctor.func)
-    if dotted is None or dotted.split(".")[0] not in ctx.imports:
+    if dotted is None or dotted.split(".")[0] not in ctx.names.imports:
         return False
     facts = _facts(ctx)
     return facts is not None and ctx.project.zero_pad_layer(facts, dotted)
 
 
-def project_makes_tpu(ctx: FileContext, call: cst.Call) -> bool:
+def project_makes_tpu(ctx: SemanticModel, call: cst.Call) -> bool:
     """``strategy = tpu_lib.get_strategy()``: a call of a project function of another
     module that sets up a TPU (see :meth:`ProjectIndex.makes_tpu`)."""
     dotted = dotted_name(call.func)
-    if dotted is None or dotted.split(".")[0] not in ctx.imports or ctx.call_name_anywhere(call) is not None:
+    if dotted is None or dotted.split(".")[0] not in ctx.names.imports or ctx.names.call_name_anywhere(call) is not None:
         return False
     facts = _facts(ctx)
     return facts is not None and ctx.project.makes_tpu(facts, dotted)
 
 
-def _facts(ctx: FileContext) -> ModuleFacts | None:
+def _facts(ctx: SemanticModel) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
     caches = ctx.caches
     if not caches.index_facts_read:
@@ -188,18 +244,18 @@ def _facts(ctx: FileContext) -> ModuleFacts | None:
     return facts
 
 
-def _arg_value(ctx: FileContext, expr: cst.BaseExpression) -> Any:
+def _arg_value(ctx: SemanticModel, expr: cst.BaseExpression) -> Any:
     # a parameter of the caller stays unknown here: folding it through every call
     # site of the caller costs more than a factory summary is worth
     if isinstance(expr, cst.Name):
-        b = ctx.lookup(expr.value)
+        b = ctx.scopes.lookup(expr.value, at=expr)
         if b is None or b.kind == "param":
             return TOP
-    vals = ctx.possible_values(expr)
+    vals = ctx.values.possible_values(expr)
     return vals if vals is not None else TOP
 
 
-def _project_may_return_layer(ctx: FileContext, fn: ast.FunctionDef) -> bool:
+def _project_may_return_layer(ctx: SemanticModel, fn: ast.FunctionDef) -> bool:
     cache = ctx.caches.project_may_return_layer
     hit = cache.get(id(fn))
     if hit is None or hit[0] is not fn:
@@ -207,7 +263,7 @@ def _project_may_return_layer(ctx: FileContext, fn: ast.FunctionDef) -> bool:
     return hit[1]
 
 
-def _cst_may_return_layer(ctx: FileContext, fn: cst.FunctionDef) -> bool:
+def _cst_may_return_layer(ctx: SemanticModel, fn: cst.FunctionDef) -> bool:
     cache = ctx.caches.may_return_layer
     hit = cache.get(id(fn))
     if hit is not None and hit[0] is fn:

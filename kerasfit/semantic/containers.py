@@ -31,7 +31,7 @@ from .nodes import UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
-    from .model import FileContext
+    from .model import SemanticModel
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 _LOOPS = (cst.For, cst.While)
@@ -77,14 +77,14 @@ def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return _self_attr(a) is not None and _self_attr(a) == _self_attr(b)
 
 
-def _enclosing(ctx: FileContext, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
-    p = ctx.parent(node)
+def _enclosing(ctx: SemanticModel, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
+    p = ctx.scopes.parent(node)
     while p is not None and not isinstance(p, kinds):
-        p = ctx.parent(p)
+        p = ctx.scopes.parent(p)
     return p
 
 
-def _uses(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
+def _uses(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
     """Every occurrence of the container's spelling in ``where`` (its class or function)."""
     attr = _self_attr(base)
     if attr is not None:
@@ -98,7 +98,7 @@ def _uses(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode) -> Ite
         yield n
 
 
-def contents(ctx: FileContext, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
+def contents(ctx: SemanticModel, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
     """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
     if _depth > 3:
         return None
@@ -123,36 +123,36 @@ def contents(ctx: FileContext, base: cst.BaseExpression, _depth: int = 0, _alias
     return found
 
 
-def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
+def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
     init: cst.Assign | None = None
     appends: list[tuple[cst.Call, cst.CSTNode]] = []
     stores: list[tuple[object, cst.BaseExpression]] = []
     for n in _uses(ctx, base, where):
-        par = ctx.parent(n)
+        par = ctx.scopes.parent(n)
         if isinstance(par, cst.AssignTarget):
-            stmt = ctx.parent(par)
+            stmt = ctx.scopes.parent(par)
             if init is not None or not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
                 return None
             init = stmt
             continue
         if isinstance(par, cst.Attribute) and par.value is n:
-            call = ctx.parent(par)
+            call = ctx.scopes.parent(par)
             method = par.attr.value
             if isinstance(call, cst.Call) and call.func is par:
                 if method in _MUTATORS:
                     return None
                 if method in ("append", "add"):
-                    stmt = ctx.parent(call)
+                    stmt = ctx.scopes.parent(call)
                     if not isinstance(stmt, cst.Expr) or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
                         return None
                     appends.append((call, stmt))
             continue
         if isinstance(par, cst.Subscript) and par.value is n:
-            if isinstance(ctx.parent(par), (cst.AssignTarget, cst.AugAssign)) or isinstance(ctx.parent(par), cst.Del):
-                target_of = ctx.parent(par)
+            if isinstance(ctx.scopes.parent(par), (cst.AssignTarget, cst.AugAssign)) or isinstance(ctx.scopes.parent(par), cst.Del):
+                target_of = ctx.scopes.parent(par)
                 if isinstance(target_of, cst.AssignTarget) and len(par.slice) == 1 and isinstance(par.slice[0].slice, cst.Index):
-                    k = ctx.const(par.slice[0].slice.value, scopes=ctx.scopes_of(par))
-                    stmt = ctx.parent(target_of)
+                    k = ctx.values.const(par.slice[0].slice.value, scopes=ctx.scopes.scopes_of(par))
+                    stmt = ctx.scopes.parent(target_of)
                     if k is not UNKNOWN and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
                         stores.append((k, stmt.value))
                         continue
@@ -160,7 +160,7 @@ def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, de
             continue
         if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
             return None  # ``self.x += [...]`` / an alias that may be mutated elsewhere
-        if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.parent(par)):
+        if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.scopes.parent(par)):
             return None  # handed to code that may change it (``add_block(model)``)
     if init is None:
         return None
@@ -194,7 +194,7 @@ def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, de
         for e in value.elements:
             if not isinstance(e, cst.DictElement):
                 return None
-            k = ctx.const(e.key, scopes=ctx.scopes_of(e))
+            k = ctx.values.const(e.key, scopes=ctx.scopes.scopes_of(e))
             if k is UNKNOWN:
                 return None
             dict_keys.append(k)
@@ -202,7 +202,7 @@ def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, de
         return Contents(tuple(dict_values), False, tuple(dict_keys))
     if isinstance(value, cst.DictComp):
         return Contents((value.value,), True)
-    if isinstance(value, cst.Call) and ctx.call_name_anywhere(value) == _SEQUENTIAL:
+    if isinstance(value, cst.Call) and ctx.names.call_name_anywhere(value) == _SEQUENTIAL:
         layers = get_arg(value, "layers", 0)
         if layers is not None and isinstance(layers.value, (cst.List, cst.Tuple)):
             return contents_of_literal(layers.value)
@@ -215,14 +215,14 @@ def _contents(ctx: FileContext, base: cst.BaseExpression, where: cst.CSTNode, de
 _READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
 
 
-def _reads_only(ctx: FileContext, call: cst.CSTNode | None) -> bool:
+def _reads_only(ctx: SemanticModel, call: cst.CSTNode | None) -> bool:
     """A call that does not change a container passed to it: a reading builtin, or a
     framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
     if not isinstance(call, cst.Call):
         return True
     if isinstance(call.func, cst.Name) and call.func.value in _READERS:
         return True
-    return ctx.call_name_anywhere(call) is not None
+    return ctx.names.call_name_anywhere(call) is not None
 
 
 def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
@@ -231,27 +231,27 @@ def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
     return Contents(tuple(e.value for e in value.elements), False)
 
 
-def _is_empty(ctx: FileContext, value: cst.BaseExpression) -> bool:
+def _is_empty(ctx: SemanticModel, value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)) and not value.elements:
         return True
     if isinstance(value, cst.Call) and not value.args:
         if isinstance(value.func, cst.Name) and value.func.value == "list":
             return True
-        return ctx.call_name_anywhere(value) == _SEQUENTIAL
+        return ctx.names.call_name_anywhere(value) == _SEQUENTIAL
     return False
 
 
-def _appended(ctx: FileContext, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
+def _appended(ctx: SemanticModel, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
     """The period the appends build: they must sit in one block, run together (nothing
     between them leaves the block), after the container is created in the same function."""
     lines: list[cst.SimpleStatementLine] = []
     for _, expr_stmt in appends:
-        line = ctx.parent(expr_stmt)
+        line = ctx.scopes.parent(expr_stmt)
         if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1:
             return None
         lines.append(line)
-    block = ctx.parent(lines[0])
-    if not isinstance(block, (cst.IndentedBlock, cst.Module)) or any(ctx.parent(ln) is not block for ln in lines[1:]):
+    block = ctx.scopes.parent(lines[0])
+    if not isinstance(block, (cst.IndentedBlock, cst.Module)) or any(ctx.scopes.parent(ln) is not block for ln in lines[1:]):
         return None
     body = list(block.body)
     pos = [next(i for i, s in enumerate(body) if s is ln) for ln in lines]
@@ -260,8 +260,8 @@ def _appended(ctx: FileContext, init: cst.Assign, appends: list[tuple[cst.Call, 
             isinstance(small, (cst.Return, cst.Break, cst.Continue, cst.Raise)) for small in s.body
         ):
             return None
-    init_line = ctx.parent(init)
-    init_block = ctx.parent(init_line) if isinstance(init_line, cst.SimpleStatementLine) else None
+    init_line = ctx.scopes.parent(init)
+    init_block = ctx.scopes.parent(init_line) if isinstance(init_line, cst.SimpleStatementLine) else None
     func = _enclosing(ctx, init, (cst.FunctionDef, cst.Lambda, cst.ClassDef))
     if init_block is None or _enclosing(ctx, lines[0], (cst.FunctionDef, cst.Lambda, cst.ClassDef)) is not func:
         return None
@@ -277,7 +277,7 @@ def _appended(ctx: FileContext, init: cst.Assign, appends: list[tuple[cst.Call, 
             repeats = True
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
             return None
-        node = ctx.parent(node)
+        node = ctx.scopes.parent(node)
     if node is None:
         return None
     ordered = sorted(zip(pos, (c.args[0].value for c, _ in appends)), key=lambda t: t[0])
@@ -285,7 +285,7 @@ def _appended(ctx: FileContext, init: cst.Assign, appends: list[tuple[cst.Call, 
 
 
 # ---- which element --------------------------------------------------------------
-def element_candidates(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """The element expressions ``expr`` may be: ``C[i]`` (by index or key) or a loop
     variable over ``C`` (``for l in C``, ``enumerate(C)``, ``zip(C1, C2)``, also in
     comprehensions). One candidate when the element is determined; None when ``expr``
@@ -314,10 +314,10 @@ def _distinct(items: Sequence[cst.BaseExpression]) -> list[cst.BaseExpression]:
     return out
 
 
-def _at(ctx: FileContext, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
-    scopes = ctx.scopes_of(index)
+def _at(ctx: SemanticModel, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
+    scopes = ctx.scopes.scopes_of(index)
     if c.keys is not None:
-        k = ctx.const(index, scopes=scopes)
+        k = ctx.values.const(index, scopes=scopes)
         if k is not UNKNOWN and not c.repeats:
             hits = [v for key, v in zip(c.keys, c.items) if key == k]
             return hits if hits else _distinct(c.items)
@@ -327,7 +327,7 @@ def _at(ctx: FileContext, c: Contents, index: cst.BaseExpression) -> list[cst.Ba
     return [c.items[r]] if r is not None else _distinct(c.items)
 
 
-def residue(ctx: FileContext, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
+def residue(ctx: SemanticModel, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
     """``expr mod p`` when the code fixes it (``k + 1`` with ``k = 0`` and ``k += 2``,
     ``2 * i``, a ``range`` start with a step that is a multiple of ``p``), else None."""
     if p == 1:
@@ -357,14 +357,14 @@ def residue(ctx: FileContext, expr: cst.BaseExpression, p: int, _depth: int = 0)
         comp = _comprehension_binding(ctx, expr)
         if comp is not None:  # a comprehension variable: its own ``range``, not the function's name
             return _range_residue(ctx, comp.iter, p, _depth) if isinstance(comp.target, cst.Name) else None
-        v = ctx.const(expr, scopes=ctx.scopes_of(expr))
+        v = ctx.values.const(expr, scopes=ctx.scopes.scopes_of(expr))
         if isinstance(v, int) and not isinstance(v, bool):
             return v % p
         return _name_residue(ctx, expr, p, _depth)
     return None
 
 
-def _comprehension_binding(ctx: FileContext, name: cst.Name) -> cst.CompFor | None:
+def _comprehension_binding(ctx: SemanticModel, name: cst.Name) -> cst.CompFor | None:
     for node in _ancestors(ctx, name):
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
@@ -377,12 +377,12 @@ def _comprehension_binding(ctx: FileContext, name: cst.Name) -> cst.CompFor | No
     return None
 
 
-def _name_residue(ctx: FileContext, name: cst.Name, p: int, depth: int) -> int | None:
-    scopes = ctx.scopes_of(name)
+def _name_residue(ctx: SemanticModel, name: cst.Name, p: int, depth: int) -> int | None:
+    scopes = ctx.scopes.scopes_of(name)
     scope = scopes[0] if scopes else None
     if not isinstance(scope, cst.FunctionDef):
         return None
-    bindings = ctx.scope_index(scope).bindings.get(name.value)
+    bindings = ctx.scopes.scope_index(scope).bindings.get(name.value)
     if not bindings:
         return None
     found: set[int] = set()
@@ -405,7 +405,7 @@ def _name_residue(ctx: FileContext, name: cst.Name, p: int, depth: int) -> int |
     return found.pop() if len(found) == 1 else None
 
 
-def _range_residue(ctx: FileContext, it: cst.BaseExpression, p: int, depth: int) -> int | None:
+def _range_residue(ctx: SemanticModel, it: cst.BaseExpression, p: int, depth: int) -> int | None:
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"):
         return None
     args = [a.value for a in it.args if a.keyword is None and not a.star]
@@ -421,7 +421,7 @@ def _mentions(expr: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
 
 
-def loop_source(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
@@ -471,7 +471,7 @@ class Order:
         return self.contents.adjacent()
 
 
-def applied_in_order(ctx: FileContext, call: cst.Call) -> Order | None:
+def applied_in_order(ctx: SemanticModel, call: cst.Call) -> Order | None:
     """For ``x = layer(x)`` in ``for layer in C:`` (or ``enumerate(C)``, or ``x = C[i](x)``
     under ``for i in range(len(C))``): the container, whose elements then feed each other
     in construction order. None unless the loop body is that chain: the statement sits
@@ -498,7 +498,7 @@ def applied_in_order(ctx: FileContext, call: cst.Call) -> Order | None:
             return None
     else:
         return None
-    assign = ctx.parent(call)
+    assign = ctx.scopes.parent(call)
     if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
         return None
     target = assign.targets[0].target
@@ -506,8 +506,8 @@ def applied_in_order(ctx: FileContext, call: cst.Call) -> Order | None:
     if not (isinstance(target, cst.Name) and first is not None and first.keyword is None and not first.star
             and isinstance(first.value, cst.Name) and first.value.value == target.value):
         return None
-    line = ctx.parent(assign)
-    if not isinstance(line, cst.SimpleStatementLine) or ctx.parent(line) is not loop.body:
+    line = ctx.scopes.parent(assign)
+    if not isinstance(line, cst.SimpleStatementLine) or ctx.scopes.parent(line) is not loop.body:
         return None
     for stmt in loop.body.body:
         if stmt is line:
@@ -521,7 +521,7 @@ def applied_in_order(ctx: FileContext, call: cst.Call) -> Order | None:
     return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
 
 
-def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
+def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
     """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
     body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
     None when there is none or it iterates something unknown."""
@@ -539,35 +539,9 @@ def _for_binding(ctx: FileContext, name: cst.Name) -> tuple[cst.For, cst.BaseExp
     return None
 
 
-def _ancestors(ctx: FileContext, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    chain = _walked_ancestors(ctx, node)
-    if chain is not None:
-        yield from chain
-        return
-    p = ctx.parent(node)
-    while p is not None:
-        yield p
-        p = ctx.parent(p)
-
-
-def _walked_ancestors(ctx: FileContext, node: cst.CSTNode) -> list[cst.CSTNode] | None:
-    """``node``'s ancestors, innermost first, read off the engine's walk when ``node`` is
-    the node being visited or one of its children; else None. Rules ask about the call
-    they visit, and the parent links otherwise cost a walk of the whole file (the file
-    index), which most files need for nothing else. ``ctx.walk_path`` is the walk's chain
-    only while it starts at the module (questions about other nodes swap in their
-    scopes, without it)."""
-    stack = ctx.walk_path
-    if not stack or stack[0] is not ctx.module:
-        return None
-    top = stack[-1]
-    kids = list(iter_children(top))
-    if any(c is node for c in kids):
-        return stack[::-1]
-    for c in kids:
-        if any(g is node for g in iter_children(c)):
-            return [c, *stack[::-1]]
-    return None
+def _ancestors(ctx: SemanticModel, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """``node``'s ancestors, innermost first."""
+    return reversed(ctx.scopes.ancestors(node))
 
 
 def _enumerate_value(loop: cst.For, name: str) -> bool:

@@ -7,20 +7,20 @@ answer None whenever the answer is not certain, so rules stay precise.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import libcst as cst
 
 from . import containers
-from .model import FileContext
-from .nodes import class_index, get_arg, iter_children, self_attr, walk
+from .model import SemanticModel
+from .nodes import ScopeNode, class_index, get_arg, iter_children, self_attr, walk
 
 Block = cst.IndentedBlock | cst.Module
 
 
-def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block, int] | None:
-    """The statement line holding the visited node, its block and its index there."""
-    stack = ctx.walk_path
+def current_statement(ctx: SemanticModel, node: cst.CSTNode) -> tuple[cst.SimpleStatementLine, Block, int] | None:
+    """The statement line holding ``node``, its block and its index there."""
+    stack = ctx.scopes.ancestors(node)
     for i in range(len(stack) - 1, 0, -1):
         line = stack[i]
         if isinstance(line, cst.SimpleStatementLine):
@@ -35,18 +35,19 @@ def current_statement(ctx: FileContext) -> tuple[cst.SimpleStatementLine, Block,
     return None
 
 
-def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatementLine, cst.BaseExpression] | None:
-    """The ``name = value`` statement that the current use of ``name`` reads.
+def reaching_assignment(ctx: SemanticModel, name: str, at: cst.CSTNode) -> tuple[cst.SimpleStatementLine, cst.BaseExpression] | None:
+    """The ``name = value`` statement that a use of ``name`` at ``at`` reads.
 
     Walks back through earlier statements of the same block; gives up (None) when a
     compound statement in between may rebind the name or the block starts first.
     Falls back to the single binding in the enclosing scope when the name is bound once.
     """
-    cur = current_statement(ctx)
+    cur = current_statement(ctx, at)
     if cur is not None:
         line, block, idx = cur
         mine = list(line.body)
-        pos = next((k for k, s in enumerate(mine) if any(a is s for a in ctx.walk_path)), len(mine))
+        path = ctx.scopes.ancestors(at)
+        pos = next((k for k, s in enumerate(mine) if any(a is s for a in path)), len(mine))
         if any(ctx.syntax.binds(s, name) for s in mine[:pos]):
             return None
         for j in range(idx - 1, -1, -1):
@@ -64,16 +65,17 @@ def reaching_assignment(ctx: FileContext, name: str) -> tuple[cst.SimpleStatemen
                         return None
             elif ctx.syntax.binds(stmt, name):
                 return None
-    b = ctx.lookup(name)
+    scopes = ctx.scopes.scopes_of(at)
+    b = ctx.scopes.lookup(name, scopes)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
-        found = _line_of(ctx, b.node)
+        found = _line_of(b.node, scopes)
         if found is not None:
             return found, b.value
     return None
 
 
-def _line_of(ctx: FileContext, small: cst.CSTNode) -> cst.SimpleStatementLine | None:
-    for scope in ctx.scopes():
+def _line_of(small: cst.CSTNode, scopes: Sequence[ScopeNode]) -> cst.SimpleStatementLine | None:
+    for scope in scopes:
         if isinstance(scope, cst.Lambda):
             continue
         for n in walk(scope if isinstance(scope, cst.Module) else scope.body):
@@ -82,10 +84,10 @@ def _line_of(ctx: FileContext, small: cst.CSTNode) -> cst.SimpleStatementLine | 
     return None
 
 
-def value_of(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression:
+def value_of(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
     """Follow a Name to the assignment that reaches it (once); else the expression."""
     if isinstance(expr, cst.Name):
-        hit = reaching_assignment(ctx, expr.value)
+        hit = reaching_assignment(ctx, expr.value, expr)
         if hit is not None:
             return hit[1]
     return expr
@@ -101,7 +103,7 @@ def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
     return class_index(cls)[1].get(attr, 0)
 
 
-def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+def layer_constructor(ctx: SemanticModel, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
     """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name.
 
     Handles ``Conv2D(...)(x)``, ``conv = Conv2D(...); conv(x)`` and ``self.conv(x)`` with
@@ -119,19 +121,19 @@ def layer_constructor(ctx: FileContext, func: cst.BaseExpression) -> tuple[cst.C
         ctor = value_of(ctx, func)
     else:
         attr = self_attr(func)
-        cls = ctx.enclosing_class()
+        cls = ctx.scopes.enclosing_class(func)
         if attr is not None and cls is not None:
             values = ctx.syntax.class_attr_assignments(cls, attr)
             if len(values) == 1:
                 ctor = values[0]
     if isinstance(ctor, cst.Call):
-        name = ctx.call_name(ctor)
+        name = ctx.names.call_name(ctor)
         if name is not None:
             return ctor, name
     return None
 
 
-def container_element(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+def container_element(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The one element expression ``C[i]`` or a loop variable over ``C`` is, when the
     container's construction fixes it (see :mod:`kerasfit.semantic.containers`)."""
     cands = element_candidates(ctx, expr)
@@ -139,47 +141,47 @@ def container_element(ctx: FileContext, expr: cst.BaseExpression) -> cst.BaseExp
         return None
     el = cands[0]
     if isinstance(el, cst.Name):  # conv = Conv2D(...); self.convs.append(conv)
-        b = ctx.lookup(el.value, ctx.scopes_of(el))
+        b = ctx.scopes.lookup(el.value, ctx.scopes.scopes_of(el))
         return b.value if b is not None and b.kind == "assign" else None
     return el
 
 
-def element_candidates(ctx: FileContext, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """Every element expression ``C[i]`` / a loop variable over ``C`` may be (a may-answer)."""
     return containers.element_candidates(ctx, expr)
 
 
-def container_contents(ctx: FileContext, expr: cst.BaseExpression) -> containers.Contents | None:
+def container_contents(ctx: SemanticModel, expr: cst.BaseExpression) -> containers.Contents | None:
     """One period of what a layer container holds, in construction order (``adjacent()``
     gives the layers that follow each other when it is iterated)."""
     return containers.contents(ctx, expr)
 
 
-def applied_in_order(ctx: FileContext, call: cst.Call) -> containers.Order | None:
+def applied_in_order(ctx: SemanticModel, call: cst.Call) -> containers.Order | None:
     """``x = layer(x)`` in ``for layer in C:``: the container whose layers feed each other."""
     return containers.applied_in_order(ctx, call)
 
 
-def loop_source(ctx: FileContext, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates (``for l in C``, ``enumerate``, ``zip``)."""
     return containers.loop_source(ctx, name)
 
 
-def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:
+def shape_of_variable(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:
     """The constant shape of a weight created by ``tf.Variable(init(shape))``,
     ``tf.get_variable(name, shape)`` or ``self.add_weight(shape=...)``, else None."""
     if _depth > 4:
         return None
+    cls = ctx.scopes.enclosing_class(expr)
     expr = value_of(ctx, expr)
     attr = self_attr(expr)
     if attr is not None:
-        cls = ctx.enclosing_class()
         values = ctx.syntax.class_attr_assignments(cls, attr) if cls is not None else []
         return shape_of_variable(ctx, values[0], _depth + 1) if len(values) == 1 else None
     if not isinstance(expr, cst.Call):
         return None
     shape_arg: cst.Arg | None = None
-    name = ctx.call_name(expr)
+    name = ctx.names.call_name(expr)
     if name in ("tf.get_variable", "tf.Variable", "tf.random.normal", "tf.random.truncated_normal",
                 "tf.random.uniform", "tf.random_normal", "tf.truncated_normal", "tf.random_uniform",
                 "tf.zeros", "tf.ones", "tf.placeholder"):
@@ -189,24 +191,24 @@ def shape_of_variable(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 
         shape_arg = get_arg(expr, "shape", 1 if name in ("tf.get_variable", "tf.placeholder") else 0)
     elif isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "add_weight":
         shape_arg = get_arg(expr, "shape")
-    elif isinstance(expr.func, cst.Call) and (ctx.call_name(expr.func) or "").startswith("keras.initializers."):
+    elif isinstance(expr.func, cst.Call) and (ctx.names.call_name(expr.func) or "").startswith("keras.initializers."):
         shape_arg = get_arg(expr, "shape", 0)
     if shape_arg is None:
         return None
-    shape = ctx.const(shape_arg.value)
+    shape = ctx.values.const(shape_arg.value)
     if isinstance(shape, (list, tuple)) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
         return tuple(shape)
     return None
 
 
-def depends_on_param(ctx: FileContext, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+def depends_on_param(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> bool:
     """True when a name in ``expr`` is (or is computed from) a function parameter:
     its default is only what callers get when they pass nothing."""
     if _depth > 8:
         return True
     for n in walk(expr):
         if isinstance(n, cst.Name):
-            b = ctx.lookup(n.value)
+            b = ctx.scopes.lookup(n.value, at=n)
             if b is None:
                 continue
             if b.kind == "param":
@@ -234,16 +236,16 @@ def class_attr_assignment_line(cls: cst.ClassDef, attr: str) -> cst.SimpleStatem
     return found
 
 
-def uses_of(ctx: FileContext, value: cst.BaseExpression) -> list[cst.Name] | None:
+def uses_of(ctx: SemanticModel, value: cst.BaseExpression) -> list[cst.Name] | None:
     """Where the value of ``name = value`` is read: the loads of ``name`` (in the
     assignment's scope) that this assignment reaches. None when ``value`` is not the
     whole right-hand side of an assignment to one plain name."""
-    parent = ctx.parent(value)
+    parent = ctx.scopes.parent(value)
     if not (isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, cst.Name)):
         return None
     target = parent.targets[0].target
     return [
-        n for n, _, _s in ctx.name_refs_in(target.value, ctx.scopes_of(parent)[0])
-        if n is not target and not isinstance(ctx.parent(n), cst.AssignTarget)
-        and any(b.node is parent or b.value is value for b in ctx.reaching_bindings(n))
+        n for n, _, _s in ctx.scopes.name_refs_in(target.value, ctx.scopes.scopes_of(parent)[0])
+        if n is not target and not isinstance(ctx.scopes.parent(n), cst.AssignTarget)
+        and any(b.node is parent or b.value is value for b in ctx.scopes.reaching_bindings(n))
     ]

@@ -27,7 +27,7 @@ Public API (stable; other branches build on it):
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged.
 - The index of a running check is passed in explicitly (``LintSettings.project``, then
-  ``FileContext(project=...)``): the CLI makes one per run of a tree, the language server
+  ``SemanticModel(project=...)``): the CLI makes one per run of a tree, the language server
   one per workspace folder. A file checked without one gets an index rooted nowhere that
   still resolves imports from the file system.
 """

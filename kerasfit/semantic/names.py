@@ -85,7 +85,7 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
     for i, scope in enumerate(scopes):
         if isinstance(scope, cst.ClassDef) and i > 0:
             continue
-        bs = ctx.scope_index(scope).bindings.get(head)
+        bs = ctx.scopes.scope_index(scope).bindings.get(head)
         if bs:
             if isinstance(scope, cst.ClassDef):
                 return None
@@ -94,7 +94,7 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
             found = {_injection(ctx, b, head, within) for b in bs}
             return found.pop() if len(found) == 1 else None
     # module level: `backend = None`, filled by functions that declare it global
-    bs = ctx.scope_index(ctx.module).bindings.get(head)
+    bs = ctx.scopes.scope_index(ctx.module).bindings.get(head)
     if not bs or not all(b.kind == "assign" and isinstance(b.value, cst.Name) and b.value.value == "None" for b in bs):
         return None
     injected: dict[str, str] = ctx.file_fact("global_injections", _global_injections)
@@ -117,7 +117,7 @@ def _injection(ctx: Any, b: Any, head: str, within: Any) -> str | None:
             return None
         if key not in INJECTED_SUBMODULES or not isinstance(base, cst.Name):
             return None
-        pb = ctx.lookup(base.value, ctx.scopes(within))
+        pb = ctx.scopes.lookup(base.value, ctx.scopes.chain(within))
         if pb is None or pb.kind != "param" or not _is_star_kwarg(pb.node):
             return None
         return f"keras.{key}"
@@ -195,7 +195,7 @@ def _global_injections(ctx: Any) -> dict[str, str]:
         callee = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if callee != _INJECTOR:
             continue
-        assign = ctx.parent(call)
+        assign = ctx.scopes.parent(call)
         if not isinstance(assign, cst.Assign):
             continue
         fn = ctx.index.scopes_of(call)[0]

@@ -11,7 +11,7 @@ import libcst as cst
 
 from ..fixes import Replace
 from ..symbols import ROOT_MODULES, canonical
-from .model import FileContext
+from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
@@ -38,13 +38,13 @@ def round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def tf_data_root(ctx: FileContext, call: cst.Call) -> cst.Call | None:
+def tf_data_root(ctx: SemanticModel, call: cst.Call) -> cst.Call | None:
     """The tf.data constructor a method chain ending at ``call`` starts from, or None."""
-    chain = ctx.call_chain(call)
+    chain = ctx.values.call_chain(call)
     if not chain:
         return None
     root = chain[0]
-    raw = ctx.raw_name_anywhere(root.func)
+    raw = ctx.names.raw_name_anywhere(root.func)
     if raw is None:
         return None
     if raw.startswith(_DATASET_ROOT_RAW):
@@ -64,10 +64,10 @@ _DATASET_METHODS = frozenset({"map", "filter", "shuffle", "batch", "repeat", "ta
 _OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "ray", "jax", "grain")
 
 
-def _outer_methods(ctx: FileContext, call: cst.Call) -> list[cst.Call]:
+def _outer_methods(ctx: SemanticModel, call: cst.Call) -> list[cst.Call]:
     """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
     out: list[cst.Call] = []
-    stack = ctx.walk_path
+    stack = ctx.scopes.ancestors(call)
     cur: cst.CSTNode = call
     i = len(stack) - 1
     while i >= 1:
@@ -80,20 +80,20 @@ def _outer_methods(ctx: FileContext, call: cst.Call) -> list[cst.Call]:
     return out
 
 
-def _names_tf_data(ctx: FileContext, call: cst.Call) -> bool:
+def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
     """An argument of ``call`` is a ``tf.data`` symbol (``tf.data.AUTOTUNE``,
     ``tf.data.experimental.ignore_errors()``)."""
     for a in call.args:
         v = a.value.func if isinstance(a.value, cst.Call) else a.value
         if isinstance(v, (cst.Name, cst.Attribute)):
-            raw = ctx.raw_name_anywhere(v)
+            raw = ctx.names.raw_name_anywhere(v)
             if raw is not None and raw.split(".")[0] in ROOT_MODULES:
                 if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
                     return True
     return False
 
 
-def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
+def is_tf_data_chain(ctx: SemanticModel, call: cst.Call) -> bool:
     """True when the method chain through ``call`` is a ``tf.data`` pipeline.
 
     Either it starts at a ``tf.data`` constructor (:func:`tf_data_root`), or — for a
@@ -105,13 +105,13 @@ def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
     """
     if tf_data_root(ctx, call) is not None:
         return True
-    chain = ctx.call_chain(call)
+    chain = ctx.values.call_chain(call)
     calls = chain + _outer_methods(ctx, call)
     if chain:
         base: cst.BaseExpression = chain[0].func
         while isinstance(base, (cst.Attribute, cst.Subscript, cst.Call)):
             base = base.func if isinstance(base, cst.Call) else base.value
-        raw = ctx.raw_name_anywhere(base) if isinstance(base, cst.Name) else None
+        raw = ctx.names.raw_name_anywhere(base) if isinstance(base, cst.Name) else None
         if raw is not None and raw.split(".")[0] in _OTHER_PIPELINE_ROOTS:
             return False
     inner = [c.func.attr.value for c in chain if isinstance(c.func, cst.Attribute)]
@@ -131,14 +131,14 @@ def is_tf_data_chain(ctx: FileContext, call: cst.Call) -> bool:
     return len(set(methods) & _DATASET_METHODS) >= 2 and bool(ctx.file_fact("uses_tf_data", _file_uses_tf_data))
 
 
-def _file_uses_tf_data(ctx: FileContext) -> bool:
-    for raw in ctx.imports.values():
+def _file_uses_tf_data(ctx: SemanticModel) -> bool:
+    for raw in ctx.names.imports.values():
         if raw.startswith(("tensorflow_datasets", "tensorflow.data", "tensorflow.compat.v1.data")):
             return True
     return "tf.data." in ctx.source or "tfds." in ctx.source
 
 
-def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
+def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
     """Names a dataset goes by: the receivers of the chain and the assignment target."""
     out: list[str] = []
     node: cst.BaseExpression = call
@@ -146,7 +146,7 @@ def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
         node = node.func.value
     if isinstance(node, cst.Name):
         out.append(node.value)
-    for anc in reversed(ctx.walk_path):
+    for anc in reversed(ctx.scopes.ancestors(call)):
         if isinstance(anc, cst.Assign):
             for t in anc.targets:
                 if isinstance(t.target, cst.Name):
@@ -157,16 +157,16 @@ def _names_in_chain(ctx: FileContext, call: cst.Call) -> list[str]:
     return out
 
 
-def feeds_evaluation(ctx: FileContext, call: cst.Call) -> bool:
+def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
     ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
     if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)):
         return True
-    for anc in ctx.walk_path:
+    stack = ctx.scopes.ancestors(call)
+    for anc in stack:
         if isinstance(anc, cst.FunctionDef) and _EVAL_RE.search(anc.name.value):
             return True
-    stack = ctx.walk_path
     for i, anc in enumerate(stack):
         if not isinstance(anc, cst.If) or i + 1 >= len(stack):
             continue
@@ -182,16 +182,16 @@ def feeds_evaluation(ctx: FileContext, call: cst.Call) -> bool:
     return False
 
 
-def number(ctx: FileContext, expr: cst.BaseExpression) -> float | int | None:
+def number(ctx: SemanticModel, expr: cst.BaseExpression) -> float | int | None:
     """A numeric scalar constant: a literal, a folded name, ``tf.constant(2.0)``,
     ``tf.cast(8, tf.float32)``; else None."""
     if isinstance(expr, cst.Call):
-        name = ctx.call_name(expr)
+        name = ctx.names.call_name(expr)
         if name in ("tf.constant", "tf.cast", "keras.ops.cast", "keras.ops.convert_to_tensor", "tf.convert_to_tensor"):
             arg = get_arg(expr, None, 0)
             return number(ctx, arg.value) if arg is not None else None
         return None
-    v = ctx.const(expr)
+    v = ctx.values.const(expr)
     if v is UNKNOWN or isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     return v
@@ -210,7 +210,7 @@ def receiver_dotted(call: cst.Call) -> str | None:
     return dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
 
 
-def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -> Replace | None:
+def insert_keyword(ctx: SemanticModel, call: cst.Call, keyword: str, value: str) -> Replace | None:
     """A Replace that adds ``keyword=value`` after the last argument of ``call`` by a
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last
@@ -231,7 +231,7 @@ def insert_keyword(ctx: FileContext, call: cst.Call, keyword: str, value: str) -
             return None
         block = "".join(
             (b.indent if b.indent is not None else ctx.module.default_indent)
-            for b in ctx.walk_path
+            for b in ctx.scopes.ancestors(call)
             if isinstance(b, cst.IndentedBlock)
         )
         nl = ctx.module.default_newline

@@ -19,10 +19,10 @@ from ..symbols import POLICY_SETTERS, policy_dtype
 from .nodes import get_arg
 
 if TYPE_CHECKING:
-    from .model import FileContext
+    from .model import SemanticModel
 
 
-def compute_dtype(ctx: FileContext, layer: cst.Call | None = None) -> str:
+def compute_dtype(ctx: SemanticModel, layer: cst.Call | None = None) -> str:
     """'float16', 'bfloat16' or 'float32' (also for a dtype we cannot name)."""
     if layer is not None:
         arg = get_arg(layer, "dtype")
@@ -41,25 +41,25 @@ def compute_dtype(ctx: FileContext, layer: cst.Call | None = None) -> str:
     return policy_dtype(configured) if isinstance(configured, str) else "float32"
 
 
-def _policy_value(ctx: FileContext, expr: cst.BaseExpression) -> str | None:
+def _policy_value(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
     """A policy or dtype argument's compute dtype: ``"mixed_float16"``, ``tf.float16``,
     ``Policy("mixed_bfloat16")``; None when it does not fold."""
     if isinstance(expr, cst.Call) and expr.args:  # Policy("mixed_float16") / DTypePolicy(...)
         expr = expr.args[0].value
-    v = ctx.const(expr, scopes=ctx.scopes_of(expr))
+    v = ctx.values.const(expr, scopes=ctx.scopes.scopes_of(expr))
     if isinstance(v, str):
         return policy_dtype(v)
-    dotted = ctx.raw_name_anywhere(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    dotted = ctx.names.raw_name_anywhere(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
     if dotted is not None and dotted.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
         return policy_dtype(dotted.rsplit(".", 1)[-1])
     return None
 
 
-def _file_policies(ctx: FileContext) -> frozenset[Any]:
+def _file_policies(ctx: SemanticModel) -> frozenset[Any]:
     out: set[str] = set()
     for call, _scopes in ctx.index.calls:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in POLICY_SETTERS and call.args:
-            name = ctx.call_name_anywhere(call)
+            name = ctx.names.call_name_anywhere(call)
             if name is None:
                 continue
             v = _policy_value(ctx, call.args[0].value)

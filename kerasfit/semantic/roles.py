@@ -7,6 +7,9 @@ that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it 
 ``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code.
 Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
+
+The roles part of the semantic model (``Roles``) answers from these facts and from each
+function's role (``Role``: what its code is for), computed once per file.
 """
 
 from __future__ import annotations
@@ -16,12 +19,22 @@ from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
-from ..symbols import is_model_building
-from .nodes import walk
+from ..symbols import (
+    DATASET_FN_METHODS,
+    HOST_CALLBACK_WRAPPERS,
+    INPUT_FN_TAKERS,
+    STEP_FN_TAKERS,
+    canonical,
+    is_input_pipeline,
+    is_model_building,
+    is_tpu_symbol,
+)
+from ..types import Role
+from .bridge import project_makes_tpu
+from .nodes import ScopeNode, dotted_name, walk
 
 if TYPE_CHECKING:
-    from .model import FileContext
-    from .nodes import ScopeNode
+    from .model import SemanticModel
 
 # Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
@@ -42,7 +55,7 @@ _AUGMENTATION_PREFIXES = (
 )
 
 
-def host_functions(ctx: FileContext) -> frozenset[int]:
+def host_functions(ctx: SemanticModel) -> frozenset[int]:
     """ids of the functions and lambdas of ``ctx``'s file that run on the host."""
     idx = ctx.index
     host: set[int] = set()
@@ -51,7 +64,7 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
         if isinstance(expr, cst.Lambda):
             host.add(id(expr))
         elif isinstance(expr, (cst.Name, cst.Attribute)):
-            fn = ctx.function_defined_as(expr, scopes)
+            fn = ctx.values.function_defined_as(expr, scopes)
             if fn is not None:
                 host.add(id(fn))
 
@@ -68,13 +81,13 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
             elif kw in _HOST_FN_KEYWORDS:
                 mark(a.value, scopes)
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        name = ctx.call_name_anywhere(call)
+        name = ctx.names.call_name_anywhere(call)
         if name is None:
             if isinstance(call.func, cst.Attribute):
                 if call.func.attr.value in _DRIVER_METHODS and owner is not None:
                     calls_driver.add(id(owner))
                 elif not augments:
-                    augments = (ctx.raw_name_anywhere(call.func) or "").startswith("tensorflow_addons.image.")
+                    augments = (ctx.names.raw_name_anywhere(call.func) or "").startswith("tensorflow_addons.image.")
             continue
         if is_model_building(name):
             builds_anything = True
@@ -89,16 +102,16 @@ def host_functions(ctx: FileContext) -> frozenset[int]:
             continue
         if _HOST_NAME.search(f.name.value):
             host.add(id(f))
-        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and ctx.function_role(f) != "model":
+        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and ctx.roles.function_role(f) != "model":
             host.add(id(f))  # drives a model from the host: main, model.fit, estimator.train
     if augments and not builds_anything:
         # an image augmentation module (AutoAugment, crop-and-flip helpers): per-example
         # preprocessing that tf.data runs on the host
-        host |= {id(f) for f in idx.functions if ctx.function_role(f) != "model"}
+        host |= {id(f) for f in idx.functions if ctx.roles.function_role(f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
     for node, numpy_call, scopes in idx.attr_refs.get("numpy", ()):
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        if numpy_call is not None and owner is not None and ctx.raw_name_anywhere(node) is None:
+        if numpy_call is not None and owner is not None and ctx.names.raw_name_anywhere(node) is None:
             host.add(id(owner))
     # functions nested in a host function run there too
     for f in idx.functions:
@@ -123,20 +136,20 @@ _CONTROL_FLOW = frozenset(
 _CONTROL_FLOW_KEYWORDS = frozenset({"body", "cond", "fn", "true_fn", "false_fn", "body_fun", "cond_fun", "f", "branch_fns"})
 
 
-def graph_file(ctx: FileContext) -> bool:
+def graph_file(ctx: SemanticModel) -> bool:
     """The file is TF1 graph code: it imports ``tensorflow.compat.v1`` or spells a
     TF1-only symbol (``tf.placeholder``, ``tf.variable_scope``, ``tf.multinomial`` …)."""
-    if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.imports.values()):
+    if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.names.imports.values()):
         return True
     for attr in _TF1_ONLY:
         for node, _call, _scopes in ctx.index.attr_refs.get(attr, ()):
-            raw = ctx.raw_name_anywhere(node)
+            raw = ctx.names.raw_name_anywhere(node)
             if raw == f"tensorflow.{attr}" or (raw or "").startswith(f"tensorflow.{attr}."):
                 return True
     return False
 
 
-def traced_functions(ctx: FileContext) -> frozenset[int]:
+def traced_functions(ctx: SemanticModel) -> frozenset[int]:
     """Functions traced into a graph by the code around them: the bodies of in-graph
     control flow (``tf.while_loop(cond, body, ...)``, ``keras.ops.scan(f, ...)``),
     and Keras 3 functions written with ``keras.ops`` / ``keras.random`` (backend-agnostic
@@ -144,12 +157,12 @@ def traced_functions(ctx: FileContext) -> frozenset[int]:
     idx = ctx.index
     out: set[int] = set()
     for call, scopes in idx.calls:
-        name = ctx.call_name_anywhere(call)
+        name = ctx.names.call_name_anywhere(call)
         if name is None:
             continue
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
         if owner is not None and name.startswith(("keras.ops.", "keras.random.")):
-            raw = ctx.raw_name_anywhere(call.func) or ""
+            raw = ctx.names.raw_name_anywhere(call.func) or ""
             if raw.startswith("keras.") or raw == "keras":  # Keras 3 itself, not tf.keras
                 out.add(id(owner))
         if name in _CONTROL_FLOW:
@@ -159,7 +172,7 @@ def traced_functions(ctx: FileContext) -> frozenset[int]:
                     if isinstance(v, cst.Lambda):
                         out.add(id(v))
                     elif isinstance(v, (cst.Name, cst.Attribute)):
-                        fn = ctx.function_defined_as(v, scopes)
+                        fn = ctx.values.function_defined_as(v, scopes)
                         if fn is not None:
                             out.add(id(fn))
     return frozenset(out)
@@ -173,7 +186,7 @@ _TRAINING_ATTRS = frozenset({"fit", "fit_generator", "train", "train_on_batch", 
 _TRAINING_NAMES = re.compile(r"^(main|train\w*|run\w*)$")
 
 
-def demo_blocks(ctx: FileContext) -> frozenset[int]:
+def demo_blocks(ctx: SemanticModel) -> frozenset[int]:
     """Ids of the module-level ``if __name__ == "__main__":`` blocks that are demo code:
     the module is a library — another file of the tree imports it — or the block does
     not train (no ``fit``/``train``/``run`` call, no ``main()``/``train*()``), e.g. it
@@ -211,3 +224,272 @@ def _trains(body: cst.BaseSuite) -> bool:
             if isinstance(f, cst.Name) and _TRAINING_NAMES.match(f.value):
                 return True
     return False
+
+
+class Roles:
+    """What each function of the file is for, and which code runs on the host."""
+
+    __slots__ = ("_m",)
+
+    def __init__(self, model: SemanticModel) -> None:
+        self._m = model
+
+    def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> Role:
+        """MODEL (runs on the accelerator: a Layer/Model ``call``/``build``, a
+        ``train_step``, a ``tf.function``, a TF1 ``model_fn``, a function that builds
+        layers, a ``strategy.run`` step), INPUT (the input pipeline: functions given
+        to ``Dataset.map``/``filter``/``interleave``, parsers, ``input_fn``s) or
+        OTHER. Helpers without evidence of their own take their enclosing function's
+        role, else their same-file callers' when those agree. Computed once per file."""
+        if func is None:
+            return Role.OTHER
+        roles: dict[int, Role] = self._m.file_fact("roles", _compute_roles, by_node=True)
+        return roles.get(id(func), Role.OTHER)
+
+    def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda whose body holds ``node``, else None (module level)."""
+        return self._m.scopes.callable_of(node)
+
+    def of(self, node: cst.CSTNode) -> Role:
+        """:meth:`function_role` of the code around ``node``; MODULE at module level."""
+        f = self.callable_of(node)
+        return Role.MODULE if f is None else self.function_role(f)
+
+    @property
+    def uses_tpu(self) -> bool:
+        """The file sets up a TPU: a TPU strategy / cluster resolver / TPUEstimator /
+        ``tpu.rewrite`` etc. (symbols.TPU_SYMBOLS), resolved through imports."""
+        return bool(self._m.file_fact("uses_tpu", _uses_tpu))
+
+    def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True for code that runs on the host, never on the accelerator: a TPUEstimator
+        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest."""
+        if func is None:
+            return False
+        return id(func) in self._m.file_fact("host_functions", host_functions, by_node=True)
+
+    def in_demo_block(self, node: cst.CSTNode) -> bool:
+        """True inside an ``if __name__ == "__main__":`` block of a library module or one
+        that does not train (:func:`demo_blocks`): demo code."""
+        blocks: frozenset[int] = self._m.file_fact("demo_blocks", demo_blocks, by_node=True)
+        if not blocks:
+            return False
+        n: cst.CSTNode | None = node
+        while n is not None:
+            if id(n) in blocks:
+                return True
+            n = self._m.scopes.parent(n)
+        return False
+
+    def is_graph_code(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True when ``func`` builds or runs inside a traced graph although no role says
+        so: TF1 graph code (the file spells ``tf.compat.v1`` / TF1-only symbols), a body
+        of in-graph control flow, or a Keras 3 function written with ``keras.ops``."""
+        if func is None:
+            return False
+        traced = self._m.file_fact("traced_functions", traced_functions, by_node=True)
+        if self._m.file_fact("graph_file", graph_file) or id(func) in traced:
+            return True
+        # nested in a traced function: traced with it
+        return any(id(s) in traced for s in self._m.index.scopes_of(func))
+
+
+# ---- the role of every function ----------------------------------------------------
+
+_MODEL_METHODS = frozenset({"call", "build"})
+# Layers named for preprocessing (keras-hub's `Preprocessor`, `Tokenizer`,
+# `ImageConverter`; Keras's `PreprocessingLayer`) run where their docs put them: in the
+# tf.data pipeline (`ds.map(preprocessor)`), not in the model.
+_PREPROCESSING = re.compile(r"Preprocess|Tokenizer|Converter")
+
+
+def _preprocessing_class(cls: cst.ClassDef) -> bool:
+    names = [cls.name.value, *(dotted_name(b.value) or "" for b in cls.bases if b.keyword is None)]
+    return any(_PREPROCESSING.search(n.rsplit(".", 1)[-1]) for n in names)
+
+
+_STEP_NAMES = frozenset({"train_step", "test_step", "eval_step", "predict_step", "step_fn", "train_step_fn", "eval_step_fn", "replica_fn"})
+# Training drivers: a function calling these runs training, it is not an input pipeline.
+_TRAIN_DRIVERS = frozenset(
+    {"fit", "compile", "evaluate", "fit_generator", "train", "train_and_evaluate", "minimize", "apply_gradients", "compute_gradients"}
+)
+
+
+def _uses_tpu(ctx: SemanticModel) -> bool:
+    low = ctx.source.lower()
+    if "tpu" not in low:
+        # a helper of another module may make the TPU strategy the file uses
+        return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
+    for call, _ in ctx.index.calls:
+        raw = ctx.names.raw_name_anywhere(call.func)
+        if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+            return True
+        if raw and canonical(raw).startswith("keras.distribution."):
+            # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
+            if any(isinstance(v, str) and v.lower().startswith("tpu") for v in (ctx.values.const(a.value) for a in call.args)):
+                return True
+    for call, _ in ctx.index.calls:
+        if project_makes_tpu(ctx, call):  # a strategy made by a helper of another module
+            return True
+    return False
+
+
+def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
+    """function_role for every function and lambda of the file (see Roles)."""
+    idx = ctx.index
+    forced: dict[int, Role] = {}
+    direct: dict[int, Role] = {}
+    body_model: set[int] = set()
+    body_input: set[int] = set()
+    driver: set[int] = set()
+
+    def fn_of(expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
+        if isinstance(expr, cst.Lambda):
+            return expr
+        if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("partial") and expr.args:
+            return fn_of(expr.args[0].value, scopes)
+        if isinstance(expr, (cst.Name, cst.Attribute)):
+            return ctx.values.same_file_function(expr, scopes)
+        return None
+
+    for call, scopes in idx.calls:
+        func = call.func
+        raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        name = canonical(raw) if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+        owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
+        first = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if name is not None:
+            if owner is not None:
+                if is_model_building(name):
+                    body_model.add(id(owner))
+                elif is_input_pipeline(name):
+                    body_input.add(id(owner))
+            target = fn_of(first, scopes) or fn_of(_kw(call, "func", "fn", "map_func", "computation"), scopes)
+            if target is not None:
+                if name in HOST_CALLBACK_WRAPPERS:
+                    forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
+                elif name in INPUT_FN_TAKERS:
+                    direct.setdefault(id(target), Role.INPUT)
+                elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
+                    direct.setdefault(id(target), Role.MODEL)
+        elif raw is not None and raw.startswith("tensorflow_datasets"):
+            if owner is not None:
+                body_input.add(id(owner))
+        elif isinstance(func, cst.Attribute) and raw is None:
+            meth = func.attr.value
+            if meth in DATASET_FN_METHODS:
+                target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
+                if target is not None:
+                    direct[id(target)] = Role.INPUT
+            elif meth in ("run", "experimental_run_v2", "experimental_run"):
+                target = fn_of(first, scopes) or fn_of(_kw(call, "fn"), scopes)
+                if target is not None:
+                    direct.setdefault(id(target), Role.MODEL)
+            elif meth in _TRAIN_DRIVERS and owner is not None:
+                driver.add(id(owner))
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
+                target = fn_of(a.value, scopes)
+                if target is not None:
+                    direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
+
+    keras_classes: dict[int, bool] = {}
+
+    def is_keras_class(cls: cst.ClassDef, depth: int = 0) -> bool:
+        key = id(cls)
+        if key not in keras_classes:
+            keras_classes[key] = False
+            ok = False
+            for base in cls.bases:
+                if base.keyword is not None:
+                    continue
+                raw = ctx.names.raw_name_anywhere(base.value)
+                if raw is not None:
+                    ok = raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and canonical(raw).startswith(("keras.", "tf.Module"))
+                else:
+                    scopes = idx.scopes_of(cls)
+                    b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None
+                    if b is not None and b.kind == "class" and depth < 8:
+                        ok = is_keras_class(b.node, depth + 1)  # type: ignore[arg-type]
+                    else:
+                        ok = (dotted_name(base.value) or "").endswith(("Layer", "Model", "Block", "Module"))
+                if ok:
+                    break
+            keras_classes[key] = ok
+        return keras_classes[key]
+
+    roles: dict[int, Role] = {}
+    undecided: list[cst.FunctionDef | cst.Lambda] = []
+    for f in idx.functions:  # source order: an enclosing function comes first
+        k = id(f)
+        role = forced.get(k) or direct.get(k)
+        if role is None and isinstance(f, cst.FunctionDef):
+            fname = f.name.value
+            cls = idx.method_class.get(k)
+            params = [p.name.value for p in f.params.params]
+            if any(ctx.names.canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
+                role = Role.MODEL
+            elif cls is not None and _preprocessing_class(cls):
+                role = Role.INPUT
+            elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
+                role = Role.MODEL
+            elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
+                role = Role.MODEL
+            elif fname == "input_fn" or fname.endswith("_input_fn"):
+                role = Role.INPUT
+        if role is None:
+            m, i = k in body_model, k in body_input
+            if m and not i:
+                role = Role.MODEL
+            elif i and not m and k not in driver:
+                role = Role.INPUT
+            elif m or i or k in driver:
+                role = Role.OTHER
+        if role is None:
+            outer = next((s for s in idx.scopes_of(f) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            if outer is not None and roles.get(id(outer)) in (Role.MODEL, Role.INPUT):
+                role = roles[id(outer)]
+        if role is None:
+            undecided.append(f)
+        else:
+            roles[k] = role
+    # helpers without evidence: the role all their same-file callers share
+    for _ in range(6):
+        changed = False
+        for f in undecided:
+            if id(f) in roles or not isinstance(f, cst.FunctionDef):
+                continue
+            sites = ctx.values.call_sites(f)
+            caller_roles: set[Role | None] = set()  # None: a caller whose role is undecided
+            for call, scopes in sites.calls:
+                owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+                caller_roles.add(roles.get(id(owner)) if owner is not None else Role.MODULE)
+            shared = next(iter(caller_roles)) if len(caller_roles) == 1 else None
+            if shared in (Role.MODEL, Role.INPUT):
+                assert shared is not None
+                roles[id(f)] = shared
+                changed = True
+                # nested functions of a newly decided helper follow it
+                for g in undecided:
+                    if id(g) not in roles and f in idx.scopes_of(g):
+                        roles[id(g)] = roles[id(f)]
+        if not changed:
+            break
+    # a module-level helper nothing here decides: input-only when the project hands it
+    # (or a caller of it) to a Dataset method in another file and no model code reaches it
+    if ctx.filename and not ctx.filename.startswith("<"):
+        for f in undecided:
+            if id(f) not in roles and isinstance(f, cst.FunctionDef) and idx.scopes_of(f)[0] is ctx.module:
+                if ctx.project.input_only(ctx.filename, f.name.value):
+                    roles[id(f)] = Role.INPUT
+                    for g in undecided:
+                        if id(g) not in roles and f in idx.scopes_of(g):
+                            roles[id(g)] = Role.INPUT
+    return roles
+
+
+def _kw(call: cst.Call, *names: str) -> cst.BaseExpression | None:
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in names:
+            return a.value
+    return None

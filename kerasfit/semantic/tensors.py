@@ -27,7 +27,7 @@ from ..symbols import canonical
 from .nodes import iter_children
 
 if TYPE_CHECKING:
-    from .model import FileContext
+    from .model import SemanticModel
     from .nodes import ScopeNode
 
 # Ops whose arguments are host data being converted, not tensors being computed on.
@@ -83,26 +83,20 @@ def roots(expr: cst.BaseExpression) -> set[str]:
 class TensorNames:
     """The tensor-holding names of one function (see the module docstring)."""
 
-    def __init__(self, ctx: FileContext, fn: _Fn) -> None:
+    def __init__(self, ctx: SemanticModel, fn: _Fn) -> None:
         self.ctx = ctx
         self.fn = fn
-        # the scopes names in fn's body resolve in, outermost first: from the visit's
-        # ancestors when fn is among them (no file index needed), else from the index
-        stack = ctx.walk_path
-        at = next((i for i, n in enumerate(stack) if n is fn), None)
-        if at is not None:
-            self._scopes: list[ScopeNode] | None = [n for n in stack[: at + 1] if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))]
-        else:
-            self._scopes = None
+        # the scopes names in fn's body resolve in, outermost first
+        self._scopes: list[ScopeNode] = [
+            n for n in (*ctx.scopes.ancestors(fn), fn) if isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda))
+        ]
         self.names, self.host = self._solve()
 
     def _raw(self, expr: cst.BaseExpression) -> str | None:
-        if self._scopes is None:
-            return self.ctx.raw_name_anywhere(expr)
-        return self.ctx.raw_name_in(expr, self._scopes)
+        return self.ctx.names.raw_name_in(expr, self._scopes)
 
     def _name(self, expr: cst.BaseExpression) -> str | None:
-        """The canonical TF/Keras name ``expr`` refers to (see FileContext.resolve)."""
+        """The canonical TF/Keras name ``expr`` refers to (see Names.resolve)."""
         raw = self._raw(expr)
         if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
             return None

@@ -1,0 +1,307 @@
+"""Imports and names of one file: the names part of the semantic model.
+
+What a spelling in the file refers to — ``raw_name`` (the dotted name as imported),
+``resolve`` / ``call_name`` (the canonical TF/Keras name, symbols.canonical) — asked
+about a node, seen from where that node sits.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
+
+import libcst as cst
+
+from ..symbols import canonical, flavour, import_spelling
+from .caches import ModelCaches
+from .names import by_name, injected_submodule, star_names
+from .nodes import ScopeNode, dotted_name, iter_statements
+from .scopes import Scopes, module_dotted
+
+if TYPE_CHECKING:
+    from .model import SemanticModel
+
+
+class Names:
+    """The file's imports and what its names refer to."""
+
+    __slots__ = ("module", "source", "filename", "caches", "_m", "_scopes", "_import_free",
+                 "imports", "module_shadowed", "uses_legacy_keras", "_call_names")
+
+    def __init__(self, model: SemanticModel, scopes: Scopes, *, import_free: Collection[int] = ()) -> None:
+        """``import_free``: ids of top-level statements known to hold no import (the
+        language server's), skipped when reading imports."""
+        self._m = model
+        self.module = model.module
+        self.source = model.source
+        self.filename = model.filename
+        self.caches: ModelCaches = model.caches
+        self._scopes = scopes
+        self._import_free = import_free
+        # local name -> raw dotted name from imports (e.g. "L" -> "tensorflow.keras.layers")
+        self.imports: dict[str, str] = {}
+        # names bound at module level by something other than an import
+        self.module_shadowed: set[str] = set()
+        self.uses_legacy_keras = False
+        self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
+        self._scan_imports()
+
+    def _scan_imports(self) -> None:
+        module_index = self._scopes.scope_index(self.module)
+        for stmt in self._all_import_statements():
+            if isinstance(stmt, cst.Import):
+                for alias in stmt.names:
+                    full = import_spelling(module_dotted(alias.name))
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        self.imports[alias.asname.name.value] = full
+                    else:
+                        top = module_dotted(alias.name).split(".")[0]
+                        self.imports[top] = import_spelling(top)
+            elif isinstance(stmt, cst.ImportFrom):
+                if isinstance(stmt.names, cst.ImportStar) and not stmt.relative:
+                    self._star_import(module_dotted(stmt.module))
+                    continue
+                if stmt.relative or isinstance(stmt.names, cst.ImportStar):
+                    self._relative_import(stmt)
+                    continue
+                mod = import_spelling(module_dotted(stmt.module))
+                for alias in stmt.names:
+                    obj = module_dotted(alias.name)
+                    local = obj
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        local = alias.asname.name.value
+                    self.imports[local] = f"{mod}.{obj}"
+        for name, bindings in module_index.bindings.items():
+            if any(b.kind in ("def", "class") for b in bindings):
+                self.module_shadowed.add(name)
+            elif any(b.kind == "assign" for b in bindings) and name not in self.imports:
+                self.module_shadowed.add(name)
+        raws = set(self.imports.values())
+        self.uses_legacy_keras = any(r.startswith(("tf_keras", "tensorflow.compat.v1")) for r in raws) or (
+            "TF_USE_LEGACY_KERAS" in self.source
+        )
+
+    def _star_import(self, module: str) -> None:
+        """``from keras.layers import *``: bind the framework's public names (a data table)."""
+        for name in star_names(module) or ():
+            self.imports.setdefault(name, f"{module}.{name}")
+
+    def _relative_import(self, stmt: cst.ImportFrom) -> None:
+        """``from .compat import layers``: kept with its dots; the project index resolves it."""
+        if isinstance(stmt.names, cst.ImportStar):
+            return
+        dots = "." * len(stmt.relative)
+        mod = dots + (module_dotted(stmt.module) if stmt.module is not None else "")
+        for alias in stmt.names:
+            obj = module_dotted(alias.name)
+            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else obj
+            self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
+
+    def _all_import_statements(self) -> Iterator[cst.CSTNode]:
+        skip = self._import_free
+        stack: list[Any] = [[st for st in self.module.body if id(st) not in skip] if skip else self.module.body]
+        while stack:
+            item = stack.pop()
+            for stmt in iter_statements(item):
+                if isinstance(stmt, (cst.Import, cst.ImportFrom)):
+                    yield stmt
+                elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    stack.append(stmt.body)
+
+    def raw_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode] | None = None) -> str | None:
+        """The fully-qualified dotted name an expression refers to, if it is imported.
+        ``within``: the nodes enclosing the place ``node`` is seen from, outermost first
+        (default: ``node``'s own ancestors)."""
+        within = self._scopes.ancestors(node) if within is None else within
+        if isinstance(node, cst.Call):
+            return None
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in self.module_shadowed and head not in self.imports:
+            renamed = self._renamed_layer(head) or self._alias(head, self.module)
+            if renamed is not None:
+                return f"{renamed}.{rest}" if rest else renamed
+            return self._injected(head, rest, within)
+        if self._locally_rebound(head, within):
+            fn = next((s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+            alias = self._alias(head, fn) if fn is not None else None
+            if alias is not None:
+                return f"{alias}.{rest}" if rest else alias
+            return self._injected(head, rest, within)
+        base = self.imports.get(head)
+        if base is None:
+            alias = self._module_alias(head)
+            if alias is None:
+                return self._injected(head, rest, within)
+            base = alias
+        return f"{base}.{rest}" if rest else base
+
+    def _injected(self, head: str, rest: str, within: Sequence[cst.CSTNode]) -> str | None:
+        """``backend.mean`` where ``backend`` is a submodule handed in at run time
+        (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names)."""
+        if not rest:
+            return None
+        base = injected_submodule(self._m, head, within)
+        return f"{base}.{rest}" if base else None
+
+    def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
+        """True when the innermost function scope of ``within`` assigns ``name`` itself."""
+        for scope in reversed(within):
+            if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+                idx = self._scopes.scope_index(scope)
+                bs = idx.bindings.get(name)
+                if bs:
+                    return not all(b.kind == "import" for b in bs)
+        return False
+
+    def _module_alias(self, name: str) -> str | None:
+        return self._alias(name, self.module)
+
+    def _alias(self, name: str, scope: ScopeNode) -> str | None:
+        """``Conv = tf.keras.layers.Conv2D`` / ``reg = regularizers.l2``, bound once in
+        ``scope``, makes the name an alias of what the file imports."""
+        bindings = self._scopes.scope_index(scope).bindings.get(name)
+        if not bindings or len(bindings) != 1 or bindings[0].value is None or bindings[0].kind != "assign":
+            return None
+        value = bindings[0].value
+        if isinstance(value, (cst.Name, cst.Attribute)):
+            dotted = dotted_name(value)
+            if dotted and dotted.split(".")[0] != name:
+                head, _, rest = dotted.partition(".")
+                base = self.imports.get(head)
+                if base:
+                    return f"{base}.{rest}" if rest else base
+        return None
+
+    def _renamed_layer(self, name: str) -> str | None:
+        """``class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer): pass``:
+        a module-level subclass with an empty body is its first base under another name."""
+        bindings = self._scopes.scope_index(self.module).bindings.get(name)
+        if not bindings or len(bindings) != 1 or bindings[0].kind != "class":
+            return None
+        cls = bindings[0].node
+        if not isinstance(cls, cst.ClassDef):
+            return None
+        body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
+        for stmt in body:
+            small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
+            if small is None or not all(
+                isinstance(x, cst.Pass) or (isinstance(x, cst.Expr) and isinstance(x.value, (cst.SimpleString, cst.ConcatenatedString)))
+                for x in small
+            ):
+                return None
+        if not cls.bases or cls.bases[0].keyword is not None:
+            return None
+        dotted = dotted_name(cls.bases[0].value)
+        head, _, rest = (dotted or "").partition(".")
+        base = self.imports.get(head)
+        if base is None or base.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """Canonical name (symbols.canonical) of a Name/Attribute, or None.
+
+        Beyond the file's own imports: a project module that re-exports the framework
+        (``from mylib.backend import keras``) through the project index, and, for a
+        receiver nothing resolves, an attribute only Keras/TF spell ("resolved by name",
+        see :meth:`resolved_by_name`)."""
+        return self._resolve(node, self._scopes.ancestors(node))
+
+    def _resolve(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
+        raw = self.raw_name(node, within)
+        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            raw = self._project_raw(raw)
+        if raw is None:
+            return self._by_name(node, within)
+        if raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            return None
+        return canonical(raw)
+
+    # ---- beyond the file: the project index, and spellings only the framework uses -----
+    def _project_raw(self, raw: str) -> str | None:
+        """The framework name a project import re-exports, else None (cached per name)."""
+        cache = self.caches.project_raws
+        if raw not in cache:
+            cache[raw] = None
+            if self.filename and not self.filename.startswith("<"):
+                sym = self._m.project.resolve(self.filename, raw)
+                if sym is not None and sym.kind == "framework":
+                    cache[raw] = sym.raw
+        return cache[raw]
+
+    def _by_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
+        if not isinstance(node, cst.Attribute):
+            return None
+        attrs: list[str] = []
+        base: cst.BaseExpression = node
+        while isinstance(base, cst.Attribute):
+            attrs.append(base.attr.value)
+            base = base.value
+        if isinstance(base, cst.Name):
+            if base.value in ("self", "cls") or (base.value in self.imports and not self._locally_rebound(base.value, within)
+                                                 and base.value not in self.module_shadowed):
+                return None  # an import we could not map is a project object, not the framework
+        elif not isinstance(base, (cst.Call, cst.Subscript)):
+            return None
+        hit = by_name(".".join(reversed(attrs)))
+        if hit is not None:
+            self.caches.by_name_hits[id(node)] = (node, hit)
+        return hit
+
+    def resolved_by_name(self, node: cst.BaseExpression) -> bool:
+        """True when :meth:`resolve` answered for ``node`` (or a call of it) by spelling only."""
+        if isinstance(node, cst.Call):
+            node = node.func
+        hit = self.caches.by_name_hits.get(id(node))
+        return hit is not None and hit[0] is node
+    def call_name(self, node: cst.CSTNode) -> str | None:
+        """Canonical name of the callee when ``node`` is a call of a TF/Keras symbol."""
+        if isinstance(node, cst.Call):
+            # every rule asks about every call: resolve each once (the entry keeps the
+            # node alive, so its id cannot be reused by a transient node)
+            hit = self._call_names.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+            # (the callee is seen from where the call is: the call is no scope)
+            name = self._resolve(node.func, self._scopes.ancestors(node))
+            self._call_names[id(node)] = (node, name)
+            return name
+        return None
+
+    def flavour(self, node: cst.BaseExpression) -> str | None:
+        raw = self.raw_name(node.func if isinstance(node, cst.Call) else node, self._scopes.ancestors(node))
+        return flavour(raw) if raw else None
+
+    def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
+        """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
+        return self.raw_name(node, self._scopes.within(self._scopes.index.scopes_of(node)))
+
+    def _call_name_anywhere(self, call: cst.Call) -> str | None:
+        raw = self.raw_name_anywhere(call.func)
+        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            raw = self._project_raw(raw)  # a project module re-exporting the framework, as resolve() follows
+        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+            if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
+                inner = self._call_name_anywhere(call.func)
+                return inner
+            return None
+        return canonical(raw)
+
+    def canonical_dotted(self, dotted: str, scopes: Sequence[ScopeNode]) -> str | None:
+        head, _, rest = dotted.partition(".")
+        base = self.imports.get(head)
+        if base is None:
+            return None
+        raw = f"{base}.{rest}" if rest else base
+        return canonical(raw) if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+    def call_name_anywhere(self, call: cst.Call) -> str | None:
+        """:meth:`call_name` for a call anywhere in the file (a layer application
+        ``Dense(8)(x)`` answers its layer's name)."""
+        return self._call_name_anywhere(call)
+
+    def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
+        """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
+        building the file index."""
+        return self.raw_name(node, [s for s in scopes if not isinstance(s, cst.Module)])

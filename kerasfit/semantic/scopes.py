@@ -1,0 +1,393 @@
+"""Scopes and bindings of one file: the scopes part of the semantic model.
+
+Every question takes the node it is about. ``ancestors(node)`` answers from the engine's
+walk path when ``node`` is the node being visited or lies under it (the engine hands the
+path over as a cache: the answer is the node's real ancestors either way), else from the
+file index's parent links.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Collection, Iterator, Sequence
+
+import libcst as cst
+
+from .caches import ModelCaches
+from .fileindex import FileIndex
+from .nodes import ScopeNode, dotted_name, iter_children, iter_statements, walk
+from .scoped import name_refs_in
+
+_SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+@dataclass
+class Binding:
+    """One assignment of a name in a scope."""
+
+    value: cst.BaseExpression | None  # None: bound by something we do not follow
+    node: cst.CSTNode  # the statement / parameter that binds it
+    kind: str = "assign"  # assign | param | import | def | class | other
+
+
+@dataclass
+class ScopeIndex:
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+
+    def add(self, name: str, binding: Binding) -> None:
+        self.bindings.setdefault(name, []).append(binding)
+
+
+def module_dotted(node: cst.BaseExpression | None) -> str:
+    if node is None:
+        return ""
+    return dotted_name(node) or ""
+
+
+def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[cst.Name, cst.BaseExpression]] | None:
+    """``a, b = 1, 2``: names on the left, as many plain elements on the right; each
+    name with its element's value, else None."""
+    if not (
+        isinstance(target, (cst.Tuple, cst.List))
+        and isinstance(value, (cst.Tuple, cst.List))
+        and len(target.elements) == len(value.elements)
+    ):
+        return None
+    pairs: list[tuple[cst.Name, cst.BaseExpression]] = []
+    for t, v in zip(target.elements, value.elements):
+        if not (isinstance(t, cst.Element) and isinstance(t.value, cst.Name) and isinstance(v, cst.Element)):
+            return None
+        pairs.append((t.value, v.value))
+    return pairs
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
+    if isinstance(target, cst.Name):
+        yield target
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for el in target.elements:
+            yield from _target_names(el.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
+    """True when the bindings cover every branch of one ``if``/``elif``/``else`` chain
+    whose block encloses the use (so one of them always ran)."""
+    blocks = {id(idx.block_of(b.node)) for b in bindings if b.kind == "assign"}
+    top = idx.parent.get(id(idx.block_of(bindings[0].node)))
+    if not isinstance(top, (cst.If, cst.Else)):
+        return False
+    while isinstance(idx.parent.get(id(top)), (cst.If, cst.Else)):
+        top = idx.parent[id(top)]  # climb elif / else to the chain's first ``if``
+    if not isinstance(top, cst.If) or not idx.encloses_block_of(top, use_ancestors):
+        return False
+    node: cst.If | cst.Else | None = top
+    while node is not None:
+        if id(node.body) not in blocks:
+            return False
+        if isinstance(node, cst.Else):
+            return True
+        node = node.orelse
+    return False  # no ``else``: every branch may be skipped
+
+
+@dataclass(frozen=True)
+class ModelHints:
+    """What a caller checking one document again and again (the language server) already
+    knows about it, so the model does not find it out again; no answer depends on them."""
+
+    # ids of top-level statements that hold no import at any depth (skipped when the
+    # imports are read)
+    import_free: Collection[int] = ()
+    # builds the file index (from the statements' kept indexes); None: one walk of the module
+    build_index: Callable[[cst.Module], FileIndex] | None = None
+
+
+NO_HINTS = ModelHints()
+
+
+class Scopes:
+    """Scope indexes, parent links and binding lookups of one module."""
+
+    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting", "_below_of", "_below")
+
+    def __init__(self, module: cst.Module, caches: ModelCaches, hints: ModelHints | None = None) -> None:
+        """``hints.build_index``: how a caller that keeps per-statement indexes (the language
+        server) builds the file index instead of walking the module again."""
+        self.module = module
+        self.caches = caches
+        self._make_index = (hints or NO_HINTS).build_index
+        self._index: FileIndex | None = None
+        self._scopes: dict[int, ScopeIndex] = {}
+        # The engine's walk: the ancestors of the node it is visiting (``visiting``),
+        # outermost first. Only ``ancestors`` reads them, as a cache of parent links.
+        self.walk_path: list[cst.CSTNode] = []
+        self.visiting: cst.CSTNode | None = None
+        # parent links under ``_below_of`` (a visited node), built on the first question
+        # about a node under it before the file index exists
+        self._below_of: cst.CSTNode | None = None
+        self._below: dict[int, cst.CSTNode] = {}
+
+    # ---- the file index: one lazy walk of the whole module ---------------------------
+    @property
+    def index(self) -> FileIndex:
+        if self._index is None:
+            build = self._make_index
+            self._index = build(self.module) if build is not None else FileIndex(self.module)
+        return self._index
+
+    @property
+    def built_index(self) -> FileIndex | None:
+        """The file index when a question already built it, else None."""
+        return self._index
+
+    def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
+        return self.index.parent.get(id(node))
+
+    def ancestors(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
+        """The nodes enclosing ``node``, outermost (the module) first; read-only."""
+        visiting = self.visiting
+        path = self.walk_path
+        if node is visiting:
+            return path
+        for i in range(len(path) - 1, -1, -1):  # an enclosing node of the visited one
+            if path[i] is node:
+                return path[:i]
+        if self._index is None and visiting is not None and not isinstance(visiting, cst.Module):
+            below = self._path_below(visiting, node)
+            if below is not None:
+                return [*path, visiting, *below]
+            if path and any(c is node for c in iter_children(path[-1])):  # a sibling of the visited node
+                return path
+        parent = self.index.parent
+        out: list[cst.CSTNode] = []
+        p = parent.get(id(node))
+        while p is not None:
+            out.append(p)
+            p = parent.get(id(p))
+        out.reverse()
+        return out
+
+    def _path_below(self, top: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
+        """The nodes from ``top`` (exclusive) down to ``node`` (exclusive), or None when
+        ``node`` is not under ``top``."""
+        for c in iter_children(top):  # most questions are about the visited node's own parts
+            if c is node:
+                return []
+            for g in iter_children(c):
+                if g is node:
+                    return [c]
+        if self._below_of is not top:
+            below: dict[int, cst.CSTNode] = {}
+            stack = [top]
+            while stack:
+                n = stack.pop()
+                for c in iter_children(n):
+                    below[id(c)] = n
+                    stack.append(c)
+            self._below_of, self._below = top, below
+        below = self._below
+        p = below.get(id(node))
+        if p is None:
+            return None
+        out: list[cst.CSTNode] = []
+        while p is not top:
+            out.append(p)
+            p = below[id(p)]
+        out.reverse()
+        return out
+
+    def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
+        """Scopes enclosing ``node``, innermost first (module last).
+
+        A function's decorators, defaults and annotations belong to the enclosing scope.
+        """
+        if self._index is not None:
+            return list(self._index.scopes_of(node))
+        out: list[ScopeNode] = []
+        child = node
+        for p in reversed(self.ancestors(node)):
+            if isinstance(p, _SCOPE_TYPES) and child is p.body:
+                out.append(p)
+            child = p
+        out.append(self.module)
+        return out
+
+    def chain(self, within: Sequence[cst.CSTNode]) -> list[ScopeNode]:
+        """The scopes on an ancestor path (outermost first), innermost first, then the
+        module: every function, class and lambda on it."""
+        out: list[ScopeNode] = [s for s in reversed(within) if isinstance(s, _SCOPE_TYPES)]
+        out.append(self.module)
+        return out
+
+    def within(self, scopes: Sequence[ScopeNode]) -> list[ScopeNode]:
+        """``scopes`` (innermost first) as an enclosing chain, outermost first, without the
+        module: the form name resolution takes (``Names.raw_name(..., within=)``)."""
+        return [s for s in reversed(scopes) if not isinstance(s, cst.Module)]
+
+    def _innermost(self, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> Any:
+        for a in reversed(self.ancestors(node)):
+            if isinstance(a, kinds):
+                return a
+        return None
+
+    def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
+        """The innermost ``def`` around ``node`` (its decorators and defaults included)."""
+        fn: cst.FunctionDef | None = self._innermost(node, cst.FunctionDef)
+        return fn
+
+    def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
+        cls: cst.ClassDef | None = self._innermost(node, cst.ClassDef)
+        return cls
+
+    def enclosing_callable(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda around ``node``."""
+        fn: cst.FunctionDef | cst.Lambda | None = self._innermost(node, (cst.FunctionDef, cst.Lambda))
+        return fn
+
+    def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
+        """The innermost function or lambda whose body holds ``node``, else None (module level)."""
+        return next((s for s in self.scopes_of(node) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+
+    def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
+        """The file index's references of ``name`` whose innermost scope is ``scope``
+        (grouped once per file: filtering the whole file's list per question was quadratic)."""
+        return name_refs_in(self, name, scope)
+
+    # ---- scopes and bindings ----------------------------------------------
+    def scope_index(self, scope: ScopeNode) -> ScopeIndex:
+        key = id(scope)
+        idx = self._scopes.get(key)
+        if idx is None:
+            idx = self._scopes[key] = self._build_index(scope)
+        return idx
+
+    def _build_index(self, scope: ScopeNode) -> ScopeIndex:
+        idx = ScopeIndex()
+        if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
+            params = scope.params
+            for p in (*params.posonly_params, *params.params, *params.kwonly_params):
+                idx.add(p.name.value, Binding(p.default, p, "param"))
+            for star in (params.star_arg, params.star_kwarg):
+                if isinstance(star, cst.Param):
+                    idx.add(star.name.value, Binding(None, star, "param"))
+            if isinstance(scope, cst.Lambda):
+                return idx
+        for stmt in iter_statements(scope.body):
+            if isinstance(stmt, cst.Assign):
+                for t in stmt.targets:
+                    if isinstance(t.target, cst.Name):
+                        idx.add(t.target.value, Binding(stmt.value, stmt))
+                    elif (pairs := _parallel_assignment(t.target, stmt.value)) is not None:
+                        # F_H, F_W = 5, 5: each name gets its own element
+                        # (anchored on the target name: folds are memoised per binding node)
+                        for name, v in pairs:
+                            idx.add(name.value, Binding(v, name))
+                    else:
+                        for n in _target_names(t.target):
+                            idx.add(n.value, Binding(None, stmt, "other"))
+            elif isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name):
+                idx.add(stmt.target.value, Binding(stmt.value, stmt))
+            elif isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name):
+                idx.add(stmt.target.value, Binding(None, stmt, "other"))
+            elif isinstance(stmt, (cst.For,)):
+                for n in _target_names(stmt.target):
+                    idx.add(n.value, Binding(None, stmt, "other"))
+            elif isinstance(stmt, (cst.With,)):
+                for item in stmt.items:
+                    if item.asname is not None:
+                        for n in _target_names(item.asname.name):
+                            idx.add(n.value, Binding(None, stmt, "other"))
+            elif isinstance(stmt, cst.FunctionDef):
+                idx.add(stmt.name.value, Binding(None, stmt, "def"))
+            elif isinstance(stmt, cst.ClassDef):
+                idx.add(stmt.name.value, Binding(None, stmt, "class"))
+            elif isinstance(stmt, (cst.Import, cst.ImportFrom)):
+                names = stmt.names if not isinstance(stmt.names, cst.ImportStar) else ()
+                for alias in names:
+                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                        idx.add(alias.asname.name.value, Binding(None, stmt, "import"))
+                    else:
+                        idx.add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+        return idx
+
+    def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None, *, at: cst.CSTNode | None = None) -> Binding | None:
+        """The single binding of ``name`` visible from ``at`` (or from ``scopes``,
+        innermost first, as :meth:`scopes_of` gives), or None when ambiguous/unknown.
+        Class scopes are skipped for lookups from inside their methods, as in Python."""
+        return self.lookup_in(name, self._chain(scopes, at))[0]
+
+    def _chain(self, scopes: Sequence[ScopeNode] | None, at: cst.CSTNode | None) -> Sequence[ScopeNode]:
+        if scopes is not None:
+            return scopes
+        if at is None:
+            raise TypeError("lookup needs the node it looks from (at=) or its scopes")
+        return self.scopes_of(at)
+
+    def lookup_in(self, name: str, scopes: Sequence[ScopeNode]) -> tuple[Binding | None, Sequence[ScopeNode]]:
+        """The single binding and the scope chain it lives in (for evaluating its value)."""
+        for i, scope in enumerate(scopes):
+            if isinstance(scope, cst.ClassDef) and i > 0:
+                continue
+            bs = self.scope_index(scope).bindings.get(name)
+            if bs:
+                return (bs[0] if len(bs) == 1 else None), scopes[i:]
+        return None, ()
+
+    def rebound_reaching(self, name: cst.Name) -> tuple[Binding, Sequence[ScopeNode]] | None:
+        """For a use of a name bound more than once in its function, the one binding that
+        surely reaches it when that binding refines the name from itself
+        (``data_format = standardize(data_format)``: still the one setting), with the
+        scopes to evaluate it in. None for a node not in this file, when several bindings
+        may reach it, or for a name reused for another value (``pad = k // 2`` twice with
+        different ``k``: the rules' may-analysis, ``possible_values``, judges those)."""
+        idx = self.index
+        if idx.parent.get(id(name)) is None:
+            return None
+        bindings, exhaustive = self.reaching(name)
+        if len(bindings) != 1 or not exhaustive:
+            return None
+        b = bindings[0]
+        if b.kind == "assign" and not (b.value is not None and any(
+                isinstance(n, cst.Name) and n.value == name.value for n in walk(b.value))):
+            return None
+        return b, idx.scopes_of(name)
+
+    # ---- data flow -------------------------------------------------------------
+    def reaching_bindings(self, name: cst.Name) -> list[Binding]:
+        """The bindings of a Name that may reach this use, latest first.
+
+        Within the innermost scope binding the name: the last binding before the use
+        whose block encloses the use (an unconditional one) ends the list; conditional
+        ones after it (in an ``if`` / loop / ``try`` not enclosing the use) come first.
+        A binding statement that contains the use (``x = f(x)``) does not reach it.
+        A name read inside a nested function but rebound in an outer one gives [].
+        """
+        return self.reaching(name)[0]
+
+    def reaching(self, name: cst.Name) -> tuple[list[Binding], bool]:
+        """(bindings, exhaustive): exhaustive when one of them surely ran."""
+        idx = self.index
+        scopes = idx.scopes_of(name)
+        for i, scope in enumerate(scopes):
+            if isinstance(scope, cst.ClassDef) and i > 0:
+                continue
+            bs = self.scope_index(scope).bindings.get(name.value)
+            if not bs:
+                continue
+            if len(bs) == 1:
+                return list(bs), True
+            if i > 0:
+                return [], False  # rebound in an outer scope: depends on when it is called
+            anc = idx.ancestors(name)
+            use = idx.order.get(id(name), 0)
+            earlier = [b for b in bs if b.kind == "param" or (idx.order.get(id(b.node), 0) < use and id(b.node) not in anc)]
+            earlier.sort(key=lambda b: -1 if b.kind == "param" else idx.order.get(id(b.node), 0), reverse=True)
+            out: list[Binding] = []
+            for b in earlier:
+                out.append(b)
+                if b.kind == "param" or idx.encloses_block_of(b.node, anc):
+                    return out, True
+            return out, bool(out) and _exhaustive_if(idx, out, anc)
+        return [], False

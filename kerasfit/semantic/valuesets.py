@@ -1,0 +1,104 @@
+"""Value sets of libcst expressions in the checked file (a may-analysis).
+
+``possible_values(values, node)`` is ``Values.const`` lifted to sets: ``a if c else b`` is
+both branches unless ``c`` folds, a name bound on several paths is the union of what
+reaches it. None means unknown (some possible value could not be folded).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+
+from ..symbols import BACKEND_CALLS, XLA_BACKENDS
+from .folding import COMPARE, MAX_VALUES, VALUES_DEPTH
+from .nodes import UNKNOWN
+
+if TYPE_CHECKING:
+    from .values import Values
+
+
+def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset[Any] | None:
+    if node is None or _depth > VALUES_DEPTH:
+        return None
+    if isinstance(node, cst.IfExp):
+        test = ctx.const(node.test)
+        if test is not UNKNOWN:
+            return possible_values(ctx, node.body if test else node.orelse, _depth + 1)
+        a = possible_values(ctx, node.body, _depth + 1)
+        b = possible_values(ctx, node.orelse, _depth + 1)
+        return a | b if a is not None and b is not None and len(a | b) <= MAX_VALUES else None
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.Or):
+        # `padding or "valid"`: either operand
+        a = possible_values(ctx, node.left, _depth + 1)
+        b = possible_values(ctx, node.right, _depth + 1)
+        return a | b if a is not None and b is not None else None
+    v: Any = ctx.const(node)
+    if v is not UNKNOWN:
+        try:
+            return frozenset([v])
+        except TypeError:
+            return None
+    if isinstance(node, cst.Name):
+        bindings = ctx.scopes.reaching_bindings(node)
+        if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
+            out: set[Any] = set()
+            for binding in bindings:
+                s = possible_values(ctx, binding.value, _depth + 1)
+                if s is None:
+                    return None
+                out |= s
+            return frozenset(out) if len(out) <= MAX_VALUES else None
+    return None
+
+
+def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
+    """The ``if`` test that keeps ``node`` from running when every parameter has its
+    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
+    else None. Tests that do not fold are assumed to run either way."""
+    child = node
+    parent = ctx.scopes.parent(child)
+    while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
+        if isinstance(parent, cst.If) and child is not parent.test:
+            taken = _fold_test(ctx, parent.test)
+            if taken is not UNKNOWN and not isinstance(taken, (list, tuple, dict)):
+                in_body = child is parent.body
+                if bool(taken) != in_body:
+                    return parent.test
+        child, parent = parent, ctx.scopes.parent(parent)
+    return None
+
+
+def _backend_values(ctx: Values, node: cst.BaseExpression) -> tuple[str, ...]:
+    """``keras.config.backend()``: any backend XLA compiles (symbols.XLA_BACKENDS), so a
+    test is decided only when every one of them answers it alike."""
+    if isinstance(node, cst.Call) and not node.args and ctx.names.call_name_anywhere(node) in BACKEND_CALLS:
+        return XLA_BACKENDS
+    return ()
+
+
+_FORMATS = ("channels_last", "channels_first")
+
+
+def _fold_test(ctx: Values, test: cst.BaseExpression) -> Any:
+    scopes = ctx.scopes.scopes_of(test)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        op = COMPARE[type(test.comparisons[0].operator)]
+        left, right = test.left, test.comparisons[0].comparator
+        sides = [_backend_values(ctx, left) or (ctx.const(left, scopes=scopes),),
+                 _backend_values(ctx, right) or (ctx.const(right, scopes=scopes),)]
+        if op is None or any(v is UNKNOWN for side in sides for v in side):
+            return UNKNOWN
+        # a data format of None is Keras's default one (layers standardize it)
+        if any(v in _FORMATS for side in sides for v in side):
+            sides = [tuple(ctx.image_data_format() if v is None else v for v in side) for side in sides]
+        folded = [op(a, b) for a in sides[0] for b in sides[1]]
+        if any(v is UNKNOWN for v in folded):
+            return UNKNOWN
+        answers = {bool(v) for v in folded}
+        return answers.pop() if len(answers) == 1 else UNKNOWN
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        v = _fold_test(ctx, test.expression)
+        return UNKNOWN if v is UNKNOWN else not v
+    return ctx.const(test, scopes=scopes)
