@@ -3,7 +3,7 @@ references, stores and calls the model's questions look up (public: ``ctx.index`
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import libcst as cst
 
@@ -146,6 +146,23 @@ class FileIndex:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
             self._scope_cache[id(node)] = res
         return res
+
+    def hosts(self, nodes: Iterable[cst.CSTNode]) -> dict[int, cst.CSTNode]:
+        """Parents of nodes in the fields the walk does not descend into (``Attribute.attr``,
+        ``Arg.keyword``, ``Arg.comma``): a finding on ``ds.batch`` is reported on ``batch``."""
+        out: dict[int, cst.CSTNode] = {}
+        for n in nodes:
+            tp = type(n)
+            if (tp is not cst.Name and tp is not cst.Comma) or id(n) in self.parent:
+                continue
+            host: cst.CSTNode | None = None
+            if isinstance(n, cst.Name):
+                host = next((a for a, _, _ in self.attr_refs.get(n.value, ()) if a.attr is n), None)
+            if host is None:
+                host = next((a for c, _ in self.calls for a in c.args if a.keyword is n or a.comma is n), None)
+            if host is not None:
+                out[id(n)] = host
+        return out
 
     def def_scopes(self, node: cst.CSTNode) -> tuple[ScopeNode, ...]:
         """Where a def's defaults and decorators are evaluated: its enclosing scopes."""
