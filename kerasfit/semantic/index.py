@@ -169,8 +169,11 @@ class ProjectIndex:
         """Facts of ``path`` (read from disk unless ``source`` is given)."""
         key = os.path.abspath(path)
         if source is not None:
-            # the text being checked (maybe unsaved): not kept, the caller holds it
-            return build_facts(key, source)
+            # the text being checked (maybe unsaved): not kept, the caller holds it; the
+            # same text already read from the file (by the tree-wide answers) is not parsed again
+            data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+            known = self._by_digest.get(_digest(data))
+            return known if known is not None and known.path == key else build_facts(key, data)
         try:
             st = os.stat(key)
         except OSError:
