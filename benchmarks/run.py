@@ -9,14 +9,16 @@ directory. Measured, each once, on this machine:
 - libcst parse-only of every file, in as many processes as kerasfit uses  -- the floor
 - kerasfit cold ``check`` of the corpus (CLI, empty cache, all default rules)
 - kerasfit warm re-run (unchanged files, cache hit)
-- kerasfit one-file ``check`` end to end (pre-commit's case)
+- kerasfit one-file ``check`` end to end (pre-commit's case), and with ``--compare-with`` another
+  kerasfit's (an earlier commit's) on the same file, interleaved, for the "within 10%" goal
 - Fixit 2.2 with its built-in rules (``fixit lint``), when installed (``--fixit PATH``)
 - peak memory of the cold check and whether TensorFlow was imported
 
 A ratio compares the same work: the floor parses the same files with the same number of
 processes (``--jobs``, default the CPU count; one below kerasfit's parallel threshold).
 
-Usage: python benchmarks/run.py [--corpus DIR] [--max-files N] [--jobs N] [--repeat N] [--fixit /path/to/fixit] [--json]
+Usage: python benchmarks/run.py [--corpus DIR] [--max-files N] [--jobs N] [--repeat N] [--fixit /path/to/fixit]
+       [--compare-with /path/to/other/kerasfit] [--json]
 """
 
 from __future__ import annotations
@@ -175,6 +177,9 @@ def main() -> int:
     ap.add_argument("--fixit", default=shutil.which("fixit"), help="path to a fixit 2.x executable")
     ap.add_argument("--repeat", type=int, default=1, help="take the best of N runs of the floor, cold check and Fixit")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--compare-with", metavar="KERASFIT",
+                    help="another kerasfit executable (an earlier commit's): its one-file check is timed in "
+                         "the same run, interleaved with this one's, and the ratio printed")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kerasfit-bench-") as tmp:
@@ -209,17 +214,31 @@ def main() -> int:
         cold_all, _ = timed([*kf, "check", "corpus", *jobs, "--exit-zero", "--no-cache", "--select", "ALL"], work, env)
         warm, _ = timed([*kf, "check", "corpus", *jobs, "--exit-zero"], work, env)
         one = min(files, key=lambda p: abs(p.stat().st_size - 6000))
-        single, _ = timed([*kf, "check", str(one.relative_to(work)), "--exit-zero", "--no-cache"], work, env)
+        one_args = ["check", str(one.relative_to(work)), "--exit-zero", "--no-cache"]
+        # interleaved with the other executable's runs, best of 2*repeat+1 each (a one-file
+        # check is short: one run says more about the machine than about kerasfit)
+        singles: list[float] = []
+        others: list[float] = []
+        for _ in range(2 * args.repeat + 1):
+            singles.append(timed([*kf, *one_args], work, env)[0])
+            if args.compare_with:
+                others.append(timed([args.compare_with, *one_args], work, env)[0])
+        single = min(singles)
+        other = min(others) if others else None
         floor, _ = timed([sys.executable, "-c", "import libcst"], work, env)
         rss, _ = peak_rss_mb_of([*kf, "check", "corpus", *jobs, "--exit-zero", "--no-cache"], work, env)
         tf_loaded = tensorflow_imported(work, files)
 
         fixit = fixit_cpu = None
+        fixit_problem = "not installed (pass --fixit PATH to a fixit 2.x executable)"
         if args.fixit:
             fx_env = dict(os.environ)
             runs = [measured([args.fixit, "lint", "corpus"], work, fx_env) for _ in range(args.repeat)]
-            if not any(p.returncode not in (0, 1, 255) and "Traceback" in p.stderr for _, _, p in runs):
+            broken = [p for _, _, p in runs if p.returncode not in (0, 1, 255) and "Traceback" in p.stderr]
+            if not broken:
                 fixit, fixit_cpu = min(w for w, _, _ in runs), min(c for _, c, _ in runs)
+            else:
+                fixit_problem = f"{args.fixit} failed: {broken[0].stderr.strip().splitlines()[-1][:200]}"
 
         figures = {
             "files": len(files),
@@ -233,6 +252,7 @@ def main() -> int:
             "kerasfit_cold_all_rules_s": round(cold_all, 3),
             "kerasfit_warm_s": round(warm, 3),
             "kerasfit_one_file_s": round(single, 3),
+            "compared_one_file_s": round(other, 3) if other is not None else None,
             "python_import_libcst_s": round(floor, 3),
             "fixit_s": round(fixit, 3) if fixit is not None else None,
             "fixit_cpu_s": round(fixit_cpu, 3) if fixit_cpu is not None else None,
@@ -247,9 +267,12 @@ def main() -> int:
             print(f"fixit lint (built-in rules):  {fixit:7.2f} s   = kerasfit is {fixit / cold:.1f}x faster (goal >= 7x; "
                   f"CPU {fixit_cpu:.2f} s = {fixit_cpu / cold_cpu:.1f}x)")
         else:
-            print("fixit: not measured (pass --fixit PATH to a fixit 2.x executable)")
+            print(f"fixit: not measured, so no Fixit ratio: {fixit_problem}")
         print(f"kerasfit check, warm (cache): {warm:7.2f} s   (goal < 0.5 s)")
         print(f"kerasfit check, one file:     {single:7.2f} s   (goal < 0.4 s; `python -c 'import libcst'` alone: {floor:.2f} s)")
+        if other is not None:
+            print(f"  {args.compare_with}, same file: {other:.2f} s: this one is {100 * (single / other - 1):+.0f}% "
+                  f"(goal: within +10%)")
         print(f"peak memory (largest process): {rss:6.1f} MB  (goal < 150 MB)")
         print(f"TensorFlow imported by static checking: {tf_loaded}")
         print(f"findings on the corpus: {findings}")
