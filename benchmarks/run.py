@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kerasfit.api import PARALLEL_MIN_FILES
+from kerasfit.api import PARALLEL_MIN_FILES, deal
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -108,35 +108,35 @@ def measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float,
 
 def parse_only(files: list[Path], processes: int) -> tuple[float, float]:
     """Wall and CPU seconds to libcst-parse every file in ``processes`` forked workers, the
-    files dealt out biggest first as kerasfit deals them (kerasfit.api._execute)."""
+    files dealt out in chunks as kerasfit deals them (kerasfit.api.deal)."""
+    srcs = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    chunks = [[str(files[i]) for i in c] for c in deal([len(s) for s in srcs], processes)]
     code = (
-        "import multiprocessing as mp, resource, sys, time, libcst\n"
+        "import json, multiprocessing as mp, resource, sys, time, libcst\n"
         "def cpu():\n"
         "    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime\n"
-        "n, paths = int(sys.argv[1]), sys.argv[2:]\n"
-        "srcs = [open(p, encoding='utf-8', errors='replace').read() for p in paths]\n"
+        "n, chunks = int(sys.argv[1]), json.loads(sys.stdin.read())\n"
+        "srcs = {p: open(p, encoding='utf-8', errors='replace').read() for c in chunks for p in c}\n"
         "def parse(chunk):\n"
-        "    for s in chunk:\n"
+        "    for p in chunk:\n"
         "        try:\n"
-        "            libcst.parse_module(s)\n"
+        "            libcst.parse_module(srcs[p])\n"
         "        except Exception:\n"
         "            pass\n"
         "    return len(chunk)\n"
-        "order = sorted(srcs, key=len, reverse=True)\n"
-        "chunks = [order[k::n] for k in range(n)]\n"
         "t, c = time.perf_counter(), cpu()\n"
         "if n == 1:\n"
-        "    parse(srcs)\n"
+        "    parse([p for c in chunks for p in c])\n"
         "else:\n"
         "    pool = mp.get_context('fork').Pool(n)\n"
-        "    pool.map(parse, chunks, chunksize=1)\n"
+        "    list(pool.imap_unordered(parse, chunks, chunksize=1))  # each worker takes the next chunk when done\n"
         "    pool.close()\n"
         "    pool.join()\n"
         "print(time.perf_counter() - t, cpu() - c)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(processes), *map(str, files)], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run([sys.executable, "-c", code, str(processes)], input=json.dumps(chunks), capture_output=True,
+                          text=True, check=True)
     wall, cpu = proc.stdout.split()
     return float(wall), float(cpu)
 

@@ -429,3 +429,17 @@ def test_parallel_run_matches_serial(tmp_path):
     assert serial.returncode == par.returncode == 1
     assert json.loads(par.stdout) == json.loads(serial.stdout)
     assert [d["location"]["row"] for d in par.json()] == list(range(2, 10))
+
+
+def test_files_are_dealt_biggest_first_in_shrinking_chunks():
+    from kerasfit.api import deal
+
+    sizes = [(i * 37) % 101 for i in range(182)]
+    chunks = deal(sizes, 2)
+    assert sorted(i for c in chunks for i in c) == list(range(182))  # each file once
+    flat = [sizes[i] for c in chunks for i in c]
+    assert flat == sorted(sizes, reverse=True)  # biggest first
+    lengths = [len(c) for c in chunks]
+    # a worker taking the next chunk when done: many chunks, the last ones single files
+    assert lengths == sorted(lengths, reverse=True) and lengths[-1] == 1 and len(chunks) > 2 * 3
+    assert deal([5, 1, 3], 4) == [[0], [2], [1]] and deal([], 2) == []
