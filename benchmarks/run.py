@@ -18,7 +18,7 @@ A ratio compares the same work: the floor parses the same files with the same nu
 processes (``--jobs``, default the CPU count; one below kerasfit's parallel threshold).
 
 Usage: python benchmarks/run.py [--corpus DIR] [--max-files N] [--jobs N] [--repeat N] [--fixit /path/to/fixit]
-       [--compare-with /path/to/other/kerasfit] [--json]
+       [--kerasfit /path/to/kerasfit] [--compare-with /path/to/other/kerasfit] [--json]
 """
 
 from __future__ import annotations
@@ -141,7 +141,9 @@ def parse_only(files: list[Path], processes: int) -> tuple[float, float]:
     return float(wall), float(cpu)
 
 
-def kerasfit_cmd() -> list[str]:
+def kerasfit_cmd(given: str | None = None) -> list[str]:
+    if given:
+        return [given]
     exe = Path(sys.executable).with_name("kerasfit")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "kerasfit"]
 
@@ -158,14 +160,14 @@ def peak_rss_mb_of(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str]:
     return float(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def tensorflow_imported(cwd: Path, files: list[Path]) -> bool:
+def tensorflow_imported(cwd: Path, files: list[Path], python: str = sys.executable) -> bool:
     code = (
         "import sys\n"
         "from kerasfit.api import CheckOptions, check_paths\n"
         "check_paths(sys.argv[1:], CheckOptions(use_cache=False, jobs=1))\n"
         "print(any(m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras') for m in sys.modules))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, *map(str, files[:20])], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([python, "-c", code, *map(str, files[:20])], cwd=cwd, capture_output=True, text=True)
     return proc.stdout.strip().endswith("True")
 
 
@@ -177,6 +179,10 @@ def main() -> int:
     ap.add_argument("--fixit", default=shutil.which("fixit"), help="path to a fixit 2.x executable")
     ap.add_argument("--repeat", type=int, default=1, help="take the best of N runs of the floor, cold check and Fixit")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--no-lsp", action="store_true", help="skip the language server's latencies")
+    ap.add_argument("--kerasfit", metavar="KERASFIT",
+                    help="the kerasfit executable to measure (default: the one beside this interpreter); the floor "
+                         "is this script's, so checkouts measured in turn share it")
     ap.add_argument("--compare-with", metavar="KERASFIT",
                     help="another kerasfit executable (an earlier commit's): its one-file check is timed in "
                          "the same run, interleaved with this one's, and the ratio printed")
@@ -193,7 +199,7 @@ def main() -> int:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.pop("KERASFIT_NO_PARALLEL", None)  # kerasfit's process count is --jobs, as the floor's
         compile_installed_package(env)
-        kf = kerasfit_cmd()
+        kf = kerasfit_cmd(args.kerasfit)
         # kerasfit checks in one process below its threshold, else in --jobs processes
         processes = args.jobs if len(files) >= PARALLEL_MIN_FILES else 1
         print(f"corpus: {len(files)} files, {lines} lines; {os.cpu_count()} cores; {processes} process(es)")
@@ -227,7 +233,8 @@ def main() -> int:
         other = min(others) if others else None
         floor, _ = timed([sys.executable, "-c", "import libcst"], work, env)
         rss, _ = peak_rss_mb_of([*kf, "check", "corpus", *jobs, "--exit-zero", "--no-cache"], work, env)
-        tf_loaded = tensorflow_imported(work, files)
+        tf_loaded = tensorflow_imported(work, files, str(Path(args.kerasfit).with_name("python")) if args.kerasfit
+                                        else sys.executable)
 
         fixit = fixit_cpu = None
         fixit_problem = "not installed (pass --fixit PATH to a fixit 2.x executable)"
@@ -277,7 +284,7 @@ def main() -> int:
         print(f"TensorFlow imported by static checking: {tf_loaded}")
         print(f"findings on the corpus: {findings}")
         lsp = HERE / "lsp_latency.py"
-        if lsp.exists():
+        if lsp.exists() and not args.no_lsp:
             proc = subprocess.run([sys.executable, str(lsp)], capture_output=True, text=True)
             print(proc.stdout.strip() or proc.stderr.strip()[-500:])
         if args.json:
