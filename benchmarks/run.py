@@ -51,11 +51,13 @@ PACKAGE_DIRS = (
 def gather(dest: Path, max_files: int) -> list[Path]:
     import sysconfig
 
-    site = Path(sysconfig.get_paths()["purelib"])
+    # this interpreter's site-packages, then any other on its path (a venv that shares
+    # another's packages through a .pth file)
+    sites = [Path(sysconfig.get_paths()["purelib"]), *(Path(p) for p in sys.path if p.endswith("site-packages"))]
     sources: list[Path] = []
     for d in PACKAGE_DIRS:
-        base = site / d
-        if base.is_dir():
+        base = next((site / d for site in sites if (site / d).is_dir()), None)
+        if base is not None:
             sources.extend(sorted(p for p in base.rglob("*.py") if not p.name.endswith("_test.py")))
     sources.extend(sorted(p for p in (ROOT / "fixtures").rglob("*.py")))
     files = []
