@@ -208,16 +208,23 @@ def unfixable_codes(codes: Sequence[str], cfg: Config) -> tuple[str, ...]:
 
 
 class Cache:
-    """Content-hash cache of check results (like ruff's): one JSON file per project."""
+    """Content-hash cache of check results (like ruff's): one JSON file per project.
 
-    VERSION = 1
+    A result that rests on the whole tree (a tree-wide answer was asked for its file)
+    names the tree's file hashes, kept once under ``trees``: as every file's own
+    dependencies they made the cache quadratic in the files (0.9 MB for the 182 keras-io
+    examples, and as many comparisons on every warm run)."""
+
+    VERSION = 2
 
     def __init__(self, directory: CacheDir | None) -> None:
         self.dir = directory
         self.name = f"results-v{self.VERSION}.json"
         self.entries: dict[str, dict[str, Any]] = {}
+        self.trees: dict[str, dict[str, str]] = {}
         self.dirty = False
         self._digests: dict[str, str | None] = {}  # each dependency's content hash, read once a run
+        self._trees_hold: dict[str, bool] = {}  # each tree's verdict, reached once a run
         raw = directory.read(self.name) if directory is not None else None
         if raw is not None:
             try:
@@ -225,6 +232,8 @@ class Cache:
                 # valid JSON of another shape is ignored (and rewritten by this run)
                 if isinstance(data, dict) and data.get("kerasfit") == __version__ and isinstance(data.get("files"), dict):
                     self.entries = data["files"]
+                    trees = data.get("trees")
+                    self.trees = trees if isinstance(trees, dict) else {}
             except (ValueError, RecursionError):
                 self.entries = {}
 
@@ -248,6 +257,9 @@ class Cache:
             # a helper in another file changed: what this file's checks saw changed too
             if not isinstance(deps, dict) or any(self._digest(p) != d for p, d in deps.items()):
                 return None
+        tree = e.get("tree")
+        if tree is not None and not self._tree_holds(tree):
+            return None
         try:
             # labelled with this run's spelling of the path, not the caching run's
             return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in e["diagnostics"]]
@@ -260,12 +272,29 @@ class Cache:
             self._digests[path] = file_digest(path)
         return self._digests[path]
 
-    def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None) -> None:
+    def _tree_holds(self, tree: Any) -> bool:
+        if not isinstance(tree, str):
+            return False
+        hit = self._trees_hold.get(tree)
+        if hit is None:
+            digests = self.trees.get(tree)
+            hit = isinstance(digests, dict) and all(self._digest(p) == d for p, d in digests.items())
+            self._trees_hold[tree] = hit
+        return hit
+
+    def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None,
+            tree: dict[str, str] | None = None) -> None:
+        """``tree``: the hashes of every file of the tree, when the result rests on them all."""
         if self.path is None:
             return
         entry: dict[str, Any] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
         if deps:
             entry["deps"] = deps
+        if tree is not None:
+            name = hashlib.sha256(json.dumps(sorted(tree.items())).encode()).hexdigest()[:16]
+            self.trees[name] = tree
+            self._trees_hold[name] = True  # the hashes this run read
+            entry["tree"] = name
         self.entries[str(path.resolve())] = entry
         self.dirty = True
 
@@ -273,7 +302,9 @@ class Cache:
         """A read-only tree still gets its results, just not cached."""
         if not self.dirty or self.path is None or self.dir is None:
             return
-        data = json.dumps({"kerasfit": __version__, "files": self.entries}).encode()
+        used = {e.get("tree") for e in self.entries.values() if isinstance(e, dict)}
+        trees = {k: v for k, v in self.trees.items() if k in used}  # a tree no entry names any more goes
+        data = json.dumps({"kerasfit": __version__, "files": self.entries, "trees": trees}).encode()
         self.dir.write(self.name, data, gitignore=True)
 
 
@@ -378,7 +409,8 @@ def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache 
         res.error = f"{job.path}: too deeply nested to check, skipped"
     finally:
         index.asking(None)
-    res.deps = index.deps_of(job.path)
+    res.deps = index.own_deps_of(job.path)
+    res.tree_wide = index.asked_tree(job.path)
     return res
 
 
@@ -504,10 +536,14 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         pending.append((job, text, data))
 
     fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
+    tree: dict[str, str] | None = None
     for (job, _, data), res in zip(pending, fresh):
         results.append(res)
         if cache.path is not None and res.error is None:
-            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps)
+            if res.tree_wide and tree is None:
+                tree = index.tree_digests()
+            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
+                      tree if res.tree_wide else None)
     cache.save()
 
     if writing:

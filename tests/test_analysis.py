@@ -643,8 +643,8 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
     assert all(r.error is None for r in results)
     # the parent holds the answers its workers' parts made, equal to computing them here
     assert index._reach is not None and index._reach == ProjectIndex([tmp_path])._reached()
-    # and a file whose checks asked for them depends on every other file of the tree
-    assert any(set(r.deps) == set(paths) - {r.filename} for r in results)
+    # and a file whose checks asked for them depends on every file of the tree
+    assert any(r.tree_wide for r in results) and set(index.tree_digests()) == set(paths)
 
 
 def test_the_checked_texts_facts_are_reused_when_the_tree_read_the_same_text(tmp_path):
@@ -658,3 +658,25 @@ def test_the_checked_texts_facts_are_reused_when_the_tree_read_the_same_text(tmp
     # the same text under another path is that path's own facts
     other = index.facts(tmp_path / "copy.py", source="def encode(y):\n    return y\n")
     assert other is not None and other is not read and other.path.endswith("copy.py")
+
+
+def test_a_result_resting_on_the_whole_tree_names_the_tree_kept_once_in_the_cache(tmp_path):
+    _write(tmp_path, _REACH_TREE)
+    for i in range(3):
+        _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
+    opts = CheckOptions(cache_dir=tmp_path / ".cache", jobs=1)
+    first = check_paths([str(tmp_path)], opts)
+    data = json.loads(next((tmp_path / ".cache").glob("results-*.json")).read_text())
+    files = sorted(str(p.resolve()) for p in tmp_path.glob("*.py"))
+    named = {e["tree"] for e in data["files"].values() if "tree" in e}
+    # the tree's hashes once, not in every entry's own dependencies
+    assert len(named) == 1 and sorted(data["trees"][named.pop()]) == files
+    assert all(len(e.get("deps", {})) < len(files) - 1 for e in data["files"].values())
+    second = check_paths([str(tmp_path)], opts)
+    assert all(r.cached for r in second.files if not r.skipped)
+    # another file of the tree changes: every result resting on the tree is checked again
+    (tmp_path / "enc.py").write_text("def encode(y):\n    return y + 1\n\ndef scale(x):\n    return x\n")
+    third = {Path(r.filename).name: r for r in check_paths([str(tmp_path)], opts).files}
+    tree_wide = {Path(r.filename).name for r in first.files if r.tree_wide}
+    assert tree_wide and all(not third[n].cached for n in tree_wide)
+    assert [d.to_dict() for r in first.files for d in r.diagnostics] == [d.to_dict() for r in third.values() for d in r.diagnostics]

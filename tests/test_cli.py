@@ -262,12 +262,12 @@ def test_a_committed_cache_file_symlink_is_not_followed(project, tmp_path_factor
     victim.write_text("precious\n")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    (cache / "results-v1.json").symlink_to(victim)
+    (cache / "results-v2.json").symlink_to(victim)
     r = run("check", "model.py", cwd=project)
     assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r  # checked, uncached
-    assert "results-v1.json" in _cache_warning(r)
+    assert "results-v2.json" in _cache_warning(r)
     assert victim.read_text() == "precious\n"
-    assert (cache / "results-v1.json").is_symlink()
+    assert (cache / "results-v2.json").is_symlink()
 
 
 def test_a_committed_cache_directory_symlink_is_not_used(project, tmp_path_factory):
@@ -296,16 +296,16 @@ def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_
     outside = tmp_path_factory.mktemp("outside")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    for name in ("rules-manifest", "results-v1"):  # this process's pid: checked in-process below
+    for name in ("rules-manifest", "results-v2"):  # this process's pid: checked in-process below
         (cache / f"{name}.{os.getpid()}.tmp").symlink_to(outside / name)
     result = check_paths([project / "model.py"], CheckOptions(cache_dir=cache, jobs=1))
     assert list(outside.iterdir()) == []
     assert len(result.diagnostics) == 2
-    for name in ("rules-manifest.json", "results-v1.json"):
+    for name in ("rules-manifest.json", "results-v2.json"):
         assert (cache / name).is_file() and not (cache / name).is_symlink()
         assert json.loads((cache / name).read_text())
     assert sorted(p.name for p in cache.iterdir() if not p.is_symlink()) == [
-        ".gitignore", "results-v1.json", "rules-manifest.json"]
+        ".gitignore", "results-v2.json", "rules-manifest.json"]
     assert result.warnings == []
 
 

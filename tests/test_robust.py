@@ -327,7 +327,7 @@ def test_cache_of_the_wrong_shape_is_ignored_and_rewritten(tmp_path):
     cache = tmp_path / ".kerasfit_cache"
     first = run("check", "model.py", cwd=tmp_path)
     assert first.returncode == 1
-    results = cache / "results-v1.json"
+    results = cache / "results-v2.json"
     for bad in (
         [1, 2],
         {"kerasfit": __version__, "files": []},

@@ -25,7 +25,8 @@ Public API (stable; other branches build on it):
     policies the files under the roots set.
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
-    they are unchanged.
+    they are unchanged. ``own_deps_of(path)``, ``asked_tree(path)`` and ``tree_digests()``
+    split them into the file's own and the whole tree's (which a cache keeps once).
 - The index of a running check is passed in explicitly (``LintSettings.project``, then
   ``FileContext(project=...)``): the CLI makes one per run of a tree, the language server
   one per workspace folder. A file checked without one gets an index rooted nowhere that
@@ -163,6 +164,7 @@ class ProjectIndex:
         self._flag_defs: dict[tuple[str, str], dict[str, list[ast.expr]]] = {}
         # (module path, function name) -> whether calling it sets up a TPU
         self._tpu_makers: dict[tuple[str, str], bool] = {}
+        self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
@@ -204,7 +206,26 @@ class ProjectIndex:
         self._asking.path = os.path.abspath(path) if path else None
 
     def deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
+        """Every other file consulted for ``path``: its own (:meth:`own_deps_of`), and the
+        whole tree's when it asked a tree-wide question (:meth:`asked_tree`)."""
+        key = os.path.abspath(path)
+        out = dict(self._deps.get(key, {}))
+        if key in self._tree_askers and self._reach is not None:
+            out.update((p, d) for p, d in self._reach.digests if p != key)
+        return out
+
+    def own_deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
+        """The other files consulted for ``path`` itself (imports it followed), not the tree's."""
         return dict(self._deps.get(os.path.abspath(path), {}))
+
+    def asked_tree(self, path: str | os.PathLike[str]) -> bool:
+        """Whether a tree-wide answer was asked for ``path`` (its result rests on every file of
+        :meth:`tree_digests`: kept once per tree by a cache, not once per file)."""
+        return os.path.abspath(path) in self._tree_askers
+
+    def tree_digests(self) -> dict[str, str]:
+        """Path -> content hash of every file the tree-wide answers read."""
+        return dict(self._reached_quietly().digests)
 
     def module_file(self, from_path: str, module: str) -> str | None:
         """The file of ``module`` (dotted, maybe relative) as imported from ``from_path``."""
@@ -471,13 +492,23 @@ class ProjectIndex:
         self._reach = reach
 
     def _reached(self) -> Reach:
-        if self._reach is None:
-            self._reach = compute_reach(self, self.reach_files())
+        reach = self._reached_quietly()
         asking: str | None = getattr(self._asking, "path", None)
         if asking is not None:
             # every file of the tree spoke to this answer: a cached result of the asking
             # file holds while they are unchanged (a file added to the tree is not seen)
-            self._deps.setdefault(asking, {}).update((p, d) for p, d in self._reach.digests if p != asking)
+            self._tree_askers.add(asking)
+        return reach
+
+    def _reached_quietly(self) -> Reach:
+        if self._reach is None:
+            # the files read are the tree's (Reach.digests), not the asking file's own
+            asking = getattr(self._asking, "path", None)
+            self._asking.path = None
+            try:
+                self._reach = compute_reach(self, self.reach_files())
+            finally:
+                self._asking.path = asking
         return self._reach
 
 
