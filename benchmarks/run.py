@@ -9,14 +9,16 @@ directory. Measured, each once, on this machine:
 - libcst parse-only of every file, in as many processes as kerasfit uses  -- the floor
 - kerasfit cold ``check`` of the corpus (CLI, empty cache, all default rules)
 - kerasfit warm re-run (unchanged files, cache hit)
-- kerasfit one-file ``check`` end to end (pre-commit's case)
+- kerasfit one-file ``check`` end to end (pre-commit's case), and with ``--compare-with`` another
+  kerasfit's (an earlier commit's) on the same file, interleaved, for the "within 10%" goal
 - Fixit 2.2 with its built-in rules (``fixit lint``), when installed (``--fixit PATH``)
 - peak memory of the cold check and whether TensorFlow was imported
 
 A ratio compares the same work: the floor parses the same files with the same number of
 processes (``--jobs``, default the CPU count; one below kerasfit's parallel threshold).
 
-Usage: python benchmarks/run.py [--corpus DIR] [--max-files N] [--jobs N] [--repeat N] [--fixit /path/to/fixit] [--json]
+Usage: python benchmarks/run.py [--corpus DIR] [--max-files N] [--jobs N] [--repeat N] [--fixit /path/to/fixit]
+       [--kerasfit /path/to/kerasfit] [--compare-with /path/to/other/kerasfit] [--json]
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kerasfit.api import PARALLEL_MIN_FILES
+from kerasfit.api import PARALLEL_MIN_FILES, deal
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -49,11 +51,13 @@ PACKAGE_DIRS = (
 def gather(dest: Path, max_files: int) -> list[Path]:
     import sysconfig
 
-    site = Path(sysconfig.get_paths()["purelib"])
+    # this interpreter's site-packages, then any other on its path (a venv that shares
+    # another's packages through a .pth file)
+    sites = [Path(sysconfig.get_paths()["purelib"]), *(Path(p) for p in sys.path if p.endswith("site-packages"))]
     sources: list[Path] = []
     for d in PACKAGE_DIRS:
-        base = site / d
-        if base.is_dir():
+        base = next((site / d for site in sites if (site / d).is_dir()), None)
+        if base is not None:
             sources.extend(sorted(p for p in base.rglob("*.py") if not p.name.endswith("_test.py")))
     sources.extend(sorted(p for p in (ROOT / "fixtures").rglob("*.py")))
     files = []
@@ -106,40 +110,42 @@ def measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float,
 
 def parse_only(files: list[Path], processes: int) -> tuple[float, float]:
     """Wall and CPU seconds to libcst-parse every file in ``processes`` forked workers, the
-    files dealt out biggest first as kerasfit deals them (kerasfit.api._execute)."""
+    files dealt out in chunks as kerasfit deals them (kerasfit.api.deal)."""
+    srcs = [p.read_text(encoding="utf-8", errors="replace") for p in files]
+    chunks = [[str(files[i]) for i in c] for c in deal([len(s) for s in srcs], processes)]
     code = (
-        "import multiprocessing as mp, resource, sys, time, libcst\n"
+        "import json, multiprocessing as mp, resource, sys, time, libcst\n"
         "def cpu():\n"
         "    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime\n"
-        "n, paths = int(sys.argv[1]), sys.argv[2:]\n"
-        "srcs = [open(p, encoding='utf-8', errors='replace').read() for p in paths]\n"
+        "n, chunks = int(sys.argv[1]), json.loads(sys.stdin.read())\n"
+        "srcs = {p: open(p, encoding='utf-8', errors='replace').read() for c in chunks for p in c}\n"
         "def parse(chunk):\n"
-        "    for s in chunk:\n"
+        "    for p in chunk:\n"
         "        try:\n"
-        "            libcst.parse_module(s)\n"
+        "            libcst.parse_module(srcs[p])\n"
         "        except Exception:\n"
         "            pass\n"
         "    return len(chunk)\n"
-        "order = sorted(srcs, key=len, reverse=True)\n"
-        "chunks = [order[k::n] for k in range(n)]\n"
         "t, c = time.perf_counter(), cpu()\n"
         "if n == 1:\n"
-        "    parse(srcs)\n"
+        "    parse([p for c in chunks for p in c])\n"
         "else:\n"
         "    pool = mp.get_context('fork').Pool(n)\n"
-        "    pool.map(parse, chunks, chunksize=1)\n"
+        "    list(pool.imap_unordered(parse, chunks, chunksize=1))  # each worker takes the next chunk when done\n"
         "    pool.close()\n"
         "    pool.join()\n"
         "print(time.perf_counter() - t, cpu() - c)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(processes), *map(str, files)], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run([sys.executable, "-c", code, str(processes)], input=json.dumps(chunks), capture_output=True,
+                          text=True, check=True)
     wall, cpu = proc.stdout.split()
     return float(wall), float(cpu)
 
 
-def kerasfit_cmd() -> list[str]:
+def kerasfit_cmd(given: str | None = None) -> list[str]:
+    if given:
+        return [given]
     exe = Path(sys.executable).with_name("kerasfit")
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "kerasfit"]
 
@@ -156,14 +162,14 @@ def peak_rss_mb_of(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str]:
     return float(proc.stdout.strip().splitlines()[-1]), proc.stderr
 
 
-def tensorflow_imported(cwd: Path, files: list[Path]) -> bool:
+def tensorflow_imported(cwd: Path, files: list[Path], python: str = sys.executable) -> bool:
     code = (
         "import sys\n"
         "from kerasfit.api import CheckOptions, check_paths\n"
         "check_paths(sys.argv[1:], CheckOptions(use_cache=False, jobs=1))\n"
         "print(any(m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras') for m in sys.modules))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, *map(str, files[:20])], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run([python, "-c", code, *map(str, files[:20])], cwd=cwd, capture_output=True, text=True)
     return proc.stdout.strip().endswith("True")
 
 
@@ -175,6 +181,13 @@ def main() -> int:
     ap.add_argument("--fixit", default=shutil.which("fixit"), help="path to a fixit 2.x executable")
     ap.add_argument("--repeat", type=int, default=1, help="take the best of N runs of the floor, cold check and Fixit")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    ap.add_argument("--no-lsp", action="store_true", help="skip the language server's latencies")
+    ap.add_argument("--kerasfit", metavar="KERASFIT",
+                    help="the kerasfit executable to measure (default: the one beside this interpreter); the floor "
+                         "is this script's, so checkouts measured in turn share it")
+    ap.add_argument("--compare-with", metavar="KERASFIT",
+                    help="another kerasfit executable (an earlier commit's): its one-file check is timed in "
+                         "the same run, interleaved with this one's, and the ratio printed")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kerasfit-bench-") as tmp:
@@ -188,7 +201,7 @@ def main() -> int:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.pop("KERASFIT_NO_PARALLEL", None)  # kerasfit's process count is --jobs, as the floor's
         compile_installed_package(env)
-        kf = kerasfit_cmd()
+        kf = kerasfit_cmd(args.kerasfit)
         # kerasfit checks in one process below its threshold, else in --jobs processes
         processes = args.jobs if len(files) >= PARALLEL_MIN_FILES else 1
         print(f"corpus: {len(files)} files, {lines} lines; {os.cpu_count()} cores; {processes} process(es)")
@@ -209,17 +222,32 @@ def main() -> int:
         cold_all, _ = timed([*kf, "check", "corpus", *jobs, "--exit-zero", "--no-cache", "--select", "ALL"], work, env)
         warm, _ = timed([*kf, "check", "corpus", *jobs, "--exit-zero"], work, env)
         one = min(files, key=lambda p: abs(p.stat().st_size - 6000))
-        single, _ = timed([*kf, "check", str(one.relative_to(work)), "--exit-zero", "--no-cache"], work, env)
+        one_args = ["check", str(one.relative_to(work)), "--exit-zero", "--no-cache"]
+        # interleaved with the other executable's runs, best of 2*repeat+1 each (a one-file
+        # check is short: one run says more about the machine than about kerasfit)
+        singles: list[float] = []
+        others: list[float] = []
+        for _ in range(2 * args.repeat + 1):
+            singles.append(timed([*kf, *one_args], work, env)[0])
+            if args.compare_with:
+                others.append(timed([args.compare_with, *one_args], work, env)[0])
+        single = min(singles)
+        other = min(others) if others else None
         floor, _ = timed([sys.executable, "-c", "import libcst"], work, env)
         rss, _ = peak_rss_mb_of([*kf, "check", "corpus", *jobs, "--exit-zero", "--no-cache"], work, env)
-        tf_loaded = tensorflow_imported(work, files)
+        tf_loaded = tensorflow_imported(work, files, str(Path(args.kerasfit).with_name("python")) if args.kerasfit
+                                        else sys.executable)
 
         fixit = fixit_cpu = None
+        fixit_problem = "not installed (pass --fixit PATH to a fixit 2.x executable)"
         if args.fixit:
             fx_env = dict(os.environ)
             runs = [measured([args.fixit, "lint", "corpus"], work, fx_env) for _ in range(args.repeat)]
-            if not any(p.returncode not in (0, 1, 255) and "Traceback" in p.stderr for _, _, p in runs):
+            broken = [p for _, _, p in runs if p.returncode not in (0, 1, 255) and "Traceback" in p.stderr]
+            if not broken:
                 fixit, fixit_cpu = min(w for w, _, _ in runs), min(c for _, c, _ in runs)
+            else:
+                fixit_problem = f"{args.fixit} failed: {broken[0].stderr.strip().splitlines()[-1][:200]}"
 
         figures = {
             "files": len(files),
@@ -233,6 +261,7 @@ def main() -> int:
             "kerasfit_cold_all_rules_s": round(cold_all, 3),
             "kerasfit_warm_s": round(warm, 3),
             "kerasfit_one_file_s": round(single, 3),
+            "compared_one_file_s": round(other, 3) if other is not None else None,
             "python_import_libcst_s": round(floor, 3),
             "fixit_s": round(fixit, 3) if fixit is not None else None,
             "fixit_cpu_s": round(fixit_cpu, 3) if fixit_cpu is not None else None,
@@ -247,14 +276,17 @@ def main() -> int:
             print(f"fixit lint (built-in rules):  {fixit:7.2f} s   = kerasfit is {fixit / cold:.1f}x faster (goal >= 7x; "
                   f"CPU {fixit_cpu:.2f} s = {fixit_cpu / cold_cpu:.1f}x)")
         else:
-            print("fixit: not measured (pass --fixit PATH to a fixit 2.x executable)")
+            print(f"fixit: not measured, so no Fixit ratio: {fixit_problem}")
         print(f"kerasfit check, warm (cache): {warm:7.2f} s   (goal < 0.5 s)")
         print(f"kerasfit check, one file:     {single:7.2f} s   (goal < 0.4 s; `python -c 'import libcst'` alone: {floor:.2f} s)")
+        if other is not None:
+            print(f"  {args.compare_with}, same file: {other:.2f} s: this one is {100 * (single / other - 1):+.0f}% "
+                  f"(goal: within +10%)")
         print(f"peak memory (largest process): {rss:6.1f} MB  (goal < 150 MB)")
         print(f"TensorFlow imported by static checking: {tf_loaded}")
         print(f"findings on the corpus: {findings}")
         lsp = HERE / "lsp_latency.py"
-        if lsp.exists():
+        if lsp.exists() and not args.no_lsp:
             proc = subprocess.run([sys.executable, str(lsp)], capture_output=True, text=True)
             print(proc.stdout.strip() or proc.stderr.strip()[-500:])
         if args.json:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 from pathlib import Path
 
@@ -116,7 +115,7 @@ class CacheDir:
         d = self._open_dir(create=True)
         if d is None:
             return False
-        tmp = f".{name}.{secrets.token_hex(8)}.tmp"
+        tmp = f".{name}.{os.urandom(8).hex()}.tmp"  # (secrets.token_hex, without importing secrets)
         try:
             if _is_link(name, d):
                 self._refuse(self.path / name)

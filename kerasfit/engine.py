@@ -14,8 +14,9 @@ import io
 import re
 import threading
 import tokenize
+from collections import ChainMap
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Protocol, Sequence, cast
+from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, cast
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -392,7 +393,7 @@ _Unit = tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]
 
 
 def _unit_of(
-    node: cst.CSTNode, module: cst.Module, tree: ast.Module, parent: dict[int, cst.CSTNode],
+    node: cst.CSTNode, module: cst.Module, tree: ast.Module, parent: Mapping[int, cst.CSTNode],
     memo: dict[int, dict[int, int]] | None = None,
 ) -> _Unit | None:
     """(innermost statement holding ``node``, its AST statement, enclosing indents, row shift).
@@ -532,7 +533,7 @@ class Positions:
         source: str,
         nodes: Iterable[cst.CSTNode],
         tree: ast.Module | None = None,
-        parent: dict[int, cst.CSTNode] | None = None,
+        parent: Mapping[int, cst.CSTNode] | None = None,
         units: dict[int, _Generated] | None = None,
     ) -> None:
         """``units``: the language server's per-document cache of generated statements
@@ -575,7 +576,7 @@ class Positions:
 
     # -- the statement-local path --------------------------------------------------
     def _by_statement(
-        self, module: cst.Module, tree: ast.Module, nodes: list[cst.CSTNode], parent: dict[int, cst.CSTNode], wanted: set[int]
+        self, module: cst.Module, tree: ast.Module, nodes: list[cst.CSTNode], parent: Mapping[int, cst.CSTNode], wanted: set[int]
     ) -> bool:
         units: dict[int, tuple[cst.CSTNode, ast.stmt, tuple[str, ...], int]] = {}
         memo: dict[int, dict[int, int]] = {}
@@ -1004,10 +1005,13 @@ def lint_module(
             if rep.fix is not None:
                 wanted.extend(_nodes_of(rep.fix))
         index = ctx.scopes.built_index  # parent links, when a rule already needed the file index
-        pos = Positions(
-            module, source, wanted, tree, index.parent if index is not None else None,
-            cache.units if cache is not None else None,
-        )
+        parent: Mapping[int, cst.CSTNode] | None = None
+        if index is not None:
+            # a name the index walk skips (``ds.batch``'s ``batch``) gets its host, so its
+            # statement alone is generated, not the whole module
+            hosts = index.hosts(wanted)
+            parent = ChainMap(hosts, index.parent) if hosts else index.parent
+        pos = Positions(module, source, wanted, tree, parent, cache.units if cache is not None else None)
         sup = Suppressions.scan(source)
         indents = _Indents(module)
         seen: set[tuple[str, int, int, str]] = set()

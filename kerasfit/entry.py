@@ -4,6 +4,7 @@ every other command line goes to the typer CLI."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -15,4 +16,26 @@ def main() -> None:
             return
     from .cli import main as cli_main  # defers typer until a command needs it
 
-    cli_main()
+    try:
+        cli_main()
+    except SystemExit as exc:
+        if sys.argv[1:2] == ["check"]:
+            exit_now(exc.code)
+        raise
+
+
+def exit_now(code: object) -> None:
+    """End a finished ``check`` without the interpreter's teardown (freeing every libcst
+    class and module one by one: ~55 ms of a one-file check, measured), as mypy does.
+    Its output is flushed first; whatever cannot be flushed, or an exit message to print,
+    is left to the ordinary exit, which reports it as always."""
+    if code is None:
+        code = 0
+    if not isinstance(code, int):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)

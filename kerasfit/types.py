@@ -313,6 +313,8 @@ class FileResult:
     # other files of the tree the check consulted (path -> content hash): a cached
     # result stays valid only while they are unchanged
     deps: dict[str, str] = field(default_factory=dict)
+    # and every file of the tree (ProjectIndex.tree_digests), when a tree-wide answer was asked
+    tree_wide: bool = False
     # The lowest severity that fails the run for this file (its config's ``fail-on``).
     fail_on: Severity = Severity.WARNING
 

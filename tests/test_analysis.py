@@ -581,3 +581,102 @@ def test_version_switch_in_a_backend_module_keeps_the_framework(tmp_path):
     sym = index.resolve(str(tmp_path / "kcv/models/block.py"), "kcv.backend.keras.layers.Conv2D")
     assert sym is not None and sym.kind == "framework" and sym.raw == "keras.layers.Conv2D"
     assert _codes(tmp_path, "kcv/models/block.py", select=("KF103",)) == [("block.py", 6, "KF103")]
+
+
+# ---- the tree-wide answers, computed once per run ------------------------------------------
+_REACH_TREE = {
+    "boxes.py": _BOX_HELPER,
+    "enc.py": """
+        def encode(y):
+            return y
+
+        def scale(x):
+            return x
+    """,
+    "model.py": """
+        import functools
+        import tensorflow as tf
+        from boxes import to_corners
+        from enc import encode, scale
+
+        class Net(tf.keras.Model):
+            def call(self, x):
+                # lambdas handed over by position and by keyword run in the input pipeline
+                self.ds = self.ds.map(lambda a, b: (a, encode(b)))
+                self.ds = self.ds.filter(predicate=lambda a, b: to_corners(b))
+                return scale(x)
+
+        def make(ds):
+            return ds.map(functools.partial(scale, 2))
+
+        tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    """,
+}
+
+
+def test_tree_wide_answers_from_per_file_parts_are_the_whole_trees(tmp_path):
+    from kerasfit.semantic.index import join_reach
+
+    _write(tmp_path, _REACH_TREE)
+    whole = ProjectIndex([tmp_path])
+    enc, boxes = tmp_path / "enc.py", tmp_path / "boxes.py"
+    assert whole.input_only(enc, "encode") and whole.input_only(boxes, "to_corners")
+    assert whole.reached_from_model(enc, "scale") and not whole.input_only(enc, "scale")
+    assert not whole.reached_from_model(enc, "encode")
+    assert whole.dtype_policies() == ("bfloat16",) and whole.imported_by_others(enc)
+    # each file's part computed by an index of its own (as a worker process does), joined
+    files = whole.reach_files()
+    joined = join_reach([ProjectIndex([tmp_path]).reach_part(f) for f in files])
+    assert joined == whole._reached()
+
+
+def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_parts(tmp_path):
+    from kerasfit.api import _Job, _execute, settings_for
+
+    _write(tmp_path, _REACH_TREE)
+    for i in range(5):  # enough files for worker processes
+        _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
+    paths = sorted(str(p) for p in tmp_path.glob("*.py"))
+    work = [(_Job(p, settings_for(p), False, False), Path(p).read_text()) for p in paths]
+    index = ProjectIndex([tmp_path])
+    results = _execute(work, 2, index)
+    assert all(r.error is None for r in results)
+    # the parent holds the answers its workers' parts made, equal to computing them here
+    assert index._reach is not None and index._reach == ProjectIndex([tmp_path])._reached()
+    # and a file whose checks asked for them depends on every file of the tree
+    assert any(r.tree_wide for r in results) and set(index.tree_digests()) == set(paths)
+
+
+def test_the_checked_texts_facts_are_reused_when_the_tree_read_the_same_text(tmp_path):
+    _write(tmp_path, {"enc.py": "def encode(y):\n    return y\n"})
+    index = ProjectIndex([tmp_path])
+    read = index.facts(tmp_path / "enc.py")
+    assert read is not None
+    assert index.facts(tmp_path / "enc.py", source="def encode(y):\n    return y\n") is read
+    edited = index.facts(tmp_path / "enc.py", source="def encode(y):\n    return 2 * y\n")
+    assert edited is not None and edited is not read and edited.digest != read.digest
+    # the same text under another path is that path's own facts
+    other = index.facts(tmp_path / "copy.py", source="def encode(y):\n    return y\n")
+    assert other is not None and other is not read and other.path.endswith("copy.py")
+
+
+def test_a_result_resting_on_the_whole_tree_names_the_tree_kept_once_in_the_cache(tmp_path):
+    _write(tmp_path, _REACH_TREE)
+    for i in range(3):
+        _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
+    opts = CheckOptions(cache_dir=tmp_path / ".cache", jobs=1)
+    first = check_paths([str(tmp_path)], opts)
+    data = json.loads(next((tmp_path / ".cache").glob("results-*.json")).read_text())
+    files = sorted(str(p.resolve()) for p in tmp_path.glob("*.py"))
+    named = {e["tree"] for e in data["files"].values() if "tree" in e}
+    # the tree's hashes once, not in every entry's own dependencies
+    assert len(named) == 1 and sorted(data["trees"][named.pop()]) == files
+    assert all(len(e.get("deps", {})) < len(files) - 1 for e in data["files"].values())
+    second = check_paths([str(tmp_path)], opts)
+    assert all(r.cached for r in second.files if not r.skipped)
+    # another file of the tree changes: every result resting on the tree is checked again
+    (tmp_path / "enc.py").write_text("def encode(y):\n    return y + 1\n\ndef scale(x):\n    return x\n")
+    third = {Path(r.filename).name: r for r in check_paths([str(tmp_path)], opts).files}
+    tree_wide = {Path(r.filename).name for r in first.files if r.tree_wide}
+    assert tree_wide and all(not third[n].cached for n in tree_wide)
+    assert [d.to_dict() for r in first.files for d in r.diagnostics] == [d.to_dict() for r in third.values() for d in r.diagnostics]

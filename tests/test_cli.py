@@ -262,12 +262,12 @@ def test_a_committed_cache_file_symlink_is_not_followed(project, tmp_path_factor
     victim.write_text("precious\n")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    (cache / "results-v1.json").symlink_to(victim)
+    (cache / "results-v2.json").symlink_to(victim)
     r = run("check", "model.py", cwd=project)
     assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r  # checked, uncached
-    assert "results-v1.json" in _cache_warning(r)
+    assert "results-v2.json" in _cache_warning(r)
     assert victim.read_text() == "precious\n"
-    assert (cache / "results-v1.json").is_symlink()
+    assert (cache / "results-v2.json").is_symlink()
 
 
 def test_a_committed_cache_directory_symlink_is_not_used(project, tmp_path_factory):
@@ -296,16 +296,16 @@ def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_
     outside = tmp_path_factory.mktemp("outside")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    for name in ("rules-manifest", "results-v1"):  # this process's pid: checked in-process below
+    for name in ("rules-manifest", "results-v2"):  # this process's pid: checked in-process below
         (cache / f"{name}.{os.getpid()}.tmp").symlink_to(outside / name)
     result = check_paths([project / "model.py"], CheckOptions(cache_dir=cache, jobs=1))
     assert list(outside.iterdir()) == []
     assert len(result.diagnostics) == 2
-    for name in ("rules-manifest.json", "results-v1.json"):
+    for name in ("rules-manifest.json", "results-v2.json"):
         assert (cache / name).is_file() and not (cache / name).is_symlink()
         assert json.loads((cache / name).read_text())
     assert sorted(p.name for p in cache.iterdir() if not p.is_symlink()) == [
-        ".gitignore", "results-v1.json", "rules-manifest.json"]
+        ".gitignore", "results-v2.json", "rules-manifest.json"]
     assert result.warnings == []
 
 
@@ -429,3 +429,17 @@ def test_parallel_run_matches_serial(tmp_path):
     assert serial.returncode == par.returncode == 1
     assert json.loads(par.stdout) == json.loads(serial.stdout)
     assert [d["location"]["row"] for d in par.json()] == list(range(2, 10))
+
+
+def test_files_are_dealt_biggest_first_in_shrinking_chunks():
+    from kerasfit.api import deal
+
+    sizes = [(i * 37) % 101 for i in range(182)]
+    chunks = deal(sizes, 2)
+    assert sorted(i for c in chunks for i in c) == list(range(182))  # each file once
+    flat = [sizes[i] for c in chunks for i in c]
+    assert flat == sorted(sizes, reverse=True)  # biggest first
+    lengths = [len(c) for c in chunks]
+    # a worker taking the next chunk when done: many chunks, the last ones single files
+    assert lengths == sorted(lengths, reverse=True) and lengths[-1] == 1 and len(chunks) > 2 * 3
+    assert deal([5, 1, 3], 4) == [[0], [2], [1]] and deal([], 2) == []

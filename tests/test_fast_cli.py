@@ -27,7 +27,8 @@ def test_a_plain_check_imports_no_server_table_or_tensorflow_modules(project: Pa
     code = (
         "import sys\n"
         "sys.argv = ['kerasfit', 'check', '--no-cache', 'model.py']\n"
-        "from kerasfit.entry import main\n"
+        # the command's body as entry.main runs it (which then ends the process at once)
+        "from kerasfit.cli import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exc:\n"
@@ -60,3 +61,25 @@ def test_one_parser_answers_usage_errors_and_runs_plain_lines(project: Path) -> 
     ok = run("check", "-j1", "--select=KF101", "-q", "model.py", cwd=project)
     assert ok.returncode == 1
     assert [line.split(" KF101 ")[0] for line in ok.lines] == ["model.py:2:6:", "model.py:4:5:"]  # -q: findings only
+
+
+def test_a_finished_check_ends_without_the_interpreters_teardown(project: Path) -> None:
+    # the teardown (freeing every module and libcst class) is ~15% of a one-file check;
+    # an atexit handler stands for it: it runs on an ordinary exit only
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('TEARDOWN', file=sys.stderr))\n"
+        "from kerasfit.entry import main\n"
+        "main()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code, "check", "--no-cache", "model.py"], cwd=project,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1 and "TEARDOWN" not in p.stderr, p.stderr
+    assert "model.py:2:6: KF101" in p.stdout and p.stdout.rstrip().endswith("fixable with the `--fix` option.")
+    clean = subprocess.run([sys.executable, "-c", code, "check", "--no-cache", "clean.py"], cwd=project,
+                           capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0 and "TEARDOWN" not in clean.stderr
+    # any other command exits as Python does
+    other = subprocess.run([sys.executable, "-c", code, "--version"], cwd=project, capture_output=True, text=True,
+                           timeout=120)
+    assert other.returncode == 0 and "TEARDOWN" in other.stderr

@@ -86,3 +86,29 @@ def test_statement_local_path_is_taken_for_ordinary_code():
     # the whole-module path fills spans for every wanted node too; tell them apart by
     # checking that a statement-local run did not generate unrelated statements
     assert pos._by_statement(module, ast.parse(TRICKY), calls, ctx.index.parent, {id(c) for c in calls})
+
+
+@pytest.mark.parametrize("source", [p.read_text() for p in FILES] + [TRICKY], ids=[p.name for p in FILES] + ["tricky"])
+def test_names_the_index_walk_skips_are_placed_by_their_statement(source):
+    # ``ds.batch``'s ``batch``, a keyword's name and an argument's comma are not in the
+    # index's parent links; their hosts are, so their statements alone are generated
+    from collections import ChainMap
+
+    module = cst.parse_module(source)
+    tree = ast.parse(source)
+    index = FileContext(module, "x.py", source=source).index
+    everything = _all_nodes(module)
+    nodes = [n.attr for n in everything if isinstance(n, cst.Attribute)]
+    nodes += [part for n in everything if isinstance(n, cst.Arg) for part in (n.keyword, n.comma)
+              if isinstance(part, (cst.Name, cst.Comma))]
+    if not nodes:
+        return  # (a fixture with no attribute and no keyword argument)
+    assert not any(id(n) in index.parent for n in nodes)
+    hosts = index.hosts(nodes)
+    assert len(hosts) == len({id(n) for n in nodes})
+    parent = ChainMap(hosts, index.parent)
+    fast = Positions(module, source, nodes, tree, parent)
+    assert fast._by_statement(module, tree, nodes, parent, {id(n) for n in nodes})
+    slow = Positions(module, source, nodes)
+    for n in nodes:
+        assert fast.full(n) == slow.full(n) and fast.span(n) == slow.span(n), module.code_for_node(n)

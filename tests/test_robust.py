@@ -3,6 +3,7 @@ workers, folding budget, hostile trees, malformed configs and caches, stdin."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -328,7 +329,7 @@ def test_cache_of_the_wrong_shape_is_ignored_and_rewritten(tmp_path):
     cache = tmp_path / ".kerasfit_cache"
     first = run("check", "model.py", cwd=tmp_path)
     assert first.returncode == 1
-    results = cache / "results-v1.json"
+    results = cache / "results-v2.json"
     for bad in (
         [1, 2],
         {"kerasfit": __version__, "files": []},
@@ -402,3 +403,25 @@ def test_diff_counts_unreadable_files_and_syntax_errors(tmp_path):
     assert r.returncode == 1 and "latin1.py" in r.stderr
     write(tmp_path / "clean.py", "import tensorflow as tf\nx = 1\n")
     assert run("check", "--diff", "clean.py", "--no-cache", cwd=tmp_path).returncode == 0
+
+
+def test_a_strings_pieces_answered_early_decide_the_same():
+    """The depth walk skips the tokenizer for a string with too few quotes to exceed the
+    room left: whatever it answers then must flag exactly what the full count flags."""
+    from kerasfit.parseguard import _string_pieces
+
+    src = (
+        'a = "x" "y" \'z\' "w"\n'
+        'b = ("""one""" \'two\'\n     "three" f"{a}" "five")\n'
+        'c = """a docstring-like block\nwith "quoted" words and it\'s long enough"""\n'
+        'd = ("a" "b"\n     "c")\n'
+    )
+    lines = src.splitlines(keepends=True)
+    strings = [n for n in ast.walk(ast.parse(src)) if isinstance(n, (ast.Constant, ast.JoinedStr))
+               and isinstance(getattr(n, "value", ""), (str, bytes))]
+    assert len(strings) >= 4
+    for node in strings:
+        full = _string_pieces(node, lines, 3)
+        for room in range(0, 8):
+            early = _string_pieces(node, lines, 3, room)
+            assert (early > room) == (full > room), (ast.get_source_segment(src, node), room, early, full)

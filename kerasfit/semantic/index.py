@@ -25,7 +25,8 @@ Public API (stable; other branches build on it):
     policies the files under the roots set.
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
-    they are unchanged.
+    they are unchanged. ``own_deps_of(path)``, ``asked_tree(path)`` and ``tree_digests()``
+    split them into the file's own and the whole tree's (which a cache keeps once).
 - The index of a running check is passed in explicitly (``LintSettings.project``, then
   ``SemanticModel(project=...)``): the CLI makes one per run of a tree, the language server
   one per workspace folder. A file checked without one gets an index rooted nowhere that
@@ -163,14 +164,18 @@ class ProjectIndex:
         self._flag_defs: dict[tuple[str, str], dict[str, list[ast.expr]]] = {}
         # (module path, function name) -> whether calling it sets up a TPU
         self._tpu_makers: dict[tuple[str, str], bool] = {}
+        self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
         """Facts of ``path`` (read from disk unless ``source`` is given)."""
         key = os.path.abspath(path)
         if source is not None:
-            # the text being checked (maybe unsaved): not kept, the caller holds it
-            return build_facts(key, source)
+            # the text being checked (maybe unsaved): not kept, the caller holds it; the
+            # same text already read from the file (by the tree-wide answers) is not parsed again
+            data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
+            known = self._by_digest.get(_digest(data))
+            return known if known is not None and known.path == key else build_facts(key, data)
         try:
             st = os.stat(key)
         except OSError:
@@ -201,7 +206,26 @@ class ProjectIndex:
         self._asking.path = os.path.abspath(path) if path else None
 
     def deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
+        """Every other file consulted for ``path``: its own (:meth:`own_deps_of`), and the
+        whole tree's when it asked a tree-wide question (:meth:`asked_tree`)."""
+        key = os.path.abspath(path)
+        out = dict(self._deps.get(key, {}))
+        if key in self._tree_askers and self._reach is not None:
+            out.update((p, d) for p, d in self._reach.digests if p != key)
+        return out
+
+    def own_deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
+        """The other files consulted for ``path`` itself (imports it followed), not the tree's."""
         return dict(self._deps.get(os.path.abspath(path), {}))
+
+    def asked_tree(self, path: str | os.PathLike[str]) -> bool:
+        """Whether a tree-wide answer was asked for ``path`` (its result rests on every file of
+        :meth:`tree_digests`: kept once per tree by a cache, not once per file)."""
+        return os.path.abspath(path) in self._tree_askers
+
+    def tree_digests(self) -> dict[str, str]:
+        """Path -> content hash of every file the tree-wide answers read."""
+        return dict(self._reached_quietly().digests)
 
     def module_file(self, from_path: str, module: str) -> str | None:
         """The file of ``module`` (dotted, maybe relative) as imported from ``from_path``."""
@@ -418,20 +442,73 @@ class ProjectIndex:
         sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
         return self._reached().policies
 
+    def reach_files(self) -> list[str]:
+        """The files the tree-wide answers read: every ``.py`` file under the roots."""
+        files: list[str] = []
+        for r in self.roots:
+            if r.is_file():
+                files.append(str(r))
+            elif r.is_dir():
+                files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
+        return files
+
+    def reach_part(self, path: str) -> ReachPart | None:
+        """One file's share of the tree-wide answers (None when it does not parse).
+        Parts of disjoint files can be computed in separate processes and joined with
+        :func:`join_reach`: the answers are the same as computed here."""
+        facts = self.facts(path)
+        if facts is None:
+            return None
+        edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        model: set[tuple[str, str]] = set()
+        imported: set[str] = set()
+        for raw in facts.imports.values():
+            for module in (raw, raw.rpartition(".")[0]):  # `import pkg.mod` / `from pkg.mod import f`
+                found = self.module_file(facts.path, module) if module.strip(".") else None
+                if found is not None and os.path.abspath(found) != facts.path:
+                    imported.add(os.path.abspath(found))
+                    break
+        module_calls, own = _reach_calls(facts)
+        for name, fn in _functions(facts):
+            key = (facts.path, name)
+            out = edges.setdefault(key, set())
+            if name.rsplit(".", 1)[-1] in _STEP_NAMES:
+                model.add(key)
+            for call in own.get(id(fn), ()):
+                callee = _callee(self, facts, call.func)
+                if isinstance(callee, Symbol):  # (a NamedTuple: ask before plain tuples)
+                    if is_model_building(canonical(callee.raw)):
+                        model.add(key)
+                elif callee is not None:
+                    out.add(callee)
+        return ReachPart(
+            facts.path, facts.digest, frozenset(_policies(module_calls)), frozenset(imported),
+            frozenset(_dataset_fns(self, facts, module_calls)), frozenset(model),
+            {k: frozenset(v) for k, v in edges.items()},
+        )
+
+    def adopt_reach(self, reach: Reach) -> None:
+        """Take tree-wide answers computed elsewhere (by the parts of this tree's files)."""
+        self._reach = reach
+
     def _reached(self) -> Reach:
-        if self._reach is None:
-            files: list[str] = []
-            for r in self.roots:
-                if r.is_file():
-                    files.append(str(r))
-                elif r.is_dir():
-                    files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
-            self._reach = compute_reach(self, files)
+        reach = self._reached_quietly()
         asking: str | None = getattr(self._asking, "path", None)
         if asking is not None:
             # every file of the tree spoke to this answer: a cached result of the asking
             # file holds while they are unchanged (a file added to the tree is not seen)
-            self._deps.setdefault(asking, {}).update((p, d) for p, d in self._reach.digests if p != asking)
+            self._tree_askers.add(asking)
+        return reach
+
+    def _reached_quietly(self) -> Reach:
+        if self._reach is None:
+            # the files read are the tree's (Reach.digests), not the asking file's own
+            asking = getattr(self._asking, "path", None)
+            self._asking.path = None
+            try:
+                self._reach = compute_reach(self, self.reach_files())
+            finally:
+                self._asking.path = asking
         return self._reach
 
 
@@ -468,19 +545,57 @@ def _calls(fn: ast.AST) -> Iterator[ast.Call]:
             yield n
 
 
-def _own_calls(fn: ast.AST) -> Iterator[ast.Call]:
-    """The calls ``fn`` makes itself: not those in a lambda it hands to a Dataset method
-    (``ds.map(lambda x, y: (x, encode(y)))`` runs ``encode`` in the input pipeline)."""
-    todo: list[ast.AST] = [fn]
+# what a walk for calls never needs to enter: no call is below them
+_LEAVES = frozenset({ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass})
+_CODE_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _reach_calls(facts: ModuleFacts) -> tuple[list[ast.Call], dict[int, list[ast.Call]]]:
+    """Every call of the module, and per function of :func:`_functions` (by ``id``) the
+    calls it makes itself: not those in a lambda it hands to a Dataset method
+    (``ds.map(lambda x, y: (x, encode(y)))`` runs ``encode`` in the input pipeline).
+
+    One walk of the tree for both (the answers need no order): the functions are
+    module-level defs and methods of module-level classes, so none holds another.
+    """
+    owners = {id(fn) for _, fn in _functions(facts)}
+    calls: list[ast.Call] = []
+    own: dict[int, list[ast.Call]] = {}
+    # (node, the function whose own calls it holds, or None)
+    todo: list[tuple[ast.AST, list[ast.Call] | None]] = [(facts.tree, None)]
+    pop, push = todo.pop, todo.append
+    leaves, fields_of, AST, Call, Lambda = _LEAVES, _CODE_FIELDS, ast.AST, ast.Call, ast.Lambda
     while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Call):
-            yield n
-            if isinstance(n.func, ast.Attribute) and n.func.attr in DATASET_FN_METHODS:
-                todo.append(n.func)
-                todo.extend(a for a in [*n.args, *(k.value for k in n.keywords)] if not isinstance(a, ast.Lambda))
+        n, mine = pop()
+        tp = type(n)
+        if id(n) in owners:
+            mine = own.setdefault(id(n), [])
+        if tp is Call:
+            calls.append(n)  # type: ignore[arg-type]
+            func = n.func  # type: ignore[attr-defined]
+            if mine is not None and isinstance(func, ast.Attribute) and func.attr in DATASET_FN_METHODS:
+                mine.append(n)  # type: ignore[arg-type]
+                # a lambda handed over (by position or keyword) runs in the input
+                # pipeline: still the module's calls, not the function's own
+                push((func, mine))
+                for x in (*n.args, *(k.value for k in n.keywords)):  # type: ignore[attr-defined]
+                    if type(x) not in leaves:
+                        push((x, None if type(x) is Lambda else mine))
                 continue
-        todo.extend(ast.iter_child_nodes(n))
+            if mine is not None:
+                mine.append(n)  # type: ignore[arg-type]
+        names = fields_of.get(tp)
+        if names is None:
+            names = fields_of[tp] = tuple(f for f in tp._fields if f != "ctx")
+        for f in names:
+            v = getattr(n, f, None)
+            if type(v) is list:
+                for x in v:
+                    if isinstance(x, AST) and type(x) not in leaves:
+                        push((x, mine))
+            elif isinstance(v, AST) and type(v) not in leaves:
+                push((v, mine))
+    return calls, own
 
 
 def _functions(facts: ModuleFacts) -> Iterator[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
@@ -524,10 +639,10 @@ def _callee(index: ProjectIndex, facts: ModuleFacts, func: ast.expr) -> tuple[st
     return None
 
 
-def _dataset_fns(index: ProjectIndex, facts: ModuleFacts) -> Iterator[tuple[str, str]]:
+def _dataset_fns(index: ProjectIndex, facts: ModuleFacts, calls: list[ast.Call]) -> Iterator[tuple[str, str]]:
     """Project functions this file hands to a Dataset method: by name, through
     ``functools.partial``, or called in a lambda's body."""
-    for call in _calls(facts.tree):
+    for call in calls:
         if not (isinstance(call.func, ast.Attribute) and call.func.attr in DATASET_FN_METHODS):
             continue
         args = [*call.args[:1], *(k.value for k in call.keywords if k.arg in ("map_func", "predicate"))]
@@ -542,44 +657,46 @@ def _dataset_fns(index: ProjectIndex, facts: ModuleFacts) -> Iterator[tuple[str,
                     yield key
 
 
+class ReachPart(NamedTuple):
+    """One file's share of :class:`Reach` (see :meth:`ProjectIndex.reach_part`); picklable."""
+
+    path: str
+    digest: str
+    policies: frozenset[str]
+    imported: frozenset[str]
+    input: frozenset[tuple[str, str]]  # functions handed to a Dataset method
+    model: frozenset[tuple[str, str]]  # model code itself (before propagation)
+    edges: dict[tuple[str, str], frozenset[tuple[str, str]]]  # function -> project functions it calls
+
+
 def compute_reach(index: ProjectIndex, files: list[str]) -> Reach:
+    return join_reach([index.reach_part(path) for path in files])
+
+
+def join_reach(parts: Iterable[ReachPart | None]) -> Reach:
+    """The tree's answers from its files' parts (in the order of the files)."""
     edges: dict[tuple[str, str], set[tuple[str, str]]] = {}
     model: set[tuple[str, str]] = set()
     data: set[tuple[str, str]] = set()
     digests: list[tuple[str, str]] = []
     policies: set[str] = set()
     imported: set[str] = set()
-    for path in files:
-        facts = index.facts(path)
-        if facts is None:
+    for part in parts:
+        if part is None:
             continue
-        digests.append((facts.path, facts.digest))
-        policies.update(_policies(facts))
-        for raw in facts.imports.values():
-            for module in (raw, raw.rpartition(".")[0]):  # `import pkg.mod` / `from pkg.mod import f`
-                found = index.module_file(facts.path, module) if module.strip(".") else None
-                if found is not None and os.path.abspath(found) != facts.path:
-                    imported.add(os.path.abspath(found))
-                    break
-        data.update(_dataset_fns(index, facts))
-        for name, fn in _functions(facts):
-            key = (facts.path, name)
-            out = edges.setdefault(key, set())
-            if name.rsplit(".", 1)[-1] in _STEP_NAMES:
-                model.add(key)
-            for call in _own_calls(fn):
-                callee = _callee(index, facts, call.func)
-                if isinstance(callee, Symbol):  # (a NamedTuple: ask before plain tuples)
-                    if is_model_building(canonical(callee.raw)):
-                        model.add(key)
-                elif callee is not None:
-                    out.add(callee)
+        digests.append((part.path, part.digest))
+        policies.update(part.policies)
+        imported.update(part.imported)
+        data.update(part.input)
+        model.update(part.model)
+        for key, callees in part.edges.items():
+            edges.setdefault(key, set()).update(callees)
     return Reach(_closure(model, edges), _closure(data, edges), tuple(digests), tuple(sorted(policies)), frozenset(imported))
 
 
-def _policies(facts: ModuleFacts) -> Iterator[str]:
+def _policies(calls: list[ast.Call]) -> Iterator[str]:
     """``set_global_policy("mixed_float16")`` / ``set_dtype_policy(Policy("..."))``."""
-    for call in _calls(facts.tree):
+    for call in calls:
         if isinstance(call.func, ast.Attribute) and call.func.attr in POLICY_SETTERS and call.args:
             arg = call.args[0]
             if isinstance(arg, ast.Call) and arg.args:

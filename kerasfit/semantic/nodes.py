@@ -148,12 +148,31 @@ def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]
     and ``Arg.keyword`` — so every Name seen is a reference or a binding.
     """
     stack = [node]
+    pop = stack.pop
+    fields_of, known = _FIELDS, _IS_NODE
     while stack:
-        n = stack.pop()
+        n = pop()
         yield n
         if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
             continue
-        stack.extend(reversed(list(iter_children(n))))
+        # iter_children inlined (this walk answers many questions of every file)
+        tp = type(n)
+        names = fields_of.get(tp)
+        if names is None:
+            names = child_fields(tp)
+        kids: list[cst.CSTNode] = []
+        for name in names:
+            v = getattr(n, name)
+            tv = type(v)
+            if tv is list or tv is tuple:
+                for item in v:
+                    if known.get(type(item)) or is_node(item):
+                        kids.append(item)
+            elif known.get(tv) or (v is not None and is_node(v)):
+                kids.append(v)
+        if kids:
+            kids.reverse()
+            stack.extend(kids)
 
 
 def name_loads(node: cst.CSTNode, name: str) -> int:
