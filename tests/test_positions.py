@@ -96,7 +96,7 @@ def test_names_the_index_walk_skips_are_placed_by_their_statement(source):
 
     module = cst.parse_module(source)
     tree = ast.parse(source)
-    index = FileContext(module, "x.py", source=source).index
+    index = SemanticModel(module, "x.py", source=source).index
     everything = _all_nodes(module)
     nodes = [n.attr for n in everything if isinstance(n, cst.Attribute)]
     nodes += [part for n in everything if isinstance(n, cst.Arg) for part in (n.keyword, n.comma)

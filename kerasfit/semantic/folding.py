@@ -1,7 +1,7 @@
 """Constant folding's arithmetic and its budgets: one place for both evaluators.
 
 kerasfit folds values in two tree walkers: the per-file model folds libcst expressions
-(:meth:`kerasfit.semantic.model.FileContext.const`, ``values.possible_values``) and the
+(:meth:`kerasfit.semantic.values.Values.const`, ``Values.possible_values``) and the
 project summaries interpret project functions over stdlib ``ast``
 (:mod:`kerasfit.semantic.summaries`), as does the build cross-check's script reader. Two
 walkers remain because the project index parses every file of a tree with ``ast`` — several
