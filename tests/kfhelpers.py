@@ -102,3 +102,25 @@ def between_check_and_write(monkeypatch, action) -> None:
         return out
 
     monkeypatch.setattr(api, "_execute", execute)
+
+
+# One width (a module literal) that two loops build layers with: KF102 reports it once, at
+# the literal's element. The edit gives the first loop its own literal.
+TWO_TOWERS = '''import tensorflow as tf
+from tensorflow.keras import layers
+
+HIDDEN = [100, 200]
+
+
+def tower_a(x):
+    for units in HIDDEN:
+        x = layers.Dense(units)(x)
+    return x
+
+
+def tower_b(x):
+    for units in HIDDEN:
+        x = layers.Conv2D(units, 3)(x)
+    return x
+'''
+TWO_TOWERS_EDITED = TWO_TOWERS.replace("    for units in HIDDEN:\n        x = layers.Dense", "    for units in [128]:\n        x = layers.Dense")

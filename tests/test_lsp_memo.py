@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from kerasfit.api import check_source
 from kerasfit.engine import ParseCache
 from kerasfit.lsp.memo import StatementMemo, affected, signature
+from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = {str(p.relative_to(ROOT)): p.read_text() for p in sorted((ROOT / "fixtures").rglob("*.py"))}
@@ -416,24 +417,7 @@ def test_every_built_in_rule_declares_what_it_reads():
 
 # KF102 reports a width reached from several layers once: an element of a literal two
 # loops walk. The literal is an inert statement, so the memo does not link the loops.
-HIDDEN = '''import tensorflow as tf
-from tensorflow.keras import layers
-
-HIDDEN = [100, 200]
-
-
-def tower_a(x):
-    for units in HIDDEN:
-        x = layers.Dense(units)(x)
-    return x
-
-
-def tower_b(x):
-    for units in HIDDEN:
-        x = layers.Conv2D(units, 3)(x)
-    return x
-'''
-HIDDEN_EDITED = HIDDEN.replace("    for units in HIDDEN:\n        x = layers.Dense", "    for units in [128]:\n        x = layers.Dense")
+HIDDEN, HIDDEN_EDITED = TWO_TOWERS, TWO_TOWERS_EDITED
 
 # KF102 calls a module-level layer the model's last (an output head, info) by the last
 # layer call of the module: a statement nothing links to moves it.

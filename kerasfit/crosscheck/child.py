@@ -1063,6 +1063,15 @@ def _reaches(tensor: Any, ends: list[Any]) -> bool:
     return False
 
 
+def _trace_and_lower(step: Any, args: list[Any]) -> tuple[Any, str]:
+    """Trace the stand-in step on ``args`` and lower it to HLO text, marking both phases."""
+    concrete = step.get_concrete_function(*args)
+    _mark("trace")
+    hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
+    _mark("lower")
+    return concrete, hlo
+
+
 def _standin_step(networks: list[tuple[Any, int]], variables: list[Any], tf: Any) -> Any:
     """One step of every network on a stand-in loss (the mean square of its outputs)."""
 
@@ -1284,10 +1293,7 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
             how += (f"; lowered from the outputs of its {', '.join(outside)} layers on: lookup tables, "
                     "which XLA does not compile and a TPU runs in the input pipeline")
         try:
-            concrete = step.get_concrete_function(*args)
-            _mark("trace")
-            hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
-            _mark("lower")
+            concrete, hlo = _trace_and_lower(step, args)
         except ChildError:
             raise
         except Exception as exc:
@@ -1309,10 +1315,7 @@ def _build_keras(model: Any, opts: _Options, sites: Sites, tf: Any, result: dict
             how += (f"; without {', '.join(dropped)}, which only adds the script's loss: XLA cannot "
                     f"compile its {', '.join(rejected)}, and the stand-in loss stands for it")
             try:
-                concrete = step.get_concrete_function(*args)
-                _mark("trace")
-                hlo = step.experimental_get_compiler_ir(*args)(stage="hlo")
-                _mark("lower")
+                concrete, hlo = _trace_and_lower(step, args)
             except Exception:
                 raise _trace_error(exc, sites, per_core) from None
         outs = concrete.structured_outputs[1]

@@ -12,29 +12,14 @@ from pathlib import Path
 
 import pytest
 from lsp_helpers import Doc
+from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 from lsprotocol.converters import get_converter
 
 pytestmark = [pytest.mark.lsp, pytest.mark.asyncio]
 
 # KF102 reports a width two loops build once, at the literal's element, from the first
 # loop: the second loop's statement reports it when the first stops walking the literal.
-HIDDEN = '''import tensorflow as tf
-from tensorflow.keras import layers
-
-HIDDEN = [100, 200]
-
-
-def tower_a(x):
-    for units in HIDDEN:
-        x = layers.Dense(units)(x)
-    return x
-
-
-def tower_b(x):
-    for units in HIDDEN:
-        x = layers.Conv2D(units, 3)(x)
-    return x
-
+HIDDEN = TWO_TOWERS + '''
 
 def unrelated_0(x):
     return x + 1
@@ -43,7 +28,7 @@ def unrelated_0(x):
 def unrelated_1(x):
     return x * 2
 '''
-EDITED = HIDDEN.replace("    for units in HIDDEN:\n        x = layers.Dense", "    for units in [128]:\n        x = layers.Dense")
+EDITED = HIDDEN.replace(TWO_TOWERS, TWO_TOWERS_EDITED)
 # the module's last layer call decides whether `y`'s Dense is an output head
 HEAD = "head = layers.Dense(24)\n"
 SCRIPT = HIDDEN + "\n\ninputs = tf.keras.Input((32,))\ny = layers.Dense(10)(inputs)\nmodel = tf.keras.Model(inputs, y)\n"
