@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import random
+import threading
 import tokenize
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerasfit.api import check_source
-from kerasfit.engine import ParseCache
+from kerasfit.engine import ParseCache, Stopped
 from kerasfit.lsp.memo import StatementMemo, affected, signature
 from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 
@@ -188,7 +189,7 @@ NEW_BLOCK = "\n\ndef block_d(x):\n    return layers.Conv2D(50, 1)(x)\n"
 def test_an_edit_inside_one_function_walks_only_that_function():
     """A helper nothing calls yet (the one being written): its edits walk it alone."""
     text = MODEL + NEW_BLOCK
-    edited = text.replace("Conv2D(50, 1)", "Conv2D(56, 1)")
+    edited = text.replace("Conv2D(50, 1)", "Conv2D(60, 1)")
     cache, (before, after) = _session(text, edited)
     assert _memo(cache).walked == 1 and _memo(cache).reused == len(cst.parse_module(text).body) - 1
     assert sum("50 filters" in d.message for d in before.diagnostics) == 2
@@ -238,6 +239,39 @@ def test_an_import_edit_walks_the_whole_file():
     edited = MODEL.replace("from tensorflow.keras import layers", "from tf_keras import layers")
     cache, _ = _session(MODEL, edited)
     assert _memo(cache).reused == 0
+
+
+class _StoppedAfterPlan(StatementMemo):
+    """The server's memo, whose check is stopped right after planning when asked: the
+    server's next edit superseding a check before its walk is done."""
+
+    stop: threading.Event | None = None
+
+    def plan(self, *args):  # type: ignore[no-untyped-def]
+        out = super().plan(*args)
+        if self.stop is not None:
+            self.stop.set()
+            self.stop = None
+        return out
+
+
+def test_a_check_stopped_mid_walk_leaves_the_memo_of_the_last_finished_check():
+    """The fuzz test's "internal error: KeyError: <id>": a check stopped after its plan
+    had replaced the kept signatures, so the next check looked up a statement of the last
+    finished check (edited in both later texts) among the stopped check's."""
+    text = MODEL + NEW_BLOCK
+    memo = _StoppedAfterPlan()
+    cache = ParseCache(reuse=memo)
+    check_source(text, "model.py", parse_cache=cache)
+    memo.stop = stop = threading.Event()
+    with pytest.raises(Stopped):
+        check_source(text.replace("Conv2D(50, 1)", "Conv2D(51, 1)"), "model.py", parse_cache=cache, stop=stop)
+    edited = text.replace("Conv2D(50, 1)", "Conv2D(60, 1)")
+    got = check_source(edited, "model.py", parse_cache=cache)
+    _same(got, check_source(edited, "model.py"))
+    # the edited helper alone is walked again, as after an edit no check was stopped
+    assert memo.walked == 1 and memo.reused == len(cst.parse_module(text).body) - 1
+    assert any("60 filters" in d.message for d in got.diagnostics)
 
 
 def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edited():

@@ -246,6 +246,8 @@ class StatementMemo:
     def __init__(self) -> None:
         self.key: object = None
         self.module: cst.Module | None = None  # keeps the nodes the ids below name alive
+        # the signatures of ``module``'s statements: set with it by a committed check only,
+        # since a check stopped mid-walk (the server's, superseded) leaves ``module`` as it was
         self.sigs: dict[int, Signature] = {}
         self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
         self._fresh: dict[int, Signature] = {}
@@ -311,7 +313,6 @@ class StatementMemo:
                 again = affected(module.body, changed, removed, fresh)
                 if again is not None:
                     reuse = {i for i in now if i not in again and i in self.found}
-        self.sigs = fresh
         return Plan(self, module, key, rules, keep, crashes, reuse)
 
     def _deps_hold(self, index: ProjectIndex) -> bool:
@@ -406,6 +407,7 @@ class Plan:
     def commit(self, ctx: SemanticModel) -> None:
         memo = self.memo
         memo.key, memo.module, memo.found = self.key, self.module, self.found
+        memo.sigs = memo.signatures(self.module)
         memo.facts = dict(ctx.facts)
         memo.read_facts = _read_facts(ctx)
         memo.walked = len(self.found) - len(self.reuse)
