@@ -34,6 +34,7 @@ class FileIndex:
         self.functions: list[cst.FunctionDef | cst.Lambda] = []
         self.classes: list[cst.ClassDef] = []
         self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
+        self._calls_cached = 0  # how many of ``calls`` are in ``_scope_cache``
         if build:
             self._build(root)
 
@@ -148,6 +149,16 @@ class FileIndex:
         hit = self._scope_cache.get(id(node))
         if hit is not None:
             return hit
+        if type(node) is cst.Call and self._calls_cached < len(self.calls):
+            # the walk recorded every call's scopes: take them instead of climbing the
+            # parents (name resolution asks this of most calls of the file)
+            cache = self._scope_cache
+            for call, scopes in self.calls[self._calls_cached:]:
+                cache[id(call)] = scopes
+            self._calls_cached = len(self.calls)
+            hit = cache.get(id(node))
+            if hit is not None:
+                return hit
         out: list[ScopeNode] = []
         child, p = node, self.parent.get(id(node))
         while p is not None:

@@ -276,7 +276,11 @@ class Names:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
-        return self.raw_name(node, self._scopes.within(self._scopes.index.scopes_of(node)))
+        index = self._scopes.index
+        par = index.parent.get(id(node))
+        # a callee is in its call's scopes, which the index knows without climbing
+        at = par if type(par) is cst.Call and par.func is node else node
+        return self.raw_name(node, self._scopes.within(index.scopes_of(at)))
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
