@@ -733,7 +733,9 @@ _LEADING_WS = re.compile(r"[ \t\f]*")
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
-    module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop)
+    # the tree-wide answers parsed most files with CPython already: their AST is this text's
+    known = settings.project.known_tree(filename, source) if parse_cache is None and settings.project is not None else None
+    module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop, known)
     if module is None:
         if tree is None:  # CPython refuses the file: keep what parses around the error
             recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
@@ -751,12 +753,14 @@ def lint_source(
 
 def parse_guarded(
     source: str, filename: str, parse_cache: ParseCache | None = None, stop: threading.Event | None = None,
+    known: ast.Module | None = None,
 ) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic], str]:
     """libcst's tree of ``source`` without risking the process (see parseguard).
 
     Returns (module, CPython's AST, diagnostics, the text libcst parsed). A statement too deep for libcst is
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
-    not parse at all (then the diagnostics hold its one KF001).
+    not parse at all (then the diagnostics hold its one KF001). ``known``: CPython's AST of
+    ``source``, already parsed (it is then not parsed again).
     """
     if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
@@ -765,7 +769,7 @@ def parse_guarded(
             if module is not None:
                 return module, inc[0], [], source
             parse_cache.ast.forget()
-    tree, cpython = _cpython_parse(source)
+    tree, cpython = (known, None) if known is not None else _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return None, None, [syntax_error_diagnostic(filename, None, cpython)], source
