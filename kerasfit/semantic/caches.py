@@ -33,6 +33,8 @@ class ModelCaches:
     # names.py: names each function declares ``global``; whether the text says ``global`` at all
     declared_globals: dict[int, frozenset[str]] = field(default_factory=dict)
     may_declare_globals: bool | None = None
+    # names.py: whether any function takes ``**kwargs`` or the text names the injector
+    may_inject: bool | None = None
     # bridge.py: what a call of a project factory builds; which callees are project functions
     built_layers: dict[int, tuple[cst.Call, Layer | None]] = field(default_factory=dict)
     # bridge.py: the framework ops a project wrapper applies to its first argument
