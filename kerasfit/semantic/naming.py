@@ -148,8 +148,9 @@ class Names:
     def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
         """True when the innermost function scope of ``within`` assigns ``name`` itself."""
         for scope in reversed(within):
-            if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
-                idx = self._scopes.scope_index(scope)
+            tp = type(scope)  # exact types: see nodes.dotted_name
+            if tp is cst.FunctionDef or tp is cst.Lambda:
+                idx = self._scopes.scope_index(scope)  # type: ignore[arg-type]
                 bs = idx.bindings.get(name)
                 if bs:
                     return not all(b.kind == "import" for b in bs)
