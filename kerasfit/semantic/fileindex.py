@@ -130,7 +130,7 @@ class FileIndex:
             return
         if tp is cst.ImportAlias or tp is cst.AsName:
             return
-        call = par if tp is cst.Call and par.func is node else None  # type: ignore[union-attr]
+        call = par if type(par) is cst.Call and par.func is node else None
         self.name_refs.setdefault(node.value, []).append((node, call, scopes))
 
     def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
@@ -165,9 +165,8 @@ class FileIndex:
         out: list[ScopeNode] = []
         child, p = node, self.parent.get(id(node))
         while p is not None:
-            tp = type(p)
-            if (tp is cst.FunctionDef or tp is cst.ClassDef or tp is cst.Lambda) and child is p.body:  # type: ignore[union-attr]
-                out.append(p)  # type: ignore[arg-type]
+            if (type(p) is cst.FunctionDef or type(p) is cst.ClassDef or type(p) is cst.Lambda) and child is p.body:
+                out.append(p)
             child, p = p, self.parent.get(id(p))
         out.append(self.module)
         res = tuple(out)

@@ -225,8 +225,8 @@ def bound_names(node: cst.CSTNode) -> frozenset[str]:
 
 def self_attr(expr: cst.BaseExpression) -> str | None:
     """``X`` for ``self.X``."""
-    if type(expr) is _Attribute and type(expr.value) is _Name and expr.value.value == "self":  # type: ignore[attr-defined]
-        return expr.attr.value  # type: ignore[attr-defined, no-any-return]
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
+        return expr.attr.value
     return None
 
 
@@ -239,19 +239,18 @@ def class_index(cls: cst.ClassDef) -> ClassIndex:
     reads: dict[str, int] = {}
     stores: set[int] = set()
     for n in walk(cls.body, into_defs=True):
-        tp = type(n)
-        if tp is cst.Assign:
+        if type(n) is cst.Assign:
             for t in n.targets:
                 attr = self_attr(t.target)
                 if attr is not None:
                     assigned.setdefault(attr, []).append(n.value)
                     stores.add(id(t.target))
-        elif tp is cst.AnnAssign or tp is cst.AugAssign:
+        elif type(n) is cst.AnnAssign or type(n) is cst.AugAssign:
             attr = self_attr(n.target)
             if attr is not None:
                 assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
                 stores.add(id(n.target))
-        elif tp is _Attribute and id(n) not in stores:
+        elif type(n) is cst.Attribute and id(n) not in stores:
             attr = self_attr(n)
             if attr is not None:
                 reads[attr] = reads.get(attr, 0) + 1
