@@ -31,7 +31,7 @@ from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
 from .semantic.model import ModelHints, SemanticModel
-from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
+from .semantic.nodes import _FIELDS, _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -178,12 +178,14 @@ def _walk_from(
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
+    fields_of = _FIELDS  # read without a call: every node of the file passes here
     is_node_ = _IS_NODE
     while stack:
         item = stack.pop()
         node, depth = item[0], item[1]
         del anc[depth:]
-        tn = type(node).__name__
+        tp = type(node)
+        tn = tp.__name__
         if len(item) == 3:
             scopes.visiting = node
             for fn in leave[tn]:
@@ -198,7 +200,10 @@ def _walk_from(
             stack.append((node, depth, True))
         anc.append(node)
         kids = []
-        for name in child_fields(type(node)):
+        names = fields_of.get(tp)
+        if names is None:
+            names = child_fields(tp)
+        for name in names:
             v = getattr(node, name)
             tv = type(v)
             if tv is list or tv is tuple:
