@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Hashable
 
 import libcst as cst
 
@@ -40,6 +40,8 @@ class ModelCaches:
     # bridge.py: the framework ops a project wrapper applies to its first argument
     ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
+    # bridge.py: the same, per (wrapper, argument values): most wrappers are called alike
+    wrapper_ops: dict[Hashable, list[Layer]] = field(default_factory=dict)
     # bridge.py: the file's own project-index facts (read once)
     index_facts_read: bool = False
     index_facts: Any = None
