@@ -31,7 +31,7 @@ from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
 from .semantic.model import ModelHints, SemanticModel
-from .semantic.nodes import _IS_NODE, child_fields as _child_fields, is_node, iter_children
+from .semantic.nodes import _FIELDS, _IS_NODE, child_fields as _child_fields, is_node, iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -178,12 +178,14 @@ def _walk_from(
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
     child_fields = _child_fields
+    fields_of = _FIELDS  # read without a call: every node of the file passes here
     is_node_ = _IS_NODE
     while stack:
         item = stack.pop()
         node, depth = item[0], item[1]
         del anc[depth:]
-        tn = type(node).__name__
+        tp = type(node)
+        tn = tp.__name__
         if len(item) == 3:
             scopes.visiting = node
             for fn in leave[tn]:
@@ -198,7 +200,10 @@ def _walk_from(
             stack.append((node, depth, True))
         anc.append(node)
         kids = []
-        for name in child_fields(type(node)):
+        names = fields_of.get(tp)
+        if names is None:
+            names = child_fields(tp)
+        for name in names:
             v = getattr(node, name)
             tv = type(v)
             if tv is list or tv is tuple:
@@ -733,7 +738,9 @@ _LEADING_WS = re.compile(r"[ \t\f]*")
 def lint_source(
     source: str, filename: str, settings: LintSettings, parse_cache: ParseCache | None = None
 ) -> LintOutput:
-    module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop)
+    # the tree-wide answers parsed most files with CPython already: their AST is this text's
+    known = settings.project.known_tree(filename, source) if parse_cache is None and settings.project is not None else None
+    module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop, known)
     if module is None:
         if tree is None:  # CPython refuses the file: keep what parses around the error
             recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)
@@ -751,12 +758,14 @@ def lint_source(
 
 def parse_guarded(
     source: str, filename: str, parse_cache: ParseCache | None = None, stop: threading.Event | None = None,
+    known: ast.Module | None = None,
 ) -> tuple[cst.Module | None, ast.Module | None, list[Diagnostic], str]:
     """libcst's tree of ``source`` without risking the process (see parseguard).
 
     Returns (module, CPython's AST, diagnostics, the text libcst parsed). A statement too deep for libcst is
     parsed as ``...`` and gets a KF001 saying why; module is None when the file does
-    not parse at all (then the diagnostics hold its one KF001).
+    not parse at all (then the diagnostics hold its one KF001). ``known``: CPython's AST of
+    ``source``, already parsed (it is then not parsed again).
     """
     if parse_cache is not None and for_libcst(source) is source:
         inc = parse_cache.ast.tree(source)
@@ -765,7 +774,7 @@ def parse_guarded(
             if module is not None:
                 return module, inc[0], [], source
             parse_cache.ast.forget()
-    tree, cpython = _cpython_parse(source)
+    tree, cpython = (known, None) if known is not None else _cpython_parse(source)
     if cpython is not None and any(s in (cpython.msg or "") for s in ("too many", "too complex")):
         # "too many nested parentheses" / "levels of indentation": do not hand it to libcst
         return None, None, [syntax_error_diagnostic(filename, None, cpython)], source

@@ -437,6 +437,21 @@ def test_submodules_from_kwargs_resolve(tmp_path):
     ]
 
 
+def test_submodule_search_is_skipped_where_nothing_can_hand_one_in():
+    """The search for an injected submodule runs only in a file where a function takes
+    ``**kwargs`` or the injector is named; its answers are the same either way."""
+    def resolve(src: str) -> tuple[str | None, bool | None]:
+        module = cst.parse_module(src)
+        ctx = SemanticModel(module, "<string>", source=src)
+        call = next(c for c, _ in ctx.index.calls if cst.Module([]).code_for_node(c.func) == "backend.mean")
+        return ctx.names.raw_name_anywhere(call.func), ctx.caches.may_inject
+
+    handed = "def focal(gt, **kw):\n    backend = kw['backend']\n    return backend.mean(gt)\n"
+    assert resolve(handed) == ("keras.backend.mean", True)
+    plain = "def focal(gt, kw):\n    backend = kw['backend']\n    return backend.mean(gt)\n"
+    assert resolve(plain) == (None, False)
+
+
 def test_submodules_filled_into_module_globals(tmp_path):
     _write(tmp_path, {"m.py": """
         from keras_applications import get_submodules_from_kwargs

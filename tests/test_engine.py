@@ -311,3 +311,35 @@ def test_a_once_report_keeps_the_first_of_a_node_in_source_order():
     src = "W = 30\n\n\ndef a():\n    return W\n\n\ndef b():\n    return W\n"
     got = [d.message for d in lint_source(src, "m.py", LintSettings(rules=[SharedWidth])).diagnostics]
     assert sorted(got) == ["plain from a", "plain from b", "reached from a"]
+
+
+def test_a_check_takes_the_ast_the_project_index_already_parsed(tmp_path):
+    import ast
+
+    from kerasfit.engine import parse_guarded
+    from kerasfit.semantic.index import ProjectIndex
+
+    path = tmp_path / "m.py"
+    text = "from tensorflow import keras\nx = keras.layers.Dense(3)\n"
+    path.write_bytes(text.encode("utf-8"))
+    index = ProjectIndex([tmp_path])
+    facts = index.facts(path)
+    assert facts is not None
+    assert index.known_tree(str(path), text) is facts.tree
+    assert index.known_tree(str(tmp_path / "other.py"), text) is None  # same text, another file
+    assert index.known_tree(str(path), text + "y = 1\n") is None  # not the text parsed
+    assert parse_guarded(text, str(path), known=facts.tree)[1] is facts.tree
+    # the check with the index finds what it finds without it
+    rules = list(all_rules().values())
+    with_index = lint_source(text, str(path), LintSettings(rules, project=index)).diagnostics
+    alone = lint_source(text, str(path), LintSettings(rules, project=ProjectIndex([tmp_path]))).diagnostics
+    assert with_index and [d.code for d in with_index] == [d.code for d in alone]
+
+    # a declared encoding: the file's bytes parse in it, the checked text is UTF-8, so the
+    # index's tree (a different string here) is never taken
+    coded = "# -*- coding: latin-1 -*-\ns = '\u00e9'\n"
+    path.write_bytes(coded.encode("utf-8"))
+    facts = index.facts(path)
+    assert facts is not None
+    assert ast.literal_eval(facts.tree.body[0].value) != "\u00e9"  # type: ignore[attr-defined]
+    assert index.known_tree(str(path), coded) is None

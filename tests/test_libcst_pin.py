@@ -74,3 +74,19 @@ def test_private_positions_agree_with_the_public_provider():
             assert pos.row_col(start) == (r.start.line, r.start.column), module.code_for_node(n)[:60]
             if isinstance(n, cst.Call):  # (a statement's end: libcst stops at its last child)
                 assert pos.row_col(end) == (r.end.line, r.end.column), module.code_for_node(n)[:60]
+
+
+def test_node_classes_tested_by_exact_type_have_no_subclasses():
+    """The semantic model's hot helpers (nodes.dotted_name, iter_statements, walk,
+    class_index; fileindex; naming; scopes; containers' loop climbs) test libcst node types with ``type(n) is C``: right
+    only while libcst's concrete node classes have no subclasses."""
+    import kerasfit  # noqa: F401  (every kerasfit module that could subclass one)
+    from kerasfit.semantic import fileindex, naming, nodes  # noqa: F401
+
+    exact = [
+        cst.Name, cst.Attribute, cst.Call, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Param,
+        cst.ImportAlias, cst.AsName, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.IndentedBlock,
+        cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Else, cst.If, cst.ExceptHandler, cst.Finally,
+        cst.Module, cst.For, cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp,
+    ]
+    assert {c.__name__: c.__subclasses__() for c in exact if c.__subclasses__()} == {}

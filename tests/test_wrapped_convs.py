@@ -204,3 +204,36 @@ def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tm
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 5)]
     assert "`ZeroPad` feeds a 'valid' `Conv2D`" in found[0][2]
+
+
+def test_a_wrapper_called_alike_is_interpreted_once(tmp_path):
+    """Calls of a wrapper with the same argument values share one interpretation (the
+    file's model keeps it); other values get their own, and each call is still checked."""
+    import libcst as cst
+
+    from kerasfit.semantic.index import ProjectIndex
+    from kerasfit.semantic.model import SemanticModel
+
+    _write(tmp_path, {
+        "net.py": """
+            import tensorflow as tf
+
+            def _conv2d(x, w, stride, padding="SAME"):
+                return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+            def block(x, w):
+                a = _conv2d(tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]]), w, 2, padding="VALID")
+                b = _conv2d(tf.pad(a, [[0, 0], [1, 1], [1, 1], [0, 0]]), w, 2, padding="VALID")
+                return _conv2d(b, w, 1)
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [r for _, r, _ in found] == [8, 9]
+
+    path = tmp_path / "net.py"
+    src = path.read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
+    calls = [c for c, _ in ctx.index.calls if cst.Module([]).code_for_node(c.func) == "_conv2d"]
+    fed = [ctx.layers.ops_fed(c) for c in calls]
+    assert [[layer.name for layer in f] for f in fed] == [["tensorflow.nn.conv2d"]] * 3
+    assert len(ctx.caches.wrapper_ops) == 2  # (2, 'VALID') twice, then (1, default)

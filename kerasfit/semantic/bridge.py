@@ -4,7 +4,7 @@ the layers part of the semantic model (``Layers``) asks through it."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 import libcst as cst
 
@@ -167,7 +167,16 @@ def _ops_fed(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
     if called is None:
         return []
     args, kwargs = called
-    return ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
+    # a wrapper called again with the same argument values feeds the same ops: interpret it once
+    try:
+        key: Hashable = (dotted, tuple(args), tuple(sorted(kwargs.items())))
+        hash(key)
+    except TypeError:
+        return ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
+    memo = ctx.caches.wrapper_ops
+    if key not in memo:
+        memo[key] = ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
+    return list(memo[key])
 
 
 def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef) -> list[Layer]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Hashable
 
 import libcst as cst
 
@@ -33,11 +33,15 @@ class ModelCaches:
     # names.py: names each function declares ``global``; whether the text says ``global`` at all
     declared_globals: dict[int, frozenset[str]] = field(default_factory=dict)
     may_declare_globals: bool | None = None
+    # names.py: whether any function takes ``**kwargs`` or the text names the injector
+    may_inject: bool | None = None
     # bridge.py: what a call of a project factory builds; which callees are project functions
     built_layers: dict[int, tuple[cst.Call, Layer | None]] = field(default_factory=dict)
     # bridge.py: the framework ops a project wrapper applies to its first argument
     ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
+    # bridge.py: the same, per (wrapper, argument values): most wrappers are called alike
+    wrapper_ops: dict[Hashable, list[Layer]] = field(default_factory=dict)
     # bridge.py: the file's own project-index facts (read once)
     index_facts_read: bool = False
     index_facts: Any = None

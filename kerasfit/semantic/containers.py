@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from .model import SemanticModel
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
+# exact node types for the climbs through every ancestor below (an isinstance against a
+# tuple of libcst's ABC-based classes costs ~30x a set look-up; libcst's concrete node
+# classes have no subclasses)
+_OWN_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
+_LOOP_STOPS = _OWN_SCOPES | {cst.Module}
+_COMP_TYPES = frozenset({*_COMPS, cst.DictComp})
 _LOOPS = (cst.For, cst.While)
 # Methods that change a list other than by appending at its end.
 _MUTATORS = frozenset({"extend", "insert", "pop", "remove", "clear", "reverse", "sort", "update", "setdefault", "popitem", "__setitem__"})
@@ -426,10 +432,11 @@ def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
     for node in _ancestors(ctx, name):
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef, cst.Module)):
+        tp = type(node)
+        if tp in _LOOP_STOPS:
             break
-        if isinstance(node, (*_COMPS, cst.DictComp)):
-            comp: cst.CompFor | None = node.for_in
+        if tp in _COMP_TYPES:
+            comp: cst.CompFor | None = node.for_in  # type: ignore[attr-defined]
             while comp is not None:
                 src = _iterated(comp.target, comp.iter, name.value)
                 if src is not False:
@@ -526,9 +533,9 @@ def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseE
     body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
     None when there is none or it iterates something unknown."""
     for node in _ancestors(ctx, name):
-        if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+        if type(node) in _OWN_SCOPES:
             break
-        if isinstance(node, cst.For) and node.body is not None:
+        if type(node) is cst.For and node.body is not None:
             src = _iterated(node.target, node.iter, name.value)
             if src is False:
                 continue

@@ -68,20 +68,21 @@ def reaching_assignment(ctx: SemanticModel, name: str, at: cst.CSTNode) -> tuple
     scopes = ctx.scopes.scopes_of(at)
     b = ctx.scopes.lookup(name, scopes)
     if b is not None and b.kind == "assign" and isinstance(b.value, cst.BaseExpression):
-        found = _line_of(b.node, scopes)
+        found = _line_of(ctx, b.node, scopes)
         if found is not None:
             return found, b.value
     return None
 
 
-def _line_of(small: cst.CSTNode, scopes: Sequence[ScopeNode]) -> cst.SimpleStatementLine | None:
-    for scope in scopes:
-        if isinstance(scope, cst.Lambda):
-            continue
-        for n in walk(scope if isinstance(scope, cst.Module) else scope.body):
-            if isinstance(n, cst.SimpleStatementLine) and len(n.body) == 1 and n.body[0] is small:
-                return n
-    return None
+def _line_of(ctx: SemanticModel, small: cst.CSTNode, scopes: Sequence[ScopeNode]) -> cst.SimpleStatementLine | None:
+    """The line that is ``small`` alone, when it lies in one of ``scopes`` (not in a def or
+    class nested in them): its parent in the file index, not a walk of the scopes."""
+    index = ctx.scopes.index
+    line = index.parent.get(id(small))
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or line.body[0] is not small:
+        return None
+    home = index.scopes_of(line)[0]  # the def, class or module whose own code holds the line
+    return line if any(s is home for s in scopes) else None
 
 
 def value_of(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:

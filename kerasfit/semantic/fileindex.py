@@ -34,6 +34,7 @@ class FileIndex:
         self.functions: list[cst.FunctionDef | cst.Lambda] = []
         self.classes: list[cst.ClassDef] = []
         self._scope_cache: dict[int, tuple[ScopeNode, ...]] = {}
+        self._calls_cached = 0  # how many of ``calls`` are in ``_scope_cache``
         if build:
             self._build(root)
 
@@ -122,11 +123,14 @@ class FileIndex:
                     self.dict_keys.setdefault(a.keyword.value, []).append((a.value, scopes))
 
     def _on_name(self, node: cst.Name, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
-        if isinstance(par, (cst.FunctionDef, cst.ClassDef, cst.Param)) and par.name is node:
+        # exact types (libcst's node classes have no subclasses): an isinstance against
+        # libcst's ABC-based classes costs ~10x, and every Name of the file passes here
+        tp = type(par)
+        if (tp is cst.FunctionDef or tp is cst.ClassDef or tp is cst.Param) and par.name is node:  # type: ignore[union-attr]
             return
-        if isinstance(par, (cst.ImportAlias, cst.AsName)):
+        if tp is cst.ImportAlias or tp is cst.AsName:
             return
-        call = par if isinstance(par, cst.Call) and par.func is node else None
+        call = par if type(par) is cst.Call and par.func is node else None
         self.name_refs.setdefault(node.value, []).append((node, call, scopes))
 
     def _on_store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, scopes: tuple[ScopeNode, ...]) -> None:
@@ -148,15 +152,26 @@ class FileIndex:
         hit = self._scope_cache.get(id(node))
         if hit is not None:
             return hit
+        if type(node) is cst.Call and self._calls_cached < len(self.calls):
+            # the walk recorded every call's scopes: take them instead of climbing the
+            # parents (name resolution asks this of most calls of the file)
+            cache = self._scope_cache
+            for call, scopes in self.calls[self._calls_cached:]:
+                cache[id(call)] = scopes
+            self._calls_cached = len(self.calls)
+            hit = cache.get(id(node))
+            if hit is not None:
+                return hit
         out: list[ScopeNode] = []
         child, p = node, self.parent.get(id(node))
         while p is not None:
-            if isinstance(p, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and child is p.body:
+            if (type(p) is cst.FunctionDef or type(p) is cst.ClassDef or type(p) is cst.Lambda) and child is p.body:
                 out.append(p)
             child, p = p, self.parent.get(id(p))
         out.append(self.module)
         res = tuple(out)
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Call)):
+        tp = type(node)
+        if tp is cst.FunctionDef or tp is cst.ClassDef or tp is cst.Lambda or tp is cst.Call:
             self._scope_cache[id(node)] = res
         return res
 

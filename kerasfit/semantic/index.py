@@ -201,6 +201,21 @@ class ProjectIndex:
             self._deps.setdefault(asking, {})[key] = f.digest
         return f
 
+    def known_tree(self, path: str | os.PathLike[str], source: str) -> ast.Module | None:
+        """CPython's AST of ``source`` when the tree-wide answers already parsed this text
+        of ``path`` (found by digest), else None: a check then need not parse it again.
+        Never for a text that declares its encoding: the file's bytes were parsed in that
+        encoding, ``source`` as UTF-8."""
+        head = source[:400].split("\n", 2)[:2]
+        if any("coding" in line for line in head):
+            return None
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: not the bytes of any parsed file
+            return None
+        known = self._by_digest.get(_digest(data))
+        return known.tree if known is not None and known.path == os.path.abspath(path) else None
+
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
         self._asking.path = os.path.abspath(path) if path else None

@@ -81,6 +81,8 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
     enclosing scopes, outermost first), only to a submodule handed in at run time; None otherwise."""
     import libcst as cst  # defers libcst: the project index imports this module without it
 
+    if not _may_inject(ctx):
+        return None
     scopes = [s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
     for i, scope in enumerate(scopes):
         if isinstance(scope, cst.ClassDef) and i > 0:
@@ -99,6 +101,19 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
         return None
     injected: dict[str, str] = ctx.file_fact("global_injections", _global_injections)
     return injected.get(head)
+
+
+def _may_inject(ctx: Any) -> bool:
+    """False when nothing in the file can hand a submodule in — no function or lambda
+    takes ``**kwargs`` (the subscript / ``.get`` idiom reads one) and the text never names
+    the injector: then the search is skipped for every name the file resolves."""
+    hit: bool | None = ctx.caches.may_inject
+    if hit is None:
+        src = getattr(ctx, "source", "")
+        hit = ctx.caches.may_inject = (
+            not src or _INJECTOR in src or any(f.params.star_kwarg is not None for f in ctx.index.functions)
+        )
+    return hit
 
 
 def _injection(ctx: Any, b: Any, head: str, within: Any) -> str | None:

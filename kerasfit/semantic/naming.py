@@ -148,8 +148,9 @@ class Names:
     def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
         """True when the innermost function scope of ``within`` assigns ``name`` itself."""
         for scope in reversed(within):
-            if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
-                idx = self._scopes.scope_index(scope)
+            tp = type(scope)  # exact types: see nodes.dotted_name
+            if tp is cst.FunctionDef or tp is cst.Lambda:
+                idx = self._scopes.scope_index(scope)  # type: ignore[arg-type]
                 bs = idx.bindings.get(name)
                 if bs:
                     return not all(b.kind == "import" for b in bs)
@@ -276,7 +277,11 @@ class Names:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
-        return self.raw_name(node, self._scopes.within(self._scopes.index.scopes_of(node)))
+        index = self._scopes.index
+        par = index.parent.get(id(node))
+        # a callee is in its call's scopes, which the index knows without climbing
+        at = par if type(par) is cst.Call and par.func is node else node
+        return self.raw_name(node, self._scopes.within(index.scopes_of(at)))
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)

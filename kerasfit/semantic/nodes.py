@@ -41,15 +41,27 @@ def string_value(node: cst.SimpleString) -> Any:
 
 ScopeNode = cst.Module | cst.FunctionDef | cst.ClassDef | cst.Lambda
 
+# The helpers below answer for most nodes of every file: they test node types with
+# ``type(n) is C`` (libcst's concrete node classes have no subclasses), as an
+# ``isinstance`` against libcst's ABC-based classes costs ~10x as much.
+_Attribute, _Name = cst.Attribute, cst.Name
+_DEF_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_BLOCK_TYPES = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite})
+_CLAUSE_TYPES = frozenset({cst.Else, cst.If, cst.ExceptHandler, cst.Finally})
+
 
 def dotted_name(node: cst.BaseExpression) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
+    tp = type(node)
+    if tp is _Name:
+        return node.value  # type: ignore[attr-defined, no-any-return]
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    while tp is _Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+        tp = type(node)
+    if tp is _Name:
+        parts.append(node.value)  # type: ignore[attr-defined]
         return ".".join(reversed(parts))
     return None
 
@@ -59,23 +71,24 @@ def iter_statements(body: Any) -> Iterator[cst.CSTNode]:
     stack = [body]
     while stack:
         item = stack.pop()
-        if isinstance(item, (list, tuple)):
+        tp = type(item)
+        if tp is list or tp is tuple:
             stack.extend(reversed(item))
             continue
-        if isinstance(item, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        if tp in _BLOCK_TYPES:
             stack.append(item.body)
             continue
-        if isinstance(item, cst.SimpleStatementLine):
+        if tp is cst.SimpleStatementLine:
             yield from item.body
             continue
         yield item
-        if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
+        if tp is cst.FunctionDef or tp is cst.ClassDef:
             continue
         for attr in ("body", "orelse", "finalbody", "handlers", "cases"):
             sub = getattr(item, attr, None)
             if sub is None:
                 continue
-            if isinstance(sub, (cst.Else, cst.If, cst.ExceptHandler, cst.Finally)):
+            if type(sub) in _CLAUSE_TYPES:
                 sub = [sub]
             stack.append(sub)
 
@@ -153,10 +166,10 @@ def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]
     while stack:
         n = pop()
         yield n
-        if n is not node and not into_defs and isinstance(n, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        tp = type(n)
+        if n is not node and not into_defs and tp in _DEF_TYPES:
             continue
         # iter_children inlined (this walk answers many questions of every file)
-        tp = type(n)
         names = fields_of.get(tp)
         if names is None:
             names = child_fields(tp)
@@ -212,7 +225,7 @@ def bound_names(node: cst.CSTNode) -> frozenset[str]:
 
 def self_attr(expr: cst.BaseExpression) -> str | None:
     """``X`` for ``self.X``."""
-    if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value == "self":
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.value.value == "self":
         return expr.attr.value
     return None
 
@@ -226,18 +239,18 @@ def class_index(cls: cst.ClassDef) -> ClassIndex:
     reads: dict[str, int] = {}
     stores: set[int] = set()
     for n in walk(cls.body, into_defs=True):
-        if isinstance(n, cst.Assign):
+        if type(n) is cst.Assign:
             for t in n.targets:
                 attr = self_attr(t.target)
                 if attr is not None:
                     assigned.setdefault(attr, []).append(n.value)
                     stores.add(id(t.target))
-        elif isinstance(n, (cst.AnnAssign, cst.AugAssign)):
+        elif type(n) is cst.AnnAssign or type(n) is cst.AugAssign:
             attr = self_attr(n.target)
             if attr is not None:
                 assigned.setdefault(attr, []).append(n.value if n.value is not None else cst.Name("None"))
                 stores.add(id(n.target))
-        elif isinstance(n, cst.Attribute) and id(n) not in stores:
+        elif type(n) is cst.Attribute and id(n) not in stores:
             attr = self_attr(n)
             if attr is not None:
                 reads[attr] = reads.get(attr, 0) + 1

@@ -19,6 +19,7 @@ from .nodes import ScopeNode, dotted_name, iter_children, iter_statements, walk
 from .scoped import name_refs_in
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_SCOPE_TYPE_SET = frozenset(_SCOPE_TYPES)  # exact types on the hot climbs: see nodes.dotted_name
 
 
 @dataclass
@@ -208,8 +209,8 @@ class Scopes:
         out: list[ScopeNode] = []
         child = node
         for p in reversed(self.ancestors(node)):
-            if isinstance(p, _SCOPE_TYPES) and child is p.body:
-                out.append(p)
+            if type(p) in _SCOPE_TYPE_SET and child is p.body:  # type: ignore[attr-defined]
+                out.append(p)  # type: ignore[arg-type]
             child = p
         out.append(self.module)
         return out
@@ -217,7 +218,7 @@ class Scopes:
     def chain(self, within: Sequence[cst.CSTNode]) -> list[ScopeNode]:
         """The scopes on an ancestor path (outermost first), innermost first, then the
         module: every function, class and lambda on it."""
-        out: list[ScopeNode] = [s for s in reversed(within) if isinstance(s, _SCOPE_TYPES)]
+        out: list[ScopeNode] = [s for s in reversed(within) if type(s) in _SCOPE_TYPE_SET]  # type: ignore[misc]
         out.append(self.module)
         return out
 
