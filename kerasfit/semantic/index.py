@@ -43,10 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
-from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, canonical, is_model_building, is_tpu_symbol, policy_dtype
+from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, ROOT_MODULES, canonical, is_model_building, is_tpu_symbol, policy_dtype
 from .names import ast_dotted, star_names
 
-FRAMEWORK_ROOTS = ("tensorflow", "keras", "tf_keras")
 _MAX_DEPTH = 6
 
 
@@ -104,11 +103,11 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
                 if a.asname:
                     # a version switch (`import shim as keras` / `else: import keras`)
                     # keeps the framework binding
-                    if facts.imports.get(a.asname, "").split(".")[0] not in FRAMEWORK_ROOTS:
+                    if facts.imports.get(a.asname, "").split(".")[0] not in ROOT_MODULES:
                         facts.imports[a.asname] = a.name
                 else:
                     top = a.name.split(".")[0]
-                    if top in FRAMEWORK_ROOTS:
+                    if top in ROOT_MODULES:
                         facts.imports[top] = top
                     else:
                         facts.imports.setdefault(top, top)
@@ -261,7 +260,7 @@ class ProjectIndex:
                 base = os.path.dirname(base)
             bases = [base]
         else:
-            if not parts or parts[0] in FRAMEWORK_ROOTS:
+            if not parts or parts[0] in ROOT_MODULES:
                 return None
             bases, d = [], directory
             for _ in range(8):  # the project root is a few levels up at most
@@ -283,7 +282,7 @@ class ProjectIndex:
         if _depth > _MAX_DEPTH or not raw:
             return None
         head = raw.lstrip(".").split(".")[0]
-        if not raw.startswith(".") and head in FRAMEWORK_ROOTS:
+        if not raw.startswith(".") and head in ROOT_MODULES:
             return Symbol("framework", raw)
         level = len(raw) - len(raw.lstrip("."))
         parts = raw.lstrip(".").split(".")
@@ -356,7 +355,7 @@ class ProjectIndex:
         of its input, and nothing else."""
         head, _, tail = dotted.partition(".")
         raw = facts.imports.get(head)
-        if raw is None or raw.split(".")[0] in FRAMEWORK_ROOTS:
+        if raw is None or raw.split(".")[0] in ROOT_MODULES:
             return False
         full = f"{raw}.{tail}" if tail else raw
         module, _, name = full.rpartition(".")
@@ -408,7 +407,7 @@ class ProjectIndex:
                 continue
             head, _, rest = dotted.partition(".")
             raw = facts.imports.get(head)
-            if raw is not None and raw.split(".")[0] in FRAMEWORK_ROOTS:
+            if raw is not None and raw.split(".")[0] in ROOT_MODULES:
                 if is_tpu_symbol(canonical(f"{raw}.{rest}" if rest else raw)):
                     answer = True
                     break

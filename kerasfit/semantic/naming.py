@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from ..symbols import canonical, flavour, import_spelling
+from ..symbols import ROOT_MODULES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import ScopeNode, dotted_name, iter_statements
@@ -197,7 +197,7 @@ class Names:
         dotted = dotted_name(cls.bases[0].value)
         head, _, rest = (dotted or "").partition(".")
         base = self.imports.get(head)
-        if base is None or base.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if base is None or base.split(".")[0] not in ROOT_MODULES:
             return None
         return f"{base}.{rest}" if rest else base
 
@@ -212,11 +212,11 @@ class Names:
 
     def _resolve(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
         raw = self.raw_name(node, within)
-        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw is not None and raw.split(".")[0] not in ROOT_MODULES:
             raw = self._project_raw(raw)
         if raw is None:
             return self._by_name(node, within)
-        if raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw.split(".")[0] not in ROOT_MODULES:
             return None
         return canonical(raw)
 
@@ -285,9 +285,9 @@ class Names:
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
-        if raw is not None and raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw is not None and raw.split(".")[0] not in ROOT_MODULES:
             raw = self._project_raw(raw)  # a project module re-exporting the framework, as resolve() follows
-        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw is None or raw.split(".")[0] not in ROOT_MODULES:
             if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
                 inner = self._call_name_anywhere(call.func)
                 return inner
@@ -300,7 +300,7 @@ class Names:
         if base is None:
             return None
         raw = f"{base}.{rest}" if rest else base
-        return canonical(raw) if raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+        return canonical(raw) if raw.split(".")[0] in ROOT_MODULES else None
     def call_name_anywhere(self, call: cst.Call) -> str | None:
         """:meth:`call_name` for a call anywhere in the file (a layer application
         ``Dense(8)(x)`` answers its layer's name)."""

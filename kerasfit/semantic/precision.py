@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from ..symbols import POLICY_SETTERS, policy_dtype
+from ..symbols import POLICY_SETTERS, ROOT_MODULES, policy_dtype
 from .nodes import get_arg
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def _policy_value(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
     if isinstance(v, str):
         return policy_dtype(v)
     dotted = ctx.names.raw_name_anywhere(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
-    if dotted is not None and dotted.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+    if dotted is not None and dotted.split(".")[0] in ROOT_MODULES:
         return policy_dtype(dotted.rsplit(".", 1)[-1])
     return None
 

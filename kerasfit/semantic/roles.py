@@ -23,6 +23,7 @@ from ..symbols import (
     DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
+    ROOT_MODULES,
     STEP_FN_TAKERS,
     canonical,
     is_input_pipeline,
@@ -322,7 +323,7 @@ def _uses_tpu(ctx: SemanticModel) -> bool:
         return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
     for call, _ in ctx.index.calls:
         raw = ctx.names.raw_name_anywhere(call.func)
-        if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and is_tpu_symbol(canonical(raw)):
+        if raw and raw.split(".")[0] in ROOT_MODULES and is_tpu_symbol(canonical(raw)):
             return True
         if raw and canonical(raw).startswith("keras.distribution."):
             # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
@@ -355,7 +356,7 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
     for call, scopes in idx.calls:
         func = call.func
         raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        name = canonical(raw) if raw and raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") else None
+        name = canonical(raw) if raw and raw.split(".")[0] in ROOT_MODULES else None
         owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
         if name is not None:
@@ -405,7 +406,7 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
                     continue
                 raw = ctx.names.raw_name_anywhere(base.value)
                 if raw is not None:
-                    ok = raw.split(".")[0] in ("tensorflow", "keras", "tf_keras") and canonical(raw).startswith(("keras.", "tf.Module"))
+                    ok = raw.split(".")[0] in ROOT_MODULES and canonical(raw).startswith(("keras.", "tf.Module"))
                 else:
                     scopes = idx.scopes_of(cls)
                     b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from ..symbols import canonical
+from ..symbols import ROOT_MODULES, canonical
 from .nodes import iter_children
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class TensorNames:
     def _name(self, expr: cst.BaseExpression) -> str | None:
         """The canonical TF/Keras name ``expr`` refers to (see Names.resolve)."""
         raw = self._raw(expr)
-        if raw is None or raw.split(".")[0] not in ("tensorflow", "keras", "tf_keras"):
+        if raw is None or raw.split(".")[0] not in ROOT_MODULES:
             return None
         return canonical(raw)
 
@@ -123,7 +123,7 @@ class TensorNames:
         head = raw.split(".")[0]
         if head in _HOST_ROOTS:
             return "host"
-        name = canonical(raw) if head in ("tensorflow", "keras", "tf_keras") else None
+        name = canonical(raw) if head in ROOT_MODULES else None
         if name is None:
             return None
         if name in _SHAPE_OPS:
