@@ -31,7 +31,7 @@ from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
 from .semantic.index import ProjectIndex
 from .semantic.model import ModelHints, SemanticModel
-from .semantic.nodes import _FIELDS, _IS_NODE, child_fields as _child_fields, is_node, iter_children
+from .semantic.nodes import iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
 
@@ -177,9 +177,6 @@ def _walk_from(
     anc = scopes.walk_path
     # (node, depth) to visit, or (node, depth, True) to leave
     stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
-    child_fields = _child_fields
-    fields_of = _FIELDS  # read without a call: every node of the file passes here
-    is_node_ = _IS_NODE
     while stack:
         item = stack.pop()
         node, depth = item[0], item[1]
@@ -199,19 +196,7 @@ def _walk_from(
         if tn in leave:
             stack.append((node, depth, True))
         anc.append(node)
-        kids = []
-        names = fields_of.get(tp)
-        if names is None:
-            names = child_fields(tp)
-        for name in names:
-            v = getattr(node, name)
-            tv = type(v)
-            if tv is list or tv is tuple:
-                for c in v:
-                    if is_node_.get(type(c)) or is_node(c):
-                        kids.append(c)
-            elif is_node_.get(tv) or (v is not None and is_node(v)):
-                kids.append(v)
+        kids = iter_children(node)
         d = depth + 1
         for c in reversed(kids):
             stack.append((c, d))

@@ -140,18 +140,25 @@ def _string_key(node: cst.BaseExpression | None) -> str | None:
     return None
 
 
-def iter_children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    """Children that can hold code (not whitespace or tokens), in source order."""
-    is_node_ = _IS_NODE
-    for name in child_fields(type(node)):
+def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """Children that can hold code (not whitespace or tokens), in source order: the one
+    child list of every walk (the engine's rule walk and :func:`walk`)."""
+    tp = type(node)
+    names = _FIELDS.get(tp)
+    if names is None:
+        names = child_fields(tp)
+    known = _IS_NODE
+    kids: list[cst.CSTNode] = []
+    for name in names:
         v = getattr(node, name)
-        tp = type(v)
-        if tp is list or tp is tuple:
+        tv = type(v)
+        if tv is list or tv is tuple:
             for item in v:
-                if is_node_.get(type(item)) or is_node(item):
-                    yield item
-        elif is_node_.get(tp) or (v is not None and is_node(v)):
-            yield v
+                if known.get(type(item)) or is_node(item):
+                    kids.append(item)
+        elif known.get(tv) or (v is not None and is_node(v)):
+            kids.append(v)
+    return kids
 
 
 def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]:
@@ -162,27 +169,13 @@ def walk(node: cst.CSTNode, *, into_defs: bool = False) -> Iterator[cst.CSTNode]
     """
     stack = [node]
     pop = stack.pop
-    fields_of, known = _FIELDS, _IS_NODE
     while stack:
         n = pop()
         yield n
         tp = type(n)
         if n is not node and not into_defs and tp in _DEF_TYPES:
             continue
-        # iter_children inlined (this walk answers many questions of every file)
-        names = fields_of.get(tp)
-        if names is None:
-            names = child_fields(tp)
-        kids: list[cst.CSTNode] = []
-        for name in names:
-            v = getattr(n, name)
-            tv = type(v)
-            if tv is list or tv is tuple:
-                for item in v:
-                    if known.get(type(item)) or is_node(item):
-                        kids.append(item)
-            elif known.get(tv) or (v is not None and is_node(v)):
-                kids.append(v)
+        kids = iter_children(n)
         if kids:
             kids.reverse()
             stack.extend(kids)
