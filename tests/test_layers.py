@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,17 @@ def test_rules_import_only_the_rule_api() -> None:
             elif isinstance(node, ast.Import):
                 bad.extend(f"{path.name}:{node.lineno}: import {a.name}" for a in node.names if a.name.startswith("kerasfit"))
     assert not bad, bad
+
+
+def test_every_package_of_the_source_tree_is_shipped() -> None:
+    """pyproject lists the packages setuptools ships; a package missing there works in an
+    editable install and fails in a real one (pre-commit's: `No module named …`)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(("kerasfit", *init.parent.relative_to(ROOT / "kerasfit").parts))
+        for init in (ROOT / "kerasfit").rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found <= listed, sorted(found - listed)
