@@ -298,6 +298,12 @@ class _WhatIf:
             waste.append(max(0.0, t - u))
         return total, waste
 
+    def recommend(self, text: str, source: dict[str, Any] | None, after: float, waste: list[float],
+                  **more: Any) -> Recommendation:
+        """The recommendation of a change whose step time is ``after`` and rows' waste ``waste``."""
+        return Recommendation(text, source, self.covered(waste), after, self.step_time - after,
+                              sum(r.wasted_time for r in self.rows) - sum(waste), **more)
+
     def covered(self, waste: list[float], scale: float = 1.0) -> list[int]:
         """Ranks of the rows whose waste (per example, with ``scale``) the change cuts."""
         return [i for i, (r, w) in enumerate(zip(self.rows, waste), 1)
@@ -426,8 +432,7 @@ def _pad_changes(what: _WhatIf, raw: dict[str, Any], mem: list[OpReport]) -> lis
         text = (f"{', '.join(sorted(layers))} ({_line(*(p['source'] for p in pads))}): a zero pad before a convolution is "
                 f"written to HBM and read again by the weight update; give the convolution the "
                 f"padding instead (padding='same' where it is equivalent): {_effect(what, after)}")
-        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
-                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+        out.append(what.recommend(text, src, after, waste))
     return out
 
 
@@ -458,8 +463,7 @@ def _transpose_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendatio
         text = (f"{', '.join(layers)} ({_line(src)}): a transpose that moves the last axis is a "
                 f"copy through HBM (docs/facts.md#4, #7); keep one layout end to end: "
                 f"{_effect(what, after)}")
-        out.append(Recommendation(text, src, what.covered(waste), after, what.step_time - after,
-                                  sum(r.wasted_time for r in what.rows) - sum(waste)))
+        out.append(what.recommend(text, src, after, waste))
     return out
 
 
@@ -503,10 +507,8 @@ def _from_findings(what: _WhatIf, findings: list[StaticFinding], mem: list[OpRep
         src = next((what.rows[i - 1].source for i in hit), None)
         if removed:
             after, waste = what.apply(removed=removed)
-            out.append(Recommendation(
-                f"{f.code} at line {f.row}: {f.fix}: {_effect(what, after)}", src, what.covered(waste),
-                after, what.step_time - after, sum(r.wasted_time for r in what.rows) - sum(waste),
-                code=f.code))
+            out.append(what.recommend(f"{f.code} at line {f.row}: {f.fix}: {_effect(what, after)}", src,
+                                      after, waste, code=f.code))
         else:
             out.append(Recommendation(f"{f.code} at line {f.row} ({_ranks(hit)}): {f.fix}", src, hit,
                                       code=f.code, kind="change"))
@@ -595,8 +597,7 @@ def _heads_change(what: _WhatIf, block: str, info: dict[str, Any], reports: list
             f"num_heads={new_heads}, key_dim={key_dim * heads // new_heads} (the same total width; "
             f"its attention matmuls re-simulated{', its score-sized moves and fusions scaled' if scores else ''}): "
             f"{_effect(what, after)}")
-    return Recommendation(text, src, what.covered(waste), after, what.step_time - after,
-                          sum(r.wasted_time for r in what.rows) - sum(waste))
+    return what.recommend(text, src, after, waste)
 
 
 def _origins(what: _WhatIf, raw: dict[str, Any], reports: list[OpReport], uncovered: list[int]
