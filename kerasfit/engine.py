@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import ast
 import bisect
-import io
 import re
 import threading
-import tokenize
 from collections import ChainMap
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Protocol, Sequence, cast

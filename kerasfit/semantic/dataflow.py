@@ -7,13 +7,13 @@ answer None whenever the answer is not certain, so rules stay precise.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import libcst as cst
 
 from . import containers
 from .model import SemanticModel
-from .nodes import ScopeNode, class_index, get_arg, iter_children, self_attr, walk
+from .nodes import ScopeNode, class_index, get_arg, self_attr, walk
 
 Block = cst.IndentedBlock | cst.Module
 

@@ -17,7 +17,7 @@ unchanged (engine.ParseCache), so each is built once and the file's is joined:
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
 
 import libcst as cst
 

@@ -16,7 +16,7 @@ No question depends on where the engine's walk is.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Collection
+from typing import TYPE_CHECKING, Any, Callable
 
 import libcst as cst
 
