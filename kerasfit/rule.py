@@ -105,7 +105,10 @@ _STATEMENT_LOCAL = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
 
 @dataclass
 class Report:
-    rule: Rule
+    # the rule's class, not the instance: an instance holds its reports, and a report
+    # holding it back would make a reference cycle that keeps the file's tree alive
+    # until the cyclic collector runs
+    rule: type[Rule]
     node: cst.CSTNode
     message: str
     severity: Severity
@@ -178,7 +181,7 @@ class Rule:
         by_name = self._by_name_note(node)
         if by_name:
             message = f"{message} ({by_name})"
-        self.reports.append(Report(self, node, message, severity or self.severity, fix, once))
+        self.reports.append(Report(type(self), node, message, severity or self.severity, fix, once))
 
     def _by_name_note(self, node: cst.CSTNode) -> str | None:
         """Say so when the API in a finding was recognised by its spelling only."""

@@ -356,7 +356,7 @@ class Plan:
         kept, crashed = self.memo.found[id(stmt)]
         for i, node, message, severity, fix, once in kept:
             rule = self.rules[i]
-            rule.reports.append(Report(rule, node, message, severity, fix, once))
+            rule.reports.append(Report(type(rule), node, message, severity, fix, once))
         for i, exc in crashed:
             self.crashes.append((self.rules[i], exc))
         self.found[id(stmt)] = (kept, crashed)

@@ -195,22 +195,29 @@ def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef) -> list[Layer]:
     return out
 
 
+class _CallsOfBody(cst.CSTVisitor):
+    """Collects the calls of a body, nested defs and classes excluded (a module-level
+    class: one made per call is a reference cycle, and a class built each time)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, c: cst.Call) -> None:
+        self.found.append(c)
+
+    def visit_FunctionDef(self, d: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, d: cst.ClassDef) -> bool:
+        return False
+
+
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
     """The calls in a function body, nested defs and classes excluded."""
-    out: list[cst.Call] = []
-
-    class _Collect(cst.CSTVisitor):
-        def visit_Call(self, c: cst.Call) -> None:
-            out.append(c)
-
-        def visit_FunctionDef(self, d: cst.FunctionDef) -> bool:
-            return False
-
-        def visit_ClassDef(self, d: cst.ClassDef) -> bool:
-            return False
-
-    node.visit(_Collect())
-    return out
+    collect = _CallsOfBody()
+    node.visit(collect)
+    return collect.found
 
 
 def project_flag_default(ctx: SemanticModel, name: str) -> cst.BaseExpression | None:

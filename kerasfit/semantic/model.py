@@ -16,7 +16,8 @@ No question depends on where the engine's walk is.
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING, Any, Callable
+import weakref
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import libcst as cst
 
@@ -40,7 +41,7 @@ class SemanticModel:
     answer questions about the file's nodes."""
 
     __slots__ = ("module", "source", "filename", "target", "options", "caches", "syntax", "facts",
-                 "scopes", "names", "_project", "_values", "_layers", "_roles")
+                 "scopes", "names", "_project", "_values", "_layers", "_roles", "__weakref__")
 
     def __init__(
         self,
@@ -68,7 +69,7 @@ class SemanticModel:
         self.facts: dict[str, tuple[Callable[[SemanticModel], Any], Any, bool]] = {}
         hints = hints or NO_HINTS
         self.scopes = Scopes(module, self.caches, hints)
-        self.names = Names(self, self.scopes, import_free=hints.import_free)
+        self.names = Names(self._weak(), self.scopes, import_free=hints.import_free)
         self._values: Values | None = None
         self._layers: Layers | None = None
         self._roles: Roles | None = None
@@ -76,13 +77,13 @@ class SemanticModel:
     @property
     def values(self) -> Values:
         if self._values is None:
-            self._values = Values(self, self.scopes, self.names)
+            self._values = Values(self._weak(), self.scopes, self.names)
         return self._values
 
     @property
     def layers(self) -> Layers:
         if self._layers is None:
-            self._layers = Layers(self)
+            self._layers = Layers(self._weak())
         return self._layers
 
     @property
@@ -90,8 +91,15 @@ class SemanticModel:
         if self._roles is None:
             from .roles import Roles  # defers the role tables (semantic.roles, ~5 ms of name sets) until asked
 
-            self._roles = Roles(self)
+            self._roles = Roles(self._weak())
         return self._roles
+
+    def _weak(self) -> SemanticModel:
+        """This model as its parts hold it: a weak proxy. A part holding the model itself
+        would make a reference cycle (model -> part -> model) that keeps the file's whole
+        tree alive until the cyclic collector runs; without cycles the tree is freed as
+        soon as the check drops the model (a batch run collects nothing per file)."""
+        return cast(SemanticModel, weakref.proxy(self))
 
     @property
     def index(self) -> FileIndex:

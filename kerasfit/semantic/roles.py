@@ -344,15 +344,6 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
     body_input: set[int] = set()
     driver: set[int] = set()
 
-    def fn_of(expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
-        if isinstance(expr, cst.Lambda):
-            return expr
-        if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("partial") and expr.args:
-            return fn_of(expr.args[0].value, scopes)
-        if isinstance(expr, (cst.Name, cst.Attribute)):
-            return ctx.values.same_file_function(expr, scopes)
-        return None
-
     for call, scopes in idx.calls:
         func = call.func
         raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
@@ -365,7 +356,7 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
                     body_model.add(id(owner))
                 elif is_input_pipeline(name):
                     body_input.add(id(owner))
-            target = fn_of(first, scopes) or fn_of(_kw(call, "func", "fn", "map_func", "computation"), scopes)
+            target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "func", "fn", "map_func", "computation"), scopes)
             if target is not None:
                 if name in HOST_CALLBACK_WRAPPERS:
                     forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
@@ -379,45 +370,22 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
         elif isinstance(func, cst.Attribute) and raw is None:
             meth = func.attr.value
             if meth in DATASET_FN_METHODS:
-                target = fn_of(first, scopes) or fn_of(_kw(call, "map_func", "predicate", "func"), scopes)
+                target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "map_func", "predicate", "func"), scopes)
                 if target is not None:
                     direct[id(target)] = Role.INPUT
             elif meth in ("run", "experimental_run_v2", "experimental_run"):
-                target = fn_of(first, scopes) or fn_of(_kw(call, "fn"), scopes)
+                target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "fn"), scopes)
                 if target is not None:
                     direct.setdefault(id(target), Role.MODEL)
             elif meth in _TRAIN_DRIVERS and owner is not None:
                 driver.add(id(owner))
         for a in call.args:
             if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
-                target = fn_of(a.value, scopes)
+                target = _function_given(ctx, a.value, scopes)
                 if target is not None:
                     direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
 
     keras_classes: dict[int, bool] = {}
-
-    def is_keras_class(cls: cst.ClassDef, depth: int = 0) -> bool:
-        key = id(cls)
-        if key not in keras_classes:
-            keras_classes[key] = False
-            ok = False
-            for base in cls.bases:
-                if base.keyword is not None:
-                    continue
-                raw = ctx.names.raw_name_anywhere(base.value)
-                if raw is not None:
-                    ok = raw.split(".")[0] in ROOT_MODULES and canonical(raw).startswith(("keras.", "tf.Module"))
-                else:
-                    scopes = idx.scopes_of(cls)
-                    b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None
-                    if b is not None and b.kind == "class" and depth < 8:
-                        ok = is_keras_class(b.node, depth + 1)  # type: ignore[arg-type]
-                    else:
-                        ok = (dotted_name(base.value) or "").endswith(("Layer", "Model", "Block", "Module"))
-                if ok:
-                    break
-            keras_classes[key] = ok
-        return keras_classes[key]
 
     roles: dict[int, Role] = {}
     undecided: list[cst.FunctionDef | cst.Lambda] = []
@@ -432,7 +400,7 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
                 role = Role.MODEL
             elif cls is not None and _preprocessing_class(cls):
                 role = Role.INPUT
-            elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and is_keras_class(cls)):
+            elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and _is_keras_class(ctx, cls, keras_classes)):
                 role = Role.MODEL
             elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
                 role = Role.MODEL
@@ -487,6 +455,45 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
                         if id(g) not in roles and f in idx.scopes_of(g):
                             roles[id(g)] = Role.INPUT
     return roles
+
+
+# (module-level, not closures of _compute_roles: a recursive closure is a reference
+# cycle holding the model, and so the file's tree, until the cyclic collector runs)
+def _function_given(ctx: SemanticModel, expr: cst.BaseExpression | None,
+                    scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
+    """The same-file function (or lambda) ``expr`` hands over, through ``partial``."""
+    if isinstance(expr, cst.Lambda):
+        return expr
+    if isinstance(expr, cst.Call) and (dotted_name(expr.func) or "").endswith("partial") and expr.args:
+        return _function_given(ctx, expr.args[0].value, scopes)
+    if isinstance(expr, (cst.Name, cst.Attribute)):
+        return ctx.values.same_file_function(expr, scopes)
+    return None
+
+
+def _is_keras_class(ctx: SemanticModel, cls: cst.ClassDef, memo: dict[int, bool], depth: int = 0) -> bool:
+    """``cls`` subclasses a Keras layer or model (or tf.Module), through same-file bases."""
+    key = id(cls)
+    if key not in memo:
+        memo[key] = False
+        ok = False
+        for base in cls.bases:
+            if base.keyword is not None:
+                continue
+            raw = ctx.names.raw_name_anywhere(base.value)
+            if raw is not None:
+                ok = raw.split(".")[0] in ROOT_MODULES and canonical(raw).startswith(("keras.", "tf.Module"))
+            else:
+                scopes = ctx.index.scopes_of(cls)
+                b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None
+                if b is not None and b.kind == "class" and depth < 8:
+                    ok = _is_keras_class(ctx, b.node, memo, depth + 1)  # type: ignore[arg-type]
+                else:
+                    ok = (dotted_name(base.value) or "").endswith(("Layer", "Model", "Block", "Module"))
+            if ok:
+                break
+        memo[key] = ok
+    return memo[key]
 
 
 def _kw(call: cst.Call, *names: str) -> cst.BaseExpression | None:
