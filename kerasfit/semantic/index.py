@@ -38,15 +38,17 @@ from __future__ import annotations
 import ast
 import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, ROOT_MODULES, canonical, is_model_building, is_tpu_symbol, policy_dtype
 from .names import ast_dotted, star_names
 
 _MAX_DEPTH = 6
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -95,7 +97,11 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    facts = ModuleFacts(path, _digest(data), tree)
+    return _facts_of(path, _digest(data), tree)
+
+
+def _facts_of(path: str, digest: str, tree: ast.Module) -> ModuleFacts:
+    facts = ModuleFacts(path, digest, tree)
     counts: dict[str, int] = {}
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, ast.Import):
@@ -134,6 +140,19 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
     return facts
 
 
+def _plain_bytes(source: str) -> bytes | None:
+    """The UTF-8 bytes of a checked text, or None where CPython's AST of the text need not
+    be the one of those bytes: a declared encoding (the file's bytes are parsed in it, the
+    text as UTF-8) or a lone surrogate (not the bytes of any file)."""
+    head = source[:400].split("\n", 2)[:2]
+    if any("coding" in line for line in head):
+        return None
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
     """Module-level statements, looking inside ``if``/``try`` (version-dependent imports)."""
     for stmt in body:
@@ -164,6 +183,12 @@ class ProjectIndex:
         # (module path, function name) -> whether calling it sets up a TPU
         self._tpu_makers: dict[tuple[str, str], bool] = {}
         self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
+        self._scan: TreeScan | None = None
+        self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # digest_of's, by stamp
+        self._parts: dict[str, ReachPart | None] = {}  # each tree file's share of the answers
+        # the answers from a few files (see local_files), per set of files
+        self._local: dict[frozenset[str], Reach] = {}
+        self._policies: tuple[str, ...] | None = None
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
@@ -205,15 +230,21 @@ class ProjectIndex:
         of ``path`` (found by digest), else None: a check then need not parse it again.
         Never for a text that declares its encoding: the file's bytes were parsed in that
         encoding, ``source`` as UTF-8."""
-        head = source[:400].split("\n", 2)[:2]
-        if any("coding" in line for line in head):
-            return None
-        try:
-            data = source.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: not the bytes of any parsed file
-            return None
-        known = self._by_digest.get(_digest(data))
+        data = _plain_bytes(source)
+        known = self._by_digest.get(_digest(data)) if data is not None else None
         return known.tree if known is not None and known.path == os.path.abspath(path) else None
+
+    def offer_tree(self, path: str | os.PathLike[str], source: str, tree: ast.Module) -> None:
+        """Take CPython's AST of ``source`` (the text of ``path`` a check parsed) for the
+        facts of that text: the file's facts and tree-wide share are then not parsed again
+        (the reverse of :meth:`known_tree`, with its caveat on a declared encoding)."""
+        data = _plain_bytes(source)
+        if data is None:
+            return
+        d, key = _digest(data), os.path.abspath(path)
+        known = self._by_digest.get(d)
+        if known is None or known.path != key:
+            self._by_digest[d] = _facts_of(key, d, tree)
 
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
@@ -224,8 +255,8 @@ class ProjectIndex:
         whole tree's when it asked a tree-wide question (:meth:`asked_tree`)."""
         key = os.path.abspath(path)
         out = dict(self._deps.get(key, {}))
-        if key in self._tree_askers and self._reach is not None:
-            out.update((p, d) for p, d in self._reach.digests if p != key)
+        if key in self._tree_askers:
+            out.update((p, d) for p, d in self._scanned().digests.items() if p != key)
         return out
 
     def own_deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
@@ -238,8 +269,25 @@ class ProjectIndex:
         return os.path.abspath(path) in self._tree_askers
 
     def tree_digests(self) -> dict[str, str]:
-        """Path -> content hash of every file the tree-wide answers read."""
-        return dict(self._reached_quietly().digests)
+        """Path -> content hash (:func:`file_digest`'s) of every readable file of the tree,
+        which the tree-wide answers rest on; read, never parsed."""
+        return dict(self._scanned().digests)
+
+    def digest_of(self, path: str | os.PathLike[str]) -> str | None:
+        """:func:`file_digest` of ``path``, read again only when its size or time changed."""
+        key = os.path.abspath(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._digests.get(key)
+        if hit is None or hit[0] != stamp:
+            d = file_digest(key)
+            if d is None:
+                return None
+            hit = self._digests[key] = (stamp, d)
+        return hit[1]
 
     def module_file(self, from_path: str, module: str) -> str | None:
         """The file of ``module`` (dotted, maybe relative) as imported from ``from_path``."""
@@ -436,7 +484,7 @@ class ProjectIndex:
     def reached_from_model(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` is called (through project helpers,
         across the files under the roots) from model-building or training code."""
-        return (os.path.abspath(path), function_name) in self._reached().model
+        return (os.path.abspath(path), function_name) in self._answers(path).model
 
     def input_only(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` runs only in the input pipeline: it is
@@ -444,17 +492,65 @@ class ProjectIndex:
         function or lambda that is), in any file under the roots, and model or training
         code never reaches it."""
         key = (os.path.abspath(path), function_name)
-        reach = self._reached()
+        reach = self._answers(path)
         return key in reach.input and key not in reach.model
 
     def imported_by_others(self, path: str | os.PathLike[str]) -> bool:
         """True when another file under the roots imports the module ``path``."""
-        return os.path.abspath(path) in self._reached().imported
+        return os.path.abspath(path) in self._answers(path).imported
 
     def dtype_policies(self) -> tuple[str, ...]:
         """The compute dtypes of the mixed-precision policies any file under the roots
         sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
-        return self._reached().policies
+        self._asked_tree()
+        if self._reach is not None:
+            return self._reach.policies
+        if self._policies is None:
+            # only a file that spells a policy setter can set a policy
+            parts = self._quietly(lambda: [self._part(f) for f in self._scanned().policy_files])
+            self._policies = tuple(sorted({d for p in parts if p is not None for d in p.policies}))
+        return self._policies
+
+    def local_files(self, path: str | os.PathLike[str]) -> frozenset[str] | None:
+        """The tree's files whose shares decide the tree-wide answers about ``path``'s
+        functions (it and its importers' closure, see :class:`TreeScan`) when they are few
+        (a quarter of the tree, or eight, at most), else None: the whole tree's answers are
+        cheaper to have once than per file."""
+        scan = self._scanned()
+        key = os.path.abspath(path)
+        if key not in scan.importers:
+            # not a tree file: only a .py file can be named by an import or a call
+            return None if key.endswith(".py") else frozenset()
+        found, todo = {key}, [key]
+        while todo:
+            importers = scan.importers[todo.pop()]
+            if importers is None:
+                return None
+            for g in importers:
+                if g not in found:
+                    found.add(g)
+                    todo.append(g)
+        return frozenset(found) if len(found) <= max(8, len(scan.files) // 4) else None
+
+    def _answers(self, path: str | os.PathLike[str]) -> Reach:
+        """Answers that hold for ``path``'s functions: its local files' (see
+        :meth:`local_files`), else the whole tree's."""
+        self._asked_tree()
+        if self._reach is not None:
+            return self._reach
+        files = self.local_files(path)
+        if files is None:
+            return self._reached_quietly()
+        hit = self._local.get(files)
+        if hit is None:
+            order = sorted(files)
+            hit = self._local[files] = self._quietly(lambda: join_reach([self._part(f) for f in order]))
+        return hit
+
+    def _part(self, path: str) -> ReachPart | None:
+        if path not in self._parts:
+            self._parts[path] = self.reach_part(path)
+        return self._parts[path]
 
     def reach_files(self) -> list[str]:
         """The files the tree-wide answers read: every ``.py`` file under the roots."""
@@ -505,25 +601,36 @@ class ProjectIndex:
         """Take tree-wide answers computed elsewhere (by the parts of this tree's files)."""
         self._reach = reach
 
-    def _reached(self) -> Reach:
-        reach = self._reached_quietly()
+    def _asked_tree(self) -> None:
         asking: str | None = getattr(self._asking, "path", None)
         if asking is not None:
-            # every file of the tree spoke to this answer: a cached result of the asking
-            # file holds while they are unchanged (a file added to the tree is not seen)
+            # the answer rests on the tree (a file added to it may import the asking one):
+            # a cached result of the asking file holds while the tree's files are unchanged
             self._tree_askers.add(asking)
-        return reach
+
+    def _reached(self) -> Reach:
+        self._asked_tree()
+        return self._reached_quietly()
 
     def _reached_quietly(self) -> Reach:
         if self._reach is None:
-            # the files read are the tree's (Reach.digests), not the asking file's own
-            asking = getattr(self._asking, "path", None)
-            self._asking.path = None
-            try:
-                self._reach = compute_reach(self, self.reach_files())
-            finally:
-                self._asking.path = asking
+            files = self.reach_files()
+            self._reach = self._quietly(lambda: join_reach([self._part(os.path.abspath(f)) for f in files]))
         return self._reach
+
+    def _quietly(self, compute: Callable[[], _T]) -> _T:
+        # the files read are the tree's (tree_digests), not the asking file's own
+        asking = getattr(self._asking, "path", None)
+        self._asking.path = None
+        try:
+            return compute()
+        finally:
+            self._asking.path = asking
+
+    def _scanned(self) -> TreeScan:
+        if self._scan is None:
+            self._scan = scan_tree(self.roots, self.reach_files())
+        return self._scan
 
 
 # ---- reach: Which project functions are reached from model-building or training code, across files.
@@ -729,3 +836,132 @@ def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple
                 reached.add(callee)
                 todo.append(callee)
     return frozenset(reached)
+
+
+# ---- which files decide a file's tree-wide answers: a scan, no parse -------------------------
+#
+# A function of file F is reached (from model code, from a Dataset method) only along call
+# edges, and an edge into F from another file G needs G's names to resolve to F: an import of
+# F spells F's module name (its stem: the last part of every import path of it), and a
+# re-export of F is by a file that spells it, which G spells in turn. So F's answers rest on F,
+# the files that spell its name, the files that spell theirs, and so on; and whether another
+# file imports F, on the files that spell F's name. A scan of each file's bytes for module
+# names tells which, over-approximated (a name in a string or a comment counts too); where it
+# cannot tell, any file may import F (None in TreeScan.importers).
+
+# bytes that cannot be in an ASCII identifier become spaces; a split then gives every
+# identifier-like run (non-ASCII letters split a name: more runs, never fewer)
+_NOT_NAME = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256))
+# a relative import (`from .m import f`, `from .. import m`): its dots
+_RELATIVE = re.compile(rb"(?<![\w.])from[\s\\]*(\.+)")
+_POLICY_SETTERS = frozenset(n.encode() for n in POLICY_SETTERS)
+
+
+class TreeScan(NamedTuple):
+    """What reading (not parsing) every file of the tree tells."""
+
+    files: tuple[str, ...]  # the tree's files, once each, in the order of reach_files
+    digests: dict[str, str]  # path -> file_digest, for every readable file
+    importers: dict[str, frozenset[str] | None]  # the other files that may import it (None: any)
+    policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
+
+
+def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
+    """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
+    paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
+    closed, outside = _closed_world(roots)
+    names = {f: _spelled_as(f) for f in paths}
+    wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS | (outside or set())
+    digests: dict[str, str] = {}
+    holders: dict[bytes, list[str]] = {}
+    escapers: set[str] = set()  # files whose imports may leave the tree (and come back)
+    policy: list[str] = []
+    for f in paths:
+        try:
+            data = Path(f).read_bytes()
+        except OSError:
+            continue
+        digests[f] = _digest(data)
+        spelled = wanted.intersection(data.translate(_NOT_NAME).split())
+        for n in spelled:
+            holders.setdefault(n, []).append(f)
+        if not spelled.isdisjoint(_POLICY_SETTERS):
+            policy.append(f)
+        if outside is not None and (not spelled.isdisjoint(outside) or _relative_leaves(f, data, roots)):
+            escapers.add(f)
+    importers: dict[str, frozenset[str] | None] = {}
+    for f in paths:
+        name = names[f]
+        if not closed or name is None:
+            importers[f] = None
+        elif not name:
+            importers[f] = frozenset()
+        else:
+            importers[f] = frozenset(escapers.union(holders.get(name.encode(), ())) - {f})
+    return TreeScan(paths, digests, importers, tuple(policy))
+
+
+def _spelled_as(path: str) -> str | None:
+    """The name every import of ``path`` spells: '' when none can import it (not a .py file,
+    or not a name), None when one may without spelling any (``from . import x`` resolves to
+    a package's ``__init__.py``, or to ``pkg.py`` beside a directory ``pkg``)."""
+    if not path.endswith(".py"):
+        return ""
+    stem = os.path.basename(path)[:-3]
+    if stem == "__init__" or os.path.isdir(path[:-3]):
+        return None
+    if not stem.isidentifier():
+        return ""
+    return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
+
+
+def _closed_world(roots: list[Path]) -> tuple[bool, frozenset[bytes] | None]:
+    """Whether the scan can tell, and the names by which an import in the tree may reach a
+    file outside it that imports a file of the tree back (a re-export there); None when
+    nothing outside can.
+
+    An import resolves against the importing file's directory and its ancestors. A file
+    outside the tree reaches into it only through a root's own name (or from inside a root:
+    a directory the tree's listing does not enter, a link), so where no root is named like a
+    module, nothing outside speaks to the answers. Otherwise a file of the tree that spells
+    an entry of a root's ancestors, or whose relative import may climb out of its root, may
+    import anything (the ancestors' files are not read)."""
+    outside: set[bytes] = set()
+    named = False
+    for r in roots:
+        if not r.is_dir():
+            return False, None  # a file given alone: its neighbours are not read
+        for d, dirs, _ in os.walk(r):
+            if any(os.path.islink(os.path.join(d, x)) for x in dirs):
+                return False, None
+            dirs[:] = [x for x in dirs if x != ".venv"]
+        named = named or r.name.isidentifier()
+    if not named:
+        return True, None
+    for r in roots:
+        up = r
+        for _ in range(8):  # as far as ProjectIndex._find_module looks
+            if up.parent == up:
+                break
+            up = up.parent
+            try:
+                entries = list(os.scandir(up))
+            except OSError:
+                continue
+            for e in entries:
+                n = e.name[:-3] if e.name.endswith(".py") else e.name
+                if not n.isidentifier() or Path(e.path) in roots:
+                    continue
+                if not n.isascii():
+                    return False, None
+                outside.add(n.encode())
+    return True, frozenset(outside)
+
+
+def _relative_leaves(path: str, data: bytes, roots: list[Path]) -> bool:
+    """Whether a relative import of ``path`` may resolve outside its root (over-approximated)."""
+    dots = max((len(m) for m in _RELATIVE.findall(data)), default=0)
+    if not dots:
+        return False
+    depth = min((len(Path(path).relative_to(r).parts) - 1 for r in roots if Path(path).is_relative_to(r)), default=0)
+    return dots > depth
