@@ -13,9 +13,7 @@ import pytest
 
 from kerasfit.semantic.index import ProjectIndex, compute_reach, file_digest
 
-_MODEL = """
-    import tensorflow as tf
-"""
+_MODEL = "import tensorflow as tf\n"
 
 # Each tree: path (relative to tmp_path) -> source. The checked root is `ROOT`; files outside
 # it (`../x.py`) are not in the tree but resolve from it.
