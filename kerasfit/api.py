@@ -655,7 +655,11 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex
     except ValueError:  # pragma: no cover - platforms without fork
         return _worker(work, index)
     results: list[FileResult | None] = [None] * len(work)
-    lost = _run_chunks(ctx, work, chunks, results, index, n, share_reach=True)
+    # Answers about a file that few files of the tree can change come from those files, in
+    # the worker that asks (ProjectIndex.local_files, from a scan made here and inherited);
+    # the whole tree's are worth computing before the checks only when some file needs them.
+    share = any(index.local_files(job.path) is None for job, _ in work)
+    lost = _run_chunks(ctx, work, chunks, results, index, n, share_reach=share)
     # A worker that died (a native crash, the OOM killer) took its chunk with it: check
     # those files again one per process, so the death is pinned on one file and the
     # others still get their results.
