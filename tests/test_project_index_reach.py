@@ -85,9 +85,9 @@ TREES: dict[str, dict[str, str]] = {
         "z4.py": "def u():\n    return 1\n",
     },
     "relative-import-out-of-the-root": {
-        "../helpers/__init__.py": "from src.net import head\n",
+        "../helpers/tools.py": "from src.net import head\n",
         "net.py": "def head(x):\n    return x\n",
-        "sub/train.py": _MODEL + "from ...helpers import head\n\ndef train_step(x):\n    return head(x)\n",
+        "sub/train.py": _MODEL + "from ...helpers.tools import head\n\ndef train_step(x):\n    return head(x)\n",
         "y1.py": "def u():\n    return 1\n",
         "y2.py": "def u():\n    return 1\n",
         "y3.py": "def u():\n    return 1\n",
@@ -102,7 +102,8 @@ ROOT = {"re-export-from-outside-the-tree": "src", "relative-import-out-of-the-ro
 
 
 def _tree(tmp_path: Path, name: str) -> Path:
-    root = tmp_path / ROOT.get(name, "proj-tree")  # (not a module name: nothing outside imports it)
+    # (a directory not named like a module above the root: what lies beside is read)
+    root = tmp_path / "case-dir" / ROOT.get(name, "proj-tree")  # (not a module name: nothing outside imports it)
     root.mkdir(parents=True)
     for rel, text in TREES[name].items():
         p = (root / rel).resolve()
@@ -193,3 +194,13 @@ def test_the_trees_hashes_without_parsing_it(tmp_path):
     # every file's bytes (one that does not parse included), with the cache's hash
     assert digests == {f: file_digest(f) for f in files}
     assert index._reach is None and not index._facts
+
+
+def test_files_given_alone_are_answered_whole(tmp_path):
+    # their neighbours, which may import them, are not part of the tree and not read
+    root = _tree(tmp_path, "import-m")
+    files = [root / "alone.py", root / "m.py"]
+    index = ProjectIndex(files)
+    assert index.local_files(files[0]) is None
+    whole = compute_reach(index, index.reach_files())
+    assert index.reached_from_model(files[0], "helper") == ((str(files[0]), "helper") in whole.model)

@@ -543,7 +543,8 @@ class ProjectIndex:
             return self._reached_quietly()
         hit = self._local.get(files)
         if hit is None:
-            order = sorted(files)
+            # (a file outside the tree that re-exports one of it has no share: its importers do)
+            order = sorted(f for f in files if f in self._scanned().digests)
             hit = self._local[files] = self._quietly(lambda: join_reach([self._part(f) for f in order]))
         return hit
 
@@ -852,52 +853,50 @@ def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple
 # bytes that cannot be in an ASCII identifier become spaces; a split then gives every
 # identifier-like run (non-ASCII letters split a name: more runs, never fewer)
 _NOT_NAME = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256))
-# a relative import (`from .m import f`, `from .. import m`): its dots
-_RELATIVE = re.compile(rb"(?<![\w.])from[\s\\]*(\.+)")
 _POLICY_SETTERS = frozenset(n.encode() for n in POLICY_SETTERS)
+_OUTSIDE_BUDGET = 2000  # directories walked / files read beside the tree, at most
 
 
 class TreeScan(NamedTuple):
     """What reading (not parsing) every file of the tree tells."""
 
     files: tuple[str, ...]  # the tree's files, once each, in the order of reach_files
-    digests: dict[str, str]  # path -> file_digest, for every readable file
-    importers: dict[str, frozenset[str] | None]  # the other files that may import it (None: any)
+    digests: dict[str, str]  # path -> file_digest, for every readable file of the tree
+    # the other files that may import it (None: any may), for the tree's files and the files
+    # outside it that may re-export one to it
+    importers: dict[str, frozenset[str] | None]
     policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
 
 
 def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
     paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
-    closed, outside = _closed_world(roots)
-    names = {f: _spelled_as(f) for f in paths}
-    wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS | (outside or set())
+    outside = _outside_importers(roots, set(paths))
+    every = paths + tuple(outside or ())
+    names = {f: _spelled_as(f) for f in every}
+    wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS
     digests: dict[str, str] = {}
     holders: dict[bytes, list[str]] = {}
-    escapers: set[str] = set()  # files whose imports may leave the tree (and come back)
     policy: list[str] = []
-    for f in paths:
+    for i, f in enumerate(every):
         try:
             data = Path(f).read_bytes()
         except OSError:
             continue
-        digests[f] = _digest(data)
         spelled = wanted.intersection(data.translate(_NOT_NAME).split())
         for n in spelled:
             holders.setdefault(n, []).append(f)
-        if not spelled.isdisjoint(_POLICY_SETTERS):
-            policy.append(f)
-        if outside is not None and (not spelled.isdisjoint(outside) or _relative_leaves(f, data, roots)):
-            escapers.add(f)
+        if i < len(paths):
+            digests[f] = _digest(data)
+            if not spelled.isdisjoint(_POLICY_SETTERS):
+                policy.append(f)
     importers: dict[str, frozenset[str] | None] = {}
-    for f in paths:
+    for f in every:
         name = names[f]
-        if not closed or name is None:
+        if outside is None or name is None:
             importers[f] = None
-        elif not name:
-            importers[f] = frozenset()
         else:
-            importers[f] = frozenset(escapers.union(holders.get(name.encode(), ())) - {f})
+            importers[f] = frozenset(g for g in holders.get(name.encode(), ()) if g != f) if name else frozenset()
     return TreeScan(paths, digests, importers, tuple(policy))
 
 
@@ -915,53 +914,35 @@ def _spelled_as(path: str) -> str | None:
     return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
 
 
-def _closed_world(roots: list[Path]) -> tuple[bool, frozenset[bytes] | None]:
-    """Whether the scan can tell, and the names by which an import in the tree may reach a
-    file outside it that imports a file of the tree back (a re-export there); None when
-    nothing outside can.
+def _outside_importers(roots: list[Path], tree: set[str]) -> list[str] | None:
+    """The ``.py`` files outside the tree that may import a file of it (a re-export the tree
+    may import in turn); None when the scan cannot tell (or they are too many to read).
 
-    An import resolves against the importing file's directory and its ancestors. A file
-    outside the tree reaches into it only through a root's own name (or from inside a root:
-    a directory the tree's listing does not enter, a link), so where no root is named like a
-    module, nothing outside speaks to the answers. Otherwise a file of the tree that spells
-    an entry of a root's ancestors, or whose relative import may climb out of its root, may
-    import anything (the ancestors' files are not read)."""
-    outside: set[bytes] = set()
-    named = False
+    An import resolves against directories above the importing file, down a path of names.
+    So a file imports into a root only from below the nearest directory above the root (or
+    the root itself) that is not named like a module, and a file below it is imported only
+    from below it: every file of a chain that ends in the tree lies there. (The listing of
+    the tree enters no linked directory: a link there leaves the scan unable to tell.)"""
+    found: list[str] = []
+    walked = 0
     for r in roots:
         if not r.is_dir():
-            return False, None  # a file given alone: its neighbours are not read
-        for d, dirs, _ in os.walk(r):
+            return None  # a file given alone: its neighbours, which may import it, are not read
+        top = r
+        while top.name.isidentifier():
+            top = top.parent
+        if top.parent == top and top != r:
+            return None  # named like a module up to / : any file may be on a chain
+        for d, dirs, files in os.walk(top):
+            inside = d == str(r) or d.startswith(str(r) + os.sep)
+            # beside the tree, a directory not named like a module is entered by no import;
+            # in it, a file of the tree below it may import from it
+            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
             if any(os.path.islink(os.path.join(d, x)) for x in dirs):
-                return False, None
-            dirs[:] = [x for x in dirs if x != ".venv"]
-        named = named or r.name.isidentifier()
-    if not named:
-        return True, None
-    for r in roots:
-        up = r
-        for _ in range(8):  # as far as ProjectIndex._find_module looks
-            if up.parent == up:
-                break
-            up = up.parent
-            try:
-                entries = list(os.scandir(up))
-            except OSError:
-                continue
-            for e in entries:
-                n = e.name[:-3] if e.name.endswith(".py") else e.name
-                if not n.isidentifier() or Path(e.path) in roots:
-                    continue
-                if not n.isascii():
-                    return False, None
-                outside.add(n.encode())
-    return True, frozenset(outside)
-
-
-def _relative_leaves(path: str, data: bytes, roots: list[Path]) -> bool:
-    """Whether a relative import of ``path`` may resolve outside its root (over-approximated)."""
-    dots = max((len(m) for m in _RELATIVE.findall(data)), default=0)
-    if not dots:
-        return False
-    depth = min((len(Path(path).relative_to(r).parts) - 1 for r in roots if Path(path).is_relative_to(r)), default=0)
-    return dots > depth
+                return None
+            if not inside:
+                walked += 1
+                found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
+                if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
+                    return None
+    return list(dict.fromkeys(found))
