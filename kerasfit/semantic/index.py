@@ -256,7 +256,7 @@ class ProjectIndex:
         key = os.path.abspath(path)
         out = dict(self._deps.get(key, {}))
         if key in self._tree_askers:
-            out.update((p, d) for p, d in self._scanned().digests.items() if p != key)
+            out.update((p, d) for p, d in self.tree_digests().items() if p != key)
         return out
 
     def own_deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
@@ -271,7 +271,14 @@ class ProjectIndex:
     def tree_digests(self) -> dict[str, str]:
         """Path -> content hash (:func:`file_digest`'s) of every readable file of the tree,
         which the tree-wide answers rest on; read, never parsed."""
-        return dict(self._scanned().digests)
+        scan = self._scanned()
+        if len(scan.digests) < len(scan.files):  # (the scan did not read them, or some failed)
+            for f in scan.files:
+                if f not in scan.digests:
+                    d = file_digest(f)
+                    if d is not None:
+                        scan.digests[f] = d
+        return dict(scan.digests)
 
     def digest_of(self, path: str | os.PathLike[str]) -> str | None:
         """:func:`file_digest` of ``path``, read again only when its size or time changed."""
@@ -503,8 +510,8 @@ class ProjectIndex:
         """The compute dtypes of the mixed-precision policies any file under the roots
         sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
         self._asked_tree()
-        if self._reach is not None:
-            return self._reach.policies
+        if self._reach is not None or not self._scanned().importers:
+            return self._reached_quietly().policies
         if self._policies is None:
             # only a file that spells a policy setter can set a policy
             parts = self._quietly(lambda: [self._part(f) for f in self._scanned().policy_files])
@@ -520,7 +527,7 @@ class ProjectIndex:
         key = os.path.abspath(path)
         if key not in scan.importers:
             # not a tree file: only a .py file can be named by an import or a call
-            return None if key.endswith(".py") else frozenset()
+            return None if key.endswith(".py") or not scan.importers else frozenset()
         found, todo = {key}, [key]
         while todo:
             importers = scan.importers[todo.pop()]
@@ -861,10 +868,11 @@ class TreeScan(NamedTuple):
     """What reading (not parsing) every file of the tree tells."""
 
     files: tuple[str, ...]  # the tree's files, once each, in the order of reach_files
-    digests: dict[str, str]  # path -> file_digest, for every readable file of the tree
     # the other files that may import it (None: any may), for the tree's files and the files
-    # outside it that may re-export one to it
+    # outside it that may re-export one to it; empty when the scan cannot tell (then the
+    # files are not read: every answer is the whole tree's)
     importers: dict[str, frozenset[str] | None]
+    digests: dict[str, str]  # path -> file_digest, for every readable file of the tree read
     policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
 
 
@@ -872,7 +880,9 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
     paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
     outside = _outside_importers(roots, set(paths))
-    every = paths + tuple(outside or ())
+    if outside is None:
+        return TreeScan(paths, {}, {}, ())
+    every = paths + tuple(outside)
     names = {f: _spelled_as(f) for f in every}
     wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS
     digests: dict[str, str] = {}
@@ -893,11 +903,11 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     importers: dict[str, frozenset[str] | None] = {}
     for f in every:
         name = names[f]
-        if outside is None or name is None:
+        if name is None:
             importers[f] = None
         else:
             importers[f] = frozenset(g for g in holders.get(name.encode(), ()) if g != f) if name else frozenset()
-    return TreeScan(paths, digests, importers, tuple(policy))
+    return TreeScan(paths, importers, digests, tuple(policy))
 
 
 def _spelled_as(path: str) -> str | None:
