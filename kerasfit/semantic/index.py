@@ -184,6 +184,8 @@ class ProjectIndex:
         self._tpu_makers: dict[tuple[str, str], bool] = {}
         self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
         self._scan: TreeScan | None = None
+        # digest -> (path, CPython's AST) of the texts checks parsed (see offer_tree)
+        self._offered: dict[str, tuple[str, ast.Module]] = {}
         self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # digest_of's, by stamp
         self._parts: dict[str, ReachPart | None] = {}  # each tree file's share of the answers
         # the answers from a few files (see local_files), per set of files
@@ -198,8 +200,8 @@ class ProjectIndex:
             # the text being checked (maybe unsaved): not kept, the caller holds it; the
             # same text already read from the file (by the tree-wide answers) is not parsed again
             data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-            known = self._by_digest.get(_digest(data))
-            return known if known is not None and known.path == key else build_facts(key, data)
+            known = self._known(_digest(data), key)
+            return known if known is not None else build_facts(key, data)
         try:
             st = os.stat(key)
         except OSError:
@@ -212,8 +214,8 @@ class ProjectIndex:
             except OSError:
                 return None
             d = _digest(data)
-            f = self._by_digest.get(d)
-            if f is None or f.path != key:
+            f = self._known(d, key)
+            if f is None:
                 f = build_facts(key, data)
                 if f is not None:
                     self._by_digest[d] = f
@@ -239,12 +241,20 @@ class ProjectIndex:
         facts of that text: the file's facts and tree-wide share are then not parsed again
         (the reverse of :meth:`known_tree`, with its caveat on a declared encoding)."""
         data = _plain_bytes(source)
-        if data is None:
-            return
-        d, key = _digest(data), os.path.abspath(path)
-        known = self._by_digest.get(d)
-        if known is None or known.path != key:
-            self._by_digest[d] = _facts_of(key, d, tree)
+        if data is not None:
+            # (the facts are made when asked for: most checks never ask)
+            self._offered[_digest(data)] = (os.path.abspath(path), tree)
+
+    def _known(self, digest: str, key: str) -> ModuleFacts | None:
+        """The facts of the text of ``key`` with this digest, already parsed (or None)."""
+        known = self._by_digest.get(digest)
+        if known is not None and known.path == key:
+            return known
+        offered = self._offered.get(digest)
+        if offered is None or offered[0] != key:
+            return None
+        known = self._by_digest[digest] = _facts_of(key, digest, offered[1])
+        return known
 
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
