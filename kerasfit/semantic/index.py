@@ -26,7 +26,13 @@ Public API (stable; other branches build on it):
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged. ``own_deps_of(path)``, ``asked_tree(path)`` and ``tree_digests()``
-    split them into the file's own and the whole tree's (which a cache keeps once).
+    split them into the file's own and the whole tree's (which a cache keeps once);
+    ``digest_of(path)`` is a file's hash as they record it.
+  - The four tree-wide questions above are answered from the few files that can change
+    the answer where a scan of the tree's bytes shows them (``local_files(path)``), else
+    from every file's share (``reach_part``, joined by :func:`join_reach`).
+  - ``offer_tree(path, source, tree)``: CPython's AST of a checked text, which the file's
+    facts then take instead of parsing it again (``known_tree`` is the other way round).
 - The index of a running check is passed in explicitly (``LintSettings.project``, then
   ``SemanticModel(project=...)``): the CLI makes one per run of a tree, the language server
   one per workspace folder. A file checked without one gets an index rooted nowhere that
