@@ -668,6 +668,9 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
 def test_a_parallel_check_of_files_few_others_import_starts_the_checks_at_once(tmp_path):
     from kerasfit.api import _Job, _execute, settings_for
 
+    # (under a directory not named like a module: the files beside it are read, not the
+    # whole disk's, to know that none imports into the tree)
+    tmp_path = tmp_path / "a-project"
     _write(tmp_path, _REACH_TREE)
     for i in range(5):
         _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
