@@ -204,3 +204,15 @@ def test_files_given_alone_are_answered_whole(tmp_path):
     assert index.local_files(files[0]) is None
     whole = compute_reach(index, index.reach_files())
     assert index.reached_from_model(files[0], "helper") == ((str(files[0]), "helper") in whole.model)
+
+
+def test_a_root_the_scan_cannot_tell_leaves_the_others_answered_locally(tmp_path):
+    told = _tree(tmp_path, "import-m")
+    other = tmp_path / "case-dir" / "given"
+    other.mkdir()
+    (other / "solo.py").write_text("def f():\n    return 1\n")
+    index = ProjectIndex([told, other / "solo.py"])  # a file given alone: its neighbours are not read
+    assert index.local_files(told / "alone.py") == {str(told / "alone.py")}
+    assert index.local_files(other / "solo.py") is None
+    whole = compute_reach(index, index.reach_files())
+    assert index.reached_from_model(told / "alone.py", "helper") == ((str(told / "alone.py"), "helper") in whole.model)

@@ -895,10 +895,13 @@ class TreeScan(NamedTuple):
 def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
     paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
-    outside = _outside_importers(roots, set(paths))
-    if outside is None:
+    bounded, outside = _outside_importers(roots, set(paths))
+    if not bounded:
         return TreeScan(paths, {}, {}, ())
     every = paths + tuple(outside)
+    # where the scan can tell: below a root whose importers it reads
+    told = tuple(str(r) + os.sep for r in bounded)
+    in_tree = set(paths)
     names = {f: _spelled_as(f) for f in every}
     wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS
     digests: dict[str, str] = {}
@@ -919,7 +922,7 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     importers: dict[str, frozenset[str] | None] = {}
     for f in every:
         name = names[f]
-        if name is None:
+        if name is None or (f in in_tree and not f.startswith(told)):
             importers[f] = None
         else:
             importers[f] = frozenset(g for g in holders.get(name.encode(), ()) if g != f) if name else frozenset()
@@ -940,35 +943,48 @@ def _spelled_as(path: str) -> str | None:
     return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
 
 
-def _outside_importers(roots: list[Path], tree: set[str]) -> list[str] | None:
-    """The ``.py`` files outside the tree that may import a file of it (a re-export the tree
-    may import in turn); None when the scan cannot tell (or they are too many to read).
+def _outside_importers(roots: list[Path], tree: set[str]) -> tuple[list[Path], list[str]]:
+    """The roots whose files' importers a scan can tell, and the ``.py`` files outside the
+    tree that may import a file of those (a re-export the tree may import in turn). A root
+    is left out when the files that may import its files are too many to read.
 
     An import resolves against directories above the importing file, down a path of names.
     So a file imports into a root only from below the nearest directory above the root (or
     the root itself) that is not named like a module, and a file below it is imported only
     from below it: every file of a chain that ends in the tree lies there. (The listing of
     the tree enters no linked directory: a link there leaves the scan unable to tell.)"""
+    bounded: list[Path] = []
     found: list[str] = []
-    walked = 0
     for r in roots:
         if not r.is_dir():
-            return None  # a file given alone: its neighbours, which may import it, are not read
+            continue  # a file given alone: its neighbours, which may import it, are not read
         top = r
         while top.name.isidentifier():
             top = top.parent
         if top.parent == top and top != r:
-            return None  # named like a module up to / : any file may be on a chain
-        for d, dirs, files in os.walk(top):
-            inside = d == str(r) or d.startswith(str(r) + os.sep)
-            # beside the tree, a directory not named like a module is entered by no import;
-            # in it, a file of the tree below it may import from it
-            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
-            if any(os.path.islink(os.path.join(d, x)) for x in dirs):
+            continue  # named like a module up to / : any file may be on a chain
+        beside = _beside(r, top, tree)
+        if beside is not None:
+            bounded.append(r)
+            found.extend(beside)
+    return bounded, list(dict.fromkeys(found))
+
+
+def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
+    """The ``.py`` files below ``top`` outside the tree; None for a link in ``root`` or
+    beside it (the tree's listing does not enter one) or too many to read."""
+    found: list[str] = []
+    walked = 0
+    for d, dirs, files in os.walk(top):
+        inside = d == str(root) or d.startswith(str(root) + os.sep)
+        # beside the tree, a directory not named like a module is entered by no import;
+        # in it, a file of the tree below it may import from it
+        dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
+        if any(os.path.islink(os.path.join(d, x)) for x in dirs):
+            return None
+        if not inside:
+            walked += 1
+            found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
+            if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
                 return None
-            if not inside:
-                walked += 1
-                found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
-                if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
-                    return None
-    return list(dict.fromkeys(found))
+    return found
