@@ -216,3 +216,17 @@ def test_a_root_the_scan_cannot_tell_leaves_the_others_answered_locally(tmp_path
     assert index.local_files(other / "solo.py") is None
     whole = compute_reach(index, index.reach_files())
     assert index.reached_from_model(told / "alone.py", "helper") == ((str(told / "alone.py"), "helper") in whole.model)
+
+
+def test_a_notebook_has_no_function_any_tree_wide_answer_holds(tmp_path):
+    root = _tree(tmp_path, "import-m")
+    nb = tmp_path / "case-dir" / "nb.ipynb"
+    nb.write_text("{}")
+    index = ProjectIndex([root])
+    assert index.local_files(nb) == frozenset()
+    assert not index.reached_from_model(nb, "build") and not index.imported_by_others(nb)
+    # a root given as a file whatever its name is a tree file: answered whole
+    script = tmp_path / "case-dir" / "script"
+    script.write_text("import tensorflow as tf\n\ndef helper(x):\n    return x\n\ndef build():\n    return tf.keras.layers.Dense(helper(1))\n")
+    index = ProjectIndex([script])
+    assert index.local_files(script) is None and index.reached_from_model(script, "helper")

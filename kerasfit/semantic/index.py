@@ -542,8 +542,9 @@ class ProjectIndex:
         scan = self._scanned()
         key = os.path.abspath(path)
         if key not in scan.importers:
-            # not a tree file: only a .py file can be named by an import or a call
-            return None if key.endswith(".py") or not scan.importers else frozenset()
+            # not read by the scan; outside the tree, only a .py file can be named by an
+            # import or a call: another file (a notebook) has no function any answer holds
+            return None if key.endswith(".py") or key in scan.files else frozenset()
         found, todo = {key}, [key]
         while todo:
             importers = scan.importers[todo.pop()]
