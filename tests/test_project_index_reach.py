@@ -230,3 +230,17 @@ def test_a_notebook_has_no_function_any_tree_wide_answer_holds(tmp_path):
     script.write_text("import tensorflow as tf\n\ndef helper(x):\n    return x\n\ndef build():\n    return tf.keras.layers.Dense(helper(1))\n")
     index = ProjectIndex([script])
     assert index.local_files(script) is None and index.reached_from_model(script, "helper")
+
+
+def test_a_name_python_reads_as_a_module_name_is_found_in_any_spelling(tmp_path):
+    # Python reads identifiers NFKC-normalised: `import ｍ` imports m
+    root = tmp_path / "case-dir" / "proj-tree"
+    root.mkdir(parents=True)
+    (root / "m.py").write_text("def f(x):\n    return x\n")
+    (root / "net.py").write_text(
+        "import tensorflow as tf\nimport \uff4d\n\ndef build():\n    tf.keras.layers.Dense(1)\n    return \uff4d.f(1)\n",
+        encoding="utf-8")
+    index = ProjectIndex([root])
+    m = str(root / "m.py")
+    assert index.local_files(m) == {m, str(root / "net.py")}
+    assert index.reached_from_model(m, "f") and index.imported_by_others(m)

@@ -43,9 +43,11 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import os
-import re
 import threading
+import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
@@ -913,7 +915,7 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
             data = Path(f).read_bytes()
         except OSError:
             continue
-        spelled = wanted.intersection(data.translate(_NOT_NAME).split())
+        spelled = wanted.intersection(_names_in(data))
         for n in spelled:
             holders.setdefault(n, []).append(f)
         if i < len(paths):
@@ -928,6 +930,20 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
         else:
             importers[f] = frozenset(g for g in holders.get(name.encode(), ()) if g != f) if name else frozenset()
     return TreeScan(paths, importers, digests, tuple(policy))
+
+
+def _names_in(data: bytes) -> list[bytes]:
+    """Every identifier-like run of a file's bytes, and where it has non-ASCII ones, of its
+    text as Python reads names (NFKC: ``ｂｏｘｅｓ`` is ``boxes``)."""
+    runs = data.translate(_NOT_NAME).split()
+    if not data.isascii():
+        try:
+            text = data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0], "replace")
+        except (SyntaxError, LookupError):  # an encoding Python does not know: the file does not compile
+            return runs
+        if not unicodedata.is_normalized("NFKC", text):
+            runs += unicodedata.normalize("NFKC", text).encode("utf-8", "replace").translate(_NOT_NAME).split()
+    return runs
 
 
 def _spelled_as(path: str) -> str | None:
