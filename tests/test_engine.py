@@ -363,6 +363,9 @@ def test_the_project_index_takes_the_ast_a_check_parsed(tmp_path):
     assert isinstance(tree, ast.Module)
     assert index.facts(path, source=text).tree is tree and index.facts(path).tree is tree
     assert index.reach_part(str(path)) is not None and index.reached_from_model(path, "helper")
+    # a path keeps only its last checked text's (--fix checks every fixed text again)
+    index.offer_tree(path, text + "x = 1\n", ast.parse(text + "x = 1\n"))
+    assert len(index._offered) == 1
     # never for a text that declares its encoding (the file's bytes parse in it, the text as UTF-8)
     coded = "# -*- coding: latin-1 -*-\nimport tensorflow as tf\ns = '\u00e9'\n"
     other = tmp_path / "c.py"

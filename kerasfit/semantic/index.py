@@ -194,6 +194,7 @@ class ProjectIndex:
         self._scan: TreeScan | None = None
         # digest -> (path, CPython's AST) of the texts checks parsed (see offer_tree)
         self._offered: dict[str, tuple[str, ast.Module]] = {}
+        self._offered_for: dict[str, str] = {}  # path -> the digest of its text offered last
         self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # digest_of's, by stamp
         self._parts: dict[str, ReachPart | None] = {}  # each tree file's share of the answers
         # the answers from a few files (see local_files), per set of files
@@ -250,8 +251,14 @@ class ProjectIndex:
         (the reverse of :meth:`known_tree`, with its caveat on a declared encoding)."""
         data = _plain_bytes(source)
         if data is not None:
-            # (the facts are made when asked for: most checks never ask)
-            self._offered[_digest(data)] = (os.path.abspath(path), tree)
+            # (the facts are made when asked for; a path keeps its last text's: --fix
+            # checks each fixed text again)
+            key, d = os.path.abspath(path), _digest(data)
+            old = self._offered_for.get(key)
+            if old is not None and old != d:
+                self._offered.pop(old, None)
+            self._offered[d] = (key, tree)
+            self._offered_for[key] = d
 
     def _known(self, digest: str, key: str) -> ModuleFacts | None:
         """The facts of the text of ``key`` with this digest, already parsed (or None)."""
