@@ -702,7 +702,8 @@ def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[lis
     ``share_reach``: first compute the tree-wide answers (``ProjectIndex.reach_part``),
     the tree's files dealt out to the same workers, and hand the joined answers to every
     check: each worker asking for them alone recomputed them all (1.6 s CPU per process
-    on the 182 keras-io examples)."""
+    on the 182 keras-io examples). Only where some file's answers need the whole tree's:
+    else each worker answers from the few files that decide (``local_files``)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
