@@ -240,7 +240,9 @@ def test_a_name_python_reads_as_a_module_name_is_found_in_any_spelling(tmp_path)
     (root / "net.py").write_text(
         "import tensorflow as tf\nimport \uff4d\n\ndef build():\n    tf.keras.layers.Dense(1)\n    return \uff4d.f(1)\n",
         encoding="utf-8")
+    # and a file system that ignores case finds m.py for `import M`
+    (root / "other.py").write_text("import M\n")
     index = ProjectIndex([root])
     m = str(root / "m.py")
-    assert index.local_files(m) == {m, str(root / "net.py")}
+    assert index.local_files(m) == {m, str(root / "net.py"), str(root / "other.py")}
     assert index.reached_from_model(m, "f") and index.imported_by_others(m)

@@ -913,7 +913,7 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     told = tuple(str(r) + os.sep for r in bounded)
     in_tree = set(paths)
     names = {f: _spelled_as(f) for f in every}
-    wanted = {n.encode() for n in names.values() if n} | _POLICY_SETTERS
+    wanted = {n.lower().encode() for n in names.values() if n} | _POLICY_SETTERS
     digests: dict[str, str] = {}
     holders: dict[bytes, list[str]] = {}
     policy: list[str] = []
@@ -935,21 +935,22 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
         if name is None or (f in in_tree and not f.startswith(told)):
             importers[f] = None
         else:
-            importers[f] = frozenset(g for g in holders.get(name.encode(), ()) if g != f) if name else frozenset()
+            importers[f] = frozenset(g for g in holders.get(name.lower().encode(), ()) if g != f) if name else frozenset()
     return TreeScan(paths, importers, digests, tuple(policy))
 
 
 def _names_in(data: bytes) -> list[bytes]:
     """Every identifier-like run of a file's bytes, and where it has non-ASCII ones, of its
-    text as Python reads names (NFKC: ``ｂｏｘｅｓ`` is ``boxes``)."""
-    runs = data.translate(_NOT_NAME).split()
+    text as Python reads names (NFKC: ``ｂｏｘｅｓ`` is ``boxes``); in lower case, as a file
+    system that ignores case finds ``Boxes.py`` for ``import boxes``."""
+    runs = data.translate(_NOT_NAME).lower().split()
     if not data.isascii():
         try:
             text = data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0], "replace")
         except (SyntaxError, LookupError):  # an encoding Python does not know: the file does not compile
             return runs
         if not unicodedata.is_normalized("NFKC", text):
-            runs += unicodedata.normalize("NFKC", text).encode("utf-8", "replace").translate(_NOT_NAME).split()
+            runs += unicodedata.normalize("NFKC", text).encode("utf-8", "replace").translate(_NOT_NAME).lower().split()
     return runs
 
 
@@ -999,16 +1000,23 @@ def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
     beside it (the tree's listing does not enter one) or too many to read."""
     found: list[str] = []
     walked = 0
-    for d, dirs, files in os.walk(top):
-        inside = d == str(root) or d.startswith(str(root) + os.sep)
-        # beside the tree, a directory not named like a module is entered by no import;
-        # in it, a file of the tree below it may import from it
-        dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
-        if any(os.path.islink(os.path.join(d, x)) for x in dirs):
-            return None
-        if not inside:
-            walked += 1
-            found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
-            if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
+
+    def unlisted(exc: OSError) -> None:
+        raise exc  # a directory that cannot be listed may hold an importer
+
+    try:
+        for d, dirs, files in os.walk(top, onerror=unlisted):
+            inside = d == str(root) or d.startswith(str(root) + os.sep)
+            # beside the tree, a directory not named like a module is entered by no import;
+            # in it, a file of the tree below it may import from it
+            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
+            if any(os.path.islink(os.path.join(d, x)) for x in dirs):
                 return None
+            if not inside:
+                walked += 1
+                found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
+                if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
+                    return None
+    except OSError:
+        return None
     return found
