@@ -246,3 +246,92 @@ def test_a_name_python_reads_as_a_module_name_is_found_in_any_spelling(tmp_path)
     m = str(root / "m.py")
     assert index.local_files(m) == {m, str(root / "net.py"), str(root / "other.py")}
     assert index.reached_from_model(m, "f") and index.imported_by_others(m)
+
+
+# ---- random trees: imports spelled every way, re-exports, pipelines, model code ----------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_NAMES = ["m0", "m1", "m2", "m3", "m4", "m5"]
+_PKG = {"m3", "m4"}  # modules of the package `pkg` (with an __init__ that re-exports), if any
+
+
+@st.composite
+def _random_tree(draw: st.DrawFn) -> dict[str, str]:
+    files: dict[str, str] = {}
+    # (a package's __init__ is imported by `from . import x`, which spells nothing: a tree
+    # with one is answered whole more often)
+    in_pkg = _PKG if draw(st.booleans()) else set()
+    for name in _NAMES:
+        lines = ["import tensorflow as tf"]
+        usable: list[str] = []  # expressions naming another module's function
+        for other in draw(st.lists(st.sampled_from(_NAMES), max_size=2, unique=True)):
+            if other == name:
+                continue
+            fn = f"{other}.f{draw(st.integers(0, 1))}"
+            if other in in_pkg:
+                how = draw(st.sampled_from(["from-pkg", "init", "relative"] if name in in_pkg else ["from-pkg", "init"]))
+                if how == "from-pkg":
+                    lines.append(f"from pkg import {other}")
+                elif how == "relative":
+                    lines.append(f"from . import {other}")
+                else:
+                    lines.append(f"from pkg import g_{other}")
+                    fn = f"g_{other}"
+            else:
+                how = draw(st.sampled_from(["import", "from", "alias"]))
+                if how == "import":
+                    lines.append(f"import {other}")
+                elif how == "from":
+                    lines.append(f"from {other} import {fn.split('.')[1]} as {other}_{fn.split('.')[1]}")
+                    fn = f"{other}_{fn.split('.')[1]}"
+                else:
+                    lines.append(f"import {other}\nalias_{other} = {fn}")
+                    fn = f"alias_{other}"
+            usable.append(fn)
+        for i in range(2):
+            body = []
+            for _ in range(draw(st.integers(0, 3))):
+                kind = draw(st.sampled_from(["call", "local", "model", "map", "lambda-map"]))
+                target = draw(st.sampled_from(usable)) if usable else f"f{1 - i}"
+                if kind == "call":
+                    body.append(f"    {target}(x)")
+                elif kind == "local":
+                    body.append(f"    f{1 - i}(x)")
+                elif kind == "model":
+                    body.append("    tf.keras.layers.Dense(2)(x)")
+                elif kind == "map":
+                    body.append(f"    x = x.map({target})")
+                else:
+                    body.append(f"    x = x.map(lambda a: {target}(a))")
+            fname = draw(st.sampled_from([f"f{i}", "train_step"])) if i == 1 else "f0"
+            lines.append(f"def {fname}(x):\n" + "\n".join([*body, "    return x"]))
+        if draw(st.booleans()):
+            lines.append("tf.keras.mixed_precision.set_global_policy('mixed_float16')")
+        files[f"pkg/{name}.py" if name in in_pkg else f"{name}.py"] = "\n".join(lines) + "\n"
+    if in_pkg:
+        files["pkg/__init__.py"] = "".join(f"from .{n} import f0 as g_{n}\n" for n in sorted(in_pkg))
+    return files
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_random_tree())
+def test_random_trees_answer_as_the_whole_tree(files):
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kf-reach-") as tmp:
+        root = Path(tmp) / "the-tree"
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        root = root.resolve()
+        whole = ProjectIndex([root])
+        reach = compute_reach(whole, whole.reach_files())
+        for path in whole.reach_files():
+            index = ProjectIndex([root])
+            for fn in _functions(path):
+                key = (path, fn)
+                assert index.reached_from_model(path, fn) == (key in reach.model), key
+                assert index.input_only(path, fn) == (key in reach.input and key not in reach.model), key
+            assert index.imported_by_others(path) == (path in reach.imported), path
+        assert ProjectIndex([root]).dtype_policies() == reach.policies
