@@ -358,17 +358,18 @@ def test_the_project_index_takes_the_ast_a_check_parsed(tmp_path):
     # the file's facts, asked for with its text or read from disk, are built on the check's
     # AST: the text is not parsed again
     offered = index._offered
-    assert len(offered) == 1
-    tree = next(iter(offered.values()))[1]
+    assert offered is not None and offered[0] == str(path)
+    tree = offered[2]
     assert isinstance(tree, ast.Module)
     assert index.facts(path, source=text).tree is tree and index.facts(path).tree is tree
     assert index.reach_part(str(path)) is not None and index.reached_from_model(path, "helper")
-    # a path keeps only its last checked text's (--fix checks every fixed text again)
-    index.offer_tree(path, text + "x = 1\n", ast.parse(text + "x = 1\n"))
-    assert len(index._offered) == 1
+    # only the last check's is kept (every file's AST at once would slow the collector)
+    index.offer_tree(tmp_path / "n.py", "y = 2\n", ast.parse("y = 2\n"))
+    assert index._offered is not None and index._offered[0] == str(tmp_path / "n.py")
+    assert index.facts(path, source=text + "z = 3\n").tree is not tree
     # never for a text that declares its encoding (the file's bytes parse in it, the text as UTF-8)
     coded = "# -*- coding: latin-1 -*-\nimport tensorflow as tf\ns = '\u00e9'\n"
     other = tmp_path / "c.py"
     other.write_bytes(coded.encode("utf-8"))
     lint_source(coded, str(other), LintSettings(list(all_rules().values()), project=index))
-    assert len(index._offered) == 1
+    assert index._offered is None

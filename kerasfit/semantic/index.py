@@ -192,9 +192,9 @@ class ProjectIndex:
         self._tpu_makers: dict[tuple[str, str], bool] = {}
         self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
         self._scan: TreeScan | None = None
-        # digest -> (path, CPython's AST) of the texts checks parsed (see offer_tree)
-        self._offered: dict[str, tuple[str, ast.Module]] = {}
-        self._offered_for: dict[str, str] = {}  # path -> the digest of its text offered last
+        # (path, digest, CPython's AST, the facts made of it) of the text the last check
+        # parsed (see offer_tree): one, as a check of it needs it, not every file's at once
+        self._offered: tuple[str, str, ast.Module, list[ModuleFacts]] | None = None
         self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # digest_of's, by stamp
         self._parts: dict[str, ReachPart | None] = {}  # each tree file's share of the answers
         # the answers from a few files (see local_files), per set of files
@@ -250,26 +250,21 @@ class ProjectIndex:
         facts of that text: the file's facts and tree-wide share are then not parsed again
         (the reverse of :meth:`known_tree`, with its caveat on a declared encoding)."""
         data = _plain_bytes(source)
-        if data is not None:
-            # (the facts are made when asked for; a path keeps its last text's: --fix
-            # checks each fixed text again)
-            key, d = os.path.abspath(path), _digest(data)
-            old = self._offered_for.get(key)
-            if old is not None and old != d:
-                self._offered.pop(old, None)
-            self._offered[d] = (key, tree)
-            self._offered_for[key] = d
+        # (the facts are made when asked for; kept while this check runs: every file's
+        # AST at once would make each full collection of the garbage collector longer)
+        self._offered = (os.path.abspath(path), _digest(data), tree, []) if data is not None else None
 
     def _known(self, digest: str, key: str) -> ModuleFacts | None:
         """The facts of the text of ``key`` with this digest, already parsed (or None)."""
         known = self._by_digest.get(digest)
         if known is not None and known.path == key:
             return known
-        offered = self._offered.get(digest)
-        if offered is None or offered[0] != key:
+        offered = self._offered
+        if offered is None or offered[0] != key or offered[1] != digest:
             return None
-        known = self._by_digest[digest] = _facts_of(key, digest, offered[1])
-        return known
+        if not offered[3]:
+            offered[3].append(_facts_of(key, digest, offered[2]))
+        return offered[3][0]
 
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
