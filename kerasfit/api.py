@@ -650,7 +650,11 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex
     except ValueError:  # pragma: no cover - platforms without fork
         return _worker(work, index)
     results: list[FileResult | None] = [None] * len(work)
-    lost = _run_chunks(ctx, work, chunks, results, index, n, share_reach=True)
+    # Answers about a file that few files of the tree can change come from those files, in
+    # the worker that asks (ProjectIndex.local_files, from a scan made here and inherited);
+    # the whole tree's are worth computing before the checks only when some file needs them.
+    share = any(index.local_files(job.path) is None for job, _ in work)
+    lost = _run_chunks(ctx, work, chunks, results, index, n, share_reach=share)
     # A worker that died (a native crash, the OOM killer) took its chunk with it: check
     # those files again one per process, so the death is pinned on one file and the
     # others still get their results.
@@ -693,7 +697,8 @@ def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[lis
     ``share_reach``: first compute the tree-wide answers (``ProjectIndex.reach_part``),
     the tree's files dealt out to the same workers, and hand the joined answers to every
     check: each worker asking for them alone recomputed them all (1.6 s CPU per process
-    on the 182 keras-io examples)."""
+    on the 182 keras-io examples). Only where some file's answers need the whole tree's:
+    else each worker answers from the few files that decide (``local_files``)."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 

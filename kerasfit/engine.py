@@ -724,6 +724,10 @@ def lint_source(
     # the tree-wide answers parsed most files with CPython already: their AST is this text's
     known = settings.project.known_tree(filename, source) if parse_cache is None and settings.project is not None else None
     module, tree, refused, text = parse_guarded(source, filename, parse_cache, settings.stop, known)
+    if known is None and tree is not None and parse_cache is None and settings.project is not None:
+        # and the other way round: the index's facts of this text (and its share of the
+        # tree-wide answers) take this parse instead of parsing the text again
+        settings.project.offer_tree(filename, source, tree)
     if module is None:
         if tree is None:  # CPython refuses the file: keep what parses around the error
             recovered = lint_around_syntax_errors(source, filename, settings, parse_cache)

@@ -651,6 +651,9 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
     _write(tmp_path, _REACH_TREE)
     for i in range(5):  # enough files for worker processes
         _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
+    # a package's __init__ is imported by `from . import x`, which no scan sees: its
+    # answers need the whole tree's
+    _write(tmp_path, {"__init__.py": "import tensorflow as tf\ndef g(x):\n    return tf.nn.relu(x)\n"})
     paths = sorted(str(p) for p in tmp_path.glob("*.py"))
     work = [(_Job(p, settings_for(p), False, False), Path(p).read_text()) for p in paths]
     index = ProjectIndex([tmp_path])
@@ -660,6 +663,28 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
     assert index._reach is not None and index._reach == ProjectIndex([tmp_path])._reached()
     # and a file whose checks asked for them depends on every file of the tree
     assert any(r.tree_wide for r in results) and set(index.tree_digests()) == set(paths)
+
+
+def test_a_parallel_check_of_files_few_others_import_starts_the_checks_at_once(tmp_path):
+    from kerasfit.api import _Job, _execute, settings_for
+
+    # (under a directory not named like a module: the files beside it are read, not the
+    # whole disk's, to know that none imports into the tree)
+    tmp_path = tmp_path / "a-project"
+    _write(tmp_path, _REACH_TREE)
+    for i in range(5):
+        _write(tmp_path, {f"extra{i}.py": "import tensorflow as tf\ndef f(a, b):\n    return tf.concat([a, b], -1)[..., 1:]\n"})
+    paths = sorted(str(p) for p in tmp_path.glob("*.py"))
+    work = [(_Job(p, settings_for(p), False, False), Path(p).read_text()) for p in paths]
+    index = ProjectIndex([tmp_path])
+    results = _execute(work, 2, index)
+    # no pass over the whole tree before the checks: each worker answered from the few
+    # files that decide each answer, and found what one process finds
+    assert index._reach is None
+    alone = _execute(work, 1, ProjectIndex([tmp_path]))
+    assert [[d.to_dict() for d in r.diagnostics] for r in results] == [[d.to_dict() for d in r.diagnostics] for r in alone]
+    assert [r.tree_wide for r in results] == [r.tree_wide for r in alone] and any(r.tree_wide for r in results)
+    assert set(index.tree_digests()) == set(paths)
 
 
 def test_the_checked_texts_facts_are_reused_when_the_tree_read_the_same_text(tmp_path):

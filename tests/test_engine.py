@@ -343,3 +343,33 @@ def test_a_check_takes_the_ast_the_project_index_already_parsed(tmp_path):
     assert facts is not None
     assert ast.literal_eval(facts.tree.body[0].value) != "\u00e9"  # type: ignore[attr-defined]
     assert index.known_tree(str(path), coded) is None
+
+
+def test_the_project_index_takes_the_ast_a_check_parsed(tmp_path):
+    import ast
+
+    from kerasfit.semantic.index import ProjectIndex
+
+    path = tmp_path / "m.py"
+    text = "import tensorflow as tf\n\ndef helper(x):\n    return tf.keras.layers.Dense(3)(x)\n"
+    path.write_bytes(text.encode("utf-8"))
+    index = ProjectIndex([tmp_path])
+    lint_source(text, str(path), LintSettings(list(all_rules().values()), project=index))
+    # the file's facts, asked for with its text or read from disk, are built on the check's
+    # AST: the text is not parsed again
+    offered = index._offered
+    assert offered is not None and offered[0] == str(path)
+    tree = offered[2]
+    assert isinstance(tree, ast.Module)
+    assert index.facts(path, source=text).tree is tree and index.facts(path).tree is tree
+    assert index.reach_part(str(path)) is not None and index.reached_from_model(path, "helper")
+    # only the last check's is kept (every file's AST at once would slow the collector)
+    index.offer_tree(tmp_path / "n.py", "y = 2\n", ast.parse("y = 2\n"))
+    assert index._offered is not None and index._offered[0] == str(tmp_path / "n.py")
+    assert index.facts(path, source=text + "z = 3\n").tree is not tree
+    # never for a text that declares its encoding (the file's bytes parse in it, the text as UTF-8)
+    coded = "# -*- coding: latin-1 -*-\nimport tensorflow as tf\ns = '\u00e9'\n"
+    other = tmp_path / "c.py"
+    other.write_bytes(coded.encode("utf-8"))
+    lint_source(coded, str(other), LintSettings(list(all_rules().values()), project=index))
+    assert index._offered is None

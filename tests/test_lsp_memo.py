@@ -505,3 +505,22 @@ def test_every_built_in_rule_gives_a_fresh_lints_findings_after_single_statement
         text = semantic_edit(text, rng)
         kept = lint_source(text, "model.py", lint, cache).diagnostics
         assert [d.to_dict() for d in kept] == [d.to_dict() for d in lint_source(text, "model.py", lint).diagnostics]
+
+
+def test_a_tree_wide_answer_keeps_reuse_beside_a_file_that_does_not_parse(tmp_path):
+    from kerasfit.semantic.index import ProjectIndex
+
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    main = tmp_path / "train.py"
+    src = (
+        "import tensorflow as tf\n\n\ndef build():\n    return tf.keras.layers.Dense(100)\n\n\n"
+        "def g(x):\n    return x\n\n\nif __name__ == '__main__':\n    build().fit()\n"
+    )
+    main.write_text(src)
+    project = ProjectIndex([tmp_path])
+    cache = _cache()
+    check_source(src, str(main), parse_cache=cache, project=project)
+    # the check asked whether another file imports this one: it rests on the whole tree
+    assert str(tmp_path / "broken.py") in _memo(cache).deps
+    check_source(src.replace("return x", "return x + 1"), str(main), parse_cache=cache, project=project)
+    assert _memo(cache).reused > 0

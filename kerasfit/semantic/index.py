@@ -26,7 +26,13 @@ Public API (stable; other branches build on it):
   - ``deps_of(path) -> dict[str, str]``: the other files (path -> content hash) consulted
     while answering questions for ``path``; a cached result of ``path`` is valid while
     they are unchanged. ``own_deps_of(path)``, ``asked_tree(path)`` and ``tree_digests()``
-    split them into the file's own and the whole tree's (which a cache keeps once).
+    split them into the file's own and the whole tree's (which a cache keeps once);
+    ``digest_of(path)`` is a file's hash as they record it.
+  - The four tree-wide questions above are answered from the few files that can change
+    the answer where a scan of the tree's bytes shows them (``local_files(path)``), else
+    from every file's share (``reach_part``, joined by :func:`join_reach`).
+  - ``offer_tree(path, source, tree)``: CPython's AST of a checked text, which the file's
+    facts then take instead of parsing it again (``known_tree`` is the other way round).
 - The index of a running check is passed in explicitly (``LintSettings.project``, then
   ``SemanticModel(project=...)``): the CLI makes one per run of a tree, the language server
   one per workspace folder. A file checked without one gets an index rooted nowhere that
@@ -37,16 +43,20 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import io
 import os
 import threading
+import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, ROOT_MODULES, canonical, is_model_building, is_tpu_symbol, policy_dtype
 from .names import ast_dotted, star_names
 
 _MAX_DEPTH = 6
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -95,7 +105,11 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    facts = ModuleFacts(path, _digest(data), tree)
+    return _facts_of(path, _digest(data), tree)
+
+
+def _facts_of(path: str, digest: str, tree: ast.Module) -> ModuleFacts:
+    facts = ModuleFacts(path, digest, tree)
     counts: dict[str, int] = {}
     for stmt in _module_statements(tree.body):
         if isinstance(stmt, ast.Import):
@@ -134,6 +148,19 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
     return facts
 
 
+def _plain_bytes(source: str) -> bytes | None:
+    """The UTF-8 bytes of a checked text, or None where CPython's AST of the text need not
+    be the one of those bytes: a declared encoding (the file's bytes are parsed in it, the
+    text as UTF-8) or a lone surrogate (not the bytes of any file)."""
+    head = source[:400].split("\n", 2)[:2]
+    if any("coding" in line for line in head):
+        return None
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
     """Module-level statements, looking inside ``if``/``try`` (version-dependent imports)."""
     for stmt in body:
@@ -164,6 +191,15 @@ class ProjectIndex:
         # (module path, function name) -> whether calling it sets up a TPU
         self._tpu_makers: dict[tuple[str, str], bool] = {}
         self._tree_askers: set[str] = set()  # files a tree-wide answer was asked for
+        self._scan: TreeScan | None = None
+        # (path, digest, CPython's AST, the facts made of it) of the text the last check
+        # parsed (see offer_tree): one, as a check of it needs it, not every file's at once
+        self._offered: tuple[str, str, ast.Module, list[ModuleFacts]] | None = None
+        self._digests: dict[str, tuple[tuple[int, int], str]] = {}  # digest_of's, by stamp
+        self._parts: dict[str, ReachPart | None] = {}  # each tree file's share of the answers
+        # the answers from a few files (see local_files), per set of files
+        self._local: dict[frozenset[str], Reach] = {}
+        self._policies: tuple[str, ...] | None = None
 
     # ---- files ---------------------------------------------------------------
     def facts(self, path: str | os.PathLike[str], source: str | bytes | None = None) -> ModuleFacts | None:
@@ -173,8 +209,8 @@ class ProjectIndex:
             # the text being checked (maybe unsaved): not kept, the caller holds it; the
             # same text already read from the file (by the tree-wide answers) is not parsed again
             data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-            known = self._by_digest.get(_digest(data))
-            return known if known is not None and known.path == key else build_facts(key, data)
+            known = self._known(_digest(data), key)
+            return known if known is not None else build_facts(key, data)
         try:
             st = os.stat(key)
         except OSError:
@@ -187,8 +223,8 @@ class ProjectIndex:
             except OSError:
                 return None
             d = _digest(data)
-            f = self._by_digest.get(d)
-            if f is None or f.path != key:
+            f = self._known(d, key)
+            if f is None:
                 f = build_facts(key, data)
                 if f is not None:
                     self._by_digest[d] = f
@@ -205,15 +241,30 @@ class ProjectIndex:
         of ``path`` (found by digest), else None: a check then need not parse it again.
         Never for a text that declares its encoding: the file's bytes were parsed in that
         encoding, ``source`` as UTF-8."""
-        head = source[:400].split("\n", 2)[:2]
-        if any("coding" in line for line in head):
-            return None
-        try:
-            data = source.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: not the bytes of any parsed file
-            return None
-        known = self._by_digest.get(_digest(data))
+        data = _plain_bytes(source)
+        known = self._by_digest.get(_digest(data)) if data is not None else None
         return known.tree if known is not None and known.path == os.path.abspath(path) else None
+
+    def offer_tree(self, path: str | os.PathLike[str], source: str, tree: ast.Module) -> None:
+        """Take CPython's AST of ``source`` (the text of ``path`` a check parsed) for the
+        facts of that text: the file's facts and tree-wide share are then not parsed again
+        (the reverse of :meth:`known_tree`, with its caveat on a declared encoding)."""
+        data = _plain_bytes(source)
+        # (the facts are made when asked for; kept while this check runs: every file's
+        # AST at once would make each full collection of the garbage collector longer)
+        self._offered = (os.path.abspath(path), _digest(data), tree, []) if data is not None else None
+
+    def _known(self, digest: str, key: str) -> ModuleFacts | None:
+        """The facts of the text of ``key`` with this digest, already parsed (or None)."""
+        known = self._by_digest.get(digest)
+        if known is not None and known.path == key:
+            return known
+        offered = self._offered
+        if offered is None or offered[0] != key or offered[1] != digest:
+            return None
+        if not offered[3]:
+            offered[3].append(_facts_of(key, digest, offered[2]))
+        return offered[3][0]
 
     def asking(self, path: str | None) -> None:
         """Record files consulted from now on as dependencies of ``path``."""
@@ -224,8 +275,8 @@ class ProjectIndex:
         whole tree's when it asked a tree-wide question (:meth:`asked_tree`)."""
         key = os.path.abspath(path)
         out = dict(self._deps.get(key, {}))
-        if key in self._tree_askers and self._reach is not None:
-            out.update((p, d) for p, d in self._reach.digests if p != key)
+        if key in self._tree_askers:
+            out.update((p, d) for p, d in self.tree_digests().items() if p != key)
         return out
 
     def own_deps_of(self, path: str | os.PathLike[str]) -> dict[str, str]:
@@ -238,8 +289,32 @@ class ProjectIndex:
         return os.path.abspath(path) in self._tree_askers
 
     def tree_digests(self) -> dict[str, str]:
-        """Path -> content hash of every file the tree-wide answers read."""
-        return dict(self._reached_quietly().digests)
+        """Path -> content hash (:func:`file_digest`'s) of every readable file of the tree,
+        which the tree-wide answers rest on; read, never parsed."""
+        scan = self._scanned()
+        if len(scan.digests) < len(scan.files):  # (the scan did not read them, or some failed)
+            for f in scan.files:
+                if f not in scan.digests:
+                    d = file_digest(f)
+                    if d is not None:
+                        scan.digests[f] = d
+        return dict(scan.digests)
+
+    def digest_of(self, path: str | os.PathLike[str]) -> str | None:
+        """:func:`file_digest` of ``path``, read again only when its size or time changed."""
+        key = os.path.abspath(path)
+        try:
+            st = os.stat(key)
+        except OSError:
+            return None
+        stamp = (st.st_mtime_ns, st.st_size)
+        hit = self._digests.get(key)
+        if hit is None or hit[0] != stamp:
+            d = file_digest(key)
+            if d is None:
+                return None
+            hit = self._digests[key] = (stamp, d)
+        return hit[1]
 
     def module_file(self, from_path: str, module: str) -> str | None:
         """The file of ``module`` (dotted, maybe relative) as imported from ``from_path``."""
@@ -436,7 +511,7 @@ class ProjectIndex:
     def reached_from_model(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` is called (through project helpers,
         across the files under the roots) from model-building or training code."""
-        return (os.path.abspath(path), function_name) in self._reached().model
+        return (os.path.abspath(path), function_name) in self._answers(path).model
 
     def input_only(self, path: str | os.PathLike[str], function_name: str) -> bool:
         """True when ``function_name`` of ``path`` runs only in the input pipeline: it is
@@ -444,17 +519,67 @@ class ProjectIndex:
         function or lambda that is), in any file under the roots, and model or training
         code never reaches it."""
         key = (os.path.abspath(path), function_name)
-        reach = self._reached()
+        reach = self._answers(path)
         return key in reach.input and key not in reach.model
 
     def imported_by_others(self, path: str | os.PathLike[str]) -> bool:
         """True when another file under the roots imports the module ``path``."""
-        return os.path.abspath(path) in self._reached().imported
+        return os.path.abspath(path) in self._answers(path).imported
 
     def dtype_policies(self) -> tuple[str, ...]:
         """The compute dtypes of the mixed-precision policies any file under the roots
         sets (``set_global_policy("mixed_float16")`` -> 'float16'), sorted."""
-        return self._reached().policies
+        self._asked_tree()
+        if self._reach is not None or not self._scanned().importers:
+            return self._reached_quietly().policies
+        if self._policies is None:
+            # only a file that spells a policy setter can set a policy
+            parts = self._quietly(lambda: [self._part(f) for f in self._scanned().policy_files])
+            self._policies = tuple(sorted({d for p in parts if p is not None for d in p.policies}))
+        return self._policies
+
+    def local_files(self, path: str | os.PathLike[str]) -> frozenset[str] | None:
+        """The tree's files whose shares decide the tree-wide answers about ``path``'s
+        functions (it and its importers' closure, see :class:`TreeScan`) when they are few
+        (a quarter of the tree, or eight, at most), else None: the whole tree's answers are
+        cheaper to have once than per file."""
+        scan = self._scanned()
+        key = os.path.abspath(path)
+        if key not in scan.importers:
+            # not read by the scan; outside the tree, only a .py file can be named by an
+            # import or a call: another file (a notebook) has no function any answer holds
+            return None if key.endswith(".py") or key in scan.files else frozenset()
+        found, todo = {key}, [key]
+        while todo:
+            importers = scan.importers[todo.pop()]
+            if importers is None:
+                return None
+            for g in importers:
+                if g not in found:
+                    found.add(g)
+                    todo.append(g)
+        return frozenset(found) if len(found) <= max(8, len(scan.files) // 4) else None
+
+    def _answers(self, path: str | os.PathLike[str]) -> Reach:
+        """Answers that hold for ``path``'s functions: its local files' (see
+        :meth:`local_files`), else the whole tree's."""
+        self._asked_tree()
+        if self._reach is not None:
+            return self._reach
+        files = self.local_files(path)
+        if files is None:
+            return self._reached_quietly()
+        hit = self._local.get(files)
+        if hit is None:
+            # (a file outside the tree that re-exports one of it has no share: its importers do)
+            order = sorted(f for f in files if f in self._scanned().digests)
+            hit = self._local[files] = self._quietly(lambda: join_reach([self._part(f) for f in order]))
+        return hit
+
+    def _part(self, path: str) -> ReachPart | None:
+        if path not in self._parts:
+            self._parts[path] = self.reach_part(path)
+        return self._parts[path]
 
     def reach_files(self) -> list[str]:
         """The files the tree-wide answers read: every ``.py`` file under the roots."""
@@ -505,25 +630,36 @@ class ProjectIndex:
         """Take tree-wide answers computed elsewhere (by the parts of this tree's files)."""
         self._reach = reach
 
-    def _reached(self) -> Reach:
-        reach = self._reached_quietly()
+    def _asked_tree(self) -> None:
         asking: str | None = getattr(self._asking, "path", None)
         if asking is not None:
-            # every file of the tree spoke to this answer: a cached result of the asking
-            # file holds while they are unchanged (a file added to the tree is not seen)
+            # the answer rests on the tree (a file added to it may import the asking one):
+            # a cached result of the asking file holds while the tree's files are unchanged
             self._tree_askers.add(asking)
-        return reach
+
+    def _reached(self) -> Reach:
+        self._asked_tree()
+        return self._reached_quietly()
 
     def _reached_quietly(self) -> Reach:
         if self._reach is None:
-            # the files read are the tree's (Reach.digests), not the asking file's own
-            asking = getattr(self._asking, "path", None)
-            self._asking.path = None
-            try:
-                self._reach = compute_reach(self, self.reach_files())
-            finally:
-                self._asking.path = asking
+            files = self.reach_files()
+            self._reach = self._quietly(lambda: join_reach([self._part(os.path.abspath(f)) for f in files]))
         return self._reach
+
+    def _quietly(self, compute: Callable[[], _T]) -> _T:
+        # the files read are the tree's (tree_digests), not the asking file's own
+        asking = getattr(self._asking, "path", None)
+        self._asking.path = None
+        try:
+            return compute()
+        finally:
+            self._asking.path = asking
+
+    def _scanned(self) -> TreeScan:
+        if self._scan is None:
+            self._scan = scan_tree(self.roots, self.reach_files())
+        return self._scan
 
 
 # ---- reach: Which project functions are reached from model-building or training code, across files.
@@ -729,3 +865,153 @@ def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple
                 reached.add(callee)
                 todo.append(callee)
     return frozenset(reached)
+
+
+# ---- which files decide a file's tree-wide answers: a scan, no parse -------------------------
+#
+# A function of file F is reached (from model code, from a Dataset method) only along call
+# edges, and an edge into F from another file G needs G's names to resolve to F: an import of
+# F spells F's module name (its stem: the last part of every import path of it), and a
+# re-export of F is by a file that spells it, which G spells in turn. So F's answers rest on F,
+# the files that spell its name, the files that spell theirs, and so on; and whether another
+# file imports F, on the files that spell F's name. A scan of each file's bytes for module
+# names tells which, over-approximated (a name in a string or a comment counts too); where it
+# cannot tell, any file may import F (None in TreeScan.importers).
+
+# bytes that cannot be in an ASCII identifier become spaces; a split then gives every
+# identifier-like run (non-ASCII letters split a name: more runs, never fewer)
+_NOT_NAME = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256))
+_POLICY_SETTERS = frozenset(n.encode() for n in POLICY_SETTERS)
+_OUTSIDE_BUDGET = 2000  # directories walked / files read beside the tree, at most
+
+
+class TreeScan(NamedTuple):
+    """What reading (not parsing) every file of the tree tells."""
+
+    files: tuple[str, ...]  # the tree's files, once each, in the order of reach_files
+    # the other files that may import it (None: any may), for the tree's files and the files
+    # outside it that may re-export one to it; empty when the scan cannot tell (then the
+    # files are not read: every answer is the whole tree's)
+    importers: dict[str, frozenset[str] | None]
+    digests: dict[str, str]  # path -> file_digest, for every readable file of the tree read
+    policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
+
+
+def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
+    """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
+    paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
+    bounded, outside = _outside_importers(roots, set(paths))
+    if not bounded:
+        return TreeScan(paths, {}, {}, ())
+    every = paths + tuple(outside)
+    # where the scan can tell: below a root whose importers it reads
+    told = tuple(str(r) + os.sep for r in bounded)
+    in_tree = set(paths)
+    names = {f: _spelled_as(f) for f in every}
+    wanted = {n.lower().encode() for n in names.values() if n} | _POLICY_SETTERS
+    digests: dict[str, str] = {}
+    holders: dict[bytes, list[str]] = {}
+    policy: list[str] = []
+    for i, f in enumerate(every):
+        try:
+            data = Path(f).read_bytes()
+        except OSError:
+            continue
+        spelled = wanted.intersection(_names_in(data))
+        for n in spelled:
+            holders.setdefault(n, []).append(f)
+        if i < len(paths):
+            digests[f] = _digest(data)
+            if not spelled.isdisjoint(_POLICY_SETTERS):
+                policy.append(f)
+    importers: dict[str, frozenset[str] | None] = {}
+    for f in every:
+        name = names[f]
+        if name is None or (f in in_tree and not f.startswith(told)):
+            importers[f] = None
+        else:
+            importers[f] = frozenset(g for g in holders.get(name.lower().encode(), ()) if g != f) if name else frozenset()
+    return TreeScan(paths, importers, digests, tuple(policy))
+
+
+def _names_in(data: bytes) -> list[bytes]:
+    """Every identifier-like run of a file's bytes, and where it has non-ASCII ones, of its
+    text as Python reads names (NFKC: ``ｂｏｘｅｓ`` is ``boxes``); in lower case, as a file
+    system that ignores case finds ``Boxes.py`` for ``import boxes``."""
+    runs = data.translate(_NOT_NAME).lower().split()
+    if not data.isascii():
+        try:
+            text = data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0], "replace")
+        except (SyntaxError, LookupError):  # an encoding Python does not know: the file does not compile
+            return runs
+        if not unicodedata.is_normalized("NFKC", text):
+            runs += unicodedata.normalize("NFKC", text).encode("utf-8", "replace").translate(_NOT_NAME).lower().split()
+    return runs
+
+
+def _spelled_as(path: str) -> str | None:
+    """The name every import of ``path`` spells: '' when none can import it (not a .py file,
+    or not a name), None when one may without spelling any (``from . import x`` resolves to
+    a package's ``__init__.py``, or to ``pkg.py`` beside a directory ``pkg``)."""
+    if not path.endswith(".py"):
+        return ""
+    stem = os.path.basename(path)[:-3]
+    if stem == "__init__" or os.path.isdir(path[:-3]):
+        return None
+    if not stem.isidentifier():
+        return ""
+    return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
+
+
+def _outside_importers(roots: list[Path], tree: set[str]) -> tuple[list[Path], list[str]]:
+    """The roots whose files' importers a scan can tell, and the ``.py`` files outside the
+    tree that may import a file of those (a re-export the tree may import in turn). A root
+    is left out when the files that may import its files are too many to read.
+
+    An import resolves against directories above the importing file, down a path of names.
+    So a file imports into a root only from below the nearest directory above the root (or
+    the root itself) that is not named like a module, and a file below it is imported only
+    from below it: every file of a chain that ends in the tree lies there. (The listing of
+    the tree enters no linked directory: a link there leaves the scan unable to tell.)"""
+    bounded: list[Path] = []
+    found: list[str] = []
+    for r in roots:
+        if not r.is_dir():
+            continue  # a file given alone: its neighbours, which may import it, are not read
+        top = r
+        while top.name.isidentifier():
+            top = top.parent
+        if top.parent == top and top != r:
+            continue  # named like a module up to / : any file may be on a chain
+        beside = _beside(r, top, tree)
+        if beside is not None:
+            bounded.append(r)
+            found.extend(beside)
+    return bounded, list(dict.fromkeys(found))
+
+
+def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
+    """The ``.py`` files below ``top`` outside the tree; None for a link in ``root`` or
+    beside it (the tree's listing does not enter one) or too many to read."""
+    found: list[str] = []
+    walked = 0
+
+    def unlisted(exc: OSError) -> None:
+        raise exc  # a directory that cannot be listed may hold an importer
+
+    try:
+        for d, dirs, files in os.walk(top, onerror=unlisted):
+            inside = d == str(root) or d.startswith(str(root) + os.sep)
+            # beside the tree, a directory not named like a module is entered by no import;
+            # in it, a file of the tree below it may import from it
+            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
+            if any(os.path.islink(os.path.join(d, x)) for x in dirs):
+                return None
+            if not inside:
+                walked += 1
+                found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
+                if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
+                    return None
+    except OSError:
+        return None
+    return found
