@@ -27,8 +27,10 @@ from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start
 from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
+from .semantic.fileindex import FileIndex
 from .semantic.index import ProjectIndex
 from .semantic.model import ModelHints, SemanticModel
+from .semantic.scopes import Scopes
 from .semantic.nodes import iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
@@ -133,27 +135,34 @@ def walk(
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
     server's) restores the findings of statements it keeps instead of walking them with
-    every rule (the rules it names in ``rewalk`` still walk them)."""
+    every rule (the rules it names in ``rewalk`` still walk them).
+
+    The walk replays the file index's node list (``FileIndex.nodes``, which every check
+    builds anyway) instead of enumerating each node's children again, and stops only at
+    the nodes some rule visits or leaves."""
     visit, leave = _dispatch(rules)
     if not visit and not leave:
         return
     revisit, releave = _dispatch(plan.rewalk) if plan is not None else ({}, {})
     scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
+    index = scopes.index
     anc = scopes.walk_path
     anc.clear()
     scopes.visiting = module
     for fn in visit.get("Module", ()):
         _call(fn, module, on_error)
     anc.append(module)
-    for top in iter_children(module):
+    replay = _Replay(index, scopes, on_error)
+    tops = index.tops
+    for k, top in enumerate(module.body):
         _stop_now(stop)
         if plan is not None:
             if plan.restore(top):
                 if revisit or releave:
-                    _walk_from(top, ctx, revisit, releave, on_error)
+                    replay.run(tops[k], tops[k + 1], revisit, releave)
                 continue
             plan.begin(top)
-        _walk_from(top, ctx, visit, leave, on_error)
+        replay.run(tops[k], tops[k + 1], visit, leave)
         if plan is not None:
             plan.end(top)
     del anc[1:]
@@ -164,40 +173,62 @@ def walk(
     scopes.visiting = None
 
 
-def _walk_from(
-    top: cst.CSTNode, ctx: SemanticModel, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
-    on_error: Callable[[Rule, BaseException], None],
-) -> None:
-    """The visitors over one top-level node and everything under it (the walk path holds
-    the module); ``scopes.visiting`` names the node whose visitors run, so the model answers
-    ``ancestors(node)`` for it (and nodes under it) from the path."""
-    scopes = ctx.scopes
-    anc = scopes.walk_path
-    # (node, depth) to visit, or (node, depth, True) to leave
-    stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
-    while stack:
-        item = stack.pop()
-        node, depth = item[0], item[1]
-        del anc[depth:]
-        tp = type(node)
-        tn = tp.__name__
-        if len(item) == 3:
-            scopes.visiting = node
-            for fn in leave[tn]:
-                _call(fn, node, on_error)
-            continue
-        fns = visit.get(tn)
-        if fns is not None:
-            scopes.visiting = node
+class _Replay:
+    """The visitors over a run of the file index's nodes (one top-level statement and
+    everything under it; the walk path holds the module). ``scopes.walk_path`` is made
+    the visited node's ancestors from the index's parent links, climbing only as far as
+    the path of the node visited before; ``scopes.visiting`` names the node whose
+    visitors run, so the model answers ``ancestors(node)`` for it from the path."""
+
+    def __init__(self, index: FileIndex, scopes: Scopes, on_error: Callable[[Rule, BaseException], None]) -> None:
+        self.nodes, self.parent = index.nodes, index.parent
+        self.scopes, self.on_error = scopes, on_error
+        # a node's place on the walk path while it is there (the module's, for good)
+        self.at: dict[int, int] = {id(index.module): 0}
+
+    def run(self, start: int, end: int, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]]) -> None:
+        scopes, on_error, parent, at = self.scopes, self.on_error, self.parent, self.at
+        anc = scopes.walk_path
+        by_type = {t: t.__name__ for t in set(map(type, self.nodes[start:end])) if t.__name__ in visit or t.__name__ in leave}
+        opened: list[tuple[int, cst.CSTNode, list[_Visitor]]] = []  # (place on the path, node, leave_ methods)
+        for node in [n for n in self.nodes[start:end] if type(n) in by_type]:
+            # the ancestors not on the path yet, up to the first one that is
+            missing = []
+            p = parent[id(node)]
+            while True:
+                k = at.get(id(p))
+                if k is not None and k < len(anc) and anc[k] is p:
+                    break
+                missing.append(p)
+                p = parent[id(p)]
+            while opened and opened[-1][0] > k:  # left the subtrees of nodes with leave_ methods
+                kl, left, fns = opened.pop()
+                del anc[kl:]
+                scopes.visiting = left
+                for fn in fns:
+                    _call(fn, left, on_error)
+            del anc[k + 1 :]
+            for p in reversed(missing):
+                at[id(p)] = len(anc)
+                anc.append(p)
+            tn = by_type[type(node)]
+            fns = visit.get(tn)
+            if fns is not None:
+                scopes.visiting = node
+                for fn in fns:
+                    _call(fn, node, on_error)
+            fns = leave.get(tn)
+            if fns is not None:
+                opened.append((len(anc), node, fns))
+            at[id(node)] = len(anc)
+            anc.append(node)
+        while opened:
+            kl, left, fns = opened.pop()
+            del anc[kl:]
+            scopes.visiting = left
             for fn in fns:
-                _call(fn, node, on_error)
-        if tn in leave:
-            stack.append((node, depth, True))
-        anc.append(node)
-        kids = iter_children(node)
-        d = depth + 1
-        for c in reversed(kids):
-            stack.append((c, d))
+                _call(fn, left, on_error)
+        del anc[1:]
 
 
 def _call(fn: _Visitor, node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:

@@ -22,6 +22,10 @@ class FileIndex:
         self.module = module
         self.parent: dict[int, cst.CSTNode] = {}
         self.order: dict[int, int] = {}
+        # every node in source order (pre-order), which the engine's rule walk replays, and
+        # where each top-level statement starts in it (then ``len(nodes)``)
+        self.nodes: list[cst.CSTNode] = []
+        self.tops: list[int] = []
         self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
         # each reference with the call whose callee it is (None when not called)
         self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
@@ -39,7 +43,7 @@ class FileIndex:
             self._build(root)
 
     def _build(self, root: cst.CSTNode | None = None) -> None:
-        parent, order = self.parent, self.order
+        parent, order, nodes = self.parent, self.order, self.nodes
         # a statement's own index (root) records scopes without the module: joined
         # indexes add the module of the day (kerasfit.indexparts)
         stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
@@ -47,7 +51,7 @@ class FileIndex:
         )
         # every node of the file passes here (~8% of a check): names bound locally, the
         # field lists and node types read from their caches without a call
-        pop = stack.pop
+        pop, add_node = stack.pop, nodes.append
         Call, Name, Attribute, Assign, AnnAssign, AugAssign = cst.Call, cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign
         Dict, FunctionDef, ClassDef, Lambda = cst.Dict, cst.FunctionDef, cst.ClassDef, cst.Lambda
         fields_of, known = _FIELDS, _IS_NODE
@@ -59,6 +63,7 @@ class FileIndex:
                 parent[nid] = par
             order[nid] = n
             n += 1
+            add_node(node)
             # dispatch on the exact type (cheaper than isinstance on this hot path);
             # mypy does not narrow ``node`` through ``tp``, hence the ignores below
             tp = type(node)
@@ -107,6 +112,9 @@ class FileIndex:
             if kids:
                 kids.reverse()
                 stack.extend(kids)
+        if root is None:
+            self.tops = [order[id(st)] for st in self.module.body]
+            self.tops.append(len(nodes))
 
     def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
         self.calls.append((node, scopes))
