@@ -143,99 +143,115 @@ def walk(
     visit, leave = _dispatch(rules)
     if not visit and not leave:
         return
-    revisit, releave = _dispatch(plan.rewalk) if plan is not None else ({}, {})
+    rewalk = _dispatch(plan.rewalk) if plan is not None else ({}, {})
     scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
     index = scopes.index
     anc = scopes.walk_path
     anc.clear()
     scopes.visiting = module
-    for fn in visit.get("Module", ()):
-        _call(fn, module, on_error)
+    _visit(visit.get("Module", ()), module, on_error)
     anc.append(module)
-    replay = _Replay(index, scopes, on_error)
+    replay = _Replay(index, scopes, visit, leave, on_error)
+    rereplay = _Replay(index, scopes, *rewalk, on_error) if rewalk[0] or rewalk[1] else None
     tops = index.tops
     for k, top in enumerate(module.body):
         _stop_now(stop)
         if plan is not None:
             if plan.restore(top):
-                if revisit or releave:
-                    replay.run(tops[k], tops[k + 1], revisit, releave)
+                if rereplay is not None:
+                    rereplay.run(tops[k], tops[k + 1])
                 continue
             plan.begin(top)
-        replay.run(tops[k], tops[k + 1], visit, leave)
+        replay.run(tops[k], tops[k + 1])
         if plan is not None:
             plan.end(top)
     del anc[1:]
     scopes.visiting = module
-    for fn in leave.get("Module", ()):
-        _call(fn, module, on_error)
+    _visit(leave.get("Module", ()), module, on_error)
     anc.clear()
     scopes.visiting = None
 
 
 class _Replay:
-    """The visitors over a run of the file index's nodes (one top-level statement and
+    """The visitors over runs of the file index's nodes (one top-level statement and
     everything under it; the walk path holds the module). ``scopes.walk_path`` is made
     the visited node's ancestors from the index's parent links, climbing only as far as
     the path of the node visited before; ``scopes.visiting`` names the node whose
     visitors run, so the model answers ``ancestors(node)`` for it from the path."""
 
-    def __init__(self, index: FileIndex, scopes: Scopes, on_error: Callable[[Rule, BaseException], None]) -> None:
-        self.nodes, self.parent = index.nodes, index.parent
-        self.scopes, self.on_error = scopes, on_error
+    def __init__(
+        self, index: FileIndex, scopes: Scopes, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+        on_error: Callable[[Rule, BaseException], None],
+    ) -> None:
+        nodes = index.nodes
+        self.parent, self.scopes, self.on_error = index.parent, scopes, on_error
+        # each node type some rule visits or leaves: its visit_ and leave_ methods
+        self.kinds = {
+            t: (visit.get(t.__name__), leave.get(t.__name__))
+            for t in set(map(type, nodes)) if t.__name__ in visit or t.__name__ in leave
+        }
+        kinds = self.kinds
+        self.events = [i for i, t in enumerate(map(type, nodes)) if t in kinds]  # their places in ``nodes``
+        self.nodes = nodes
         # a node's place on the walk path while it is there (the module's, for good)
         self.at: dict[int, int] = {id(index.module): 0}
 
-    def run(self, start: int, end: int, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]]) -> None:
-        scopes, on_error, parent, at = self.scopes, self.on_error, self.parent, self.at
+    def run(self, start: int, end: int) -> None:
+        """The visitors of ``nodes[start:end]``, a top-level statement and its subtree."""
+        scopes, on_error, parent, at, kinds, nodes = self.scopes, self.on_error, self.parent, self.at, self.kinds, self.nodes
         anc = scopes.walk_path
-        by_type = {t: t.__name__ for t in set(map(type, self.nodes[start:end])) if t.__name__ in visit or t.__name__ in leave}
+        events = self.events
         opened: list[tuple[int, cst.CSTNode, list[_Visitor]]] = []  # (place on the path, node, leave_ methods)
-        for node in [n for n in self.nodes[start:end] if type(n) in by_type]:
-            # the ancestors not on the path yet, up to the first one that is
-            missing = []
+        for i in range(bisect.bisect_left(events, start), bisect.bisect_left(events, end)):
+            node = nodes[events[i]]
             p = parent[id(node)]
-            while True:
-                k = at.get(id(p))
-                if k is not None and k < len(anc) and anc[k] is p:
-                    break
-                missing.append(p)
-                p = parent[id(p)]
+            k = at.get(id(p))
+            missing = None
+            if k is None or k >= len(anc) or anc[k] is not p:
+                # the ancestors not on the path yet, up to the first one that is
+                missing = [p]
+                while True:
+                    p = parent[id(p)]
+                    k = at.get(id(p))
+                    if k is not None and k < len(anc) and anc[k] is p:
+                        break
+                    missing.append(p)
             while opened and opened[-1][0] > k:  # left the subtrees of nodes with leave_ methods
                 kl, left, fns = opened.pop()
                 del anc[kl:]
                 scopes.visiting = left
-                for fn in fns:
-                    _call(fn, left, on_error)
+                _visit(fns, left, on_error)
             del anc[k + 1 :]
-            for p in reversed(missing):
-                at[id(p)] = len(anc)
-                anc.append(p)
-            tn = by_type[type(node)]
-            fns = visit.get(tn)
+            if missing is not None:
+                for p in reversed(missing):
+                    at[id(p)] = len(anc)
+                    anc.append(p)
+            fns, leaves = kinds[type(node)]
             if fns is not None:
                 scopes.visiting = node
                 for fn in fns:
-                    _call(fn, node, on_error)
-            fns = leave.get(tn)
-            if fns is not None:
-                opened.append((len(anc), node, fns))
+                    try:
+                        fn(node)
+                    except Exception as exc:  # one broken rule must not hide the others' findings
+                        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
+            if leaves is not None:
+                opened.append((len(anc), node, leaves))
             at[id(node)] = len(anc)
             anc.append(node)
         while opened:
             kl, left, fns = opened.pop()
             del anc[kl:]
             scopes.visiting = left
-            for fn in fns:
-                _call(fn, left, on_error)
+            _visit(fns, left, on_error)
         del anc[1:]
 
 
-def _call(fn: _Visitor, node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
-    try:
-        fn(node)
-    except Exception as exc:  # one broken rule must not hide the others' findings
-        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
+def _visit(fns: Iterable[_Visitor], node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
+    for fn in fns:
+        try:
+            fn(node)
+        except Exception as exc:  # one broken rule must not hide the others' findings
+            on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
 
 
 # ---- positions -----------------------------------------------------------------
