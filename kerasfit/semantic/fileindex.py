@@ -7,10 +7,13 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
-from .nodes import _FIELDS, _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
+from .nodes import _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
 from ..symbols import FLAG_DEFINERS
+
+# ``nodes.child_fields`` by node type, last field first (the walk's stack takes them so)
+_FIELDS_BACK: dict[type, tuple[str, ...]] = {}
 
 
 class FileIndex:
@@ -51,10 +54,11 @@ class FileIndex:
         )
         # every node of the file passes here (~8% of a check): names bound locally, the
         # field lists and node types read from their caches without a call
-        pop, add_node = stack.pop, nodes.append
+        pop, push, add_node = stack.pop, stack.append, nodes.append
         Call, Name, Attribute, Assign, AnnAssign, AugAssign = cst.Call, cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign
         Dict, FunctionDef, ClassDef, Lambda = cst.Dict, cst.FunctionDef, cst.ClassDef, cst.Lambda
-        fields_of, known = _FIELDS, _IS_NODE
+        fields_back, known = _FIELDS_BACK, _IS_NODE
+        recorded = frozenset({Call, Name, Attribute, Assign, AnnAssign, AugAssign, Dict, FunctionDef, ClassDef, Lambda})
         n = 0
         while stack:
             node, par, scopes = pop()
@@ -68,12 +72,14 @@ class FileIndex:
             # mypy does not narrow ``node`` through ``tp``, hence the ignores below
             tp = type(node)
             inner = None
-            if tp is Call:
-                self._on_call(node, scopes)  # type: ignore[arg-type]
+            if tp not in recorded:  # most nodes (arguments, statement lines, literals, ...)
+                pass
             elif tp is Name:
                 self._on_name(node, par, scopes)  # type: ignore[arg-type]
+            elif tp is Call:
+                self._on_call(node, scopes)  # type: ignore[arg-type]
             elif tp is Attribute:
-                call = par if isinstance(par, Call) and par.func is node else None
+                call = par if type(par) is Call and par.func is node else None  # type: ignore[union-attr]
                 self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
             elif tp is Assign:
                 for t in node.targets:  # type: ignore[attr-defined]
@@ -95,23 +101,20 @@ class FileIndex:
             elif tp is ClassDef:
                 self.classes.append(node)  # type: ignore[arg-type]
                 inner = (node, *scopes)
-            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
-            names = fields_of.get(tp)
+            # children pushed last field first, each list from its end: popped in source order
+            names = fields_back.get(tp)
             if names is None:
-                names = child_fields(tp)
+                names = fields_back[tp] = child_fields(tp)[::-1]
             for name in names:
                 v = getattr(node, name)
                 sc = inner if inner is not None and name == "body" else scopes
                 tv = type(v)
                 if tv is list or tv is tuple:
-                    for c in v:
+                    for c in reversed(v):
                         if known.get(type(c)) or is_node(c):
-                            kids.append((c, node, sc))  # type: ignore[arg-type]
+                            push((c, node, sc))  # type: ignore[arg-type]
                 elif v is not None and (known.get(tv) or is_node(v)):
-                    kids.append((v, node, sc))  # type: ignore[arg-type]
-            if kids:
-                kids.reverse()
-                stack.extend(kids)
+                    push((v, node, sc))  # type: ignore[arg-type]
         if root is None:
             self.tops = [order[id(st)] for st in self.module.body]
             self.tops.append(len(nodes))
