@@ -217,10 +217,10 @@ class _Replay:
                         break
                     missing.append(p)
             while opened and opened[-1][0] > k:  # left the subtrees of nodes with leave_ methods
-                kl, left, fns = opened.pop()
+                kl, left, gone = opened.pop()
                 del anc[kl:]
                 scopes.visiting = left
-                _visit(fns, left, on_error)
+                _visit(gone, left, on_error)
             del anc[k + 1 :]
             if missing is not None:
                 for p in reversed(missing):

@@ -79,7 +79,7 @@ class FileIndex:
             elif tp is Call:
                 self._on_call(node, scopes)  # type: ignore[arg-type]
             elif tp is Attribute:
-                call = par if type(par) is Call and par.func is node else None  # type: ignore[union-attr]
+                call = par if type(par) is Call and par.func is node else None
                 self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
             elif tp is Assign:
                 for t in node.targets:  # type: ignore[attr-defined]
