@@ -114,6 +114,8 @@ class StatementReuse(Protocol):
 
 # a rule's bound visit_/leave_ method
 _Visitor = Callable[[cst.CSTNode], None]
+# libcst's node classes by name (a visit_X method names X)
+_NODE_TYPES = {name: t for name, t in vars(cst).items() if isinstance(t, type) and issubclass(t, cst.CSTNode)}
 
 
 def _dispatch(rules: Iterable[Rule]) -> tuple[dict[str, list[_Visitor]], dict[str, list[_Visitor]]]:
@@ -183,27 +185,20 @@ class _Replay:
         self, index: FileIndex, scopes: Scopes, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
         on_error: Callable[[Rule, BaseException], None],
     ) -> None:
-        nodes = index.nodes
-        self.parent, self.scopes, self.on_error = index.parent, scopes, on_error
+        self.nodes, self.parent, self.scopes, self.on_error = index.nodes, index.parent, scopes, on_error
         # each node type some rule visits or leaves: its visit_ and leave_ methods
         self.kinds = {
-            t: (visit.get(t.__name__), leave.get(t.__name__))
-            for t in set(map(type, nodes)) if t.__name__ in visit or t.__name__ in leave
+            _NODE_TYPES[name]: (visit.get(name), leave.get(name)) for name in {*visit, *leave} if name in _NODE_TYPES
         }
-        kinds = self.kinds
-        self.events = [i for i, t in enumerate(map(type, nodes)) if t in kinds]  # their places in ``nodes``
-        self.nodes = nodes
         # a node's place on the walk path while it is there (the module's, for good)
         self.at: dict[int, int] = {id(index.module): 0}
 
     def run(self, start: int, end: int) -> None:
         """The visitors of ``nodes[start:end]``, a top-level statement and its subtree."""
-        scopes, on_error, parent, at, kinds, nodes = self.scopes, self.on_error, self.parent, self.at, self.kinds, self.nodes
+        scopes, on_error, parent, at, kinds = self.scopes, self.on_error, self.parent, self.at, self.kinds
         anc = scopes.walk_path
-        events = self.events
         opened: list[tuple[int, cst.CSTNode, list[_Visitor]]] = []  # (place on the path, node, leave_ methods)
-        for i in range(bisect.bisect_left(events, start), bisect.bisect_left(events, end)):
-            node = nodes[events[i]]
+        for node in [n for n in self.nodes[start:end] if type(n) in kinds]:
             p = parent[id(node)]
             k = at.get(id(p))
             missing = None
