@@ -1,5 +1,6 @@
 """The file index: one walk of a module recording parents, source order, scopes and the
-references, stores and calls the model's questions look up (public: ``ctx.index``)."""
+references, stores and calls the model's questions look up (public: ``ctx.index``), and
+the nodes in the order met, which the engine's rule walk replays rather than walk again."""
 
 from __future__ import annotations
 

@@ -145,7 +145,8 @@ def _string_key(node: cst.BaseExpression | None) -> str | None:
 
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children that can hold code (not whitespace or tokens), in source order: the one
-    child list of every walk (the engine's rule walk and :func:`walk`)."""
+    child list of every walk (:func:`walk`; the file index's walk, which the engine's rule
+    walk replays, reads the same fields)."""
     tp = type(node)
     names = _FIELDS.get(tp)
     if names is None:
