@@ -139,8 +139,8 @@ def walk(
     server's) restores the findings of statements it keeps instead of walking them with
     every rule (the rules it names in ``rewalk`` still walk them).
 
-    The walk replays the file index's node list (``FileIndex.nodes``, which every check
-    builds anyway) instead of enumerating each node's children again, and stops only at
+    The walk replays the file index's node runs (``FileIndex.runs``: every check builds the
+    index anyway) instead of enumerating each node's children again, and stops only at
     the nodes some rule visits or leaves."""
     visit, leave = _dispatch(rules)
     if not visit and not leave:
@@ -155,16 +155,15 @@ def walk(
     anc.append(module)
     replay = _Replay(index, scopes, visit, leave, on_error)
     rereplay = _Replay(index, scopes, *rewalk, on_error) if rewalk[0] or rewalk[1] else None
-    tops = index.tops
-    for k, top in enumerate(module.body):
+    for top, run in zip(module.body, index.runs, strict=True):
         _stop_now(stop)
         if plan is not None:
             if plan.restore(top):
                 if rereplay is not None:
-                    rereplay.run(tops[k], tops[k + 1])
+                    rereplay.run(run)
                 continue
             plan.begin(top)
-        replay.run(tops[k], tops[k + 1])
+        replay.run(run)
         if plan is not None:
             plan.end(top)
     del anc[1:]
@@ -175,7 +174,7 @@ def walk(
 
 
 class _Replay:
-    """The visitors over runs of the file index's nodes (one top-level statement and
+    """The visitors over the file index's runs of nodes (one top-level statement and
     everything under it; the walk path holds the module). ``scopes.walk_path`` is made
     the visited node's ancestors from the index's parent links, climbing only as far as
     the path of the node visited before; ``scopes.visiting`` names the node whose
@@ -185,7 +184,7 @@ class _Replay:
         self, index: FileIndex, scopes: Scopes, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
         on_error: Callable[[Rule, BaseException], None],
     ) -> None:
-        self.nodes, self.parent, self.scopes, self.on_error = index.nodes, index.parent, scopes, on_error
+        self.parent, self.scopes, self.on_error = index.parent, scopes, on_error
         # each node type some rule visits or leaves: its visit_ and leave_ methods
         self.kinds = {
             _NODE_TYPES[name]: (visit.get(name), leave.get(name)) for name in {*visit, *leave} if name in _NODE_TYPES
@@ -193,12 +192,12 @@ class _Replay:
         # a node's place on the walk path while it is there (the module's, for good)
         self.at: dict[int, int] = {id(index.module): 0}
 
-    def run(self, start: int, end: int) -> None:
-        """The visitors of ``nodes[start:end]``, a top-level statement and its subtree."""
+    def run(self, nodes: list[cst.CSTNode]) -> None:
+        """The visitors of ``nodes``, a top-level statement and its subtree in source order."""
         scopes, on_error, parent, at, kinds = self.scopes, self.on_error, self.parent, self.at, self.kinds
         anc = scopes.walk_path
         opened: list[tuple[int, cst.CSTNode, list[_Visitor]]] = []  # (place on the path, node, leave_ methods)
-        for node in [n for n in self.nodes[start:end] if type(n) in kinds]:
+        for node in [n for n in nodes if type(n) in kinds]:
             p = parent[id(node)]
             k = at.get(id(p))
             missing = None

@@ -53,14 +53,13 @@ def _enumerated(module: cst.Module, visits: frozenset[str], leaves: frozenset[st
 
 
 def _assert_index_lists_the_walk(ctx: SemanticModel) -> None:
-    """The index's node list is the enumerating walk's pre-order, with the top-level
-    statements where ``tops`` says."""
+    """The index's node runs, one per top-level statement, are the enumerating walk's
+    pre-order."""
     module = ctx.module
-    index = ctx.index
-    expected = [id(module)] + [e[1] for e in _enumerated(module, ALL_TYPES, frozenset())]
-    assert list(map(id, index.nodes)) == expected
-    assert [index.nodes[i] for i in index.tops[:-1]] == list(module.body)
-    assert index.tops[-1] == len(index.nodes)
+    runs = ctx.index.runs
+    expected = [e[1] for e in _enumerated(module, ALL_TYPES, frozenset())]
+    assert [id(n) for run in runs for n in run] == expected
+    assert [id(run[0]) for run in runs] == list(map(id, module.body))
 
 
 def _probe(ctx: SemanticModel, visits: frozenset[str], leaves: frozenset[str], events: list[Event]) -> object:

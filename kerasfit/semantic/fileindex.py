@@ -1,6 +1,7 @@
 """The file index: one walk of a module recording parents, source order, scopes and the
 references, stores and calls the model's questions look up (public: ``ctx.index``), and
-the nodes in the order met, which the engine's rule walk replays rather than walk again."""
+each statement's nodes in the order met, which the engine's rule walk replays rather than
+walk again."""
 
 from __future__ import annotations
 
@@ -26,10 +27,9 @@ class FileIndex:
         self.module = module
         self.parent: dict[int, cst.CSTNode] = {}
         self.order: dict[int, int] = {}
-        # every node in source order (pre-order), which the engine's rule walk replays, and
-        # where each top-level statement starts in it (then ``len(nodes)``)
-        self.nodes: list[cst.CSTNode] = []
-        self.tops: list[int] = []
+        # each top-level statement's nodes in source order (pre-order, the statement first),
+        # which the engine's rule walk replays; a statement's own index: its one run
+        self.runs: list[list[cst.CSTNode]] = []
         self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
         # each reference with the call whose callee it is (None when not called)
         self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
@@ -47,7 +47,8 @@ class FileIndex:
             self._build(root)
 
     def _build(self, root: cst.CSTNode | None = None) -> None:
-        parent, order, nodes = self.parent, self.order, self.nodes
+        parent, order = self.parent, self.order
+        nodes: list[cst.CSTNode] = []
         # a statement's own index (root) records scopes without the module: joined
         # indexes add the module of the day (kerasfit.indexparts)
         stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
@@ -117,8 +118,10 @@ class FileIndex:
                 elif v is not None and (known.get(tv) or is_node(v)):
                     push((v, node, sc))  # type: ignore[arg-type]
         if root is None:
-            self.tops = [order[id(st)] for st in self.module.body]
-            self.tops.append(len(nodes))
+            starts = [order[id(st)] for st in self.module.body]
+            self.runs = [nodes[a:b] for a, b in zip(starts, [*starts[1:], len(nodes)])]
+        else:
+            self.runs = [nodes]
 
     def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
         self.calls.append((node, scopes))

@@ -10,7 +10,7 @@ unchanged (engine.ParseCache), so each is built once and the file's is joined:
   the entries of the statements that left and adds the new ones'. Each statement's
   numbers start at a base kept with its index, and bases leave wide gaps, so an edit
   numbers only the statements it inserts;
-- the node list the engine's walk replays: the statements' lists one after another;
+- the node runs the engine's walk replays: each statement's own;
 - scopes: a statement's index records scope chains without the module, and the join
   appends the module being checked (each check has a new module object);
 - the lists by name (references, stores, dict keys): joined on first use of a name.
@@ -142,13 +142,7 @@ def join_parts(module: cst.Module, state: Joined) -> FileIndex:
         order[id(module)] = 0
         state.parts, state.module = fresh, module
     index.parent, index.order = parent, order
-    # the node list the engine's walk replays: the module, then each statement's own
-    nodes, tops = index.nodes, index.tops
-    nodes.append(module)
-    for p in parts:
-        tops.append(len(nodes))
-        nodes.extend(p.index.nodes)
-    tops.append(len(nodes))
+    index.runs = [p.index.runs[0] for p in parts]  # what the engine's walk replays
     tail = (module,)
     for p in parts:
         index.method_class.update(p.index.method_class)
