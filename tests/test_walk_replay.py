@@ -118,3 +118,23 @@ def test_replayed_walk_over_a_joined_index_is_the_enumerating_walk(path: Path) -
         _assert_index_lists_the_walk(ctx)
         for visits, leaves in ((ALL_TYPES, ALL_TYPES), (SOME_VISITS, SOME_LEAVES)):
             assert _replayed(ctx, visits, leaves) == _enumerated(module, visits, leaves)
+
+
+def test_fields_left_out_as_str_hold_no_node() -> None:
+    """``child_fields`` leaves out the fields typed ``str`` (``Name.value``): on every node of
+    every fixture they hold text, never a node, so no walk misses code by skipping them."""
+    import dataclasses
+
+    from kerasfit.semantic.nodes import _SKIP_FIELDS, child_fields
+
+    left_out = 0
+    for path in FIXTURES:
+        for run in SemanticModel(cst.parse_module(path.read_text(encoding="utf-8")), str(path)).index.runs:
+            for node in run:
+                kept = child_fields(type(node))
+                for f in dataclasses.fields(node):
+                    if f.name in kept or f.name in _SKIP_FIELDS or f.name.startswith("whitespace"):
+                        continue
+                    left_out += 1
+                    assert f.type is str and type(getattr(node, f.name)) is str, (type(node).__name__, f.name)
+    assert left_out > 1000  # the names and literals of the fixtures
