@@ -27,8 +27,10 @@ from .incremental import IncrementalAST, cut_offsets, row_shift, statement_start
 from .incremental import line_starts as incremental_line_starts
 from .fixes import FixSpec, Remove, Replace
 from .rule import Report, Rule
+from .semantic.fileindex import FileIndex
 from .semantic.index import ProjectIndex
 from .semantic.model import ModelHints, SemanticModel
+from .semantic.scopes import Scopes
 from .semantic.nodes import iter_children
 from .suppressions import Suppressions
 from .types import DEFAULT_TARGET, TARGETS, Applicability, Diagnostic, Edit, Fix, Severity, Target
@@ -112,6 +114,8 @@ class StatementReuse(Protocol):
 
 # a rule's bound visit_/leave_ method
 _Visitor = Callable[[cst.CSTNode], None]
+# libcst's node classes by name (a visit_X method names X)
+_NODE_TYPES = {name: t for name, t in vars(cst).items() if isinstance(t, type) and issubclass(t, cst.CSTNode)}
 
 
 def _dispatch(rules: Iterable[Rule]) -> tuple[dict[str, list[_Visitor]], dict[str, list[_Visitor]]]:
@@ -133,78 +137,115 @@ def walk(
 ) -> None:
     """Every rule's visitors over ``module``, in source order; ``plan`` (the language
     server's) restores the findings of statements it keeps instead of walking them with
-    every rule (the rules it names in ``rewalk`` still walk them)."""
+    every rule (the rules it names in ``rewalk`` still walk them).
+
+    The walk replays the file index's node runs (``FileIndex.runs``: every check builds the
+    index anyway) instead of enumerating each node's children again, and stops only at
+    the nodes some rule visits or leaves."""
     visit, leave = _dispatch(rules)
     if not visit and not leave:
         return
-    revisit, releave = _dispatch(plan.rewalk) if plan is not None else ({}, {})
+    rewalk = _dispatch(plan.rewalk) if plan is not None else ({}, {})
     scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
+    index = scopes.index
     anc = scopes.walk_path
     anc.clear()
     scopes.visiting = module
-    for fn in visit.get("Module", ()):
-        _call(fn, module, on_error)
+    _visit(visit.get("Module", ()), module, on_error)
     anc.append(module)
-    for top in iter_children(module):
+    replay = _Replay(index, scopes, visit, leave, on_error)
+    rereplay = _Replay(index, scopes, *rewalk, on_error) if rewalk[0] or rewalk[1] else None
+    for top, run in zip(module.body, index.runs, strict=True):
         _stop_now(stop)
         if plan is not None:
             if plan.restore(top):
-                if revisit or releave:
-                    _walk_from(top, ctx, revisit, releave, on_error)
+                if rereplay is not None:
+                    rereplay.run(run)
                 continue
             plan.begin(top)
-        _walk_from(top, ctx, visit, leave, on_error)
+        replay.run(run)
         if plan is not None:
             plan.end(top)
     del anc[1:]
     scopes.visiting = module
-    for fn in leave.get("Module", ()):
-        _call(fn, module, on_error)
+    _visit(leave.get("Module", ()), module, on_error)
     anc.clear()
     scopes.visiting = None
 
 
-def _walk_from(
-    top: cst.CSTNode, ctx: SemanticModel, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
-    on_error: Callable[[Rule, BaseException], None],
-) -> None:
-    """The visitors over one top-level node and everything under it (the walk path holds
-    the module); ``scopes.visiting`` names the node whose visitors run, so the model answers
-    ``ancestors(node)`` for it (and nodes under it) from the path."""
-    scopes = ctx.scopes
-    anc = scopes.walk_path
-    # (node, depth) to visit, or (node, depth, True) to leave
-    stack: list[tuple[cst.CSTNode, int] | tuple[cst.CSTNode, int, bool]] = [(top, 1)]
-    while stack:
-        item = stack.pop()
-        node, depth = item[0], item[1]
-        del anc[depth:]
-        tp = type(node)
-        tn = tp.__name__
-        if len(item) == 3:
-            scopes.visiting = node
-            for fn in leave[tn]:
-                _call(fn, node, on_error)
-            continue
-        fns = visit.get(tn)
-        if fns is not None:
-            scopes.visiting = node
-            for fn in fns:
-                _call(fn, node, on_error)
-        if tn in leave:
-            stack.append((node, depth, True))
-        anc.append(node)
-        kids = iter_children(node)
-        d = depth + 1
-        for c in reversed(kids):
-            stack.append((c, d))
+class _Replay:
+    """The visitors over the file index's runs of nodes (one top-level statement and
+    everything under it; the walk path holds the module). ``scopes.walk_path`` is made
+    the visited node's ancestors from the index's parent links, climbing only as far as
+    the path of the node visited before; ``scopes.visiting`` names the node whose
+    visitors run, so the model answers ``ancestors(node)`` for it from the path."""
+
+    def __init__(
+        self, index: FileIndex, scopes: Scopes, visit: dict[str, list[_Visitor]], leave: dict[str, list[_Visitor]],
+        on_error: Callable[[Rule, BaseException], None],
+    ) -> None:
+        self.parent, self.scopes, self.on_error = index.parent, scopes, on_error
+        # each node type some rule visits or leaves: its visit_ and leave_ methods
+        self.kinds = {
+            _NODE_TYPES[name]: (visit.get(name), leave.get(name)) for name in {*visit, *leave} if name in _NODE_TYPES
+        }
+        # a node's place on the walk path while it is there (the module's, for good)
+        self.at: dict[int, int] = {id(index.module): 0}
+
+    def run(self, nodes: list[cst.CSTNode]) -> None:
+        """The visitors of ``nodes``, a top-level statement and its subtree in source order."""
+        scopes, on_error, parent, at, kinds = self.scopes, self.on_error, self.parent, self.at, self.kinds
+        anc = scopes.walk_path
+        opened: list[tuple[int, cst.CSTNode, list[_Visitor]]] = []  # (place on the path, node, leave_ methods)
+        for node in [n for n in nodes if type(n) in kinds]:
+            p = parent[id(node)]
+            k = at.get(id(p))
+            missing = None
+            if k is None or k >= len(anc) or anc[k] is not p:
+                # the ancestors not on the path yet, up to the first one that is
+                missing = [p]
+                while True:
+                    p = parent[id(p)]
+                    k = at.get(id(p))
+                    if k is not None and k < len(anc) and anc[k] is p:
+                        break
+                    missing.append(p)
+            while opened and opened[-1][0] > k:  # left the subtrees of nodes with leave_ methods
+                kl, left, gone = opened.pop()
+                del anc[kl:]
+                scopes.visiting = left
+                _visit(gone, left, on_error)
+            del anc[k + 1 :]
+            if missing is not None:
+                for p in reversed(missing):
+                    at[id(p)] = len(anc)
+                    anc.append(p)
+            fns, leaves = kinds[type(node)]
+            if fns is not None:
+                scopes.visiting = node
+                for fn in fns:
+                    try:
+                        fn(node)
+                    except Exception as exc:  # one broken rule must not hide the others' findings
+                        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
+            if leaves is not None:
+                opened.append((len(anc), node, leaves))
+            at[id(node)] = len(anc)
+            anc.append(node)
+        while opened:
+            kl, left, fns = opened.pop()
+            del anc[kl:]
+            scopes.visiting = left
+            _visit(fns, left, on_error)
+        del anc[1:]
 
 
-def _call(fn: _Visitor, node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
-    try:
-        fn(node)
-    except Exception as exc:  # one broken rule must not hide the others' findings
-        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
+def _visit(fns: Iterable[_Visitor], node: cst.CSTNode, on_error: Callable[[Rule, BaseException], None]) -> None:
+    for fn in fns:
+        try:
+            fn(node)
+        except Exception as exc:  # one broken rule must not hide the others' findings
+            on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
 
 
 # ---- positions -----------------------------------------------------------------

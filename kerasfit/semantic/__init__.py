@@ -15,8 +15,9 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
   ``dotted_name``, ``get_arg``, ``string_value``, ``UNKNOWN``, ``ScopeNode``,
   ``bound_names``/``binds``, ``self_attr``, ``class_index``; ``SyntaxMemo`` (one per
   file: the same answers, remembered).
-- :mod:`.fileindex` — ``FileIndex``, one walk of a module: parents, source order, scopes,
-  calls (``all_calls()``), references, stores, dict keys, flag defaults.
+- :mod:`.fileindex` — ``FileIndex``, one walk of a module: parents, source order (and each
+  statement's node run the engine's rule walk replays: ``runs``), scopes, calls
+  (``all_calls()``), references, stores, dict keys, flag defaults.
 - :mod:`.indexparts` — the language server's per-statement file indexes, joined
   (``join_parts(module, state) -> FileIndex``).
 - :mod:`.names` — framework names the import lines do not show (``star_names``,

@@ -1,5 +1,7 @@
 """The file index: one walk of a module recording parents, source order, scopes and the
-references, stores and calls the model's questions look up (public: ``ctx.index``)."""
+references, stores and calls the model's questions look up (public: ``ctx.index``), and
+each statement's nodes in the order met, which the engine's rule walk replays rather than
+walk again."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
-from .nodes import _FIELDS, _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
+from .nodes import _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
 from ..symbols import FLAG_DEFINERS
+
+# ``nodes.child_fields`` by node type, last field first (the walk's stack takes them so)
+_FIELDS_BACK: dict[type, tuple[str, ...]] = {}
 
 
 class FileIndex:
@@ -22,6 +27,9 @@ class FileIndex:
         self.module = module
         self.parent: dict[int, cst.CSTNode] = {}
         self.order: dict[int, int] = {}
+        # each top-level statement's nodes in source order (pre-order, the statement first),
+        # which the engine's rule walk replays; a statement's own index: its one run
+        self.runs: list[list[cst.CSTNode]] = []
         self.calls: list[tuple[cst.Call, tuple[ScopeNode, ...]]] = []
         # each reference with the call whose callee it is (None when not called)
         self.name_refs: dict[str, list[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]] = {}
@@ -40,6 +48,7 @@ class FileIndex:
 
     def _build(self, root: cst.CSTNode | None = None) -> None:
         parent, order = self.parent, self.order
+        nodes: list[cst.CSTNode] = []
         # a statement's own index (root) records scopes without the module: joined
         # indexes add the module of the day (kerasfit.indexparts)
         stack: list[tuple[cst.CSTNode, cst.CSTNode | None, tuple[ScopeNode, ...]]] = (
@@ -47,10 +56,11 @@ class FileIndex:
         )
         # every node of the file passes here (~8% of a check): names bound locally, the
         # field lists and node types read from their caches without a call
-        pop = stack.pop
+        pop, push, add_node = stack.pop, stack.append, nodes.append
         Call, Name, Attribute, Assign, AnnAssign, AugAssign = cst.Call, cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign
         Dict, FunctionDef, ClassDef, Lambda = cst.Dict, cst.FunctionDef, cst.ClassDef, cst.Lambda
-        fields_of, known = _FIELDS, _IS_NODE
+        fields_back, known = _FIELDS_BACK, _IS_NODE
+        recorded = frozenset({Call, Name, Attribute, Assign, AnnAssign, AugAssign, Dict, FunctionDef, ClassDef, Lambda})
         n = 0
         while stack:
             node, par, scopes = pop()
@@ -59,16 +69,19 @@ class FileIndex:
                 parent[nid] = par
             order[nid] = n
             n += 1
+            add_node(node)
             # dispatch on the exact type (cheaper than isinstance on this hot path);
             # mypy does not narrow ``node`` through ``tp``, hence the ignores below
             tp = type(node)
             inner = None
-            if tp is Call:
-                self._on_call(node, scopes)  # type: ignore[arg-type]
+            if tp not in recorded:  # most nodes (arguments, statement lines, literals, ...)
+                pass
             elif tp is Name:
                 self._on_name(node, par, scopes)  # type: ignore[arg-type]
+            elif tp is Call:
+                self._on_call(node, scopes)  # type: ignore[arg-type]
             elif tp is Attribute:
-                call = par if isinstance(par, Call) and par.func is node else None
+                call = par if type(par) is Call and par.func is node else None
                 self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
             elif tp is Assign:
                 for t in node.targets:  # type: ignore[attr-defined]
@@ -90,23 +103,25 @@ class FileIndex:
             elif tp is ClassDef:
                 self.classes.append(node)  # type: ignore[arg-type]
                 inner = (node, *scopes)
-            kids: list[tuple[cst.CSTNode, cst.CSTNode, tuple[ScopeNode, ...]]] = []
-            names = fields_of.get(tp)
+            # children pushed last field first, each list from its end: popped in source order
+            names = fields_back.get(tp)
             if names is None:
-                names = child_fields(tp)
+                names = fields_back[tp] = child_fields(tp)[::-1]
             for name in names:
                 v = getattr(node, name)
                 sc = inner if inner is not None and name == "body" else scopes
                 tv = type(v)
                 if tv is list or tv is tuple:
-                    for c in v:
+                    for c in reversed(v):
                         if known.get(type(c)) or is_node(c):
-                            kids.append((c, node, sc))  # type: ignore[arg-type]
+                            push((c, node, sc))  # type: ignore[arg-type]
                 elif v is not None and (known.get(tv) or is_node(v)):
-                    kids.append((v, node, sc))  # type: ignore[arg-type]
-            if kids:
-                kids.reverse()
-                stack.extend(kids)
+                    push((v, node, sc))  # type: ignore[arg-type]
+        if root is None:
+            starts = [order[id(st)] for st in self.module.body]
+            self.runs = [nodes[a:b] for a, b in zip(starts, [*starts[1:], len(nodes)])]
+        else:
+            self.runs = [nodes]
 
     def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
         self.calls.append((node, scopes))

@@ -10,6 +10,7 @@ unchanged (engine.ParseCache), so each is built once and the file's is joined:
   the entries of the statements that left and adds the new ones'. Each statement's
   numbers start at a base kept with its index, and bases leave wide gaps, so an edit
   numbers only the statements it inserts;
+- the node runs the engine's walk replays: each statement's own;
 - scopes: a statement's index records scope chains without the module, and the join
   appends the module being checked (each check has a new module object);
 - the lists by name (references, stores, dict keys): joined on first use of a name.
@@ -141,6 +142,7 @@ def join_parts(module: cst.Module, state: Joined) -> FileIndex:
         order[id(module)] = 0
         state.parts, state.module = fresh, module
     index.parent, index.order = parent, order
+    index.runs = [p.index.runs[0] for p in parts]  # what the engine's walk replays
     tail = (module,)
     for p in parts:
         index.method_class.update(p.index.method_class)

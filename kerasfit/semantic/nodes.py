@@ -127,8 +127,11 @@ def child_fields(tp: type) -> tuple[str, ...]:
     """The fields of node type ``tp`` that can hold code, in source order (cached)."""
     names = _FIELDS.get(tp)
     if names is None:
+        # a field typed ``str`` (``Name.value``, ``Integer.value``) never holds a node: the
+        # leaves of every file (a third of its nodes) then have no field to read
         names = _FIELDS[tp] = tuple(
-            f.name for f in dataclasses.fields(tp) if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace")
+            f.name for f in dataclasses.fields(tp)
+            if f.name not in _SKIP_FIELDS and not f.name.startswith("whitespace") and f.type is not str
         )
     return names
 
@@ -142,7 +145,8 @@ def _string_key(node: cst.BaseExpression | None) -> str | None:
 
 def iter_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Children that can hold code (not whitespace or tokens), in source order: the one
-    child list of every walk (the engine's rule walk and :func:`walk`)."""
+    child list of every walk (:func:`walk`; the file index's walk, which the engine's rule
+    walk replays, reads the same fields)."""
     tp = type(node)
     names = _FIELDS.get(tp)
     if names is None:

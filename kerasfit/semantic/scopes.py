@@ -15,7 +15,7 @@ import libcst as cst
 
 from .caches import ModelCaches
 from .fileindex import FileIndex
-from .nodes import ScopeNode, dotted_name, iter_children, iter_statements, walk
+from .nodes import ScopeNode, dotted_name, iter_statements, walk
 from .scoped import name_refs_in
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
@@ -111,7 +111,7 @@ NO_HINTS = ModelHints()
 class Scopes:
     """Scope indexes, parent links and binding lookups of one module."""
 
-    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting", "_below_of", "_below")
+    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting")
 
     def __init__(self, module: cst.Module, caches: ModelCaches, hints: ModelHints | None = None) -> None:
         """``hints.build_index``: how a caller that keeps per-statement indexes (the language
@@ -121,14 +121,11 @@ class Scopes:
         self._make_index = (hints or NO_HINTS).build_index
         self._index: FileIndex | None = None
         self._scopes: dict[int, ScopeIndex] = {}
-        # The engine's walk: the ancestors of the node it is visiting (``visiting``),
-        # outermost first. Only ``ancestors`` reads them, as a cache of parent links.
+        # The engine's walk (a replay of the file index): the ancestors of the node it is
+        # visiting (``visiting``), outermost first. Only ``ancestors`` reads them, as a
+        # cache of parent links.
         self.walk_path: list[cst.CSTNode] = []
         self.visiting: cst.CSTNode | None = None
-        # parent links under ``_below_of`` (a visited node), built on the first question
-        # about a node under it before the file index exists
-        self._below_of: cst.CSTNode | None = None
-        self._below: dict[int, cst.CSTNode] = {}
 
     # ---- the file index: one lazy walk of the whole module ---------------------------
     @property
@@ -155,47 +152,12 @@ class Scopes:
         for i in range(len(path) - 1, -1, -1):  # an enclosing node of the visited one
             if path[i] is node:
                 return path[:i]
-        if self._index is None and visiting is not None and not isinstance(visiting, cst.Module):
-            below = self._path_below(visiting, node)
-            if below is not None:
-                return [*path, visiting, *below]
-            if path and any(c is node for c in iter_children(path[-1])):  # a sibling of the visited node
-                return path
         parent = self.index.parent
         out: list[cst.CSTNode] = []
         p = parent.get(id(node))
         while p is not None:
             out.append(p)
             p = parent.get(id(p))
-        out.reverse()
-        return out
-
-    def _path_below(self, top: cst.CSTNode, node: cst.CSTNode) -> list[cst.CSTNode] | None:
-        """The nodes from ``top`` (exclusive) down to ``node`` (exclusive), or None when
-        ``node`` is not under ``top``."""
-        for c in iter_children(top):  # most questions are about the visited node's own parts
-            if c is node:
-                return []
-            for g in iter_children(c):
-                if g is node:
-                    return [c]
-        if self._below_of is not top:
-            below: dict[int, cst.CSTNode] = {}
-            stack = [top]
-            while stack:
-                n = stack.pop()
-                for c in iter_children(n):
-                    below[id(c)] = n
-                    stack.append(c)
-            self._below_of, self._below = top, below
-        below = self._below
-        p = below.get(id(node))
-        if p is None:
-            return None
-        out: list[cst.CSTNode] = []
-        while p is not top:
-            out.append(p)
-            p = below[id(p)]
         out.reverse()
         return out
 
