@@ -22,9 +22,12 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
   (``join_parts(module, state) -> FileIndex``).
 - :mod:`.names` — framework names the import lines do not show (``star_names``,
   ``by_name``, ``injected_submodule``). Data: ``kerasfit/data/framework_names.json``.
+- :mod:`.treescan` — which files can change a file's tree-wide answers, from a scan of the
+  tree's bytes for module names (no parse): ``scan_tree`` → ``TreeScan``; ``file_digest``.
 - :mod:`.index` — the project index (stdlib ``ast``): ``ProjectIndex(roots)`` with
-  ``facts``, ``resolve``, ``reached_from_model`` (reach across files), ``deps_of``;
-  passed in explicitly (``LintSettings.project`` → ``SemanticModel(project=...)``).
+  ``facts``, ``resolve``, ``reached_from_model`` (reach across files, from the files the
+  scan names: ``local_files``), ``deps_of``; passed in explicitly
+  (``LintSettings.project`` → ``SemanticModel(project=...)``).
 - :mod:`.summaries` — the interpreter of project functions over ``ast`` summaries:
   ``built_layer(index, facts, dotted, args, kwargs) -> Layer | None``, ``may_return_layer``.
 - :mod:`.caches` — ``ModelCaches``: the memos the parts share, declared and typed.

@@ -42,18 +42,16 @@ Public API (stable; other branches build on it):
 from __future__ import annotations
 
 import ast
-import hashlib
-import io
 import os
 import threading
-import tokenize
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, ROOT_MODULES, canonical, is_model_building, is_tpu_symbol, policy_dtype
 from .names import ast_dotted, star_names
+from .treescan import TreeScan, digest, scan_tree
+from .treescan import file_digest as file_digest  # (the cache and the language server hash files with it)
 
 _MAX_DEPTH = 6
 _T = TypeVar("_T")
@@ -86,18 +84,6 @@ class Symbol(NamedTuple):
     node: ast.FunctionDef | None = None
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def file_digest(path: str | os.PathLike[str]) -> str | None:
-    """Content hash of a file as the index records it (None when unreadable)."""
-    try:
-        return _digest(Path(path).read_bytes())
-    except OSError:
-        return None
-
-
 def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
     """Facts of one file's source; None when it does not parse."""
     data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
@@ -105,7 +91,7 @@ def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
         tree = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    return _facts_of(path, _digest(data), tree)
+    return _facts_of(path, digest(data), tree)
 
 
 def _facts_of(path: str, digest: str, tree: ast.Module) -> ModuleFacts:
@@ -209,7 +195,7 @@ class ProjectIndex:
             # the text being checked (maybe unsaved): not kept, the caller holds it; the
             # same text already read from the file (by the tree-wide answers) is not parsed again
             data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-            known = self._known(_digest(data), key)
+            known = self._known(digest(data), key)
             return known if known is not None else build_facts(key, data)
         try:
             st = os.stat(key)
@@ -222,7 +208,7 @@ class ProjectIndex:
                 data = Path(key).read_bytes()
             except OSError:
                 return None
-            d = _digest(data)
+            d = digest(data)
             f = self._known(d, key)
             if f is None:
                 f = build_facts(key, data)
@@ -242,7 +228,7 @@ class ProjectIndex:
         Never for a text that declares its encoding: the file's bytes were parsed in that
         encoding, ``source`` as UTF-8."""
         data = _plain_bytes(source)
-        known = self._by_digest.get(_digest(data)) if data is not None else None
+        known = self._by_digest.get(digest(data)) if data is not None else None
         return known.tree if known is not None and known.path == os.path.abspath(path) else None
 
     def offer_tree(self, path: str | os.PathLike[str], source: str, tree: ast.Module) -> None:
@@ -252,18 +238,18 @@ class ProjectIndex:
         data = _plain_bytes(source)
         # (the facts are made when asked for; kept while this check runs: every file's
         # AST at once would make each full collection of the garbage collector longer)
-        self._offered = (os.path.abspath(path), _digest(data), tree, []) if data is not None else None
+        self._offered = (os.path.abspath(path), digest(data), tree, []) if data is not None else None
 
-    def _known(self, digest: str, key: str) -> ModuleFacts | None:
+    def _known(self, hashed: str, key: str) -> ModuleFacts | None:
         """The facts of the text of ``key`` with this digest, already parsed (or None)."""
-        known = self._by_digest.get(digest)
+        known = self._by_digest.get(hashed)
         if known is not None and known.path == key:
             return known
         offered = self._offered
-        if offered is None or offered[0] != key or offered[1] != digest:
+        if offered is None or offered[0] != key or offered[1] != hashed:
             return None
         if not offered[3]:
-            offered[3].append(_facts_of(key, digest, offered[2]))
+            offered[3].append(_facts_of(key, hashed, offered[2]))
         return offered[3][0]
 
     def asking(self, path: str | None) -> None:
@@ -865,153 +851,3 @@ def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple
                 reached.add(callee)
                 todo.append(callee)
     return frozenset(reached)
-
-
-# ---- which files decide a file's tree-wide answers: a scan, no parse -------------------------
-#
-# A function of file F is reached (from model code, from a Dataset method) only along call
-# edges, and an edge into F from another file G needs G's names to resolve to F: an import of
-# F spells F's module name (its stem: the last part of every import path of it), and a
-# re-export of F is by a file that spells it, which G spells in turn. So F's answers rest on F,
-# the files that spell its name, the files that spell theirs, and so on; and whether another
-# file imports F, on the files that spell F's name. A scan of each file's bytes for module
-# names tells which, over-approximated (a name in a string or a comment counts too); where it
-# cannot tell, any file may import F (None in TreeScan.importers).
-
-# bytes that cannot be in an ASCII identifier become spaces; a split then gives every
-# identifier-like run (non-ASCII letters split a name: more runs, never fewer)
-_NOT_NAME = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == 0x5F) else 0x20 for c in range(256))
-_POLICY_SETTERS = frozenset(n.encode() for n in POLICY_SETTERS)
-_OUTSIDE_BUDGET = 2000  # directories walked / files read beside the tree, at most
-
-
-class TreeScan(NamedTuple):
-    """What reading (not parsing) every file of the tree tells."""
-
-    files: tuple[str, ...]  # the tree's files, once each, in the order of reach_files
-    # the other files that may import it (None: any may), for the tree's files and the files
-    # outside it that may re-export one to it; empty when the scan cannot tell (then the
-    # files are not read: every answer is the whole tree's)
-    importers: dict[str, frozenset[str] | None]
-    digests: dict[str, str]  # path -> file_digest, for every readable file of the tree read
-    policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
-
-
-def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
-    """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
-    paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
-    bounded, outside = _outside_importers(roots, set(paths))
-    if not bounded:
-        return TreeScan(paths, {}, {}, ())
-    every = paths + tuple(outside)
-    # where the scan can tell: below a root whose importers it reads
-    told = tuple(str(r) + os.sep for r in bounded)
-    in_tree = set(paths)
-    names = {f: _spelled_as(f) for f in every}
-    wanted = {n.lower().encode() for n in names.values() if n} | _POLICY_SETTERS
-    digests: dict[str, str] = {}
-    holders: dict[bytes, list[str]] = {}
-    policy: list[str] = []
-    for i, f in enumerate(every):
-        try:
-            data = Path(f).read_bytes()
-        except OSError:
-            continue
-        spelled = wanted.intersection(_names_in(data))
-        for n in spelled:
-            holders.setdefault(n, []).append(f)
-        if i < len(paths):
-            digests[f] = _digest(data)
-            if not spelled.isdisjoint(_POLICY_SETTERS):
-                policy.append(f)
-    importers: dict[str, frozenset[str] | None] = {}
-    for f in every:
-        name = names[f]
-        if name is None or (f in in_tree and not f.startswith(told)):
-            importers[f] = None
-        else:
-            importers[f] = frozenset(g for g in holders.get(name.lower().encode(), ()) if g != f) if name else frozenset()
-    return TreeScan(paths, importers, digests, tuple(policy))
-
-
-def _names_in(data: bytes) -> list[bytes]:
-    """Every identifier-like run of a file's bytes, and where it has non-ASCII ones, of its
-    text as Python reads names (NFKC: ``ｂｏｘｅｓ`` is ``boxes``); in lower case, as a file
-    system that ignores case finds ``Boxes.py`` for ``import boxes``."""
-    runs = data.translate(_NOT_NAME).lower().split()
-    if not data.isascii():
-        try:
-            text = data.decode(tokenize.detect_encoding(io.BytesIO(data).readline)[0], "replace")
-        except (SyntaxError, LookupError):  # an encoding Python does not know: the file does not compile
-            return runs
-        if not unicodedata.is_normalized("NFKC", text):
-            runs += unicodedata.normalize("NFKC", text).encode("utf-8", "replace").translate(_NOT_NAME).lower().split()
-    return runs
-
-
-def _spelled_as(path: str) -> str | None:
-    """The name every import of ``path`` spells: '' when none can import it (not a .py file,
-    or not a name), None when one may without spelling any (``from . import x`` resolves to
-    a package's ``__init__.py``, or to ``pkg.py`` beside a directory ``pkg``)."""
-    if not path.endswith(".py"):
-        return ""
-    stem = os.path.basename(path)[:-3]
-    if stem == "__init__" or os.path.isdir(path[:-3]):
-        return None
-    if not stem.isidentifier():
-        return ""
-    return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
-
-
-def _outside_importers(roots: list[Path], tree: set[str]) -> tuple[list[Path], list[str]]:
-    """The roots whose files' importers a scan can tell, and the ``.py`` files outside the
-    tree that may import a file of those (a re-export the tree may import in turn). A root
-    is left out when the files that may import its files are too many to read.
-
-    An import resolves against directories above the importing file, down a path of names.
-    So a file imports into a root only from below the nearest directory above the root (or
-    the root itself) that is not named like a module, and a file below it is imported only
-    from below it: every file of a chain that ends in the tree lies there. (The listing of
-    the tree enters no linked directory: a link there leaves the scan unable to tell.)"""
-    bounded: list[Path] = []
-    found: list[str] = []
-    for r in roots:
-        if not r.is_dir():
-            continue  # a file given alone: its neighbours, which may import it, are not read
-        top = r
-        while top.name.isidentifier():
-            top = top.parent
-        if top.parent == top and top != r:
-            continue  # named like a module up to / : any file may be on a chain
-        beside = _beside(r, top, tree)
-        if beside is not None:
-            bounded.append(r)
-            found.extend(beside)
-    return bounded, list(dict.fromkeys(found))
-
-
-def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
-    """The ``.py`` files below ``top`` outside the tree; None for a link in ``root`` or
-    beside it (the tree's listing does not enter one) or too many to read."""
-    found: list[str] = []
-    walked = 0
-
-    def unlisted(exc: OSError) -> None:
-        raise exc  # a directory that cannot be listed may hold an importer
-
-    try:
-        for d, dirs, files in os.walk(top, onerror=unlisted):
-            inside = d == str(root) or d.startswith(str(root) + os.sep)
-            # beside the tree, a directory not named like a module is entered by no import;
-            # in it, a file of the tree below it may import from it
-            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
-            if any(os.path.islink(os.path.join(d, x)) for x in dirs):
-                return None
-            if not inside:
-                walked += 1
-                found.extend(p for p in (os.path.join(d, f) for f in files if f.endswith(".py")) if p not in tree)
-                if walked > _OUTSIDE_BUDGET or len(found) > _OUTSIDE_BUDGET:
-                    return None
-    except OSError:
-        return None
-    return found
