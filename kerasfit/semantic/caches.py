@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 class ModelCaches:
     # names.py: a project import's framework re-export, per raw dotted name
     project_raws: dict[str, str | None] = field(default_factory=dict)
+    # naming.py: what a dotted name's head stands for, per (head, innermost enclosing
+    # def / class / lambda or None): that scope (kept alive), the base spelling, and how
+    # the rest joins it (naming.Names._head)
+    heads: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+    # naming.py: symbols.canonical per raw dotted name
+    canonical: dict[str, str] = field(default_factory=dict)
     # model.py: attribute spellings resolved by name only (``layers.Conv2D`` on an unknown receiver)
     by_name_hits: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)
     # tensors.py: per function, the names that may hold tensors
