@@ -83,13 +83,14 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
 
     if not _may_inject(ctx):
         return None
-    scopes = [s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    kinds = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # exact types: see nodes.dotted_name
+    scopes = [s for s in reversed(within) if type(s) in kinds]
     for i, scope in enumerate(scopes):
-        if isinstance(scope, cst.ClassDef) and i > 0:
+        if i and type(scope) is cst.ClassDef:
             continue
         bs = ctx.scopes.scope_index(scope).bindings.get(head)
         if bs:
-            if isinstance(scope, cst.ClassDef):
+            if type(scope) is cst.ClassDef:
                 return None
             if _declared_global(scope, head, ctx):
                 break

@@ -109,10 +109,11 @@ class Names:
         while stack:
             item = stack.pop()
             for stmt in iter_statements(item):
-                if isinstance(stmt, (cst.Import, cst.ImportFrom)):
+                tp = type(stmt)  # exact types: see nodes.dotted_name
+                if tp is cst.Import or tp is cst.ImportFrom:
                     yield stmt
-                elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                    stack.append(stmt.body)
+                elif tp is cst.FunctionDef or tp is cst.ClassDef:
+                    stack.append(stmt.body)  # type: ignore[attr-defined]
 
     def raw_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode] | None = None) -> str | None:
         """The fully-qualified dotted name an expression refers to, if it is imported.
@@ -191,7 +192,7 @@ class Names:
         if not bindings or len(bindings) != 1 or bindings[0].value is None or bindings[0].kind != "assign":
             return None
         value = bindings[0].value
-        if isinstance(value, (cst.Name, cst.Attribute)):
+        if type(value) is cst.Name or type(value) is cst.Attribute:
             dotted = dotted_name(value)
             if dotted and dotted.split(".")[0] != name:
                 head, _, rest = dotted.partition(".")
