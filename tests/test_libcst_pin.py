@@ -89,5 +89,6 @@ def test_node_classes_tested_by_exact_type_have_no_subclasses():
         cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Else, cst.If, cst.ExceptHandler, cst.Finally,
         cst.Module, cst.For, cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp,
         cst.With, cst.Import, cst.ImportFrom, cst.ImportStar, cst.Tuple, cst.List, cst.Element, cst.StarredElement,
+        cst.Global,
     ]
     assert {c.__name__: c.__subclasses__() for c in exact if c.__subclasses__()} == {}

@@ -180,7 +180,7 @@ def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
         hit = memo[id(func)] = frozenset()
     if hit is None:
         hit = memo[id(func)] = frozenset(
-            g.name.value for n in walk(func.body) if isinstance(n, cst.Global) for g in n.names
+            g.name.value for n in walk(func.body) if type(n) is cst.Global for g in n.names  # exact: see nodes.dotted_name
         )
     return hit
 
