@@ -522,7 +522,8 @@ class NeedlessConcatSlice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.names.call_name(node)
         if name is None:
-            if isinstance(node.func, cst.Call) and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
+            # exact types (every unresolved call passes here): see _pipeline_fns
+            if type(node.func) is cst.Call and node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
                 found = layer_constructor(self.ctx, node.func)
                 if found is not None and found[1] == "keras.layers.Concatenate":
                     self._single_concat(node, node.args[0].value, "Concatenate", None)

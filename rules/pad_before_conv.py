@@ -70,6 +70,8 @@ _PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | No
 _HelperPad = tuple[str, cst.BaseExpression | None, list[tuple[int, int]] | None, str | None]
 
 
+# the callees a layer application or a wrapper call can have (PadBeforeConv.visit_Call)
+_CALLEES = frozenset({cst.Call, cst.Name, cst.Attribute, cst.Subscript})
 # Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
 _KERAS1_KEYWORDS = frozenset({"border_mode", "subsample", "nb_filter", "nb_row", "nb_col", "init", "dim_ordering", "W_regularizer"})
 
@@ -866,26 +868,30 @@ class PadBeforeConv(Rule):
             self._sequential(node)
             return
         if name is None:
-            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
+            # exact types (every call of the file passes here): libcst's node classes have
+            # no subclasses, and isinstance against them costs ~10x a type test
+            func = node.func
+            tp = type(func)
+            if not node.args or tp not in _CALLEES:
                 return
-            if isinstance(node.func, cst.Call):
-                self._sequence(node.func)
-            if isinstance(node.func, (cst.Name, cst.Subscript)):
+            if tp is cst.Call:
+                self._sequence(func)  # type: ignore[arg-type]
+            elif tp is cst.Subscript or tp is cst.Name:
                 order = applied_in_order(self.ctx, node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
-            if isinstance(node.func, (cst.Name, cst.Attribute)) and (self._wrapped(node) or self._by_signature(node)):
+            if (tp is cst.Name or tp is cst.Attribute) and (self._wrapped(node) or self._by_signature(node)):
                 return
-            if isinstance(node.func, cst.Name):
-                b = self.ctx.scopes.lookup(node.func.value, at=node.func)
-                if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
+            if tp is cst.Name:
+                b = self.ctx.scopes.lookup(func.value, at=func)  # type: ignore[attr-defined]
+                if (b is None or b.kind != "assign" or type(b.value) is not cst.Call) and loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
                     return
-            elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
+            elif tp is cst.Attribute and self_attr(func) is None:
                 return
-            found = layer_constructor(self.ctx, node.func)
+            found = layer_constructor(self.ctx, func)
             if found is None or not found[1].startswith("keras.layers."):
-                if isinstance(node.func, cst.Call):
-                    self._built(node, node.func)
+                if tp is cst.Call:
+                    self._built(node, func)  # type: ignore[arg-type]
                 elif found is None:
                     self._branch_layers(node)
                 return
