@@ -884,7 +884,13 @@ class PadBeforeConv(Rule):
                 return
             if tp is cst.Name:
                 b = self.ctx.scopes.lookup(func.value, at=func)  # type: ignore[attr-defined]
-                if (b is None or b.kind != "assign" or type(b.value) is not cst.Call) and loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
+                if b is None or b.kind != "assign" or type(b.value) is not cst.Call:
+                    if loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
+                        return
+                # a name bound once, to a call: its constructor is that call when the
+                # assignment reaches here, so a call of no framework symbol is no layer
+                # (answered before following the statements back to the assignment)
+                elif self.ctx.names.call_name(b.value) is None and loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
                     return
             elif tp is cst.Attribute and self_attr(func) is None:
                 return
