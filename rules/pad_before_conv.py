@@ -967,8 +967,11 @@ class PadBeforeConv(Rule):
         file of the tree) that applies a conv to its first argument, which is a pad."""
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return False
-        # first the callee: most calls are not project wrappers, and finding that out is a
-        # few lookups, while looking for a pad behind the argument follows its bindings
+        # first whether the argument may come from a call at all (a few lookups), then the
+        # callee: most calls are not project wrappers, and finding that out is a few lookups
+        # (or one interpretation), while looking for a pad behind the argument follows its bindings
+        if not self._may_be_call(call.args[0].value):
+            return False
         conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call)) if c is not None), None)
         if conv is None:
             return False
@@ -1126,6 +1129,8 @@ class PadBeforeConv(Rule):
         through one of several bindings that may reach (a pad under an ``if``)."""
         conditional = False
         self._off = None
+        if not self._may_be_call(expr):
+            return None
         if isinstance(expr, cst.Name):
             hit = reaching_assignment(self.ctx, expr.value, expr)
             if hit is not None:
@@ -1141,6 +1146,26 @@ class PadBeforeConv(Rule):
         if isinstance(expr, cst.Call) and (self._pad(expr) is not None or self._helper_pad(expr) is not None):
             return expr, conditional
         return None
+
+    def _may_be_call(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` may hold what a call returns: it is a call, or a name whose
+        innermost binding scope assigns it a call. Else no pad produces it — a parameter,
+        an attribute, a literal — which a few lookups tell, before following the name's
+        statements back (``_find_pad``) or interpreting a wrapper it is handed to."""
+        tp = type(expr)  # exact types: libcst's node classes have no subclasses
+        if tp is cst.Call:
+            return True
+        if tp is not cst.Name:
+            return False
+        name = expr.value  # type: ignore[attr-defined]
+        scopes = self.ctx.scopes
+        for i, scope in enumerate(scopes.scopes_of(expr)):
+            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
+                continue
+            bindings = scopes.scope_index(scope).bindings.get(name)
+            if bindings:
+                return any(b.kind == "assign" and type(b.value) is cst.Call for b in bindings)
+        return False
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:

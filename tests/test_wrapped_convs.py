@@ -237,3 +237,43 @@ def test_a_wrapper_called_alike_is_interpreted_once(tmp_path):
     fed = [ctx.layers.ops_fed(c) for c in calls]
     assert [[layer.name for layer in f] for f in fed] == [["tensorflow.nn.conv2d"]] * 3
     assert len(ctx.caches.wrapper_ops) == 2  # (2, 'VALID') twice, then (1, default)
+
+
+def test_a_wrapper_fed_what_no_call_made_is_not_interpreted(tmp_path):
+    """A wrapper's first argument that no call can have produced (a parameter, an
+    attribute) is no pad: the rule does not interpret the wrapper for it (no interpretation
+    is kept), while a padded argument is still followed into the wrapper."""
+    import libcst as cst
+
+    from kerasfit.engine import walk
+    from kerasfit.rules.pad_before_conv import PadBeforeConv
+    from kerasfit.semantic.index import ProjectIndex
+    from kerasfit.semantic.model import SemanticModel
+
+    _write(tmp_path, {
+        "net.py": """
+            import tensorflow as tf
+
+            def _conv2d(x, w, stride, padding="SAME"):
+                return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+            class Net:
+                def call(self, x, w):
+                    a = _conv2d(x, w, 1, padding="VALID")
+                    return _conv2d(self.cache, w, 2, padding="VALID")
+
+            def padded(x, w):
+                y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return _conv2d(y, w, 3, padding="VALID")
+        """,
+    })
+    assert [r for _, r, _ in _findings(tmp_path, "net.py")] == [13]  # the pad
+
+    path = tmp_path / "net.py"
+    src = path.read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
+    rule = PadBeforeConv(ctx)
+    walk(ctx.module, ctx, [rule], lambda r, exc: (_ for _ in ()).throw(exc))
+    assert [ctx.module.code_for_node(rep.node) for rep in rule.reports] == ["tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])"]
+    # one interpretation, for stride 3: ``x`` and ``self.cache`` are no call's result
+    assert [key[1][1] for key in ctx.caches.wrapper_ops] == [frozenset({3})]
