@@ -283,6 +283,19 @@ class ReduceElementwise(Rule):
             return False
         return kind == "linear" or v > 0
 
+    def _may_hold_reduction(self, name: cst.Name) -> bool:
+        """Whether the innermost scope binding ``name`` assigns it a reduction somewhere: the
+        one reaching assignment is among those, and most names hold none (a few lookups,
+        before the file's statements are ordered to find the reaching one)."""
+        scopes = self.ctx.scopes
+        for i, scope in enumerate(scopes.scopes_of(name)):
+            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
+                continue
+            bindings = scopes.scope_index(scope).bindings.get(name.value)
+            if bindings:
+                return any(b.kind == "assign" and self._reduction(b.value) is not None for b in bindings)  # type: ignore[arg-type]
+        return False
+
     def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one assignment that reaches ``name``, else None."""
         bindings = self.ctx.scopes.reaching_bindings(name)
@@ -294,6 +307,8 @@ class ReduceElementwise(Rule):
         """A reduction reached through statements or a scaling chain: ``r = tf.reduce_sum(x)``
         then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
         if isinstance(expr, cst.Name):
+            if not self._may_hold_reduction(expr):
+                return None
             bound = self._bound_once(expr)
             scope = self.ctx.scopes.callable_of(expr) or self.ctx.module
             if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
