@@ -522,8 +522,8 @@ class NeedlessConcatSlice(Rule):
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.names.call_name(node)
         if name is None:
-            # exact types (every unresolved call passes here): see _pipeline_fns
-            if type(node.func) is cst.Call and node.args and type(node.args[0].value) in (cst.List, cst.Tuple):
+            # an exact type first (every unresolved call passes here): see _pipeline_fns
+            if type(node.func) is cst.Call and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
                 found = layer_constructor(self.ctx, node.func)
                 if found is not None and found[1] == "keras.layers.Concatenate":
                     self._single_concat(node, node.args[0].value, "Concatenate", None)
@@ -810,8 +810,8 @@ def _pipeline_fns(ctx: SemanticModel) -> frozenset[str]:
     # node classes have no subclasses, and isinstance against them costs ~10x)
     for call in ctx.index.all_calls():
         func = call.func
-        if type(func) is cst.Attribute and func.attr.value in _PIPELINE_METHODS:  # type: ignore[attr-defined]
-            out.update(a.value.value for a in call.args if type(a.value) is cst.Name)  # type: ignore[attr-defined]
+        if type(func) is cst.Attribute and func.attr.value in _PIPELINE_METHODS:
+            out.update(a.value.value for a in call.args if type(a.value) is cst.Name)
     return frozenset(out)
 
 

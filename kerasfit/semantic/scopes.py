@@ -21,8 +21,9 @@ from .scoped import name_refs_in
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _SCOPE_TYPE_SET = frozenset(_SCOPE_TYPES)  # exact types on the hot climbs: see nodes.dotted_name
 _SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
-_FUNCTION_DEF, _CLASS_DEF = frozenset({cst.FunctionDef}), frozenset({cst.ClassDef})
-_CALLABLE_TYPES = frozenset({cst.FunctionDef, cst.Lambda})
+_FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
+_CLASS_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.ClassDef})
+_CALLABLE_TYPES: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef, cst.Lambda})
 # the statements that bind a name in their scope (Scopes._build_index)
 _BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef,
                                  cst.ClassDef, cst.Import, cst.ImportFrom})
@@ -57,11 +58,11 @@ def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) 
     if not (
         type(target) in _SEQUENCE_TYPES
         and type(value) in _SEQUENCE_TYPES
-        and len(target.elements) == len(value.elements)
+        and len(target.elements) == len(value.elements)  # type: ignore[attr-defined]
     ):
         return None
     pairs: list[tuple[cst.Name, cst.BaseExpression]] = []
-    for t, v in zip(target.elements, value.elements):
+    for t, v in zip(target.elements, value.elements):  # type: ignore[attr-defined]
         if not (type(t) is cst.Element and type(t.value) is cst.Name and type(v) is cst.Element):
             return None
         pairs.append((t.value, v.value))
@@ -76,7 +77,7 @@ def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
         for el in target.elements:  # type: ignore[attr-defined]
             yield from _target_names(el.value)
     elif tp is cst.StarredElement:
-        yield from _target_names(target.value)
+        yield from _target_names(target.value)  # type: ignore[attr-defined]
 
 
 def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
@@ -256,7 +257,7 @@ class Scopes:
 
     def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda whose body holds ``node``, else None (module level)."""
-        return next((s for s in self.scopes_of(node) if type(s) in _CALLABLE_TYPES), None)
+        return next((s for s in self.scopes_of(node) if type(s) in _CALLABLE_TYPES), None)  # type: ignore[return-value]
 
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
@@ -281,7 +282,7 @@ class Scopes:
                 add(p.name.value, Binding(p.default, p, "param"))
             for star in (params.star_arg, params.star_kwarg):
                 if type(star) is cst.Param:
-                    add(star.name.value, Binding(None, star, "param"))  # type: ignore[union-attr]
+                    add(star.name.value, Binding(None, star, "param"))
             if tp is cst.Lambda:
                 return idx
         # exact types (see nodes.dotted_name): most statements of a file bind nothing, and
