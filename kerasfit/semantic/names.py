@@ -185,11 +185,13 @@ def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
     return hit
 
 
-_GLOBAL_WORD = re.compile(r"\bglobal\b")
+# A ``global`` statement starts a logical line or follows ``:`` / ``;`` (``def f(): global G``);
+# the word in prose (``# the global batch``, a docstring's sentence) does not.
+_GLOBAL_WORD = re.compile(r"(?:^|[:;\r])[ \t\f]*global\b", re.MULTILINE)
 
 
 def _may_declare_globals(ctx: Any) -> bool:
-    """False when the file's text has no ``global`` keyword: then no function declares
+    """False when the file's text has no ``global`` statement: then no function declares
     one, and walking each function's body to find out (most of a keras_applications
     file's name resolution) is skipped."""
     src = getattr(ctx, "source", "")
