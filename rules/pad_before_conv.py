@@ -967,10 +967,10 @@ class PadBeforeConv(Rule):
         file of the tree) that applies a conv to its first argument, which is a pad."""
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return False
-        # first whether the argument may come from a call at all (a few lookups), then the
+        # first whether the argument may come from a pad at all (a few lookups), then the
         # callee: most calls are not project wrappers, and finding that out is a few lookups
         # (or one interpretation), while looking for a pad behind the argument follows its bindings
-        if not self._may_be_call(call.args[0].value):
+        if not self._may_be_pad(call.args[0].value):
             return False
         conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call)) if c is not None), None)
         if conv is None:
@@ -1129,7 +1129,7 @@ class PadBeforeConv(Rule):
         through one of several bindings that may reach (a pad under an ``if``)."""
         conditional = False
         self._off = None
-        if not self._may_be_call(expr):
+        if not self._may_be_pad(expr):
             return None
         if isinstance(expr, cst.Name):
             hit = reaching_assignment(self.ctx, expr.value, expr)
@@ -1147,14 +1147,16 @@ class PadBeforeConv(Rule):
             return expr, conditional
         return None
 
-    def _may_be_call(self, expr: cst.BaseExpression) -> bool:
-        """Whether ``expr`` may hold what a call returns: it is a call, or a name whose
-        innermost binding scope assigns it a call. Else no pad produces it — a parameter,
-        an attribute, a literal — which a few lookups tell, before following the name's
-        statements back (``_find_pad``) or interpreting a wrapper it is handed to."""
+    def _may_be_pad(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` may be what a pad returns: a call that is no framework op but a
+        pad (a pad, a layer application, a project helper), or a name whose innermost
+        binding scope assigns it one. Else no pad produces it — a parameter, an attribute,
+        ``tf.nn.relu(x)`` — which a few lookups tell, before following the name's statements
+        back (``_find_pad``) or interpreting a wrapper it is handed to."""
         tp = type(expr)  # exact types: libcst's node classes have no subclasses
         if tp is cst.Call:
-            return True
+            name = self.ctx.names.call_name(expr)
+            return name is None or name in _PADS
         if tp is not cst.Name:
             return False
         name = expr.value  # type: ignore[attr-defined]
@@ -1164,7 +1166,8 @@ class PadBeforeConv(Rule):
                 continue
             bindings = scopes.scope_index(scope).bindings.get(name)
             if bindings:
-                return any(b.kind == "assign" and type(b.value) is cst.Call for b in bindings)
+                return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call
+                           and self._may_be_pad(b.value) for b in bindings)
         return False
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:

@@ -239,10 +239,11 @@ def test_a_wrapper_called_alike_is_interpreted_once(tmp_path):
     assert len(ctx.caches.wrapper_ops) == 2  # (2, 'VALID') twice, then (1, default)
 
 
-def test_a_wrapper_fed_what_no_call_made_is_not_interpreted(tmp_path):
-    """A wrapper's first argument that no call can have produced (a parameter, an
-    attribute) is no pad: the rule does not interpret the wrapper for it (no interpretation
-    is kept), while a padded argument is still followed into the wrapper."""
+def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
+    """A wrapper's first argument that no pad can have produced (a parameter, an
+    attribute, a name bound to another framework op) is no pad: the rule does not interpret
+    the wrapper for it (no interpretation is kept), while a padded argument is still
+    followed into the wrapper."""
     import libcst as cst
 
     from kerasfit.engine import walk
@@ -260,6 +261,8 @@ def test_a_wrapper_fed_what_no_call_made_is_not_interpreted(tmp_path):
             class Net:
                 def call(self, x, w):
                     a = _conv2d(x, w, 1, padding="VALID")
+                    r = tf.nn.relu(a)
+                    b = _conv2d(r, w, 4, padding="VALID")
                     return _conv2d(self.cache, w, 2, padding="VALID")
 
             def padded(x, w):
@@ -267,7 +270,7 @@ def test_a_wrapper_fed_what_no_call_made_is_not_interpreted(tmp_path):
                 return _conv2d(y, w, 3, padding="VALID")
         """,
     })
-    assert [r for _, r, _ in _findings(tmp_path, "net.py")] == [13]  # the pad
+    assert [r for _, r, _ in _findings(tmp_path, "net.py")] == [15]  # the pad
 
     path = tmp_path / "net.py"
     src = path.read_text()
@@ -275,5 +278,5 @@ def test_a_wrapper_fed_what_no_call_made_is_not_interpreted(tmp_path):
     rule = PadBeforeConv(ctx)
     walk(ctx.module, ctx, [rule], lambda r, exc: (_ for _ in ()).throw(exc))
     assert [ctx.module.code_for_node(rep.node) for rep in rule.reports] == ["tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])"]
-    # one interpretation, for stride 3: ``x`` and ``self.cache`` are no call's result
+    # one interpretation, for stride 3: ``x``, ``r`` and ``self.cache`` are no pad's result
     assert [key[1][1] for key in ctx.caches.wrapper_ops] == [frozenset({3})]
