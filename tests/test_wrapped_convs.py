@@ -180,6 +180,38 @@ def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path)
     assert "Global batch 32" in found[0][2]
 
 
+def test_a_tpu_helper_is_looked_up_once_per_spelling(tmp_path):
+    """Whether a call sets up a TPU through a project helper is asked of every call of the
+    file; the project is asked once per callee spelling (the file's model keeps it)."""
+    import libcst as cst
+
+    from kerasfit.semantic.index import ProjectIndex
+    from kerasfit.semantic.model import SemanticModel
+
+    _write(tmp_path, {
+        "tpu_lib.py": """
+            import tensorflow as tf
+
+            def get_strategy():
+                resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+                return tf.distribute.TPUStrategy(resolver)
+        """,
+        "train.py": """
+            import numpy as np
+            import tpu_lib
+
+            a = np.zeros(3)
+            b = np.zeros(4)
+            strategy = tpu_lib.get_strategy()
+        """,
+    })
+    path = tmp_path / "train.py"
+    src = path.read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
+    assert ctx.roles.uses_tpu
+    assert ctx.caches.tpu_makers == {"np.zeros": False, "tpu_lib.get_strategy": True}
+
+
 def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tmp_path):
     _write(tmp_path, {
         "pads.py": """

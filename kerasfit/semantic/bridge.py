@@ -243,8 +243,13 @@ def project_makes_tpu(ctx: SemanticModel, call: cst.Call) -> bool:
     dotted = dotted_name(call.func)
     if dotted is None or dotted.split(".")[0] not in ctx.names.imports or ctx.names.call_name_anywhere(call) is not None:
         return False
-    facts = _facts(ctx)
-    return facts is not None and ctx.project.makes_tpu(facts, dotted)
+    # asked of every call of a file that may use a TPU: answered once per spelling
+    known = ctx.caches.tpu_makers
+    hit = known.get(dotted)
+    if hit is None:
+        facts = _facts(ctx)
+        hit = known[dotted] = facts is not None and ctx.project.makes_tpu(facts, dotted)
+    return hit
 
 
 def _facts(ctx: SemanticModel) -> ModuleFacts | None:

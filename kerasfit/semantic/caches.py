@@ -46,6 +46,8 @@ class ModelCaches:
     # bridge.py: the framework ops a project wrapper applies to its first argument
     ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
+    # bridge.py: whether a project function (by its spelling here) sets up a TPU
+    tpu_makers: dict[str, bool] = field(default_factory=dict)
     # bridge.py: the same, per (wrapper, argument values): most wrappers are called alike
     wrapper_ops: dict[Hashable, list[Layer]] = field(default_factory=dict)
     # bridge.py: the file's own project-index facts (read once)
