@@ -306,7 +306,8 @@ class ReduceElementwise(Rule):
     def _split_reduction(self, expr: cst.BaseExpression) -> cst.Call | None:
         """A reduction reached through statements or a scaling chain: ``r = tf.reduce_sum(x)``
         then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
-        if isinstance(expr, cst.Name):
+        # exact types: every operand of a scaling passes here
+        if type(expr) is cst.Name:
             if not self._may_hold_reduction(expr):
                 return None
             bound = self._bound_once(expr)
@@ -314,7 +315,7 @@ class ReduceElementwise(Rule):
             if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
                 return None
             return self._reduction(bound)[0]  # type: ignore[index]
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        if type(expr) is cst.BinaryOperation and type(expr.operator) in _SCALINGS:
             # (when the inner operand is a constant too, the inner scaling is the finding)
             hit = self._reduction(expr.left)
             if hit is not None and hit[1] == "linear" and not self._scalable(hit[1], expr.right):
