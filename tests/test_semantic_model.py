@@ -275,3 +275,14 @@ def test_a_heads_meaning_is_worked_out_once_per_scope() -> None:
     assert [ctx.names.raw_name_anywhere(f) for _, f in dense] == got and len(heads) == len(scopes)
     # the bare head is answered from the same entry: no submodule without a member
     assert ctx.names.raw_name_anywhere(cst.ensure_type(dense[2][1], cst.Attribute).value) is None
+
+
+def test_a_call_is_resolved_anywhere_once() -> None:
+    """``call_name_anywhere`` (asked of most calls by whole-file questions) keeps each
+    call's answer; a layer application answers its layer's name."""
+    src = "from tensorflow.keras import layers\n\ndef f(x):\n    return layers.Dense(4)(x)\n"
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
+    app = next(c for c, _ in ctx.index.calls if type(c.func) is cst.Call)
+    assert ctx.names.call_name_anywhere(app) == "keras.layers.Dense"
+    assert ctx.caches.call_names_anywhere[id(app)] == (app, "keras.layers.Dense")
+    assert ctx.names.call_name_anywhere(app) == "keras.layers.Dense"

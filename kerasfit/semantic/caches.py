@@ -25,6 +25,8 @@ class ModelCaches:
     # def / class / lambda or None): that scope (kept alive), the base spelling, and how
     # the rest joins it (naming.Names._head)
     heads: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+    # naming.py: call_name_anywhere per call
+    call_names_anywhere: dict[int, tuple[cst.Call, str | None]] = field(default_factory=dict)
     # naming.py: symbols.canonical per raw dotted name
     canonical: dict[str, str] = field(default_factory=dict)
     # model.py: attribute spellings resolved by name only (``layers.Conv2D`` on an unknown receiver)

@@ -126,7 +126,6 @@ class Names:
             return None
         if within is None:
             within = self._scopes.ancestors(node)
-        head, _, rest = dotted.partition(".")
         # What a head stands for depends only on the defs, classes and lambdas around it,
         # which its innermost one determines: answer each (head, innermost scope) once.
         scope = None
@@ -134,10 +133,20 @@ class Names:
             if type(s) in _SCOPE_TYPES:
                 scope = s
                 break
+        return self._raw(dotted, scope, within)
+
+    def _raw(self, dotted: str, scope: cst.CSTNode | None, within: Sequence[cst.CSTNode] | None,
+             scopes: Sequence[ScopeNode] = ()) -> str | None:
+        """:meth:`raw_name` of ``dotted`` seen from inside ``scope`` (the innermost def, class
+        or lambda of ``within``, or None); ``within`` None: built from ``scopes`` (innermost
+        first) when the head's meaning must be worked out."""
+        head, _, rest = dotted.partition(".")
         key = (head, id(scope))
         memo = self.caches.heads
         hit = memo.get(key)
         if hit is None or hit[0] is not scope:
+            if within is None:
+                within = self._scopes.within(scopes)
             hit = memo[key] = [scope, *self._head(head, within)]
         base: str | None = hit[1]
         how = hit[2]
@@ -149,6 +158,8 @@ class Names:
             # ``backend.mean`` where ``backend`` is a submodule handed in at run time
             # (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names);
             # asked only once a head is followed by an attribute
+            if within is None:
+                within = self._scopes.within(scopes)
             base = hit[1] = injected_submodule(self._m, head, within)
             hit[2] = _INJECTED
         return f"{base}.{rest}" if base else None
@@ -311,11 +322,18 @@ class Names:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
+        if type(node) is _Call:
+            return None
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
         index = self._scopes.index
         par = index.parent.get(id(node))
         # a callee is in its call's scopes, which the index knows without climbing
-        at = par if type(par) is cst.Call and par.func is node else node
-        return self.raw_name(node, self._scopes.within(index.scopes_of(at)))
+        at = par if type(par) is _Call and par.func is node else node
+        scopes = index.scopes_of(at)  # innermost first
+        inner = scopes[0] if scopes and type(scopes[0]) is not cst.Module else None
+        return self._raw(dotted, inner, None, scopes)
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
@@ -338,7 +356,13 @@ class Names:
     def call_name_anywhere(self, call: cst.Call) -> str | None:
         """:meth:`call_name` for a call anywhere in the file (a layer application
         ``Dense(8)(x)`` answers its layer's name)."""
-        return self._call_name_anywhere(call)
+        # asked of most calls by several whole-file questions (uses a TPU, roles, the
+        # input pipeline): resolved once per call (the entry keeps the call alive)
+        memo = self.caches.call_names_anywhere
+        hit = memo.get(id(call))
+        if hit is None or hit[0] is not call:
+            hit = memo[id(call)] = (call, self._call_name_anywhere(call))
+        return hit[1]
 
     def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
         """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
