@@ -70,6 +70,8 @@ _PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | No
 _HelperPad = tuple[str, cst.BaseExpression | None, list[tuple[int, int]] | None, str | None]
 
 
+# the callees a layer application or a wrapper call can have (PadBeforeConv.visit_Call)
+_CALLEES = frozenset({cst.Call, cst.Name, cst.Attribute, cst.Subscript})
 # Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
 _KERAS1_KEYWORDS = frozenset({"border_mode", "subsample", "nb_filter", "nb_row", "nb_col", "init", "dim_ordering", "W_regularizer"})
 
@@ -866,26 +868,36 @@ class PadBeforeConv(Rule):
             self._sequential(node)
             return
         if name is None:
-            if not node.args or not isinstance(node.func, (cst.Call, cst.Name, cst.Attribute, cst.Subscript)):
+            # exact types (every call of the file passes here): libcst's node classes have
+            # no subclasses, and isinstance against them costs ~10x a type test
+            func = node.func
+            tp = type(func)
+            if not node.args or tp not in _CALLEES:
                 return
-            if isinstance(node.func, cst.Call):
-                self._sequence(node.func)
-            if isinstance(node.func, (cst.Name, cst.Subscript)):
+            if tp is cst.Call:
+                self._sequence(func)  # type: ignore[arg-type]
+            elif tp is cst.Subscript or tp is cst.Name:
                 order = applied_in_order(self.ctx, node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
-            if isinstance(node.func, (cst.Name, cst.Attribute)) and (self._wrapped(node) or self._by_signature(node)):
+            if (tp is cst.Name or tp is cst.Attribute) and (self._wrapped(node) or self._by_signature(node)):
                 return
-            if isinstance(node.func, cst.Name):
-                b = self.ctx.scopes.lookup(node.func.value, at=node.func)
-                if (b is None or b.kind != "assign" or not isinstance(b.value, cst.Call)) and loop_source(self.ctx, node.func) is None:
+            if tp is cst.Name:
+                b = self.ctx.scopes.lookup(func.value, at=func)  # type: ignore[attr-defined]
+                if b is None or b.kind != "assign" or type(b.value) is not cst.Call:
+                    if loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
+                        return
+                # a name bound once, to a call: its constructor is that call when the
+                # assignment reaches here, so a call of no framework symbol is no layer
+                # (answered before following the statements back to the assignment)
+                elif self.ctx.names.call_name(b.value) is None and loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
                     return
-            elif isinstance(node.func, cst.Attribute) and self_attr(node.func) is None:
+            elif tp is cst.Attribute and self_attr(func) is None:
                 return
-            found = layer_constructor(self.ctx, node.func)
+            found = layer_constructor(self.ctx, func)
             if found is None or not found[1].startswith("keras.layers."):
-                if isinstance(node.func, cst.Call):
-                    self._built(node, node.func)
+                if tp is cst.Call:
+                    self._built(node, func)  # type: ignore[arg-type]
                 elif found is None:
                     self._branch_layers(node)
                 return
@@ -955,8 +967,11 @@ class PadBeforeConv(Rule):
         file of the tree) that applies a conv to its first argument, which is a pad."""
         if not call.args or call.args[0].keyword is not None or call.args[0].star:
             return False
-        # first the callee: most calls are not project wrappers, and finding that out is a
-        # few lookups, while looking for a pad behind the argument follows its bindings
+        # first whether the argument may come from a pad at all (a few lookups), then the
+        # callee: most calls are not project wrappers, and finding that out is a few lookups
+        # (or one interpretation), while looking for a pad behind the argument follows its bindings
+        if not self._may_be_pad(call.args[0].value):
+            return False
         conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call)) if c is not None), None)
         if conv is None:
             return False
@@ -1114,6 +1129,8 @@ class PadBeforeConv(Rule):
         through one of several bindings that may reach (a pad under an ``if``)."""
         conditional = False
         self._off = None
+        if not self._may_be_pad(expr):
+            return None
         if isinstance(expr, cst.Name):
             hit = reaching_assignment(self.ctx, expr.value, expr)
             if hit is not None:
@@ -1129,6 +1146,29 @@ class PadBeforeConv(Rule):
         if isinstance(expr, cst.Call) and (self._pad(expr) is not None or self._helper_pad(expr) is not None):
             return expr, conditional
         return None
+
+    def _may_be_pad(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` may be what a pad returns: a call that is no framework op but a
+        pad (a pad, a layer application, a project helper), or a name whose innermost
+        binding scope assigns it one. Else no pad produces it — a parameter, an attribute,
+        ``tf.nn.relu(x)`` — which a few lookups tell, before following the name's statements
+        back (``_find_pad``) or interpreting a wrapper it is handed to."""
+        tp = type(expr)  # exact types: libcst's node classes have no subclasses
+        if tp is cst.Call:
+            name = self.ctx.names.call_name(expr)
+            return name is None or name in _PADS
+        if tp is not cst.Name:
+            return False
+        name = expr.value  # type: ignore[attr-defined]
+        scopes = self.ctx.scopes
+        for i, scope in enumerate(scopes.scopes_of(expr)):
+            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
+                continue
+            bindings = scopes.scope_index(scope).bindings.get(name)
+            if bindings:
+                return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call
+                           and self._may_be_pad(b.value) for b in bindings)
+        return False
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:

@@ -13,6 +13,9 @@ from kerasfit.ruleapi.values import number
 _TRAINS = frozenset({"minimize", "apply_gradients", "compute_gradients", "gradient", "gradients"})
 # Where a reduction's input sits: keyword names used by tf / keras.ops / keras.backend.
 _INPUT_KWS = ("input_tensor", "x", "input")
+# the scalings a reduction commutes with (libcst's node classes have no subclasses: a type
+# test, as isinstance against them costs ~10x)
+_SCALINGS = frozenset({cst.Multiply, cst.Divide})
 # Operands that need parentheses once they become one side of ``*`` or ``/``.
 _LOOSE = (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda, cst.NamedExpr)
 
@@ -259,7 +262,7 @@ class ReduceElementwise(Rule):
 
     # ---- matching ----------------------------------------------------------------
     def _reduction(self, expr: cst.BaseExpression) -> tuple[cst.Call, str, cst.Arg] | None:
-        if not isinstance(expr, cst.Call):
+        if type(expr) is not cst.Call:
             return None
         name = self.ctx.names.call_name(expr)
         kind = REDUCTIONS.get(name or "")
@@ -280,6 +283,19 @@ class ReduceElementwise(Rule):
             return False
         return kind == "linear" or v > 0
 
+    def _may_hold_reduction(self, name: cst.Name) -> bool:
+        """Whether the innermost scope binding ``name`` assigns it a reduction somewhere: the
+        one reaching assignment is among those, and most names hold none (a few lookups,
+        before the file's statements are ordered to find the reaching one)."""
+        scopes = self.ctx.scopes
+        for i, scope in enumerate(scopes.scopes_of(name)):
+            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
+                continue
+            bindings = scopes.scope_index(scope).bindings.get(name.value)
+            if bindings:
+                return any(b.kind == "assign" and self._reduction(b.value) is not None for b in bindings)  # type: ignore[arg-type]
+        return False
+
     def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one assignment that reaches ``name``, else None."""
         bindings = self.ctx.scopes.reaching_bindings(name)
@@ -290,13 +306,16 @@ class ReduceElementwise(Rule):
     def _split_reduction(self, expr: cst.BaseExpression) -> cst.Call | None:
         """A reduction reached through statements or a scaling chain: ``r = tf.reduce_sum(x)``
         then ``r * 0.5`` (``r`` read only there), or ``tf.reduce_sum(x) / weights / 2.``."""
-        if isinstance(expr, cst.Name):
+        # exact types: every operand of a scaling passes here
+        if type(expr) is cst.Name:
+            if not self._may_hold_reduction(expr):
+                return None
             bound = self._bound_once(expr)
             scope = self.ctx.scopes.callable_of(expr) or self.ctx.module
             if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
                 return None
             return self._reduction(bound)[0]  # type: ignore[index]
-        if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Divide)):
+        if type(expr) is cst.BinaryOperation and type(expr.operator) in _SCALINGS:
             # (when the inner operand is a constant too, the inner scaling is the finding)
             hit = self._reduction(expr.left)
             if hit is not None and hit[1] == "linear" and not self._scalable(hit[1], expr.right):
@@ -305,7 +324,7 @@ class ReduceElementwise(Rule):
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         op = node.operator
-        if not isinstance(op, (cst.Multiply, cst.Divide)):
+        if type(op) not in _SCALINGS:  # exact types: every binary operation of the file passes here
             return
         for red_side, other, red_left in ((node.left, node.right, True), (node.right, node.left, False)):
             if isinstance(op, cst.Divide) and not red_left:

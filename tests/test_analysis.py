@@ -452,6 +452,21 @@ def test_submodule_search_is_skipped_where_nothing_can_hand_one_in():
     assert resolve(plain) == (None, False)
 
 
+def test_only_a_global_statement_makes_functions_be_searched_for_one():
+    """Functions are walked for ``global`` declarations (name resolution's injected-submodule
+    search) only in a file with a ``global`` statement, not one whose prose says "global"."""
+    from kerasfit.semantic.names import _may_declare_globals
+
+    def says(src: str) -> bool:
+        return _may_declare_globals(SemanticModel(cst.parse_module(src), "<string>", source=src))
+
+    assert not says("# scale the global batch size\nx = 1  # global\ns = 'global'\n")
+    assert says("def f():\n    global G\n    G = 1\n")
+    assert says("def f(): global G; G = 1\n")
+    assert says("x = 1; global G\n")
+    assert says("def f():\r    global G\r    G = 1\r")  # old Mac line ends
+
+
 def test_submodules_filled_into_module_globals(tmp_path):
     _write(tmp_path, {"m.py": """
         from keras_applications import get_submodules_from_kwargs

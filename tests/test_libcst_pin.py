@@ -78,15 +78,22 @@ def test_private_positions_agree_with_the_public_provider():
 
 def test_node_classes_tested_by_exact_type_have_no_subclasses():
     """The semantic model's hot helpers (nodes.dotted_name, iter_statements, walk,
-    class_index; fileindex; naming; scopes; containers' loop climbs) test libcst node types with ``type(n) is C``: right
-    only while libcst's concrete node classes have no subclasses."""
+    class_index; fileindex; naming; scopes; containers' loop climbs) and the hot rule visitors
+    (pad-before-conv, channel-multiple, reduce-elementwise, needless-concat-slice) test libcst
+    node types with ``type(n) is C``: right only while libcst's concrete node classes have
+    no subclasses."""
     import kerasfit  # noqa: F401  (every kerasfit module that could subclass one)
+    from kerasfit.registry import all_rules
     from kerasfit.semantic import fileindex, naming, nodes  # noqa: F401
+
+    all_rules()  # the rule modules, which could subclass one too
 
     exact = [
         cst.Name, cst.Attribute, cst.Call, cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Param,
         cst.ImportAlias, cst.AsName, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.IndentedBlock,
         cst.SimpleStatementSuite, cst.SimpleStatementLine, cst.Else, cst.If, cst.ExceptHandler, cst.Finally,
         cst.Module, cst.For, cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp,
+        cst.With, cst.Import, cst.ImportFrom, cst.ImportStar, cst.Tuple, cst.List, cst.Element, cst.StarredElement,
+        cst.Global, cst.Subscript, cst.BinaryOperation, cst.Multiply, cst.Divide, cst.Integer, cst.Arg,
     ]
     assert {c.__name__: c.__subclasses__() for c in exact if c.__subclasses__()} == {}

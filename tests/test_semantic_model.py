@@ -227,3 +227,62 @@ def test_answers_do_not_depend_on_where_the_walk_is() -> None:
     ctx = SemanticModel(module, "m.py", source=src)
     walk(module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
     assert len(seen) >= 5 and all(s == expected for s in seen), seen
+
+
+def test_a_heads_meaning_is_worked_out_once_per_scope() -> None:
+    """``raw_name`` answers what a dotted name's head stands for once per (head, innermost
+    def / class / lambda) — kept in ``caches.heads`` — and the answer still differs where the
+    scopes around a spelling differ."""
+    src = textwrap.dedent(
+        """\
+        from tensorflow.keras import layers
+        import tensorflow as tf
+
+        def plain(x):
+            y = layers.Dense(4)(x)
+            return layers.Dense(8)(y)
+
+        def handed(x, **kwargs):
+            layers = kwargs['layers']
+            return layers.Dense(4)(x)
+
+        def own(x):
+            layers = make_layers()
+            return layers.Dense(4)(x)
+
+        class Block:
+            layers = None
+            dense = layers.Dense(2)
+
+            def call(self, x):
+                f = lambda v: layers.Dense(3)(v)
+                return f(x)
+        """
+    )
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
+    dense = [(c, f) for c, _ in ctx.index.calls for f in [c.func] if ctx.module.code_for_node(f) == "layers.Dense"]
+    got = [ctx.names.raw_name_anywhere(f) for _, f in dense]
+    assert got == [
+        "tensorflow.keras.layers.Dense", "tensorflow.keras.layers.Dense",  # plain
+        "keras.layers.Dense",  # handed in through **kwargs
+        None,  # a local value nothing resolves
+        "tensorflow.keras.layers.Dense",  # a class body: the import (no class-level rebinding is followed)
+        "tensorflow.keras.layers.Dense",  # a lambda in a method skips the class scope
+    ]
+    heads = ctx.caches.heads
+    scopes = {id(s) for (head, s) in heads if head == "layers"}
+    assert len(scopes) == 5  # plain's two uses shared one answer
+    assert [ctx.names.raw_name_anywhere(f) for _, f in dense] == got and len(heads) == len(scopes)
+    # the bare head is answered from the same entry: no submodule without a member
+    assert ctx.names.raw_name_anywhere(cst.ensure_type(dense[2][1], cst.Attribute).value) is None
+
+
+def test_a_call_is_resolved_anywhere_once() -> None:
+    """``call_name_anywhere`` (asked of most calls by whole-file questions) keeps each
+    call's answer; a layer application answers its layer's name."""
+    src = "from tensorflow.keras import layers\n\ndef f(x):\n    return layers.Dense(4)(x)\n"
+    ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
+    app = next(c for c, _ in ctx.index.calls if type(c.func) is cst.Call)
+    assert ctx.names.call_name_anywhere(app) == "keras.layers.Dense"
+    assert ctx.caches.call_names_anywhere[id(app)] == (app, "keras.layers.Dense")
+    assert ctx.names.call_name_anywhere(app) == "keras.layers.Dense"

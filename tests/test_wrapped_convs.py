@@ -180,6 +180,38 @@ def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path)
     assert "Global batch 32" in found[0][2]
 
 
+def test_a_tpu_helper_is_looked_up_once_per_spelling(tmp_path):
+    """Whether a call sets up a TPU through a project helper is asked of every call of the
+    file; the project is asked once per callee spelling (the file's model keeps it)."""
+    import libcst as cst
+
+    from kerasfit.semantic.index import ProjectIndex
+    from kerasfit.semantic.model import SemanticModel
+
+    _write(tmp_path, {
+        "tpu_lib.py": """
+            import tensorflow as tf
+
+            def get_strategy():
+                resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
+                return tf.distribute.TPUStrategy(resolver)
+        """,
+        "train.py": """
+            import numpy as np
+            import tpu_lib
+
+            a = np.zeros(3)
+            b = np.zeros(4)
+            strategy = tpu_lib.get_strategy()
+        """,
+    })
+    path = tmp_path / "train.py"
+    src = path.read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
+    assert ctx.roles.uses_tpu
+    assert ctx.caches.tpu_makers == {"np.zeros": False, "tpu_lib.get_strategy": True}
+
+
 def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tmp_path):
     _write(tmp_path, {
         "pads.py": """
@@ -237,3 +269,46 @@ def test_a_wrapper_called_alike_is_interpreted_once(tmp_path):
     fed = [ctx.layers.ops_fed(c) for c in calls]
     assert [[layer.name for layer in f] for f in fed] == [["tensorflow.nn.conv2d"]] * 3
     assert len(ctx.caches.wrapper_ops) == 2  # (2, 'VALID') twice, then (1, default)
+
+
+def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
+    """A wrapper's first argument that no pad can have produced (a parameter, an
+    attribute, a name bound to another framework op) is no pad: the rule does not interpret
+    the wrapper for it (no interpretation is kept), while a padded argument is still
+    followed into the wrapper."""
+    import libcst as cst
+
+    from kerasfit.engine import walk
+    from kerasfit.rules.pad_before_conv import PadBeforeConv
+    from kerasfit.semantic.index import ProjectIndex
+    from kerasfit.semantic.model import SemanticModel
+
+    _write(tmp_path, {
+        "net.py": """
+            import tensorflow as tf
+
+            def _conv2d(x, w, stride, padding="SAME"):
+                return tf.nn.conv2d(x, w, [1, stride, stride, 1], padding=padding)
+
+            class Net:
+                def call(self, x, w):
+                    a = _conv2d(x, w, 1, padding="VALID")
+                    r = tf.nn.relu(a)
+                    b = _conv2d(r, w, 4, padding="VALID")
+                    return _conv2d(self.cache, w, 2, padding="VALID")
+
+            def padded(x, w):
+                y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return _conv2d(y, w, 3, padding="VALID")
+        """,
+    })
+    assert [r for _, r, _ in _findings(tmp_path, "net.py")] == [15]  # the pad
+
+    path = tmp_path / "net.py"
+    src = path.read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
+    rule = PadBeforeConv(ctx)
+    walk(ctx.module, ctx, [rule], lambda r, exc: (_ for _ in ()).throw(exc))
+    assert [ctx.module.code_for_node(rep.node) for rep in rule.reports] == ["tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])"]
+    # one interpretation, for stride 3: ``x``, ``r`` and ``self.cache`` are no pad's result
+    assert [key[1][1] for key in ctx.caches.wrapper_ops] == [frozenset({3})]

@@ -98,11 +98,7 @@ def _built_layer(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     if facts is None:
         return None
     # only a name that leads to a project function is worth interpreting
-    known = ctx.caches.factory_callees
-    if dotted not in known:
-        sym = ctx.project.local(facts, dotted)
-        known[dotted] = sym is not None and sym.kind == "function"
-    if not known[dotted]:
+    if not _project_function(ctx, facts, dotted):
         return None
     sym = ctx.project.local(facts, dotted)
     if sym is None or sym.node is None or not _project_may_return_layer(ctx, sym.node):
@@ -111,6 +107,17 @@ def _built_layer(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     if called is None:
         return None  # positions unknown
     return built_layer(ctx.project, facts, dotted, *called)
+
+
+def _project_function(ctx: SemanticModel, facts: ModuleFacts, dotted: str) -> bool:
+    """Whether ``dotted`` names a project function (this file or another of the tree),
+    once per spelling: most callees are asked about at many call sites."""
+    known = ctx.caches.factory_callees
+    hit = known.get(dotted)
+    if hit is None:
+        sym = ctx.project.local(facts, dotted)
+        hit = known[dotted] = sym is not None and sym.kind == "function"
+    return hit
 
 
 def _call_args(ctx: SemanticModel, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
@@ -158,10 +165,7 @@ def _ops_fed(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
     if b is None and dotted.split(".")[0] not in ctx.names.imports:
         return []
     facts = _facts(ctx)
-    if facts is None:
-        return []
-    sym = ctx.project.local(facts, dotted)
-    if sym is None or sym.kind != "function":
+    if facts is None or not _project_function(ctx, facts, dotted):
         return []
     called = _call_args(ctx, call.args[1:])
     if called is None:
@@ -246,8 +250,13 @@ def project_makes_tpu(ctx: SemanticModel, call: cst.Call) -> bool:
     dotted = dotted_name(call.func)
     if dotted is None or dotted.split(".")[0] not in ctx.names.imports or ctx.names.call_name_anywhere(call) is not None:
         return False
-    facts = _facts(ctx)
-    return facts is not None and ctx.project.makes_tpu(facts, dotted)
+    # asked of every call of a file that may use a TPU: answered once per spelling
+    known = ctx.caches.tpu_makers
+    hit = known.get(dotted)
+    if hit is None:
+        facts = _facts(ctx)
+        hit = known[dotted] = facts is not None and ctx.project.makes_tpu(facts, dotted)
+    return hit
 
 
 def _facts(ctx: SemanticModel) -> ModuleFacts | None:

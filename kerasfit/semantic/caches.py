@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 class ModelCaches:
     # names.py: a project import's framework re-export, per raw dotted name
     project_raws: dict[str, str | None] = field(default_factory=dict)
+    # naming.py: what a dotted name's head stands for, per (head, innermost enclosing
+    # def / class / lambda or None): that scope (kept alive), the base spelling, and how
+    # the rest joins it (naming.Names._head)
+    heads: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+    # naming.py: call_name_anywhere per call
+    call_names_anywhere: dict[int, tuple[cst.Call, str | None]] = field(default_factory=dict)
+    # naming.py: symbols.canonical per raw dotted name
+    canonical: dict[str, str] = field(default_factory=dict)
     # model.py: attribute spellings resolved by name only (``layers.Conv2D`` on an unknown receiver)
     by_name_hits: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)
     # tensors.py: per function, the names that may hold tensors
@@ -40,6 +48,8 @@ class ModelCaches:
     # bridge.py: the framework ops a project wrapper applies to its first argument
     ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
+    # bridge.py: whether a project function (by its spelling here) sets up a TPU
+    tpu_makers: dict[str, bool] = field(default_factory=dict)
     # bridge.py: the same, per (wrapper, argument values): most wrappers are called alike
     wrapper_ops: dict[Hashable, list[Layer]] = field(default_factory=dict)
     # bridge.py: the file's own project-index facts (read once)

@@ -83,13 +83,14 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
 
     if not _may_inject(ctx):
         return None
-    scopes = [s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda, cst.ClassDef))]
+    kinds = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # exact types: see nodes.dotted_name
+    scopes = [s for s in reversed(within) if type(s) in kinds]
     for i, scope in enumerate(scopes):
-        if isinstance(scope, cst.ClassDef) and i > 0:
+        if i and type(scope) is cst.ClassDef:
             continue
         bs = ctx.scopes.scope_index(scope).bindings.get(head)
         if bs:
-            if isinstance(scope, cst.ClassDef):
+            if type(scope) is cst.ClassDef:
                 return None
             if _declared_global(scope, head, ctx):
                 break
@@ -179,16 +180,18 @@ def _globals_of(func: Any, ctx: Any = None) -> frozenset[str]:
         hit = memo[id(func)] = frozenset()
     if hit is None:
         hit = memo[id(func)] = frozenset(
-            g.name.value for n in walk(func.body) if isinstance(n, cst.Global) for g in n.names
+            g.name.value for n in walk(func.body) if type(n) is cst.Global for g in n.names  # exact: see nodes.dotted_name
         )
     return hit
 
 
-_GLOBAL_WORD = re.compile(r"\bglobal\b")
+# A ``global`` statement starts a logical line or follows ``:`` / ``;`` (``def f(): global G``);
+# the word in prose (``# the global batch``, a docstring's sentence) does not.
+_GLOBAL_WORD = re.compile(r"(?:^|[:;\r])[ \t\f]*global\b", re.MULTILINE)
 
 
 def _may_declare_globals(ctx: Any) -> bool:
-    """False when the file's text has no ``global`` keyword: then no function declares
+    """False when the file's text has no ``global`` statement: then no function declares
     one, and walking each function's body to find out (most of a keras_applications
     file's name resolution) is skipped."""
     src = getattr(ctx, "source", "")

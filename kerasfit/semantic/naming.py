@@ -20,6 +20,13 @@ from .scopes import Scopes, module_dotted
 if TYPE_CHECKING:
     from .model import SemanticModel
 
+# exact node types on the hot paths (see nodes.dotted_name)
+_Call = cst.Call
+_SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
+_FN_TYPES = frozenset({cst.FunctionDef, cst.Lambda})
+# how a head's base joins the rest of a dotted name (Names._head)
+_PLAIN, _INJECTION, _INJECTED = object(), object(), object()
+
 
 class Names:
     """The file's imports and what its names refer to."""
@@ -102,48 +109,78 @@ class Names:
         while stack:
             item = stack.pop()
             for stmt in iter_statements(item):
-                if isinstance(stmt, (cst.Import, cst.ImportFrom)):
+                tp = type(stmt)  # exact types: see nodes.dotted_name
+                if tp is cst.Import or tp is cst.ImportFrom:
                     yield stmt
-                elif isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                    stack.append(stmt.body)
+                elif tp is cst.FunctionDef or tp is cst.ClassDef:
+                    stack.append(stmt.body)  # type: ignore[attr-defined]
 
     def raw_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode] | None = None) -> str | None:
         """The fully-qualified dotted name an expression refers to, if it is imported.
         ``within``: the nodes enclosing the place ``node`` is seen from, outermost first
         (default: ``node``'s own ancestors)."""
-        within = self._scopes.ancestors(node) if within is None else within
-        if isinstance(node, cst.Call):
+        if type(node) is _Call:  # exact type: see nodes.dotted_name
             return None
         dotted = dotted_name(node)
         if dotted is None:
             return None
+        if within is None:
+            within = self._scopes.ancestors(node)
+        # What a head stands for depends only on the defs, classes and lambdas around it,
+        # which its innermost one determines: answer each (head, innermost scope) once.
+        scope = None
+        for s in reversed(within):
+            if type(s) in _SCOPE_TYPES:
+                scope = s
+                break
+        return self._raw(dotted, scope, within)
+
+    def _raw(self, dotted: str, scope: cst.CSTNode | None, within: Sequence[cst.CSTNode] | None,
+             scopes: Sequence[ScopeNode] = ()) -> str | None:
+        """:meth:`raw_name` of ``dotted`` seen from inside ``scope`` (the innermost def, class
+        or lambda of ``within``, or None); ``within`` None: built from ``scopes`` (innermost
+        first) when the head's meaning must be worked out."""
         head, _, rest = dotted.partition(".")
+        key = (head, id(scope))
+        memo = self.caches.heads
+        hit = memo.get(key)
+        if hit is None or hit[0] is not scope:
+            if within is None:
+                within = self._scopes.within(scopes)
+            hit = memo[key] = [scope, *self._head(head, within)]
+        base: str | None = hit[1]
+        how = hit[2]
+        if how is _PLAIN:
+            return f"{base}.{rest}" if rest else base
+        if not rest:  # a bare name is no submodule's member
+            return None
+        if how is _INJECTION:
+            # ``backend.mean`` where ``backend`` is a submodule handed in at run time
+            # (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names);
+            # asked only once a head is followed by an attribute
+            if within is None:
+                within = self._scopes.within(scopes)
+            base = hit[1] = injected_submodule(self._m, head, within)
+            hit[2] = _INJECTED
+        return f"{base}.{rest}" if base else None
+
+    def _head(self, head: str, within: Sequence[cst.CSTNode]) -> tuple[str | None, object]:
+        """(base, how): what ``head`` stands for seen from ``within`` — an imported or aliased
+        spelling (``_PLAIN``), or only possibly a submodule handed in at run time
+        (``_INJECTION``: not looked for yet)."""
         if head in self.module_shadowed and head not in self.imports:
             renamed = self._renamed_layer(head) or self._alias(head, self.module)
-            if renamed is not None:
-                return f"{renamed}.{rest}" if rest else renamed
-            return self._injected(head, rest, within)
+            return (renamed, _PLAIN) if renamed is not None else (None, _INJECTION)
         if self._locally_rebound(head, within):
-            fn = next((s for s in reversed(within) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-            alias = self._alias(head, fn) if fn is not None else None
-            if alias is not None:
-                return f"{alias}.{rest}" if rest else alias
-            return self._injected(head, rest, within)
+            fn = next((s for s in reversed(within) if type(s) in _FN_TYPES), None)
+            alias = self._alias(head, fn) if fn is not None else None  # type: ignore[arg-type]
+            return (alias, _PLAIN) if alias is not None else (None, _INJECTION)
         base = self.imports.get(head)
         if base is None:
-            alias = self._module_alias(head)
-            if alias is None:
-                return self._injected(head, rest, within)
-            base = alias
-        return f"{base}.{rest}" if rest else base
-
-    def _injected(self, head: str, rest: str, within: Sequence[cst.CSTNode]) -> str | None:
-        """``backend.mean`` where ``backend`` is a submodule handed in at run time
-        (keras_applications' ``get_submodules_from_kwargs`` idiom, see semantic.names)."""
-        if not rest:
-            return None
-        base = injected_submodule(self._m, head, within)
-        return f"{base}.{rest}" if base else None
+            base = self._module_alias(head)
+            if base is None:
+                return None, _INJECTION
+        return base, _PLAIN
 
     def _locally_rebound(self, name: str, within: Sequence[cst.CSTNode]) -> bool:
         """True when the innermost function scope of ``within`` assigns ``name`` itself."""
@@ -166,7 +203,7 @@ class Names:
         if not bindings or len(bindings) != 1 or bindings[0].value is None or bindings[0].kind != "assign":
             return None
         value = bindings[0].value
-        if isinstance(value, (cst.Name, cst.Attribute)):
+        if type(value) is cst.Name or type(value) is cst.Attribute:
             dotted = dotted_name(value)
             if dotted and dotted.split(".")[0] != name:
                 head, _, rest = dotted.partition(".")
@@ -212,13 +249,21 @@ class Names:
 
     def _resolve(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
         raw = self.raw_name(node, within)
-        if raw is not None and raw.split(".")[0] not in ROOT_MODULES:
+        if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
             raw = self._project_raw(raw)
+            if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
+                return None
         if raw is None:
             return self._by_name(node, within)
-        if raw.split(".")[0] not in ROOT_MODULES:
-            return None
-        return canonical(raw)
+        return self._canonical(raw)
+
+    def _canonical(self, raw: str) -> str:
+        """symbols.canonical, once per spelling (the same few names are asked all over a file)."""
+        memo = self.caches.canonical
+        hit = memo.get(raw)
+        if hit is None:
+            hit = memo[raw] = canonical(raw)
+        return hit
 
     # ---- beyond the file: the project index, and spellings only the framework uses -----
     def _project_raw(self, raw: str) -> str | None:
@@ -259,7 +304,7 @@ class Names:
         return hit is not None and hit[0] is node
     def call_name(self, node: cst.CSTNode) -> str | None:
         """Canonical name of the callee when ``node`` is a call of a TF/Keras symbol."""
-        if isinstance(node, cst.Call):
+        if type(node) is _Call:
             # every rule asks about every call: resolve each once (the entry keeps the
             # node alive, so its id cannot be reused by a transient node)
             hit = self._call_names.get(id(node))
@@ -277,11 +322,18 @@ class Names:
 
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None:
         """:meth:`raw_name` for a node anywhere in the file (not only the visited one)."""
+        if type(node) is _Call:
+            return None
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
         index = self._scopes.index
         par = index.parent.get(id(node))
         # a callee is in its call's scopes, which the index knows without climbing
-        at = par if type(par) is cst.Call and par.func is node else node
-        return self.raw_name(node, self._scopes.within(index.scopes_of(at)))
+        at = par if type(par) is _Call and par.func is node else node
+        scopes = index.scopes_of(at)  # innermost first
+        inner = scopes[0] if scopes and type(scopes[0]) is not cst.Module else None
+        return self._raw(dotted, inner, None, scopes)
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
         raw = self.raw_name_anywhere(call.func)
@@ -292,7 +344,7 @@ class Names:
                 inner = self._call_name_anywhere(call.func)
                 return inner
             return None
-        return canonical(raw)
+        return self._canonical(raw)
 
     def canonical_dotted(self, dotted: str, scopes: Sequence[ScopeNode]) -> str | None:
         head, _, rest = dotted.partition(".")
@@ -304,9 +356,15 @@ class Names:
     def call_name_anywhere(self, call: cst.Call) -> str | None:
         """:meth:`call_name` for a call anywhere in the file (a layer application
         ``Dense(8)(x)`` answers its layer's name)."""
-        return self._call_name_anywhere(call)
+        # asked of most calls by several whole-file questions (uses a TPU, roles, the
+        # input pipeline): resolved once per call (the entry keeps the call alive)
+        memo = self.caches.call_names_anywhere
+        hit = memo.get(id(call))
+        if hit is None or hit[0] is not call:
+            hit = memo[id(call)] = (call, self._call_name_anywhere(call))
+        return hit[1]
 
     def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
         """:meth:`raw_name` of ``node`` seen from ``scopes`` (outermost first), without
         building the file index."""
-        return self.raw_name(node, [s for s in scopes if not isinstance(s, cst.Module)])
+        return self.raw_name(node, [s for s in scopes if type(s) is not cst.Module])

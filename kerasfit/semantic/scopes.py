@@ -20,6 +20,13 @@ from .scoped import name_refs_in
 
 _SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _SCOPE_TYPE_SET = frozenset(_SCOPE_TYPES)  # exact types on the hot climbs: see nodes.dotted_name
+_SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
+_FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
+_CLASS_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.ClassDef})
+_CALLABLE_TYPES: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef, cst.Lambda})
+# the statements that bind a name in their scope (Scopes._build_index)
+_BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef,
+                                 cst.ClassDef, cst.Import, cst.ImportFrom})
 
 
 @dataclass
@@ -49,27 +56,28 @@ def _parallel_assignment(target: cst.BaseExpression, value: cst.BaseExpression) 
     """``a, b = 1, 2``: names on the left, as many plain elements on the right; each
     name with its element's value, else None."""
     if not (
-        isinstance(target, (cst.Tuple, cst.List))
-        and isinstance(value, (cst.Tuple, cst.List))
-        and len(target.elements) == len(value.elements)
+        type(target) in _SEQUENCE_TYPES
+        and type(value) in _SEQUENCE_TYPES
+        and len(target.elements) == len(value.elements)  # type: ignore[attr-defined]
     ):
         return None
     pairs: list[tuple[cst.Name, cst.BaseExpression]] = []
-    for t, v in zip(target.elements, value.elements):
-        if not (isinstance(t, cst.Element) and isinstance(t.value, cst.Name) and isinstance(v, cst.Element)):
+    for t, v in zip(target.elements, value.elements):  # type: ignore[attr-defined]
+        if not (type(t) is cst.Element and type(t.value) is cst.Name and type(v) is cst.Element):
             return None
         pairs.append((t.value, v.value))
     return pairs
 
 
 def _target_names(target: cst.BaseExpression) -> Iterator[cst.Name]:
-    if isinstance(target, cst.Name):
-        yield target
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for el in target.elements:
+    tp = type(target)
+    if tp is cst.Name:
+        yield target  # type: ignore[misc]
+    elif tp in _SEQUENCE_TYPES:
+        for el in target.elements:  # type: ignore[attr-defined]
             yield from _target_names(el.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
+    elif tp is cst.StarredElement:
+        yield from _target_names(target.value)  # type: ignore[attr-defined]
 
 
 def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: set[int]) -> bool:
@@ -187,31 +195,31 @@ class Scopes:
     def within(self, scopes: Sequence[ScopeNode]) -> list[ScopeNode]:
         """``scopes`` (innermost first) as an enclosing chain, outermost first, without the
         module: the form name resolution takes (``Names.raw_name(..., within=)``)."""
-        return [s for s in reversed(scopes) if not isinstance(s, cst.Module)]
+        return [s for s in reversed(scopes) if type(s) is not cst.Module]
 
-    def _innermost(self, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> Any:
+    def _innermost(self, node: cst.CSTNode, kinds: frozenset[type[cst.CSTNode]]) -> Any:
         for a in reversed(self.ancestors(node)):
-            if isinstance(a, kinds):
+            if type(a) in kinds:
                 return a
         return None
 
     def enclosing_function(self, node: cst.CSTNode) -> cst.FunctionDef | None:
         """The innermost ``def`` around ``node`` (its decorators and defaults included)."""
-        fn: cst.FunctionDef | None = self._innermost(node, cst.FunctionDef)
+        fn: cst.FunctionDef | None = self._innermost(node, _FUNCTION_DEF)
         return fn
 
     def enclosing_class(self, node: cst.CSTNode) -> cst.ClassDef | None:
-        cls: cst.ClassDef | None = self._innermost(node, cst.ClassDef)
+        cls: cst.ClassDef | None = self._innermost(node, _CLASS_DEF)
         return cls
 
     def enclosing_callable(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around ``node``."""
-        fn: cst.FunctionDef | cst.Lambda | None = self._innermost(node, (cst.FunctionDef, cst.Lambda))
+        fn: cst.FunctionDef | cst.Lambda | None = self._innermost(node, _CALLABLE_TYPES)
         return fn
 
     def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda whose body holds ``node``, else None (module level)."""
-        return next((s for s in self.scopes_of(node) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        return next((s for s in self.scopes_of(node) if type(s) in _CALLABLE_TYPES), None)  # type: ignore[return-value]
 
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
@@ -228,51 +236,61 @@ class Scopes:
 
     def _build_index(self, scope: ScopeNode) -> ScopeIndex:
         idx = ScopeIndex()
-        if isinstance(scope, (cst.FunctionDef, cst.Lambda)):
-            params = scope.params
+        add = idx.add
+        tp = type(scope)
+        if tp is cst.FunctionDef or tp is cst.Lambda:
+            params = scope.params  # type: ignore[union-attr]
             for p in (*params.posonly_params, *params.params, *params.kwonly_params):
-                idx.add(p.name.value, Binding(p.default, p, "param"))
+                add(p.name.value, Binding(p.default, p, "param"))
             for star in (params.star_arg, params.star_kwarg):
-                if isinstance(star, cst.Param):
-                    idx.add(star.name.value, Binding(None, star, "param"))
-            if isinstance(scope, cst.Lambda):
+                if type(star) is cst.Param:
+                    add(star.name.value, Binding(None, star, "param"))
+            if tp is cst.Lambda:
                 return idx
+        # exact types (see nodes.dotted_name): most statements of a file bind nothing, and
+        # each isinstance against libcst's ABC-based classes costs ~10x a type test
         for stmt in iter_statements(scope.body):
-            if isinstance(stmt, cst.Assign):
-                for t in stmt.targets:
-                    if isinstance(t.target, cst.Name):
-                        idx.add(t.target.value, Binding(stmt.value, stmt))
-                    elif (pairs := _parallel_assignment(t.target, stmt.value)) is not None:
+            st = type(stmt)
+            if st not in _BINDING_STATEMENTS:
+                continue
+            if st is cst.Assign:
+                value = stmt.value  # type: ignore[attr-defined]
+                for t in stmt.targets:  # type: ignore[attr-defined]
+                    if type(t.target) is cst.Name:
+                        add(t.target.value, Binding(value, stmt))
+                    elif (pairs := _parallel_assignment(t.target, value)) is not None:
                         # F_H, F_W = 5, 5: each name gets its own element
                         # (anchored on the target name: folds are memoised per binding node)
                         for name, v in pairs:
-                            idx.add(name.value, Binding(v, name))
+                            add(name.value, Binding(v, name))
                     else:
                         for n in _target_names(t.target):
-                            idx.add(n.value, Binding(None, stmt, "other"))
-            elif isinstance(stmt, cst.AnnAssign) and isinstance(stmt.target, cst.Name):
-                idx.add(stmt.target.value, Binding(stmt.value, stmt))
-            elif isinstance(stmt, cst.AugAssign) and isinstance(stmt.target, cst.Name):
-                idx.add(stmt.target.value, Binding(None, stmt, "other"))
-            elif isinstance(stmt, (cst.For,)):
-                for n in _target_names(stmt.target):
-                    idx.add(n.value, Binding(None, stmt, "other"))
-            elif isinstance(stmt, (cst.With,)):
-                for item in stmt.items:
+                            add(n.value, Binding(None, stmt, "other"))
+            elif st is cst.AnnAssign:
+                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
+                    add(stmt.target.value, Binding(stmt.value, stmt))  # type: ignore[attr-defined]
+            elif st is cst.AugAssign:
+                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
+                    add(stmt.target.value, Binding(None, stmt, "other"))  # type: ignore[attr-defined]
+            elif st is cst.For:
+                for n in _target_names(stmt.target):  # type: ignore[attr-defined]
+                    add(n.value, Binding(None, stmt, "other"))
+            elif st is cst.With:
+                for item in stmt.items:  # type: ignore[attr-defined]
                     if item.asname is not None:
                         for n in _target_names(item.asname.name):
-                            idx.add(n.value, Binding(None, stmt, "other"))
-            elif isinstance(stmt, cst.FunctionDef):
-                idx.add(stmt.name.value, Binding(None, stmt, "def"))
-            elif isinstance(stmt, cst.ClassDef):
-                idx.add(stmt.name.value, Binding(None, stmt, "class"))
-            elif isinstance(stmt, (cst.Import, cst.ImportFrom)):
-                names = stmt.names if not isinstance(stmt.names, cst.ImportStar) else ()
+                            add(n.value, Binding(None, stmt, "other"))
+            elif st is cst.FunctionDef:
+                add(stmt.name.value, Binding(None, stmt, "def"))  # type: ignore[attr-defined]
+            elif st is cst.ClassDef:
+                add(stmt.name.value, Binding(None, stmt, "class"))  # type: ignore[attr-defined]
+            else:  # Import, ImportFrom
+                names = stmt.names if type(stmt.names) is not cst.ImportStar else ()  # type: ignore[attr-defined]
                 for alias in names:
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        idx.add(alias.asname.name.value, Binding(None, stmt, "import"))
+                    if alias.asname is not None and type(alias.asname.name) is cst.Name:
+                        add(alias.asname.name.value, Binding(None, stmt, "import"))
                     else:
-                        idx.add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+                        add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
         return idx
 
     def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None, *, at: cst.CSTNode | None = None) -> Binding | None:
@@ -291,7 +309,7 @@ class Scopes:
     def lookup_in(self, name: str, scopes: Sequence[ScopeNode]) -> tuple[Binding | None, Sequence[ScopeNode]]:
         """The single binding and the scope chain it lives in (for evaluating its value)."""
         for i, scope in enumerate(scopes):
-            if isinstance(scope, cst.ClassDef) and i > 0:
+            if i and type(scope) is cst.ClassDef:
                 continue
             bs = self.scope_index(scope).bindings.get(name)
             if bs:
@@ -334,7 +352,7 @@ class Scopes:
         idx = self.index
         scopes = idx.scopes_of(name)
         for i, scope in enumerate(scopes):
-            if isinstance(scope, cst.ClassDef) and i > 0:
+            if i and type(scope) is cst.ClassDef:
                 continue
             bs = self.scope_index(scope).bindings.get(name.value)
             if not bs:
