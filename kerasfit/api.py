@@ -36,6 +36,7 @@ from .config import (
 from .cachefs import CacheDir
 from .discovery import Candidate, discover, mentions_tensorflow
 from .docpages import Links
+from .parseguard import on_parse_stack
 from .registry import all_rules, fingerprint as rules_fingerprint, manifest
 from .semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
 from .types import TARGETS, Diagnostic, FileResult, Severity
@@ -463,7 +464,8 @@ def _worker(batch: list[tuple[_Job, str]], index: ProjectIndex) -> list[FileResu
     # A checked file's tree is freed by reference counting as soon as its check returns:
     # the model, its parts and the rules hold no reference cycle (tests/test_memory.py),
     # so nothing waits for the cyclic collector, whose thresholds tune_gc() raises.
-    return [_run_file(job, text, index) for job, text in batch]
+    # on one thread with the parse stack for the whole batch, not a thread per parse
+    return on_parse_stack(lambda: [_run_file(job, text, index) for job, text in batch])
 
 
 # A worker process's project index: handed over once when the pool forks the process

@@ -25,7 +25,7 @@ import re
 import threading
 import tokenize
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import libcst as cst
 
@@ -201,6 +201,8 @@ def mask(source: str, statements: list[ast.stmt]) -> str:
 
 # ---- parsing -----------------------------------------------------------------------
 
+_T = TypeVar("_T")
+
 _stack_lock = threading.Lock()
 _big = threading.local()  # .stack: this thread was started with PARSE_STACK_BYTES
 
@@ -230,13 +232,22 @@ def _mark_big_stack() -> None:
 
 def parse_module(text: str) -> cst.Module:
     """``libcst.parse_module`` on a thread with a large stack (exceptions re-raised)."""
+    return on_parse_stack(lambda: cst.parse_module(text))
+
+
+def on_parse_stack(work: Callable[[], _T]) -> _T:
+    """``work()`` run on a thread with the parse stack (exceptions re-raised); inline when
+    this thread has it already. A batch check runs all its files through one such thread:
+    a thread started per parse cost ~10% of libcst's parse time (each new 64 MB stack is
+    faulted in afresh; keras-io's 182 examples: 3.3-3.5 s CPU vs 2.9-3.2 s on one thread)."""
     if getattr(_big, "stack", False):
-        return cst.parse_module(text)
+        return work()
     box: dict[str, object] = {}
 
     def run() -> None:
+        _big.stack = True
         try:
-            box["module"] = cst.parse_module(text)
+            box["result"] = work()
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
 
@@ -248,13 +259,13 @@ def parse_module(text: str) -> cst.Module:
             t.start()
         except (ValueError, RuntimeError):  # a platform without settable stacks
             threading.stack_size(old)
-            return cst.parse_module(text)
+            return work()
         finally:
             threading.stack_size(old)
     t.join()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
-    return box["module"]  # type: ignore[return-value]
+    return box["result"]  # type: ignore[return-value]
 
 
 def _innermost_statement(tree: ast.Module, row: int) -> ast.stmt | None:

@@ -44,6 +44,27 @@ def test_long_boolean_chain_is_one_kf001_with_jobs_1(tmp_path):
     assert any(line.startswith("ok.py:2:6: KF101") for line in r.lines), r.stdout
 
 
+def test_a_batch_check_parses_every_file_on_one_thread_with_the_parse_stack(tmp_path, monkeypatch):
+    """A thread started per parse cost ~10% of libcst's parse time; the batch runs on one
+    thread with the parse stack, and the deep file is still refused alone there."""
+    write(tmp_path / "chain.py", AND_CHAIN + BAD.split("\n", 1)[1])
+    for i in range(4):
+        write(tmp_path / f"ok{i}.py", BAD)
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counting_start(self: threading.Thread) -> None:
+        started.append(self.name)
+        start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    res = check_paths([str(tmp_path)], CheckOptions(use_cache=False, jobs=1))
+    assert started.count("kerasfit-parse") == 1
+    by_file = {os.path.basename(r.filename): sorted({d.code for d in r.diagnostics}) for r in res.files}
+    assert by_file["chain.py"] == ["KF001", "KF101"]
+    assert all(by_file[f"ok{i}.py"] == ["KF101"] for i in range(4))
+
+
 def test_long_chain_in_the_language_servers_path_returns(tmp_path):
     """check_source is what the server's lint thread calls; it died with SIGSEGV."""
     code = textwrap.dedent(
