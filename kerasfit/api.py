@@ -36,7 +36,7 @@ from .config import (
 from .cachefs import CacheDir
 from .discovery import Candidate, discover, mentions_tensorflow
 from .docpages import Links
-from .parseguard import on_parse_stack
+from .parsestack import on_parse_stack
 from .registry import all_rules, fingerprint as rules_fingerprint, manifest
 from .semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
 from .types import TARGETS, Diagnostic, FileResult, Severity

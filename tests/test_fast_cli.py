@@ -41,6 +41,26 @@ def test_a_plain_check_imports_no_server_table_or_tensorflow_modules(project: Pa
     assert "model.py:2:6: KF101" in p.stdout
 
 
+def test_a_check_answered_from_the_cache_imports_no_libcst(project: Path) -> None:
+    # libcst's import is ~0.17 s, longer than a warm check of 182 files: a run whose every
+    # file is cached must not pay it
+    write(project / "kerasfit.toml", "")  # (the cache sits under this project root)
+    assert run("check", "model.py", "clean.py", cwd=project).returncode == 1  # fills the cache
+    code = (
+        "import sys\n"
+        "sys.argv = ['kerasfit', 'check', 'model.py', 'clean.py']\n"
+        "from kerasfit.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('EXIT', code, 'LIBCST', 'libcst' in sys.modules, file=sys.stderr)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
+    assert "EXIT 1 LIBCST False" in p.stderr, p.stderr
+    assert "model.py:2:6: KF101" in p.stdout
+
+
 def test_the_check_command_passes_every_option_to_the_body_by_name() -> None:
     # cli.check forwards its locals() to run_check: the two parameter lists are one list.
     assert list(inspect.signature(cli.check).parameters) == list(inspect.signature(checkcmd.run_check).parameters)

@@ -142,10 +142,10 @@ def test_ordinary_code_is_not_refused():
 def test_a_worker_killed_by_a_native_crash_is_one_error_and_the_rest_is_checked(tmp_path, monkeypatch):
     """With the budget switched off and an 8 MB parse stack, libcst really segfaults in a
     worker: the old pool.map then waited forever."""
-    from kerasfit import parseguard
+    from kerasfit import parseguard, parsestack
 
     monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
-    monkeypatch.setattr(parseguard, "PARSE_STACK_BYTES", 8 * 1024 * 1024)
+    monkeypatch.setattr(parsestack, "PARSE_STACK_BYTES", 8 * 1024 * 1024)
     monkeypatch.delenv("KERASFIT_NO_PARALLEL", raising=False)
     write(tmp_path / "boom.py", "import tf_keras as keras\nx = " + " and ".join(["a"] * 30_000) + "\n")
     for i in range(7):
