@@ -23,20 +23,26 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_a_plain_check_imports_no_server_table_or_tensorflow_modules(project: Path) -> None:
+def _check_in_process(project: Path, argv: list[str], report: str) -> subprocess.CompletedProcess[str]:
+    """``kerasfit check`` run in a fresh interpreter as entry.main runs it (which then ends
+    the process at once), printing ``EXIT <code>`` and then the ``report`` expression."""
     code = (
         "import sys\n"
-        "sys.argv = ['kerasfit', 'check', '--no-cache', 'model.py']\n"
-        # the command's body as entry.main runs it (which then ends the process at once)
+        f"sys.argv = ['kerasfit', 'check', *{argv!r}]\n"
         "from kerasfit.cli import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'pydantic', 'pygls', 'lsprotocol', 'tabulate', 'tensorflow', 'keras', 'tf_keras'})\n"
-        "print('EXIT', code, 'HEAVY', heavy, file=sys.stderr)\n"
+        f"print('EXIT', code, {report}, file=sys.stderr)\n"
     )
-    p = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
+
+
+def test_a_plain_check_imports_no_server_table_or_tensorflow_modules(project: Path) -> None:
+    heavy = "'rich', 'pydantic', 'pygls', 'lsprotocol', 'tabulate', 'tensorflow', 'keras', 'tf_keras'"
+    p = _check_in_process(project, ["--no-cache", "model.py"],
+                          f"'HEAVY', sorted({{m.split('.')[0] for m in sys.modules}} & {{{heavy}}})")
     assert "EXIT 1 HEAVY []" in p.stderr, p.stderr
     assert "model.py:2:6: KF101" in p.stdout
 
@@ -46,17 +52,7 @@ def test_a_check_answered_from_the_cache_imports_no_libcst(project: Path) -> Non
     # file is cached must not pay it
     write(project / "kerasfit.toml", "")  # (the cache sits under this project root)
     assert run("check", "model.py", "clean.py", cwd=project).returncode == 1  # fills the cache
-    code = (
-        "import sys\n"
-        "sys.argv = ['kerasfit', 'check', 'model.py', 'clean.py']\n"
-        "from kerasfit.cli import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print('EXIT', code, 'LIBCST', 'libcst' in sys.modules, file=sys.stderr)\n"
-    )
-    p = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=120)
+    p = _check_in_process(project, ["model.py", "clean.py"], "'LIBCST', 'libcst' in sys.modules")
     assert "EXIT 1 LIBCST False" in p.stderr, p.stderr
     assert "model.py:2:6: KF101" in p.stdout
 

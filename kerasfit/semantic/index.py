@@ -147,6 +147,16 @@ def _plain_bytes(source: str) -> bytes | None:
         return None
 
 
+def _stamp(path: str) -> tuple[int, int] | None:
+    """(modification time, size) of a file: what is remembered of it is read again when
+    this changes. None when it cannot be read."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
     """Module-level statements, looking inside ``if``/``try`` (version-dependent imports)."""
     for stmt in body:
@@ -197,11 +207,9 @@ class ProjectIndex:
             data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
             known = self._known(digest(data), key)
             return known if known is not None else build_facts(key, data)
-        try:
-            st = os.stat(key)
-        except OSError:
+        stamp = _stamp(key)
+        if stamp is None:
             return None
-        stamp = (st.st_mtime_ns, st.st_size)
         hit = self._facts.get(key)
         if hit is None or hit[0] != stamp:
             try:
@@ -289,11 +297,9 @@ class ProjectIndex:
     def digest_of(self, path: str | os.PathLike[str]) -> str | None:
         """:func:`file_digest` of ``path``, read again only when its size or time changed."""
         key = os.path.abspath(path)
-        try:
-            st = os.stat(key)
-        except OSError:
+        stamp = _stamp(key)
+        if stamp is None:
             return None
-        stamp = (st.st_mtime_ns, st.st_size)
         hit = self._digests.get(key)
         if hit is None or hit[0] != stamp:
             d = file_digest(key)
