@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import io
+from bisect import bisect_left
 import re
 import tokenize
 from dataclasses import dataclass
@@ -95,12 +96,50 @@ def _shift(node: ast.expr) -> ast.expr:
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
+# An f-string prefix: CPython 3.11 reports the parts of an f-string at the whole string's
+# position, so a string piece count there need not be bounded by its own text.
+_FSTRING = re.compile(r"[fF][rR]?['\"]")
+# Characters str.splitlines breaks at and CPython does not: ``lines`` (and so the piece
+# counts) no longer follow the AST's line numbers in a file holding one.
+# Cheaper to walk than to measure (a Name has one child, a Constant none).
+_LEAFISH = (ast.Name, ast.Constant)
+_ODD_BREAK = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
 def over_budget(tree: ast.Module, source: str, budget: int | None = None) -> list[tuple[ast.stmt, int]]:
     """Statements whose libcst nesting (blocks around them included) exceeds ``budget``,
-    each with the depth found, outermost first and never one inside another."""
+    each with the depth found, outermost first and never one inside another.
+
+    Short statements are not walked: the walk's depth below a node is at most
+    ``2 * len(text) + 1`` characters of its source text. Each AST child spans strictly
+    less text than its parent except a few same-text wrappers (Expr, withitem and
+    MatchValue over their expression, arguments over a lone parameter, a format spec
+    over its only part), and no wrapper wraps another; a child without children (ctx,
+    operators) adds one level. A BoolOp of k operands steps k levels and spends at least
+    3 characters per extra operand; a string's piece count is at most half its text
+    (two quotes a piece). So a statement at depth ``d`` with ``d + 2*len + 1 <= budget``
+    cannot be flagged, nor can anything in it. Not applied where positions may not
+    bound the piece counts: statements holding an f-string prefix, and files holding a
+    character ``str.splitlines`` breaks at and CPython does not. Identical results to
+    ``_over_budget_exact`` (tests/test_parseguard_property.py)."""
+    return _walk(tree, source, budget, prune=True)
+
+
+def _over_budget_exact(tree: ast.Module, source: str, budget: int | None = None) -> list[tuple[ast.stmt, int]]:
+    """``over_budget`` walking every node (the reference the pruned walk is tested against)."""
+    return _walk(tree, source, budget, prune=False)
+
+
+def _walk(tree: ast.Module, source: str, budget: int | None, prune: bool) -> list[tuple[ast.stmt, int]]:
     if budget is None:
         budget = DEPTH_BUDGET
     lines = source.splitlines(keepends=True)
+    if prune and _ODD_BREAK.search(source):
+        prune = False
+    starts = _line_starts(source) if prune else []
+    fstrings = [m.start() for m in _FSTRING.finditer(source)] if prune else []  # sorted
+    ascii_only = source.isascii()  # then a column (bytes) counts characters exactly
+    in_fstring: set[int] = set()  # nodes inside an f-string: not pruned (positions)
     found: list[tuple[ast.stmt, int]] = []
     # (node, depth, owning statement); iterative: the tree may be thousands deep
     stack: list[tuple[ast.AST, int, ast.stmt | None]] = [(tree, 0, None)]
@@ -109,6 +148,25 @@ def over_budget(tree: ast.Module, source: str, budget: int | None = None) -> lis
         node, depth, owner = stack.pop()
         if isinstance(node, ast.stmt):
             owner = node
+            if prune:
+                row = _stmt_start(node)[0] if getattr(node, "decorator_list", None) else node.lineno
+                a = starts[row - 1]  # from the line's start: a longer text only prunes less
+                last = node.end_lineno or node.lineno
+                b = starts[last - 1] + (node.end_col_offset or 0)  # bytes >= characters
+                i = bisect_left(fstrings, a)
+                if depth + 2 * (b - a) + 1 <= budget and (i == len(fstrings) or fstrings[i] >= b):
+                    continue
+        elif prune and type(node) not in _LEAFISH and id(node) not in in_fstring:
+            end_row = getattr(node, "end_lineno", None)
+            if end_row is not None:  # a positioned expression, pattern, argument, handler
+                if isinstance(node, ast.JoinedStr):  # its parts' positions are the whole string's
+                    in_fstring.update(map(id, ast.walk(node)))
+                else:
+                    a = starts[node.lineno - 1] + (node.col_offset if ascii_only else 0)  # type: ignore[attr-defined]
+                    b = starts[end_row - 1] + (node.end_col_offset or 0)  # type: ignore[attr-defined]
+                    i = bisect_left(fstrings, a)
+                    if depth + 2 * (b - a) + 1 <= budget and (i == len(fstrings) or fstrings[i] >= b):
+                        continue
         if owner is not None and id(owner) in flagged:
             continue
         if depth > budget and owner is not None:
