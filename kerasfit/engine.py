@@ -223,11 +223,7 @@ class _Replay:
             fns, leaves = kinds[type(node)]
             if fns is not None:
                 scopes.visiting = node
-                for fn in fns:
-                    try:
-                        fn(node)
-                    except Exception as exc:  # one broken rule must not hide the others' findings
-                        on_error(fn.__self__, exc)  # type: ignore[attr-defined]  # a bound method of the rule
+                _visit(fns, node, on_error)
             if leaves is not None:
                 opened.append((len(anc), node, leaves))
             at[id(node)] = len(anc)

@@ -22,22 +22,30 @@ _stack_lock = threading.Lock()
 _big = threading.local()  # .stack: this thread was started with PARSE_STACK_BYTES
 
 
-def big_stack_executor(name: str) -> Any:
-    """A one-thread executor whose thread has the parse stack: parses on it run inline,
-    without starting a thread per parse (the language server parses one edited
-    statement per check, and starting the thread cost more than parsing it)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-    with _stack_lock:
+def _start_with_parse_stack(start: Callable[[], None]) -> bool:
+    """Run ``start()`` (which starts a thread) with the parse stack as the size of new
+    threads; False on a platform without settable stacks (the thread is not started)."""
+    with _stack_lock:  # stack_size() is process-wide: set it only around our start()
         old = threading.stack_size()
         try:
             threading.stack_size(PARSE_STACK_BYTES)
-            ex.submit(_mark_big_stack).result()  # the executor starts its thread here
-        except (ValueError, RuntimeError):  # a platform without settable stacks: threads per parse
-            pass
+            start()
+            return True
+        except (ValueError, RuntimeError):
+            return False
         finally:
             threading.stack_size(old)
+
+
+def big_stack_executor(name: str) -> Any:
+    """A one-thread executor whose thread has the parse stack: parses on it run inline,
+    without starting a thread per parse (the language server parses one edited
+    statement per check, and starting the thread cost more than parsing it). Without
+    settable stacks its thread has the default one, and each parse starts its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    ex = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+    _start_with_parse_stack(lambda: ex.submit(_mark_big_stack).result())  # the executor starts its thread here
     return ex
 
 
@@ -61,17 +69,9 @@ def on_parse_stack(work: Callable[[], _T]) -> _T:
         except BaseException as exc:  # handed to the caller's thread
             box["error"] = exc
 
-    with _stack_lock:  # stack_size() is process-wide: set it only around our start()
-        old = threading.stack_size()
-        try:
-            threading.stack_size(PARSE_STACK_BYTES)
-            t = threading.Thread(target=run, name="kerasfit-parse", daemon=True)
-            t.start()
-        except (ValueError, RuntimeError):  # a platform without settable stacks
-            threading.stack_size(old)
-            return work()
-        finally:
-            threading.stack_size(old)
+    t = threading.Thread(target=run, name="kerasfit-parse", daemon=True)
+    if not _start_with_parse_stack(t.start):
+        return work()  # a platform without settable stacks
     t.join()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]

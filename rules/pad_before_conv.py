@@ -1159,16 +1159,8 @@ class PadBeforeConv(Rule):
             return name is None or name in _PADS
         if tp is not cst.Name:
             return False
-        name = expr.value  # type: ignore[attr-defined]
-        scopes = self.ctx.scopes
-        for i, scope in enumerate(scopes.scopes_of(expr)):
-            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
-                continue
-            bindings = scopes.scope_index(scope).bindings.get(name)
-            if bindings:
-                return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call
-                           and self._may_be_pad(b.value) for b in bindings)
-        return False
+        return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call and self._may_be_pad(b.value)
+                   for b in self.ctx.scopes.bindings(expr.value, at=expr))  # type: ignore[attr-defined]
 
     def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
         if pad_name is None:

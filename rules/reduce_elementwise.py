@@ -287,14 +287,8 @@ class ReduceElementwise(Rule):
         """Whether the innermost scope binding ``name`` assigns it a reduction somewhere: the
         one reaching assignment is among those, and most names hold none (a few lookups,
         before the file's statements are ordered to find the reaching one)."""
-        scopes = self.ctx.scopes
-        for i, scope in enumerate(scopes.scopes_of(name)):
-            if i and type(scope) is cst.ClassDef:  # a method does not see its class's names
-                continue
-            bindings = scopes.scope_index(scope).bindings.get(name.value)
-            if bindings:
-                return any(b.kind == "assign" and self._reduction(b.value) is not None for b in bindings)  # type: ignore[arg-type]
-        return False
+        return any(b.kind == "assign" and self._reduction(b.value) is not None  # type: ignore[arg-type]
+                   for b in self.ctx.scopes.bindings(name.value, at=name))
 
     def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one assignment that reaches ``name``, else None."""

@@ -27,8 +27,6 @@ class ModelCaches:
     heads: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
     # naming.py: call_name_anywhere per call
     call_names_anywhere: dict[int, tuple[cst.Call, str | None]] = field(default_factory=dict)
-    # naming.py: symbols.canonical per raw dotted name
-    canonical: dict[str, str] = field(default_factory=dict)
     # model.py: attribute spellings resolved by name only (``layers.Conv2D`` on an unknown receiver)
     by_name_hits: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)
     # tensors.py: per function, the names that may hold tensors

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Iterator, Literal, Sequence
 
 import libcst as cst
 
-from .nodes import UNKNOWN, get_arg, iter_children
+from .nodes import SCOPE_TYPES, UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
@@ -37,8 +37,7 @@ _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 # exact node types for the climbs through every ancestor below (an isinstance against a
 # tuple of libcst's ABC-based classes costs ~30x a set look-up; libcst's concrete node
 # classes have no subclasses)
-_OWN_SCOPES = frozenset({cst.FunctionDef, cst.Lambda, cst.ClassDef})
-_LOOP_STOPS = _OWN_SCOPES | {cst.Module}
+_LOOP_STOPS = SCOPE_TYPES | {cst.Module}
 _COMP_TYPES = frozenset({*_COMPS, cst.DictComp})
 _LOOPS = (cst.For, cst.While)
 # Methods that change a list other than by appending at its end.
@@ -533,7 +532,7 @@ def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseE
     body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
     None when there is none or it iterates something unknown."""
     for node in _ancestors(ctx, name):
-        if type(node) in _OWN_SCOPES:
+        if type(node) in SCOPE_TYPES:
             break
         if type(node) is cst.For and node.body is not None:
             src = _iterated(node.target, node.iter, name.value)

@@ -629,10 +629,6 @@ class ProjectIndex:
             # a cached result of the asking file holds while the tree's files are unchanged
             self._tree_askers.add(asking)
 
-    def _reached(self) -> Reach:
-        self._asked_tree()
-        return self._reached_quietly()
-
     def _reached_quietly(self) -> Reach:
         if self._reach is None:
             files = self.reach_files()

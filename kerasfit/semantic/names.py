@@ -81,10 +81,11 @@ def injected_submodule(ctx: Any, head: str, within: Any) -> str | None:
     enclosing scopes, outermost first), only to a submodule handed in at run time; None otherwise."""
     import libcst as cst  # defers libcst: the project index imports this module without it
 
+    from .nodes import SCOPE_TYPES  # defers libcst, as above
+
     if not _may_inject(ctx):
         return None
-    kinds = (cst.FunctionDef, cst.Lambda, cst.ClassDef)  # exact types: see nodes.dotted_name
-    scopes = [s for s in reversed(within) if type(s) in kinds]
+    scopes = [s for s in reversed(within) if type(s) in SCOPE_TYPES]
     for i, scope in enumerate(scopes):
         if i and type(scope) is cst.ClassDef:
             continue

@@ -14,7 +14,7 @@ import libcst as cst
 from ..symbols import ROOT_MODULES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
-from .nodes import ScopeNode, dotted_name, iter_statements
+from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements
 from .scopes import Scopes, module_dotted
 
 if TYPE_CHECKING:
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 # exact node types on the hot paths (see nodes.dotted_name)
 _Call = cst.Call
-_SCOPE_TYPES = frozenset({cst.FunctionDef, cst.ClassDef, cst.Lambda})
-_FN_TYPES = frozenset({cst.FunctionDef, cst.Lambda})
 # how a head's base joins the rest of a dotted name (Names._head)
 _PLAIN, _INJECTION, _INJECTED = object(), object(), object()
 
@@ -130,7 +128,7 @@ class Names:
         # which its innermost one determines: answer each (head, innermost scope) once.
         scope = None
         for s in reversed(within):
-            if type(s) in _SCOPE_TYPES:
+            if type(s) in SCOPE_TYPES:
                 scope = s
                 break
         return self._raw(dotted, scope, within)
@@ -172,7 +170,7 @@ class Names:
             renamed = self._renamed_layer(head) or self._alias(head, self.module)
             return (renamed, _PLAIN) if renamed is not None else (None, _INJECTION)
         if self._locally_rebound(head, within):
-            fn = next((s for s in reversed(within) if type(s) in _FN_TYPES), None)
+            fn = next((s for s in reversed(within) if type(s) in CALLABLE_TYPES), None)
             alias = self._alias(head, fn) if fn is not None else None  # type: ignore[arg-type]
             return (alias, _PLAIN) if alias is not None else (None, _INJECTION)
         base = self.imports.get(head)
@@ -255,15 +253,7 @@ class Names:
                 return None
         if raw is None:
             return self._by_name(node, within)
-        return self._canonical(raw)
-
-    def _canonical(self, raw: str) -> str:
-        """symbols.canonical, once per spelling (the same few names are asked all over a file)."""
-        memo = self.caches.canonical
-        hit = memo.get(raw)
-        if hit is None:
-            hit = memo[raw] = canonical(raw)
-        return hit
+        return canonical(raw)  # (memoised in symbols)
 
     # ---- beyond the file: the project index, and spellings only the framework uses -----
     def _project_raw(self, raw: str) -> str | None:
@@ -344,7 +334,7 @@ class Names:
                 inner = self._call_name_anywhere(call.func)
                 return inner
             return None
-        return self._canonical(raw)
+        return canonical(raw)
 
     def canonical_dotted(self, dotted: str, scopes: Sequence[ScopeNode]) -> str | None:
         head, _, rest = dotted.partition(".")

@@ -15,15 +15,12 @@ import libcst as cst
 
 from .caches import ModelCaches
 from .fileindex import FileIndex
-from .nodes import ScopeNode, dotted_name, iter_statements, walk
+from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements, walk
 from .scoped import name_refs_in
 
-_SCOPE_TYPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_SCOPE_TYPE_SET = frozenset(_SCOPE_TYPES)  # exact types on the hot climbs: see nodes.dotted_name
 _SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
 _FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
 _CLASS_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.ClassDef})
-_CALLABLE_TYPES: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef, cst.Lambda})
 # the statements that bind a name in their scope (Scopes._build_index)
 _BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef,
                                  cst.ClassDef, cst.Import, cst.ImportFrom})
@@ -179,7 +176,7 @@ class Scopes:
         out: list[ScopeNode] = []
         child = node
         for p in reversed(self.ancestors(node)):
-            if type(p) in _SCOPE_TYPE_SET and child is p.body:  # type: ignore[attr-defined]
+            if type(p) in SCOPE_TYPES and child is p.body:  # type: ignore[attr-defined]
                 out.append(p)  # type: ignore[arg-type]
             child = p
         out.append(self.module)
@@ -188,7 +185,7 @@ class Scopes:
     def chain(self, within: Sequence[cst.CSTNode]) -> list[ScopeNode]:
         """The scopes on an ancestor path (outermost first), innermost first, then the
         module: every function, class and lambda on it."""
-        out: list[ScopeNode] = [s for s in reversed(within) if type(s) in _SCOPE_TYPE_SET]  # type: ignore[misc]
+        out: list[ScopeNode] = [s for s in reversed(within) if type(s) in SCOPE_TYPES]  # type: ignore[misc]
         out.append(self.module)
         return out
 
@@ -214,12 +211,12 @@ class Scopes:
 
     def enclosing_callable(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda around ``node``."""
-        fn: cst.FunctionDef | cst.Lambda | None = self._innermost(node, _CALLABLE_TYPES)
+        fn: cst.FunctionDef | cst.Lambda | None = self._innermost(node, CALLABLE_TYPES)
         return fn
 
     def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda whose body holds ``node``, else None (module level)."""
-        return next((s for s in self.scopes_of(node) if type(s) in _CALLABLE_TYPES), None)  # type: ignore[return-value]
+        return next((s for s in self.scopes_of(node) if type(s) in CALLABLE_TYPES), None)  # type: ignore[return-value]
 
     def name_refs_in(self, name: str, scope: ScopeNode) -> list[tuple[cst.Name, bool, tuple[ScopeNode, ...]]]:
         """The file index's references of ``name`` whose innermost scope is ``scope``
@@ -308,13 +305,27 @@ class Scopes:
 
     def lookup_in(self, name: str, scopes: Sequence[ScopeNode]) -> tuple[Binding | None, Sequence[ScopeNode]]:
         """The single binding and the scope chain it lives in (for evaluating its value)."""
+        bs, i = self._binder(name, scopes)
+        if not bs:
+            return None, ()
+        return (bs[0] if len(bs) == 1 else None), scopes[i:]
+
+    def bindings(self, name: str, *, at: cst.CSTNode) -> Sequence[Binding]:
+        """Every binding of ``name`` in the innermost scope around ``at`` that binds it
+        (class scopes skipped from inside their methods, as in Python); empty when none
+        does. Cheaper than :meth:`reaching_bindings`: no statement order is looked at."""
+        return self._binder(name, self.scopes_of(at))[0]
+
+    def _binder(self, name: str, scopes: Sequence[ScopeNode]) -> tuple[Sequence[Binding], int]:
+        """The bindings of ``name`` in the first scope of ``scopes`` (innermost first) that
+        binds it, and that scope's place in the chain; ((), -1) when none does."""
         for i, scope in enumerate(scopes):
             if i and type(scope) is cst.ClassDef:
                 continue
             bs = self.scope_index(scope).bindings.get(name)
             if bs:
-                return (bs[0] if len(bs) == 1 else None), scopes[i:]
-        return None, ()
+                return bs, i
+        return (), -1
 
     def rebound_reaching(self, name: cst.Name) -> tuple[Binding, Sequence[ScopeNode]] | None:
         """For a use of a name bound more than once in its function, the one binding that
@@ -350,25 +361,20 @@ class Scopes:
     def reaching(self, name: cst.Name) -> tuple[list[Binding], bool]:
         """(bindings, exhaustive): exhaustive when one of them surely ran."""
         idx = self.index
-        scopes = idx.scopes_of(name)
-        for i, scope in enumerate(scopes):
-            if i and type(scope) is cst.ClassDef:
-                continue
-            bs = self.scope_index(scope).bindings.get(name.value)
-            if not bs:
-                continue
-            if len(bs) == 1:
-                return list(bs), True
-            if i > 0:
-                return [], False  # rebound in an outer scope: depends on when it is called
-            anc = idx.ancestors(name)
-            use = idx.order.get(id(name), 0)
-            earlier = [b for b in bs if b.kind == "param" or (idx.order.get(id(b.node), 0) < use and id(b.node) not in anc)]
-            earlier.sort(key=lambda b: -1 if b.kind == "param" else idx.order.get(id(b.node), 0), reverse=True)
-            out: list[Binding] = []
-            for b in earlier:
-                out.append(b)
-                if b.kind == "param" or idx.encloses_block_of(b.node, anc):
-                    return out, True
-            return out, bool(out) and _exhaustive_if(idx, out, anc)
-        return [], False
+        bs, i = self._binder(name.value, idx.scopes_of(name))
+        if not bs:
+            return [], False
+        if len(bs) == 1:
+            return list(bs), True
+        if i > 0:
+            return [], False  # rebound in an outer scope: depends on when it is called
+        anc = idx.ancestors(name)
+        use = idx.order.get(id(name), 0)
+        earlier = [b for b in bs if b.kind == "param" or (idx.order.get(id(b.node), 0) < use and id(b.node) not in anc)]
+        earlier.sort(key=lambda b: -1 if b.kind == "param" else idx.order.get(id(b.node), 0), reverse=True)
+        out: list[Binding] = []
+        for b in earlier:
+            out.append(b)
+            if b.kind == "param" or idx.encloses_block_of(b.node, anc):
+                return out, True
+        return out, bool(out) and _exhaustive_if(idx, out, anc)
