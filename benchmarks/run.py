@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kerasfit.api import PARALLEL_MIN_FILES, deal
+from kerasfit.project.check import PARALLEL_MIN_FILES, deal
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -110,7 +110,7 @@ def measured(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float,
 
 def parse_only(files: list[Path], processes: int) -> tuple[float, float]:
     """Wall and CPU seconds to libcst-parse every file in ``processes`` forked workers, the
-    files dealt out in chunks as kerasfit deals them (kerasfit.api.deal)."""
+    files dealt out in chunks as kerasfit deals them (kerasfit.project.check.deal)."""
     srcs = [p.read_text(encoding="utf-8", errors="replace") for p in files]
     chunks = [[str(files[i]) for i in c] for c in deal([len(s) for s in srcs], processes)]
     code = (
@@ -165,7 +165,7 @@ def peak_rss_mb_of(cmd: list[str], cwd: Path, env: dict) -> tuple[float, str]:
 def tensorflow_imported(cwd: Path, files: list[Path], python: str = sys.executable) -> bool:
     code = (
         "import sys\n"
-        "from kerasfit.api import CheckOptions, check_paths\n"
+        "from kerasfit.project.check import CheckOptions, check_paths\n"
         "check_paths(sys.argv[1:], CheckOptions(use_cache=False, jobs=1))\n"
         "print(any(m.split('.')[0] in ('tensorflow', 'keras', 'tf_keras') for m in sys.modules))\n"
     )

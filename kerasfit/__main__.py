@@ -1,3 +1,3 @@
-from .entry import main
+from .front.entry import main
 
 main()

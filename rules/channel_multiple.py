@@ -87,7 +87,7 @@ class ChannelMultiple(Rule):
     step and to the MXU's 128 (256 on v6e) in the others (docs/facts.md#1–3, #8), so a
     `Dense(100)` computes as if it had 104 units in some passes and 128 in the others,
     wasting up to 22% of those ops. The sizes come from the same padding rule the
-    build's simulator uses (`kerasfit.types.pad_multiple`), which takes the upper of
+    build's simulator uses (`kerasfit.core.types.pad_multiple`), which takes the upper of
     fact 2's two kernel sizes where the pass pads features to the MXU's. Tensor cores
     want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18)
     — half precision only, so for the `gpu` target a width is reported only where the
@@ -604,7 +604,7 @@ class ChannelMultiple(Rule):
         """(what it pads to, the rounded width, % wasted at the larger padding).
 
         The sizes come from the padding rule the build's simulator uses
-        (``kerasfit.types.width_padding``): on a TPU a width pads to the small multiple
+        (``kerasfit.core.types.width_padding``): on a TPU a width pads to the small multiple
         in some passes of a step and to the MXU's in the others (docs/facts.md#1–3);
         a GPU or Gaudi pads in 16-bit (docs/facts.md#17, #18).
         """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write docs/rules/<CODE>.md for every built-in rule from the rule class itself (the
 same text `kerasfit explain CODE` prints), docs/rules/README.md as their index, and
-docs/targets.md from the chip records (kerasfit.types.TARGETS).
+docs/targets.md from the chip records (kerasfit.core.types.TARGETS).
 
 `python scripts/gen_docs.py` rewrites them; `--check` exits 1 when any is stale, missing
 or left over from a rule that no longer exists.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from kerasfit.registry import BUILTIN_PACK, all_rules
-from kerasfit.types import DEFAULT_TARGET, TARGETS, rule_url
+from kerasfit.engine.registry import BUILTIN_PACK, all_rules
+from kerasfit.core.types import DEFAULT_TARGET, TARGETS, rule_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -36,7 +36,7 @@ def pages() -> dict[Path, str]:
 
 def targets_page() -> str:
     lines = ["# Targets", "", "The chips `--target` (and `target` in the configuration) accepts, generated",
-             "from `kerasfit.types.TARGETS` by `scripts/gen_docs.py`. The default is",
+             "from `kerasfit.core.types.TARGETS` by `scripts/gen_docs.py`. The default is",
              f"`{DEFAULT_TARGET}`. Padding numbers: [facts.md](facts.md) #1–3, #8, #17, #18.", "",
              "| target | chip | rules for | pad to (small / large) | MXU | channel multiple | peak bf16 | peak fp32 | HBM bandwidth |",
              "|---|---|---|---|---|---|---|---|---|"]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate README.md's generated parts: the rule table (from the rules themselves),
-the `--output-format` row (from the format registry, kerasfit.reporters.FORMATS) and
+the `--output-format` row (from the format registry, kerasfit.project.reporters.FORMATS) and
 the sample output (the real output of `kerasfit check examples/model.py`).
 
 `python scripts/gen_readme.py` rewrites them; `--check` exits 1 when either is stale.
@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kerasfit.registry import all_rules
-from kerasfit.reporters import FORMATS
+from kerasfit.engine.registry import all_rules
+from kerasfit.project.reporters import FORMATS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

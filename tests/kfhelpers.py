@@ -92,7 +92,7 @@ def installed_page(uri: str) -> Path:
 
 def between_check_and_write(monkeypatch, action) -> None:
     """Run ``action`` after every file was read and checked, before --fix writes."""
-    from kerasfit import api
+    from kerasfit.project import check as api
 
     real = api._execute
 

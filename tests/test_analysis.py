@@ -12,8 +12,8 @@ import libcst as cst
 from kerasfit.semantic.index import ProjectIndex
 from kerasfit.semantic.names import by_name, star_names
 from kerasfit.semantic.summaries import built_layer
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.config import Selection
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.project.config import Selection
 from kerasfit.semantic.model import SemanticModel
 
 
@@ -661,7 +661,7 @@ def test_tree_wide_answers_from_per_file_parts_are_the_whole_trees(tmp_path):
 
 
 def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_parts(tmp_path):
-    from kerasfit.api import _Job, _execute, settings_for
+    from kerasfit.project.check import _Job, _execute, settings_for
 
     _write(tmp_path, _REACH_TREE)
     for i in range(5):  # enough files for worker processes
@@ -681,7 +681,7 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
 
 
 def test_a_parallel_check_of_files_few_others_import_starts_the_checks_at_once(tmp_path):
-    from kerasfit.api import _Job, _execute, settings_for
+    from kerasfit.project.check import _Job, _execute, settings_for
 
     # (under a directory not named like a module: the files beside it are read, not the
     # whole disk's, to know that none imports into the tree)

@@ -10,11 +10,13 @@ import pytest
 
 from kfhelpers import BAD, GOOD, run, write
 
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.rule import Replace, Rule
-from kerasfit.types import Applicability
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi.rule import Replace, Rule
+from kerasfit.core.types import Applicability
 
 
 def error_lines(r) -> list[str]:

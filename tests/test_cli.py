@@ -10,9 +10,9 @@ import pytest
 
 from kfhelpers import BAD, CLEAN, GOOD, NOFIX, assert_one_line_error, finding_lines, run, write
 
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.registry import all_rules
-from kerasfit.types import TARGETS
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import TARGETS
 
 LINE_RE = re.compile(r"^(?P<path>[^:]+):(?P<row>\d+):(?P<col>\d+): (?P<code>KF\d{3})(?P<fix> \[\*\])?(?: \[\w+\])? \S")
 
@@ -432,7 +432,7 @@ def test_parallel_run_matches_serial(tmp_path):
 
 
 def test_files_are_dealt_biggest_first_in_shrinking_chunks():
-    from kerasfit.api import deal
+    from kerasfit.project.check import deal
 
     sizes = [(i * 37) % 101 for i in range(182)]
     chunks = deal(sizes, 2)

@@ -8,10 +8,10 @@ import pytest
 
 from kfhelpers import BAD, assert_one_line_error, run, write
 
-from kerasfit.api import CheckOptions, check_paths, settings_for
-from kerasfit.config import ConfigError, Selection, select_rules
-from kerasfit.rule import Rule
-from kerasfit.types import Applicability
+from kerasfit.project.check import CheckOptions, check_paths, settings_for
+from kerasfit.project.config import ConfigError, Selection, select_rules
+from kerasfit.ruleapi.rule import Rule
+from kerasfit.core.types import Applicability
 
 
 def check(*paths: Path, **kw):
@@ -52,7 +52,7 @@ def test_selection_keys(tmp_path, table, expect):
 
 
 def _codes():
-    from kerasfit.registry import all_rules
+    from kerasfit.engine.registry import all_rules
 
     return list(all_rules())
 
@@ -289,7 +289,7 @@ def test_select_semantics_with_off_by_default_rules():
 
 def test_select_all_cli_enables_off_by_default_rules(tmp_path):
     """Any registered off-by-default rule is enabled by --select ALL (checked via settings)."""
-    from kerasfit.registry import all_rules
+    from kerasfit.engine.registry import all_rules
 
     f = write(tmp_path / "m.py", BAD)
     rules = all_rules()

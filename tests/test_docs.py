@@ -17,8 +17,8 @@ import pytest
 
 from kfhelpers import ROOT, run, installed_page
 
-from kerasfit.registry import all_rules
-from kerasfit.types import rule_url
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import rule_url
 
 FACTS = ROOT / "docs" / "facts.md"
 CITATION = re.compile(r"docs/facts\.md#(\d+)((?:(?:–|, |,| and )#?\d+)*)")
@@ -154,7 +154,7 @@ def test_the_wheel_ships_the_facts_and_the_rule_pages(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
     env["PYTHONPATH"] = str(site)  # ahead of the editable checkout
     proc = subprocess.run(
-        [sys.executable, "-c", "from kerasfit.entry import main; main()", "check", "--no-cache",
+        [sys.executable, "-c", "from kerasfit.front.entry import main; main()", "check", "--no-cache",
          "--output-format", "json", "model.py"],
         cwd=project, env=env, capture_output=True, text=True, timeout=120,
     )

@@ -10,11 +10,13 @@ import pytest
 
 from kfhelpers import BAD, GOOD
 
-from kerasfit.api import atomic_write
-from kerasfit.engine import LintSettings, apply_fixes, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.rule import Remove, Replace, Rule
-from kerasfit.types import Applicability, Edit, Fix
+from kerasfit.project.check import atomic_write
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import apply_fixes, fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi.rule import Remove, Replace, Rule
+from kerasfit.core.types import Applicability, Edit, Fix
 
 
 @pytest.fixture(scope="module")
@@ -316,7 +318,7 @@ def test_a_once_report_keeps_the_first_of_a_node_in_source_order():
 def test_a_check_takes_the_ast_the_project_index_already_parsed(tmp_path):
     import ast
 
-    from kerasfit.engine import parse_guarded
+    from kerasfit.engine.parse import parse_guarded
     from kerasfit.semantic.index import ProjectIndex
 
     path = tmp_path / "m.py"

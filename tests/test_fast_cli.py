@@ -1,4 +1,4 @@
-"""A plain ``kerasfit check`` stays light: one command-line parser (typer, kerasfit/cli.py)
+"""A plain ``kerasfit check`` stays light: one command-line parser (typer, kerasfit/front/cli.py)
 owns every option, and what it runs imports no language server, table or TensorFlow code."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 from kfhelpers import BAD, CLEAN, NOFIX, run, write
 
-from kerasfit import checkcmd, cli
+from kerasfit.front import checkcmd, cli
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def _check_in_process(project: Path, argv: list[str], report: str) -> subprocess
     code = (
         "import sys\n"
         f"sys.argv = ['kerasfit', 'check', *{argv!r}]\n"
-        "from kerasfit.cli import main\n"
+        "from kerasfit.front.cli import main\n"
         "try:\n"
         "    main()\n"
         "except SystemExit as exc:\n"
@@ -85,7 +85,7 @@ def test_a_finished_check_ends_without_the_interpreters_teardown(project: Path) 
     code = (
         "import atexit, sys\n"
         "atexit.register(lambda: print('TEARDOWN', file=sys.stderr))\n"
-        "from kerasfit.entry import main\n"
+        "from kerasfit.front.entry import main\n"
         "main()\n"
     )
     p = subprocess.run([sys.executable, "-c", code, "check", "--no-cache", "model.py"], cwd=project,

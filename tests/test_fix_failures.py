@@ -14,11 +14,13 @@ from pathlib import Path
 import pytest
 from kfhelpers import BAD, GOOD, between_check_and_write, run, write
 
-from kerasfit import api, checkcmd
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.engine import LintSettings, fix_source
-from kerasfit.registry import all_rules
-from kerasfit.writeback import TMP_SUFFIX
+from kerasfit.project import check as api
+from kerasfit.front import checkcmd
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.project.writeback import TMP_SUFFIX
 
 RULES = all_rules()
 

@@ -4,9 +4,11 @@ same step that adds the imports fixes need, for the command line and the languag
 
 from __future__ import annotations
 
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.types import TARGETS
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import TARGETS
 
 KF103 = LintSettings([all_rules()["KF103"]], TARGETS["tpu-v5e"])
 
@@ -70,7 +72,7 @@ def test_imports_unused_before_the_fix_are_never_removed():
 
 
 def test_the_orphan_list_survives_the_result_cache():
-    from kerasfit.types import Diagnostic
+    from kerasfit.core.types import Diagnostic
 
     src = "from keras.layers import Conv2D, ZeroPadding2D\nx = ZeroPadding2D(1)(x)\nx = Conv2D(8, 3)(x)\n"
     (d,) = lint_source(src, "m.py", KF103).diagnostics

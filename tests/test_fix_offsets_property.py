@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.api import CheckOptions, check_source
-from kerasfit.registry import all_rules
+from kerasfit.project.check import CheckOptions, check_source
+from kerasfit.engine.registry import all_rules
 
 pytestmark = pytest.mark.slow  # a long property run
 

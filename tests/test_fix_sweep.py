@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.api import CheckOptions, check_source
-from kerasfit.engine import allowed
+from kerasfit.project.check import CheckOptions, check_source
+from kerasfit.engine.fix import allowed
 
 pytestmark = pytest.mark.slow  # --fix over every installed Keras application file
 

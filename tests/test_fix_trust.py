@@ -13,11 +13,13 @@ import libcst as cst
 import pytest
 from kfhelpers import between_check_and_write, run, write
 
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.engine import LintSettings, apply_fixes, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.types import Applicability, Edit, Fix
-from kerasfit.writeback import TMP_SUFFIX
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import apply_fixes, fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import Applicability, Edit, Fix
+from kerasfit.project.writeback import TMP_SUFFIX
 
 RULES = all_rules()
 
@@ -219,7 +221,7 @@ def test_lone_backslash_line_before_an_indented_statement_parses_like_cpython(sr
 
 def test_backslash_line_keeps_cpython_block_structure():
     """libcst put `y` inside the `if` (col-0 backslash, col-0 statement): CPython does not."""
-    from kerasfit.layout import for_libcst
+    from kerasfit.engine.layout import for_libcst
 
     src = "if x:\n    a = 1\n\\\ny = 2\n"
     module = cst.parse_module(for_libcst(src))
@@ -241,9 +243,9 @@ def test_an_edit_that_misses_its_text_is_refused_and_named(tmp_path):
 
 def test_fix_source_names_a_rule_whose_edit_missed(monkeypatch):
     """A rule whose fix points at the wrong text: dropped, named, the file left alone."""
-    from kerasfit import engine
+    from kerasfit.engine import lint
 
-    real = engine._to_fix
+    real = lint.to_fix
 
     def shifted(spec, pos, module, indents=None):
         fix = real(spec, pos, module, indents)
@@ -253,7 +255,7 @@ def test_fix_source_names_a_rule_whose_edit_missed(monkeypatch):
         moved = Edit(e.start - 1, e.end - 1, e.content, e.row, e.column - 1, e.end_row, e.end_column - 1, e.expected)
         return Fix(fix.applicability, fix.title, (moved,), fix.imports)
 
-    monkeypatch.setattr(engine, "_to_fix", shifted)
+    monkeypatch.setattr(lint, "to_fix", shifted)
     src = "import tf_keras as keras\nc = keras.layers.Conv2D(30, 3)\n"
     out = fix_source(src, "m.py", settings("KF102"), unsafe=True)
     assert out.source == src

@@ -16,9 +16,11 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.types import TARGETS
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import TARGETS
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 FILES = sorted(

@@ -17,8 +17,9 @@ import libcst as cst
 import pytest
 
 from kerasfit.crosscheck.slicing import script_sizes
-from kerasfit.engine import LintSettings, lint_source
-from kerasfit.registry import all_rules
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
 from kerasfit.semantic.folding import (
     BINARY,
     CALL_DEPTH,

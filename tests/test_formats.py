@@ -11,9 +11,9 @@ import pytest
 
 from kfhelpers import BAD, NOFIX, ROOT, finding_lines, installed_page, run, write
 
-from kerasfit import reporters
-from kerasfit.registry import all_rules
-from kerasfit.types import Applicability, Diagnostic, Edit, FileResult, Fix, Severity
+from kerasfit.project import reporters
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import Applicability, Diagnostic, Edit, FileResult, Fix, Severity
 
 # The OASIS SARIF 2.1.0 JSON schema, vendored as test data (tests/data/README.md says where
 # it comes from) so no test reaches the network.
@@ -289,7 +289,7 @@ def test_text_summary_counts_fixable_and_hidden_unsafe():
 
 
 def test_a_new_format_is_one_registry_entry(tmp_path, monkeypatch, capsys):
-    from kerasfit.checkcmd import run_check
+    from kerasfit.front.checkcmd import run_check
 
     count = reporters.OutputFormat("count", "the number of findings", lambda files, o: str(sum(len(f.diagnostics) for f in files)))
     monkeypatch.setitem(reporters.FORMATS, "count", count)

@@ -17,8 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.engine import LintSettings, allowed, fix_source, lint_source
-from kerasfit.registry import all_rules
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import allowed, fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
 
 pytestmark = pytest.mark.slow  # long fuzz runs
 

@@ -1,4 +1,4 @@
-"""The language server compiles only the region an edit changed (kerasfit.incremental).
+"""The language server compiles only the region an edit changed (kerasfit.engine.incremental).
 
 Every tree it makes must be CPython's tree of the whole text (line numbers included,
 once each statement's row shift is added), cut where a whole-file parse would cut, and
@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.api import check_source
-from kerasfit.engine import ParseCache
-from kerasfit.incremental import IncrementalAST, cut_offsets, line_starts, row_shift, statement_start_row
+from kerasfit.project.check import check_source
+from kerasfit.engine.parse import ParseCache
+from kerasfit.engine.incremental import IncrementalAST, cut_offsets, line_starts, row_shift, statement_start_row
 
 from test_positions import TRICKY
 
@@ -215,7 +215,7 @@ def test_deleting_a_whole_function_and_pasting_it_back():
 
 
 def test_a_lone_backslash_line_typed_into_a_block_is_checked_as_cpython_reads_it():
-    """libcst needs such text rewritten (kerasfit.layout), which the whole-file path does:
+    """libcst needs such text rewritten (kerasfit.engine.layout), which the whole-file path does:
     an edited document with one gives the findings of a fresh check."""
     src = "import tf_keras\n\n\ndef f(x):\n    if x:\n        y = 1\n    return tf_keras.layers.BatchNormalization(fused=False)(x)\n"
     cache = _cache_after(src)

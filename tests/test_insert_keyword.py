@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from kerasfit.api import CheckOptions, check_source
+from kerasfit.project.check import CheckOptions, check_source
 
 OPTIONS = CheckOptions(isolated=True)
 

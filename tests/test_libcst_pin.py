@@ -20,7 +20,7 @@ import libcst as cst
 from libcst._nodes.internal import CodegenState
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from kerasfit.engine import Positions, _PositionState
+from kerasfit.engine.positions import Positions, _PositionState
 
 from test_positions import TRICKY
 
@@ -83,7 +83,7 @@ def test_node_classes_tested_by_exact_type_have_no_subclasses():
     node types with ``type(n) is C``: right only while libcst's concrete node classes have
     no subclasses."""
     import kerasfit  # noqa: F401  (every kerasfit module that could subclass one)
-    from kerasfit.registry import all_rules
+    from kerasfit.engine.registry import all_rules
     from kerasfit.semantic import fileindex, naming, nodes  # noqa: F401
 
     all_rules()  # the rule modules, which could subclass one too

@@ -21,8 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.api import check_source
-from kerasfit.engine import ParseCache, Stopped
+from kerasfit.project.check import check_source
+from kerasfit.engine.parse import ParseCache
+from kerasfit.engine.settings import Stopped
 from kerasfit.lsp.memo import StatementMemo, affected, signature
 from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 
@@ -343,8 +344,9 @@ def test_the_walk_stops_at_an_unchanged_import_but_not_at_a_function():
 def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_time():
     """A rule gathering across statements (a pack's, reporting in ``leave_Module``) must
     never see only the edited statement."""
-    from kerasfit.engine import LintSettings, lint_source
-    from kerasfit.rule import Rule
+    from kerasfit.engine.settings import LintSettings
+    from kerasfit.engine.lint import lint_source
+    from kerasfit.ruleapi.rule import Rule
 
     class CountCalls(Rule):
         code, name, message = "KF990", "count-calls", "calls"
@@ -373,7 +375,7 @@ def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_
 
 def _lint_session(settings, *texts: str):
     """Each text checked with one kept cache and from scratch; both results per text."""
-    from kerasfit.engine import lint_source
+    from kerasfit.engine.lint import lint_source
 
     cache = _cache()
     out = []
@@ -387,10 +389,10 @@ def _lint_session(settings, *texts: str):
 def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are_kept():
     """A pack's rule numbering calls across statements declares nothing: its findings
     follow every edit, while the built-in rule beside it keeps its unchanged statements'."""
-    from kerasfit.engine import LintSettings
+    from kerasfit.engine.settings import LintSettings
     from kerasfit.lsp.memo import reusable
-    from kerasfit.registry import rule_by_name_or_code
-    from kerasfit.rule import Reads, Rule
+    from kerasfit.engine.registry import rule_by_name_or_code
+    from kerasfit.ruleapi.rule import Reads, Rule
 
     class NumberCalls(Rule):
         code, name, message = "KF990", "number-calls", "call"
@@ -419,7 +421,7 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
 
 def test_statement_local_is_a_deprecated_alias_of_reads():
     from kerasfit.lsp.memo import reusable
-    from kerasfit.rule import Reads, Rule
+    from kerasfit.ruleapi.rule import Reads, Rule
 
     with pytest.warns(DeprecationWarning, match="statement_local"):
         class Local(Rule):
@@ -439,8 +441,8 @@ def test_every_built_in_rule_declares_what_it_reads():
     """Each built-in says it (a default is for packs); none gathers across statements,
     so the language server keeps every built-in rule's findings per statement."""
     from kerasfit.lsp.memo import reusable
-    from kerasfit.registry import all_rules
-    from kerasfit.rule import Reads
+    from kerasfit.engine.registry import all_rules
+    from kerasfit.ruleapi.rule import Reads
 
     for code, rule in all_rules().items():
         if not rule.__module__.startswith("rules."):
@@ -484,7 +486,7 @@ def test_channel_multiple_follows_an_edit_of_another_statement(before, after, ke
 
 
 def _static_built_ins() -> list:
-    from kerasfit.registry import all_rules
+    from kerasfit.engine.registry import all_rules
 
     return [r for r in all_rules().values() if r.__module__.startswith("rules.") and not r.build_only]
 
@@ -494,7 +496,8 @@ def _static_built_ins() -> list:
 @given(seed=st.integers(0, 2**32 - 1), name=st.sampled_from(sorted(SOURCES)))
 def test_every_built_in_rule_gives_a_fresh_lints_findings_after_single_statement_edits(seed, name):
     """The default-off rules too, straight through the engine (no prefilter, no config)."""
-    from kerasfit.engine import LintSettings, lint_source
+    from kerasfit.engine.settings import LintSettings
+    from kerasfit.engine.lint import lint_source
 
     lint = LintSettings(rules=_static_built_ins())
     rng = random.Random(seed)

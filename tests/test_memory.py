@@ -14,8 +14,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from kerasfit.api import CheckOptions, Selection, check_paths, check_source
-from kerasfit.rule import Rule
+from kerasfit.project.check import CheckOptions, Selection, check_paths, check_source
+from kerasfit.ruleapi.rule import Rule
 from kerasfit.semantic.model import SemanticModel
 
 ROOT = Path(__file__).resolve().parent.parent

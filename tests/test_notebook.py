@@ -12,7 +12,7 @@ import pytest
 
 from kfhelpers import finding_lines, run
 
-from kerasfit.notebook import Notebook, mask
+from kerasfit.project.notebook import Notebook, mask
 
 
 def make_notebook(path: Path, cells: list[tuple[str, str]], *, outputs: bool = True) -> dict:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kfhelpers import finding_lines, run
 
-from kerasfit.notebook import Notebook, NotebookError, _source_spans
+from kerasfit.project.notebook import Notebook, NotebookError, _source_spans
 
 KERNEL = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
 

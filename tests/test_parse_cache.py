@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.api import check_source
-from kerasfit.engine import ParseCache
+from kerasfit.project.check import check_source
+from kerasfit.engine.parse import ParseCache
 
 from test_positions import TRICKY
 

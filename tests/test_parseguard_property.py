@@ -8,7 +8,7 @@ import ast
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.parseguard import _over_budget_exact, over_budget
+from kerasfit.engine.parseguard import _over_budget_exact, over_budget
 
 
 def _key(found: list[tuple[ast.stmt, int]]) -> list[tuple[int, int, int]]:

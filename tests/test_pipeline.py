@@ -154,7 +154,7 @@ def test_cache_dir_must_be_a_string(tmp_path):
 def test_every_accepted_key_is_documented_in_the_readme():
     from kfhelpers import ROOT
 
-    from kerasfit.config import _BUILD_KEYS, _KEYS
+    from kerasfit.project.config import _BUILD_KEYS, _KEYS
 
     text = (ROOT / "README.md").read_text()
     block = text[text.index("[tool.kerasfit]") :]

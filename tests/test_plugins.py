@@ -1,6 +1,6 @@
 """Third-party rule packs: registered through the `kerasfit.rules` entry-point group,
 under their own code prefix (the entry point's name, as flake8 plugins do), written
-against the public `kerasfit.ruleapi`, and tested with `kerasfit.testing.pack_tests`."""
+against the public `kerasfit.ruleapi`, and tested with `kerasfit.engine.testing.pack_tests`."""
 
 from __future__ import annotations
 
@@ -162,7 +162,7 @@ def test_a_dist_info_in_the_working_directory_is_not_a_rule_pack(tmp_path: Path)
 
 
 PACK_TESTS = """
-from kerasfit.testing import pack_tests
+from kerasfit.engine.testing import pack_tests
 
 test_valid, test_invalid, test_metadata = pack_tests("kfpack_rules", prefix="TEAM")
 """

@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 
 from kerasfit.semantic.model import SemanticModel
-from kerasfit.engine import Positions
+from kerasfit.engine.positions import Positions
 from kerasfit.semantic.nodes import iter_children
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,9 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
-from kerasfit.types import TARGETS
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import TARGETS
 
 pytestmark = pytest.mark.slow  # long property runs
 

@@ -15,9 +15,10 @@ import pytest
 
 from kfhelpers import BAD, GOOD, run, write
 
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.engine import LintSettings, lint_source
-from kerasfit.registry import all_rules
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
 from kerasfit.semantic.folding import QUESTION_STEPS
 
 AND_CHAIN = "import tf_keras as keras\nx = " + " and ".join(["a"] * 10_000) + "\n"
@@ -70,7 +71,7 @@ def test_long_chain_in_the_language_servers_path_returns(tmp_path):
     code = textwrap.dedent(
         """
         import sys
-        from kerasfit.api import check_source
+        from kerasfit.project.check import check_source
         src = "import tf_keras as keras\\nx = " + " and ".join(["a"] * 10000) + "\\n"
         res = check_source(src, "m.py")
         print([(d.code, d.row) for d in res.diagnostics])
@@ -117,7 +118,7 @@ def test_implicit_concatenation_past_libcsts_limit_is_refused_alone():
 def test_valid_code_libcst_refuses_costs_only_its_statement(monkeypatch):
     """With the budget out of the way, libcst itself refuses ~4,000 concatenations that
     CPython accepts: that statement is masked and the parse retried."""
-    from kerasfit import parseguard
+    from kerasfit.engine import parseguard
 
     monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
     src = "import tf_keras as keras\ndef f():\n    return (" + " ".join(['"s"'] * 5000) + ")\nbn = keras.layers.BatchNormalization(fused=False)\n"
@@ -142,7 +143,8 @@ def test_ordinary_code_is_not_refused():
 def test_a_worker_killed_by_a_native_crash_is_one_error_and_the_rest_is_checked(tmp_path, monkeypatch):
     """With the budget switched off and an 8 MB parse stack, libcst really segfaults in a
     worker: the old pool.map then waited forever."""
-    from kerasfit import parseguard, parsestack
+    from kerasfit.engine import parseguard
+    from kerasfit.core import parsestack
 
     monkeypatch.setattr(parseguard, "DEPTH_BUDGET", 10**9)
     monkeypatch.setattr(parsestack, "PARSE_STACK_BYTES", 8 * 1024 * 1024)
@@ -429,7 +431,7 @@ def test_diff_counts_unreadable_files_and_syntax_errors(tmp_path):
 def test_a_strings_pieces_answered_early_decide_the_same():
     """The depth walk skips the tokenizer for a string with too few quotes to exceed the
     room left: whatever it answers then must flag exactly what the full count flags."""
-    from kerasfit.parseguard import _string_pieces
+    from kerasfit.engine.parseguard import _string_pieces
 
     src = (
         'a = "x" "y" \'z\' "w"\n'

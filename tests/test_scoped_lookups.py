@@ -13,8 +13,8 @@ from kerasfit.semantic import names
 from kerasfit.semantic.fileindex import FileIndex
 from kerasfit.semantic.scoped import attr_refs_within, name_refs_in
 from kerasfit.semantic.model import SemanticModel
-from kerasfit.engine import walk
-from kerasfit.imports import ImportTable, may_orphan, top_level_imports
+from kerasfit.engine.walk import walk
+from kerasfit.engine.imports import ImportTable, may_orphan, top_level_imports
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "fixtures").rglob("*.py"))

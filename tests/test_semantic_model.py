@@ -83,8 +83,8 @@ def test_no_dunder_dict_caches_and_no_id_keyed_module_globals() -> None:
 def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
     """``ctx.scopes.ancestors(node)`` answers for the node asked about: the visited node's from
     the walk, any other node's from the file index — the same chain either way."""
-    from kerasfit.engine import walk
-    from kerasfit.rule import Rule
+    from kerasfit.engine.walk import walk
+    from kerasfit.ruleapi.rule import Rule
 
     src = "import tensorflow as tf\n\ndef f(x):\n    return tf.concat([tf.nn.relu(x)], -1)\n"
     seen: list[tuple[str, list[str], list[str]]] = []
@@ -164,8 +164,9 @@ def test_built_in_rules_never_use_the_deprecated_spellings() -> None:
     error: a built-in rule (or kerasfit itself) reaching the forwarder would crash (KF002)."""
     import warnings
 
-    from kerasfit.engine import LintSettings, lint_source
-    from kerasfit.registry import all_rules
+    from kerasfit.engine.settings import LintSettings
+    from kerasfit.engine.lint import lint_source
+    from kerasfit.engine.registry import all_rules
 
     settings = LintSettings(list(all_rules().values()))
     files = sorted((ROOT / "fixtures").rglob("*.py"))
@@ -180,8 +181,8 @@ def test_built_in_rules_never_use_the_deprecated_spellings() -> None:
 def test_answers_do_not_depend_on_where_the_walk_is() -> None:
     """Asked during the walk about a node of another function, every part answers for that
     node (its scopes, its role), exactly as a model that never walked: there is no cursor."""
-    from kerasfit.engine import walk
-    from kerasfit.rule import Rule
+    from kerasfit.engine.walk import walk
+    from kerasfit.ruleapi.rule import Rule
 
     src = textwrap.dedent(
         """\

@@ -6,8 +6,10 @@ import pytest
 
 from kfhelpers import run, write
 
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
 
 HEAD = "import tf_keras as keras\n"
 CALL = "bn = keras.layers.BatchNormalization(fused=False)(keras.layers.Conv2D(8, 3)(x))"

@@ -6,8 +6,10 @@ import pytest
 
 from kfhelpers import finding_lines, run, write
 
-from kerasfit.engine import LintSettings, fix_source, lint_source
-from kerasfit.registry import all_rules
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.lint import lint_source
+from kerasfit.engine.registry import all_rules
 
 SRC = '''import tf_keras
 from tf_keras import layers

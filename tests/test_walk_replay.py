@@ -12,7 +12,8 @@ from typing import Any, Callable
 import libcst as cst
 import pytest
 
-from kerasfit.engine import ParseCache, walk
+from kerasfit.engine.parse import ParseCache
+from kerasfit.engine.walk import walk
 from kerasfit.lsp.memo import StatementMemo
 from kerasfit.semantic.model import SemanticModel
 from kerasfit.semantic.nodes import iter_children

@@ -7,8 +7,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from kerasfit.api import CheckOptions, check_paths
-from kerasfit.config import Selection
+from kerasfit.project.check import CheckOptions, check_paths
+from kerasfit.project.config import Selection
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -278,7 +278,7 @@ def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
     followed into the wrapper."""
     import libcst as cst
 
-    from kerasfit.engine import walk
+    from kerasfit.engine.walk import walk
     from kerasfit.rules.pad_before_conv import PadBeforeConv
     from kerasfit.semantic.index import ProjectIndex
     from kerasfit.semantic.model import SemanticModel

@@ -19,10 +19,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from kerasfit.cachefs import CacheDir
-from kerasfit.config import default_cache_dir
-from kerasfit.registry import all_rules
-from kerasfit.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
+from kerasfit.core.cachefs import CacheDir, default_cache_dir
+from kerasfit.engine.registry import all_rules
+from kerasfit.core.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
 from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
@@ -221,7 +220,7 @@ class _Progress:
 
 def _cache_dir() -> CacheDir:
     # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR;
-    # opened without following links (see kerasfit.cachefs)
+    # opened without following links (see kerasfit.core.cachefs)
     return CacheDir(default_cache_dir()).child("build")
 
 

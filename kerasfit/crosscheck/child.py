@@ -29,7 +29,7 @@ from types import FrameType, ModuleType
 from typing import Any, Callable, Iterable, Iterator, ClassVar, Literal, NoReturn, NotRequired, Sequence, TypedDict
 
 from kerasfit.crosscheck.hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.stage import parse_input_shapes
+from kerasfit.crosscheck.options import parse_input_shapes
 from kerasfit.crosscheck.slicing import (DISCOVERY_FUNCTIONS, Candidate, ScriptSizes, Slice, bound_names,
                                          mutated_names, script_sizes, slice_source, trained_names,
                                          used_names)

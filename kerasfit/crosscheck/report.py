@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kerasfit.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS, printable
+from kerasfit.core.types import DEFAULT_TARGET, KERNEL_BOUND, LANES, TARGETS, printable
 
 from .hlo import FORWARD, KERNEL_GRAD, HloOp, is_gradient, strip_scopes
 from .simulator import (

@@ -1,7 +1,7 @@
 """Model how a TPU pads each convolution and matmul of a training step. Pure Python.
 
 The numbers are docs/facts.md section A; the per-target multiples come from
-``kerasfit.types.TARGETS`` (``small`` = 8, ``large`` = 128, 256 on v6e).
+``kerasfit.core.types.TARGETS`` (``small`` = 8, ``large`` = 128, 256 on v6e).
 
 The model, stated once:
 
@@ -14,10 +14,10 @@ The model, stated once:
 * The most common batch among the step's convolutions picks the layout (docs/facts.md#1):
   >= 64 -> forward/input-gradient pad batch->128, features->8 and kernel-gradient pad
   batch->8, features->128; < 64 -> the other way round.
-* Padding multiples come from one rule, ``kerasfit.types.pad_multiple`` (what KF102's
+* Padding multiples come from one rule, ``kerasfit.core.types.pad_multiple`` (what KF102's
   message reads too): in a pass every feature dim -- the activation's, the result's and
   both of a kernel's -- pads like the activation features (docs/facts.md#1, #3), which
-  is fact 2's upper bound for a kernel (``kerasfit.types.KERNEL_BOUND``). The guide's
+  is fact 2's upper bound for a kernel (``kerasfit.core.types.KERNEL_BOUND``). The guide's
   "16*1 out of 128*8" (docs/facts.md#6) is this rule's weight update at a small batch.
 * A depthwise conv has no contraction over channels: it is vector-unit (VPU) work, timed
   by the bytes it moves, not MXU work. A grouped conv is per-group MXU work.
@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from kerasfit.types import (
+from kerasfit.core.types import (
     BATCH,
     DEFAULT_TARGET,
     KERNEL_IN,
@@ -79,7 +79,7 @@ def most_common_batch(batches: Iterable[int]) -> int | None:
 def layout(pass_: str, common_batch: int | None, target: Target,
            dtype: str = "float32") -> tuple[int, int]:
     """(batch multiple, feature multiple) of the activations in a pass: the padding rule
-    (``kerasfit.types.pad_multiple``, docs/facts.md#1, #7, #8, #17, #18)."""
+    (``kerasfit.core.types.pad_multiple``, docs/facts.md#1, #7, #8, #17, #18)."""
     return (pad_multiple(target, BATCH, pass_, common_batch, dtype),
             pad_multiple(target, FEATURE, pass_, common_batch, dtype))
 
@@ -133,7 +133,7 @@ def _groups(op: HloOp) -> tuple[int, bool]:
 
 
 def _role_multiples(op: HloOp, target: Target, common_batch: int | None) -> dict[str, int]:
-    """The padding rule (``kerasfit.types.pad_multiple``) for the op's m/k/n dims."""
+    """The padding rule (``kerasfit.core.types.pad_multiple``) for the op's m/k/n dims."""
     if op.extra.get("batch"):
         # Batched matmul: rows stream on sublanes, both matrix dims face the MXU.
         return {"m": pad_multiple(target, ROWS, op.pass_, common_batch, op.dtype),

@@ -12,9 +12,9 @@ import os
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..reporters import utf16_col
-from ..suppressions import with_noqa
-from ..types import Applicability, Diagnostic
+from ..project.reporters import utf16_col
+from ..engine.suppressions import with_noqa
+from ..core.types import Applicability, Diagnostic
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -74,7 +74,7 @@ def minimal_edit(old: str, new: str) -> dict[str, Any] | None:
 
 def noqa_edit(line_no: int, line: str, code: str) -> dict[str, Any]:
     """The TextEdit that suppresses ``code`` on ``line`` (0-based ``line_no``, no terminator),
-    as ``kerasfit check --add-noqa`` writes it (:func:`kerasfit.suppressions.with_noqa`)."""
+    as ``kerasfit check --add-noqa`` writes it (:func:`kerasfit.engine.suppressions.with_noqa`)."""
     edit = minimal_edit(line, with_noqa(line, [code]))
     if edit is None:  # already suppressed there: an empty edit at the end of the line
         end = {"line": 0, "character": utf16_col(line, len(line))}

@@ -14,7 +14,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
-from ..parsestack import big_stack_executor
+from ..core.parsestack import big_stack_executor
 
 DEFAULT_LINT_TIMEOUT_MS = 20_000
 MAX_ABANDONED = 4  # past this many runaway checks, documents that ran away wait for them

@@ -9,7 +9,7 @@ language server hands it to the engine in the document's ``ParseCache``; the com
 line never makes one.
 
 Which rules' findings are kept comes from what each rule declares it reads
-(``Rule.reads``, :class:`~kerasfit.rule.Reads`): a rule reading only what is tracked
+(``Rule.reads``, :class:`~kerasfit.ruleapi.rule.Reads`): a rule reading only what is tracked
 below (the statement and what it reaches by name, whole-file facts, the project) has
 its findings kept; any other -- one that gathers across statements, or declares
 nothing -- walks every statement on every check, kept ones included.
@@ -18,7 +18,7 @@ What a kept finding can depend on, and how each dependency is tracked (whole-fil
 and the project guard every kept finding: the model reads them on every rule's behalf,
 dropping demo code by a whole-file fact and resolving names through the project):
 
-- its own text: :class:`~kerasfit.engine.ParseCache` gives an unchanged statement the
+- its own text: :class:`~kerasfit.engine.parse.ParseCache` gives an unchanged statement the
   same node in every module, so a statement is "changed" exactly when its node is new;
 - other statements, through names: rules follow names to their bindings, functions to
   their call sites, attributes and dict keys to where they are stored. A statement is
@@ -48,13 +48,13 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from ..rule import UNTRACKED, Report, Rule
+from ..ruleapi.rule import UNTRACKED, Report, Rule
 from ..semantic.fileindex import FileIndex
 from ..semantic.index import ProjectIndex
 from ..semantic.indexparts import Joined, join_parts
 from ..semantic.model import ModelHints, SemanticModel
 from ..semantic.nodes import _string_key, child_fields, is_node
-from ..symbols import FLAG_DEFINERS
+from ..core.symbols import FLAG_DEFINERS
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
 _MOST = 0.5

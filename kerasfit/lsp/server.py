@@ -1,8 +1,8 @@
 """``kerasfit lsp``: a language server (pygls) with diagnostics, quick fixes and hover.
 
-A thin front end over :func:`kerasfit.api.check_source` (STYLE 7): the engine and the
+A thin front end over :func:`kerasfit.project.check.check_source` (STYLE 7): the engine and the
 configuration are the CLI's, and every diagnostic goes through
-:func:`kerasfit.reporters.lsp_diagnostic`, so the server and
+:func:`kerasfit.project.reporters.lsp_diagnostic`, so the server and
 ``kerasfit check --output-format lsp`` publish the same objects.
 
 Linting runs on one worker thread so the event loop keeps reading messages; results
@@ -34,19 +34,21 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..api import CheckOptions, FileSettings, check_source, links_for, settings_for, tune_gc
-from ..engine import ParseCache, add_imports, apply_fixes
+from ..project.check import CheckOptions, FileSettings, check_source, links_for, settings_for, tune_gc
+from ..engine.parse import ParseCache
+from ..engine.fix import add_imports, apply_fixes
 from .memo import StatementMemo
-from ..notebook import Notebook, NotebookError
-from ..registry import all_rules, rule_by_name_or_code
+from ..project.notebook import Notebook, NotebookError
+from ..engine.registry import all_rules, rule_by_name_or_code
 from ..semantic.index import ProjectIndex
-from ..config import ConfigError, Selection, _load_pyproject, find_config, over_size_budget
-from ..discovery import mentions_tensorflow
-from ..docpages import Links
-from ..noqa import commentable_rows
-from ..reporters import lsp_diagnostic
-from ..engine import SYNTAX_ERROR_CODE, Stopped, allowed
-from ..types import Applicability, Diagnostic, FileResult, Fix
+from ..project.config import ConfigError, Selection, _load_pyproject, find_config, over_size_budget
+from ..project.discovery import mentions_tensorflow
+from ..core.docpages import Links
+from ..project.noqa import commentable_rows
+from ..project.reporters import lsp_diagnostic
+from ..engine.settings import SYNTAX_ERROR_CODE, Stopped
+from ..engine.fix import allowed
+from ..core.types import Applicability, Diagnostic, FileResult, Fix
 from . import edits as E
 from .capabilities import same_answer
 from .framing import serve_stdio, serve_tcp
@@ -147,9 +149,9 @@ class Linted:
 
 @dataclass
 class CellsView:
-    """A notebook linted as one module (kerasfit.notebook), its findings per cell."""
+    """A notebook linted as one module (kerasfit.project.notebook), its findings per cell."""
 
-    nb: Any  # kerasfit.notebook.Notebook
+    nb: Any  # kerasfit.project.notebook.Notebook
     keys: list[str]  # cell document keys, parallel to nb.cells
     # per cell key: (index into result.diagnostics, the diagnostic in cell rows, its LSP dict)
     found: dict[str, list[tuple[int, Diagnostic, dict[str, Any]]]] = field(default_factory=dict)

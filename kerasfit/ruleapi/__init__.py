@@ -21,7 +21,7 @@ through the engine's or the semantic model's private parts). Small and namespace
 Every name is used by a built-in rule or listed here. A name keeps its meaning across
 minor versions. The flat names of the previous release (``from kerasfit.ruleapi import
 get_arg``) still work for one release and warn with the name's new home.
-``kerasfit.testing`` turns a pack's own examples into pytest tests.
+``kerasfit.engine.testing`` turns a pack's own examples into pytest tests.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..rule import Invalid, Range, Reads, Rule, Valid
+from .rule import Invalid, Range, Reads, Rule, Valid
 from ..semantic import dataflow as _dataflow
 from ..semantic import nodes as _nodes
 from ..semantic import pipeline as _pipeline
 from ..semantic.model import SemanticModel
-from ..symbols import (
+from ..core.symbols import (
     CONV_CALLS,
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
@@ -44,7 +44,7 @@ from ..symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from ..types import TARGETS, Applicability, Role, Severity, Target, width_padding
+from ..core.types import TARGETS, Applicability, Role, Severity, Target, width_padding
 from . import fixes, roles, symbols, syntax, values
 
 __all__ = [

@@ -5,8 +5,8 @@
 
 from __future__ import annotations
 
-from ..callargs import keyword_value, remove_arg, set_keyword
-from ..fixes import FixSpec, Remove, Replace
+from .callargs import keyword_value, remove_arg, set_keyword
+from ..core.fixes import FixSpec, Remove, Replace
 from ..semantic.pipeline import insert_keyword
 
 __all__ = ["FixSpec", "Remove", "Replace", "insert_keyword", "keyword_value", "remove_arg", "set_keyword"]

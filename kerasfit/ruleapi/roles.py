@@ -6,6 +6,6 @@
 from __future__ import annotations
 
 from ..semantic.pipeline import feeds_evaluation, is_tf_data_chain
-from ..types import Role
+from ..core.types import Role
 
 __all__ = ["Role", "feeds_evaluation", "is_tf_data_chain"]

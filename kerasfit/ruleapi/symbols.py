@@ -8,7 +8,7 @@ names them.
 from __future__ import annotations
 
 from ..semantic.dataflow import label
-from ..symbols import (
+from ..core.symbols import (
     BATCHNORM_LAYERS,
     CHANNELS_FIRST_VALUES,
     CONCAT_CALLS,

@@ -12,7 +12,7 @@ import libcst as cst
 from .nodes import _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
-from ..symbols import FLAG_DEFINERS
+from ..core.symbols import FLAG_DEFINERS
 
 # ``nodes.child_fields`` by node type, last field first (the walk's stack takes them so)
 _FIELDS_BACK: dict[type, tuple[str, ...]] = {}

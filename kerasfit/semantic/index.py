@@ -48,7 +48,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
-from ..symbols import DATASET_FN_METHODS, FLAG_DEFINERS, POLICY_SETTERS, ROOT_MODULES, canonical, is_model_building, is_tpu_symbol, policy_dtype
+from ..core.symbols import (
+    DATASET_FN_METHODS,
+    FLAG_DEFINERS,
+    POLICY_SETTERS,
+    ROOT_MODULES,
+    canonical,
+    is_model_building,
+    is_tpu_symbol,
+    policy_dtype,
+)
 from .names import ast_dotted, star_names
 from .treescan import TreeScan, digest, scan_tree
 from .treescan import file_digest as file_digest  # (the cache and the language server hash files with it)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 
 import libcst as cst
 
-from ..types import DEFAULT_TARGET, TARGETS, Target
+from ..core.types import DEFAULT_TARGET, TARGETS, Target
 from .bridge import Layers
 from .caches import ModelCaches
 from .fileindex import FileIndex

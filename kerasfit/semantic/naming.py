@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from ..symbols import ROOT_MODULES, canonical, flavour, import_spelling
+from ..core.symbols import ROOT_MODULES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements

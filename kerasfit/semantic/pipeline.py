@@ -9,8 +9,8 @@ import re
 
 import libcst as cst
 
-from ..fixes import Replace
-from ..symbols import ROOT_MODULES, canonical
+from ..core.fixes import Replace
+from ..core.symbols import ROOT_MODULES, canonical
 from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from ..symbols import POLICY_SETTERS, ROOT_MODULES, policy_dtype
+from ..core.symbols import POLICY_SETTERS, ROOT_MODULES, policy_dtype
 from .nodes import get_arg
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 
-from ..symbols import (
+from ..core.symbols import (
     DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
@@ -30,7 +30,7 @@ from ..symbols import (
     is_model_building,
     is_tpu_symbol,
 )
-from ..types import Role
+from ..core.types import Role
 from .bridge import project_makes_tpu
 from .nodes import ScopeNode, dotted_name, walk
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from ..symbols import ROOT_MODULES, canonical
+from ..core.symbols import ROOT_MODULES, canonical
 from .nodes import iter_children
 
 if TYPE_CHECKING:

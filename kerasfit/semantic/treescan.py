@@ -21,7 +21,7 @@ import unicodedata
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from ..symbols import POLICY_SETTERS
+from ..core.symbols import POLICY_SETTERS
 
 def digest(data: bytes) -> str:
     """The content hash the project index keys files by."""

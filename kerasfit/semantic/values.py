@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
-from ..symbols import IMAGE_DATA_FORMAT_CALLS, SET_IMAGE_DATA_FORMAT_CALLS, STANDARDIZE_DATA_FORMAT
+from ..core.symbols import IMAGE_DATA_FORMAT_CALLS, SET_IMAGE_DATA_FORMAT_CALLS, STANDARDIZE_DATA_FORMAT
 from .bridge import project_flag_default
 from .folding import BINARY, BUILTIN_NAMES, UNARY, Budget, bounded, builtin
 from .naming import Names

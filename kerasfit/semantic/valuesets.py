@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from ..symbols import BACKEND_CALLS, XLA_BACKENDS
+from ..core.symbols import BACKEND_CALLS, XLA_BACKENDS
 from .folding import COMPARE, MAX_VALUES, VALUES_DEPTH
 from .nodes import UNKNOWN
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.api import CheckOptions, check_paths
+from kerasfit.project.check import CheckOptions, check_paths
 from kerasfit.crosscheck.report import TOP_ROWS, NEGLIGIBLE
-from kerasfit.crosscheck.stage import BuildRequest
+from kerasfit.project.buildstage import BuildRequest
 
 pytestmark = pytest.mark.build
 

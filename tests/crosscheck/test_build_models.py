@@ -28,7 +28,7 @@ from kerasfit.crosscheck.api import (
     run_child,
 )
 from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD, PASSES
-from kerasfit.types import Diagnostic, Severity
+from kerasfit.core.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.build
 
@@ -54,7 +54,7 @@ def op(report, layer: str, pass_: str):
 
 
 def static_diagnostics(path: Path) -> list[Diagnostic]:
-    from kerasfit.api import CheckOptions, check_source
+    from kerasfit.project.check import CheckOptions, check_source
 
     return check_source(path.read_text(), str(path), CheckOptions(isolated=True)).diagnostics
 

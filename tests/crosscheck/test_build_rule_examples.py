@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.api import CheckOptions, check_source
+from kerasfit.project.check import CheckOptions, check_source
 from kerasfit.crosscheck.api import BuildOptions, build_report, cross_check
-from kerasfit.registry import all_rules
-from kerasfit.rule import Valid
+from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi.rule import Valid
 
 pytestmark = pytest.mark.build
 

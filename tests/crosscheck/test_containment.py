@@ -210,7 +210,7 @@ def test_stderr_is_read_with_a_cap(tmp_path):
         """)
     script = textwrap.dedent(f"""
         import sys
-        from kerasfit.cli import app
+        from kerasfit.front.cli import app
         try:
             app(["report", {str(path)!r}, "--no-cache", "--build-timeout", "60"])
         except SystemExit as exc:

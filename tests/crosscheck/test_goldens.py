@@ -4,7 +4,7 @@ Each model is built with real TensorFlow at batch 16 on tpu-v5e (197 TFLOP/s, 81
 float32 run as bf16 passes, so one peak). The HLO gives the shapes; everything else
 below is computed by hand from the facts, written out, and compared with the report:
 
-* the padding rule (kerasfit.types.pad_multiple, docs/facts.md#1–3, #8): at a common
+* the padding rule (kerasfit.core.types.pad_multiple, docs/facts.md#1–3, #8): at a common
   batch under 64, forward and input-gradient ops pad batch to 8 and every feature dim
   (kernels' too, fact 2's upper bound) to 128; kernel-gradient ops pad batch to 128 and
   features to 8. At 64 or more the other way round. A batched matmul (attention) streams

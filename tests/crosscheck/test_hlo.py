@@ -270,7 +270,7 @@ ENTRY %main (x: f32[2,8,16], y: f32[16,16], w: f32[16,32]) -> (f32[2,8,32], f32[
 def test_a_3d_dense_costs_what_the_same_dense_after_a_reshape_costs(common):
     # Before: the 3-D dot's sequence axis (8) sat on the lanes in HBM, 8 -> 128.
     from kerasfit.crosscheck.simulator import simulate_op
-    from kerasfit.types import TARGETS
+    from kerasfit.core.types import TARGETS
 
     a, b = parse_hlo(DOTS_3D)[0]
     for op in (a, b):

@@ -14,7 +14,7 @@ from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, rende
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.report import (NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, _score_sized,
                                        _WhatIf, make_report)
-from kerasfit.types import TARGETS, Diagnostic, Severity, target_help
+from kerasfit.core.types import TARGETS, Diagnostic, Severity, target_help
 
 ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "fixtures" / "crosscheck" / "keras_cnn.py"
@@ -346,7 +346,7 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
         "import kerasfit.crosscheck.api as api\n"
         "def no_child(*args, **kwargs):\n    raise SystemExit('a build child was started')\n"
         "api.run_child = no_child\n"
-        "from kerasfit.cli import main\n"
+        "from kerasfit.front.cli import main\n"
         f"sys.argv = ['kerasfit', 'report', {str(model_file)!r}]\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code\n"
         "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'tensorflow', 'keras', 'tf_keras', 'tabulate'})\n"

@@ -16,11 +16,12 @@ import pytest
 
 np = pytest.importorskip("numpy", reason="the build extra (TensorFlow, NumPy) is not installed")
 
-from kerasfit.api import settings_for
+from kerasfit.project.check import settings_for
 from kerasfit.crosscheck.api import BuildOptions, run_child
-from kerasfit.engine import LintSettings, fix_source
-from kerasfit.registry import all_rules
-from kerasfit.rule import Invalid
+from kerasfit.engine.settings import LintSettings
+from kerasfit.engine.fix import fix_source
+from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi.rule import Invalid
 
 pytestmark = pytest.mark.build
 

@@ -19,7 +19,7 @@ from kerasfit.crosscheck.simulator import (
     with_batch,
     with_features,
 )
-from kerasfit.types import TARGETS
+from kerasfit.core.types import TARGETS
 
 
 def conv(pass_: str, batch: int, cin: int, cout: int, hw: int = 8, k: int = 3, name: str = "c") -> HloOp:
@@ -102,7 +102,7 @@ def test_most_common_batch(batches, expected):
         ("30 filters fwd", conv(FORWARD, 128, 32, 30), 128, 30 / 32, (128, 128), (32, 32), (30, 32)),
         # ... and to 128 in its weight update, which pads features to 128 at a large batch:
         # both kernel dims pad like the pass's features (the padding rule's bound of
-        # docs/facts.md#2, kerasfit.types.KERNEL_BOUND). Before: 30 -> 32, 93.75%.
+        # docs/facts.md#2, kerasfit.core.types.KERNEL_BOUND). Before: 30 -> 32, 93.75%.
         ("30 filters kgrad", conv(KERNEL_GRAD, 128, 128, 30), 128, 30 / 128, (128, 128), (128, 128), (30, 128)),
         # Small batch: the forward pass pads features to 128, in and out alike: 25%.
         ("small batch fwd", conv(FORWARD, 16, 64, 64), 16, 0.25, (16, 16), (64, 128), (64, 128)),
@@ -337,8 +337,8 @@ def test_simulator_modules_import_without_tensorflow():
 @pytest.mark.parametrize("width", [1, 10, 30, 100, 200])
 def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
     """What KF102 says a width pads to is what the simulator pads it to over a step."""
-    from kerasfit.api import CheckOptions, check_source
-    from kerasfit.types import width_padding
+    from kerasfit.project.check import CheckOptions, check_source
+    from kerasfit.core.types import width_padding
 
     t = TARGETS[target]
     dtype = "f32" if t.family == "tpu" else "bf16"  # KF102 speaks of 16-bit off TPU

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.api import CheckOptions, Resolver, check_paths
-from kerasfit.crosscheck.stage import BuildRequest, build_options
-from kerasfit.config import ConfigError, Selection
+from kerasfit.project.check import CheckOptions, Resolver, check_paths
+from kerasfit.project.buildstage import BuildRequest, build_options
+from kerasfit.project.config import ConfigError, Selection
 
 CNN = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "keras_cnn.py"
 

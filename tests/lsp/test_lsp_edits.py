@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from kerasfit.lsp import edits as E
-from kerasfit.types import Diagnostic, Severity
+from kerasfit.core.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.lsp
 
@@ -24,7 +24,7 @@ def apply_one(line: str, edit: dict) -> str:
 
 
 def test_from_utf16_inverts_utf16_col():
-    from kerasfit.reporters import utf16_col
+    from kerasfit.project.reporters import utf16_col
 
     line = 'a = "😀é😀"; b = 1'
     for col in range(len(line) + 1):
@@ -61,7 +61,7 @@ def test_noqa_edit(line, new_line):
 
 
 def test_noqa_comment_is_understood_by_the_engine():
-    from kerasfit.engine import Suppressions
+    from kerasfit.engine.suppressions import Suppressions
 
     for line in ("x = 1  # noqa: E501", "x = 1"):
         edit = E.noqa_edit(0, line, "KF101")
@@ -69,7 +69,7 @@ def test_noqa_comment_is_understood_by_the_engine():
 
 
 def test_rule_paragraph_is_the_what_it_does_section():
-    from kerasfit.registry import rule_by_name_or_code
+    from kerasfit.engine.registry import rule_by_name_or_code
 
     text = E.rule_paragraph(rule_by_name_or_code("KF101").documentation())
     assert text.startswith("Flags batch normalization that does not use the fused kernel")
@@ -131,14 +131,14 @@ def test_kerasfit_import_does_not_import_pygls():
     import subprocess
     import sys
 
-    code = "import sys, kerasfit, kerasfit.api, kerasfit.cli, kerasfit.reporters, kerasfit.lsp, kerasfit.lsp.edits; print(any(m.split('.')[0] in ('pygls', 'lsprotocol') for m in sys.modules))"
+    code = "import sys, kerasfit, kerasfit.project.check, kerasfit.front.cli, kerasfit.project.reporters, kerasfit.lsp, kerasfit.lsp.edits; print(any(m.split('.')[0] in ('pygls', 'lsprotocol') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
 def test_quickfix_titles_and_one_fix_applied():
     pytest.importorskip("pygls")
     from kerasfit.lsp.server import _applied
-    from kerasfit.types import Applicability, Edit, Fix
+    from kerasfit.core.types import Applicability, Edit, Fix
 
     src = "x = f(30)\n"
     edit = (Edit(6, 8, "32", 1, 6, 1, 8),)
@@ -152,7 +152,7 @@ def test_quickfix_titles_and_one_fix_applied():
 def test_quickfix_with_an_import_adds_it():
     pytest.importorskip("pygls")
     from kerasfit.lsp.server import _applied
-    from kerasfit.types import Applicability, Edit, Fix
+    from kerasfit.core.types import Applicability, Edit, Fix
 
     src = "import tensorflow as tf\n\ny = tf.nn.relu(x)\n"
     start = src.index("tf.nn.relu")

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.lsp
 # in a child: the first pass freezes everything alive, which pytest's own process must not get
 SCRIPT = textwrap.dedent('''
     import weakref
-    from kerasfit.api import tune_gc
+    from kerasfit.project.check import tune_gc
     from kerasfit.lsp.server import server
 
     tune_gc()

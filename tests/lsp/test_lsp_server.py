@@ -374,7 +374,7 @@ async def test_quickfix_removes_the_import_it_orphans_like_the_cli(client, tmp_p
     actions = await doc.code_actions(d.range, diags=[d], only=[types.CodeActionKind.QuickFix])
     doc.apply((await doc.resolve(actions[0])).edit)  # an import edit is resolved lazily
     assert doc.text == 'from keras.layers import Conv2D\nx = Conv2D(8, 3, padding="same")(x)\n'
-    from kerasfit.api import check_source
+    from kerasfit.project.check import check_source
 
     assert check_source(src, tmp_path / "pad.py", fix=True).fixed_source == doc.text
     await doc.diagnostics(lambda ds: not ds)

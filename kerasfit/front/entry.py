@@ -10,7 +10,7 @@ import sys
 
 def main() -> None:
     if sys.argv[1:] == ["lsp"]:
-        from .lsp.boot import serve_stdio_fast  # defers everything but the boot path: initialize is answered first
+        from ..lsp.boot import serve_stdio_fast  # defers everything but the boot path: initialize is answered first
 
         if serve_stdio_fast():
             return

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
 import libcst as cst
 
-from .fixes import FixSpec, Remove, Replace
-from .types import Applicability, Severity
+from ..core.fixes import FixSpec, Remove, Replace
+from ..core.types import Applicability, Severity
 
 if TYPE_CHECKING:
-    from .semantic.model import SemanticModel
+    from ..semantic.model import SemanticModel
 
 ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
 CODE_RE = re.compile(r"^KF\d{3}$")

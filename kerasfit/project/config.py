@@ -15,13 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-from .types import DEFAULT_TARGET, TARGETS
+from ..core.types import DEFAULT_TARGET, TARGETS
 
-
-def default_cache_dir() -> Path:
-    """./.kerasfit_cache, or $KERASFIT_CACHE_DIR (the static and the build caches' root)."""
-    env = os.environ.get("KERASFIT_CACHE_DIR")
-    return Path(env) if env else Path.cwd() / ".kerasfit_cache"
 
 DEFAULT_EXCLUDES = (
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist",

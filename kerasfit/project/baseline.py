@@ -23,7 +23,7 @@ from typing import Iterable, Sequence
 
 from .config import ConfigError
 from .notebook import Notebook, NotebookError
-from .types import Diagnostic, FileResult
+from ..core.types import Diagnostic, FileResult
 
 FORMAT = "kerasfit-baseline"
 VERSION = 1

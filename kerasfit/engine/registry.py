@@ -23,11 +23,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from . import __version__
+from .. import __version__
 
 if TYPE_CHECKING:
-    from .cachefs import CacheDir
-    from .rule import Rule  # defers libcst (rule.py imports it): a run answered from the cache never loads the rules
+    from ..core.cachefs import CacheDir
+    from ..ruleapi.rule import Rule  # defers libcst (rule.py imports it): a run answered from the cache never loads the rules
 
 ENTRY_POINT_GROUP = "kerasfit.rules"
 BUILTIN_PACK = "kerasfit.rules"
@@ -51,7 +51,7 @@ class RuleMeta:
 
 
 def _rules_in(module: ModuleType) -> list[type[Rule]]:
-    from .rule import Rule  # defers libcst (rule.py imports it): a run answered from the cache never loads the rules
+    from ..ruleapi.rule import Rule  # defers libcst (rule.py imports it): a run answered from the cache never loads the rules
 
     found = []
     for obj in vars(module).values():
@@ -149,7 +149,7 @@ def _entry_point_values(group: str) -> list[tuple[str, str]]:
 @lru_cache(maxsize=1)
 def all_rules() -> dict[str, type[Rule]]:
     """code -> rule class, for the built-in pack plus third-party packs."""
-    from .rule import NAME_RE  # defers libcst, as above
+    from ..ruleapi.rule import NAME_RE  # defers libcst, as above
 
     rules: dict[str, type[Rule]] = {}
     names: dict[str, str] = {}
@@ -185,8 +185,9 @@ def rule_by_name_or_code(key: str) -> type[Rule] | None:
 def fingerprint() -> str:
     """Changes whenever kerasfit's code or any rule pack's files change (no imports)."""
     h = hashlib.sha256(__version__.encode())
-    here = Path(__file__).parent
-    dirs = [here, here / "semantic", here / "data"]  # the semantic model and its name tables decide findings too
+    root = Path(__file__).parent.parent
+    # every part that decides findings, and the name tables (not the cross-check or the server)
+    dirs = [root, *(root / part for part in ("core", "semantic", "ruleapi", "engine", "project", "front", "data"))]
     for pkg in _packs():
         spec = importlib.util.find_spec(pkg)
         if spec is not None and spec.submodule_search_locations:

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Sequence
 
 from .notebook import Notebook, NotebookError, validate
-from .suppressions import with_noqa
-from .types import Diagnostic, FileResult
+from ..engine.suppressions import with_noqa
+from ..core.types import Diagnostic, FileResult
 from .writeback import Snapshot, stat_or_none, write_fixed
 
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")

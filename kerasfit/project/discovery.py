@@ -12,7 +12,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 # Bytes that any TF/Keras file must contain somewhere ("keras" covers tf_keras).
 PREFILTER_NEEDLES = (b"tensorflow", b"keras", b"tf_slim")
-# Jupyter notebooks: their code cells are checked as one module (kerasfit.notebook).
+# Jupyter notebooks: their code cells are checked as one module (kerasfit.project.notebook).
 SUFFIXES = (".py", ".pyi", ".ipynb")
 
 # directory -> (its exclude patterns, the root they are relative to)

@@ -13,7 +13,7 @@ measured on CPython's AST (which the engine computes anyway). A statement past
 ``DEPTH_BUDGET`` is masked: its text is replaced by ``...`` and blanks of the same
 length and line structure, so every other statement keeps its offsets and is checked
 as usual; the masked one gets a one-line KF001 saying why. The parse itself runs on a
-thread with a large stack of its own (kerasfit.parsestack), so the margin does not
+thread with a large stack of its own (kerasfit.core.parsestack), so the margin does not
 depend on the caller's thread (a language-server worker, a small ``ulimit -s``).
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .parsestack import on_parse_stack
+from ..core.parsestack import on_parse_stack
 
 # libcst's Python-side recursion (codegen of a statement) fails between 400 and 600
 # levels under the default recursion limit (measured with libcst 1.9); the callers'

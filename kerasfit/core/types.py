@@ -13,7 +13,7 @@ from typing import Any
 
 # Every built-in rule has a page in the repository (and the wheel, as kerasfit/docs/) at
 # this path, generated from the rule class by scripts/gen_docs.py. Engine codes (KF0xx)
-# and rule packs' codes have none. Links users open come from kerasfit.docpages.
+# and rule packs' codes have none. Links users open come from kerasfit.core.docpages.
 RULE_PAGE = "docs/rules/{code}.md"
 FACTS_PAGE = "docs/facts.md"
 _BUILTIN_RULE_CODE = re.compile(r"^KF[1-9]\d\d$")

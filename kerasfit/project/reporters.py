@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import quote
 
-from . import __version__
-from .docpages import Links
-from .registry import all_rules
-from .types import Applicability, Diagnostic, FileResult, Severity
-from .types import printable as printable  # the front ends import it from here
+from .. import __version__
+from ..core.docpages import Links
+from ..engine.registry import all_rules
+from ..core.types import Applicability, Diagnostic, FileResult, Severity
+from ..core.types import printable as printable  # the front ends import it from here
 
 # Where a finding's rule page opens (the installed page, or a team's docs-url).
 _INSTALLED = Links()

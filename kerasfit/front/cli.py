@@ -1,4 +1,4 @@
-"""The command line (a thin front end over kerasfit.api, STYLE 7).
+"""The command line (a thin front end over kerasfit.project.check, STYLE 7).
 
 Exit codes: 0 nothing left to report, 1 findings (or unreadable files) remain,
 2 usage, configuration or internal error.
@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, TypedDict
 
 import typer
 
-from . import __version__
+from .. import __version__
 from .checkcmd import run_check
-from .reporters import FORMATS
-from .types import DEFAULT_TARGET, target_help
+from ..project.reporters import FORMATS
+from ..core.types import DEFAULT_TARGET, target_help
 
 if TYPE_CHECKING:
-    from .config import Config
-    from .crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
+    from ..project.config import Config
+    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
 
 app = typer.Typer(
     name="kerasfit",
@@ -58,7 +58,7 @@ class ListFormat(str, Enum):
 
 
 def _fail(message: str) -> NoReturn:
-    from .reporters import printable  # defers the reporters: --version and --help do not need them
+    from ..project.reporters import printable  # defers the reporters: --version and --help do not need them
 
     typer.echo(f"kerasfit: error: {printable(message)}", err=True)
     raise typer.Exit(2)
@@ -124,7 +124,7 @@ def check(
 
 
 def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
-    from .crosscheck.stage import parse_input_shapes  # defers the build stage until a build runs
+    from ..crosscheck.options import parse_input_shapes  # defers the build options reader until a build runs
 
     if not text:
         return None
@@ -137,8 +137,8 @@ def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
 def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
                    dtype: str | None, timeout: float | None, no_cache: bool, path: Path,
                    input_shape: str | None = None) -> "BuildOptions":
-    from .crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
-    from .config import find_config  # defers the config reader until a command runs
+    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
+    from ..project.config import find_config  # defers the config reader until a command runs
 
     cfg = find_config(path.resolve().parent)
     b = cfg.build if cfg else {}
@@ -157,7 +157,7 @@ def _build_options(entry: str | None, batch_size: int | None, cores: int | None,
 
 def _checked_dtype(dtype: str, cfg: "Config | None") -> str:
     if dtype not in ("float32", "bfloat16"):
-        from .config import ConfigError  # defers the config reader until a command runs
+        from ..project.config import ConfigError  # defers the config reader until a command runs
 
         where = cfg.source if cfg is not None and cfg.source else "--dtype"
         raise ConfigError(f"{where}: dtype must be float32 or bfloat16, not {dtype!r}")
@@ -180,7 +180,7 @@ def report(
     html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
-    from .config import ConfigError, check_target  # defers the config reader until a command runs
+    from ..project.config import ConfigError, check_target  # defers the config reader until a command runs
 
     if not path.is_file():
         _fail(f"{path}: no such file")
@@ -189,8 +189,8 @@ def report(
     try:
         if target:
             check_target(target)
-        from .api import CheckOptions, check_paths  # defers the check machinery until a command runs
-        from .crosscheck.api import BuildError, build_report, render_report, static_findings  # defers the build machinery (sandbox, HLO reader, simulator)
+        from ..project.check import CheckOptions, check_paths  # defers the check machinery until a command runs
+        from ..crosscheck.api import BuildError, build_report, render_report, static_findings  # defers the build machinery (sandbox, HLO reader, simulator)
 
         opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
                               input_shape)
@@ -201,14 +201,14 @@ def report(
         _fail(str(exc))
         return
     except BuildError as exc:
-        from .reporters import printable  # defers the reporters, as in _fail
+        from ..project.reporters import printable  # defers the reporters, as in _fail
 
         typer.echo(f"kerasfit: build failed: {printable(str(exc))}", err=True)
         raise typer.Exit(2)
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
     if html_file is not None:
-        from .api import atomic_write  # defers the check machinery (api)
-        from .crosscheck.html import render_html  # defers the report page renderer
+        from ..project.check import atomic_write  # defers the check machinery (api)
+        from ..crosscheck.html import render_html  # defers the report page renderer
 
         try:
             html_file.touch(exist_ok=True)
@@ -235,9 +235,9 @@ def rules_cmd(
     output_format: Annotated[ListFormat, typer.Option("--output-format", help="text or json.")] = ListFormat.text,
 ) -> None:
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
-    from .api import CheckOptions, links_for  # defers the check machinery until a command runs
-    from .config import ConfigError  # defers the config reader until a command runs
-    from .registry import all_rules  # defers the rule pack (libcst)
+    from ..project.check import CheckOptions, links_for  # defers the check machinery until a command runs
+    from ..project.config import ConfigError  # defers the config reader until a command runs
+    from ..engine.registry import all_rules  # defers the rule pack (libcst)
 
     try:
         links = links_for(Path.cwd(), CheckOptions())  # the project's docs-url, else the installed pages
@@ -271,8 +271,8 @@ def explain(
     code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm); 'facts' for the facts the rules cite, 'facts#11' for one.")],
 ) -> None:
     """Print a rule's documentation, or the accelerator facts (docs/facts.md#N)."""
-    from .docpages import FACTS_TOPIC, facts_file  # defers the docs reader until a command runs
-    from .registry import rule_by_name_or_code  # defers the rule pack (libcst)
+    from ..core.docpages import FACTS_TOPIC, facts_file  # defers the docs reader until a command runs
+    from ..engine.registry import rule_by_name_or_code  # defers the rule pack (libcst)
 
     topic = FACTS_TOPIC.match(code.strip())
     if topic is not None:
@@ -290,7 +290,7 @@ def explain(
 
 
 def _explain_facts(number: str | None) -> None:
-    from .docpages import fact_numbers, fact_section, facts_file  # defers the docs reader until a command runs
+    from ..core.docpages import fact_numbers, fact_section, facts_file  # defers the docs reader until a command runs
 
     path = facts_file()
     if path is None:
@@ -314,7 +314,7 @@ def lsp(
 ) -> None:
     """Run the language server (stdio by default). Needs the `lsp` extra."""
     try:
-        from .lsp.server import serve  # defers pygls and lsprotocol
+        from ..lsp.server import serve  # defers pygls and lsprotocol
     except ImportError as exc:
         _fail(f"the language server needs the 'lsp' extra: pip install 'kerasfit[lsp]' ({exc})")
         return
@@ -322,8 +322,8 @@ def lsp(
 
 
 def main() -> None:
-    from .api import tune_gc  # defers the check machinery (api)
-    from .registry import RuleRegistryError  # defers the rule registry until a command runs
+    from ..project.check import tune_gc  # defers the check machinery (api)
+    from ..engine.registry import RuleRegistryError  # defers the rule registry until a command runs
 
     tune_gc()
     try:

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from . import __version__
+from .. import __version__
+from ..core.cachefs import CacheDir, default_cache_dir
 from .config import (
     DEFAULT_MAX_FILE_SIZE,
     Config,
     ConfigError,
     _matches,
-    default_cache_dir,
     Selection,
     cache_dir_of,
     check_docs_url,
@@ -33,13 +33,12 @@ from .config import (
     select_rules,
     validate_selectors,
 )
-from .cachefs import CacheDir
 from .discovery import Candidate, discover, mentions_tensorflow
-from .docpages import Links
-from .parsestack import on_parse_stack
-from .registry import all_rules, fingerprint as rules_fingerprint, manifest
-from .semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
-from .types import TARGETS, Diagnostic, FileResult, Severity
+from ..core.docpages import Links
+from ..core.parsestack import on_parse_stack
+from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
+from ..semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
+from ..core.types import TARGETS, Diagnostic, FileResult, Severity
 from .writeback import Snapshot, stat_or_none, write_fixed
 
 if TYPE_CHECKING:
@@ -48,7 +47,8 @@ if TYPE_CHECKING:
 
     from .baseline import Baseline
 
-    from .engine import LintSettings, ParseCache
+    from ..engine.settings import LintSettings
+    from ..engine.parse import ParseCache
 
 PARALLEL_MIN_FILES = 6
 
@@ -68,7 +68,7 @@ class CheckOptions:
     jobs: int | None = None
     force_exclude: bool = False
     cache_dir: Path | None = None
-    build: Any = None  # a kerasfit.crosscheck.stage.BuildRequest: run the build cross-check stage
+    build: Any = None  # a kerasfit.project.buildstage.BuildRequest: run the build cross-check stage
     fail_on: str | None = None  # "error" | "warning" | "info"; None: each file's config
     max_file_size: int | None = None  # bytes; None: each file's config, else DEFAULT_MAX_FILE_SIZE
     docs_url: str | None = None  # rule links under this URL; None: the config's docs-url, else the installed pages
@@ -110,7 +110,7 @@ class FileSettings:
         return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
     def lint_settings(self, project: ProjectIndex | None = None, stop: threading.Event | None = None) -> LintSettings:
-        from .engine import LintSettings  # defers libcst (the engine parses with it)
+        from ..engine.settings import LintSettings  # defers libcst (the engine parses with it)
 
         rules = all_rules()
         return LintSettings(
@@ -388,7 +388,8 @@ class _Job:
 
 def _run_job(job: _Job, text: str, index: ProjectIndex, parse_cache: ParseCache | None = None,
              stop: threading.Event | None = None) -> FileResult:
-    from .engine import fix_source, lint_source  # defers libcst: a run answered from the cache never loads it
+    from ..engine.fix import fix_source  # defers libcst: a run answered from the cache never loads it
+    from ..engine.lint import lint_source  # defers libcst, as above
 
     settings = job.settings.lint_settings(index, stop)
     res = FileResult(job.path)
@@ -557,7 +558,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                     job, text = read[res.filename]
                     res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
     if options.build is not None:  # after fixes are written: the build sees the file as left
-        from .crosscheck.stage import run_stage  # defers the build stage: a static check never runs it
+        from .buildstage import run_stage  # defers the build stage: a static check never runs it
 
         run_stage(results, resolver, options.build)
     accepted = 0
@@ -755,12 +756,12 @@ def check_source(
 ) -> FileResult:
     """Check text that may not be saved (the language server's case); never writes.
 
-    ``parse_cache`` (an ``engine.ParseCache`` kept per document) lets repeated checks of
+    ``parse_cache`` (an ``engine.parse.ParseCache`` kept per document) lets repeated checks of
     an edited buffer re-parse only the top-level statements that changed.
     ``file_settings`` (from :func:`settings_for`) skips resolving the configuration:
     the server keeps the last good ones to check with while a setting is broken.
     ``project``: the index of the tree the file belongs to (default: the file alone).
-    ``stop``: set from another thread, the check raises ``engine.Stopped`` at its next
+    ``stop``: set from another thread, the check raises ``engine.settings.Stopped`` at its next
     top-level statement (the server's, for a document closed or changed meanwhile).
     """
     options = options or CheckOptions()

@@ -162,3 +162,9 @@ def _is_link(name: str, dir_fd: int | None) -> bool:
         return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
     except OSError:
         return False
+
+
+def default_cache_dir() -> Path:
+    """./.kerasfit_cache, or $KERASFIT_CACHE_DIR (the static and the build caches' root)."""
+    env = os.environ.get("KERASFIT_CACHE_DIR")
+    return Path(env) if env else Path.cwd() / ".kerasfit_cache"

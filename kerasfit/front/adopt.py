@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from .api import RunResult, atomic_write, checked_trees
-from .baseline import render
-from .config import ConfigError
-from .noqa import add_noqa
-from .types import FileResult
+from ..project.check import RunResult, atomic_write, checked_trees
+from ..project.baseline import render
+from ..project.config import ConfigError
+from ..project.noqa import add_noqa
+from ..core.types import FileResult
 
 
 def add_noqa_comments(result: RunResult, paths: Sequence[Path]) -> tuple[int, str]:

@@ -2,7 +2,7 @@
 
 A fix that removes or replaces code can orphan an import (KF103 deletes the only
 ``ZeroPadding2D(...)`` call). The fix carries the imports its removed code used, next to
-the ones it needs added; ``engine.add_imports`` applies both after the fix's edits, and
+the ones it needs added; ``engine.fix.add_imports`` applies both after the fix's edits, and
 libcst's RemoveImportsVisitor drops a carried import only when nothing uses it any more.
 An import that was unused before the fix is never carried, so never removed.
 """
@@ -14,7 +14,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from .semantic.nodes import dotted_name
+from ..semantic.nodes import dotted_name
 
 ImportSpec = tuple[str, "str | None", "str | None"]  # (module, obj or None, asname or None)
 

@@ -2,7 +2,7 @@
 pack's suite uses it, and so can a third-party pack's::
 
     # my_team_rules/tests/test_examples.py
-    from kerasfit.testing import pack_tests
+    from kerasfit.engine.testing import pack_tests
 
     test_valid, test_invalid, test_metadata = pack_tests("my_team_rules", prefix="TEAM")
 
@@ -18,10 +18,12 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from .engine import LintSettings, fix_source, lint_source
+from .settings import LintSettings
+from .fix import fix_source
+from .lint import lint_source
 from .registry import _walk_package
-from .rule import NAME_RE, Invalid, Range, Rule, Valid
-from .types import DEFAULT_TARGET, TARGETS
+from ..ruleapi.rule import NAME_RE, Invalid, Range, Rule, Valid
+from ..core.types import DEFAULT_TARGET, TARGETS
 
 
 def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:

@@ -1,5 +1,5 @@
 """``kerasfit check``'s body: what the command does once typer has read its command
-line (kerasfit/cli.py owns every option). A front end, like cli.py: it prints."""
+line (kerasfit/front/cli.py owns every option). A front end, like cli.py: it prints."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 from typer import echo
 
-from . import reporters
-from .reporters import FORMATS, WriteOptions
+from ..project import reporters
+from ..project.reporters import FORMATS, WriteOptions
 
 # ---- the command ------------------------------------------------------------------
 
@@ -34,10 +34,10 @@ def run_check(
     write_baseline: Path | None = None, add_noqa: bool = False, max_file_size: int | None = None,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
-    from .api import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for  # defers the check machinery (api, discovery, config) until argv is read
-    from .config import ConfigError, Selection  # defers the config reader until argv is read
-    from .reporters import printable  # defers the reporters until argv is read
-    from .types import FileResult  # defers the target tables until argv is read
+    from ..project.check import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for  # defers the check machinery (api, discovery, config) until argv is read
+    from ..project.config import ConfigError, Selection  # defers the config reader until argv is read
+    from ..project.reporters import printable  # defers the reporters until argv is read
+    from ..core.types import FileResult  # defers the target tables until argv is read
 
     adopting = "--add-noqa" if add_noqa else "--write-baseline" if write_baseline is not None else None
     if adopting and (fix or diff or add_noqa and write_baseline is not None):
@@ -135,7 +135,7 @@ def run_check(
 
     _emit(files, output_format, unsafe_fixes, fixed if fix else 0, show_fixes, quiet, links, result.accepted)
     if statistics:
-        from .reporters import statistics as stats  # defers the reporters until there is output
+        from ..project.reporters import statistics as stats  # defers the reporters until there is output
 
         echo(stats(files, result.prefiltered, result.elapsed), err=output_format != "text")
     remaining = any(f.failing for f in files)
@@ -225,7 +225,7 @@ def _build_request(build: bool, entry: str | None, batch_size: int | None, cores
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
-    from .crosscheck.stage import BuildRequest  # defers the build stage until --build
+    from ..project.buildstage import BuildRequest  # defers the build stage until --build
 
     return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
                         timeout=timeout, use_cache=not no_cache)

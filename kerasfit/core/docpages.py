@@ -27,8 +27,8 @@ FACTS_TOPIC = re.compile(r"^(?:(?:docs/)?facts(?:\.md)?)(?:#(?P<n>\S*))?$", re.I
 def docs_dir() -> Path | None:
     """The shipped docs: ``kerasfit/docs`` when installed from the wheel, else the
     checkout's ``docs/`` (an editable install maps the package there)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "docs", here.parent / "docs"):
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "docs", package.parent / "docs"):
         if (candidate / _FACTS).is_file():
             return candidate
     return None

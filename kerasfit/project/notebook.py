@@ -20,7 +20,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-from .types import Diagnostic
+from ..core.types import Diagnostic
 
 MARK = "# kerasfit-cell {}"
 _MARK_RE = re.compile(r"^# kerasfit-cell (\d+)$")

@@ -1,5 +1,5 @@
 """The parse thread's stack: libcst's native parser recurses once per nesting level, and
-the margin between the parse budget (kerasfit.parseguard) and a C-stack overflow must not
+the margin between the parse budget (kerasfit.engine.parseguard) and a C-stack overflow must not
 depend on the caller's thread (a language-server worker, a small ``ulimit -s``). Parses
 run on a thread started with a large stack of its own.
 

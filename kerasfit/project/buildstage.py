@@ -1,4 +1,4 @@
-"""``--build`` as a stage of :func:`kerasfit.api.check_paths`. Pure Python (no TensorFlow).
+"""``--build`` as a stage of :func:`kerasfit.project.check.check_paths`. Pure Python (no TensorFlow).
 
 The stage resolves each file's build options from the same configuration as the static
 checks (``--config``, ``--isolated``, ``[tool.kerasfit.build]``; command-line values win,
@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kerasfit.config import Config, ConfigError
-from kerasfit.suppressions import Suppressions
-from kerasfit.types import Diagnostic, FileResult
+from ..core.types import Diagnostic, FileResult
+from ..crosscheck.options import parse_input_shapes
+from ..engine.suppressions import Suppressions
+from .config import Config, ConfigError
 
 if TYPE_CHECKING:
-    from kerasfit.api import FileSettings, Resolver
+    from .check import FileSettings, Resolver
 
-    from .api import BuildOptions
+    from ..crosscheck.api import BuildOptions
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ _MODEL_SOURCE = re.compile(
 def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) -> BuildOptions:
     """One file's build options: the command line over ``[tool.kerasfit.build]`` over the
     file's ``[tool.kerasfit]`` (target, batch size, cores)."""
-    from .api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator) until --build
+    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator) until --build
 
     b = cfg.build or {}
     where = str(cfg.source or "config")
@@ -67,15 +68,6 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
     )
 
 
-def parse_input_shapes(text: str) -> tuple[tuple[int, ...], ...]:
-    """``256,256,3`` (one input), or several inputs' dims separated by ``;`` (``2754,129;199``),
-    each input's non-batch dims. ValueError when it is not that."""
-    shapes = tuple(tuple(int(d) for d in part.replace("x", ",").split(",") if d.strip())
-                   for part in text.split(";"))
-    if not shapes or any(not dims or any(d <= 0 for d in dims) for dims in shapes):
-        raise ValueError(text)
-    return shapes
-
 
 def _shape(value: Any, where: str) -> tuple[tuple[int, ...], ...] | None:
     if value in (None, ""):
@@ -94,7 +86,7 @@ def defines_a_model(text: str) -> bool:
 
 def run_stage(results: list[FileResult], resolver: Resolver, request: BuildRequest) -> None:
     """Cross-check every checked Python file in place; a failed build becomes its error."""
-    from .api import BuildError, build_report, cross_check, cross_check_failure  # defers the build machinery, as above
+    from ..crosscheck.api import BuildError, build_report, cross_check, cross_check_failure  # defers the build machinery, as above
 
     checked = [r for r in results if not (r.skipped or r.error or not r.filename.endswith(".py"))]
     for res in checked:

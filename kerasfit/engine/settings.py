@@ -1,0 +1,61 @@
+"""What one file is checked with, and the engine's own codes (KF0xx)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from ..core.types import DEFAULT_TARGET, TARGETS, Target
+
+if TYPE_CHECKING:
+    from ..ruleapi.rule import Rule
+    from ..semantic.index import ProjectIndex
+
+SYNTAX_ERROR_CODE = "KF001"
+SYNTAX_ERROR_NAME = "syntax-error"
+INTERNAL_ERROR_CODE = "KF002"
+INTERNAL_ERROR_NAME = "rule-crashed"
+MAX_FIX_PASSES = 10
+
+
+SYNTAX_ERROR_CODE = "KF001"
+
+
+SYNTAX_ERROR_NAME = "syntax-error"
+
+
+INTERNAL_ERROR_CODE = "KF002"
+
+
+INTERNAL_ERROR_NAME = "rule-crashed"
+
+
+MAX_FIX_PASSES = 10
+
+
+@dataclass
+class LintSettings:
+    """What one file is checked with (resolved from config and flags)."""
+
+    rules: Sequence[type[Rule]]
+    target: Target = field(default_factory=lambda: TARGETS[DEFAULT_TARGET])
+    options: dict[str, Any] = field(default_factory=dict)
+    # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
+    unfixable: frozenset[str] = frozenset()
+    # The project index of the running check (other files of the tree, read lazily);
+    # None: the file is checked alone (an empty index of its own).
+    project: ProjectIndex | None = None
+    # Set from another thread (the language server's, when the document closes or
+    # changes again): the check ends at the next top-level statement with Stopped.
+    stop: threading.Event | None = None
+
+
+class Stopped(Exception):
+    """A check was told to stop (``LintSettings.stop``); nothing it found is kept."""
+
+
+def stop_now(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Stopped
+
