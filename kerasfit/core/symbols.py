@@ -346,6 +346,10 @@ def is_tpu_symbol(name: str) -> bool:
     return any(part.lower().startswith("tpu") for part in name.split("."))
 
 
+# Framework classes projects keep a copy of in their own tree (a vendored
+# ``tpu_estimator.py``): a project class of this name with a base is taken for the framework's.
+VENDORED_CLASSES = {"TPUEstimator": "tensorflow.estimator.tpu.TPUEstimator"}
+
 # KF106: ops that move data between the (padded) feature dim and spatial / batch dims.
 SPACE_DEPTH_OPS = {
     "tf.nn.space_to_depth", "tf.nn.depth_to_space", "tf.space_to_batch_nd", "tf.batch_to_space_nd",

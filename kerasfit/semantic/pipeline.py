@@ -10,7 +10,7 @@ import re
 import libcst as cst
 
 from ..core.fixes import Replace
-from ..core.symbols import ROOT_MODULES, canonical
+from ..core.symbols import canonical
 from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
 
@@ -49,9 +49,9 @@ def tf_data_root(ctx: SemanticModel, call: cst.Call) -> cst.Call | None:
         return None
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
-    if raw.split(".")[0] in ROOT_MODULES:
-        if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
-            return root
+    fw = ctx.names.framework_raw(raw)
+    if fw is not None and canonical(fw).startswith(_DATASET_ROOT_CANONICAL):
+        return root
     return None
 
 
@@ -86,10 +86,9 @@ def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
     for a in call.args:
         v = a.value.func if isinstance(a.value, cst.Call) else a.value
         if isinstance(v, (cst.Name, cst.Attribute)):
-            raw = ctx.names.raw_name_anywhere(v)
-            if raw is not None and raw.split(".")[0] in ROOT_MODULES:
-                if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
-                    return True
+            raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(v))
+            if raw is not None and canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
+                return True
     return False
 
 

@@ -23,7 +23,6 @@ from ..core.symbols import (
     DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
-    ROOT_MODULES,
     STEP_FN_TAKERS,
     canonical,
     is_input_pipeline,
@@ -322,8 +321,8 @@ def _uses_tpu(ctx: SemanticModel) -> bool:
         # a helper of another module may make the TPU strategy the file uses
         return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
     for call, _ in ctx.index.calls:
-        raw = ctx.names.raw_name_anywhere(call.func)
-        if raw and raw.split(".")[0] in ROOT_MODULES and is_tpu_symbol(canonical(raw)):
+        raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(call.func))
+        if raw and is_tpu_symbol(canonical(raw)):
             return True
         if raw and canonical(raw).startswith("keras.distribution."):
             # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
@@ -346,8 +345,8 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
 
     for call, scopes in idx.calls:
         func = call.func
-        raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        name = canonical(raw) if raw and raw.split(".")[0] in ROOT_MODULES else None
+        raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(func)) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        name = canonical(raw) if raw else None
         owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
         if name is not None:
@@ -482,7 +481,8 @@ def _is_keras_class(ctx: SemanticModel, cls: cst.ClassDef, memo: dict[int, bool]
                 continue
             raw = ctx.names.raw_name_anywhere(base.value)
             if raw is not None:
-                ok = raw.split(".")[0] in ROOT_MODULES and canonical(raw).startswith(("keras.", "tf.Module"))
+                fw = ctx.names.framework_raw(raw)
+                ok = fw is not None and canonical(fw).startswith(("keras.", "tf.Module"))
             else:
                 scopes = ctx.index.scopes_of(cls)
                 b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None

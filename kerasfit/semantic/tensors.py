@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from ..core.symbols import ROOT_MODULES, canonical
+from ..core.symbols import canonical
 from .nodes import iter_children
 
 if TYPE_CHECKING:
@@ -97,10 +97,8 @@ class TensorNames:
 
     def _name(self, expr: cst.BaseExpression) -> str | None:
         """The canonical TF/Keras name ``expr`` refers to (see Names.resolve)."""
-        raw = self._raw(expr)
-        if raw is None or raw.split(".")[0] not in ROOT_MODULES:
-            return None
-        return canonical(raw)
+        raw = self.ctx.names.framework_raw(self._raw(expr))
+        return canonical(raw) if raw is not None else None
 
     def holds_tensor(self, expr: cst.BaseExpression) -> bool:
         """True when a name flowing into ``expr`` (by slicing/arithmetic) holds a tensor."""
@@ -120,12 +118,12 @@ class TensorNames:
         raw = self._raw(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if raw is None:
             return None
-        head = raw.split(".")[0]
-        if head in _HOST_ROOTS:
+        if raw.split(".")[0] in _HOST_ROOTS:
             return "host"
-        name = canonical(raw) if head in ROOT_MODULES else None
-        if name is None:
+        fw = self.ctx.names.framework_raw(raw)
+        if fw is None:
             return None
+        name = canonical(fw)
         if name in _SHAPE_OPS:
             return "shape"  # takes a tensor, gives a few integers
         return "host" if name.startswith(_CONVERTERS) else "tensor"
