@@ -21,10 +21,12 @@ from ..semantic.dataflow import (
 )
 from ..semantic.pipeline import number, round_up
 from ..semantic.precision import compute_dtype
+from ..semantic.shapes import TensorShape, shape_of
 from ..semantic.summaries import Layer
 
 __all__ = [
     "Layer",
+    "TensorShape",
     "applied_in_order",
     "class_attr_assignment_line",
     "compute_dtype",
@@ -36,6 +38,7 @@ __all__ = [
     "number",
     "reaching_assignment",
     "round_up",
+    "shape_of",
     "shape_of_variable",
     "uses_of",
     "value_of",

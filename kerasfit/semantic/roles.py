@@ -4,7 +4,8 @@ A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``)
 ``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
 placeholders of an exported graph; a ``main`` that drives training and a function
 that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it calls
-``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code.
+``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code; a
+test calls a model once to check it.
 Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
 
@@ -113,11 +114,53 @@ def host_functions(ctx: SemanticModel) -> frozenset[int]:
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
         if numpy_call is not None and owner is not None and ctx.names.raw_name_anywhere(node) is None:
             host.add(id(owner))
+    host |= _test_functions(ctx)
     # functions nested in a host function run there too
     for f in idx.functions:
         if id(f) not in host and any(id(s) in host for s in idx.scopes_of(f)):
             host.add(id(f))
     return frozenset(host)
+
+
+_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def _test_functions(ctx: SemanticModel) -> set[int]:
+    """Tests call a model once to check it, on the host: every function of a test file,
+    and the methods of a test class anywhere (never a model's own ``test_step``)."""
+    idx = ctx.index
+    test_file = bool(_TEST_FILE.search(ctx.filename.replace("\\", "/").rsplit("/", 1)[-1]))
+    return {id(f) for f in idx.functions if isinstance(f, cst.FunctionDef) and (
+        test_file or _test_class(idx.method_class.get(id(f))))}
+
+
+def _test_class(cls: cst.ClassDef | None) -> bool:
+    """A unittest / pytest class: named ``Test*`` / ``*Test(s)``, or deriving a ``*TestCase``."""
+    if cls is None:
+        return False
+    name = cls.name.value
+    return (name.startswith("Test") or name.endswith(("Test", "Tests"))
+            or any((dotted_name(b.value) or "").endswith("TestCase") for b in cls.bases))
+
+
+def construction_functions(ctx: SemanticModel) -> frozenset[int]:
+    """ids of the functions that run only while a layer or model is constructed: ``__init__``
+    methods, and same-file helpers every caller of which is one (``self.index =
+    relative_position_index(h, w)`` in ``__init__``). They run once, eagerly, not per step."""
+    idx = ctx.index
+    out = {id(f) for f in idx.functions if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"
+           and idx.method_class.get(id(f)) is not None}
+    for _ in range(3):
+        before = len(out)
+        for f in idx.functions:
+            if not isinstance(f, cst.FunctionDef) or id(f) in out or f.name.value.startswith("__"):
+                continue
+            sites = ctx.values.call_sites(f)
+            if sites.complete and sites.calls and all(any(id(s) in out for s in scopes) for _call, scopes in sites.calls):
+                out.add(id(f))
+        if len(out) == before:
+            break
+    return frozenset(out)
 
 
 # TF1-only spellings (``tf.placeholder``): a file using them builds graphs, so its
@@ -263,10 +306,19 @@ class Roles:
 
     def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True for code that runs on the host, never on the accelerator: a TPUEstimator
-        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest."""
+        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, tests, and what they nest."""
         if func is None:
             return False
         return id(func) in self._m.file_fact("host_functions", host_functions, by_node=True)
+
+    def is_construction(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True for code that runs once while a layer or model is built, not in its steps:
+        an ``__init__`` and the helpers only it calls (:func:`construction_functions`). Not
+        what they nest: a ``Lambda`` layer's function made there runs in every step."""
+        if func is None:
+            return False
+        found: frozenset[int] = self._m.file_fact("construction_functions", construction_functions, by_node=True)
+        return id(func) in found
 
     def in_demo_block(self, node: cst.CSTNode) -> bool:
         """True inside an ``if __name__ == "__main__":`` block of a library module or one

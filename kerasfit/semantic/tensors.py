@@ -12,7 +12,8 @@ tensor when, anywhere in its function:
   (``K.maximum(b_mins, ...)``, ``K.dtype(y_true[0])``) — ops that turn host data into
   tensors (``tf.constant``, ``tf.convert_to_tensor``, ``tf.data``, ``tf.io`` …) excepted;
 - it is part of the slice or arithmetic bound to a tensor name (``x1 = boxes[:, :, 0] * s``
-  with ``x1`` a tensor makes ``boxes`` one).
+  with ``x1`` a tensor makes ``boxes`` one);
+- it is a list that tensors are appended to (``parts.append(t)``: ``parts[0]`` is one).
 
 Names bound only to NumPy/pandas values or Python literals never hold tensors.
 """
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Iterator
 import libcst as cst
 
 from ..core.symbols import canonical
-from .nodes import iter_children
+from .nodes import dotted_name, iter_children
 
 if TYPE_CHECKING:
     from .model import SemanticModel
@@ -104,6 +105,23 @@ class TensorNames:
         """True when a name flowing into ``expr`` (by slicing/arithmetic) holds a tensor."""
         return bool(roots(expr) & self.names)
 
+    def host_data(self, expr: cst.BaseExpression) -> bool:
+        """True when ``expr`` is host data by the code's own word: every name flowing into it
+        is bound only to NumPy (or pandas, or literals), or it reads ``self.<attr>`` whose
+        every store is (an anchor table built with ``np.zeros`` in ``__init__``)."""
+        rs = roots(expr)
+        if rs:
+            return rs <= self.host
+        base = expr
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        dotted = dotted_name(base) if isinstance(base, cst.Attribute) else None
+        if dotted is None or not dotted.startswith("self.") or dotted.count(".") != 1:
+            return False
+        stores = self.ctx.index.attr_stores.get(dotted, ())
+        return bool(stores) and all(v is not None and self._is_host_value(v, set()) and not isinstance(v, cst.Name)
+                                    for v, _ in stores)
+
     # ---- the analysis -----------------------------------------------------------
     def _op(self, call: cst.Call) -> str | None:
         """'tensor' for a TF/Keras op computing on tensors, 'shape' for a shape query
@@ -146,6 +164,7 @@ class TensorNames:
                     if a.keyword is not None and a.keyword.value in _NON_TENSOR_KEYWORDS:
                         continue
                     seeds |= roots(a.value)
+        self._appended(bound)
         params = set(_params(self.fn))
         host: set[str] = set()
         for _ in range(20):  # host data sliced or combined stays host data
@@ -178,6 +197,13 @@ class TensorNames:
             if len(tensors) == before:
                 break
         return frozenset(tensors), frozenset(host)
+
+    def _appended(self, bound: dict[str, list[cst.BaseExpression | None]]) -> None:
+        """``parts.append(t)`` in the function's own body: a list filled with tensors holds
+        tensors (``parts[0]`` is one), so the element is bound to the list's name."""
+        for ref, call, scopes in self.ctx.index.attr_refs.get("append", ()):
+            if call is not None and call.args and scopes and scopes[0] is self.fn and isinstance(ref.value, cst.Name):
+                bound.setdefault(ref.value.value, []).append(call.args[-1].value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
               bound: dict[str, list[cst.BaseExpression | None]]) -> None:
