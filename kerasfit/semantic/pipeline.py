@@ -12,6 +12,7 @@ import libcst as cst
 from ..core.fixes import Replace
 from ..core.symbols import canonical
 from .model import SemanticModel
+from .dataflow import uses_of
 from .nodes import UNKNOWN, dotted_name, get_arg
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
@@ -159,8 +160,9 @@ def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
 def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
-    ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
-    if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)):
+    ``if is_training`` / ``if mode == ModeKeys.TRAIN`` — or when it feeds no step at all:
+    Python gathers it on the host (``np.concatenate(list(ds))`` building a vocabulary)."""
+    if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)) or _iterated_on_host(ctx, call):
         return True
     stack = ctx.scopes.ancestors(call)
     for anc in stack:
@@ -179,6 +181,30 @@ def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
             if in_body and not negated:
                 return True
     return False
+
+
+# Python's own consumers of an iterable: a dataset handed only to these is read on the host.
+# (a `for` loop or `enumerate` may feed a training step: not these)
+_HOST_ITERATORS = frozenset({"list", "tuple", "sorted", "set"})
+
+
+def _iterated_on_host(ctx: SemanticModel, call: cst.Call) -> bool:
+    """The dataset the chain through ``call`` makes is bound to a name that Python only
+    gathers into a host collection (``list(ds)``, ``sorted(ds)``)."""
+    outer = _outer_methods(ctx, call)
+    whole = outer[-1] if outer else call
+    uses = uses_of(ctx, whole)
+    if not uses:
+        return False
+    for use in uses:
+        parent = ctx.scopes.parent(use)
+        if isinstance(parent, cst.Arg):
+            consumer = ctx.scopes.parent(parent)
+            if not (isinstance(consumer, cst.Call) and isinstance(consumer.func, cst.Name) and consumer.func.value in _HOST_ITERATORS):
+                return False
+        else:
+            return False
+    return True
 
 
 def number(ctx: SemanticModel, expr: cst.BaseExpression) -> float | int | None:

@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
 _HOST_FN_KEYWORDS = frozenset({"serving_input_receiver_fn", "serving_input_fn", "metric_fn"})
 _HOST_NAME = re.compile(r"(^|_)(metric_fn|metrics_fn|serving_input_fn|serving_input_receiver_fn|host_call_fn|host_call)$")
-# Calls that only a serving-input function makes.
-_SERVING_PREFIXES = ("tf.estimator.export.",)
+# Calls that only a serving-input function makes (a model_fn names its `export_outputs`
+# with `tf.estimator.export.PredictOutput`: not these).
+_SERVING_PREFIXES = ("tf.estimator.export.ServingInputReceiver", "tf.estimator.export.TensorServingInputReceiver",
+                     "tf.estimator.export.build_")
 
 
 # Methods that run training or inference from the outside (the driver's side).

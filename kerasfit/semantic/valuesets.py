@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from ..core.symbols import BACKEND_CALLS, XLA_BACKENDS
-from .folding import COMPARE, MAX_VALUES, VALUES_DEPTH
+from .folding import BINARY, COMPARE, MAX_VALUES, UNARY, VALUES_DEPTH
 from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
@@ -40,17 +40,47 @@ def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 
             return frozenset([v])
         except TypeError:
             return None
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        return _arithmetic(ctx, node, _depth)
     if isinstance(node, cst.Name):
-        bindings = ctx.scopes.reaching_bindings(node)
-        if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
-            out: set[Any] = set()
-            for binding in bindings:
-                s = possible_values(ctx, binding.value, _depth + 1)
-                if s is None:
-                    return None
-                out |= s
-            return frozenset(out) if len(out) <= MAX_VALUES else None
+        return _name_values(ctx, node, _depth)
     return None
+
+
+def _name_values(ctx: Values, node: cst.Name, depth: int) -> frozenset[Any] | None:
+    """A name bound on several paths: the union of what reaches it; bound once to arithmetic
+    (``gate = (d - 1) / 2`` with ``d`` set on two paths): that arithmetic's values."""
+    bindings = ctx.scopes.reaching_bindings(node)
+    if len(bindings) == 1 and bindings[0].kind == "assign" and isinstance(bindings[0].value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return _arithmetic(ctx, bindings[0].value, depth + 1)
+    if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
+        out: set[Any] = set()
+        for binding in bindings:
+            s = possible_values(ctx, binding.value, depth + 1)
+            if s is None:
+                return None
+            out |= s
+        return frozenset(out) if len(out) <= MAX_VALUES else None
+    return None
+
+
+def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, depth: int) -> frozenset[Any] | None:
+    """Arithmetic over value sets: every combination of the operands' possible values."""
+    if isinstance(node, cst.UnaryOperation):
+        unary = UNARY[type(node.operator)]
+        inner = possible_values(ctx, node.expression, depth + 1) if unary is not None else None
+        out = {unary(v) for v in inner} if unary is not None and inner is not None else None
+    else:
+        binary = BINARY[type(node.operator)]
+        a = possible_values(ctx, node.left, depth + 1) if binary is not None else None
+        b = possible_values(ctx, node.right, depth + 1) if a is not None else None
+        out = {binary(x, y) for x in a for y in b} if binary is not None and a is not None and b is not None else None
+    if out is None or UNKNOWN in out or len(out) > MAX_VALUES:
+        return None
+    try:
+        return frozenset(out)
+    except TypeError:
+        return None
 
 
 def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
