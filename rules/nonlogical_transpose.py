@@ -23,6 +23,9 @@ _DEPTHWISE = frozenset({
 
 # Ops that only add or drop a size-1 axis: a transpose through them still feeds the op after.
 _UNIT_AXIS = frozenset({"tf.expand_dims", "keras.ops.expand_dims", "tf.squeeze", "keras.ops.squeeze"})
+# How code reads a layer's weights.
+_WEIGHT_ATTRS = frozenset({"kernel", "weights", "get_weights", "embeddings", "depthwise_kernel", "pointwise_kernel",
+                           "recurrent_kernel", "trainable_weights", "variables"})
 # Dense layers and matmuls: an operand transposed into one is free (docs/facts.md#4).
 _MATMUL_LAYERS = frozenset(MATMUL_CALLS) | frozenset(DENSE_LAYERS)
 
@@ -56,7 +59,10 @@ class NonlogicalTranspose(Rule):
     matmul on TPU and GPU (still flagged for the `gaudi` target when not a matmul
     operand); a swap of the batch and channel axes around a depthwise convolution
     (the per-example-kernel trick: XLA folds it into the conv's dimension labels);
-    input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`);
+    input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`,
+    tests), code that runs once while a layer is constructed, a converter that lays a
+    layer's weights out for another framework (`ops.transpose(layer.kernel, ...)` outside
+    model code);
     and a TF1 `model_fn` transposing its `features` (the TPU reference models feed
     images batch-minor on purpose and transpose once). Nor code the default
     configuration never runs: a branch like `if data_format == "channels_first":` with
@@ -146,6 +152,14 @@ class NonlogicalTranspose(Rule):
             return tf.transpose(image, [2, 0, 1]), label
 
         ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)
+        """,
+        # weights laid out for another framework, outside model code: a one-off conversion
+        """
+        from keras import ops
+
+        def export_weights(backbone):
+            kernel = backbone.get_layer("attention_output").weights[0]
+            return {"o_proj.weight": ops.transpose(kernel, axes=(2, 0, 1))}
         """,
         # the two result axes of a matmul trade places: the matmul's own output layout
         """
@@ -477,6 +491,8 @@ class NonlogicalTranspose(Rule):
             return  # per-example depthwise trick: the swap folds into the conv's dim labels
         if operand is not None and perm[0] in (rank - 1, -1) and self._model_fn_features(operand.value):
             return  # a batch-minor infeed brought to the front once
+        if operand is not None and self._reshuffles_weights(node, operand.value):
+            return
         self.report(node, f"Transpose with perm {list(perm)} moves the last axis: {self._why()}; keep one layout end to end")
 
     def _check_permute(self, node: cst.Call) -> None:
@@ -511,9 +527,21 @@ class NonlogicalTranspose(Rule):
         fn = self.ctx.scopes.enclosing_callable(node)
         return roles.of(node) == "input" or roles.is_host_function(fn) or roles.is_construction(fn)
 
+    def _reshuffles_weights(self, node: cst.Call, operand: cst.BaseExpression) -> bool:
+        """A layer's weights (``.kernel``, ``.weights[0]``, ``get_weights()``) transposed
+        outside any model code: a converter laying weights out for another framework, run
+        once, not in a step."""
+        fn = self.ctx.scopes.enclosing_callable(node)
+        if fn is None or self.ctx.roles.function_role(fn) != "other":
+            return False
+        src = value_of(self.ctx, operand)
+        while isinstance(src, (cst.Subscript, cst.Call)):
+            src = src.value if isinstance(src, cst.Subscript) else src.func
+        return isinstance(src, cst.Attribute) and src.attr.value in _WEIGHT_ATTRS
+
     def _check_format(self, value: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if ctx.roles.of(value) == "input":
+        if ctx.roles.of(value) == "input" or ctx.roles.is_host_function(ctx.scopes.enclosing_callable(value)):
             return
         for src in ctx.values.const_sources(value):
             v = ctx.values.const(src, scopes=ctx.scopes.scopes_of(src))

@@ -47,7 +47,8 @@ class ReduceElementwise(Rule):
     there (`ce = tf.reduce_sum(..)` then `ce * 0.5`), or another scaling in between
     (`tf.reduce_sum(x) / n / 2.`) — found, not rewritten.
 
-    Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
+    Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, `tf.reduce_sum(x) * 0.0`
+    (a zero kept on the graph), softmax-style
     `x / tf.reduce_sum(x)`, a tensor operand (a weighted mean's denominator), input-pipeline code (functions handed to
     `Dataset.map` in any file of the tree, what they call, preprocessing layers), and
     host code (a TPUEstimator `metric_fn`, a `serving_input_fn`).
@@ -108,6 +109,8 @@ class ReduceElementwise(Rule):
         "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
         "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
         "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        # a zero that keeps the graph connected: nothing to move
+        "from keras import ops\nloss = ops.sum(unused) * 0.0\n",
         # a function the input pipeline maps over
         "import tensorflow as tf\n\n"
         "def parse(example):\n"
@@ -297,6 +300,8 @@ class ReduceElementwise(Rule):
         (``gate = (d - 1) / 2`` with ``d`` 1 or -1). Not a tensor: a weighted mean's
         denominator (``tf.reduce_sum(w) + eps``) divides the sum because that is the mean."""
         v = number(self.ctx, const)
+        if v == 0:
+            return False  # `sum(x) * 0.0`: a zero kept on the graph, no scaling to move
         if v is None:
             values = self.ctx.values.possible_values(const)
             if not values or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):

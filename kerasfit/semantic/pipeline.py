@@ -160,9 +160,13 @@ def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
 def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
-    ``if is_training`` / ``if mode == ModeKeys.TRAIN`` — or when it feeds no step at all:
-    Python gathers it on the host (``np.concatenate(list(ds))`` building a vocabulary)."""
+    ``if is_training`` / ``if mode == ModeKeys.TRAIN`` — or when it feeds no training step
+    at all: Python gathers it on the host (``np.concatenate(list(ds))`` building a
+    vocabulary), or the file runs inference, trains nothing and no other file imports it
+    (a generation benchmark)."""
     if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)) or _iterated_on_host(ctx, call):
+        return True
+    if ctx.file_fact("inference_script", _inference_script):
         return True
     stack = ctx.scopes.ancestors(call)
     for anc in stack:
@@ -186,6 +190,28 @@ def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
 # Python's own consumers of an iterable: a dataset handed only to these is read on the host.
 # (a `for` loop or `enumerate` may feed a training step: not these)
 _HOST_ITERATORS = frozenset({"list", "tuple", "sorted", "set"})
+
+
+# Calls that train: a Keras driver, an estimator, a custom loop's tape and optimizer.
+_TRAINING_CALLS = frozenset({"fit", "fit_generator", "train", "train_on_batch", "train_and_evaluate", "apply_gradients",
+                             "minimize", "gradient", "gradients", "compute_gradients"})
+_INFERENCE_CALLS = frozenset({"predict", "predict_on_batch", "generate", "evaluate"})
+
+
+def _inference_script(ctx: SemanticModel) -> bool:
+    """The file runs inference (``predict``, ``generate``, ``evaluate``), trains nothing
+    and no other file imports it (a generation benchmark, a predict script): its datasets
+    feed inference only."""
+    infers = False
+    for call in ctx.index.all_calls():
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _TRAINING_CALLS or _TRAIN_RE.search(name):
+            return False
+        infers = infers or name in _INFERENCE_CALLS
+    if not infers or not ctx.filename or ctx.filename.startswith("<"):
+        return False
+    return not ctx.project.imported_by_others(ctx.filename)
 
 
 def _iterated_on_host(ctx: SemanticModel, call: cst.Call) -> bool:
