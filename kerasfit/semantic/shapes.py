@@ -101,6 +101,45 @@ def _shape(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> TensorSh
 
 # ---- names ------------------------------------------------------------------------------
 def _name(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
+    found = _bound(ctx, name, depth)
+    if found.last is None:
+        guarded = _guarded_last(ctx, name)
+        if guarded is not None:
+            return TensorShape(found.rank, guarded)
+    return found
+
+
+def _guarded_last(ctx: SemanticModel, name: cst.Name) -> int | None:
+    """Inside ``if ops.shape(x)[-1] == 4:`` (or ``x.shape[-1] == 4``), ``x``'s last axis is 4."""
+    child: cst.CSTNode = name
+    for anc in reversed(ctx.scopes.ancestors(name)):
+        if isinstance(anc, cst.If) and child is anc.body:
+            test = anc.test
+            if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 and isinstance(test.comparisons[0].operator, cst.Equal):
+                size = ctx.values.const(test.comparisons[0].comparator)
+                if _positive_int(size) and _last_of(ctx, test.left) == name.value:
+                    return int(size)
+        if isinstance(anc, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+            break
+        child = anc
+    return None
+
+
+def _last_of(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
+    """``x`` for ``ops.shape(x)[-1]`` / ``x.shape[-1]`` / ``K.int_shape(x)[-1]``."""
+    if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
+        return None
+    if ctx.values.const(expr.slice[0].slice.value) != -1:
+        return None
+    base = expr.value
+    if isinstance(base, cst.Attribute) and base.attr.value == "shape" and isinstance(base.value, cst.Name):
+        return base.value.value
+    if isinstance(base, cst.Call) and base.args and isinstance(base.args[0].value, cst.Name) and _op(ctx, base) in ("shape", "int_shape"):
+        return base.args[0].value.value
+    return None
+
+
+def _bound(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
     bindings, _ = ctx.scopes.reaching(name)
     if not bindings:
         return UNKNOWN_SHAPE
@@ -323,6 +362,16 @@ def _gathered(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return shape_of(ctx, indices.value, depth) if indices is not None else UNKNOWN_SHAPE
 
 
+def _literal_array(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+    """``ops.array([w, h])`` / ``tf.constant([[1, 2]])``: the nesting and the innermost length."""
+    node = call.args[0].value if call.args else None
+    rank = 0
+    while isinstance(node, (cst.List, cst.Tuple)) and node.elements and not any(
+            isinstance(e, cst.StarredElement) for e in node.elements):
+        rank, last, node = rank + 1, len(node.elements), node.elements[0].value
+    return TensorShape(rank, last) if rank else UNKNOWN_SHAPE
+
+
 def _shape_vector(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     """``tf.shape(x)``: a vector of one entry per axis."""
     return TensorShape(1, _first(ctx, call, depth).rank)
@@ -333,7 +382,8 @@ _OPS = {
     "expand_dims": _expand_dims, "squeeze": _squeeze, "stack": _stack, "concat": _concat,
     "concatenate": _concat, "einsum": _einsum, "matmul": _matmul, "dot": _matmul, "one_hot": _one_hot,
     "slice": _tf_slice, "placeholder": _placeholder, "top_k": _keeps_first, "ones": _filled, "zeros": _filled,
-    "full": _filled, "take_along_axis": _gathered, "shape": _shape_vector,
+    "full": _filled, "take_along_axis": _gathered, "shape": _shape_vector, "array": _literal_array,
+    "constant": _literal_array, "convert_to_tensor": _literal_array,
 }
 
 
@@ -456,11 +506,16 @@ def _agree(shapes: Sequence[TensorShape]) -> TensorShape:
 
 
 def _broadcast(shapes: Sequence[TensorShape]) -> TensorShape:
-    """Operands combined elementwise: the highest rank when every rank is known; the last
-    size when they agree on it (a size-1 axis broadcasts)."""
-    if not shapes or any(s.rank is None for s in shapes):
+    """Operands combined elementwise: the highest rank when every rank is known. The last
+    size broadcasts: one operand's known size above 1 is the result's (every other is that
+    or 1, or the program would fail); all 1 gives 1."""
+    if not shapes:
         return UNKNOWN_SHAPE
-    tensors = [s for s in shapes if s.rank]  # (a scalar broadcasts into any axis)
-    lasts = {s.last for s in tensors if s.last != 1}
-    last = lasts.pop() if len(lasts) == 1 else (1 if tensors and not lasts else None)
-    return TensorShape(max(s.rank for s in shapes if s.rank is not None), last)
+    tensors = [s for s in shapes if s.rank != 0]  # (a scalar broadcasts into any axis)
+    known = {s.last for s in tensors if s.last is not None and s.last != 1}
+    if len(known) == 1:
+        last: int | None = known.pop()
+    else:
+        last = 1 if tensors and not known and all(s.last == 1 for s in tensors) else None
+    ranks = [s.rank for s in shapes]
+    return TensorShape(None if None in ranks else max(r for r in ranks if r is not None), last)
