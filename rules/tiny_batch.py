@@ -33,8 +33,9 @@ class TinyBatch(Rule):
     or a `NUM_CORES`-style constant or flag). With no core count, a global batch below
     64 is still flagged: no slice gives a core more than the whole batch.
 
-    Only in files that set up a TPU (a TPU strategy, resolver or estimator) or when
-    `cores` is configured; evaluation and prediction datasets are skipped.
+    Only in files that set up a TPU (a TPU strategy, resolver or estimator — also a
+    `TPUEstimator` kept as a copy in the project's own tree) or when `cores` is configured;
+    evaluation and prediction datasets are skipped.
 
     ## Why is this slow on the accelerator
     XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
@@ -136,6 +137,23 @@ class TinyBatch(Rule):
         """,
     )
     INVALID = (
+        # a TPUEstimator kept in the project's own tree (a vendored copy) is the TPU one
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+            from tensorflow.python.estimator import estimator as estimator_lib
+
+            class TPUEstimator(estimator_lib.Estimator):
+                def __init__(self, model_fn, train_batch_size, config=None):
+                    super().__init__(model_fn=model_fn, config=config)
+
+            est = TPUEstimator(model_fn=model_fn, train_batch_size=32, config=tf.estimator.tpu.RunConfig(
+                tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8)))
+            est.train(input_fn=input_fn, max_steps=1000)
+            """,
+            message_contains="32 ÷ 8 cores",
+            at=Range(8, 55, 8, 57),
+        ),
         # the flag's default is the number to change: reported there
         Invalid(
             """

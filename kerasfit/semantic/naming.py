@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from ..core.symbols import ROOT_MODULES, canonical, flavour, import_spelling
+from ..core.symbols import ROOT_MODULES, VENDORED_CLASSES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements
@@ -227,13 +227,17 @@ class Names:
 
     def _renamed_layer(self, name: str) -> str | None:
         """``class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer): pass``:
-        a module-level subclass with an empty body is its first base under another name."""
+        a module-level subclass with an empty body is its first base under another name; a
+        kept copy of a framework class (``class TPUEstimator(estimator_lib.Estimator): ...``,
+        symbols.VENDORED_CLASSES) is the framework's."""
         bindings = self._scopes.scope_index(self.module).bindings.get(name)
         if not bindings or len(bindings) != 1 or bindings[0].kind != "class":
             return None
         cls = bindings[0].node
         if not isinstance(cls, cst.ClassDef):
             return None
+        if name in VENDORED_CLASSES and cls.bases:
+            return VENDORED_CLASSES[name]
         body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
         for stmt in body:
             small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
