@@ -167,10 +167,10 @@ class TensorNames:
         self._appended(bound)
         params = set(_params(self.fn))
         host: set[str] = set()
-        for _ in range(20):  # host data sliced or combined stays host data
+        for _ in range(20):  # host data sliced or combined stays host data (also `x = x[..., :3]`)
             before = len(host)
             for name, values in bound.items():
-                if name not in host and name not in params and values and all(self._is_host_value(v, host) for v in values):
+                if name not in host and name not in params and values and all(self._is_host_value(v, host | {name}) for v in values):
                     host.add(name)
             if len(host) == before:
                 break
