@@ -42,8 +42,6 @@ _LANES = 128
 # A last axis this small holds a few coordinates per row (box corners, points), not a
 # feature dim the layout work of slicing it could matter for.
 _SMALL_AXIS = 8
-
-
 # Ops that read only their operand's shape, never its values.
 _SHAPE_ONLY = frozenset({"tf.ones_like", "tf.zeros_like", "keras.ops.ones_like", "keras.ops.zeros_like", "keras.ops.full_like",
                          "tf.fill", "tf.shape", "keras.ops.shape", "keras.backend.ones_like", "keras.backend.zeros_like"})
@@ -92,7 +90,7 @@ class NeedlessConcatSlice(Rule):
       axis, and `tf.slice(x, [0, .., k], [-1, .., n])` that takes every dim whole but the
       last.
 
-    Which axis: `...` right before the last index (`x[..., k]`, `x[b, ..., k]`), or three
+    Which axis: `...` before the last index (`x[..., k]`, `x[b, ..., k]`, `x[..., i, k]`), or three
     or more indices whose leading ones are whole (`x[:, :, k]`) unless the code says the
     tensor has another rank (`x[:, :, k]` of a reshaped 5-D block tensor cuts a block
     axis), and `axis=-1` for split/unstack (or the last axis of a rank the code says).
