@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 import libcst as cst
 
@@ -942,7 +942,7 @@ class NeedlessConcatSlice(Rule):
         spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
         self.report(node, f"`{spelled}` {why}", severity=Severity.INFO)
 
-    def _restacked(self, node: cst.Subscript, above: list[cst.CSTNode]) -> bool:
+    def _restacked(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
         """``stack([b[..., 0] * w, b[..., 1] * h, b[..., 2] * w, b[..., 3] * h], axis=-1)``: every
         column of a few-column tensor, each taken by index, stacked back on the last axis —
         the code says the axis has exactly those few columns (coordinates, not features)."""
@@ -984,9 +984,12 @@ class NeedlessConcatSlice(Rule):
                     "whole tensor where you can")
         step = const(cut.step) if cut.step is not None else 1
         if step != 1:
-            if not isinstance(step, int):
+            if not isinstance(step, int) or isinstance(step, bool):
                 return None
-            return (f"takes one lane in {abs(step)} of the last (lane) axis: an interleave of the TPU's 128-lane tiles, "
+            if step < 0:
+                return (f"reverses the last (lane) axis: every lane of the TPU's 128-lane tiles moves, a relayout copy "
+                        f"({_FACTS}); keep one order (reverse what produces or reads it instead) where you can")
+            return (f"takes one lane in {step} of the last (lane) axis: an interleave of the TPU's 128-lane tiles, "
                     f"a relayout copy ({_FACTS}); lay the parts out contiguously (rotate halves, not pairs) where you can")
         lower = _bound(const(cut.lower) if cut.lower is not None else 0, shape)
         if lower is None:

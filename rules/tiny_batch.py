@@ -286,17 +286,19 @@ class TinyBatch(Rule):
         """Where the batch size is written: the one number its value comes from (a constant,
         a flag's default), which is what to change; else where it is used."""
         sources = self.ctx.values.const_sources(expr)
-        return sources[0] if len(sources) == 1 and isinstance(sources[0], cst.Integer) else fallback
+        if len(sources) == 1 and isinstance(sources[0], cst.Integer) and self.ctx.scopes.parent(sources[0]) is not None:
+            return sources[0]
+        return fallback  # (a flag defined in another module: reported where this file uses it)
 
     def _unseen_default(self, expr: cst.BaseExpression) -> bool:
         """The value is a parameter's default in a function (or class) this file never
         calls: what its callers pass is not known here (``EvalDriver(batch_size=1)``)."""
         for src in self.ctx.values.const_sources(expr):
             param = self.ctx.scopes.parent(src)
-            if isinstance(param, cst.Param):
-                fn = self.ctx.scopes.parent(self.ctx.scopes.parent(param))  # Param -> Parameters -> def
-                if isinstance(fn, cst.FunctionDef) and not self.ctx.values.call_sites(fn).calls:
-                    return True
+            params = self.ctx.scopes.parent(param) if isinstance(param, cst.Param) else None
+            fn = self.ctx.scopes.parent(params) if params is not None else None  # Param -> Parameters -> def
+            if isinstance(fn, cst.FunctionDef) and not self.ctx.values.call_sites(fn).calls:
+                return True
         return False
 
     def _check(self, report_at: cst.CSTNode, expr: cst.BaseExpression) -> None:
