@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -59,6 +59,18 @@ def _bound(value: object, shape: TensorShape) -> int | None:
     return value
 
 
+def _shift(cut: cst.BaseSlice, const: Callable[[cst.BaseExpression], object]) -> int | None:
+    """``k:`` -> k, ``:-k`` -> -k (the two halves of a shift by k); else None."""
+    if not isinstance(cut, cst.Slice) or cut.step is not None or (cut.lower is None) == (cut.upper is None):
+        return None
+    bound = const(cut.lower if cut.lower is not None else cut.upper)  # type: ignore[arg-type]
+    if not isinstance(bound, int) or isinstance(bound, bool) or bound == 0:
+        return None
+    if cut.lower is not None:
+        return bound if bound > 0 else None
+    return bound if bound < 0 else None
+
+
 def _adds_axis(el: cst.SubscriptElement) -> bool:
     s = el.slice
     if not isinstance(s, cst.Index):
@@ -105,7 +117,9 @@ class NeedlessConcatSlice(Rule):
     at multiples of 128 they are free); a last axis of at most 8 that the code spells
     (coordinates: `reshape(x, (-1, 4))`, `a, b, c, d = unstack(boxes, axis=-1)`, every
     column restacked with `stack(..., axis=-1)`); a slice whose values are never read
-    (`ops.ones_like(x[..., 0])`); `x[:, k]`, which could be any axis of a 3-D tensor.
+    (`ops.ones_like(x[..., 0])`); neighbours along the axis compared or differenced
+    (`m[..., 1:] > m[..., :-1]`: any spelling shifts the lanes, there is nothing to choose);
+    `x[:, k]`, which could be any axis of a 3-D tensor.
 
     Precision policy for the tensors: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
@@ -282,6 +296,16 @@ class NeedlessConcatSlice(Rule):
                 widths = anchors[..., 2] - anchors[..., 0]
                 heights = self.table[..., 3] - self.table[..., 1]
                 return features * keras.ops.convert_to_tensor(widths * heights)
+        """,
+        # neighbours compared along the axis: a shift however it is written
+        """
+        import keras
+        from keras import ops
+
+        class SpanStarts(keras.layers.Layer):
+            def call(self, mask):
+                padded = ops.pad(mask, [[0, 0], [1, 0]])
+                return ops.greater(padded[..., 1:], padded[..., :-1])
         """,
         # only the slice's shape is read; a test; an index table built once in __init__
         """
@@ -937,10 +961,28 @@ class NeedlessConcatSlice(Rule):
             if len(els) < 3 or not all(_is_full_slice(e) for e in lead) or shape.rank not in (None, len(els)):
                 return
         why = self._cut_cost(last.slice, shape)
-        if why is None or self._restacked(node, above) or not self._tensorish(node.value, node):
+        if why is None or self._restacked(node, above) or self._neighbours(node, above) or not self._tensorish(node.value, node):
             return
         spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
         self.report(node, f"`{spelled}` {why}", severity=Severity.INFO)
+
+    def _neighbours(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
+        """``x[..., 1:] - x[..., :-1]``, ``greater(m[..., 1:], m[..., :-1])``: neighbours along
+        the last axis compared or differenced. Every way to write it shifts the lanes by
+        one: there is no layout to choose instead."""
+        parent = above[-1] if above else None
+        if isinstance(parent, cst.Arg) and len(above) >= 2 and isinstance(above[-2], cst.Call):
+            others = [a.value for a in above[-2].args if a is not parent]
+        elif isinstance(parent, (cst.BinaryOperation, cst.Comparison)):
+            others = [parent.right if parent.left is node else parent.left] if isinstance(parent, cst.BinaryOperation) else [
+                parent.left, *(c.comparator for c in parent.comparisons)]
+        else:
+            return False
+        base = self.ctx.module.code_for_node(node.value)
+        mine = _shift(node.slice[-1].slice, self.ctx.values.const)
+        return mine is not None and any(
+            isinstance(o, cst.Subscript) and o is not node and self.ctx.module.code_for_node(o.value) == base
+            and _shift(o.slice[-1].slice, self.ctx.values.const) == -mine for o in others)
 
     def _restacked(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
         """``stack([b[..., 0] * w, b[..., 1] * h, b[..., 2] * w, b[..., 3] * h], axis=-1)``: every
