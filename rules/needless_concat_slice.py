@@ -1046,6 +1046,9 @@ class NeedlessConcatSlice(Rule):
     # ---- is it a TF tensor in model or loss code? ------------------------------------
     def _tensorish(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """(``at``: the node being visited, where ``expr`` is used.)"""
+        fn = self.ctx.scopes.callable_of(at)
+        if fn is not None and self.ctx.layers.tensor_names(fn).host_data(expr):
+            return False  # NumPy on the host, even inside a layer's call()
         if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
         # asked last: the roles need the whole file's index
@@ -1053,9 +1056,6 @@ class NeedlessConcatSlice(Rule):
 
     def _tensor_in_code(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         ctx = self.ctx
-        fn = ctx.scopes.callable_of(at)
-        if fn is not None and ctx.layers.tensor_names(fn).host_data(expr):
-            return False  # NumPy on the host, even inside a layer's call()
         src = value_of(ctx, expr)
         if isinstance(src, cst.Call):
             raw = ctx.names.raw_name(src.func) or ""
