@@ -26,6 +26,8 @@ _UNIT_AXIS = frozenset({"tf.expand_dims", "keras.ops.expand_dims", "tf.squeeze",
 # How code reads a layer's weights.
 _WEIGHT_ATTRS = frozenset({"kernel", "weights", "get_weights", "embeddings", "depthwise_kernel", "pointwise_kernel",
                            "recurrent_kernel", "trainable_weights", "variables"})
+# How many names, unit-axis ops and transposes a value is followed through to its consumer.
+_HOPS = 5
 # Dense layers and matmuls: an operand transposed into one is free (docs/facts.md#4).
 _MATMUL_LAYERS = frozenset(MATMUL_CALLS) | frozenset(DENSE_LAYERS)
 
@@ -160,6 +162,15 @@ class NonlogicalTranspose(Rule):
         def export_weights(backbone):
             kernel = backbone.get_layer("attention_output").weights[0]
             return {"o_proj.weight": ops.transpose(kernel, axes=(2, 0, 1))}
+        """,
+        # transposed twice on the way into a matmul: the two compose into the operand's layout
+        """
+        from keras import ops
+
+        def attend(q, k):
+            k = ops.transpose(k, (0, 2, 1))
+            k = ops.expand_dims(k, axis=1)
+            return ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
         """,
         # the two result axes of a matmul trade places: the matmul's own output layout
         """
@@ -574,7 +585,7 @@ class NonlogicalTranspose(Rule):
         parent = ctx.scopes.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
-        if matmul and depth < 3 and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
+        if matmul and depth < _HOPS and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
             # `q * scale` on the way to the matmul: elementwise by a scalar, so layout
             # assignment gives the product the layout the matmul wants (docs/facts.md#4, #5)
             other = parent.right if parent.left is expr else parent.left
@@ -586,10 +597,12 @@ class NonlogicalTranspose(Rule):
             name = self._consumer(call)
             if name in ops:
                 return True
-            if name in _UNIT_AXIS and isinstance(call, cst.Call) and depth < 3 and parent is call.args[0]:
+            if (name in _UNIT_AXIS or matmul and name in TRANSPOSE_CALLS) and isinstance(call, cst.Call) and depth < _HOPS and (
+                    parent is call.args[0]):
+                # (a transpose of it composes with it: still one matmul operand's layout)
                 return self._only_into(call, ops, matmul, depth + 1)
             return False
-        uses = uses_of(ctx, expr) if depth < 3 else None
+        uses = uses_of(ctx, expr) if depth < _HOPS else None
         return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
