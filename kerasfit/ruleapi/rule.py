@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
@@ -99,8 +98,6 @@ class Reads(Enum):
 
 # What cannot be tracked per statement: a rule reading it is walked over the whole file.
 UNTRACKED = frozenset({Reads.OTHER_STATEMENTS})
-# What ``statement_local = True`` promised (deprecated alias, see Rule.__init_subclass__).
-_STATEMENT_LOCAL = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
 
 
 @dataclass
@@ -142,20 +139,6 @@ class Rule:
     reads: ClassVar[frozenset[Reads]] = frozenset(Reads)
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # ``statement_local`` (the flag before ``reads``) is read as the ``reads`` it promised, for one
-        # release; a class that declares ``reads`` itself is taken at its word.
-        own = vars(cls)  # what this class itself declares, not what it inherits
-        if "statement_local" in own and "reads" not in own:
-            warnings.warn(
-                f"{cls.__module__}.{cls.__qualname__}: `statement_local` is deprecated; declare "
-                "`reads` (kerasfit.ruleapi.Reads) instead",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            cls.reads = _STATEMENT_LOCAL if own["statement_local"] else frozenset(Reads)
 
     def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
