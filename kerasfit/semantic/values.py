@@ -17,7 +17,7 @@ from ..core.symbols import IMAGE_DATA_FORMAT_CALLS, SET_IMAGE_DATA_FORMAT_CALLS,
 from .bridge import project_flag_default
 from .folding import BINARY, BUILTIN_NAMES, UNARY, Budget, bounded, builtin
 from .naming import Names
-from .nodes import UNKNOWN, ScopeNode, _string_key, dotted_name, get_arg, string_value
+from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
 from .scopes import Scopes
 from . import callsites, valueflow, valuesets
 from .callsites import CallSites, ParamValue
@@ -430,7 +430,7 @@ def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpressio
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
         for el in value.elements:
-            if isinstance(el, cst.DictElement) and _string_key(el.key) == key:
+            if isinstance(el, cst.DictElement) and string_key(el.key) == key:
                 return el.value
     elif _is_dict_ctor(value):
         kw = get_arg(value, key)  # type: ignore[arg-type]
