@@ -24,7 +24,8 @@ from kerasfit.engine.registry import all_rules
 from kerasfit.core.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
-from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
+from .records import BuildReport, OpReport, StaticFinding, same_file, source_at
+from .report import make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from kerasfit.project.check import CheckOptions, check_paths
-from kerasfit.crosscheck.report import TOP_ROWS, NEGLIGIBLE
+from kerasfit.crosscheck.advice import NEGLIGIBLE
+from kerasfit.crosscheck.records import TOP_ROWS
 from kerasfit.project.buildstage import BuildRequest
 
 pytestmark = pytest.mark.build
@@ -33,7 +34,7 @@ CUSTOM_TRANSPOSE = '''\
         def call(self, x):
             y = self.conv(x)
             y = tf.transpose(y, [0, 3, 1, 2])
-            return tf.reduce_mean(y, axis=[2, 3])
+            return tf.reduce_mean(tf.reshape(y, [-1, 32 * 16, 16]), axis=2)
 
 
     def build_model():
