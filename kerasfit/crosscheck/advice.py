@@ -178,7 +178,7 @@ def _batch_change(what: _WhatIf, raw: dict[str, Any], target: str, step_fit: flo
     if chosen.saved <= GAIN_FLOOR * what.step_time:
         return None
     held = (f", the largest that fits in HBM (per-core batch {best.batch} would save more but needs "
-            f"{_gb(best.hbm['need'])} of {best.hbm['capacity'] / 1e9:.0f} GB)")
+            f"{_gb(best.hbm['need'])} of {_gb(best.hbm['capacity'])})")
     return _batch_recommendation(what, raw, chosen, step_fit, held)
 
 
@@ -602,9 +602,11 @@ def _batch_lever(what: _WhatIf, raw: dict[str, Any], batch: Recommendation | Non
     per_core = int(raw.get("per_core_batch") or 0)
     upto = max(LANES, -(-per_core // LANES) * LANES)
     largest = largest_fitting_batch(raw, what.ops, what.target, per_core, upto)
-    if largest is not None and largest <= per_core:
-        return (f"the batch is yours, but no larger per-core batch fits in HBM ({largest} is the largest "
-                "that does): fewer cores, or a smaller model")
+    if TARGETS[what.target].hbm_bytes and (largest is None or largest <= per_core):
+        fewer = "fewer cores sharing the global batch, or " if int(raw.get("cores") or 1) > 1 else ""
+        which = f"{largest} is the largest that does" if largest else "not even 8 does"
+        return (f"the batch is yours, but no larger per-core batch fits in HBM ({which}): {fewer}a smaller "
+                "model would let it grow")
     return "the batch is yours; no multiple of 8 or 128 near it runs an example faster in this model"
 
 

@@ -34,7 +34,7 @@ __all__ = [
     "cross_check", "cross_check_failure", "render_report", "static_findings",
 ]
 
-CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
+CACHE_SCHEMA = 4  # 4: mem ops move one slice of a dynamic slice, carry folds; batch sums folded into dots
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"

@@ -295,7 +295,7 @@ def advice_lines(report: BuildReport) -> list[str]:
         out.append("changes that would recover most:")
         out += [f"  {i}. {r.text}" for i, r in enumerate(changes, 1)]
     if origins:
-        out.append(f"where the top {TOP_ROWS} rows come from (no change of yours above reaches them):")
+        out.append(f"where the top {TOP_ROWS} rows come from (no change above removes them):")
         out += [f"  - {r.text}" for r in origins]
     return out
 
