@@ -3,8 +3,9 @@
 Pure functions over plain numbers, so the build report (through the simulator) and KF102's
 message read the same model. The structure is the vendor's (docs/facts.md#18): tensor
 cores take a contraction only when its channel dims are multiples of 16 bytes (8 for
-16-bit types, 4 for TF32), and the kernels run tiles — 64/128-wide over the output and the
-contraction — in waves over the streaming multiprocessors. The constants are calibrated on
+16-bit types, 4 for TF32), the kernels compute a channel dim in whole tiles (16, 32 or 64
+wide, then 64-wide steps) and run their 128x128 output tiles in waves over the streaming
+multiprocessors. The constants are calibrated on
 kerasfit's own H200 measurements (docs/facts.md#27), which also gave the rest:
 
 * off the tensor-core multiple, XLA pads a 16-bit contraction's operands to it and slices
@@ -81,6 +82,12 @@ def kernel_tile(n: int) -> int:
     return -(-n // 64) * 64
 
 
+def channel_tile(n: int, multiple: int) -> int:
+    """A channel dim as the kernels compute it: XLA's padding to ``multiple`` (the tensor
+    cores', in 16-bit), then the kernel's tile; 1–4 channels go to 4 (docs/facts.md#18)."""
+    return kernel_tile(n if n <= 4 else -(-n // multiple) * multiple)
+
+
 def achieved_bandwidth(target: Target) -> float:
     """Bytes per second the model moves through HBM: the calibrated share on a GPU, the
     published peak elsewhere."""
@@ -144,15 +151,13 @@ def wave_share(target: Target, op: GpuOp) -> float:
 def width_speedup(target: Target, width: int, dtype: str, conv: bool) -> tuple[int, float]:
     """(the width rounded to the tensor-core multiple, how much faster the model runs a
     width -> width contraction with it). The reference is a 3x3 convolution (``conv``) or
-    a matmul over 2^20 rows (its forward pass): what KF102's
-    message quotes for a GPU."""
+    a matmul over 2^20 rows (its forward pass): what KF102's message quotes for a GPU."""
     m = tensor_core_multiple(dtype)
     rounded = -(-width // m) * m
     rows, taps, size = 1 << 20, 9 if conv else 1, itemsize(dtype)
 
     def seconds(w: int) -> float:
-        tiled = kernel_tile(-(-w // pad_multiple(target, KERNEL_OUT, dtype=dtype)) * pad_multiple(
-            target, KERNEL_OUT, dtype=dtype))
+        tiled = channel_tile(w, pad_multiple(target, KERNEL_OUT, dtype=dtype))
         flops = 2.0 * rows * taps * w * w
         op = GpuOp(flops=flops, padded_flops=flops * (tiled / w) ** 2, channels=(w, w),
                    nbytes=(2 * rows * w + taps * w * w) * size, dtype=dtype, conv=conv, rows=rows, cols=w)

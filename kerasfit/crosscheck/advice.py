@@ -291,6 +291,28 @@ def _pad_changes(what: _WhatIf, raw: dict[str, Any], mem: list[OpReport]) -> lis
     return out
 
 
+def _pool_changes(what: _WhatIf, mem: list[OpReport]) -> list[Recommendation]:
+    """Max pooling whose gradient (a select-and-scatter) the target prices above its bytes
+    (a GPU, docs/facts.md#27; docs/facts.md#16 for a TPU): average pooling or a stride-2
+    convolution instead, its gradient a loop over its bytes. One change per source line."""
+    chip = TARGETS[what.target]
+    factor = gpumodel.CALIBRATION.scatter if chip.family == "gpu" else 1.0
+    by_line: dict[tuple[str, int], list[OpReport]] = {}
+    for m in mem:
+        if m.op_type == "select-and-scatter" and m.source and not m.source.get("block") and factor > 1:
+            by_line.setdefault((m.source["file"], m.source["line"]), []).append(m)
+    out = []
+    for found in by_line.values():
+        after, waste = what.apply(scaled={m.name: 1 / factor for m in found})
+        src = found[0].source
+        layers = sorted({m.layer or m.op_name for m in found})
+        text = (f"{', '.join(layers)} ({_line(src)}): max pooling's gradient is a select-and-scatter that "
+                f"takes ≈{factor:g}× its bytes' time on {chip.name} (docs/facts.md#16, #27); average pooling or "
+                f"a stride-2 convolution has a plain gradient: {_effect(what, after)}")
+        out.append(what.recommend(text, src, after, waste))
+    return out
+
+
 # TF's own name for a transpose op (tf.transpose, keras.ops.transpose, Permute): a transpose
 # named after another op (".../MatMul") is one the compiler inserted for that op, and one
 # under a tensordot or einsum is how TF lowers that contraction, not a line of the user's.
@@ -623,7 +645,7 @@ def recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], ro
     step_fit, common_batch = sim.step_fit, sim.common_batch
     what = _WhatIf(ops, rows, reports + mem, target, dtype, common_batch)
     batch = _batch_change(what, raw, target, step_fit)
-    changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem)
+    changes = (_pad_changes(what, raw, mem) + _transpose_changes(what, mem) + _pool_changes(what, mem)
                + _width_changes(what, reports, raw, target))
     changes += _from_findings(what, findings, mem, reports, changes, raw, target)
     changes += [c for block, info in (raw.get("blocks") or {}).items()

@@ -218,8 +218,7 @@ def _padder(target: Target, batch_role: str | None) -> Callable[[int, int, str],
     the kernels' whole tile (kerasfit.core.gpumodel); the batch is never tiled."""
     if target.family != "gpu":
         return lambda n, multiple, role: pad_to(n, multiple)
-    return lambda n, multiple, role: (pad_to(n, multiple) if role == batch_role
-                                      else gpumodel.kernel_tile(pad_to(n, multiple)))
+    return lambda n, multiple, role: pad_to(n, multiple) if role == batch_role else gpumodel.channel_tile(n, multiple)
 
 
 def _op_dims(op: HloOp, sem: dict[str, str], mult: dict[str, int], pad: Callable[[int, int, str], int],

@@ -132,3 +132,18 @@ def test_a_wider_layer_that_does_not_fit_says_the_largest_batch_that_does(model_
     (change,) = [r for r in make_report(raw, snug).recommendations if r.is_change and "30 → 32" in r.text]
     assert "more than the chip has: with it, the largest per-core batch that fits is 8" in change.text
     assert GB  # the chips' capacities are in GB elsewhere; here in bytes
+
+
+def test_max_pooling_whose_gradient_a_gpu_prices_high_is_a_change(model_file):
+    # keras_cnn.py's MaxPooling2D: on a GPU its gradient's select-and-scatter takes 26x its
+    # bytes' time (docs/facts.md#27) and average pooling has none; a TPU prices it by its
+    # bytes, so there is nothing to gain there
+    raw = raw_build(model_file)
+    (scatter,) = [m for m in raw["mem_ops"] if m["opcode"] == "select-and-scatter"]
+    scatter["layer"] = "max_pooling2d"
+    scatter["source"] = {"file": str(model_file), "line": 10, "end_line": 10, "column": 8, "end_column": 31}
+    gpu = make_report(raw, "gpu")
+    (pool,) = [r for r in gpu.recommendations if r.is_change and "select-and-scatter" in r.text]
+    assert pool.source["line"] == 10 and pool.saved > 0 and "average pooling" in pool.text
+    tpu = make_report(raw, "tpu-v5e")
+    assert not [r for r in tpu.recommendations if "select-and-scatter" in r.text]
