@@ -627,8 +627,8 @@ def _batch_lever(what: _WhatIf, raw: dict[str, Any], batch: Recommendation | Non
     if TARGETS[what.target].hbm_bytes and (largest is None or largest <= per_core):
         fewer = "fewer cores sharing the global batch, or " if int(raw.get("cores") or 1) > 1 else ""
         which = f"{largest} is the largest that does" if largest else "not even 8 does"
-        return (f"the batch is yours, but no larger per-core batch fits in HBM ({which}): {fewer}a smaller "
-                "model would let it grow")
+        return (f"the batch is yours, but no larger per-core batch fits in HBM ({which}): {fewer}smaller "
+                "inputs or a smaller model would let it grow")
     return "the batch is yours; no multiple of 8 or 128 near it runs an example faster in this model"
 
 
