@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
@@ -17,7 +17,9 @@ from kerasfit.ruleapi import (
     Rule,
     Severity,
     Valid,
+    tensor_core_multiple,
     width_padding,
+    width_speedup,
 )
 from kerasfit.ruleapi.fixes import Replace, keyword_value
 from kerasfit.ruleapi.symbols import (
@@ -63,8 +65,10 @@ class ChannelMultiple(Rule):
     of `Dense`, `tf.layers.dense` and recurrent layers (Keras 1's `nb_filter=` /
     `output_dim=` too), and the output-channel dim of a `tf.nn.conv2d` kernel
     variable — that folds to a constant which is not a
-    multiple of 8. The message says what the dim pads to on the selected target and
-    the share of the padded work that is wasted. A width taken from a list or tuple
+    multiple of 8 (on a GPU: of the tensor cores' multiple for the layer's dtype). The
+    message says what the dim pads to on the selected target and the share of the padded
+    work that is wasted; on a GPU, how much longer kerasfit's GPU cost model takes for
+    such an op than for the rounded width. A width taken from a list or tuple
     literal walked by a loop (`for units in HIDDEN: Dense(units)`, `HIDDEN` maybe a module
     constant) is reported at each element that is not a multiple (1–4 wide ones skipped).
 
@@ -89,14 +93,17 @@ class ChannelMultiple(Rule):
     wasting up to 22% of those ops. The sizes come from the same padding rule the
     build's simulator uses (`kerasfit.core.types.pad_multiple`), which takes the upper of
     fact 2's two kernel sizes where the pass pads features to the MXU's. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18)
-    — half precision only, so for the `gpu` target a width is reported only where the
-    layer computes in float16/bfloat16: its own `dtype=`, a mixed-precision policy the
-    file or another file of the tree sets (`mixed_precision.set_global_policy(
-    "mixed_float16")`, `keras.config.set_dtype_policy(...)`), or `dtype` in
-    `[tool.kerasfit.build]`; a float32 model gets no `gpu` width finding;
-    Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
-    unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
+    want channels in multiples of 16 bytes (docs/facts.md#18): 8 where the layer computes
+    in float16/bfloat16 — its own `dtype=`, a mixed-precision policy the file or another
+    file of the tree sets (`mixed_precision.set_global_policy("mixed_float16")`,
+    `keras.config.set_dtype_policy(...)`), or `dtype` in `[tool.kerasfit.build]` — and 4
+    in float32 (TF32). Off it, kerasfit's own GPU measurements find the whole training
+    step 1.3–2.2× slower (30 → 32 filters: 1.79× in bfloat16, 1.30× in float32;
+    docs/facts.md#27): XLA pads a 16-bit op's operands and slices its result through HBM,
+    and a float32 op loses TF32. The figure in the message is the GPU cost model's, the
+    one the build report times ops with (`kerasfit.core.gpumodel`). Gaudi's matrix
+    engine wants 64/128 (docs/facts.md#17). A multiple of 8 is unpadded in at least one
+    of the two TPU layouts (docs/facts.md#1) and on a GPU.
 
     ## Example
     ```python
@@ -174,11 +181,11 @@ class ChannelMultiple(Rule):
         "if __name__ == '__main__':\n"
         "    inp = keras.Input((32,))\n"
         "    keras.Model(inp, keras.layers.Dense(100)(inp)).summary()\n",
-        # float32 (Keras's default policy): a GPU does not pad the width (docs/facts.md#18)
-        Valid("import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n", target="gpu"),
+        # float32 (Keras's default policy): TF32 tensor cores take multiples of 4 (docs/facts.md#18)
+        Valid("import keras\nx = keras.layers.Conv2D(60, 3, padding='same')(x)\n", target="gpu"),
         Valid(
             "import keras\nkeras.config.set_dtype_policy('mixed_float16')\n"
-            "x = keras.layers.Conv2D(30, 3, dtype='float32')(x)\n",
+            "x = keras.layers.Conv2D(60, 3, dtype='float32')(x)\n",
             target="gpu",
         ),
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
@@ -238,8 +245,18 @@ class ChannelMultiple(Rule):
             "x = tf.keras.layers.Dense(units=104)(x)\n",
             unsafe=True,
             target="gpu",
-            message_contains="pad to 104 on gpu (4%",
+            message_contains="miss the tensor cores' multiple of 8 in float16 on gpu: ≈5.7× the time per matmul of 104",
             at=Range(3, 32, 3, 35),
+        ),
+        # float32 too, at TF32's multiple of 4 (docs/facts.md#18, #27)
+        Invalid(
+            "import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n",
+            expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, padding='same')(x)\n",
+            unsafe=True,
+            target="gpu",
+            message_contains="miss the tensor cores' multiple of 4 in float32 on gpu: ≈4.3× the time per "
+                             "convolution of 32 in kerasfit's GPU model",
+            at=Range(2, 24, 2, 26),
         ),
         Invalid(
             "import keras\nx = keras.layers.Conv2D(30, 3, dtype='mixed_bfloat16')(x)\n",
@@ -427,15 +444,15 @@ class ChannelMultiple(Rule):
                 self._check_kernel(node, name, arg.value)
 
     # ---- checks -------------------------------------------------------------
-    def _unpadded_here(self, layer: cst.Call | None) -> bool:
-        """A GPU pads only half-precision widths (docs/facts.md#18): in a float32 model
-        (no mixed-precision policy, no half `dtype=`, no `dtype` setting) there is
-        nothing to report for the `gpu` target."""
-        return self.ctx.target.family == "gpu" and compute_dtype(self.ctx, layer) == "float32"
+    def _multiple(self, layer: cst.Call | None) -> int:
+        """What a width must be a multiple of here: the target's, or on a GPU the tensor
+        cores' for the layer's compute dtype (docs/facts.md#18): 8 for float16/bfloat16, 4
+        for float32 (TF32)."""
+        if self.ctx.target.family == "gpu":
+            return tensor_core_multiple(compute_dtype(self.ctx, layer))
+        return self.ctx.target.channel_multiple
 
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
-        if self._unpadded_here(call):
-            return
         if isinstance(expr, cst.Name):
             b = self.ctx.scopes.lookup(expr.value, at=expr)
             fn = self.ctx.scopes.enclosing_function(call)
@@ -446,15 +463,15 @@ class ChannelMultiple(Rule):
         if v is None:
             self._check_iterated(call, name, expr, unit)
             return
-        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v <= 0 or v % self._multiple(call) == 0:
             return
         if depends_on_param(self.ctx, expr):
             return
         short = label(name)
-        pad, rounded, waste = self._numbers(v)
+        fate = self._fate(v, call, name in CONV_LAYERS)
         if v == 1:
             unit = unit[:-1]
-        where = f"{v} {unit} pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        where = f"{v} {unit} {fate.says}"
         inner = _weighing_layer(self.ctx, call) if v <= 4 else None
         if inner is not None:
             self.report(
@@ -471,15 +488,12 @@ class ChannelMultiple(Rule):
                 severity=Severity.INFO,
             )
             return
-        advice = f"round up to {rounded} (a multiple of {self.ctx.target.channel_multiple})"
-        high = int(pad.rsplit(" ", 1)[-1])
-        if high != rounded:
-            advice += f", or {high} to fill the MXU"
+        advice = f"round up to {fate.rounded} (a multiple of {fate.multiple}){fate.fill}"
         if isinstance(expr, cst.Integer):
             self.report(
                 expr,
                 f"`{short}`: {where}; {advice}",
-                fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))),
+                fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))),
             )
             return
         src = dotted_name(expr)
@@ -490,26 +504,22 @@ class ChannelMultiple(Rule):
         """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
         reported (and fixed) at the element."""
         elements = self.ctx.values.iterated_elements(expr)
-        m = self.ctx.target.channel_multiple
+        m = self._multiple(call)
         for el in elements or ():
             v = self.ctx.values.int_const(el)
             if v is None or v <= 4 or v % m == 0:
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
-            pad, rounded, waste = self._numbers(v)
+            fate = self._fate(v, call, name in CONV_LAYERS)
             src = self.ctx.module.code_for_node(expr)
-            where = (f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which pad to {pad} on "
-                     f"{self.ctx.target.name} ({waste}% of the padded work wasted)")
-            high = int(pad.split()[-1])
-            advice = f"round up to {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-            fix = self.make_fix(Replace(el, cst.Integer(str(rounded)))) if isinstance(el, cst.Integer) else None
+            where = f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which {fate.says}"
+            advice = f"round up to {fate.rounded} (a multiple of {m}){fate.fill}"
+            fix = self.make_fix(Replace(el, cst.Integer(str(fate.rounded)))) if isinstance(el, cst.Integer) else None
             self.report(el, f"{where}; {advice}", fix=fix, once=True)
 
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
         width is decided at each same-file call site, so report (and fix) there."""
-        if self._unpadded_here(call):
-            return
-        m = self.ctx.target.channel_multiple
+        m = self._multiple(call)
         short = label(name)
         for pv in self.ctx.values.param_values(fn, param):
             v = pv.const
@@ -517,18 +527,14 @@ class ChannelMultiple(Rule):
                 continue
             if v <= 0 or v % m == 0:
                 continue
-            pad, rounded, waste = self._numbers(v)
-            where = (
-                f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that pad to {pad} "
-                f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
-            )
+            fate = self._fate(v, call, name in CONV_LAYERS)
+            where = f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that {fate.says}"
             if v <= 4 or _SEMANTIC_SIZE.search(param):
                 self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=True)
                 continue
-            high = int(pad.rsplit(" ", 1)[-1])
-            advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
+            advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
             if isinstance(pv.value, cst.Integer):
-                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))),
+                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(fate.rounded)))),
                             once=True)
             else:
                 self.report(pv.value, f"{where}; {advice}", once=True)
@@ -536,7 +542,7 @@ class ChannelMultiple(Rule):
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
         the tree) that forwards a literal width to the conv or dense layer it builds."""
-        m = self.ctx.target.channel_multiple
+        m = self._multiple(None)
         # only a literal that is off the multiple can be reported: ask nothing otherwise
         if not any(
             type(a.value) is cst.Integer and not a.star and (self.ctx.values.int_const(a.value) or 0) % m
@@ -544,7 +550,7 @@ class ChannelMultiple(Rule):
         ):
             return
         layer = self.ctx.layers.built_layer(call)
-        if layer is None or self._unpadded_here(None):
+        if layer is None:
             return
         name = canonical(layer.name)
         spec = _LAYERS.get(name)
@@ -554,7 +560,6 @@ class ChannelMultiple(Rule):
         if not isinstance(width, frozenset) or len(width) != 1:
             return
         v = next(iter(width))
-        m = self.ctx.target.channel_multiple
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % m == 0:
             return
         # the call-site argument the width came from: the one literal that folds to it
@@ -564,28 +569,24 @@ class ChannelMultiple(Rule):
         expr = sites[0].value
         factory = layer.via[0]
         unit = "units" if name in DENSE_LAYERS else "filters"
-        pad, rounded, waste = self._numbers(v)
-        where = (
-            f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that pad to {pad} "
-            f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
-        )
+        fate = self._fate(v, None, name in CONV_LAYERS)
+        where = f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that {fate.says}"
         head = self._head_reason(call, expr, v)
         if head is not None:
             self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO, once=True)
             return
-        high = int(pad.rsplit(" ", 1)[-1])
-        advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))), once=True)
+        advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
+        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))), once=True)
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
-        if not shape or len(shape) < 3 or self._unpadded_here(None):
+        if not shape or len(shape) < 3:
             return
         v = shape[_NN_CONVS[name]]
-        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v <= 0 or v % self._multiple(None) == 0:
             return
-        pad, rounded, waste = self._numbers(v)
-        where = f"pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        fate = self._fate(v, None, True)
+        rounded, where = fate.rounded, fate.says
         short = label(name)
         if v <= 4:
             self.report(
@@ -600,20 +601,30 @@ class ChannelMultiple(Rule):
             "(not auto-fixed: its bias and the next kernel's input dim must change too)",
         )
 
-    def _numbers(self, v: int) -> tuple[str, int, int]:
-        """(what it pads to, the rounded width, % wasted at the larger padding).
+    def _fate(self, v: int, layer: cst.Call | None, conv: bool) -> _Fate:
+        """What the target does with a width off its multiple, in words, and the width to use.
 
-        The sizes come from the padding rule the build's simulator uses
+        TPU and Gaudi: the sizes come from the padding rule the build's simulator uses
         (``kerasfit.core.types.width_padding``): on a TPU a width pads to the small multiple
-        in some passes of a step and to the MXU's in the others (docs/facts.md#1–3);
-        a GPU or Gaudi pads in 16-bit (docs/facts.md#17, #18).
+        in some passes of a step and to the MXU's in the others (docs/facts.md#1–3), Gaudi
+        in 16-bit (docs/facts.md#17). GPU: the tensor cores want the multiple of the layer's
+        compute dtype (docs/facts.md#18), and the figure is the GPU cost model's, the
+        build report's (``kerasfit.core.gpumodel.width_speedup``, docs/facts.md#27).
         """
         target = self.ctx.target
-        m = target.channel_multiple
-        low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
+        m = self._multiple(layer)
         rounded = -(-v // m) * m
+        if target.family == "gpu":
+            dtype = compute_dtype(self.ctx, layer)
+            _, speedup = width_speedup(target, v, dtype, conv)
+            kind = "convolution" if conv else "matmul"
+            says = (f"miss the tensor cores' multiple of {m} in {dtype} on {target.name}: ≈{speedup:.1f}× "
+                    f"the time per {kind} of {rounded} in kerasfit's GPU model (docs/facts.md#27)")
+            return _Fate(m, rounded, says, "")
+        low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
         pad = f"{low} or {high}" if low != high else str(high)
-        return pad, rounded, round(100 * (high - v) / high)
+        says = f"pad to {pad} on {target.name} ({round(100 * (high - v) / high)}% of the padded work wasted)"
+        return _Fate(m, rounded, says, f", or {high} to fill the MXU" if high != rounded else "")
 
     # ---- output-head detection ------------------------------------------------
     def _head_reason(self, call: cst.Call, expr: cst.BaseExpression, v: int) -> str | None:
@@ -682,6 +693,16 @@ class ChannelMultiple(Rule):
         _, builds, last = self._scope_facts(call)
         return builds and last is call
 
+
+
+class _Fate(NamedTuple):
+    """A width off the multiple: the multiple, the width rounded up to it, what the target
+    does with it (a phrase after the width), and a wider choice that fills the MXU."""
+
+    multiple: int
+    rounded: int
+    says: str
+    fill: str
 
 
 # names passed to a head op, whether the scope builds a model, its last layer call

@@ -24,7 +24,8 @@ from kerasfit.engine.registry import all_rules
 from kerasfit.core.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
-from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
+from .records import BuildReport, OpReport, StaticFinding, same_file, source_at
+from .report import make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
 
@@ -33,7 +34,7 @@ __all__ = [
     "cross_check", "cross_check_failure", "render_report", "static_findings",
 ]
 
-CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
+CACHE_SCHEMA = 4  # 4: mem ops move one slice of a dynamic slice, carry folds; batch sums folded into dots
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"

@@ -4,7 +4,8 @@ through the engine's or the semantic model's private parts). Small and namespace
 - ``kerasfit.ruleapi`` — the rule itself: ``Rule``, ``Valid``, ``Invalid``, ``Range``,
   ``Severity``, ``Applicability``, ``Reads`` (what its findings depend on); the per-file model rules are handed (``self.ctx``, a ``SemanticModel``: ask its parts
   ``ctx.names``, ``ctx.scopes``, ``ctx.values``, ``ctx.layers``, ``ctx.roles`` about a node); the
-  chip a check is for (``Target``, ``TARGETS``, ``width_padding``).
+  chip a check is for (``Target``, ``TARGETS``, ``width_padding``; a GPU's multiple and the
+  GPU cost model's figure for a width, ``tensor_core_multiple``, ``width_speedup``).
 - :mod:`kerasfit.ruleapi.syntax` — questions of one node (``get_arg``, ``dotted_name``, ``walk`` …).
 - :mod:`kerasfit.ruleapi.values` — where a value comes from (``value_of``,
   ``layer_constructor``, ``reaching_assignment`` …).
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from .rule import Invalid, Range, Reads, Rule, Valid
 from ..semantic.model import SemanticModel
+from ..core.gpumodel import tensor_core_multiple, width_speedup
 from ..core.types import TARGETS, Applicability, Role, Severity, Target, width_padding
 from . import fixes, roles, symbols, syntax, values
 
@@ -45,6 +47,8 @@ __all__ = [
     "roles",
     "symbols",
     "syntax",
+    "tensor_core_multiple",
     "values",
     "width_padding",
+    "width_speedup",
 ]

@@ -78,7 +78,7 @@ def test_rule_paragraph_is_the_what_it_does_section():
 
 
 def test_build_lines_from_the_build_reports_ops():
-    from kerasfit.crosscheck.report import OpReport
+    from kerasfit.crosscheck.records import OpReport
 
     def op(layer, line, end_line, shape, padded, fit, file="/m.py", pass_="forward"):
         return OpReport(name="conv.1", op_name=f"model/{layer}/Conv2D", op_type="Conv2D", layer=layer, pass_=pass_,
