@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..semantic.dataflow import (
     applied_in_order,
     class_attr_assignment_line,
+    constructor_call,
     container_contents,
     current_statement,
     depends_on_param,
@@ -28,6 +29,7 @@ __all__ = [
     "applied_in_order",
     "class_attr_assignment_line",
     "compute_dtype",
+    "constructor_call",
     "container_contents",
     "current_statement",
     "depends_on_param",
