@@ -1641,8 +1641,8 @@ class PadBeforeConv(Rule):
         test ``t``. Upper-cased; None where nothing ties them."""
         if pad_arg is None:
             return None
-        target = dotted_name(pad_arg.value)
-        if target is None or target.count(".") > (1 if target.startswith("self.") else 0):
+        target = dotted_name(pad_arg.value) or ""  # "": written in place (``"valid" if s > 1 else "same"``)
+        if target.count(".") > (1 if target.startswith("self.") else 0):
             return None
         anchors: list[cst.CSTNode] = [pad]
         built = constructor_call(self.ctx, pad.func) if type(pad.func) is cst.Attribute else None
@@ -1668,9 +1668,9 @@ class PadBeforeConv(Rule):
         ``padding``: its own assignments of it, or the side of ``padding = a if test else b``."""
         values = [small.value for line in block.body if isinstance(line, cst.SimpleStatementLine)
                   for small in line.body if isinstance(small, cst.Assign)
-                  and any(dotted_name(t.target) == target for t in small.targets)]
+                  and any(dotted_name(t.target) == target for t in small.targets)] if target else []
         if not values and "." not in target:
-            bound = self.ctx.values.binding_value(padding)
+            bound = padding if isinstance(padding, cst.IfExp) else self.ctx.values.binding_value(padding)
             if isinstance(bound, cst.IfExp) and _same_code(self.ctx, bound.test, test):
                 values = [bound.body if taken else bound.orelse]
         return values

@@ -23,9 +23,11 @@ from ..semantic.dataflow import (
 from ..semantic.pipeline import number, round_up
 from ..semantic.precision import compute_dtype
 from ..semantic.summaries import Layer
+from ..semantic.valueflow import Origin
 
 __all__ = [
     "Layer",
+    "Origin",
     "applied_in_order",
     "class_attr_assignment_line",
     "compute_dtype",
