@@ -160,7 +160,9 @@ class PadBeforeConv(Rule):
     transpose or reshape between the pad and the conv (`tf.transpose`, `Permute`,
     `Reshape`) is reported with no fix: the pad is no longer the conv's spatial padding, and
     nothing is folded. Such findings are not auto-fixed. A pad made inside a helper of this
-    file is one finding, at the first 'valid' conv it feeds.
+    file is one finding, at the first 'valid' conv it feeds. A causal pad (the time dim of a
+    1-D conv, on the left only) is not reported: Keras's own `padding='causal'` is that very
+    explicit pad, so the code has nothing better to use.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 
@@ -385,6 +387,24 @@ class PadBeforeConv(Rule):
                     padding = "same"
                     x = layers.ZeroPadding2D(1)(x)
                 return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
+            """,
+        # a causal pad (left only) before a 1-D conv: Keras's padding='causal' is this same
+        # explicit pad, so there is nothing to change
+        """
+            from keras import layers, ops
+
+            class CausalDepthwise(layers.Layer):
+                def __init__(self, kernel_size):
+                    super().__init__()
+                    self.kernel_size = kernel_size
+                    self.conv = layers.DepthwiseConv1D(kernel_size)
+
+                def call(self, x):
+                    x = ops.pad(x, [(0, 0), (self.kernel_size - 1, 0), (0, 0)])
+                    return self.conv(x)
+
+            def tcn(x):
+                return layers.Conv1D(64, 3, dilation_rate=2)(layers.ZeroPadding1D((4, 0))(x))
             """,
         # a reshape between a layer and the conv, with no pad before it
         """
@@ -1563,6 +1583,8 @@ class PadBeforeConv(Rule):
         rank_match = _RANK.search(name)
         rank = int(rank_match.group(1)) if rank_match else None
         fmt = self._data_format(args_of, spec)
+        if rank == 1 and fmt is not None and not problem and self._causal(pad, pairs, fmt):
+            return  # Keras's own padding='causal' is this very pad: nothing to change
         reasons: list[str] = []
         spatial: list[tuple[int, int]] | None = None
         if pairs is None:
@@ -1737,6 +1759,29 @@ class PadBeforeConv(Rule):
             if found is not None and found[1] in _LAYOUT_LAYERS and arg is not None:
                 return label(found[1]), arg.value
         return None
+
+    def _causal(self, pad: cst.Call, pairs: list[tuple[int, int]] | None, fmt: str) -> bool:
+        """A pad of a 1-D conv's time dim on the left only (``[[0, 0], [k - 1, 0], [0, 0]]``,
+        ``ZeroPadding1D((k - 1, 0))``): a causal conv, whose Keras ``padding='causal'`` pads
+        the same way explicitly. Read from the constant pairs, or from the literal when only
+        the left amount is not constant."""
+        time = 2 if fmt == "first" else 1
+        if pairs is not None:
+            return len(pairs) == 3 and pairs[time][1] == 0 and pairs[time][0] > 0
+        if self.ctx.names.call_name(pad) in _PADS:
+            p_arg = get_arg(pad, "paddings", 1) or get_arg(pad, "pad_width", 1)
+            value = p_arg.value if p_arg is not None else None
+            if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 3:
+                return False
+            value = value.elements[time].value
+        else:  # ``ZeroPadding1D((k - 1, 0))(x)``
+            ctor = constructor_call(self.ctx, pad.func)
+            p_arg = get_arg(ctor, "padding", 0) if ctor is not None else None
+            value = p_arg.value if p_arg is not None else None
+        if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 2:
+            return False
+        left, right = (self.ctx.values.const(e.value) for e in value.elements)
+        return bool(right == 0 and left != 0)
 
     def _report_helper(
         self, pad: cst.Call, conv_name: str, conv_label: str, args_of: cst.Call, spec: _ConvSpec, info: _HelperPad,

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import (
     CONCAT_CALLS,
+    MATMUL_CALLS,
     RELAYOUT_CALLS,
     RESHAPE_CALLS,
     SPACE_DEPTH_OPS,
@@ -19,7 +20,7 @@ from kerasfit.ruleapi.symbols import (
     TRANSPOSE_CALLS,
     canonical,
 )
-from kerasfit.ruleapi.syntax import dotted_name, get_arg
+from kerasfit.ruleapi.syntax import dotted_name, get_arg, walk
 from kerasfit.ruleapi.values import uses_of
 
 _ADVICE = {
@@ -153,6 +154,17 @@ class SpaceDepth(Rule):
             out = tf.matmul(tf.nn.softmax(tf.matmul(q, k, transpose_b=True)), v)
             out = tf.concat(tf.unstack(out, axis=1), axis=-1)
             return tf.reshape(out, [b, n, h * d])
+        """,
+        # attention heads moved next to the batch for `q @ k`: a matmul's operands are
+        # transposed for free, and no spatial dim is multiplied by a factor of the channels
+        """
+        from keras import ops
+
+        def attention(qkv, batch, height, width, heads, key_dim):
+            qkv = ops.transpose(ops.reshape(qkv, (batch, height * width, 3, heads, key_dim)), axes=(2, 0, 3, 1, 4))
+            qkv = ops.reshape(qkv, (3, batch * heads, height * width, key_dim))
+            queries, keys, values = ops.unstack(qkv, axis=0)
+            return ops.softmax(queries @ ops.transpose(keys, axes=(0, 2, 1))) @ values
         """,
     )
     INVALID = (
@@ -328,7 +340,7 @@ class SpaceDepth(Rule):
         inner = ctx.values.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
-        if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape):
+        if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape) or _feeds_matmul(ctx, reshape):
             return
         self.report(
             origin.via[0] if origin.via else t,
@@ -396,6 +408,36 @@ def _comprehension_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.B
             if isinstance(comp.target, cst.Name) and comp.target.value == expr.value:
                 return comp.iter
     return None
+
+
+def _feeds_matmul(ctx: SemanticModel, reshape: cst.Call) -> bool:
+    """Attention heads regrouped (``(b, n, 3, heads, d)`` → transpose → ``(3, b * heads, n,
+    d)``) for ``q @ k``: the data reaches a matmul, whose operands' transposes the TPU makes
+    for free (docs/facts.md#4). Followed by name through the function's assignments (an
+    ``unstack`` into ``q, k, v``), in any order: a may-answer."""
+    fn = ctx.scopes.enclosing_function(reshape)
+    parent = ctx.scopes.parent(reshape)
+    if fn is None or not isinstance(parent, cst.Assign):
+        return False
+    derived = {n.value for t in parent.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+    assigns = [n for n in walk(fn.body) if isinstance(n, cst.Assign)]
+    for _ in range(4):  # names derived from those, a few steps on
+        grown = {n.value for a in assigns if _mentions(a.value, derived)
+                 for t in a.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+        if grown <= derived:
+            break
+        derived |= grown
+    for n in walk(fn.body):
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply):
+            if _mentions(n.left, derived) or _mentions(n.right, derived):
+                return True
+        elif isinstance(n, cst.Call) and ctx.names.call_name(n) in MATMUL_CALLS and _mentions(n, derived):
+            return True
+    return False
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(expr))
 
 
 def _has_product(shape: cst.BaseExpression) -> bool:
