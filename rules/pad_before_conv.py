@@ -76,7 +76,10 @@ _HelperPad = tuple[str, cst.BaseExpression | None, list[tuple[int, int]] | None,
 
 # a project helper kerasfit cannot read is taken for a pad by its name: `pad`, `fixed_padding`, `pad_input`
 _PAD_NAME = re.compile(r"(^|_)(pad|padding|padded)(_|$)", re.I)
-_NOT_PAD_NAME = re.compile(r"mask|unpad|crop", re.I)
+_NOT_PAD_NAME = re.compile(r"mask|unpad|crop|conv|pool", re.I)
+_REFLECT_NAME = re.compile(r"reflect|symmetric|replicat", re.I)
+_REFLECT_BY_NAME = "a pad that reflects (by its name) is not zero padding"
+_PAD_CLASS = re.compile(r"^(?=[A-Z]).*Pad(ding|ded)?([A-Z0-9]|$)")  # a layer class: `ReflectionPadding2D`, `Pad`
 # a callee named for a (non-transposed) convolution: `_conv2d`, `conv_layer`, `sparse_conv2d`
 _CONV_NAME = re.compile(r"conv", re.I)
 _NOT_CONV_NAME = re.compile(r"transpose|deconv|upconv|conv_?t\b|lstm|gru", re.I)
@@ -149,9 +152,9 @@ class PadBeforeConv(Rule):
     says conv handed a 'VALID' padding (`_conv2d("conv0", x, k, 64, "VALID")`), a project
     subclass of a conv layer that keeps its constructor (`class StandardizedConv2D(Conv2D)`
     overriding `build` only), a pad layer class whose amount is a parameter with a `0`
-    default its callers override, and a helper of a project
-    module that is not in the tree kerasfit reads, taken for a pad by its name (`ops.pad`,
-    `fixed_padding`; the finding says so). Where the branch that pads also makes the padding
+    default its callers override, and a helper or a layer class of a project module that
+    is not in the tree kerasfit reads, taken for a pad by its name (`ops.pad`,
+    `fixed_padding`, `ReflectionPadding2D`, which reflects by its name; the finding says so). Where the branch that pads also makes the padding
     'valid' (`padding = "same"`, then `if strides > 1: padding = "valid"; x =
     ZeroPadding2D(..)(x)`; `padding = "valid" if strides > 1 else "same"`; a layer whose
     `__init__` builds the pad layer and sets `self.padding = "valid"` in one branch and
@@ -572,6 +575,19 @@ class PadBeforeConv(Rule):
             message_contains="`sparse_conv2d` is a conv by its signature",
             at=Range(6, 17, 6, 65),
         ),
+        # a conv layer class of a library kerasfit cannot see into, known by its keywords
+        Invalid(
+            """
+                import tensorflow as tf
+                from tensorlayer.layers import Conv2d
+
+                def stem(x):
+                    x = tf.keras.layers.ZeroPadding2D(1)(x)
+                    return Conv2d(64, kernel_size=3, strides=2, padding="VALID")(x)
+                """,
+            message_contains="`Conv2d` is a conv by its signature",
+            at=Range(5, 8, 5, 43),
+        ),
         # a wrapper of this file that applies a 'VALID' conv to its keyword argument, fed a pad
         # made by a helper of a project module kerasfit cannot read, known by its name
         Invalid(
@@ -619,6 +635,39 @@ class PadBeforeConv(Rule):
                 """,
             message_contains="with stride 2",
             at=Range(5, 8, 5, 51),
+        ),
+        # kept found: a pad and a conv built in `build` and applied in `call` (3-D), and a
+        # pad before a Conv1D
+        Invalid(
+            """
+                import keras
+
+                class Block(keras.layers.Layer):
+                    def build(self, input_shape):
+                        self.pad = keras.layers.ZeroPadding3D(1)
+                        self.conv = keras.layers.Conv3D(8, 3)
+
+                    def call(self, x):
+                        return self.conv(self.pad(x))
+
+                def seq(x):
+                    x = keras.layers.ZeroPadding1D(2)(x)
+                    return keras.layers.Conv1D(16, 5)(x)
+                """,
+            expected_fix="""
+                import keras
+
+                class Block(keras.layers.Layer):
+                    def build(self, input_shape):
+                        self.conv = keras.layers.Conv3D(8, 3, padding="same")
+
+                    def call(self, x):
+                        return self.conv(x)
+
+                def seq(x):
+                    return keras.layers.Conv1D(16, 5, padding="same")(x)
+                """,
+            at=(Range(9, 25, 9, 36), Range(12, 8, 12, 40)),
         ),
         # a layer class that reflects: XLA folds nothing, and the conv's padding cannot reflect
         Invalid(
@@ -1252,10 +1301,16 @@ class PadBeforeConv(Rule):
         pad, conditional = found
         off = self._off
         conv = self._factory_conv(ctor)
-        if conv is None:
-            return
         self._off = off
-        self._report_factory(pad, conv, conditional)
+        if conv is not None:
+            self._report_factory(pad, conv, conditional)
+            return
+        # a conv layer class of a library kerasfit cannot see into: ``Conv2d(64, 3, padding="VALID")(x)``
+        callee = dotted_name(ctor.func)
+        sign = self._conv_sign(ctor, callee) if callee is not None and self.ctx.names.call_name(ctor) is None else None
+        if callee is not None and sign is not None:
+            why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
+            self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}" + ("; the pad is conditional" if conditional else ""))
 
     def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
         """For a call of a project factory that builds a conv whose padding may be
@@ -1532,10 +1587,11 @@ class PadBeforeConv(Rule):
     def _by_its_name(self, pad: cst.Call) -> str:
         """How a finding says that its pad is a helper known by its name only (its module
         is a file of the project kerasfit cannot read), said after the helper's name."""
-        hit = self._unseen.get(id(pad))
-        if hit is None or hit[0] is not pad:
-            return ""
-        return f" (a pad by its name: kerasfit cannot read `{hit[1]}`)"
+        for node in (pad, constructor_call(self.ctx, pad.func)):  # a call, or a layer applied
+            hit = self._unseen.get(id(node)) if node is not None else None
+            if hit is not None and hit[0] is node:
+                return f" (a pad by its name: kerasfit cannot read `{hit[1]}`)"
+        return ""
 
     def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False,
                         once: bool = False) -> None:
@@ -1864,7 +1920,7 @@ class PadBeforeConv(Rule):
             return None
         found = layer_constructor(ctx, call.func)
         if found is None:
-            ctor = self._ctor(call.func)
+            ctor = constructor_call(ctx, call.func)  # ``Pad(1)(x)``, ``pad(x)``, ``self.pad(x)``
             custom = self._layer_pad(ctor) if ctor is not None else None
             tensor = get_arg(call, "inputs", 0)
             if custom is None or tensor is None:
@@ -1927,7 +1983,7 @@ class PadBeforeConv(Rule):
             return helper, tensor.value if tensor else None, pairs, problem
         layer = ctx.layers.built_layer(call)  # a function of another file of the tree
         if layer is None and self._pad_by_name(call, helper):
-            return helper, tensor.value if tensor else None, None, None
+            return helper, tensor.value if tensor else None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(helper) else None
         if layer is None or canonical(layer.name) not in _PADS:
             return None
         mode = layer.arg("mode", 2, frozenset({"CONSTANT"}))
@@ -1941,7 +1997,8 @@ class PadBeforeConv(Rule):
     def _pad_by_name(self, call: cst.Call, helper: str) -> bool:
         """``ops.pad(x, 1)``, ``ops`` a module of the project kerasfit cannot read (not in the
         tree): a pad by its name, which findings say."""
-        if not _PAD_NAME.search(helper.rsplit(".", 1)[-1]) or _NOT_PAD_NAME.search(helper):
+        last = helper.rsplit(".", 1)[-1]
+        if not (_PAD_NAME.search(last) or _PAD_CLASS.search(last)) or _NOT_PAD_NAME.search(helper):
             return False
         module = self.ctx.layers.unseen_project_callee(call)
         if module is None:
@@ -1955,8 +2012,12 @@ class PadBeforeConv(Rule):
         equivalent, which the finding says)."""
         ctx = self.ctx
         rets = ctx.layers.layer_call_returns(ctor)
-        if rets is None and ctx.names.call_name(ctor) is None and ctx.layers.imported_zero_pad_layer(ctor):
-            return dotted_name(ctor.func) or "pad", None, None, None
+        if rets is None and ctx.names.call_name(ctor) is None:
+            name = dotted_name(ctor.func) or "pad"
+            if ctx.layers.imported_zero_pad_layer(ctor):
+                return name, None, None, None
+            if self._pad_by_name(ctor, name):
+                return name, None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(name) else None
         if not rets or not isinstance(ctor.func, cst.Name):
             return None
         infos = []

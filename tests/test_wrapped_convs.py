@@ -371,3 +371,31 @@ def test_a_wrapper_applies_its_conv_to_a_later_argument(tmp_path):
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 6), ("net.py", 8)]
     assert all("applied inside `conv`" in m for _, _, m in found)
+
+
+def test_a_pad_layer_class_of_an_unread_project_module_is_known_by_its_name(tmp_path):
+    # ``layers.py`` and ``ops.py`` of the package are not in the tree: their pad layer classes
+    # and pad function are taken for pads by their names (one that reflects, by its name, is
+    # no zero pad); a class named for a padded conv is not a pad
+    _write(tmp_path, {
+        "gan/net.py": """
+            import tensorflow as tf
+            from gan.layers import PaddedConv2D, ReflectionPadding2D, ZeroPad
+            from gan.ops import pad
+
+            def block(x):
+                y = ReflectionPadding2D(1)(x)
+                y = tf.keras.layers.Conv2D(32, 3)(y)
+                z = ZeroPad(1)(y)
+                z = tf.keras.layers.Conv2D(32, 3)(z)
+                w = PaddedConv2D(32, 3)(z)
+                w = tf.keras.layers.Conv2D(32, 3)(w)
+                return tf.keras.layers.Conv2D(32, 3)(pad(w, 1))
+        """,
+    })
+    found = _findings(tmp_path, "gan/net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 7), ("net.py", 9), ("net.py", 13)]
+    assert "`ReflectionPadding2D` (a pad by its name: kerasfit cannot read `gan.layers`)" in found[0][2]
+    assert "a pad that reflects (by its name) is not zero padding" in found[0][2]
+    assert "`ZeroPad` (a pad by its name" in found[1][2] and "XLA folds a zero pad" in found[1][2]
+    assert "`pad` (a pad by its name: kerasfit cannot read `gan.ops`)" in found[2][2]

@@ -65,7 +65,8 @@ class Layers:
     def unseen_project_callee(self, call: cst.Call) -> str | None:
         """For ``ops.pad(x, 1)`` with ``ops`` imported from the file's own package (a relative
         import, or a package whose name is a directory above the file) whose module is not
-        in the tree kerasfit reads: the module's dotted name, else None. What such a callee
+        in the tree kerasfit reads (or ``pad(x, 1)`` imported from such a module): the
+        module's dotted name, else None. What such a callee
         does is unknown; only its name can tell (a rule that trusts a name says so)."""
         return unseen_project_module(self._m, call)
 
@@ -254,15 +255,17 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
 
 def unseen_project_module(ctx: SemanticModel, call: cst.Call) -> str | None:
     dotted = dotted_name(call.func)
-    if dotted is None or "." not in dotted or ctx.names.call_name(call) is not None:
+    if dotted is None or ctx.names.call_name(call) is not None:
         return None
-    head, _, member = dotted.rpartition(".")
-    first = head.split(".")[0]
+    first, _, rest = dotted.partition(".")
     raw = ctx.names.imports.get(first)
     b = ctx.scopes.lookup(first, at=call)
     if raw is None or b is None or b.kind != "import":
         return None
-    module = raw + head[len(first):]
+    # ``ops.pad`` (``from pkg import ops``) or ``pad`` itself (``from pkg.ops import pad``)
+    module, _, member = (f"{raw}.{rest}" if rest else raw).rpartition(".")
+    if not module.strip("."):
+        return None
     filename = ctx.filename
     if not filename or filename.startswith("<"):
         return None
