@@ -188,6 +188,26 @@ class ChannelMultiple(Rule):
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
+        # a 1-wide gate that scales another tensor in place (a shared expert's gate in an MoE)
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class SharedExpert(keras.layers.Layer):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dense = keras.layers.Dense(dim)
+                    self.gate = keras.layers.Dense(1, use_bias=False)
+
+                def call(self, x):
+                    out = self.dense(x)
+                    out *= ops.sigmoid(self.gate(x))
+                    return out
+            """,
+            message_contains="is a gate (squeeze-excitation style",
+            at=Range(8, 39, 8, 40),
+        ),
         # a width passed by name through two functions: reported at the layer; 4 wide, but its
         # output feeds another conv, so a narrow internal layer, not an output head
         Invalid(
@@ -873,6 +893,8 @@ def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, softmax: bool,
     parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
         return _kind(softmax)
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.MultiplyAssign):
+        return _kind(softmax)  # ``out *= ops.sigmoid(gate(x))``
     if isinstance(parent, (cst.Element, cst.Arg)):
         holder = ctx.scopes.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
