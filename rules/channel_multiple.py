@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Hashable, NamedTuple
 
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
@@ -82,8 +82,12 @@ class ChannelMultiple(Rule):
     regression targets). A 1–4 wide layer whose output multiplies another tensor is
     named for what it is instead — a gate (a squeeze-excitation or spatial-attention
     `Conv2D(1, …)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
-    a sum) — an internal layer, also info and never fixed. Sizes that come from a function parameter are skipped:
-    callers may pass another value.
+    a sum) — an internal layer, also info and never fixed. A width that comes from a
+    function parameter is reported with the value each same-file call site passes: at the
+    call site when it passes a literal to a function that builds this one layer (a conv
+    wrapper, where the fix goes), else at the layer; there a 1–4 wide width whose output
+    feeds another conv or dense layer is a narrow internal layer, not a head. Other sizes
+    computed from a parameter are skipped: callers may pass another value.
 
     ## Why is this slow on the accelerator
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
@@ -191,6 +195,62 @@ class ChannelMultiple(Rule):
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
+        # a 1-wide gate that scales another tensor in place (a shared expert's gate in an MoE)
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class SharedExpert(keras.layers.Layer):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dense = keras.layers.Dense(dim)
+                    self.gate = keras.layers.Dense(1, use_bias=False)
+
+                def call(self, x):
+                    out = self.dense(x)
+                    out *= ops.sigmoid(self.gate(x))
+                    return out
+            """,
+            message_contains="is a gate (squeeze-excitation style",
+            at=Range(8, 39, 8, 40),
+        ),
+        # a width passed by name through two functions: reported at the layer; 4 wide, but its
+        # output feeds another conv, so a narrow internal layer, not an output head
+        Invalid(
+            """
+            from keras import layers
+
+            def encoder(inputs, ff_dim):
+                x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(inputs)
+                x = layers.Dropout(0.1)(x)
+                return layers.Conv1D(filters=64, kernel_size=1)(x)
+
+            def build(inputs, ff_dim):
+                return encoder(inputs, ff_dim)
+
+            out = build(features, ff_dim=4)
+            """,
+            message_contains="a narrow internal layer (its output feeds `Conv1D`)",
+            at=Range(4, 30, 4, 36),
+        ),
+        # a literal handed to a block of many layers: its output head is reported at the layer
+        Invalid(
+            """
+            import keras
+
+            def coupling(input_shape):
+                inp = keras.layers.Input(shape=input_shape)
+                h = keras.layers.Dense(256, activation="relu")(inp)
+                h = keras.layers.Dense(256, activation="relu")(h)
+                out = keras.layers.Dense(input_shape, activation="linear")(h)
+                return keras.Model(inp, out)
+
+            layers_list = [coupling(2) for _ in range(6)]
+            """,
+            message_contains="`coupling(..., input_shape=2)` builds a `Dense` with 2 units",
+            at=Range(7, 29, 7, 40),
+        ),
         # Dense widths from a module-level constant list, walked in a loop
         Invalid(
             """
@@ -424,6 +484,7 @@ class ChannelMultiple(Rule):
     def __init__(self, ctx: SemanticModel) -> None:
         super().__init__(ctx)
         self._facts: dict[int, _ScopeFacts] = {}  # per function (a cache: one walk of each)
+        self._wrappers: dict[int, tuple[cst.FunctionDef, bool]] = {}  # per function: builds one layer
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.names.call_name(node)
@@ -457,7 +518,7 @@ class ChannelMultiple(Rule):
             b = self.ctx.scopes.lookup(expr.value, at=expr)
             fn = self.ctx.scopes.enclosing_function(call)
             if b is not None and b.kind == "param" and fn is not None:
-                self._check_call_sites(call, name, fn, expr.value, unit)
+                self._check_call_sites(call, name, fn, expr, unit)
                 return
         v = self.ctx.values.int_const(expr)
         if v is None:
@@ -516,11 +577,18 @@ class ChannelMultiple(Rule):
             fix = self.make_fix(Replace(el, cst.Integer(str(fate.rounded)))) if isinstance(el, cst.Integer) else None
             self.report(el, f"{where}; {advice}", fix=fix, once=True)
 
-    def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
-        """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
-        width is decided at each same-file call site, so report (and fix) there."""
+    def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, width: cst.Name, unit: str) -> None:
+        """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the width is
+        decided at each same-file call site. A literal handed to a function that builds this
+        one layer (a conv wrapper) is reported (and fixed) at the call site; a width a call
+        site passes by name (a constant, its own parameter), or to a block of many layers
+        (``Coupling(2)``, whose output head is one of ten), is reported at the layer."""
         m = self._multiple(call)
         short = label(name)
+        param = width.value
+        cls = self.ctx.scopes.enclosing_class(fn) if fn.name.value == "__init__" else None
+        who = cls.name.value if cls is not None else fn.name.value  # a class is called by its name
+        feeds: str | None = None  # the layer a narrow one feeds (asked once, only if needed)
         for pv in self.ctx.values.param_values(fn, param):
             v = pv.const
             if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
@@ -528,16 +596,48 @@ class ChannelMultiple(Rule):
             if v <= 0 or v % m == 0:
                 continue
             fate = self._fate(v, call, name in CONV_LAYERS)
-            where = f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that {fate.says}"
-            if v <= 4 or _SEMANTIC_SIZE.search(param):
-                self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=True)
+            where = f"`{who}(..., {param}={v})` builds a `{short}` with {v} {unit} that {fate.says}"
+            if v <= 4 and feeds is None:
+                feeds = _feeds_layer(self.ctx, call) or ""
+            at: cst.BaseExpression = width
+            # at the layer: one finding per value of the parameter, at the first layer it sizes
+            once: Hashable = (who, param, v)
+            if isinstance(pv.value, cst.Integer) and self._one_layer(fn):
+                at, once = pv.value, True
+            if (v <= 4 and not feeds) or _SEMANTIC_SIZE.search(param):
+                self.report(at, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=once)
                 continue
             advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
-            if isinstance(pv.value, cst.Integer):
-                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(fate.rounded)))),
-                            once=True)
+            if feeds:
+                where += f"; a narrow internal layer (its output feeds `{feeds}`), not an output head"
+            if at is pv.value:
+                fix = self.make_fix(Replace(pv.value, cst.Integer(str(fate.rounded))))
+                self.report(at, f"{where}; {advice}", fix=fix, once=once)
             else:
-                self.report(pv.value, f"{where}; {advice}", once=True)
+                self.report(at, f"{where}; {advice} (not auto-fixed: the value is set where `{who}` is called)",
+                            once=once)
+
+    def _one_layer(self, fn: cst.FunctionDef) -> bool:
+        """Whether ``fn`` builds one conv or dense layer (a wrapper, maybe picking it in
+        branches), not a block of them: no model, at most one such layer outside branches."""
+        key = id(fn)
+        hit = self._wrappers.get(key)
+        if hit is None or hit[0] is not fn:
+            names = self.ctx.names
+            calls = [c for c in walk(fn.body) if isinstance(c, cst.Call)]
+            model = any(names.call_name(c) in MODEL_CONSTRUCTORS for c in calls)
+            straight = sum(1 for c in calls if names.call_name(c) in _LAYERS and not self._branched(c, fn))
+            hit = self._wrappers[key] = (fn, not model and straight <= 1)
+        return hit[1]
+
+    def _branched(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """Whether ``node`` sits under an ``if`` of ``fn``."""
+        for a in reversed(self.ctx.scopes.ancestors(node)):
+            if a is fn:
+                return False
+            if isinstance(a, cst.If):
+                return True
+        return False
 
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
@@ -750,6 +850,52 @@ def _weighing_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
     return None
 
 
+def _feeds_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
+    """The conv or dense layer a layer's output goes into (``x = Conv1D(4, 1)(h); x =
+    Dropout(r)(x); Conv1D(64, 1)(x)``), through up to three other layer applications, as the
+    finding names it, or the next layer of the ``Sequential([...])`` list it is in; else None."""
+    nxt = _next_in_sequential(ctx, layer)
+    if nxt is not None:
+        return nxt
+    for app in _applications(ctx, layer):
+        found = _next_layer(ctx, app, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def _next_in_sequential(ctx: SemanticModel, layer: cst.Call) -> str | None:
+    """``Sequential([Dense(4), Dense(64)])``: the conv or dense layer right after ``layer``."""
+    el = ctx.scopes.parent(layer)
+    seq = ctx.scopes.parent(el) if isinstance(el, cst.Element) else None
+    arg = ctx.scopes.parent(seq) if isinstance(seq, (cst.List, cst.Tuple)) else None
+    call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or ctx.names.call_name_anywhere(call) != "keras.Sequential":
+        return None
+    items = [e.value for e in seq.elements]  # type: ignore[union-attr]
+    i = next((k for k, v in enumerate(items) if v is layer), len(items))
+    after = items[i + 1] if i + 1 < len(items) else None
+    name = ctx.names.call_name_anywhere(after) if isinstance(after, cst.Call) else None
+    return label(name) if name in _LAYERS else None
+
+
+def _next_layer(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> str | None:
+    if depth > 3:
+        return None
+    for n in uses_of(ctx, expr) or ():
+        arg = ctx.scopes.parent(n)
+        call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Call):
+            continue  # only a layer application: ``Layer(..)(x)``
+        name = ctx.names.call_name_anywhere(call)
+        if name in _LAYERS:
+            return label(name)
+        found = _next_layer(ctx, call, depth + 1) if name is not None else None
+        if found is not None:
+            return found
+    return None
+
+
 def _applications(ctx: SemanticModel, layer: cst.Call) -> list[cst.Call]:
     parent = ctx.scopes.parent(layer)
     if isinstance(parent, cst.Call) and parent.func is layer:
@@ -768,6 +914,8 @@ def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, softmax: bool,
     parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
         return _kind(softmax)
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.MultiplyAssign):
+        return _kind(softmax)  # ``out *= ops.sigmoid(gate(x))``
     if isinstance(parent, (cst.Element, cst.Arg)):
         holder = ctx.scopes.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])

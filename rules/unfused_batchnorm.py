@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
-from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
+from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK, UNFUSED_BATCHNORM_OPS
 from kerasfit.ruleapi.syntax import get_arg
 from kerasfit.ruleapi.values import layer_constructor, value_of
 
@@ -29,7 +29,8 @@ class UnfusedBatchnorm(Rule):
     """
     ## What it does
     Flags batch normalization that does not use the fused kernel:
-    `tf.nn.batch_normalization`, and `BatchNormalization(fused=False)` /
+    `tf.nn.batch_normalization` (and its deprecated sibling
+    `tf.nn.batch_norm_with_global_normalization`), and `BatchNormalization(fused=False)` /
     `tf.compat.v1.layers.batch_normalization(fused=False)`. Under Keras 3 any `fused=`
     argument is flagged too: Keras 3's `BatchNormalization` has no such argument and
     raises `ValueError` when it is given.
@@ -127,6 +128,20 @@ class UnfusedBatchnorm(Rule):
         """,
     )
     INVALID = (
+        # the deprecated sibling of tf.nn.batch_normalization, in a hand-written batch-norm layer
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+
+            class BatchNorm:
+                def __call__(self, x, train=True):
+                    mean, var = tf.nn.moments(x, [0, 1, 2])
+                    return tf.nn.batch_norm_with_global_normalization(
+                        x, mean, var, self.beta, self.gamma, 1e-5, scale_after_normalization=True)
+            """,
+            message_contains="`tf.nn.batch_norm_with_global_normalization` runs unfused",
+            at=Range(6, 15, 7, 86),
+        ),
         # the input comes from conv layers kept in a list: 4-D, so fused=True is identical (safe)
         Invalid(
             """
@@ -293,13 +308,12 @@ class UnfusedBatchnorm(Rule):
         name = self.ctx.names.call_name(node)
         if name is None:
             return
-        if name == "tf.nn.batch_normalization":
+        if name in UNFUSED_BATCHNORM_OPS:
             if self._other_normalization(node):
                 return
             self.report(
                 node,
-                "`tf.nn.batch_normalization` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` "
-                "or a BatchNormalization layer",
+                f"`{name}` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` or a BatchNormalization layer",
             )
             return
         if name not in BATCHNORM_LAYERS:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import libcst as cst
 
@@ -260,7 +260,7 @@ def affected(
 
 # A finding kept without its rule instance (which holds the whole check's context):
 # (index of the rule in the settings, node, message, severity, fix, once)
-_Kept = tuple[int, cst.CSTNode, str, Any, Any, bool]
+_Kept = tuple[int, cst.CSTNode, str, Any, Any, Hashable]
 
 
 def reusable(rule: type[Rule]) -> bool:

@@ -11,7 +11,7 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Hashable, Sequence
 
 import libcst as cst
 
@@ -110,8 +110,9 @@ class Report:
     message: str
     severity: Severity
     fix: FixSpec | None
-    # kept only if it is the rule's first ``once`` report of ``node`` in source order
-    once: bool = False
+    # kept only if it is the rule's first ``once`` report of ``node`` in source order; a
+    # key other than True/False: the first report with that key (see Rule.report)
+    once: Hashable = False
 
 
 class Rule:
@@ -152,12 +153,15 @@ class Rule:
         *,
         fix: FixSpec | None = None,
         severity: Severity | None = None,
-        once: bool = False,
+        once: Hashable = False,
     ) -> None:
         """``once``: keep only the first such report of ``node`` (in source order) -- a site
-        reached from several places, say a call site two layers are sized at. The engine
-        drops the later ones after the walk, so what the rule reports while walking one
-        statement does not depend on what it saw in the others."""
+        reached from several places, say a call site two layers are sized at. Any other
+        hashable than True/False is a key: keep only the rule's first report with that key
+        (one pad inside a helper, reported at the first of the helper's call sites); make it
+        of values that do not change while the code it names stays the same (no node ids).
+        The engine drops the later ones after the walk, so what the rule reports while
+        walking one statement does not depend on what it saw in the others."""
         if self.ctx.roles.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = message or self.message
