@@ -8,20 +8,12 @@ from typing import Iterable, Sequence
 
 import libcst as cst
 
-from ..core.types import Applicability, Diagnostic, Fix
+from ..core.types import Diagnostic, Fix, allowed
 from .layout import for_libcst
 from .lint import LintOutput, lint_source
 from .parse import LINE, cpython_parse
 from .parseguard import budget_mask, parse_module
 from .settings import MAX_FIX_PASSES, LintSettings
-
-
-def allowed(fix: Fix | None, unsafe: bool) -> bool:
-    if fix is None or not fix.edits:
-        return False
-    if fix.applicability is Applicability.SAFE:
-        return True
-    return unsafe and fix.applicability is Applicability.UNSAFE
 
 
 def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, list[Fix]]:

@@ -47,8 +47,7 @@ from ..core.docpages import Links
 from ..project.noqa import commentable_rows
 from ..project.reporters import lsp_diagnostic
 from ..engine.settings import SYNTAX_ERROR_CODE, Stopped
-from ..engine.fix import allowed
-from ..core.types import Applicability, Diagnostic, FileResult, Fix
+from ..core.types import Applicability, Diagnostic, FileResult, Fix, allowed
 from . import edits as E
 from .capabilities import same_answer
 from .framing import serve_stdio, serve_tcp
