@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi.values import Layer
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
-from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
+from kerasfit.ruleapi.fixes import Remove, Replace, insert_keyword, set_keyword
 from kerasfit.ruleapi.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS, canonical, label
 from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg, name_loads, self_attr
 from kerasfit.ruleapi.values import (
@@ -918,6 +918,32 @@ class PadBeforeConv(Rule):
             """,
             at=Range(4, 8, 4, 34),
         ),
+        # a conv written one argument per line gets its padding on a line of its own
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def stem(inputs):
+                x = tf.keras.layers.ZeroPadding2D(padding=((1, 1), (1, 1)))(inputs)
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                )(x)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def stem(inputs):
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                    padding="same",
+                )(inputs)
+            """,
+            at=Range(4, 8, 4, 71),
+        ),
         # ... and one call at stride 2: not fixed
         Invalid(
             """
@@ -1351,7 +1377,9 @@ class PadBeforeConv(Rule):
             changes.append(Replace(conv, set_keyword(conv.with_deep_changes(inp, value=new_input), "padding", same)))
             new_input = None
         else:
-            changes.append(Replace(args_of, set_keyword(args_of, "padding", same)))
+            # a minimal edit keeps a one-argument-per-line call in that style
+            changes.append(insert_keyword(self.ctx, args_of, "padding", same.value)
+                           or Replace(args_of, set_keyword(args_of, "padding", same)))
         if new_input is not None:
             changes.append(Replace(inp.value, new_input))
         # a ZeroPadding layer object that only served this conv goes too
