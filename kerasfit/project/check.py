@@ -586,24 +586,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
                       tree if res.tree_wide else None, fixed)
 
     if writing:
-        read = {job.path: (job, text) for job, text, _ in pending}
-        trees = checked_trees(paths)
-        for res in results:
-            if res.fixed_source is not None:
-                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
-                if problem is not None:
-                    res.error = "; ".join(filter(None, (res.error, problem)))
-                    res.fixed_source = None
-                    res.fixes_applied = 0
-                    # the file still holds every finding the fixes would have removed
-                    job, text = read[res.filename]
-                    res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
-                elif cache.path is not None and not res.tree_wide and res.error is None:
-                    # the file now holds the fixed text, and what the fix run left is its
-                    # check result (a tree-wide answer rested on the tree before the writes)
-                    job, _ = read[res.filename]
-                    cache.put(Path(res.filename), Cache.key(res.fixed_source.encode("utf-8"), job.settings),
-                              res.diagnostics, res.deps)
+        _write_fixes(results, {job.path: (job, text) for job, text, _ in pending}, snapshots, checked_trees(paths),
+                     cache, index)
     cache.save()
     if options.build is not None:  # after fixes are written: the build sees the file as left
         from .buildstage import run_stage  # defers the build stage: a static check never runs it
@@ -618,6 +602,27 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+
+
+def _write_fixes(results: list[FileResult], read: dict[str, tuple[_Job, str]], snapshots: dict[str, Snapshot | None],
+                 trees: list[Path], cache: Cache, index: ProjectIndex) -> None:
+    """Write each fixed file (--fix); a file that could not be written keeps its findings."""
+    for res in results:
+        if res.fixed_source is None:
+            continue
+        problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
+        job, text = read[res.filename]
+        if problem is not None:
+            res.error = "; ".join(filter(None, (res.error, problem)))
+            res.fixed_source = None
+            res.fixes_applied = 0
+            # the file still holds every finding the fixes would have removed
+            res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
+        elif cache.path is not None and not res.tree_wide and res.error is None:
+            # the file now holds the fixed text, and what the fix run left is its check
+            # result (a tree-wide answer rested on the tree as it was before the writes)
+            cache.put(Path(res.filename), Cache.key(res.fixed_source.encode("utf-8"), job.settings), res.diagnostics,
+                      res.deps)
 
 
 def _cached(cache: Cache, path: Path, key: str, fixing: bool, mode: str, writing: bool) -> FileResult | None:

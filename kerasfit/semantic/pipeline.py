@@ -227,8 +227,10 @@ def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpressi
     gives the prefetch call): what holds the dataset as the statement leaves it."""
     while True:
         attr = ctx.scopes.parent(node)
-        call = ctx.scopes.parent(attr) if isinstance(attr, cst.Attribute) and attr.value is node else None
-        if not (isinstance(call, cst.Call) and call.func is attr and attr.attr.value in _DATASET_METHODS):  # type: ignore[union-attr]
+        if not isinstance(attr, cst.Attribute) or attr.value is not node or attr.attr.value not in _DATASET_METHODS:
+            return node
+        call = ctx.scopes.parent(attr)
+        if not (isinstance(call, cst.Call) and call.func is attr):
             return node
         node = call
 

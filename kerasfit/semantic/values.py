@@ -278,8 +278,8 @@ class Values:
                 func = where[0] if where else None
                 if isinstance(func, (cst.FunctionDef, cst.Lambda)) and isinstance(b.node, cst.Param):
                     if self._pinning is not None:
-                        found, why = callsites.pinned_param(self, func, b.node)
-                        return found if why is None else self._block(why)
+                        pinned, why = callsites.pinned_param(self, func, b.node)
+                        return pinned if why is None else self._block(why)
                     return callsites.param_candidates(self, func, b.node)
             return []
         if isinstance(node, cst.Attribute):
