@@ -172,9 +172,10 @@ class PadBeforeConv(Rule):
     function is not fixed (a backbone may build it with `constructor(**block_kwargs)` at
     stride 2, a user or `from_config` with anything); a parameter counts only in a
     private (underscore) function or class, or a closure, whose every call in the file is
-    found and passes it visibly. A conv or pad that takes `**kwargs`, a command-line flag
-    and a config dict handed in are never taken at their defaults either. The finding
-    names the value that blocks the fix.
+    found and passes it visibly. A conv or pad that takes `**kwargs`, a public class's
+    class attribute (a subclass may set another), a command-line flag and a config dict
+    handed in are never taken at their defaults either. The finding names the value that
+    blocks the fix.
 
     ## References
     docs/facts.md#17, #19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").

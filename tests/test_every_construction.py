@@ -191,3 +191,21 @@ def test_constants_and_literals_hold_everywhere():
     )
     assert _pinned(m, _kwarg(m, "strides")) == (1, [])
     assert _pinned(m, _kwarg(m, "dilation_rate")) == ((1, 1), [])
+
+
+def test_a_public_classes_class_attribute_is_not_its_value_everywhere():
+    src = """
+        import keras
+
+        class {name}(keras.layers.Layer):
+            strides = 1
+
+            def __init__(self):
+                super().__init__()
+                self.conv = keras.layers.Conv2D(8, 3, strides=self.strides)
+        """
+    public = _model(src.format(name="Block"))
+    value, why = _pinned(public, _kwarg(public, "strides"))
+    assert value is UNKNOWN and why[0].startswith("`self.strides` is a class attribute of `Block`")
+    private = _model(src.format(name="_Block"))
+    assert _pinned(private, _kwarg(private, "strides")) == (1, [])

@@ -324,6 +324,9 @@ class Values:
             found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
             if "." not in rest:
                 for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
+                    if self._pinning is not None and not found and not cls.name.value.startswith("_"):
+                        return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
+                                           "or a caller may set to another value")
                     found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
             return found if len(found) == 1 else []
         b, where = self.scopes.lookup_in(head, scopes)
