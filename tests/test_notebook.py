@@ -182,6 +182,11 @@ def test_mask_ipython_lines(line, masked):
         ("x = (a\n     % b)", 2),
         ('s = """\n!not a shell line\n"""', 3),
         ("t = 'a' \\\n    '%d'", 2),
+        # automagic (IPython's default): a magic or alias name without its `%`, where the
+        # line is no Python; a name assigned or called stays Python
+        ("pip install datasets\ncd ..", 0),
+        ("history = model.fit(\n    x,\n)", 3),
+        ("pip = 3\ntime.sleep(1)", 2),
     ],
 )
 def test_mask_reads_escapes_as_ipython_does(cell, kept):

@@ -6,7 +6,8 @@ A notebook is read with the standard library's ``json`` (checking stays as fast 
 The module handed to the engine is every code cell in order, each under a marker
 comment line, with IPython syntax masked line for line as IPython's input transformers
 read it (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, the auto-call escapes ``/f a``,
-``,f a``, ``;f a``, each with the lines it continues with a trailing backslash; a
+``,f a``, ``;f a``, automagic ``pip install x`` where the line is no Python, each with the
+lines it continues with a trailing backslash; a
 ``%%cell`` magic whose body is not Python masks the cell). Masking never adds or removes a
 line, so a module row maps back to a cell and a row in it by subtraction; columns are
 untouched. After fixing, the module is cut at the markers again and every masked line is
@@ -16,6 +17,7 @@ holds, so a user's line is never taken for one.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -37,6 +39,14 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "t
 # `??obj`, and the explicit auto-call ones `/f a b` (f(a, b)), `,f a b` (f("a", "b")) and
 # `;f a b` (f("a b")); no Python statement starts with one of these.
 _ESCAPES = ("!", "%", "?", "/", ",", ";")
+# IPython's automagic (on by default): a line magic or a shell alias called without its
+# `%` (`pip install datasets`, `cd data`); as IPython's own checks, not when an `=` or `,`
+# (an assignment) or an opening bracket follows the name, and here only where the line
+# is no Python statement.
+_AUTOMAGIC = re.compile(
+    r"^\s*(pip|conda|mamba|cd|env|load_ext|reload_ext|unload_ext|matplotlib|pylab|timeit|time|run|pwd|who|whos|"
+    r"history|config|autoreload|tensorflow_version|ls|ll|cat|cp|mv|rm|mkdir|rmdir|less|more|man|clear)\s+[^\s=,(\[{]"
+)
 _ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 _HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{1,2}\s*$")
 
@@ -92,7 +102,8 @@ def mask(source: str, originals: dict[int, str], mark: str = MAGIC_MARK) -> str:
         body = line.lstrip()
         indent = line[: len(line) - len(body)]
         assign = _ASSIGN_MAGIC.match(line) if scan.at_start else None
-        if scan.at_start and (body.startswith(_ESCAPES) or _HELP.match(line) or assign is not None):
+        if scan.at_start and (body.startswith(_ESCAPES) or _HELP.match(line) or assign is not None
+                              or (_AUTOMAGIC.match(line) and not _is_python(body))):
             out.append(f"{indent}{assign.group(2) + ' = None' if assign else 'pass'}  {tag(i)}")
             while lines[i].endswith("\\") and i + 1 < len(lines):  # continued, as IPython joins it
                 i += 1
@@ -102,6 +113,15 @@ def mask(source: str, originals: dict[int, str], mark: str = MAGIC_MARK) -> str:
             out.append(line)
         i += 1
     return "\n".join(out)
+
+
+def _is_python(line: str) -> bool:
+    """Whether one line compiles as Python on its own (a backslash join is left off)."""
+    try:
+        compile(line.rstrip("\\"), "<cell>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 class _Logical:
