@@ -9,6 +9,7 @@ from typing import Iterable, Sequence
 import libcst as cst
 
 from ..core.types import Diagnostic, Fix, allowed
+from .imports import still_read
 from .layout import for_libcst
 from .lint import LintOutput, lint_source
 from .parse import LINE, cpython_parse
@@ -150,6 +151,9 @@ def add_imports(
     def order(specs: Iterable[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, str | None]]:
         return sorted(specs, key=lambda t: tuple(x or "" for x in t))
 
+    orphans = orphans - still_read(module, orphans)
+    if not imports and not orphans:
+        return source
     if imports:
         context = CodemodContext()
         for mod, obj, asname in order(imports):
