@@ -13,9 +13,9 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi.values import Layer
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
-from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
+from kerasfit.ruleapi.fixes import Remove, Replace, insert_keyword, set_keyword
 from kerasfit.ruleapi.symbols import CONV_LAYERS, RESHAPE_CALLS, TRANSPOSE_CALLS, ZERO_PADDING_LAYERS, canonical, label
-from kerasfit.ruleapi.syntax import dotted_name, get_arg, name_loads, self_attr
+from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg, name_loads, self_attr
 from kerasfit.ruleapi.values import (
     applied_in_order,
     class_attr_assignment_line,
@@ -202,6 +202,17 @@ class PadBeforeConv(Rule):
     'same' pads asymmetrically by an amount that depends on the input size. A
     `ZeroPadding` layer object built in `__init__` that served only this conv is
     removed with it.
+
+    Every value the rewrite rests on — strides, dilation, data format, padding, kernel
+    size, the pad's widths and mode — must hold wherever the code runs, not only at a
+    parameter's default: a block whose `strides=1` is a parameter of a public class or
+    function is not fixed (a backbone may build it with `constructor(**block_kwargs)` at
+    stride 2, a user or `from_config` with anything); a parameter counts only in a
+    private (underscore) function or class, or a closure, whose every call in the file is
+    found and passes it visibly. A conv or pad that takes `**kwargs`, a public class's
+    class attribute (a subclass may set another), a command-line flag and a config dict
+    handed in are never taken at their defaults either. The finding names the value that
+    blocks the fix.
 
     ## References
     docs/facts.md#17, #19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
@@ -1187,6 +1198,102 @@ class PadBeforeConv(Rule):
             message_contains="asymmetric",
             at=Range(4, 8, 4, 49),
         ),
+        # a public block's `strides` default is 1, but its users (a backbone's
+        # `constructor(**block_kwargs)`, `from_config`) build it at stride 2 too: not fixed
+        Invalid(
+            """
+            import keras
+
+            class ConvBlock(keras.layers.Layer):
+                def __init__(self, filters, strides=1):
+                    super().__init__()
+                    self.pad = keras.layers.ZeroPadding2D(1)
+                    self.conv = keras.layers.Conv2D(filters, 3, strides=strides)
+
+                def call(self, x):
+                    return self.conv(self.pad(x))
+            """,
+            message_contains="`strides` is a parameter of `ConvBlock`, which code outside this file can call with another value than its default 1",
+            at=Range(10, 25, 10, 36),
+        ),
+        # the conv's other arguments come through `**kwargs`: strides 2 may be among them
+        Invalid(
+            """
+            from keras import layers
+
+            def _block(x, **conv_kwargs):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(8, 3, **conv_kwargs)(x)
+
+            y = _block(x)
+            """,
+            message_contains="the conv also takes `**conv_kwargs`",
+            at=Range(4, 8, 4, 34),
+        ),
+        # a private helper whose every call in the file keeps stride 1: fixed
+        Invalid(
+            """
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(filters, 3, strides=strides)(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=1)
+            """,
+            expected_fix="""
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                return layers.Conv2D(filters, 3, strides=strides, padding="same")(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=1)
+            """,
+            at=Range(4, 8, 4, 34),
+        ),
+        # a conv written one argument per line gets its padding on a line of its own
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def stem(inputs):
+                x = tf.keras.layers.ZeroPadding2D(padding=((1, 1), (1, 1)))(inputs)
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                )(x)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def stem(inputs):
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                    padding="same",
+                )(inputs)
+            """,
+            at=Range(4, 8, 4, 71),
+        ),
+        # ... and one call at stride 2: not fixed
+        Invalid(
+            """
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(filters, 3, strides=strides)(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=2)
+            """,
+            message_contains="not auto-fixed: the strides or dilation are not constant",
+            at=Range(4, 8, 4, 34),
+        ),
     )
 
     def __init__(self, ctx: SemanticModel) -> None:
@@ -1669,6 +1776,8 @@ class PadBeforeConv(Rule):
                 reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
             reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv, pad))
+        if not reasons:
+            reasons.extend(self._unpinned(pad, pad_info, name, spec, args_of, pad_arg))
 
         head = self._head(conv_label, pad, pad_name, problem)
         if reasons:
@@ -1688,7 +1797,9 @@ class PadBeforeConv(Rule):
             changes.append(Replace(conv, set_keyword(conv.with_deep_changes(inp, value=new_input), "padding", same)))
             new_input = None
         else:
-            changes.append(Replace(args_of, set_keyword(args_of, "padding", same)))
+            # a minimal edit keeps a one-argument-per-line call in that style
+            changes.append(insert_keyword(self.ctx, args_of, "padding", same.value)
+                           or Replace(args_of, set_keyword(args_of, "padding", same)))
         if new_input is not None:
             changes.append(Replace(inp.value, new_input))
         # a ZeroPadding layer object that only served this conv goes too
@@ -2145,6 +2256,42 @@ class PadBeforeConv(Rule):
         if fn is not None and block is fn.body:
             return []
         return ["the padded tensor may be used elsewhere"]
+
+    def _unpinned(self, pad: cst.Call, pad_info: _PadInfo, name: str, spec: _ConvSpec, args_of: cst.Call,
+                  pad_arg: cst.Arg | None) -> list[str]:
+        """Why the rewrite may not be identical wherever this code runs: the checks above
+        read a parameter at its default (``strides=1`` of a public block that a factory
+        builds with ``strides=2``), a flag or a config dict. Each value the rewrite rests on
+        is asked again for its value at every construction (``Values.every_construction``),
+        the strides first, as what most often differs; [] when every one holds."""
+        ctx = self.ctx
+        pad_ctor = layer_constructor(ctx, pad.func)
+        for call, what in ((args_of, "conv"), (pad, "pad"), (pad_ctor[0] if pad_ctor else pad, "pad")):
+            star = next((a for a in call.args if a.star), None)
+            if star is not None:  # `Conv2D(64, 3, **kwargs)`: the strides may be in there
+                return [f"the {what} also takes `{star.star}{self._code(star.value)}`, which may set any of its arguments"]
+        conv_args = [
+            get_arg(args_of, *spec.strides),
+            get_arg(args_of, *spec.dilation) or (get_arg(args_of, "rate") if spec.upper else None),
+            get_arg(args_of, *spec.data_format),
+            pad_arg,
+            get_arg(args_of, *spec.kernel) if spec.kernel is not None else None,
+        ]
+        for arg in conv_args:
+            if arg is None:
+                continue
+            with ctx.values.every_construction() as why:
+                if ctx.values.const(arg.value) is UNKNOWN:
+                    return [why[0] if why else f"`{self._code(arg.value)}` is not the same at every construction"]
+        with ctx.values.every_construction() as why:
+            if spec.kernel is None and name not in _NO_KERNEL_VAR:
+                f_arg = get_arg(args_of, "filters", 1) or get_arg(args_of, "filter")
+                if f_arg is not None and shape_of_variable(ctx, f_arg.value) is None:
+                    return [why[0] if why else "the kernel's shape is not the same at every construction"]
+            again = self._pad(pad)
+            if again is None or again[2:] != pad_info[2:]:
+                return [why[0] if why else f"the pad `{self._code(pad)}` is not the same at every construction"]
+        return []
 
     def _layer_uses(self, func: cst.BaseExpression, at: cst.CSTNode) -> int:
         """How often the layer object ``func`` is applied where ``at`` is (its function or class)."""

@@ -65,6 +65,10 @@ class UnfusedBatchnorm(Rule):
     name bound once) to the output of a 2-D/3-D convolution, pooling, padding,
     cropping or upsampling layer, and `axis` is absent or one of those. Elsewhere (a
     `Dense` output, an input of unknown rank) the fix is unsafe: check the input rank.
+    `fused` and `axis` count only as they are at every construction: `fused=fused` whose
+    default is False, in a public function or class (callers may pass True, or
+    `renorm=True` through `**kwargs`), is reported without a fix, and an `axis` that is
+    a parameter's default makes the fix unsafe.
     `tf.nn.batch_normalization` has no automatic fix: the fused op's signature and
     outputs differ.
 
@@ -260,6 +264,18 @@ class UnfusedBatchnorm(Rule):
             unsafe=True,
             at=Range(6, 8, 6, 52),
         ),
+        # `fused` is False by a public function's default: `True` in its place would
+        # override what every caller passes, so no fix
+        Invalid(
+            """
+            import tf_keras as keras
+            def conv_bn(x, fused=False):
+                x = keras.layers.Conv2D(8, 3)(x)
+                return keras.layers.BatchNormalization(fused=fused)(x)
+            """,
+            message_contains="not auto-fixed: `fused` is a parameter of `conv_bn`",
+            at=Range(4, 11, 4, 55),
+        ),
         Invalid(
             """
             import keras
@@ -346,6 +362,16 @@ class UnfusedBatchnorm(Rule):
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
             return
+        message = "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`"
+        with self.ctx.values.every_construction() as why:
+            pinned = self.ctx.values.const(fused.value)
+        star = next((a for a in node.args if a.star), None)
+        if star is not None:  # `**kwargs` may hold `renorm=True`, which fused=True refuses
+            why.insert(0, f"the layer also takes `{star.star}{self.ctx.module.code_for_node(star.value)}`, which may set `renorm` or `virtual_batch_size`")
+            pinned = None
+        if pinned is not False:  # False by a parameter's default: `True` in its place would override every caller
+            self.report(node, f"{message} (not auto-fixed: {why[0] if why else 'it is not False everywhere'})")
+            return
         if self._fused_proven_legal(node):
             fix = self.make_fix(Replace(fused.value, cst.Name("True")))
         else:
@@ -354,7 +380,7 @@ class UnfusedBatchnorm(Rule):
                 applicability=Applicability.UNSAFE,
                 title="Use the fused batch-norm kernel (needs a 4-D or 5-D input)",
             )
-        self.report(node, "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`", fix=fix)
+        self.report(node, message, fix=fix)
 
     def _fused_proven_legal(self, node: cst.Call) -> bool:
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
@@ -371,7 +397,8 @@ class UnfusedBatchnorm(Rule):
         if rank is None:
             return False
         axis = get_arg(node, "axis")
-        value = -1 if axis is None else self.ctx.values.const(axis.value)
+        with self.ctx.values.every_construction():  # the axis wherever the layer is built, not a default
+            value = -1 if axis is None else self.ctx.values.const(axis.value)
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]
         return isinstance(value, int) and not isinstance(value, bool) and value in _FUSED_AXES[rank]

@@ -101,6 +101,15 @@ class Fix:
         return all(e.matches(source) for e in self.edits)
 
 
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    """Whether ``--fix`` applies ``fix`` (``--unsafe-fixes``: ``unsafe``)."""
+    if fix is None or not fix.edits:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and fix.applicability is Applicability.UNSAFE
+
+
 @dataclass
 class Diagnostic:
     code: str

@@ -559,9 +559,11 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         if ffit >= POOR_FIT or share < MIN_SHARE:
             continue
         worst = min(ops, key=_feature_fit)
+        # the share named is the op's own: the line's ops together (every pass, every layer a
+        # loop on this line builds) may be most of the step while this op is a sliver of it
         msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
-               f"{share:.1%} of step FLOPs")
+               f"{worst.share:.1%} of step FLOPs")
         out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
     # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
     has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)

@@ -7,8 +7,8 @@ from typing import Any
 
 from lsprotocol import types
 
-from ..core.types import Applicability, Fix
-from ..engine.fix import add_imports, allowed, apply_fixes
+from ..core.types import Applicability, Fix, allowed
+from ..engine.fix import add_imports, apply_fixes
 from ..engine.settings import SYNTAX_ERROR_CODE
 from ..project.noqa import commentable_rows
 from . import edits as E

@@ -10,7 +10,7 @@ through the engine's or the semantic model's private parts). Small and namespace
 - :mod:`kerasfit.ruleapi.values` — where a value comes from (``value_of``,
   ``layer_constructor``, ``reaching_assignment`` …).
 - :mod:`kerasfit.ruleapi.roles` — what code is for (``Role``, ``is_tf_data_chain``,
-  ``feeds_evaluation``).
+  ``feeds_evaluation``, ``reaches_evaluation``).
 - :mod:`kerasfit.ruleapi.fixes` — the edits fixes are made of (``Replace``, ``Remove``,
   ``set_keyword`` …).
 - :mod:`kerasfit.ruleapi.symbols` — the TF/Keras names rules match (``CONV_LAYERS``,

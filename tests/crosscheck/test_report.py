@@ -602,3 +602,18 @@ def test_the_heads_what_if_scales_the_score_sized_moves_with_the_head_count(mode
     after, _ = what.apply(scaled={member: 0.25})
     t = next(o.time for o in report.ops + report.mem_rows if o.name == member)
     assert after == pytest.approx(before - 0.75 * t)
+
+
+def test_kf301_names_the_ops_own_share_of_step_flops(model_file):
+    """Every layer built on one line (a loop): the line's ops are the whole step, the op the
+    finding names is a part of it, and its share is what the message says (issue 26, item 8)."""
+    raw = raw_build(model_file)
+    for op in raw["ops"]:
+        op["source"]["line"] = op["source"]["end_line"] = 9
+    report = make_report(raw)
+    (kf301,) = [d for d in cross_check([], report, str(model_file)) if d.code == "KF301"]
+    named = kf301.message.split(" (", 1)[0], kf301.message.split("(", 1)[1].split(")", 1)[0]
+    shares = {f"{op.share:.1%}" for op in report.ops if (op.layer, op.pass_) == named}
+    said = kf301.message.rsplit(", ", 1)[1].split(" of step FLOPs")[0]
+    assert said in shares and said != "100.0%", (kf301.message, shares)
+    assert sum(op.share for op in report.ops) == pytest.approx(1.0)
