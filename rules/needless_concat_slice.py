@@ -59,6 +59,15 @@ def _bound(value: object, shape: TensorShape) -> int | None:
     return value
 
 
+def _from_end(value: object, side: str) -> str | None:
+    """A cut ``k`` lanes before the end of a last axis of unknown width (``y[..., :-1]``
+    drops a state column): on a 128-lane boundary only when the width is ``k`` more than a
+    multiple of 128, so the cut is reported unless ``k`` is itself a multiple of 128."""
+    if not isinstance(value, int) or isinstance(value, bool) or value >= 0 or value % _LANES == 0:
+        return None
+    return f"{side} {-value} lane{'s' if value < -1 else ''} before the end of the last (lane) axis, {_INSIDE}"
+
+
 def _shift(cut: cst.BaseSlice, const: Callable[[cst.BaseExpression], object]) -> int | None:
     """``k:`` -> k, ``:-k`` -> -k (the two halves of a shift by k); else None."""
     if not isinstance(cut, cst.Slice) or cut.step is not None or (cut.lower is None) == (cut.upper is None):
@@ -114,7 +123,9 @@ class NeedlessConcatSlice(Rule):
     Not flagged, because the cut need not cost a relayout or the code does not say it
     does: cuts on 128-lane boundaries (`x[..., :128]`, halves of a 512-wide `Dense`);
     bounds the code does not fold (`x[..., :d // 2]` of RoPE, `ops.split(gate_up, 2, -1)`:
-    at multiples of 128 they are free); a last axis of at most 8 that the code spells
+    at multiples of 128 they are free), though a constant bound counted from the end of
+    an axis of unknown width (`y_true[:, :, :-1]`, a target with a state column) is
+    reported: it lies on a boundary only for one width in 128; a last axis of at most 8 that the code spells
     (coordinates: `reshape(x, (-1, 4))`, `a, b, c, d = unstack(boxes, axis=-1)`, every
     column restacked with `stack(..., axis=-1)`); a slice whose values are never read
     (`ops.ones_like(x[..., 0])`); neighbours along the axis compared or differenced
@@ -188,6 +199,13 @@ class NeedlessConcatSlice(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
+        # 128 lanes before the end: on a tile boundary whenever the width is a multiple of 128
+        """
+        import tensorflow as tf
+
+        def heads(y_true):
+            return y_true[:, :, :-128]
+        """,
         """
         import tensorflow as tf
         y = tf.concat([a, b], axis=-1)
@@ -401,6 +419,20 @@ class NeedlessConcatSlice(Rule):
         "import tensorflow as tf\n\ndef head(rois):\n    return tf.slice(rois, [2, 0], [3, -1])\n",
     )
     INVALID = (
+        # a detector's target keeps one state column after the classes: the cut falls 1 lane
+        # before the end of an axis of unknown width, off a 128-lane boundary unless the
+        # width is one more than a multiple of 128
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def focal(y_true, y_pred):
+                labels = y_true[:, :, :-1]
+                return tf.reduce_sum(tf.square(labels - y_pred))
+            """,
+            message_contains="1 lane before the end of the last (lane) axis",
+            at=Range(4, 13, 4, 30),
+        ),
         # TF1 graph code: a column of the last axis cut with tf.slice
         Invalid(
             """
@@ -990,13 +1022,17 @@ class NeedlessConcatSlice(Rule):
                         f"({_FACTS}); keep one order (reverse what produces or reads it instead) where you can")
             return (f"takes one lane in {step} of the last (lane) axis: an interleave of the TPU's 128-lane tiles, "
                     f"a relayout copy ({_FACTS}); lay the parts out contiguously (rotate halves, not pairs) where you can")
-        lower = _bound(const(cut.lower) if cut.lower is not None else 0, shape)
+        raw_lower = const(cut.lower) if cut.lower is not None else 0
+        lower = _bound(raw_lower, shape)
         if lower is None:
-            return None
+            return _from_end(raw_lower, "starts")
         if lower % _LANES:
             return f"starts at lane {lower} of the last (lane) axis, {_INSIDE}"
-        upper = _bound(const(cut.upper), shape) if cut.upper is not None else shape.last
-        if upper is None or upper % _LANES == 0 or upper == shape.last:
+        raw_upper = const(cut.upper) if cut.upper is not None else None
+        upper = _bound(raw_upper, shape) if cut.upper is not None else shape.last
+        if upper is None:
+            return _from_end(raw_upper, "ends")
+        if upper % _LANES == 0 or upper == shape.last:
             return None  # (a suffix from a 128-lane boundary keeps the tiles)
         return f"ends at lane {upper} of the last (lane) axis, {_INSIDE}"
 
