@@ -50,7 +50,10 @@ def _run(path: Path, flags: list[str], timeout: float) -> dict[str, Any]:
         out["report"] = json.loads(proc.stdout)
     else:
         out["ok"] = False
-        out["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        try:  # a failure in --output-format json is an object with the message
+            out["error"] = str(json.loads(proc.stdout)["error"])
+        except (ValueError, KeyError, TypeError):
+            out["error"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
     return out
 
 

@@ -198,6 +198,11 @@ class BuildReport:
     networks: list[dict[str, Any]] = field(default_factory=list)
     built_how: str = ""
     shapes_said: list[str] = field(default_factory=list)
+    # What the build could not take from the script and assumed (a step it could not trace
+    # as the script runs it, a layer sized by data it did not load): said in the header,
+    # and nothing is recommended or judged from such a build.
+    assumptions: list[str] = field(default_factory=list)
+    way: str = "sliced"  # "sliced": built without running the script; "traced": --trace-script
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -218,6 +223,7 @@ class BuildReport:
             "hbm": self.hbm,
             "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
             "networks": self.networks, "built_how": self.built_how, "shapes_said": self.shapes_said,
+            "assumptions": self.assumptions, "way": self.way,
         }
 
 
@@ -847,7 +853,9 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
     rows = rank_rows(reports + mem)
 
     lay = {p: list(layout(p, sim.common_batch, t)) for p in (FORWARD, "input-gradient", KERNEL_GRAD)}
-    recs = _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
+    assumed = [str(a) for a in raw.get("assumptions") or ()]
+    # a build resting on an assumption is the basis of no recommendation (its header says why)
+    recs = [] if assumed else _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
     notes = list(raw.get("notes", []))
     counts: dict[str, int] = {}
     for op in ops:
@@ -884,7 +892,8 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
         keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
         blocks=dict(raw.get("blocks") or {}),
         networks=list(raw.get("networks") or ()), built_how=str(raw.get("built_how") or ""),
-        shapes_said=list(raw.get("said") or ()),
+        shapes_said=list(raw.get("said") or ()), assumptions=assumed,
+        way=str(raw.get("way") or "sliced"),
     )
 
 
@@ -1007,27 +1016,34 @@ def advice_lines(report: BuildReport) -> list[str]:
     return out
 
 
+WAYS = {
+    "sliced": "the script's model, built from a slice of the script: its data pipeline and training never "
+              "ran (--trace-script runs the script to its first training step instead)",
+    "traced": "the script's own first training step: the script ran to it (--trace-script) and stopped "
+              "before any weight changed",
+}
+
+
 def header_lines(report: BuildReport) -> list[str]:
-    """What was built, how its step was traced, and where its batch and shapes came from."""
+    """Which way the step was found, what was built, how its step was traced, where its batch
+    and shapes came from, and what was assumed (then nothing is recommended from it)."""
     if not report.networks:
         return []
     names = ", ".join(n["name"] for n in report.networks)
-    lines = [f"built {names}: {report.built_how}"]
+    lines = [f"how: {WAYS.get(report.way, report.way)}", f"built {names}: {report.built_how}"]
     lines += [f"shapes: {said}" for said in report.shapes_said]
+    lines += [f"assumed: {a}" for a in report.assumptions]
+    if report.assumptions:
+        lines.append("assumed: so this report recommends no change and judges no finding; the table shows the "
+                     "step as built")
     return lines + [""]
 
 
-def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
-    if fmt == "json":
-        return json.dumps(report.to_dict(), indent=2)
-    if fmt != "text":
-        raise ValueError(f"unknown report format {fmt!r} (text or json)")
-    out = [printable(line) for line in header_lines(report)] + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
-    if max_rows is not None and len(report.rows) > max_rows:
-        out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
+def summary_lines(report: BuildReport) -> list[str]:
+    """The step's totals under the table, as the text report and the page print them."""
     b, f = report.layout[FORWARD]
     kb, kf = report.layout[KERNEL_GRAD]
-    out.append("")
+    out = []
     wasted = report.step_time - report.useful_time
     share = wasted / report.step_time if report.step_time else 0.0
     out.append(
@@ -1051,6 +1067,19 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
             + ("" if h.get("fits") else " — does not fit")
         )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
+    return out
+
+
+def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None = DEFAULT_ROWS) -> str:
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2)
+    if fmt != "text":
+        raise ValueError(f"unknown report format {fmt!r} (text or json)")
+    out = [printable(line) for line in header_lines(report)] + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
+    if max_rows is not None and len(report.rows) > max_rows:
+        out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
+    out.append("")
+    out += summary_lines(report)
     out += [printable(line) for line in advice_lines(report)]
     for note in report.notes:
         out.append(printable(f"note: {note}"))

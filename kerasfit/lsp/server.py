@@ -41,8 +41,9 @@ from .memo import StatementMemo
 from ..project.notebook import Notebook, NotebookError
 from ..engine.registry import all_rules, rule_by_name_or_code
 from ..semantic.index import ProjectIndex
-from ..project.config import ConfigError, Selection, _load_pyproject, find_config, over_size_budget
+from ..project.config import ConfigError, Selection, _load_pyproject, cache_dir_of, find_config, over_size_budget
 from ..project.discovery import mentions_tensorflow
+from ..core.cachefs import default_cache_dir
 from ..core.docpages import Links
 from ..project.noqa import commentable_rows
 from ..project.reporters import lsp_diagnostic
@@ -1046,6 +1047,14 @@ async def resolve_code_action(ls: KerasfitServer, action: types.CodeAction) -> t
 _REPORTS: dict[str, tuple[tuple[int, int], Any]] = {}
 
 
+def _build_cache_dir() -> Path:
+    """Where `kerasfit report` run from the workspace keeps its builds: the project's
+    cache-dir, else $KERASFIT_CACHE_DIR, else .kerasfit_cache (as the command line finds it)."""
+    cfg = find_config(Path.cwd())
+    configured = cache_dir_of(cfg, trusted=False) if cfg is not None else None
+    return configured if configured is not None else default_cache_dir()
+
+
 def _cached_build_report(path: str, source: str) -> Any:
     """The build cross-check's cached report for this file, when the buffer is what was built.
 
@@ -1067,7 +1076,7 @@ def _cached_build_report(path: str, source: str) -> Any:
     if hit is not None and hit[0] == key:
         return hit[1]
     try:
-        report = cached_report(path)
+        report = cached_report(path, _build_cache_dir())
     except Exception as exc:  # never let a report problem break hover
         log.info("cached_report(%s) failed: %s", path, exc)
         report = None

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.crosscheck.slicing import denial, find_candidates, script_sizes, slice_source, trained_names
+from kerasfit.crosscheck.candidates import find_candidates, trained_names
+from kerasfit.crosscheck.sizes import script_sizes
+from kerasfit.crosscheck.slicing import denial, slice_source
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
 
