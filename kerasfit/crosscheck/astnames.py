@@ -75,31 +75,7 @@ def free_names(node: ast.AST) -> set[str]:
     function's own locals (parameters, names it assigns) are not the module's
     (``fake = self.generator(z)`` in a ``train_step`` needs no module-level ``fake``)."""
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        a = node.args
-        outer: set[str] = set()
-        for expr in [*a.defaults, *(d for d in a.kw_defaults if d is not None),
-                     *getattr(node, "decorator_list", []),
-                     *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation)]:
-            outer |= used_names(expr)
-        params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
-        body: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
-        local, loads, declared = set(params), set(), set()
-        for stmt in body:
-            for n in walk_scope(stmt):
-                if isinstance(n, ast.Name):
-                    if isinstance(n.ctx, ast.Store):
-                        local.add(n.id)
-                    elif isinstance(n.ctx, ast.Load):
-                        loads.add(n.id)
-                elif isinstance(n, (ast.Global, ast.Nonlocal)):
-                    declared |= set(n.names)
-                elif isinstance(n, (ast.Import, ast.ImportFrom)):
-                    local |= {(x.asname or x.name).split(".")[0] for x in n.names}
-                elif isinstance(n, _SCOPES):
-                    if not isinstance(n, ast.Lambda):
-                        local.add(n.name)
-                    loads |= free_names(n)
-        return outer | (loads - (local - declared))
+        return _function_free(node)
     if isinstance(node, ast.ClassDef):
         out: set[str] = set()
         for expr in [*node.bases, *(k.value for k in node.keywords), *node.decorator_list]:
@@ -114,6 +90,31 @@ def free_names(node: ast.AST) -> set[str]:
         elif isinstance(n, _SCOPES):
             out |= free_names(n)
     return out
+
+
+def _function_free(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    a = node.args
+    outer: set[str] = set()
+    for expr in [*a.defaults, *(d for d in a.kw_defaults if d is not None),
+                 *getattr(node, "decorator_list", []),
+                 *(x.annotation for x in [*a.posonlyargs, *a.args, *a.kwonlyargs] if x.annotation)]:
+        outer |= used_names(expr)
+    params = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+    body: list[ast.AST] = list(node.body) if isinstance(node.body, list) else [node.body]
+    local, loads, declared = set(params), set[str](), set[str]()
+    for stmt in body:
+        for n in walk_scope(stmt):
+            if isinstance(n, ast.Name):
+                (local if isinstance(n.ctx, ast.Store) else loads if isinstance(n.ctx, ast.Load) else set()).add(n.id)
+            elif isinstance(n, (ast.Global, ast.Nonlocal)):
+                declared |= set(n.names)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                local |= {(x.asname or x.name).split(".")[0] for x in n.names}
+            elif isinstance(n, _SCOPES):
+                if not isinstance(n, ast.Lambda):
+                    local.add(n.name)
+                loads |= free_names(n)
+    return outer | (loads - (local - declared))
 
 
 def walk_scope(node: ast.AST, enter_root: bool = False) -> Iterator[ast.AST]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .astnames import bound_names
+from .sizes import Consts, array_shape, states
 
 # Functions the build discovers when they take no arguments (DESIGN: discovery).
 DISCOVERY_FUNCTIONS = ("build_model", "create_model", "get_model", "make_model", "model_fn")
@@ -39,6 +40,9 @@ class Candidate:
     kind: str  # "function" | "variable" | "expression" | "joint"
     # a joint candidate's models, in its tuple's order: how the report names each
     labels: list[str] | None = None
+    # a network's input as the script's own step feeds it (by label): its non-batch dims, or
+    # the label of the network whose output it is
+    inputs: dict[str, tuple[int, ...] | str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -188,6 +192,14 @@ class _File:
     module_names: set[str]
     trained: dict[str, tuple[bool, int]]
     out: list[tuple[float, Candidate]] = field(default_factory=list)
+    _consts: list[Consts] = field(default_factory=list)
+
+    @property
+    def consts(self) -> Consts:
+        """What the script states (read once, when a candidate needs it)."""
+        if not self._consts:
+            self._consts.append(states(self.tree))
+        return self._consts[0]
 
     def modelish(self, callee: str) -> bool:
         return callee in DISCOVERY_FUNCTIONS or bool(_MODELISH.search(callee) and not _NOT_MODEL.search(callee))
@@ -285,10 +297,7 @@ def _function_models(f: _File) -> None:
             if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
                 continue
             hit = any(isinstance(t, ast.Name) and t.id in trained_here for t in node.targets)
-            callee = _terminal(node.value.func)
-            if callee is None or callee == fn.name or not (
-                    f.makes_model(callee) and callee not in MODEL_CONSTRUCTORS
-                    or hit and isinstance(node.value.func, ast.Attribute) and (f.modelish(callee) or callee[:1].isupper())):
+            if not _made_here(f, fn, node.value, hit):
                 continue
             call = _written_out(node.value, local)
             if call is None or not _free(call) <= f.module_names | _BUILTINS:
@@ -297,6 +306,17 @@ def _function_models(f: _File) -> None:
             if expr not in exprs:
                 exprs.add(expr)
                 f.out.append((0.5 if hit else 2.0, Candidate(expr, node.lineno, "expression")))
+
+
+def _made_here(f: _File, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, trained: bool) -> bool:
+    """Does this call in ``fn`` make a model: a file builder (not ``fn`` itself), or, for what
+    the function trains, a modelish or class-like callee of an imported module?"""
+    callee = _terminal(call.func)
+    if callee is None or callee == fn.name:
+        return False
+    if f.makes_model(callee) and callee not in MODEL_CONSTRUCTORS:
+        return True
+    return trained and isinstance(call.func, ast.Attribute) and (f.modelish(callee) or callee[:1].isupper())
 
 
 def _all_functions(tree: ast.Module) -> Iterator[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -352,20 +372,73 @@ def _class_networks(f: _File) -> None:
             continue
         trained = [t.attr for t, _ in differentiated(cls) if isinstance(t, ast.Attribute)
                    and isinstance(t.value, ast.Name) and t.value.id == "self"]
-        made: dict[str, tuple[str, int]] = {}
-        local = _constant_locals(init, f.module_names)
-        for node in ast.walk(init):
-            if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute)
-                    and isinstance(node.targets[0].value, ast.Name) and node.targets[0].value.id == "self"
-                    and isinstance(node.value, ast.Call) and node.targets[0].attr in trained):
-                call = _written_out(node.value, local)
-                callee = _terminal(node.value.func)
-                if call is not None and callee and f.makes_model(callee) and _free(call) <= f.module_names | _BUILTINS:
-                    made[node.targets[0].attr] = (ast.unparse(call), node.lineno)
+        made = _made_in_init(f, init, trained)
         names = [n for n in dict.fromkeys(trained) if n in made]
         if names:
             expr = "(" + ", ".join(made[n][0] for n in names) + ("," if len(names) == 1 else "") + ")"
-            f.out.append((0.25, Candidate(expr, made[names[0]][1], "joint", labels=names)))
+            inputs = _fed(cls, names, f.consts)
+            f.out.append((0.25, Candidate(expr, made[names[0]][1], "joint", labels=names, inputs=inputs)))
+
+
+def _made_in_init(f: _File, init: ast.FunctionDef, trained: list[str]) -> dict[str, tuple[str, int]]:
+    """``self.X = builder(…)`` of the trained attributes, written out: X -> (expression, line)."""
+    made: dict[str, tuple[str, int]] = {}
+    local = _constant_locals(init, f.module_names)
+    for node in ast.walk(init):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
+            continue
+        attr = _self_attr(node.targets[0])
+        callee = _terminal(node.value.func)
+        if attr not in trained or not callee or not f.makes_model(callee):
+            continue
+        call = _written_out(node.value, local)
+        if call is not None and _free(call) <= f.module_names | _BUILTINS:
+            made[attr] = (ast.unparse(call), node.lineno)
+    return made
+
+
+def _fed(cls: ast.ClassDef, names: list[str], consts: Consts) -> dict[str, tuple[int, ...] | str]:
+    """What the class's own methods feed each network: ``self.generator(noise)`` of ``noise =
+    tf.random.normal([self.batch_size, self.noise_dim])`` is (noise_dim,), ``self.discriminator(
+    fake)`` of ``fake = self.generator(noise)`` is the generator's output. The first such call
+    of each network that says."""
+    out: dict[str, tuple[int, ...] | str] = {}
+    for method in (s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        bound = {t.id: n.value for n in ast.walk(method) if isinstance(n, ast.Assign)
+                 for t in n.targets if isinstance(t, ast.Name)}
+        for call in (n for n in ast.walk(method) if isinstance(n, ast.Call)):
+            net = _self_attr(call.func)
+            if net not in names or net in out or not call.args or not isinstance(call.args[0], ast.Name):
+                continue
+            value = bound.get(call.args[0].id)
+            producer = _self_attr(value.func) if isinstance(value, ast.Call) else None
+            if producer in names and producer != net:
+                out[net] = producer
+            elif isinstance(value, ast.Call):
+                shape = array_shape(_own(value, cls.name), consts)
+                if shape is not None and len(shape) > 1:
+                    out[net] = shape[1:]
+    return out
+
+
+def _self_attr(node: ast.expr) -> str | None:
+    return node.attr if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+        and node.value.id == "self" else None
+
+
+def _own(node: ast.Call, cls: str) -> ast.Call:
+    """The call with ``self.x`` read as the class's own ``Cls.x`` (what its __init__ states)."""
+
+    class Own(ast.NodeTransformer):
+        def visit_Attribute(self, n: ast.Attribute) -> ast.expr:
+            if isinstance(n.value, ast.Name) and n.value.id == "self":
+                return ast.copy_location(ast.Attribute(value=ast.Name(id=cls, ctx=ast.Load()), attr=n.attr,
+                                                       ctx=ast.Load()), n)
+            self.generic_visit(n)
+            return n
+
+    out = Own().visit(ast.parse(ast.unparse(node), mode="eval").body)
+    return out if isinstance(out, ast.Call) else node
 
 
 _BUILTINS = frozenset(dir(builtins))

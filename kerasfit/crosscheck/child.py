@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .childbase import (ChildError, Lowered, NeedsPackage, Options, Sites, marked, patch_layer_init, phase,
-                        set_phase_file)
+                        script_text, set_phase_file)
 from .messages import one_line
-from .childdata import Unloaded, patch_adapt
+from .childdata import ASSUMED_SIZE, Unloaded, patch_adapt
 from .hlo import ELEMENTWISE, classify_pass, memory_ops, parse_hlo
 from .options import parse_input_shapes
 
@@ -35,7 +35,8 @@ _ARGV: list[str] = []
 
 def _prepare(opts: Options, path: Path, sites: Sites, notes: list[str]) -> tuple[Any, Any, Any]:
     """Import TensorFlow and Keras, patched for a build: (tf, keras, the TF1 graph state)."""
-    from .childscript import no_download_applications, patch_argparse, refuse_training  # defers TensorFlow's users
+    from .childscript import (no_download_applications, patch_argparse, patch_upsampling,  # defers TensorFlow's users
+                              quiet_summaries, refuse_training)
     from .childtf1 import GraphState, patch_tf1  # defers TensorFlow's users
 
     if opts.legacy or opts.keras2:
@@ -49,15 +50,13 @@ def _prepare(opts: Options, path: Path, sites: Sites, notes: list[str]) -> tuple
 
     tf.get_logger().setLevel("ERROR")
     kerases = [keras]
-    try:
-        uses_tf_keras = "tf_keras" in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        uses_tf_keras = False
-    if opts.legacy or uses_tf_keras or opts.keras2:
+    text = script_text(path)
+    if opts.legacy or "tf_keras" in text or opts.keras2:
         import tf_keras
 
         kerases.append(tf_keras)
-        if opts.keras2 and _STANDALONE_KERAS.search(path.read_text(encoding="utf-8", errors="replace")):
+        patch_upsampling(tf_keras, notes)
+        if opts.keras2 and _STANDALONE_KERAS.search(text):
             _alias_keras(tf_keras, notes)
     if opts.dtype == "bfloat16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
@@ -70,6 +69,8 @@ def _prepare(opts: Options, path: Path, sites: Sites, notes: list[str]) -> tuple
             refuse_training(k, notes)
             patch_adapt(k, notes)
     patch_argparse()
+    if not opts.trace_script:
+        quiet_summaries(tf, notes)
     state = GraphState()
     if opts.legacy:
         patch_tf1(tf, opts, state, sites)
@@ -138,6 +139,10 @@ def run(opts: Options) -> dict[str, Any]:
     if built.candidates:
         result["candidates"] = built.candidates
     result.update(_merged([one.info for one in built.lowered]))
+    # a layer sized by data the build did not load: an assumption the report draws nothing from
+    assumed = [n for n in result["notes"] if n.startswith(ASSUMED_SIZE)]
+    result["notes"] = [n for n in result["notes"] if n not in assumed]
+    result["assumptions"] = result.get("assumptions", []) + [n[len(ASSUMED_SIZE):] for n in assumed]
     t_hlo = time.perf_counter()
     result.update(_ops(built.lowered, result.get("variables", [])))
     result["cores"] = opts.cores
@@ -165,8 +170,11 @@ def _merged(infos: list[dict[str, Any]]) -> dict[str, Any]:
     out = dict(infos[0])
     for key in _LISTS:
         merged: list[Any] = []
-        for info in infos:
-            merged += [v for v in info.get(key) or [] if key not in ("said", "assumptions") or v not in merged]
+        for i, info in enumerate(infos):
+            for v in info.get(key) or []:
+                if key in ("said", "assumptions") and v in merged or key == "said" and i and v.startswith("batch "):
+                    continue  # said once; the batch is the first step's
+                merged.append(v)
         out[key] = merged
     out["built_how"] = "; ".join(dict.fromkeys(str(i.get("built_how", "")) for i in infos if i.get("built_how")))
     out["blocks"] = {k: v for info in infos for k, v in (info.get("blocks") or {}).items()}
@@ -233,10 +241,7 @@ def _retry_with_keras2(argv: list[str] | None, opts: Options, error: str) -> Non
     """
     if opts.keras2 or opts.legacy or opts.trace_script or opts.entry is None and "found nothing to build" in error:
         return
-    try:
-        source = Path(opts.file).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return
+    source = script_text(Path(opts.file))
     keras2 = _STANDALONE_KERAS.search(source) and not _KERAS3_ONLY.search(source)
     if not (_TF_KERAS.search(source) or keras2):
         return

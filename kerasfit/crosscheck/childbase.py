@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable, Iterable, NotRequired, TypedDict
 
-from .messages import one_line
+from .messages import reason
 
 DEFAULT_BATCH = 128
 # A ``None`` dim the script states no size for: a stated default per modality.
@@ -265,7 +265,7 @@ def user_error(exc: BaseException, sites: Sites, doing: str) -> ChildError:
     if known:
         return NeedsPackage(f"{doing}{where}: {type(exc).__name__} inside the installed package, as for "
                             f"anyone who runs the script: {known}")
-    return ChildError(f"{doing}{where}: {type(exc).__name__}: {one_line(exc)}")
+    return ChildError(f"{doing}{where}: {reason(exc, 300)}")
 
 
 # ---------------------------------------------------------------- Keras objects
@@ -323,3 +323,55 @@ def layers_of(model: Any) -> list[Any]:
 
 def keras_mode(model: Any) -> str:
     return "tf-keras" if type(model).__module__.startswith("tf_keras") else "keras"
+
+
+# ---------------------------------------------------------------- the script's own files
+
+
+def import_roots(path: Path) -> list[str]:
+    """Where the script's own imports resolve: its folder (``python script.py``), and, for a
+    script inside a package, the folder above the package (``python -m pkg.sub.script``, from
+    which its ``from pkg.sub import x`` works)."""
+    roots = [str(path.parent)]
+    top = path.parent
+    while (top / "__init__.py").is_file() and top.parent != top:
+        top = top.parent
+    if top != path.parent:
+        roots.append(str(top))
+    return roots
+
+
+def own_modules(path: Path, depth: int = 2) -> list[Path]:
+    """The files of the script's own modules it imports (beside it), and theirs, ``depth`` deep."""
+    import ast
+
+    found: list[Path] = []
+    todo = [path]
+    for _ in range(depth):
+        more: list[Path] = []
+        for source in todo:
+            try:
+                tree = ast.parse(source.read_text(encoding="utf-8", errors="replace"))
+            except (OSError, SyntaxError, ValueError):
+                continue
+            names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+            names |= {n.module.split(".")[0] for n in ast.walk(tree)
+                      if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+            for name in sorted(names):
+                for candidate in (path.parent / f"{name}.py", path.parent / name / "__init__.py"):
+                    if candidate.is_file() and candidate not in found and candidate != path:
+                        found.append(candidate)
+                        more.append(candidate)
+        todo = more
+    return found
+
+
+def script_text(path: Path) -> str:
+    """The script's source and its own modules' (what decides which Keras it was written for)."""
+    texts = []
+    for p in [path, *own_modules(path)]:
+        try:
+            texts.append(p.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            pass
+    return "\n".join(texts)

@@ -8,6 +8,7 @@ every candidate it does not train, and the message names what failed and what to
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 import sys
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .childbase import (ChildError, Lowered, NeedsPackage, Options, Sites, keras_mode, mark, model_classes,
+from .childbase import (ChildError, Lowered, import_roots, own_modules, NeedsPackage, Options, Sites, keras_mode, mark, model_classes,
                         phase, user_error)
 from .messages import one_line
 from .childdata import DataNotLoaded, Unloaded
@@ -38,7 +39,7 @@ PIP_NAMES = {"tensorflow_addons": "tensorflow-addons", "tensorflow_probability":
              "tensorflow-decision-forests", "tensorflow_similarity": "tensorflow-similarity",
              "tensorflow_model_optimization": "tensorflow-model-optimization", "keras_contrib":
              "git+https://www.github.com/keras-team/keras-contrib.git"}
-# Packages whose layers work only with Keras 2 (tf-keras), never with Keras 3 (docs/facts.md#27):
+# Packages whose layers work only with Keras 2 (tf-keras), never with Keras 3 (docs/facts.md#26):
 # installing one does not make a Keras 3 build work; building the script with tf-keras does.
 KERAS2_ONLY = frozenset({"tensorflow_addons", "tensorflow_hub", "tensorflow_model_optimization", "keras_contrib"})
 
@@ -76,10 +77,39 @@ def build_entry(module: ModuleType, entry: str | None, labels: list[str] | None,
     except BaseException as exc:
         raise user_error(exc, sites, f"calling {description} failed") from None
     models = _models_in(value, description, labels or _tuple_names(description))
+    if sizes is not None and entry:
+        sizes.entry_input = _entry_input(entry, module)
     mark("build")
     lowered = build_keras(models[0][1], opts, sites, tf, notes, sizes, label=models[0][0], others=models[1:])
     lowered.info.update(entry=description, mode=keras_mode(models[0][1]))
     return lowered
+
+
+_SHAPE_PARAM = re.compile(r"^(input_?shape|shape|input_?size|img_?shape|image_?shape|input_?dims?)$", re.I)
+
+
+def _entry_input(entry: str, module: ModuleType) -> Size | None:
+    """The input shape the entry expression passes its builder (``mnist_model((28, 28, 1))``
+    to ``def mnist_model(input_shape)``), read from arguments that are plain values."""
+    try:
+        node = ast.parse(entry, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Call) or any(isinstance(n, ast.Call) for a in node.args for n in ast.walk(a)):
+        return None
+    try:
+        namespace = dict(module.__dict__)
+        fn = eval(compile(ast.Expression(node.func), "<entry>", "eval"), namespace)  # the builder: a name
+        args = [eval(compile(ast.Expression(a), "<entry>", "eval"), namespace) for a in node.args
+                if not isinstance(a, ast.Starred)]
+        bound = inspect.signature(fn).bind_partial(*args).arguments
+    except BaseException:  # the script's names: anything
+        return None
+    for name, value in bound.items():
+        if (_SHAPE_PARAM.match(name) and isinstance(value, (tuple, list)) and value
+                and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value)):
+            return Size(tuple(value), node.lineno, f"the shape the entry passes ({name}={tuple(value)})")
+    return None
 
 
 def _models_in(value: Any, description: str, labels: list[str]) -> list[tuple[str, Any]]:
@@ -151,28 +181,26 @@ def _read(path: Path) -> _Script:
     trained = trained_names(tree)
     fitted = sorted((c for c in plan.candidates if c.kind == "variable" and trained.get(c.expr, (False,))[0]),
                     key=lambda c: c.line)
-    finder = StubFinder((plan.imported | _sibling_imports(path.parent, plan.imported)) - NEVER_STUB)
+    finder = StubFinder((plan.imported | _own_imports(path)) - NEVER_STUB)
     sys.meta_path.append(finder)
     return _Script(path, tree, plan.candidates, trained, fitted, finder)
 
 
-def _sibling_imports(folder: Path, names: set[str], depth: int = 2) -> set[str]:
+def _own_imports(path: Path) -> set[str]:
     """The packages the script's own modules (files beside it it imports) import: one that is
     not installed stands in as a stub as the script's own imports do."""
     found: set[str] = set()
-    for name in names:
-        for candidate in (folder / f"{name}.py", folder / name / "__init__.py"):
-            try:
-                tree = ast.parse(candidate.read_text(encoding="utf-8", errors="replace"))
-            except (OSError, SyntaxError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import):
-                    found |= {a.name.split(".")[0] for a in node.names}
-                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                    found.add(node.module.split(".")[0])
-    more = found - names
-    return found | (_sibling_imports(folder, more, depth - 1) if more and depth > 1 else set())
+    for module in own_modules(path):
+        try:
+            tree = ast.parse(module.read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split(".")[0])
+    return found
 
 
 def _build_one(script: _Script, candidate: Candidate | None, opts: Options, sites: Sites, tf: Any,
@@ -183,6 +211,8 @@ def _build_one(script: _Script, candidate: Candidate | None, opts: Options, site
     phase("import")
     _, module = load_script(script.path, opts, notes, candidate)
     sizes = config_batch(sizes, module)
+    if candidate is not None:
+        sizes.network_inputs = dict(candidate.inputs)
     phase("build")
     labels = candidate.labels if candidate is not None else None
     return build_entry(module, expr, labels, opts, sites, tf, state, sizes, notes)
@@ -190,7 +220,7 @@ def _build_one(script: _Script, candidate: Candidate | None, opts: Options, site
 
 def build_script(path: Path, opts: Options, sites: Sites, tf: Any, keras: Any, state: GraphState) -> Built:
     """Slice the script, then build its entry (or the discovered candidates, best first)."""
-    sys.path.insert(0, str(path.parent))
+    sys.path[:0] = import_roots(path)
     script = _read(path)
     candidates = [] if opts.entry else script.candidates[:MAX_CANDIDATES]
     if len(script.fitted) > 1 and candidates:
@@ -246,7 +276,7 @@ def _each_alone(script: _Script, joint: Candidate, why: str, opts: Options, site
         except NeedsPackage:
             raise
         except ChildError as exc:
-            failed.append(f"{member.expr} (line {member.line}): {exc}")
+            failed.append(f"{member.expr} (line {member.line}), which did not build alone ({exc})")
             _reset_graphs(tf, keras)
             continue
         lowered.append(one)
@@ -257,7 +287,7 @@ def _each_alone(script: _Script, joint: Candidate, why: str, opts: Options, site
     for one in lowered:
         one.info["built_how"] = f"{together}; {one.info.get('built_how', '')}"
         one.info["assumptions"] = list(one.info.get("assumptions", [])) + [
-            f"the script also trains {f}, which did not build alone: not in this report" for f in failed]
+            f"the script also trains {f}: it is not in this report" for f in failed]
         failed = []  # said once
     entry = ", ".join(str(one.info.get("entry", "")) for one in lowered)
     return Built(lowered, entry, notes)

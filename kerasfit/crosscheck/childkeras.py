@@ -20,8 +20,8 @@ from typing import Any
 
 from .childbase import (ChildError, Lowered, Options, Sites, layer_classes, layers_of, mark, trainable,
                         user_error, user_method)
-from .messages import one_line
-from .childdata import ASSUMED_SIZE, DATA_SHAPE
+from .messages import reason
+from .childdata import DATA_SHAPE
 from .childprograms import outside_tables, structured, without_loss_layers
 from .childshapes import batched, global_batch_of, input_specs
 from .childsource import input_sites, locator, network_layers, output_layers, record_scopes
@@ -63,7 +63,9 @@ def getattr_safe(obj: Any, name: str) -> Any:
 
 
 def _network(model: Any, value: Any) -> Any:
-    ok = isinstance(value, layer_classes()) and value is not model and bool(trainable(value))
+    """A layer with weights, or one that makes its weights on its first call."""
+    ok = isinstance(value, layer_classes()) and value is not model and (
+        bool(trainable(value)) or getattr(value, "built", True) is False)
     return value if ok else None
 
 
@@ -121,6 +123,38 @@ def _plan(model: Any, label: str, others: list[tuple[str, Any]]) -> _Plan:
                 plan.programs[i] = cut[0]
                 plan.outside += [c for c in cut[1] if c not in plan.outside]
     return plan
+
+
+def _specs(plan: _Plan, opts: Options, sizes: ScriptSizes | None, said: list[str], sites: Sites, tf: Any) -> Specs:
+    """Each network's input specs; a network the script's own step feeds another's output (a
+    GAN's discriminator, the generator's images) takes that output's shape, said."""
+    hints = sizes.network_inputs if sizes is not None else {}
+    labels = [name for name, _ in plan.nets]
+    specs: dict[int, tuple[list[list[int | None]], list[str]]] = {}
+    # networks fed another's output last: their producers' specs first
+    for i in sorted(range(len(plan.nets)), key=lambda i: isinstance(hints.get(labels[i]), str)):
+        hint = hints.get(labels[i])
+        stated: tuple[tuple[int, ...], str] | None = None
+        if isinstance(hint, tuple):
+            stated = hint, f"what the script's own step feeds {labels[i]}"
+        elif isinstance(hint, str) and hint in labels and labels.index(hint) in specs:
+            j = labels.index(hint)
+            shape = _output_shape(plan.programs[j], specs[j], sites, tf)
+            stated = (shape, f"the output of {hint}, which the script's own step feeds {labels[i]}") if shape else None
+        specs[i] = input_specs(plan.programs[i], opts.input_shape, sizes, said, stated)
+    return [specs[i] for i in range(len(plan.nets))]
+
+
+def _output_shape(net: Any, spec: tuple[list[list[int | None]], list[str]], sites: Sites, tf: Any
+                  ) -> tuple[int, ...] | None:
+    """A network's output's non-batch dims: called once at batch 1 (which makes its weights)."""
+    shapes, dtypes = spec
+    try:
+        out = net(structured(net, [tf.zeros(batched(s, 1), dtype=dt) for s, dt in zip(shapes, dtypes)]))
+    except Exception as exc:
+        raise user_error(exc, sites, "calling the model once to make its weights failed") from None
+    flat = tf.nest.flatten(out)
+    return tuple(int(d) for d in flat[0].shape[1:]) if len(flat) == 1 else None
 
 
 # ---------------------------------------------------------------- the step
@@ -214,7 +248,7 @@ def _wrapper_step(plan: _Plan, per_core: int, tf: Any) -> tuple[str | None, str,
             concrete, hlo = trace_and_lower(fn, [x])
             return hlo, "", [x], concrete
         except Exception as exc:
-            why = f"{type(exc).__name__}: {one_line(exc, 160)}"
+            why = reason(exc, 160)
     return None, why, [], None
 
 
@@ -280,7 +314,7 @@ def build_keras(model: Any, opts: Options, sites: Sites, tf: Any, notes: list[st
     said: list[str] = [n for n in notes if n.startswith(DATA_SHAPE)]
     notes[:] = [n for n in notes if n not in said]
     plan = _plan(model, label, list(others or []))
-    plan.specs = [input_specs(net, opts.input_shape, sizes, said) for net in plan.programs]
+    plan.specs = _specs(plan, opts, sizes, said, sites, tf)
     fixed = plan.specs[0][0][0][0] if plan.specs[0][0] and plan.specs[0][0][0] else None
     global_batch = global_batch_of(opts, fixed, sizes, said)
     per_core = max(1, global_batch // max(1, opts.cores))
@@ -288,8 +322,6 @@ def build_keras(model: Any, opts: Options, sites: Sites, tf: Any, notes: list[st
     scopes = record_scopes(layers, tf)
     variables = _make_weights(plan, sites, tf)
     step = _lower(plan, variables, opts, sizes, said, per_core, sites, tf)
-    step.assumptions += [n[len(ASSUMED_SIZE):] for n in notes if n.startswith(ASSUMED_SIZE)]
-    notes[:] = [n for n in notes if not n.startswith(ASSUMED_SIZE)]
     nets = [net for _, net in plan.nets]
     locate, blocks = locator(model, scopes, layers, step.concrete.graph, sites)
     info: dict[str, Any] = {

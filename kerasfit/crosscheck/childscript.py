@@ -134,6 +134,47 @@ def no_download_applications(keras_module: Any, notes: list[str]) -> None:
             pass
 
 
+def quiet_summaries(tf: Any, notes: list[str]) -> None:
+    """A build writes no logs: ``tf.summary`` calls (a layer that records its activations)
+    are no-ops, which they are anyway outside a summary writer; they need TensorBoard
+    installed only to be written."""
+    def quiet(*args: Any, **kwargs: Any) -> bool:
+        note = "tf.summary calls not run: they only write logs"
+        if note not in notes:
+            notes.append(note)
+        return False
+
+    # tf.summary and the same API as tf.compat.v2 spells it (its own module object)
+    for summary in (getattr(tf, "summary", None), getattr(getattr(tf.compat, "v2", None), "summary", None)):
+        for name in ("scalar", "image", "histogram", "audio", "text"):
+            if getattr(summary, name, None) is not None:
+                setattr(summary, name, quiet)
+
+
+def patch_upsampling(tf_keras: Any, notes: list[str]) -> None:
+    """tf-keras upsamples by a nearest-neighbour resize, whose gradient XLA on the CPU has no
+    kernel for: an integer factor's nearest resize repeats each row and column, the same
+    values, which it traces as."""
+    backend: Any = sys.modules.get("tf_keras.src.backend")
+    original = getattr(backend, "resize_images", None)
+    if original is None or getattr(original, "_kerasfit", False):
+        return
+
+    def resize_images(x: Any, height_factor: int, width_factor: int, data_format: str,
+                      interpolation: str = "nearest") -> Any:
+        if interpolation != "nearest" or not (isinstance(height_factor, int) and isinstance(width_factor, int)):
+            return original(x, height_factor, width_factor, data_format, interpolation=interpolation)
+        rows, cols = (2, 3) if data_format == "channels_first" else (1, 2)
+        note = ("UpSampling2D (nearest) traced as repeated rows and columns, the same values: XLA on the CPU has "
+                "no kernel for the gradient of tf-keras's resize")
+        if note not in notes:
+            notes.append(note)
+        return backend.repeat_elements(backend.repeat_elements(x, height_factor, rows), width_factor, cols)
+
+    resize_images._kerasfit = True  # type: ignore[attr-defined]  # patched once
+    backend.resize_images = resize_images
+
+
 class Refused(RuntimeError):
     pass
 

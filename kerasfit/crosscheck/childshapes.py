@@ -55,14 +55,16 @@ def _sequence_length(sizes: ScriptSizes | None) -> tuple[int, str]:
 
 
 def input_specs(model: Any, input_shape: list[list[int]] | None = None, sizes: ScriptSizes | None = None,
-                said: list[str] | None = None) -> tuple[list[list[int | None]], list[str]]:
-    """Each input's shape (batch first, unknown dims filled in) and dtype."""
+                said: list[str] | None = None, stated: tuple[tuple[int, ...], str] | None = None
+                ) -> tuple[list[list[int | None]], list[str]]:
+    """Each input's shape (batch first, unknown dims filled in) and dtype. ``stated``: the
+    input's non-batch dims as the script's own step feeds it, and where that is said."""
     said = [] if said is None else said
     declared = _declared(model)
     if declared is not None:
         shapes, dtypes = declared
     else:
-        shape, token_ids = _undeclared(model, input_shape, sizes, said)
+        shape, token_ids = _undeclared(model, input_shape, sizes, said, stated)
         shapes = [list(s) for s in shape] if shape and isinstance(shape[0], (list, tuple)) else [list(shape)]
         dtypes = ["int32" if token_ids else "float32"] * len(shapes)
     # One --input-shape fills every input's None dims (of its rank); several, one input each.
@@ -95,8 +97,9 @@ def _built_shape(model: Any) -> Any:
 
 
 def _undeclared(model: Any, input_shape: list[list[int]] | None, sizes: ScriptSizes | None,
-                said: list[str]) -> tuple[Any, bool]:
-    """The input shape of a model that declares none (subclassed): built, given, the one of
+                said: list[str], stated: tuple[tuple[int, ...], str] | None = None) -> tuple[Any, bool]:
+    """The input shape of a model that declares none (subclassed, a Sequential with no Input):
+    built, given, what the script's own step feeds it, the shape the entry passes, the one of
     the functional model inside it, the array the script fits, else what its first layer
     takes; (shape, whether it takes token ids)."""
     shape = _built_shape(model)
@@ -104,11 +107,16 @@ def _undeclared(model: Any, input_shape: list[list[int]] | None, sizes: ScriptSi
         shape = [[None] + list(dims) for dims in input_shape]
     if shape is not None:
         return shape, False
+    for given in (stated, (sizes.entry_input.value, sizes.entry_input.what) if sizes and sizes.entry_input else None):
+        if given is not None:
+            said.append(f"input (rows, {', '.join(map(str, given[0]))}): {given[1]}")
+            return [None, *given[0]], False
     # A subclassed wrapper around one functional model (``call`` returns ``self.net(x)``).
     inner = [v for v in vars(model).values() if v is not model and functional_inputs(v)]
-    if len(inner) == 1:
+    if inner and all(functional_inputs(v) == functional_inputs(inner[0]) for v in inner):
         shape = functional_inputs(inner[0])
-        said.append(f"input {tuple(shape or ())}: that of the model inside it, {inner[0].name}")
+        names = ", ".join(v.name for v in inner)
+        said.append(f"input {tuple(shape or ())}: that of the model{'s' if len(inner) > 1 else ''} inside it, {names}")
         return shape, False
     if sizes is not None and sizes.fitted is not None:
         said.append(f"input (rows, {', '.join(map(str, sizes.fitted.value))}): the array the script fits "

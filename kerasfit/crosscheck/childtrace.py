@@ -22,9 +22,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Callable
 
-from .childbase import (ChildError, Lowered, Options, Sites, keras_mode, layers_of, phase,
+from .childbase import (ChildError, import_roots, Lowered, Options, Sites, keras_mode, layers_of, phase,
                         trainable)
-from .messages import one_line
+from .messages import reason
 from .childbuild import Built
 from .childkeras import network_info, standin_step, trace_and_lower
 from .childsource import input_sites, locator, network_layers, output_layers, record_scopes
@@ -222,7 +222,7 @@ def _arraylike(x: Any, tf: Any) -> bool:
 
 def _run(path: Path, tracer: _Tracer) -> None:
     """Run the script as ``__main__`` until its first training step."""
-    sys.path.insert(0, str(path.parent))
+    sys.path[:0] = import_roots(path)
     phase("import")
     try:
         runpy.run_path(str(path), run_name="__main__")
@@ -239,7 +239,7 @@ def _run(path: Path, tracer: _Tracer) -> None:
         absent = type(exc).__name__ in _ABSENT or isinstance(exc, OSError)
         hint = ": it needs the network or data that is not here" if absent else ""
         raise ChildError(f"the script failed{where} before its first training step{hint} "
-                         f"({type(exc).__name__}: {one_line(exc, 240)}); without --trace-script the "
+                         f"({reason(exc, 240)}); without --trace-script the "
                          "model is built without running the script") from None
     if tracer.capture is None:
         raise ChildError("the script ran to its end without a training step (Model.fit, train_on_batch or "
@@ -357,7 +357,7 @@ def _lower_fit(capture: _Capture, opts: Options, tf: Any, tracer: _Tracer, assum
         return hlo, concrete, share, f"traced: one step of the model's own train_step, as {where} runs it, on " \
                                      f"the script's first batch (inputs {shape})", batch
     except Exception as exc:
-        why = f"{type(exc).__name__}: {one_line(exc, 200)}"
+        why = reason(exc, 200)
     assumptions.append(f"the model's train_step, as {where} runs it, did not trace ({why}): the model is "
                        "traced on a stand-in loss (the mean square of its outputs) on the script's first batch")
     return (*_standin([model], [list(tf.nest.flatten(share[0]))], tf), "traced: a stand-in step on the "
@@ -379,7 +379,7 @@ def _lower_loop(capture: _Capture, opts: Options, tf: Any, tracer: _Tracer, assu
                 f"traced: one step of the script's own {name}(), the tf.function it calls at line {capture.line} "
                 "for its optimizer step, on its real arguments"), batch
         except Exception as exc:
-            why = f"it did not trace as its own function ({type(exc).__name__}: {one_line(exc, 200)})"
+            why = f"it did not trace as its own function ({reason(exc)})"
     inputs = [tracer.shapes.get(id(m), []) for m in capture.models]
     if not all(inputs):
         raise ChildError(f"the script's optimizer step at line {capture.line} could not be traced ({why}), "

@@ -43,6 +43,11 @@ class ScriptSizes:
     # attribute reads of a batch the script imports or defines (``config.BATCH_SIZE``): the
     # build evaluates them when no batch folds here
     batch_reads: list[tuple[str, int]] = field(default_factory=list)
+    # what the build itself knows of an input: the shape the entry passes (``input_shape=…``)
+    entry_input: Size | None = None
+    # a network's input, as the script's own training step feeds it: its non-batch dims, or the
+    # label of the network whose output it is (a GAN's discriminator eats the generator's images)
+    network_inputs: dict[str, tuple[int, ...] | str] = field(default_factory=dict)
 
 
 _BATCH_NAME = re.compile(r"^(global_|train_|training_)?batch(_?size)?$|^bs$", re.I)
@@ -59,8 +64,10 @@ _DATASET_MAKERS = frozenset({"image_dataset_from_directory", "text_dataset_from_
 _DATASET_METHODS = frozenset({"batch", "padded_batch", "map", "shuffle", "prefetch", "repeat", "cache", "take",
                               "filter", "interleave", "from_tensor_slices", "from_generator", "zip",
                               "TFRecordDataset", "list_files", "with_options", "apply", "unbatch", "load"})
-_ARRAY_MAKERS = {"random": 0, "rand": None, "randn": None, "zeros": 0, "ones": 0, "empty": 0, "full": 0,
-                 "normal": "size", "uniform": "size", "randint": "size", "standard_normal": 0}
+# array makers -> where their shape is: an argument's position, "size" (a keyword), None (the arguments)
+_ARRAY_MAKERS: dict[str, int | str | None] = {
+    "random": 0, "rand": None, "randn": None, "zeros": 0, "ones": 0, "empty": 0, "full": 0, "normal": "size",
+    "uniform": "size", "randint": "size", "standard_normal": 0, "truncated_normal": 0}
 _CROPS = ("RandomCrop", "CenterCrop", "random_crop", "central_crop_to", "resize_with_crop_or_pad", "crop_to")
 _RESIZES = ("Resizing", "resize", "resize_with_pad", "smart_resize")
 
@@ -249,12 +256,12 @@ def script_sizes(tree: ast.Module, trained: str | None = None, entry: str | None
     return sizes
 
 
-def _fits(tree: ast.Module, trained: str | None) -> list[ast.Call]:
-    """The ``fit`` calls (and ``train_on_batch``) of the trained model, else of any model."""
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+def _fits(tree: ast.Module, trained: str | None) -> list[tuple[ast.Call, str]]:
+    """The ``fit`` calls (and ``train_on_batch``) of the trained model, else of any model, with
+    the method's name."""
+    calls = [(n, n.func.attr) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
              and n.func.attr in ("fit", "fit_generator", "train_on_batch")]
-    own = [c for c in calls if trained is not None and dotted(c.func) == f"{trained}.{c.func.attr}"] \
-        if trained is not None else []
+    own = [(c, m) for c, m in calls if trained is not None and dotted(c.func) == f"{trained}.{m}"]
     return own or calls
 
 
@@ -263,7 +270,7 @@ def _batch(tree: ast.Module, consts: Consts, trained: str | None, entry: str | N
     the dataset fit gets; a batch constant, flag, option or config attribute; a dataset
     maker's batch_size; the first ``.batch(n)``; a function's own batch assignment."""
     for finder in (_entry_batch(entry, consts), _fit_batch(tree, consts, trained), _named_batch(tree, consts),
-                   _dataset_batch(tree, consts), _local_batch(tree, consts)):
+                   _dataset_batch(tree, consts), _local_batch(tree, consts), _yielded(tree, consts, batch=True)):
         if finder is not None:
             return finder
     return None
@@ -285,16 +292,16 @@ def _entry_batch(entry: str | None, consts: Consts) -> Size | None:
 
 def _fit_batch(tree: ast.Module, consts: Consts, trained: str | None) -> Size | None:
     fits = _fits(tree, trained)
-    for call in fits:
+    for call, method in fits:
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-        arg = kwargs.get("batch_size") or (call.args[2] if len(call.args) > 2 and call.func.attr == "fit" else None)  # type: ignore[attr-defined]
+        arg = kwargs.get("batch_size") or (call.args[2] if len(call.args) > 2 and method == "fit" else None)
         val = consts.value(arg)
-        if val and len(val[0]) == 1 and val[0][0] > 0:
-            return Size(val[0], call.lineno, f"fit(batch_size={ast.unparse(arg)})",  # type: ignore[arg-type]
+        if arg is not None and val and len(val[0]) == 1 and val[0][0] > 0:
+            return Size(val[0], call.lineno, f"fit(batch_size={ast.unparse(arg)})",
                         per_replica=val[1] or (isinstance(arg, ast.Name) and arg.id in consts.replicas))
-    for call in fits:
+    for call, method in fits:
         x = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "x"), None)
-        if call.func.attr == "fit" and arg_is(tree, x) == "arrays":  # type: ignore[attr-defined]
+        if method == "fit" and arg_is(tree, x) == "arrays":
             return Size((FIT_DEFAULT_BATCH,), call.lineno, "fit() without batch_size", fit_default=True)
         batch = _data_batch(tree, x, consts)
         if batch is not None:
@@ -322,9 +329,9 @@ def _dataset_batch(tree: ast.Module, consts: Consts) -> Size | None:
         arg = kwargs.get("batch_size") if callee in _DATASET_MAKERS else (
             (node.args[0] if node.args else kwargs.get("batch_size")) if callee in ("batch", "padded_batch") else None)
         val = consts.value(arg)
-        if val and len(val[0]) == 1 and val[0][0] > 0:
+        if arg is not None and val and len(val[0]) == 1 and val[0][0] > 0:
             shown = f".{callee}({ast.unparse(arg)})" if callee in ("batch", "padded_batch") else \
-                f"{callee}(batch_size={ast.unparse(arg)})"  # type: ignore[arg-type]
+                f"{callee}(batch_size={ast.unparse(arg)})"
             return Size(val[0], node.lineno, shown,
                         per_replica=val[1] or (isinstance(arg, ast.Name) and arg.id in consts.replicas))
     return None
@@ -355,17 +362,23 @@ def _batch_reads(tree: ast.Module) -> list[tuple[str, int]]:
 # ---------------------------------------------------------------- what fit gets
 
 
+_INDEX: list[tuple[ast.Module, dict[str, list[ast.expr]]]] = []  # the last tree's bindings
+
+
 def _bindings(tree: ast.Module, name: str) -> list[ast.expr]:
     """Every expression the script binds ``name`` to (unpacking included)."""
-    out: list[ast.expr] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                if any(isinstance(t, ast.Name) and t.id == name for t in ast.walk(target)):
-                    out.append(node.value)
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            out.append(node.value)
-    return out
+    if not _INDEX or _INDEX[0][0] is not tree:
+        index: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for t in ast.walk(target):
+                        if isinstance(t, ast.Name):
+                            index.setdefault(t.id, []).append(node.value)
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                index.setdefault(node.target.id, []).append(node.value)
+        _INDEX[:] = [(tree, index)]
+    return _INDEX[0][1].get(name, [])
 
 
 def arg_is(tree: ast.Module, node: ast.expr | None, depth: int = 0) -> str | None:
@@ -399,52 +412,113 @@ def _mentions(node: ast.expr, name: str) -> bool:
         isinstance(n, ast.Call) for n in ast.walk(node))
 
 
-def _data_batch(tree: ast.Module, x: ast.expr | None, consts: Consts, depth: int = 0) -> Size | None:
-    """The ``.batch(n)`` (or a dataset maker's batch_size) on the way to the dataset fit gets."""
-    if x is None or depth > 6:
+def _data_batch(tree: ast.Module, x: ast.expr | None, consts: Consts, seen: set[str] | None = None
+                ) -> Size | None:
+    """The ``.batch(n)`` (or a dataset maker's batch_size) on the way to the dataset fit gets,
+    following each name to what it is bound to, once."""
+    if x is None:
         return None
+    seen = set() if seen is None else seen
+    helpers = {fn.name: fn for fn in _functions(tree)}
     for call in (n for n in ast.walk(x) if isinstance(n, ast.Call)):
         callee = _terminal(call.func)
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
         arg = (call.args[0] if call.args else kwargs.get("batch_size")) if callee in ("batch", "padded_batch") \
-            else kwargs.get("batch_size") if callee in _DATASET_MAKERS else None
+            else kwargs.get("batch_size") if callee in _DATASET_MAKERS else _helper_batch(call, helpers)
         val = consts.value(arg)
-        if val and len(val[0]) == 1 and val[0][0] > 0:
-            return Size(val[0], call.lineno, f"{callee}(…{ast.unparse(arg)}) of the data fit gets",  # type: ignore[arg-type]
+        if arg is not None and val and len(val[0]) == 1 and val[0][0] > 0:
+            return Size(val[0], call.lineno, f"{callee}(…{ast.unparse(arg)}) of the data fit gets",
                         per_replica=val[1] or (isinstance(arg, ast.Name) and arg.id in consts.replicas))
-    names = [n.id for n in ast.walk(x) if isinstance(n, ast.Name)]
-    for name in names:
+    for name in [n.id for n in ast.walk(x) if isinstance(n, ast.Name)]:
+        if name in seen:
+            continue
+        seen.add(name)
         for bound in _bindings(tree, name):
-            found = _data_batch(tree, bound, consts, depth + 1)
+            found = _data_batch(tree, bound, consts, seen)
             if found is not None:
                 return found
+    return None
+
+
+def _helper_batch(call: ast.Call, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> ast.expr | None:
+    """A call of the script's own dataset helper that batches by one of its parameters
+    (``def create_tf_dataset(data, bs=4): … ds.batch(bs)``): the argument the call gives it."""
+    fn = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
+    if fn is None:
+        return None
+    params = [a.arg for a in fn.args.args]
+    defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
+    given = dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords if k.arg}
+    for node in ast.walk(fn):
+        if (isinstance(node, ast.Call) and _terminal(node.func) in ("batch", "padded_batch") and node.args
+                and isinstance(node.args[0], ast.Name) and node.args[0].id in params):
+            return given.get(node.args[0].id, defaults.get(node.args[0].id))
     return None
 
 
 def _fitted(tree: ast.Module, consts: Consts, trained: str | None) -> Size | None:
     """The non-batch dims of the array fit gets, when the script makes it with a stated shape
     (``x = np.random.random((50000, 128))``)."""
-    for call in _fits(tree, trained):
+    fits = _fits(tree, trained)
+    for call, _ in fits:
         x = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "x"), None)
         if not isinstance(x, ast.Name):
             continue
         for bound in _bindings(tree, x.id):
-            shape = _array_shape(bound, consts)
+            shape = array_shape(bound, consts)
             if shape is not None and len(shape) > 1:
                 return Size(shape[1:], bound.lineno, f"{x.id} = {_short(bound)}")
+    return None if fits else _yielded(tree, consts, batch=False)
+
+
+def _yielded(tree: ast.Module, consts: Consts, batch: bool) -> Size | None:
+    """A generator the script defines (its data, for a loop of its own) whose yields are arrays
+    of stated shapes (``yield (np.random.random((32, 128)), …)``): the batch (the rows) or the
+    rest of the first array's dims."""
+    for fn in _functions(tree):
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Yield) or node.value is None:
+                continue
+            first = node.value.elts[0] if isinstance(node.value, ast.Tuple) and node.value.elts else node.value
+            shape = array_shape(first, consts)
+            if shape is not None and len(shape) > 1 and (shape[0] > 0 or not batch):
+                what = f"{fn.name}() yields {_short(first)}"
+                return Size(shape[:1] if batch else shape[1:], node.lineno, what)
+            break
     return None
 
 
-def _array_shape(node: ast.expr, consts: Consts) -> tuple[int, ...] | None:
-    if not isinstance(node, ast.Call) or (dotted(node.func) or "").split(".")[0] not in ("np", "numpy", "tf"):
+def array_shape(node: ast.expr, consts: Consts) -> tuple[int, ...] | None:
+    """The shape of an array the script makes with a stated one (``np.random.random((n, 128))``,
+    ``tf.random.normal([batch, 100])``); a first dim (the rows) it does not state is -1."""
+    if not isinstance(node, ast.Call):
         return None
+    if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":  # the same shape, another dtype
+        return array_shape(node.func.value, consts)
+    root = (dotted(node.func) or "").split(".")[0]
     where = _ARRAY_MAKERS.get(_terminal(node.func) or "", -1)
-    kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+    if root not in ("np", "numpy", "tf") or where == -1:
+        return None
+    dims = _shape_arg(node, root, where, consts)
+    if dims is None or isinstance(dims, tuple):
+        return dims
+    folded = [consts.value(d) for d in dims]
+    if not folded or any(v is None or len(v[0]) != 1 for v in folded[1:]):
+        return None
+    return tuple(v[0][0] if v else -1 for v in folded)
+
+
+def _shape_arg(node: ast.Call, root: str, where: int | str | None, consts: Consts
+               ) -> list[ast.expr] | tuple[int, ...] | None:
+    """An array maker's shape: its dims' expressions, or the folded shape of one argument."""
     if where is None:  # rand(n, d): the dims are the arguments
-        vals = [consts.value(a) for a in node.args]
-        return tuple(v[0][0] for v in vals if v) if vals and all(v and len(v[0]) == 1 for v in vals) else None
-    arg = kwargs.get("size") or kwargs.get("shape") if where == "size" else (
-        node.args[where] if isinstance(where, int) and len(node.args) > where else kwargs.get("shape"))
+        return list(node.args)
+    kwargs = {k.arg: k.value for k in node.keywords if k.arg}
+    at = 0 if root == "tf" or where != "size" else None  # TensorFlow's take the shape first
+    arg = kwargs.get("size") or kwargs.get("shape") or (
+        node.args[at] if at is not None and len(node.args) > at else None)
+    if isinstance(arg, (ast.Tuple, ast.List)):
+        return list(arg.elts)
     val = consts.value(arg) if arg is not None else None
     return val[0] if val else None
 
@@ -475,6 +549,7 @@ def _image(tree: ast.Module, consts: Consts) -> Size | None:
 
 def _image_call(node: ast.Call, consts: Consts, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
                 ) -> tuple[str | None, Size | None]:
+    """(what kind of size the call states, the size): "set_shape", "crop" or "resize"."""
     callee = _terminal(node.func) or ""
     kwargs = {k.arg: k.value for k in node.keywords if k.arg}
     if callee == "set_shape" and node.args:
@@ -491,9 +566,16 @@ def _image_call(node: ast.Call, consts: Consts, helpers: dict[str, ast.FunctionD
     kind = "crop" if callee in _CROPS else "resize" if callee in _RESIZES else None
     if kind is None:
         return None, None
+    hw = _size_args(node, callee, kwargs, consts)
+    return kind, (Size(hw, node.lineno, f"{callee}({', '.join(map(str, hw))})") if hw else None)
+
+
+def _size_args(node: ast.Call, callee: str, kwargs: dict[str, ast.expr], consts: Consts) -> tuple[int, ...] | None:
+    """The (height, width) a resize or crop call states: ``size=``, two arguments, or one
+    sequence (a crop's ``([n,] h, w, c)``); a function's (not a layer's) image comes first."""
     args = list(node.args)
     if callee[:1].islower() and args:
-        args = args[1:]  # the image comes first
+        args = args[1:]
     size = kwargs.get("size") or kwargs.get("target_size")
     val = consts.value(size) if size is not None else None
     if val is None and len(args) >= 2:
@@ -502,10 +584,8 @@ def _image_call(node: ast.Call, consts: Consts, helpers: dict[str, ast.FunctionD
     elif val is None and args:
         val = consts.value(args[0])
     dims = val[0] if val else ()
-    hw = dims[-3:-1] if len(dims) in (3, 4) else dims  # a crop's size: ([n,] h, w, c)
-    if len(hw) == 2 and min(hw) > 0:
-        return kind, Size(tuple(hw), node.lineno, f"{callee}({', '.join(map(str, hw))})")
-    return kind, None
+    hw = dims[-3:-1] if len(dims) in (3, 4) else dims
+    return tuple(hw) if len(hw) == 2 and min(hw) > 0 else None
 
 
 def _helper_size(node: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, consts: Consts) -> Size | None:
@@ -538,4 +618,5 @@ def _sequence(tree: ast.Module, consts: Consts) -> Size | None:
     return None
 
 
-__all__ = ["FIT_DEFAULT_BATCH", "ScriptSizes", "Size", "arg_is", "dotted", "script_sizes", "states"]
+__all__ = ["FIT_DEFAULT_BATCH", "Consts", "ScriptSizes", "Size", "array_shape", "arg_is", "dotted", "script_sizes",
+           "states"]

@@ -31,9 +31,9 @@ def run_check(
     isolated: bool = False, show_fixes: bool = False, force_exclude: bool = False, stdin_filename: str | None = None,
     jobs: int | None = None, quiet: bool = False, build: bool = False, entry: str | None = None,
     batch_size: int | None = None, cores: int | None = None, dtype: str | None = None,
-    build_timeout: float | None = None, docs_url: str | None = None, baseline: Path | None = None,
+    build_timeout: float | None = None, input_shape: tuple[tuple[int, ...], ...] | None = None,
+    trace_script: bool = False, docs_url: str | None = None, baseline: Path | None = None,
     write_baseline: Path | None = None, add_noqa: bool = False, max_file_size: int | None = None,
-    input_shape: tuple[tuple[int, ...], ...] | None = None, trace_script: bool = False,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
     from ..project.check import CheckOptions, RunResult, accept_baseline, check_paths, check_source, links_for  # defers the check machinery (api, discovery, config) until argv is read

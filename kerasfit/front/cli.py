@@ -182,7 +182,7 @@ def report(
                                input_shape=_input_shape(input_shape, fail), use_cache=not no_cache,
                                trace_script=trace_script)
         options = CheckOptions(target=target, batch_size=batch_size, cores=cores)
-        resolver = Resolver(options, manifest_cache=False)
+        resolver = Resolver(options)
         static = check_paths([path], options).diagnostics
         text, page = report_text(path, request, resolver, static, fmt, None if all_rows else 20,
                                  html=html_file is not None)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.types import Diagnostic, FileResult
 from ..crosscheck.options import parse_input_shapes
-from ..engine.registry import all_rules
+from ..engine.registry import RuleMeta, manifest
 from ..engine.suppressions import Suppressions
 from .config import Config, ConfigError
 
@@ -83,24 +83,24 @@ def _shape(value: Any, where: str) -> tuple[tuple[int, ...], ...] | None:
                           f"separated by ';'), not {value!r}") from None
 
 
-def evidence() -> Evidence:
-    """What the registered rules declare the build can weigh (``Rule.build_evidence``)."""
+def evidence(rules: dict[str, RuleMeta] | None = None) -> Evidence:
+    """What the rules declare the build can weigh (``Rule.build_evidence``), from their
+    metadata (a cached run's manifest: no rule is imported) or the registry."""
     from ..crosscheck.verdicts import Evidence  # defers the build machinery, as above
 
     static: dict[str, str] = {}
     findings: dict[str, tuple[str, str]] = {}
     failures: dict[str, str] = {}
-    for code, rule in all_rules().items():
-        kind = getattr(rule, "build_evidence", None)
-        if kind is None:
+    metas = rules if rules is not None else manifest()
+    for code, rule in metas.items():
+        if rule.build_evidence is None:
             continue
-        if getattr(rule, "build_only", False):
-            findings[kind] = (code, rule.name)
+        if rule.build_only:
+            findings[rule.build_evidence] = (code, rule.name)
         else:
-            static[code] = kind
-        pattern = getattr(rule, "build_failure_pattern", None)
-        if pattern:
-            failures[code] = pattern
+            static[code] = rule.build_evidence
+        if rule.build_failure_pattern:
+            failures[code] = rule.build_failure_pattern
     return Evidence(static, findings, failures)
 
 
@@ -115,7 +115,7 @@ def run_stage(results: list[FileResult], resolver: Resolver, request: BuildReque
     from ..crosscheck.verdicts import cross_check, cross_check_failure  # defers the build machinery, as above
 
     checked = [r for r in results if not (r.skipped or r.error or not r.filename.endswith(".py"))]
-    rules = evidence()
+    rules = evidence(resolver.rules)
     for res in checked:
         path = Path(res.filename)
         try:
@@ -148,7 +148,7 @@ def report_text(path: Path, request: BuildRequest, resolver: Resolver, diagnosti
     from ..crosscheck.verdicts import static_findings  # defers the build machinery, as above
 
     opts = build_options(request, resolver.config_for(path.resolve().parent), resolver.settings_for(path))
-    findings = static_findings(diagnostics, evidence())
+    findings = static_findings(diagnostics, evidence(resolver.rules))
     return render_cached(path, opts, resolver.cache_dir, findings, fmt, max_rows, html)
 
 
