@@ -705,6 +705,8 @@ def _multiple(real: int, padded: int) -> int:
 def _recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], rows: list[Row],
                raw: dict[str, Any], target: str, dtype: str, sim: Simulation,
                findings: list[StaticFinding]) -> list[Recommendation]:
+    if raw.get("assumptions"):
+        return []  # a build resting on an assumption is the basis of no recommendation (its header says why)
     step_fit, common_batch = sim.step_fit, sim.common_batch
     what = _WhatIf(ops, rows, reports + mem, target, dtype, common_batch)
     batch = _batch_change(what, raw, target, step_fit)
@@ -853,9 +855,7 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
     rows = rank_rows(reports + mem)
 
     lay = {p: list(layout(p, sim.common_batch, t)) for p in (FORWARD, "input-gradient", KERNEL_GRAD)}
-    assumed = [str(a) for a in raw.get("assumptions") or ()]
-    # a build resting on an assumption is the basis of no recommendation (its header says why)
-    recs = [] if assumed else _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
+    recs = _recommend(ops, reports, mem, rows, raw, target, dtype, sim, findings or [])
     notes = list(raw.get("notes", []))
     counts: dict[str, int] = {}
     for op in ops:
@@ -892,9 +892,13 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
         keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
         blocks=dict(raw.get("blocks") or {}),
         networks=list(raw.get("networks") or ()), built_how=str(raw.get("built_how") or ""),
-        shapes_said=list(raw.get("said") or ()), assumptions=assumed,
-        way=str(raw.get("way") or "sliced"),
+        shapes_said=list(raw.get("said") or ()), **_how_built(raw),
     )
+
+
+def _how_built(raw: dict[str, Any]) -> dict[str, Any]:
+    """Which way the step was found, and what the build assumed (the header's)."""
+    return {"assumptions": [str(a) for a in raw.get("assumptions") or ()], "way": str(raw.get("way") or "sliced")}
 
 
 # Adam, Keras's usual optimizer, keeps two slots per weight; SGD with momentum one.

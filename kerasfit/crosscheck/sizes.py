@@ -93,8 +93,14 @@ def dotted(node: ast.expr) -> str | None:
 
 
 def _short(node: ast.AST) -> str:
-    text = ast.unparse(node).splitlines()[0]
-    return text if len(text) <= 60 else text[:59] + "…"
+    """The statement as written, when it reads on one short line; else what it states."""
+    text = " ".join(ast.unparse(node).split())
+    if len(text) <= 80:
+        return text
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return f"{ast.unparse(node.targets[0])}, as the script computes it"
+    return f"{ast.unparse(node.func)}(), as the script calls it" if isinstance(node, ast.Call) else \
+        "as the script writes it"
 
 
 # ---------------------------------------------------------------- what the script states
@@ -150,11 +156,12 @@ class Consts:
             return self.values.get(f"{self.aliases[head]}.{rest}")
         return None
 
-    def bind(self, name: str, node: ast.expr, stmt: ast.AST) -> tuple[tuple[int, ...], bool] | None:
+    def bind(self, name: str, node: ast.expr, stmt: ast.AST, what: str | None = None
+             ) -> tuple[tuple[int, ...], bool] | None:
         val = self.value(node)
         if val is not None:
             self.values[name] = val[0]
-            self.lines[name] = (getattr(stmt, "lineno", 0), _short(stmt))
+            self.lines[name] = (getattr(stmt, "lineno", 0), what or _short(stmt))
             if val[1]:
                 self.replicas.add(name)
         return val
@@ -186,8 +193,14 @@ def states(tree: ast.Module) -> Consts:
         if isinstance(node, ast.Call):
             _option_default(node, consts)
     for stmt in _flat(tree.body):
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
-            _module_binding(stmt, consts)
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:  # ``H = W = 256``
+                if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple) \
+                        and len(target.elts) == len(stmt.value.elts):  # ``ROWS, COLS = 28, 28``
+                    for t, v in zip(target.elts, stmt.value.elts):
+                        _module_binding(t, v, stmt, consts)
+                else:
+                    _module_binding(target, stmt.value, stmt, consts)
     return consts
 
 
@@ -213,18 +226,18 @@ def _option_default(call: ast.Call, consts: Consts) -> None:
         flag = call.args[0] if call.args else kwargs.get("name")
         default = call.args[1] if len(call.args) > 1 else kwargs.get("default")
         if isinstance(flag, ast.Constant) and isinstance(flag.value, str) and default is not None:
-            consts.bind(f"FLAGS.{flag.value}", default, call)
+            consts.bind(f"FLAGS.{flag.value}", default, call, f"the flag {flag.value}'s default, {ast.unparse(default)}")
     elif name == "add_argument" and "default" in kwargs:
         options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
         dest = kwargs.get("dest")
         long = next((o for o in options if o.startswith("--")), options[0] if options else None)
         key = dest.value if isinstance(dest, ast.Constant) else long.lstrip("-").replace("-", "_") if long else None
         if isinstance(key, str):
-            consts.bind(f"ARGS.{key}", kwargs["default"], call)
+            consts.bind(f"ARGS.{key}", kwargs["default"], call,
+                        f"the option {long or key}'s default, {ast.unparse(kwargs['default'])}")
 
 
-def _module_binding(stmt: ast.Assign, consts: Consts) -> None:
-    target, value = stmt.targets[0], stmt.value
+def _module_binding(target: ast.expr, value: ast.expr, stmt: ast.Assign, consts: Consts) -> None:
     if isinstance(target, ast.Name):
         callee = _terminal(value.func) if isinstance(value, ast.Call) else None
         if callee == "parse_args" or callee == "parse_known_args":
@@ -351,8 +364,10 @@ def _local_batch(tree: ast.Module, consts: Consts) -> Size | None:
 
 def _batch_reads(tree: ast.Module) -> list[tuple[str, int]]:
     reads: dict[str, int] = {}
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}  # ``ds.batch(…)`` is no value
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and _BATCH_NAME.match(node.attr) and isinstance(node.ctx, ast.Load):
+        if (isinstance(node, ast.Attribute) and _BATCH_NAME.match(node.attr) and isinstance(node.ctx, ast.Load)
+                and id(node) not in called):
             name = dotted(node)
             if name and not name.startswith("self.") and name not in reads:
                 reads[name] = node.lineno
@@ -423,11 +438,18 @@ def _data_batch(tree: ast.Module, x: ast.expr | None, consts: Consts, seen: set[
     for call in (n for n in ast.walk(x) if isinstance(n, ast.Call)):
         callee = _terminal(call.func)
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
-        arg = (call.args[0] if call.args else kwargs.get("batch_size")) if callee in ("batch", "padded_batch") \
-            else kwargs.get("batch_size") if callee in _DATASET_MAKERS else _helper_batch(call, helpers)
+        param = "batch_size"
+        if callee in ("batch", "padded_batch"):
+            arg = call.args[0] if call.args else kwargs.get("batch_size")
+        elif callee in _DATASET_MAKERS:
+            arg = kwargs.get("batch_size")
+        else:
+            param, arg = _helper_batch(call, helpers)
         val = consts.value(arg)
         if arg is not None and val and len(val[0]) == 1 and val[0][0] > 0:
-            return Size(val[0], call.lineno, f"{callee}(…{ast.unparse(arg)}) of the data fit gets",
+            shown = f".{callee}({ast.unparse(arg)})" if callee in ("batch", "padded_batch") else \
+                f"{callee}({param}={ast.unparse(arg)})"
+            return Size(val[0], call.lineno, f"{shown} of the data fit gets",
                         per_replica=val[1] or (isinstance(arg, ast.Name) and arg.id in consts.replicas))
     for name in [n.id for n in ast.walk(x) if isinstance(n, ast.Name)]:
         if name in seen:
@@ -440,20 +462,22 @@ def _data_batch(tree: ast.Module, x: ast.expr | None, consts: Consts, seen: set[
     return None
 
 
-def _helper_batch(call: ast.Call, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> ast.expr | None:
+def _helper_batch(call: ast.Call, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+                  ) -> tuple[str, ast.expr | None]:
     """A call of the script's own dataset helper that batches by one of its parameters
-    (``def create_tf_dataset(data, bs=4): … ds.batch(bs)``): the argument the call gives it."""
+    (``def create_tf_dataset(data, bs=4): … ds.batch(bs)``): (the parameter, the argument the
+    call gives it, else its default)."""
     fn = helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
     if fn is None:
-        return None
+        return "", None
     params = [a.arg for a in fn.args.args]
     defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
     given = dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords if k.arg}
     for node in ast.walk(fn):
         if (isinstance(node, ast.Call) and _terminal(node.func) in ("batch", "padded_batch") and node.args
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in params):
-            return given.get(node.args[0].id, defaults.get(node.args[0].id))
-    return None
+            return node.args[0].id, given.get(node.args[0].id, defaults.get(node.args[0].id))
+    return "", None
 
 
 def _fitted(tree: ast.Module, consts: Consts, trained: str | None) -> Size | None:

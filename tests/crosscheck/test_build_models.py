@@ -287,14 +287,15 @@ def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_p
 
 
 def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
-    # Keras 3 raises on fused=: the failed build is KF101's evidence.
+    # Keras 3 raises on fused=: the failed build is KF101's evidence. (The script uses
+    # keras.ops, Keras 3's own: it is not built again with tf-keras standing in for keras.)
     f = tmp_path / "broken_model.py"
     f.write_text(
         "import keras\n\n"
         "def build_model():\n"
         "    inputs = keras.Input((8, 8, 3))\n"
         "    x = keras.layers.BatchNormalization(fused=False)(inputs)\n"
-        "    return keras.Model(inputs, x)\n"
+        "    return keras.Model(inputs, keras.ops.relu(x))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "check", str(f), "--build", "--no-cache"],

@@ -61,7 +61,7 @@ def test_unknown_height_and_width_come_from_the_scripts_resize_else_a_stated_def
     raw = run_child(path, BuildOptions(timeout=240))
     assert raw["inputs"][0][1:] == [96, 80, 3]
     assert any("96×80, from the script (line 12: resize(96, 80))" in s for s in raw["said"])
-    assert "batch 8 from the script (line 20: .batch(8))" in raw["said"]
+    assert "batch 8 from the script (line 20: .batch(8) of the data fit gets)" in raw["said"]
     plain = tmp_path / "fully_conv_plain.py"
     plain.write_text(path.read_text().replace("tf.image.resize(image, (96, 80))", "image"))
     raw = run_child(plain, BuildOptions(timeout=240))
