@@ -316,7 +316,9 @@ def _lower(capture: _Capture, opts: Options, sites: Sites, tf: Any, tracer: _Tra
         hlo, concrete, args, how, batch = _lower_fit(capture, opts, tf, tracer, assumptions)
     locate, blocks = locator(capture.models[0], scopes, layers, concrete.graph, sites)
     per_core = max(1, batch // max(1, opts.cores))
-    said = [f"batch {batch}: the script's own first batch (line {capture.line})"]
+    said = [f"batch {batch}: the script's own first batch (line {capture.line})" if not opts.batch_size else
+            f"batch {batch} from --batch-size: the script's own first batch (line {capture.line}), its rows "
+            "repeated or cut to it"]
     if frozen:
         said.append(f"also run in the step, not trained: {', '.join(_name(capture, m) for m in frozen)}")
     info: dict[str, Any] = {
@@ -331,9 +333,24 @@ def _lower(capture: _Capture, opts: Options, sites: Sites, tf: Any, tracer: _Tra
     return Lowered(hlo, locate, info)
 
 
-def _rows(data: Any, n: int, tf: Any) -> Any:
-    """The batch at ``n`` rows (the per-core share of the captured one)."""
-    return tf.nest.map_structure(lambda a: a[:n] if hasattr(a, "shape") and len(a.shape) else a, data)
+def _rows(data: Any, batch: int, n: int, tf: Any) -> Any:
+    """The captured batch at ``n`` rows: every array whose rows are the batch's, cut, or its
+    rows repeated (the per-core share of the batch; --batch-size)."""
+
+    def resized(a: Any) -> Any:
+        if not (hasattr(a, "shape") and len(a.shape) and a.shape[0] == batch) or n == batch:
+            return a
+        if n < batch:
+            return a[:n]
+        return tf.tile(a, [-(-n // batch)] + [1] * (len(a.shape) - 1))[:n]
+
+    return tf.nest.map_structure(resized, data)
+
+
+def _sizes(captured: int, opts: Options) -> tuple[int, int]:
+    """(the global batch, the per-core rows traced): the script's, else --batch-size."""
+    batch = opts.batch_size or captured
+    return batch, max(1, batch // max(1, opts.cores))
 
 
 def _batch_of(data: Any, tf: Any) -> int:
@@ -347,8 +364,9 @@ def _lower_fit(capture: _Capture, opts: Options, tf: Any, tracer: _Tracer, assum
     model = capture.models[0]
     data = tf.nest.map_structure(tf.convert_to_tensor, capture.data)
     data = data if isinstance(data, tuple) else (data,)
-    batch = _batch_of(data, tf)
-    share = _rows(data, max(1, batch // max(1, opts.cores)), tf)
+    captured = _batch_of(data, tf)
+    batch, rows = _sizes(captured, opts)
+    share = _rows(data, captured, rows, tf)
     fn = tf.function(lambda d: model.train_step(d), jit_compile=True)
     where = f"{_name(capture, model)}.{capture.kind} (line {capture.line})"
     shape = tuple(tf.nest.flatten(share)[0].shape)
@@ -370,12 +388,14 @@ def _lower_loop(capture: _Capture, opts: Options, tf: Any, tracer: _Tracer, assu
     else each trained network on a stand-in loss at the inputs it was last called with."""
     why = capture.inline
     if capture.step is not None:
-        batch = _batch_of((capture.args, capture.kwargs), tf)
+        captured = _batch_of((capture.args, capture.kwargs), tf)
+        batch, rows = _sizes(captured, opts)
+        args, kwargs = _rows((capture.args, capture.kwargs), captured, rows, tf)
         fn = tf.function(capture.step, jit_compile=True)
         try:
-            concrete, hlo = trace_and_lower(fn, list(capture.args), capture.kwargs)
+            concrete, hlo = trace_and_lower(fn, list(args), kwargs)
             name = getattr(capture.step, "__name__", "step")
-            return hlo, concrete, (capture.args, capture.kwargs), (
+            return hlo, concrete, (args, kwargs), (
                 f"traced: one step of the script's own {name}(), the tf.function it calls at line {capture.line} "
                 "for its optimizer step, on its real arguments"), batch
         except Exception as exc:
@@ -384,7 +404,9 @@ def _lower_loop(capture: _Capture, opts: Options, tf: Any, tracer: _Tracer, assu
     if not all(inputs):
         raise ChildError(f"the script's optimizer step at line {capture.line} could not be traced ({why}), "
                          "and a network it trains was not called before it")
-    batch = _batch_of(inputs, tf)
+    captured = _batch_of(inputs, tf)
+    batch, rows = _sizes(captured, opts)
+    inputs = _rows(inputs, captured, rows, tf)
     assumptions.append(f"the script's optimizer step at line {capture.line} is not traced as written ({why}): "
                        "each network it trains is traced on a stand-in loss (the mean square of its outputs) at "
                        "the inputs the script last called it with")

@@ -55,10 +55,14 @@ def test_a_gradient_tape_loop_is_traced_through_its_own_step_function_and_no_wei
     assert not path.with_suffix(".trained").exists()
 
 
-def test_the_cores_split_the_scripts_own_batch(script):
+def test_the_cores_split_the_scripts_own_batch_and_a_batch_size_resizes_it(script):
     path = script("trace_tape.py")
     raw = run_child(path, BuildOptions(timeout=240, trace_script=True, cores=2))
     assert (raw["global_batch"], raw["per_core_batch"]) == (8, 4)
+    assert raw["inputs"] == [[4, 10, 10, 2], [4, 4]]  # one core's share is traced
+    raw = run_child(path, BuildOptions(timeout=240, trace_script=True, batch_size=20))
+    assert raw["inputs"] == [[20, 10, 10, 2], [20, 4]]
+    assert raw["said"][0].startswith("batch 20 from --batch-size: the script's own first batch")
 
 
 def test_a_script_whose_data_is_not_here_fails_with_its_line(tmp_path):
