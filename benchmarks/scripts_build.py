@@ -69,7 +69,7 @@ def script_batch(report: dict[str, Any]) -> bool:
     none (not --batch-size, not a stated default)?"""
     said = [s for s in report.get("shapes_said") or [] if s.startswith("batch ")]
     return bool(said) and ("from the script" in said[0] or "fit()'s default" in said[0]
-                           or "the model's input fixes it" in said[0])
+                           or "the model's input fixes it" in said[0] or "the script's own first batch" in said[0])
 
 
 def right_model(report: dict[str, Any], label: dict[str, Any]) -> tuple[bool, str]:

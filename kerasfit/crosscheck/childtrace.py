@@ -14,6 +14,7 @@ with, which the header states as an assumption. A script that fails before its f
 from __future__ import annotations
 
 import hashlib
+import re
 import runpy
 import sys
 import weakref
@@ -35,6 +36,11 @@ _TRAINING_CALLS = ("fit", "fit_generator", "train_on_batch")
 # Exception classes that say the script reached for something that is not here.
 _ABSENT = ("URLError", "HTTPError", "ConnectionError", "ConnectionRefusedError", "gaierror", "timeout",
            "TimeoutError", "FileNotFoundError", "NotFoundError", "DatasetNotFoundError", "PermissionError")
+
+
+# What a failed download says, whatever it raises (Keras's get_file: "URL fetch failure on …").
+_NO_NETWORK = re.compile(r"URL fetch failure|urlopen error|name resolution|Name or service not known|"
+                         r"Network is unreachable|Connection refused|Max retries exceeded", re.I)
 
 
 class _Stop(BaseException):
@@ -236,7 +242,7 @@ def _run(path: Path, tracer: _Tracer) -> None:
             return
         line = tracer.sites.line_of(exc)
         where = f" at line {line}" if line is not None else ""
-        absent = type(exc).__name__ in _ABSENT or isinstance(exc, OSError)
+        absent = type(exc).__name__ in _ABSENT or isinstance(exc, OSError) or bool(_NO_NETWORK.search(str(exc)))
         hint = ": it needs the network or data that is not here" if absent else ""
         raise ChildError(f"the script failed{where} before its first training step{hint} "
                          f"({reason(exc, 240)}); without --trace-script the "

@@ -30,7 +30,7 @@ def one_line(text: object, limit: int = 300) -> str:
 def reason(exc: BaseException, limit: int = 200) -> str:
     """``Type: message`` of an exception, as one line; of a TensorFlow error that quotes the
     user code it passed through (``in user code: File …``), only its own last line."""
-    text = str(exc)
+    text = str(exc).split("Arguments received by", 1)[0]  # Keras's list of the call's arguments
     if "in user code:" in text:
         text = next((line for line in reversed(text.strip().splitlines()) if line.strip()), text)
     return f"{type(exc).__name__}: {one_line(text, limit)}"
