@@ -31,7 +31,7 @@ from .sandbox import describe_error, describe_exit, run_contained
 __all__ = ["BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report", "render_cached",
            "render_report", "run_child"]
 
-CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
+CACHE_SCHEMA = 4  # 4: the build says which way (sliced or traced) and what it assumed; 3: mem ops carry kind/trips/free
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
