@@ -25,13 +25,16 @@ from typing import Any
 from kerasfit.core.cachefs import CacheDir
 from kerasfit.core.types import DEFAULT_TARGET, TARGETS
 
-from .report import BuildReport, StaticFinding, make_report, render_report
+from .records import BuildReport, StaticFinding
+from .report import make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
 
 __all__ = ["BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report", "render_cached",
            "render_report", "run_child"]
 
-CACHE_SCHEMA = 4  # 4: the build says which way (sliced or traced) and what it assumed; 3: mem ops carry kind/trips/free
+# 5: the build says which way (sliced or traced) and what it assumed; 4: mem ops move one
+# slice of a dynamic slice, carry folds; batch sums folded into dots
+CACHE_SCHEMA = 5
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"

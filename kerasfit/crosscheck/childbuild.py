@@ -39,7 +39,7 @@ PIP_NAMES = {"tensorflow_addons": "tensorflow-addons", "tensorflow_probability":
              "tensorflow-decision-forests", "tensorflow_similarity": "tensorflow-similarity",
              "tensorflow_model_optimization": "tensorflow-model-optimization", "keras_contrib":
              "git+https://www.github.com/keras-team/keras-contrib.git"}
-# Packages whose layers work only with Keras 2 (tf-keras), never with Keras 3 (docs/facts.md#26):
+# Packages whose layers work only with Keras 2 (tf-keras), never with Keras 3 (docs/facts.md#28):
 # installing one does not make a Keras 3 build work; building the script with tf-keras does.
 KERAS2_ONLY = frozenset({"tensorflow_addons", "tensorflow_hub", "tensorflow_model_optimization", "keras_contrib"})
 

@@ -14,8 +14,8 @@ import html
 import os
 from typing import Any
 
-from .report import (TABLE_HEADERS, TOP_ROWS, BuildReport, header_lines, summary_lines,
-                     table_rows)
+from .records import TOP_ROWS, BuildReport
+from .report import TABLE_HEADERS, header_lines, summary_lines, table_rows
 
 # Pass -> colour of its useful and its wasted segment.
 _PASSES = {

@@ -17,7 +17,7 @@ from kerasfit.core.types import TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
 from .messages import one_line
-from .report import BuildReport, OpReport, StaticFinding, same_file, source_at
+from .records import BuildReport, OpReport, StaticFinding, same_file, source_at
 from .simulator import LARGE_BATCH
 
 __all__ = ["Evidence", "cross_check", "cross_check_failure", "static_findings"]
@@ -290,9 +290,11 @@ def _poor_fit(diagnostics: list[Diagnostic], report: BuildReport, filename: str,
         if ffit >= POOR_FIT or share < MIN_SHARE:
             continue
         worst = min(ops, key=_feature_fit)
+        # the share named is the op's own: the line's ops together (every pass, every layer a
+        # loop on this line builds) may be most of the step while this op is a sliver of it
         msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
-               f"{share:.1%} of step FLOPs")
+               f"{worst.share:.1%} of step FLOPs")
         out.append(_new_diag(code, msg, filename, worst.source, text))
     return out
 
