@@ -77,7 +77,7 @@ def build_entry(module: ModuleType, entry: str | None, labels: list[str] | None,
     except BaseException as exc:
         raise user_error(exc, sites, f"calling {description} failed") from None
     models = _models_in(value, description, labels or _tuple_names(description))
-    if sizes is not None and entry:
+    if sizes is not None and entry and sizes.entry_input is None:
         sizes.entry_input = _entry_input(entry, module)
     mark("build")
     lowered = build_keras(models[0][1], opts, sites, tf, notes, sizes, label=models[0][0], others=models[1:])
@@ -88,9 +88,10 @@ def build_entry(module: ModuleType, entry: str | None, labels: list[str] | None,
 _SHAPE_PARAM = re.compile(r"^(input_?shape|shape|input_?size|img_?shape|image_?shape|input_?dims?)$", re.I)
 
 
-def _entry_input(entry: str, module: ModuleType) -> Size | None:
+def _entry_input(entry: str, module: ModuleType, line: int | None = None) -> Size | None:
     """The input shape the entry expression passes its builder (``mnist_model((28, 28, 1))``
-    to ``def mnist_model(input_shape)``), read from arguments that are plain values."""
+    to ``def mnist_model(input_shape)``), read from arguments that are plain values; with
+    ``line``, the call that script line makes its model with (``model = make_model(...)``)."""
     try:
         node = ast.parse(entry, mode="eval").body
     except SyntaxError:
@@ -108,7 +109,19 @@ def _entry_input(entry: str, module: ModuleType) -> Size | None:
     for name, value in bound.items():
         if (_SHAPE_PARAM.match(name) and isinstance(value, (tuple, list)) and value
                 and all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in value)):
-            return Size(tuple(value), node.lineno, f"the shape the entry passes ({name}={tuple(value)})")
+            who = "the entry passes" if line is None else f"line {line} passes its builder"
+            return Size(tuple(value), line or node.lineno, f"the shape {who} ({name}={tuple(value)})")
+    return None
+
+
+def _made_by(tree: ast.Module, var: str, line: int) -> str | None:
+    """The call the script's ``var = builder(...)`` on ``line`` makes its model with."""
+    for node in ast.walk(tree):
+        if (isinstance(node, (ast.Assign, ast.AnnAssign)) and node.lineno == line
+                and isinstance(node.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id == var
+                        for t in (node.targets if isinstance(node, ast.Assign) else [node.target]))):
+            return ast.unparse(node.value)
     return None
 
 
@@ -213,6 +226,10 @@ def _build_one(script: _Script, candidate: Candidate | None, opts: Options, site
     sizes = config_batch(sizes, module)
     if candidate is not None:
         sizes.network_inputs = dict(candidate.inputs)
+    if var is not None and candidate is not None:
+        made = _made_by(script.tree, var, candidate.line)
+        if made is not None:  # the shape the script's own call passes its builder
+            sizes.entry_input = _entry_input(made, module, candidate.line)
     phase("build")
     labels = candidate.labels if candidate is not None else None
     return build_entry(module, expr, labels, opts, sites, tf, state, sizes, notes)

@@ -111,6 +111,32 @@ def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_state
     assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
 
 
+def test_a_subclassed_models_input_is_the_shape_the_script_passes_its_builder_not_a_default(tmp_path):
+    # the builder's input_shape never reaches the model (it builds on its first call): the
+    # shape the script's own call passes the builder is what it states, not a 224x224 default
+    path = tmp_path / "subclassed_builder.py"
+    path.write_text(
+        "import keras\n"
+        "class Net(keras.Model):\n"
+        "    def __init__(self, classes):\n"
+        "        super().__init__()\n"
+        "        self.conv = keras.layers.Conv2D(16, 3)\n"
+        "        self.pool = keras.layers.GlobalAveragePooling2D()\n"
+        "        self.head = keras.layers.Dense(classes)\n"
+        "    def call(self, x):\n"
+        "        return self.head(self.pool(self.conv(x)))\n"
+        "def make_model(input_shape, classes=10):\n"
+        "    model = Net(classes)\n"
+        "    model.compile(optimizer='adam', loss='mse')\n"
+        "    return model\n"
+        "model = make_model((40, 48, 3))\n"
+        "model.fit(images, labels, batch_size=8)\n")
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"] == [[8, 40, 48, 3]]
+    assert any("the shape line 14 passes its builder (input_shape=(40, 48, 3))" in s for s in raw["said"])
+    assert not any("a stated default for images" in s for s in raw["said"])
+
+
 def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default_length(script):
     path = script("shape_from_data.py")
     raw = run_child(path, BuildOptions(timeout=240))
