@@ -311,6 +311,9 @@ def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_
 
 def test_the_build_cache_does_not_follow_a_link_either(tmp_path, tmp_path_factory, monkeypatch):
     """``report``'s cache lives in ``<cache>/build``: a link there is refused the same way."""
+    from pathlib import Path
+
+    from kerasfit.core.cachefs import CacheDir
     from kerasfit.crosscheck import api as build_api
 
     outside = tmp_path_factory.mktemp("outside")
@@ -318,7 +321,7 @@ def test_the_build_cache_does_not_follow_a_link_either(tmp_path, tmp_path_factor
     (tmp_path / ".kerasfit_cache" / "build").symlink_to(outside, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("KERASFIT_CACHE_DIR", raising=False)
-    cache = build_api._cache_dir()
+    cache = CacheDir(Path.cwd() / ".kerasfit_cache").child("build")
     build_api._write_json(cache, "latest-0.json", {"key": "0" * 32})
     assert list(outside.iterdir()) == []
     assert len(cache.warnings) == 1 and "build" in cache.warnings[0]

@@ -16,7 +16,7 @@ from typing import Any
 import libcst as cst
 import pytest
 
-from kerasfit.crosscheck.slicing import script_sizes
+from kerasfit.crosscheck.sizes import script_sizes
 from kerasfit.engine.settings import LintSettings
 from kerasfit.engine.lint import lint_source
 from kerasfit.engine.registry import all_rules

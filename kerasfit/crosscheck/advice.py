@@ -642,6 +642,8 @@ def _multiple(real: int, padded: int) -> int:
 def recommend(ops: list[HloOp], reports: list[OpReport], mem: list[OpReport], rows: list[Row],
                raw: dict[str, Any], target: str, dtype: str, sim: Simulation,
                findings: list[StaticFinding]) -> list[Recommendation]:
+    if raw.get("assumptions"):
+        return []  # a build resting on an assumption is the basis of no recommendation (its header says why)
     step_fit, common_batch = sim.step_fit, sim.common_batch
     what = _WhatIf(ops, rows, reports + mem, target, dtype, common_batch)
     batch = _batch_change(what, raw, target, step_fit)

@@ -1,8 +1,11 @@
-"""The build cross-check's public API: run the child, cache, report, cross-check.
+"""The build cross-check as a stage: run the child on plain build options, cache what it
+gives (a failure too) under the cache directory the caller names, and report.
 
 Nothing here imports TensorFlow: the model is built by ``kerasfit.crosscheck.child`` in a
 subprocess with a time limit, so a crash, hang or import error in user code becomes
-one :class:`BuildError` line and never takes the static results down with it.
+one :class:`BuildError` line and never takes the static results down with it. Nothing here
+reads a configuration or the rule registry: the project layers the build options and
+passes the rules' evidence (:mod:`.verdicts`).
 """
 
 from __future__ import annotations
@@ -17,24 +20,21 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from kerasfit.core.cachefs import CacheDir, default_cache_dir
-from kerasfit.engine.registry import all_rules
-from kerasfit.core.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
+from kerasfit.core.cachefs import CacheDir
+from kerasfit.core.types import DEFAULT_TARGET, TARGETS
 
-from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
-from .records import BuildReport, OpReport, StaticFinding, same_file, source_at
+from .records import BuildReport, StaticFinding
 from .report import make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
-from .simulator import LARGE_BATCH
 
-__all__ = [
-    "BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report",
-    "cross_check", "cross_check_failure", "render_report", "static_findings",
-]
+__all__ = ["BuildError", "BuildOptions", "BuildReport", "build_report", "cached_report", "render_cached",
+           "render_report", "run_child"]
 
-CACHE_SCHEMA = 4  # 4: mem ops move one slice of a dynamic slice, carry folds; batch sums folded into dots
+# 5: the build says which way (sliced or traced) and what it assumed; 4: mem ops move one
+# slice of a dynamic slice, carry folds; batch sums folded into dots
+CACHE_SCHEMA = 5
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
@@ -62,10 +62,19 @@ class BuildOptions:
     # each input's non-batch dims, for its None dims (or all of them where the model has none)
     input_shape: tuple[tuple[int, ...], ...] | None = None
     memory_limit: int | None = DEFAULT_MEMORY_LIMIT  # MiB of address space for the child; None: none
+    # run the script itself to its first training step and trace that step (runs its data
+    # pipeline); default: build its model from a slice of it, never running its training or data
+    trace_script: bool = False
 
 
 class BuildError(Exception):
-    """The build failed; ``str(e)`` is one line naming the file."""
+    """The build failed; ``str(e)`` is one line naming the file. ``kind`` says what failed,
+    for the failure cache: "error" (the child's own message), "timeout", "memory", "exit"
+    (the child ended without a result), or None (nothing ran: not cached)."""
+
+    def __init__(self, message: str, kind: str | None = None):
+        super().__init__(message)
+        self.kind = kind
 
 
 # ---------------------------------------------------------------- running the child
@@ -136,6 +145,8 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             cmd += ["--input-shape", ";".join(",".join(str(d) for d in dims) for dims in options.input_shape)]
         if is_tf1_source(source):
             cmd.append("--legacy")
+        if options.trace_script:
+            cmd.append("--trace-script")
         for flag, value in (("--probe-weights", probe_weights), ("--probe-outputs", probe_outputs),
                             ("--dump-hlo", dump_hlo)):
             if value:
@@ -149,8 +160,8 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
         with _Progress(Path(f"{out}.phase"), shown):
             outcome = run_contained(cmd, env=env, timeout=options.timeout, memory_limit=limit, workdir=tmp)
         if outcome.timed_out:
-            raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s "
-                             "(raise the build timeout)")
+            raise BuildError(f"{shown}: the build timed out after {options.timeout:g} s (raise it with "
+                             "--build-timeout, or timeout in [tool.kerasfit.build])", "timeout")
         result: dict[str, Any] | None = None
         if out.exists():
             try:
@@ -160,9 +171,10 @@ def run_child(path: str | Path, options: BuildOptions, *, probe_weights: str | N
             # the user's code sees --out in sys.argv: anything but an object is not a result
             result = loaded if isinstance(loaded, dict) else None
         if result is None:
-            raise BuildError(f"{shown}: {describe_exit(outcome, out, options.memory_limit)}")
+            why = describe_exit(outcome, out, options.memory_limit)
+            raise BuildError(f"{shown}: {why}", "memory" if "memory limit" in why else "exit")
         if not result.get("ok"):
-            raise BuildError(f"{shown}: {describe_error(str(result.get('error')), options.memory_limit)}")
+            raise BuildError(f"{shown}: {describe_error(str(result.get('error')), options.memory_limit)}", "error")
         if not outcome.contained:
             notes = result.setdefault("notes", [])
             if isinstance(notes, list):
@@ -219,12 +231,6 @@ class _Progress:
 # ---------------------------------------------------------------- cache
 
 
-def _cache_dir() -> CacheDir:
-    # the same root as the static cache: ./.kerasfit_cache, or $KERASFIT_CACHE_DIR;
-    # opened without following links (see kerasfit.core.cachefs)
-    return CacheDir(default_cache_dir()).child("build")
-
-
 def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -233,7 +239,8 @@ def _cache_key(digest: str, options: BuildOptions) -> str:
     # The target is applied by the simulator in this process, so it is not part of the key.
     parts = {"schema": CACHE_SCHEMA, "file": digest, "entry": options.entry,
              "batch_size": options.batch_size, "cores": options.cores, "dtype": options.dtype,
-             "input_shape": [list(d) for d in options.input_shape or ()], "versions": _versions()}
+             "input_shape": [list(d) for d in options.input_shape or ()], "versions": _versions(),
+             "trace_script": options.trace_script}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -252,10 +259,49 @@ def _read_json(cache: CacheDir, name: str) -> Any:
         return None
 
 
-def build_report(path: str | Path, options: BuildOptions,
+def _cached_failure(cache: CacheDir, key: str, options: BuildOptions) -> str | None:
+    """The message of a build of this source with these options that failed before, when
+    it would fail again: a time or memory limit no larger than the one it ran out of."""
+    failed = _read_json(cache, f"{key}.failed.json")
+    if not isinstance(failed, dict) or not isinstance(failed.get("error"), str):
+        return None
+    kind, limit = failed.get("kind"), failed.get("limit")
+    if kind == "timeout" and not (isinstance(limit, (int, float)) and options.timeout <= limit):
+        return None
+    if kind == "memory" and not (isinstance(limit, (int, float)) and (options.memory_limit or 0) <= limit):
+        return None
+    return str(failed["error"])
+
+
+def _build_raw(path: Path, options: BuildOptions, cache: CacheDir, key: str) -> tuple[dict[str, Any], bool]:
+    """The child's raw result (from the cache when there): (raw, whether cached). A failed
+    build is cached too, and answered from the cache saying so."""
+    if options.use_cache:
+        raw = _read_json(cache, f"{key}.json")
+        if isinstance(raw, dict):
+            return raw, True
+        error = _cached_failure(cache, key, options)
+        if error is not None:
+            raise BuildError(f"{path}: {error} (cached: this source failed to build with these options before; "
+                             "--no-cache builds it again)", "cached")
+    try:
+        raw = run_child(path, options)
+    except BuildError as exc:
+        if options.use_cache and exc.kind in ("error", "timeout", "memory", "exit"):
+            limit = options.timeout if exc.kind == "timeout" else options.memory_limit
+            message = str(exc).removeprefix(f"{path}: ")
+            _write_json(cache, f"{key}.failed.json", {"error": message, "kind": exc.kind, "limit": limit})
+        raise
+    if options.use_cache:
+        _write_json(cache, f"{key}.json", raw)
+    return raw, False
+
+
+def build_report(path: str | Path, options: BuildOptions, cache_dir: Path,
                  findings: list[StaticFinding] | None = None) -> BuildReport:
-    """Build the model at ``path`` (or reuse a cached build) and simulate it; ``findings``
-    (:func:`static_findings` of the same file) each yield a recommendation on their rows."""
+    """Build the model at ``path`` (or reuse a cached build under ``cache_dir``) and simulate
+    it; ``findings`` (the file's static findings the build can weigh) each yield a
+    recommendation on their rows."""
     path = Path(path)
     started = time.perf_counter()
     try:
@@ -263,13 +309,8 @@ def build_report(path: str | Path, options: BuildOptions,
     except OSError as exc:
         raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
     key = _cache_key(digest, options)
-    cache = _cache_dir()
-    raw = _read_json(cache, f"{key}.json") if options.use_cache else None
-    cached = raw is not None
-    if raw is None:
-        raw = run_child(path, options)
-        if options.use_cache:
-            _write_json(cache, f"{key}.json", raw)
+    cache = CacheDir(cache_dir).child("build")
+    raw, cached = _build_raw(path, options, cache, key)
     if options.use_cache:
         _write_json(cache, f"latest-{digest}.json", {"key": key, "options": asdict(options)})
     report = make_report(raw, options.target, options.dtype, findings)
@@ -279,14 +320,59 @@ def build_report(path: str | Path, options: BuildOptions,
     return report
 
 
-def cached_report(path: str | Path) -> BuildReport | None:
+def render_cached(path: str | Path, options: BuildOptions, cache_dir: Path, findings: list[StaticFinding],
+                  fmt: str, max_rows: int | None, html: bool = False) -> tuple[str, str | None]:
+    """The rendered report (and its page): read back whole when this build, target, dtype,
+    set of findings and rendering were rendered before by this kerasfit, so a cached report
+    takes the same time whatever the model's size; else built (or read from the build
+    cache) and rendered, and kept."""
+    path = Path(path)
+    try:
+        digest = _file_digest(path)
+    except OSError as exc:
+        raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
+    key = _cache_key(digest, options)
+    cache = CacheDir(cache_dir).child("build")
+    shown = json.dumps([options.target, options.dtype, [asdict(f) for f in findings], fmt, max_rows, html,
+                        _code_stamp(), str(path)], sort_keys=True)
+    name = f"{key}.render-{hashlib.sha256(shown.encode()).hexdigest()[:16]}.json"
+    if options.use_cache and _read_json(cache, f"{key}.json") is not None:
+        kept = _read_json(cache, name)
+        if isinstance(kept, dict) and isinstance(kept.get("text"), str):
+            return kept["text"], kept.get("html") if isinstance(kept.get("html"), str) else None
+    report = build_report(path, options, cache_dir, findings)
+    text = render_report(report, fmt, max_rows=max_rows)
+    page = None
+    if html:
+        from .html import render_html  # defers the page renderer: only --html needs it
+
+        page = render_html(report, max_rows=max_rows)
+    if options.use_cache:
+        _write_json(cache, name, {"text": text, "html": page})
+    return text, page
+
+
+def _code_stamp() -> str:
+    """What the rendering depends on in this kerasfit: its report and simulator code."""
+    here = Path(__file__).resolve().parent
+    stats = []
+    for p in sorted([*here.glob("*.py"), here.parent / "core" / "types.py"]):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        stats.append((p.name, st.st_size, st.st_mtime_ns))
+    return hashlib.sha256(repr(stats).encode()).hexdigest()[:16]
+
+
+def cached_report(path: str | Path, cache_dir: Path) -> BuildReport | None:
     """The last report for this exact file content, without running anything."""
     path = Path(path)
     try:
         digest = _file_digest(path)
     except OSError:
         return None
-    cache = _cache_dir()
+    cache = CacheDir(cache_dir).child("build")
     latest = _read_json(cache, f"latest-{digest}.json")
     if not isinstance(latest, dict) or not _KEY.fullmatch(str(latest.get("key"))):
         return None
@@ -297,286 +383,3 @@ def cached_report(path: str | Path) -> BuildReport | None:
     report = make_report(raw, opts.get("target", DEFAULT_TARGET), opts.get("dtype", "float32"))
     report.cached = True
     return report
-
-
-# ---------------------------------------------------------------- cross-check
-
-# A line whose ops waste more than half the MXU (feature padding alone) is worth a
-# diagnostic if it carries at least this share of the step's FLOPs.
-POOR_FIT = 0.5
-MIN_SHARE = 0.01
-
-
-def _ops_on(report: BuildReport, filename: str, row: int, end_row: int) -> list[OpReport]:
-    return [op for op in report.ops if source_at(op.source, filename, row, end_row)]
-
-
-def _feature_fit(op: OpReport) -> float:
-    (fi, pfi), (fo, pfo) = op.dims["in_features"], op.dims["out_features"]
-    return (fi * fo) / (pfi * pfo) if pfi and pfo else 1.0
-
-
-def _x(shape: Sequence[int]) -> str:
-    return "×".join(str(d) for d in shape)
-
-
-_CLAIM = re.compile(r"pads? to (\d+)(?: or (\d+))?")
-
-
-def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | None:
-    """KF102: is the finding's own layer's width padded, and to what the finding says?
-
-    Only the layer's own ops are evidence: its forward pass and weight update produce the
-    width, its input gradient contracts over it. The verdict cites the op that shows the
-    claimed padding; when none does, the finding is corrected with what the simulator
-    models for them — padded sizes are modelled from docs/facts.md, never measured.
-    """
-    if not ops:
-        return None
-    padded = [op for op in ops if _width(op)[0] != _width(op)[1]]
-    m = _CLAIM.search(claim)
-    # KF102 says "pad to 104 or 128": the padding rule's two sizes over a step
-    claimed = {int(g) for g in m.groups() if g} if m else None
-    matching = [op for op in padded if _width(op)[1] in claimed] if claimed else padded
-    if matching:
-        status, pool = "confirmed", matching
-        if claimed is None:  # nothing specific claimed: cite the forward pass when it pads
-            pool = [op for op in matching if op.pass_ == FORWARD] or matching
-    elif padded:
-        status, pool = "corrected", padded
-    else:
-        status, pool = "refuted", [op for op in ops if op.pass_ == FORWARD] or ops
-    # the forward pass reads most plainly, unless another pass is what the claim is about
-    op = max(pool, key=lambda o: (status == "confirmed" or o.pass_ == FORWARD, o.wasted_time, -o.fit))
-    width = _width(op)
-    tensor = "lhs" if op.pass_ == INPUT_GRAD else "out"
-    shape, padded_shape = op.tensors.get(tensor, [op.shape, op.padded_shape])
-    verdict = {"status": status, "shape": shape, "padded_shape": padded_shape, "fit": op.fit,
-               "layer": op.layer, "pass": op.pass_, "out_features": list(width),
-               "wasted_time": op.wasted_time}
-    if status == "corrected":
-        # the padding is the simulator's rule applied to the built shapes, not a measurement
-        verdict["detail"] = (f"modelled on the built shapes (docs/facts.md#1–3): its {op.pass_} pass pads "
-                             f"{width[0]} to {width[1]}, not {' or '.join(str(c) for c in sorted(claimed or ()))}")
-    return verdict
-
-
-def _width(op: OpReport) -> list[int]:
-    """[real, padded] of the layer's own filter/unit count in this op: its input gradient
-    contracts over it, its forward pass and weight update produce it."""
-    key = "in_features" if op.pass_ == INPUT_GRAD else "out_features"
-    return op.dims.get(key) or [0, 0]
-
-
-def _confirm_transpose(report: BuildReport, filename: str, row: int, end_row: int) -> dict[str, Any]:
-    """KF107: a transpose the finding points at is still in the traced step (not free)."""
-    at_line = [m for m in report.mem_rows if m.kind == "transpose" and source_at(m.source, filename, row, end_row)]
-    found = [m for m in at_line if m.wasted_time > 0]
-    if at_line and not found:
-        return {"status": "refuted", "detail": "its transposes only feed matrix units, which read "
-                                               "either layout (docs/facts.md#4)"}
-    if not found:
-        return {"status": "refuted", "detail": "no transpose from this line is left in the traced "
-                                               "step (XLA folded it or it is free, docs/facts.md#4)"}
-    worst = max(found, key=lambda m: m.time)
-    return {"status": "confirmed", "shape": worst.shape, "padded_shape": worst.padded_shape,
-            "fit": None, "layer": worst.layer, "wasted_time": sum(m.time for m in found),
-            "detail": f"{len(found)} transpose(s) in the step, {worst.why[0] if worst.why else ''}"}
-
-
-def _confirm_pad(report: BuildReport, ops: list[OpReport], filename: str, row: int,
-                 end_row: int) -> dict[str, Any] | None:
-    """KF103: a zero spatial pad that feeds a convolution (docs/facts.md#19)."""
-    conv_names = {op.name for op in ops}
-    by_name = {op.name: op for op in report.ops}
-    for pad in report.pads:
-        src = pad.get("source")
-        on_line = src and same_file(src["file"], filename) and row <= src["line"] <= max(row, end_row)
-        if not on_line and not conv_names.intersection(pad.get("consumers", [])):
-            continue
-        shape, padded = pad["shape"], pad["padded_shape"]
-        # Spatial only: the first and last dims (batch, channels in NHWC) unchanged.
-        spatial = len(shape) > 2 and shape[0] == padded[0] and shape[-1] == padded[-1]
-        consumers = [by_name[c] for c in pad.get("consumers", []) if c in by_name]
-        kgrad = [c for c in consumers if c.pass_ == KERNEL_GRAD]
-        ref = next(iter(kgrad or consumers), None)
-        return {"status": "confirmed" if pad.get("zero") and spatial else "refuted",
-                "shape": shape, "padded_shape": padded, "fit": ref.fit if ref else None,
-                "layer": pad.get("layer"),
-                "detail": "XLA folds a zero pad into the forward conv's window only; the "
-                          "kernel-gradient conv reads the padded tensor (docs/facts.md#19)"}
-    return None
-
-
-def _batch_evidence(report: BuildReport) -> OpReport | None:
-    batchy = [op for op in report.ops if op.dims["batch"][0] != op.dims["batch"][1]]
-    return min(batchy, key=lambda o: (o.fit, -o.padded_flops)) if batchy else None
-
-
-def _offsets(text: str | None, row: int, col: int, end_row: int, end_col: int) -> tuple[int, int]:
-    if text is None:
-        return 0, 0
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for ln in lines:
-        starts.append(starts[-1] + len(ln))
-
-    def at(r: int, c: int) -> int:
-        r = min(max(r, 1), len(lines)) if lines else 1
-        return starts[r - 1] + min(c, len(lines[r - 1].rstrip("\r\n")) if lines else 0)
-
-    return at(row, col), at(end_row, end_col)
-
-
-def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[str, Any] | None,
-              text: str | None) -> Diagnostic:
-    row = source["line"] if source else 1
-    end_row = source.get("end_line", row) if source else 1
-    col = source.get("column", 0) if source else 0
-    end_col = source.get("end_column", 0) if source else 0
-    if text is not None and end_row == row and end_col <= col:
-        lines = text.splitlines()
-        end_col = len(lines[row - 1]) if 0 < row <= len(lines) else col
-    start, end = _offsets(text, row, col, end_row, end_col)
-    return Diagnostic(code=code[0], name=code[1], message=message, severity=Severity.WARNING,
-                      filename=filename, row=row, column=col, end_row=end_row,
-                      end_column=end_col, fix=None, start=start, end=end)
-
-
-def _rules_by_evidence() -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
-    """code -> evidence kind for static rules; finding kind -> (code, name) for build-only ones."""
-    static: dict[str, str] = {}
-    findings: dict[str, tuple[str, str]] = {}
-    for code, rule in all_rules().items():
-        kind = getattr(rule, "build_evidence", None)
-        if kind is None:
-            continue
-        if getattr(rule, "build_only", False):
-            findings[kind] = (code, rule.name)
-        else:
-            static[code] = kind
-    return static, findings
-
-
-def _confirm_failure(code: str, report: BuildReport) -> dict[str, Any] | None:
-    """KF101: Keras 3 rejecting the argument confirms it, whatever the tf-keras retry did;
-    a model Keras 3 built with it refutes it; a tf-keras build alone says nothing."""
-
-    pattern = getattr(all_rules().get(code), "build_failure_pattern", None)
-    if report.keras3_error:
-        if pattern and re.search(pattern, report.keras3_error):
-            return {"status": "confirmed", "detail": f"Keras 3 refuses it: {report.keras3_error[:200]}"}
-        return None
-    if report.mode == "keras":
-        return {"status": "refuted", "detail": "the model built under Keras 3"}
-    return None
-
-
-def static_findings(diagnostics: list[Diagnostic]) -> list[StaticFinding]:
-    """The findings whose rule the build can weigh, for the report's recommendations."""
-    static, _ = _rules_by_evidence()
-    return [StaticFinding(d.code, static[d.code], d.filename, d.row, d.end_row,
-                          d.fix.title if d.fix is not None else d.message)
-            for d in diagnostics if d.code in static and d.severity != Severity.INFO]
-
-
-def cross_check_failure(diagnostics: list[Diagnostic], error: str) -> list[Diagnostic]:
-    """A failed build is evidence too: KF101's ``fused=`` is what Keras 3 raises on."""
-    rules = all_rules()
-    for d in diagnostics:
-        rule = rules.get(d.code)
-        pattern = getattr(rule, "build_failure_pattern", None) if rule else None
-        if pattern and getattr(rule, "build_evidence", None) == "build-failure" and re.search(pattern, error):
-            d.build = {"status": "confirmed", "detail": f"the build fails on it: {error[:200]}"}
-    return diagnostics
-
-
-def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: str) -> list[Diagnostic]:
-    """Confirm or refute static findings with the build, and add what only it can see.
-
-    Which findings the build can judge, and how, is declared by each rule
-    (``Rule.build_evidence``); nothing here names a rule code.
-    """
-    try:
-        text = Path(filename).read_text(encoding="utf-8")
-    except OSError:
-        text = None
-    if not report.complete:
-        # a model missing whatever the failed statements would have added proves nothing
-        return list(diagnostics)
-    static, findings = _rules_by_evidence()
-    poor_fit = findings.get("poor-fit")
-    tiny_code = findings.get("tiny-per-core-batch")
-    out = list(diagnostics)
-    claimed: set[int] = set()
-    evidence = _batch_evidence(report)
-    is_tpu = TARGETS.get(report.target) is not None and TARGETS[report.target].family == "tpu"
-    tiny = is_tpu and 0 < report.per_core_batch < LARGE_BATCH
-    for d in out:
-        if not same_file(d.filename, filename):
-            continue
-        kind = static.get(d.code)
-        ops = _ops_on(report, filename, d.row, d.end_row)
-        if kind == "feature-padding" and ops:
-            d.build = _confirm_channels(ops, d.message)
-        elif kind == "spatial-pad":
-            d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
-        elif kind == "transpose":
-            d.build = _confirm_transpose(report, filename, d.row, d.end_row)
-        elif kind == "per-core-batch":
-            d.build = {"status": "confirmed" if tiny else "refuted",
-                       "shape": evidence.shape if evidence else [report.per_core_batch],
-                       "padded_shape": evidence.padded_shape if evidence else [report.per_core_batch],
-                       "fit": evidence.fit if evidence else None,
-                       "per_core_batch": report.per_core_batch}
-        elif kind == "build-failure":
-            d.build = _confirm_failure(d.code, report)
-        if d.build is not None:
-            claimed.update(range(d.row, max(d.row, d.end_row) + 1))
-            # The static finding already speaks for these ops: no second finding on them.
-            for op in ops:
-                if op.source:
-                    claimed.add(op.source["line"])
-    # KF301: lines whose ops are badly padded in their features, no static finding there.
-    by_line: dict[int, list[OpReport]] = {}
-    for op in report.ops:
-        if op.source and same_file(op.source["file"], filename):
-            by_line.setdefault(op.source["line"], []).append(op)
-    static_rows = {r for d in diagnostics if same_file(d.filename, filename)
-                   for r in range(d.row, max(d.row, d.end_row) + 1)}
-    outputs = set(report.output_layers)
-    for line, ops in sorted(by_line.items()):
-        if line in static_rows or line in claimed or poor_fit is None:
-            continue
-        # An output layer's width is the task's (classes, channels): the static rule
-        # reports it as info, so the build does not warn about the same op.
-        ops = [op for op in ops if op.layer not in outputs]
-        if not ops:
-            continue
-        share = sum(op.share for op in ops)
-        flops = sum(op.flops for op in ops) or 1
-        ffit = sum(_feature_fit(op) * op.flops for op in ops) / flops
-        if ffit >= POOR_FIT or share < MIN_SHARE:
-            continue
-        worst = min(ops, key=_feature_fit)
-        # the share named is the op's own: the line's ops together (every pass, every layer a
-        # loop on this line builds) may be most of the step while this op is a sliver of it
-        msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
-               f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
-               f"{worst.share:.1%} of step FLOPs")
-        out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
-    # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
-    has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)
-                    for d in diagnostics)
-    if tiny and not has_kf203 and tiny_code is not None:
-        # The line where the batch enters (placeholder / keras.Input), else the evidence op.
-        candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
-        src = next((s for s in candidates if same_file(s["file"], filename)), None)
-        what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
-                f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
-                if evidence else "")
-        msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
-               f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
-               f"of {TARGETS[report.target].large} or more")
-        out.append(_new_diag(tiny_code, msg, filename, src, text))
-    return out

@@ -1,21 +1,21 @@
 """``kerasfit report --html FILE``: one self-contained page. Pure Python, no dependencies.
 
-A per-layer bar chart (each bar is the layer's estimated time, split by pass into the
-useful part and the part padding wastes), the ranked table, and the source line of each
-bar, then the same recommendations as the text report. Widths are in percent of the
-slowest layer, so the page needs no script; a small inline script only writes the
-rendered widths into ``#measured``, a JSON script element nothing displays (the tests
-read them back from a real browser).
+What the text report says, as a page: its header (which way the step was found, what
+was built, where its shapes came from, what was assumed), a per-layer bar chart (each bar
+is the layer's estimated time, split by pass into the useful part and the part padding
+wastes, with its source line), the ranked table with every column of the text table, the
+step's totals, the recommendations and the notes. Widths are in percent of the slowest
+layer, so the page needs no script, and carries none.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import os
 from typing import Any
 
-from .records import TOP_ROWS, BuildReport, Row
+from .records import TOP_ROWS, BuildReport
+from .report import TABLE_HEADERS, header_lines, summary_lines, table_rows
 
 # Pass -> colour of its useful and its wasted segment.
 _PASSES = {
@@ -54,13 +54,6 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:,.1f} µs"
 
 
-def _row_html(i: int, r: Row) -> str:
-    cells = [str(i), r.layer, _where(r.source), r.pass_, r.kind if r.ops == 1 else f"{r.kind} ×{r.ops}",
-             "×".join(map(str, r.shape)) + " → " + "×".join(map(str, r.padded_shape)),
-             f"{r.useful_share:.1%}", _us(r.time), _us(r.wasted_time), "; ".join(r.why) or "-"]
-    return "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>"
-
-
 def render_html(report: BuildReport, max_rows: int | None = 20) -> str:
     bars = _layer_bars(report)
     longest = max((b["time"] for b in bars), default=0.0) or 1.0
@@ -82,24 +75,21 @@ def render_html(report: BuildReport, max_rows: int | None = 20) -> str:
             f'<div class="label">{html.escape(b["layer"])} <small>{html.escape(_where(b["source"]))}</small></div>'
             f'<div class="track">{"".join(segs)}</div>'
             f'<div class="num">{_us(b["wasted"])} wasted of {_us(b["time"])}</div></div>')
-    shown = report.rows if max_rows is None else report.rows[:max_rows]
-    table = "".join(_row_html(i, r) for i, r in enumerate(shown, 1))
-    more = (f'<p>… {len(report.rows) - len(shown)} more rows (<code>--all</code>)</p>'
-            if len(shown) < len(report.rows) else "")
+    rows = table_rows(report, max_rows)
+    table = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    more = (f'<p>… {len(report.rows) - len(rows)} more rows (<code>--all</code>)</p>'
+            if len(rows) < len(report.rows) else "")
     legend = "".join(
         f'<span class="key" style="background:{u}"></span>{p} useful '
         f'<span class="key" style="background:{w}"></span>{p} wasted &nbsp; '
         for p, (u, w) in _PASSES.items())
-    wasted = report.step_time - report.useful_time
-    summary = (f"step ≈ {_us(report.step_time)} on {report.target} (roofline), {_us(wasted)} wasted; "
-               f"per-core batch {report.per_core_batch} (global {report.global_batch} / {report.cores} "
-               f"core{'s' if report.cores != 1 else ''}); step fit {report.step_fit:.1%}")
-    data = json.dumps([{"layer": b["layer"], "time_us": b["time"] * 1e6, "wasted_us": b["wasted"] * 1e6}
-                       for b in bars])
+    header = "".join(f'<p class="{"assumed" if line.startswith("assumed:") else "said"}">{html.escape(line)}</p>'
+                     for line in header_lines(report) if line)
     return _PAGE.format(
-        title=html.escape(f"kerasfit report: {os.path.basename(report.file)}"),
-        summary=html.escape(summary), legend=legend, chart="".join(chart), table=table, more=more,
-        data=html.escape(data), advice=_advice(report),
+        title=html.escape(f"kerasfit report: {os.path.basename(report.file)}"), header=header,
+        summary="".join(f"<p>{html.escape(line)}</p>" for line in summary_lines(report)),
+        legend=legend, chart="".join(chart), table=table, more=more,
+        columns="".join(f"<th>{html.escape(h)}</th>" for h in TABLE_HEADERS), advice=_advice(report),
         notes="".join(f"<li>{html.escape(n)}</li>" for n in report.notes))
 
 
@@ -128,33 +118,20 @@ body {{ font: 14px system-ui, sans-serif; margin: 2em; color: #1a202c; }}
 .num {{ padding-left: 1em; color: #4a5568; }}
 .key {{ display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }}
 table {{ border-collapse: collapse; margin-top: 1.5em; }}
-td, th {{ border-bottom: 1px solid #e2e8f0; padding: 2px 8px; text-align: left; }}
+td, th {{ border-bottom: 1px solid #e2e8f0; padding: 2px 8px; text-align: left; vertical-align: top; }}
+.assumed {{ color: #9b2c2c; font-weight: 600; }}
 </style></head>
 <body>
 <h1>{title}</h1>
-<p>{summary}</p>
+<section id="header">{header}</section>
 <p>{legend}</p>
-<div id="chart" data-bars="{data}">{chart}</div>
-<table><thead><tr><th>#</th><th>layer</th><th>source</th><th>pass</th><th>op</th>
-<th>shape → padded</th><th>useful</th><th>time</th><th>wasted</th><th>why</th></tr></thead>
+<div id="chart">{chart}</div>
+<table id="rows"><thead><tr>{columns}</tr></thead>
 <tbody>{table}</tbody></table>
 {more}
+<section id="summary">{summary}</section>
 {advice}
 <h2>Notes</h2>
-<ul>{notes}</ul>
-<script type="application/json" id="measured"></script>
-<script>
-// The rendered width of every segment, in CSS pixels: what the tests read back.
-const out = [];
-for (const bar of document.querySelectorAll(".bar")) {{
-  const track = bar.querySelector(".track").getBoundingClientRect().width;
-  for (const seg of bar.querySelectorAll(".seg")) {{
-    out.push({{bar: +bar.dataset.index, layer: bar.dataset.layer, pass: seg.dataset.pass,
-              kind: seg.dataset.kind, us: +seg.dataset.us,
-              px: seg.getBoundingClientRect().width, track: track}});
-  }}
-}}
-document.getElementById("measured").textContent = JSON.stringify(out);
-</script>
+<ul id="notes">{notes}</ul>
 </body></html>
 """

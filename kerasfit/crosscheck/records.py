@@ -185,6 +185,11 @@ class BuildReport:
     networks: list[dict[str, Any]] = field(default_factory=list)
     built_how: str = ""
     shapes_said: list[str] = field(default_factory=list)
+    # What the build could not take from the script and assumed (a step it could not trace
+    # as the script runs it, a layer sized by data it did not load): said in the header,
+    # and nothing is recommended or judged from such a build.
+    assumptions: list[str] = field(default_factory=list)
+    way: str = "sliced"  # "sliced": built without running the script; "traced": --trace-script
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -205,6 +210,7 @@ class BuildReport:
             "hbm": self.hbm,
             "keras3_error": self.keras3_error, "complete": self.complete, "blocks": self.blocks,
             "networks": self.networks, "built_how": self.built_how, "shapes_said": self.shapes_said,
+            "assumptions": self.assumptions, "way": self.way,
         }
 
 

@@ -216,8 +216,13 @@ def make_report(raw: dict[str, Any], target: str = DEFAULT_TARGET, dtype: str = 
         keras3_error=str(raw.get("keras3_error") or ""), complete=_complete(raw),
         blocks=dict(raw.get("blocks") or {}),
         networks=list(raw.get("networks") or ()), built_how=str(raw.get("built_how") or ""),
-        shapes_said=list(raw.get("said") or ()),
+        shapes_said=list(raw.get("said") or ()), **_how_built(raw),
     )
+
+
+def _how_built(raw: dict[str, Any]) -> dict[str, Any]:
+    """Which way the step was found, and what the build assumed (the header's)."""
+    return {"assumptions": [str(a) for a in raw.get("assumptions") or ()], "way": str(raw.get("way") or "sliced")}
 
 
 def set_aside(raw: dict[str, Any], chip: Target) -> list[str]:
@@ -300,13 +305,26 @@ def advice_lines(report: BuildReport) -> list[str]:
     return out
 
 
+WAYS = {
+    "sliced": "the script's model, built from a slice of the script: its data pipeline and training never "
+              "ran (--trace-script runs the script to its first training step instead)",
+    "traced": "the script's own first training step: the script ran to it (--trace-script) and stopped "
+              "before any weight changed",
+}
+
+
 def header_lines(report: BuildReport) -> list[str]:
-    """What was built, how its step was traced, and where its batch and shapes came from."""
+    """Which way the step was found, what was built, how its step was traced, where its batch
+    and shapes came from, and what was assumed (then nothing is recommended from it)."""
     if not report.networks:
         return []
     names = ", ".join(n["name"] for n in report.networks)
-    lines = [f"built {names}: {report.built_how}"]
+    lines = [f"how: {WAYS.get(report.way, report.way)}", f"built {names}: {report.built_how}"]
     lines += [f"shapes: {said}" for said in report.shapes_said]
+    lines += [f"assumed: {a}" for a in report.assumptions]
+    if report.assumptions:
+        lines.append("assumed: so this report recommends no change and judges no finding; the table shows the "
+                     "step as built")
     return lines + [""]
 
 
@@ -329,8 +347,18 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
     out = [printable(line) for line in header_lines(report)] + [_table(TABLE_HEADERS, table_rows(report, max_rows))]
     if max_rows is not None and len(report.rows) > max_rows:
         out.append(f"… {len(report.rows) - max_rows} more (--all shows every row)")
-    gpu = TARGETS[report.target].family == "gpu"
     out.append("")
+    out += summary_lines(report)
+    out += [printable(line) for line in advice_lines(report)]
+    for note in report.notes:
+        out.append(printable(f"note: {note}"))
+    return "\n".join(out)
+
+
+def summary_lines(report: BuildReport) -> list[str]:
+    """The step's totals under the table, as the text report and the page print them."""
+    gpu = TARGETS[report.target].family == "gpu"
+    out = []
     wasted = report.step_time - report.useful_time
     share = wasted / report.step_time if report.step_time else 0.0
     out.append(
@@ -350,10 +378,7 @@ def render_report(report: BuildReport, fmt: str = "text", max_rows: int | None =
             + ("" if h.get("fits") else " — does not fit")
         )
     out.append(f"HBM expansion of activations: {report.hbm_expansion:.2f}× ({report.dtype})")
-    out += [printable(line) for line in advice_lines(report)]
-    for note in report.notes:
-        out.append(printable(f"note: {note}"))
-    return "\n".join(out)
+    return out
 
 
 def _short(path: str) -> str:

@@ -51,6 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .messages import one_line
+
 __all__ = ["Outcome", "describe_error", "describe_exit", "run_contained"]
 
 STDERR_TAIL = 64 * 1024
@@ -244,7 +246,7 @@ def describe_exit(outcome: Outcome, result_path: str | Path, limit_mib: int | No
     # os._exit() in user code skips every handler: the phase is the reason, not the log's tail
     reason = f"the build process exited with status {code} {when}"
     if code != 0 and lines:
-        reason += f": {lines[-1][:300]}"
+        reason += f": {one_line(lines[-1])}"
     return reason
 
 

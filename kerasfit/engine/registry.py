@@ -39,12 +39,16 @@ class RuleRegistryError(Exception):
 
 @dataclass(frozen=True)
 class RuleMeta:
-    """What selection needs to know of a rule, without importing it."""
+    """What selection (and the build cross-check) need to know of a rule, without importing it."""
 
     code: str
     name: str
     default_enabled: bool
     targets: tuple[str, ...]
+    # what the build can weigh of it (Rule.build_evidence, build_only, build_failure_pattern)
+    build_evidence: str | None = None
+    build_only: bool = False
+    build_failure_pattern: str | None = None
 
     def applies_to(self, family: str) -> bool:
         return family in self.targets
@@ -213,14 +217,18 @@ def manifest(cache_dir: CacheDir | None = None) -> dict[str, RuleMeta]:
         try:
             data = json.loads(raw)
             if data.get("fingerprint") == fp:
-                metas = {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"])) for m in data["rules"]}
+                metas = {m["code"]: RuleMeta(m["code"], m["name"], m["default_enabled"], tuple(m["targets"]),
+                                             m["build_evidence"], m["build_only"], m["build_failure_pattern"])
+                         for m in data["rules"]}
                 # an empty or malformed list would silently switch every rule off
                 if metas and all(isinstance(m.code, str) and isinstance(m.name, str) and isinstance(m.default_enabled, bool) and all(isinstance(t, str) for t in m.targets) for m in metas.values()):
                     return metas
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
             pass
     metas = {
-        code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets))) for code, r in all_rules().items()
+        code: RuleMeta(code, r.name, r.default_enabled, tuple(sorted(r.targets)), r.build_evidence, r.build_only,
+                       r.build_failure_pattern)
+        for code, r in all_rules().items()
     }
     if cache_dir is not None:
         cache_dir.write(MANIFEST, json.dumps({"fingerprint": fp, "rules": [asdict(m) for m in metas.values()]}).encode(), gitignore=True)

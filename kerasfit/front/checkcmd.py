@@ -3,6 +3,7 @@ line (kerasfit/front/cli.py owns every option). A front end, like cli.py: it pri
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -30,7 +31,8 @@ def run_check(
     isolated: bool = False, show_fixes: bool = False, force_exclude: bool = False, stdin_filename: str | None = None,
     jobs: int | None = None, quiet: bool = False, build: bool = False, entry: str | None = None,
     batch_size: int | None = None, cores: int | None = None, dtype: str | None = None,
-    build_timeout: float | None = None, docs_url: str | None = None, baseline: Path | None = None,
+    build_timeout: float | None = None, input_shape: tuple[tuple[int, ...], ...] | None = None,
+    trace_script: bool = False, docs_url: str | None = None, baseline: Path | None = None,
     write_baseline: Path | None = None, add_noqa: bool = False, max_file_size: int | None = None,
 ) -> int:
     """``kerasfit check``; returns the exit code."""
@@ -57,7 +59,8 @@ def run_check(
         isolated=isolated,
         jobs=jobs,
         force_exclude=force_exclude,
-        build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache),
+        build=_build_request(build, entry, batch_size, cores, dtype, build_timeout, no_cache, input_shape,
+                             trace_script),
         fail_on=fail_on,
         cache_dir=cache_dir,
         docs_url=docs_url,
@@ -190,7 +193,9 @@ def _emit(files: list[Any], fmt: str, unsafe: bool, fixed: int, show_fixes: bool
         echo(out)
     if not form.lists_errors:
         for f in files:
-            if f.error:
+            if f.error and fmt == "json":  # stdout is the findings' list: each failure, an object on stderr
+                echo(json.dumps({"file": f.filename, "error": f.error}), err=True)
+            elif f.error:
                 echo(f"error: {reporters.printable(f.error)}", err=True)
 
 
@@ -221,11 +226,12 @@ def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
 
 
 def _build_request(build: bool, entry: str | None, batch_size: int | None, cores: int | None, dtype: str | None,
-                   timeout: float | None, no_cache: bool) -> Any:
+                   timeout: float | None, no_cache: bool, input_shape: tuple[tuple[int, ...], ...] | None,
+                   trace_script: bool) -> Any:
     """The command line's build values; the check pipeline layers them over config."""
     if not build:
         return None
     from ..project.buildstage import BuildRequest  # defers the build stage until --build
 
-    return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype,
-                        timeout=timeout, use_cache=not no_cache)
+    return BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype, timeout=timeout,
+                        input_shape=input_shape, use_cache=not no_cache, trace_script=trace_script)

@@ -20,11 +20,10 @@ import typer
 from .. import __version__
 from .checkcmd import run_check
 from ..project.reporters import FORMATS
-from ..core.types import DEFAULT_TARGET, target_help
+from ..core.types import target_help
 
 if TYPE_CHECKING:
-    from ..project.config import Config
-    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
+    from collections.abc import Callable
 
 app = typer.Typer(
     name="kerasfit",
@@ -80,6 +79,9 @@ def _root(
 
 
 TARGET_HELP = target_help()
+INPUT_SHAPE_HELP = "Non-batch input dims for None ones, e.g. 256,256,3; several inputs separated by ';'."
+TRACE_HELP = ("Run the script itself to its first training step (its data pipeline included) and trace that "
+              "step, instead of building its model from a slice of it.")
 
 
 @app.command()
@@ -111,6 +113,8 @@ def check(
     cores: Annotated[Optional[int], typer.Option("--cores", min=1, help="Replicas sharing the global batch.")] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="With --build: float32 or bfloat16 (default: config, else float32).")] = None,
     build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="With --build: seconds before the build child is stopped (default: config, else 300).")] = None,
+    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="With --build: " + INPUT_SHAPE_HELP)] = None,
+    trace_script: Annotated[bool, typer.Option("--trace-script", help="With --build: " + TRACE_HELP)] = False,
     docs_url: Annotated[Optional[str], typer.Option("--docs-url", help="Rule links under this URL (where your team serves kerasfit's docs/) instead of the installed pages (default: config docs-url).")] = None,
     baseline: Annotated[Optional[Path], typer.Option("--baseline", help="Accept the findings recorded in this file (default: config baseline); new findings still fail.")] = None,
     write_baseline: Annotated[Optional[Path], typer.Option("--write-baseline", help="Record every finding of this run in FILE (for --baseline) and exit 0.")] = None,
@@ -119,11 +123,12 @@ def check(
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
     args = dict(locals())  # every option above, under run_check's keyword of the same name
-    args.update(output_format=output_format.value, fail_on=fail_on.value if fail_on else None)
+    args.update(output_format=output_format.value, fail_on=fail_on.value if fail_on else None,
+                input_shape=_input_shape(input_shape))
     raise typer.Exit(run_check(**args))
 
 
-def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
+def _input_shape(text: str | None, fail: "Callable[[str], NoReturn]" = _fail) -> tuple[tuple[int, ...], ...] | None:
     from ..crosscheck.options import parse_input_shapes  # defers the build options reader until a build runs
 
     if not text:
@@ -131,37 +136,7 @@ def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
     try:
         return parse_input_shapes(str(text))
     except ValueError:
-        _fail(f"--input-shape must be positive dims like 256,256,3 (inputs separated by ';'), not {text!r}")
-
-
-def _build_options(entry: str | None, batch_size: int | None, cores: int | None, target: str | None,
-                   dtype: str | None, timeout: float | None, no_cache: bool, path: Path,
-                   input_shape: str | None = None) -> "BuildOptions":
-    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator)
-    from ..project.config import find_config  # defers the config reader until a command runs
-
-    cfg = find_config(path.resolve().parent)
-    b = cfg.build if cfg else {}
-    return BuildOptions(
-        entry=entry or b.get("entry"),
-        batch_size=batch_size or b.get("batch-size") or (cfg.batch_size if cfg else None),
-        cores=cores or b.get("cores") or (cfg.cores if cfg else None) or 1,
-        target=target or (cfg.target if cfg and cfg.target else DEFAULT_TARGET),
-        dtype=_checked_dtype(dtype or b.get("dtype") or "float32", cfg),
-        timeout=timeout if timeout is not None else float(b.get("timeout", 300.0)),
-        use_cache=not no_cache,
-        input_shape=_input_shape(input_shape or b.get("input-shape")),
-        memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
-    )
-
-
-def _checked_dtype(dtype: str, cfg: "Config | None") -> str:
-    if dtype not in ("float32", "bfloat16"):
-        from ..project.config import ConfigError  # defers the config reader until a command runs
-
-        where = cfg.source if cfg is not None and cfg.source else "--dtype"
-        raise ConfigError(f"{where}: dtype must be float32 or bfloat16, not {dtype!r}")
-    return dtype
+        fail(f"--input-shape must be positive dims like 256,256,3 (inputs separated by ';'), not {text!r}")
 
 
 @app.command()
@@ -175,46 +150,55 @@ def report(
     output_format: Annotated[ReportFormat, typer.Option("--output-format", help="text or json.")] = ReportFormat.text,
     build_timeout: Annotated[Optional[float], typer.Option("--build-timeout", help="Seconds before the build child is stopped (default: config, else 300).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild even if a cached report exists.")] = False,
-    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help="Non-batch input dims for None ones, e.g. 256,256,3; several inputs separated by ';'.")] = None,
+    input_shape: Annotated[Optional[str], typer.Option("--input-shape", help=INPUT_SHAPE_HELP)] = None,
+    trace_script: Annotated[bool, typer.Option("--trace-script", help=TRACE_HELP)] = False,
     all_rows: Annotated[bool, typer.Option("--all", help="Every row of the ranked table, not the top 20.")] = False,
     html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
-    from ..project.config import ConfigError, check_target  # defers the config reader until a command runs
+    fmt = output_format.value
+
+    def fail(message: str, what: str = "error") -> NoReturn:
+        from ..project.reporters import printable  # defers the reporters, as in _fail
+
+        if fmt == "json":  # a machine reading stdout gets an object with the message
+            typer.echo(json.dumps({"ok": False, "file": str(path), "error": message}))
+        else:
+            typer.echo(f"kerasfit: {what}: {printable(message)}", err=True)
+        raise typer.Exit(2)
 
     if not path.is_file():
-        _fail(f"{path}: no such file")
-    if dtype is not None and dtype not in ("float32", "bfloat16"):
-        _fail(f"--dtype must be float32 or bfloat16, not {dtype!r}")
+        fail(f"{path}: no such file")
+    from ..project.config import ConfigError, check_target  # defers the config reader until a command runs
+
     try:
         if target:
             check_target(target)
-        from ..project.check import CheckOptions, check_paths  # defers the check machinery until a command runs
-        from ..crosscheck.api import BuildError, build_report, render_report, static_findings  # defers the build machinery (sandbox, HLO reader, simulator)
+        from ..project.check import CheckOptions, Resolver, check_paths  # defers the check machinery until a command runs
+        from ..project.buildstage import BuildRequest, report_text  # defers the build stage until a command runs
+        from ..crosscheck.api import BuildError  # defers the build machinery (sandbox, HLO reader, simulator)
 
-        opts = _build_options(entry, batch_size, cores, target, dtype, build_timeout, no_cache, path,
-                              input_shape)
-        # the file's static findings: each one on a row of the table yields its recommendation
-        static = check_paths([path], CheckOptions(target=opts.target)).diagnostics
-        rep = build_report(path, opts, static_findings(static))
+        request = BuildRequest(entry=entry, batch_size=batch_size, cores=cores, dtype=dtype, timeout=build_timeout,
+                               input_shape=_input_shape(input_shape, fail), use_cache=not no_cache,
+                               trace_script=trace_script)
+        options = CheckOptions(target=target, batch_size=batch_size, cores=cores)
+        resolver = Resolver(options)
+        static = check_paths([path], options).diagnostics
+        text, page = report_text(path, request, resolver, static, fmt, None if all_rows else 20,
+                                 html=html_file is not None)
     except ConfigError as exc:
-        _fail(str(exc))
-        return
+        fail(str(exc))
     except BuildError as exc:
-        from ..project.reporters import printable  # defers the reporters, as in _fail
-
-        typer.echo(f"kerasfit: build failed: {printable(str(exc))}", err=True)
-        raise typer.Exit(2)
-    typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
-    if html_file is not None:
+        fail(str(exc), "build failed")
+    typer.echo(text)
+    if html_file is not None and page is not None:
         from ..project.check import atomic_write  # defers the check machinery (api)
-        from ..crosscheck.html import render_html  # defers the report page renderer
 
         try:
             html_file.touch(exist_ok=True)
-            atomic_write(html_file, render_html(rep, max_rows=None if all_rows else 20))
+            atomic_write(html_file, page)
         except OSError as exc:
-            _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
+            fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
 
 
 class _RuleRow(TypedDict):

@@ -9,11 +9,21 @@ from typing import Any
 
 from lsprotocol import types
 
+from ..core.cachefs import default_cache_dir
+from ..project.config import cache_dir_of, find_config
 from . import edits as E
 from .documents import doc_key, KerasfitServer, log
 
 
 _REPORTS: dict[str, tuple[tuple[int, int], Any]] = {}
+
+
+def _build_cache_dir() -> Path:
+    """Where `kerasfit report` run from the workspace keeps its builds: the project's
+    cache-dir, else $KERASFIT_CACHE_DIR, else .kerasfit_cache (as the command line finds it)."""
+    cfg = find_config(Path.cwd())
+    configured = cache_dir_of(cfg, trusted=False) if cfg is not None else None
+    return configured if configured is not None else default_cache_dir()
 
 
 def _cached_build_report(path: str, source: str) -> Any:
@@ -37,7 +47,7 @@ def _cached_build_report(path: str, source: str) -> Any:
     if hit is not None and hit[0] == key:
         return hit[1]
     try:
-        report = cached_report(path)
+        report = cached_report(path, _build_cache_dir())
     except Exception as exc:  # never let a report problem break hover
         log.info("cached_report(%s) failed: %s", path, exc)
         report = None

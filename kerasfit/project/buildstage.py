@@ -1,10 +1,11 @@
-"""``--build`` as a stage of :func:`kerasfit.project.check.check_paths`. Pure Python (no TensorFlow).
+"""The build cross-check as a stage of the project: ``check --build`` (a stage of
+:func:`kerasfit.project.check.check_paths`) and ``kerasfit report``. Pure Python (no TensorFlow).
 
-The stage resolves each file's build options from the same configuration as the static
-checks (``--config``, ``--isolated``, ``[tool.kerasfit.build]``; command-line values win,
-and a value given on the command line is used even when it equals the default), builds
-the model (cached by content), cross-checks the file's findings, and passes the build's
-own findings through the same selection and suppression comments as static ones.
+The one place build options are layered: the command line over ``[tool.kerasfit.build]``
+over the file's ``[tool.kerasfit]`` (target, batch size, cores), from the same configuration
+as the static checks (``--config``, ``--isolated``; a value given on the command line is used
+even when it equals the default). The stage hands the cross-check plain options, the cache
+directory and the rules' evidence; the cross-check reads no configuration and no registry.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.types import Diagnostic, FileResult
 from ..crosscheck.options import parse_input_shapes
+from ..engine.registry import RuleMeta, manifest
 from ..engine.suppressions import Suppressions
 from .config import Config, ConfigError
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
     from .check import FileSettings, Resolver
 
     from ..crosscheck.api import BuildOptions
+    from ..crosscheck.verdicts import Evidence
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class BuildRequest:
     timeout: float | None = None
     input_shape: tuple[tuple[int, ...], ...] | None = None
     use_cache: bool = True
+    trace_script: bool = False
 
 
 DEFAULT_TIMEOUT = 300.0
@@ -48,7 +52,7 @@ _MODEL_SOURCE = re.compile(
 def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) -> BuildOptions:
     """One file's build options: the command line over ``[tool.kerasfit.build]`` over the
     file's ``[tool.kerasfit]`` (target, batch size, cores)."""
-    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator) until --build
+    from ..crosscheck.api import BuildOptions  # defers the build machinery (sandbox, HLO reader, simulator) until a build
 
     b = cfg.build or {}
     where = str(cfg.source or "config")
@@ -65,8 +69,8 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
         cores=request.cores or b.get("cores") or opts.get("cores") or 1,
         target=settings.target, dtype=dtype, timeout=timeout, use_cache=request.use_cache,
         input_shape=shape, memory_limit=b.get("memory-limit", BuildOptions.memory_limit),
+        trace_script=request.trace_script,
     )
-
 
 
 def _shape(value: Any, where: str) -> tuple[tuple[int, ...], ...] | None:
@@ -79,6 +83,27 @@ def _shape(value: Any, where: str) -> tuple[tuple[int, ...], ...] | None:
                           f"separated by ';'), not {value!r}") from None
 
 
+def evidence(rules: dict[str, RuleMeta] | None = None) -> Evidence:
+    """What the rules declare the build can weigh (``Rule.build_evidence``), from their
+    metadata (a cached run's manifest: no rule is imported) or the registry."""
+    from ..crosscheck.verdicts import Evidence  # defers the build machinery, as above
+
+    static: dict[str, str] = {}
+    findings: dict[str, tuple[str, str]] = {}
+    failures: dict[str, str] = {}
+    metas = rules if rules is not None else manifest()
+    for code, rule in metas.items():
+        if rule.build_evidence is None:
+            continue
+        if rule.build_only:
+            findings[rule.build_evidence] = (code, rule.name)
+        else:
+            static[code] = rule.build_evidence
+        if rule.build_failure_pattern:
+            failures[code] = rule.build_failure_pattern
+    return Evidence(static, findings, failures)
+
+
 def defines_a_model(text: str) -> bool:
     """What the build can discover without an entry (for trees of many files)."""
     return bool(_MODEL_SOURCE.search(text))
@@ -86,9 +111,11 @@ def defines_a_model(text: str) -> bool:
 
 def run_stage(results: list[FileResult], resolver: Resolver, request: BuildRequest) -> None:
     """Cross-check every checked Python file in place; a failed build becomes its error."""
-    from ..crosscheck.api import BuildError, build_report, cross_check, cross_check_failure  # defers the build machinery, as above
+    from ..crosscheck.api import BuildError, build_report  # defers the build machinery, as above
+    from ..crosscheck.verdicts import cross_check, cross_check_failure  # defers the build machinery, as above
 
     checked = [r for r in results if not (r.skipped or r.error or not r.filename.endswith(".py"))]
+    rules = evidence(resolver.rules)
     for res in checked:
         path = Path(res.filename)
         try:
@@ -101,14 +128,28 @@ def run_stage(results: list[FileResult], resolver: Resolver, request: BuildReque
             continue  # a helper module in a tree: nothing of its own to build
         static = list(res.diagnostics)
         try:
-            report = build_report(path, opts)
+            report = build_report(path, opts, resolver.cache_dir)
         except BuildError as exc:
-            res.diagnostics = cross_check_failure(static, str(exc))
+            res.diagnostics = cross_check_failure(static, str(exc), rules)
             res.error = f"build cross-check failed: {exc}"
             continue
-        merged = cross_check(static, report, res.filename)
+        merged = cross_check(static, report, res.filename, rules)
         res.diagnostics = sorted(_filtered(merged, static, settings, Suppressions.scan(text)),
                                  key=lambda d: d.sort_key())
+
+
+def report_text(path: Path, request: BuildRequest, resolver: Resolver, diagnostics: list[Diagnostic], fmt: str,
+                max_rows: int | None, html: bool = False) -> tuple[str, str | None]:
+    """``kerasfit report``: the file's build options layered as ``check --build`` layers them,
+    and the rendered report (and page); ``diagnostics`` are the file's static findings, each
+    of which on a row of the table yields its recommendation. Raises ConfigError, or the
+    cross-check's BuildError."""
+    from ..crosscheck.api import render_cached  # defers the build machinery, as above
+    from ..crosscheck.verdicts import static_findings  # defers the build machinery, as above
+
+    opts = build_options(request, resolver.config_for(path.resolve().parent), resolver.settings_for(path))
+    findings = static_findings(diagnostics, evidence(resolver.rules))
+    return render_cached(path, opts, resolver.cache_dir, findings, fmt, max_rows, html)
 
 
 def _filtered(merged: list[Diagnostic], static: list[Diagnostic], settings: FileSettings,

@@ -18,19 +18,22 @@ from pathlib import Path
 import pytest
 
 from kerasfit.crosscheck.simulator import tiled_bytes
-from kerasfit.crosscheck.api import (
-    BuildError,
-    BuildOptions,
-    build_report,
-    cached_report,
-    cross_check,
-    render_report,
-    run_child,
-)
+from kerasfit.crosscheck import api, verdicts
+from kerasfit.crosscheck.api import BuildError, BuildOptions, cached_report, render_report, run_child
+from kerasfit.project.buildstage import evidence
 from kerasfit.crosscheck.hlo import FORWARD, KERNEL_GRAD, PASSES
 from kerasfit.core.types import Diagnostic, Severity
 
 pytestmark = pytest.mark.build
+
+
+def build_report(path, options, cache_dir=None):
+    """A build whose cache (when it uses one) is the working directory's, as the command line's."""
+    return api.build_report(path, options, cache_dir or Path.cwd() / ".kerasfit_cache")
+
+
+def cross_check(diagnostics, report, filename):
+    return verdicts.cross_check(diagnostics, report, filename, evidence())
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures" / "crosscheck"
@@ -217,7 +220,8 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     path = tmp_path / "model.py"
     shutil.copy(ZEROPAD, path)
-    assert cached_report(path) is None
+    cache = tmp_path / ".kerasfit_cache"
+    assert cached_report(path, cache) is None
     opts = BuildOptions(batch_size=4)
     first = build_report(path, opts)
     assert not first.cached
@@ -230,11 +234,11 @@ def test_cache_and_cached_report(tmp_path, monkeypatch):
     assert second.to_dict()["ops"] == first.to_dict()["ops"]
     # Another target is the same build, simulated again.
     assert build_report(path, BuildOptions(batch_size=4, target="tpu-v6e")).cached
-    hover = cached_report(path)
+    hover = cached_report(path, cache)
     assert hover is not None and len(hover.ops) == len(first.ops)
     assert (tmp_path / ".kerasfit_cache" / "build").is_dir()
     path.write_text(path.read_text() + "\n# changed\n")
-    assert cached_report(path) is None
+    assert cached_report(path, cache) is None
 
 
 # ---------------------------------------------------------------- failures
@@ -283,14 +287,15 @@ def test_bfloat16_builds_under_the_mixed_policy_and_packs_activations(cnn, tmp_p
 
 
 def test_check_build_keeps_static_findings_when_the_build_fails(tmp_path):
-    # Keras 3 raises on fused=: the failed build is KF101's evidence.
+    # Keras 3 raises on fused=: the failed build is KF101's evidence. (The script uses
+    # keras.ops, Keras 3's own: it is not built again with tf-keras standing in for keras.)
     f = tmp_path / "broken_model.py"
     f.write_text(
         "import keras\n\n"
         "def build_model():\n"
         "    inputs = keras.Input((8, 8, 3))\n"
         "    x = keras.layers.BatchNormalization(fused=False)(inputs)\n"
-        "    return keras.Model(inputs, x)\n"
+        "    return keras.Model(inputs, keras.ops.relu(x))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-m", "kerasfit", "check", str(f), "--build", "--no-cache"],

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from kerasfit.project.check import CheckOptions, check_source
-from kerasfit.crosscheck.api import BuildOptions, build_report, cross_check
+from kerasfit.crosscheck.api import BuildOptions, build_report
+from kerasfit.crosscheck.verdicts import cross_check
+from kerasfit.project.buildstage import evidence
 from kerasfit.engine.registry import all_rules
 from kerasfit.ruleapi.rule import Valid
 
@@ -36,10 +38,10 @@ def test_build_rule_example(rule, example, tmp_path: Path):
     path.write_text(example.code)
     opts = example.options
     report = build_report(
-        path, BuildOptions(batch_size=opts.get("batch_size"), cores=opts.get("cores", 1), use_cache=False)
-    )
+        path, BuildOptions(batch_size=opts.get("batch_size"), cores=opts.get("cores", 1), use_cache=False),
+        tmp_path / "cache")
     static = check_source(example.code, str(path), CheckOptions(isolated=True)).diagnostics
-    found = [d for d in cross_check(static, report, str(path)) if d.code == rule.code]
+    found = [d for d in cross_check(static, report, str(path), evidence()) if d.code == rule.code]
     if isinstance(example, Valid):
         assert not found, [d.message for d in found]
     else:

@@ -61,7 +61,7 @@ def test_unknown_height_and_width_come_from_the_scripts_resize_else_a_stated_def
     raw = run_child(path, BuildOptions(timeout=240))
     assert raw["inputs"][0][1:] == [96, 80, 3]
     assert any("96×80, from the script (line 12: resize(96, 80))" in s for s in raw["said"])
-    assert "batch 8 from the script (line 20: .batch(8))" in raw["said"]
+    assert "batch 8 from the script (line 20: .batch(8) of the data fit gets)" in raw["said"]
     plain = tmp_path / "fully_conv_plain.py"
     plain.write_text(path.read_text().replace("tf.image.resize(image, (96, 80))", "image"))
     raw = run_child(plain, BuildOptions(timeout=240))
@@ -109,6 +109,32 @@ def test_a_subclassed_model_whose_first_layer_embeds_gets_token_ids_of_the_state
     assert raw["inputs"] == [[64, 128]]
     assert any("token ids, as its first layer (Embedding) takes" in s for s in raw["said"])
     assert any("sequence length 128, a stated default for sequences" in s for s in raw["said"])
+
+
+def test_a_subclassed_models_input_is_the_shape_the_script_passes_its_builder_not_a_default(tmp_path):
+    # the builder's input_shape never reaches the model (it builds on its first call): the
+    # shape the script's own call passes the builder is what it states, not a 224x224 default
+    path = tmp_path / "subclassed_builder.py"
+    path.write_text(
+        "import keras\n"
+        "class Net(keras.Model):\n"
+        "    def __init__(self, classes):\n"
+        "        super().__init__()\n"
+        "        self.conv = keras.layers.Conv2D(16, 3)\n"
+        "        self.pool = keras.layers.GlobalAveragePooling2D()\n"
+        "        self.head = keras.layers.Dense(classes)\n"
+        "    def call(self, x):\n"
+        "        return self.head(self.pool(self.conv(x)))\n"
+        "def make_model(input_shape, classes=10):\n"
+        "    model = Net(classes)\n"
+        "    model.compile(optimizer='adam', loss='mse')\n"
+        "    return model\n"
+        "model = make_model((40, 48, 3))\n"
+        "model.fit(images, labels, batch_size=8)\n")
+    raw = run_child(path, BuildOptions(timeout=240))
+    assert raw["inputs"] == [[8, 40, 48, 3]]
+    assert any("the shape line 14 passes its builder (input_shape=(40, 48, 3))" in s for s in raw["said"])
+    assert not any("a stated default for images" in s for s in raw["said"])
 
 
 def test_an_input_shape_read_from_data_is_the_scripts_rank_with_a_stated_default_length(script):
@@ -194,3 +220,48 @@ def test_a_training_wrapper_whose_network_has_a_user_written_call_traces_its_own
     assert raw["built_how"] == "one step of the script's VAE.train_step on a batch of shape (64, 28, 28, 1)"
     assert [n["name"] for n in raw["networks"]] == ["encoder", "decoder"]
     assert "Sampling" in next(n["classes"] for n in raw["networks"] if n["name"] == "encoder")
+
+
+def test_a_distillation_script_reports_every_network_it_fits(script):
+    # a teacher fitted, a student fitted through a Distiller (its compute_loss runs the
+    # teacher), and the same student fitted from scratch: all three, each labelled
+    raw = run_child(script("distiller.py"), BuildOptions(timeout=240))
+    assert [n["name"] for n in raw["networks"]] == ["teacher", "student_scratch", "distiller"]
+    assert "Distiller" in _classes(raw, "distiller")
+    assert "input (None, 28, 28, 1): that of the models inside it, teacher, student" in raw["said"]
+    # no batch_size passed to fit, which gets arrays: Keras's own default
+    assert raw["global_batch"] == 32
+    assert "batch 32: fit()'s default, as the script's fit (line 63) passes no batch_size" in raw["said"][-1]
+
+
+def test_models_that_do_not_build_together_are_built_each_alone_and_the_header_says_so(script):
+    raw = run_child(script("two_fitted.py"), BuildOptions(timeout=240))
+    assert [n["name"] for n in raw["networks"]] == ["baseline"]
+    assert raw["built_how"].startswith("each model the script trains built alone, as (baseline, wide) did not "
+                                       "build together (the model has no known input shape")
+    (assumed,) = raw["assumptions"]
+    assert assumed.startswith("the script also trains wide (line 24), which did not build alone (the model has "
+                              "no known input shape") and assumed.endswith(": it is not in this report")
+
+
+def test_a_layer_sized_by_a_lookup_never_adapted_is_an_assumption_not_a_one_unit_head(script):
+    raw = run_child(script("unadapted_lookup.py"), BuildOptions(timeout=240))
+    assert [32, 1001] in raw["variables"]  # the default vocabulary and its OOV token, not 1 unit
+    (assumed,) = raw["assumptions"]
+    assert assumed == ("StringLookup string_lookup (made at line 10) was never adapted here, so its "
+                       "vocabulary_size() is read as a stated default of 1000 tokens")
+
+
+def test_a_training_step_that_does_not_trace_is_an_assumption_and_no_advice_is_drawn_from_it(script):
+    from kerasfit.crosscheck.report import make_report, render_report
+
+    raw = run_child(script("untraceable_step.py"), BuildOptions(timeout=240))
+    assert [n["name"] for n in raw["networks"]] == ["head"]  # the network its step differentiates
+    (assumed,) = raw["assumptions"]
+    assert assumed.startswith("the script's Trainer.train_step did not trace on a batch of the networks' inputs "
+                              "(OperatorNotAllowedInGraphError: ")
+    assert "File " not in assumed  # the error's own line, not the user-code trace TensorFlow quotes
+    report = make_report(raw)
+    assert report.recommendations == []
+    assert any(line.startswith("assumed: the script's Trainer.train_step") for line in
+               render_report(report).splitlines()[:8])

@@ -31,7 +31,7 @@ def cached_build():
     old = os.environ.get("KERASFIT_CACHE_DIR")
     os.environ["KERASFIT_CACHE_DIR"] = str(CACHE)
     try:
-        build_report(MODEL, BuildOptions(batch_size=128))
+        build_report(MODEL, BuildOptions(batch_size=128), CACHE)
     finally:
         if old is None:
             os.environ.pop("KERASFIT_CACHE_DIR", None)

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
+from kerasfit.crosscheck import verdicts
+from kerasfit.crosscheck.api import BuildError, BuildOptions, render_report, run_child
+from kerasfit.project.buildstage import evidence
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
 from kerasfit.crosscheck.advice import NEGLIGIBLE, _reshaped_heads, _score_sized, _WhatIf
@@ -46,6 +48,11 @@ def raw_build(path: Path, per_core: int = 16, cores: int = 1) -> dict:
     return {"ok": True, "file": str(path), "entry": "build_model()", "mode": "keras", "ops": out,
             "mem_ops": mem, "pads": [], "global_batch": per_core * cores, "cores": cores, "per_core_batch": per_core,
             "outputs": [[per_core, 10]], "notes": [], "variables": variables}
+
+
+def cross_check(diagnostics, report, filename):
+    """The cross-check with the evidence the registered rules declare (as the project passes it)."""
+    return verdicts.cross_check(diagnostics, report, filename, evidence())
 
 
 @pytest.fixture()
@@ -264,12 +271,11 @@ def test_kf107_transpose_left_in_the_step_is_confirmed_else_refuted(model_file):
 
 
 def test_a_build_failing_on_fused_confirms_kf101(model_file):
-    from kerasfit.crosscheck.api import cross_check_failure
-
     d = diag("KF101", "unfused-batchnorm", model_file, 9)
     other = diag("KF102", "channel-multiple", model_file, 11)
-    cross_check_failure([d, other], "calling build_model() failed (line 9): ValueError: Unrecognized "
-                                    "keyword arguments passed to BatchNormalization: {'fused': False}")
+    verdicts.cross_check_failure([d, other], "calling build_model() failed (line 9): ValueError: Unrecognized "
+                                             "keyword arguments passed to BatchNormalization: {'fused': False}",
+                                 evidence())
     assert d.build["status"] == "confirmed" and other.build is None
 
 
@@ -562,13 +568,33 @@ def test_the_header_says_what_was_built_and_where_its_shapes_came_from(model_fil
     raw["said"] = ["batch 16 from the script (line 8: batch_size = 16)"]
     report = make_report(raw)
     text = render_report(report)
-    assert text.splitlines()[:2] == [
+    assert text.splitlines()[:3] == [
+        "how: the script's model, built from a slice of the script: its data pipeline and training never ran "
+        "(--trace-script runs the script to its first training step instead)",
         "built discriminator, generator: one step of the script's GAN.train_step on a batch of shape (16, 28, 28, 1)",
         "shapes: batch 16 from the script (line 8: batch_size = 16)",
     ]
     data = json.loads(render_report(report, "json"))
     assert [n["name"] for n in data["networks"]] == ["discriminator", "generator"]
     assert data["shapes_said"] == raw["said"] and data["built_how"] == raw["built_how"]
+    assert data["way"] == "sliced" and data["assumptions"] == []
+    traced = render_report(make_report(dict(raw, way="traced")))
+    assert traced.splitlines()[0] == ("how: the script's own first training step: the script ran to it "
+                                      "(--trace-script) and stopped before any weight changed")
+
+
+def test_a_build_resting_on_an_assumption_says_it_and_recommends_and_judges_nothing(model_file):
+    raw = raw_build(model_file, per_core=16, cores=8)
+    raw["networks"] = [{"name": "model", "how": "h", "layers": ["conv2d"], "classes": ["Conv2D"]}]
+    assert make_report(raw).recommendations
+    assumed = dict(raw, assumptions=["the script's GAN.train_step did not trace on a batch of the networks' inputs"])
+    report = make_report(assumed)
+    assert report.recommendations == [] and report.rows  # the table stays, as built
+    lines = render_report(report).splitlines()
+    assert "assumed: the script's GAN.train_step did not trace on a batch of the networks' inputs" in lines
+    assert not any(line.startswith("changes that would recover most") for line in lines)
+    out = cross_check([diag("KF102", "channel-multiple", model_file, 9)], report, str(model_file))
+    assert [d.code for d in out] == ["KF102"] and out[0].build is None  # no verdict, no KF302
 
 
 def test_the_text_report_prints_a_path_with_control_characters_escaped_as_check_does(tmp_path):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.crosscheck.slicing import denial, find_candidates, script_sizes, slice_source, trained_names
+from kerasfit.crosscheck.candidates import find_candidates, trained_names
+from kerasfit.crosscheck.sizes import script_sizes
+from kerasfit.crosscheck.slicing import denial, slice_source
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "crosscheck" / "scripts"
 
@@ -200,3 +202,149 @@ def test_a_call_to_a_data_helper_that_reads_files_is_not_run():
     assert s.skipped == {7: "readucr() calls loadtxt() reads files"}
     assert s.skipped_names == {"x": (7, "readucr() calls loadtxt() reads files"),
                                "y": (7, "readucr() calls loadtxt() reads files")}
+
+
+def _sizes(source: str, trained: str | None = "model"):
+    return script_sizes(ast.parse(textwrap.dedent(source)), trained)
+
+
+def test_the_batch_fit_runs_at_when_the_script_passes_none_is_kerass_own_32():
+    # a batch_size variable the script never passes: fit gets arrays, so Keras's default
+    sizes = _sizes("""
+        batch_size = 64
+        (x, y), _ = keras.datasets.mnist.load_data()
+        x = x.astype("float32") / 255
+        model.fit(x, y, epochs=3)
+    """)
+    assert (sizes.batch.value, sizes.batch.fit_default, sizes.batch.line) == ((32,), True, 5)
+    # a dataset carries its own batch: the one the dataset fit gets, through the script's helper
+    sizes = _sizes("""
+        def make(data, bs=4):
+            return tf.data.Dataset.from_tensor_slices(data).batch(bs)
+        train = make(data, bs=48)
+        model.fit(train, epochs=3)
+    """)
+    assert sizes.batch.value == (48,) and not sizes.batch.fit_default
+
+
+def test_a_batch_from_a_config_class_a_flag_an_option_or_a_functions_own_assignment():
+    config = _sizes("""
+        class Config:
+            batch_size = 256
+            image_size = 32
+        config = Config()
+        ds = ds.batch(config.batch_size)
+        model.fit(ds)
+    """)
+    assert config.batch.value == (256,) and config.image.value == (32, 32)
+    flag = _sizes("""
+        flags.DEFINE_integer('batch_size', 64, 'Batch Size')
+        FLAGS = flags.FLAGS
+        def main(argv):
+            ds = ds.batch(FLAGS.batch_size)
+    """, None)
+    assert flag.batch.value == (64,)
+    option = _sizes("""
+        parser.add_argument("--batchsize", default=10, type=int)
+        args = parser.parse_args()
+        network.train(args.batchsize)
+    """, None)
+    assert option.batch.value == (10,)
+    local = _sizes("""
+        flags.DEFINE_integer('num_cores', 8, 'cores')
+        def main(argv):
+            batch_size = FLAGS.num_cores * 16
+    """, None)
+    assert local.batch.value == (128,) and local.batch.what == "batch_size = FLAGS.num_cores * 16"
+    # a read the script cannot fold here (its own config module): left for the build
+    module = _sizes("import config\nds = ds.batch(config.BATCH_SIZE)\n", None)
+    assert module.batch is None and module.batch_reads == [("config.BATCH_SIZE", 2)]
+
+
+def test_the_image_size_a_pipeline_gives_its_model_set_shape_then_a_crop_then_a_resize():
+    sizes = _sizes("""
+        IMG_HEIGHT = IMG_WIDTH = 256
+        def resize(input_image, real_image, height, width):
+            return tf.image.resize(input_image, [height, width]), real_image
+        def jitter(a, b):
+            a, b = resize(a, b, 286, 286)
+            stacked = tf.image.random_crop(tf.stack([a, b]), size=[2, IMG_HEIGHT, IMG_WIDTH, 3])
+            return stacked[0], stacked[1]
+    """, None)
+    assert sizes.image.value == (256, 256) and sizes.image.what == "random_crop(256, 256)"
+    shaped = _sizes("x = tf.image.resize(x, (300, 300))\nx.set_shape([299, 298, 3])\n", None)
+    assert shaped.image.value == (299, 298)
+    helper = _sizes("""
+        def resize(input_image, real_image, height, width):
+            pass
+        a, b = resize(a, b, 286, 270)
+    """, None)
+    assert helper.image.value == (286, 270)
+
+
+def test_the_shape_of_what_the_script_fits_or_its_generator_yields():
+    fitted = _sizes("x = np.random.random((50000, 128))\nmodel.fit(x, y, batch_size=32)\n")
+    assert fitted.fitted.value == (128,) and fitted.fitted.what == "x = np.random.random((50000, 128))"
+    yielded = _sizes("""
+        def Dataset():
+            for _ in range(20):
+                yield (np.random.random((32, 128)).astype("float32"), np.random.random((32, 4)))
+    """)
+    assert yielded.fitted.value == (128,) and yielded.batch.value == (32,)
+
+
+def test_models_the_script_trains_by_a_gradient_tape_and_those_a_training_class_holds():
+    tree = ast.parse(textwrap.dedent("""
+        model = MyModel(hidden_dim=256)
+        @tf.function
+        def train_step(x):
+            with tf.GradientTape() as tape:
+                loss = model(x)
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    """))
+    assert trained_names(tree) == {"model": (True, 8)}  # its last optimizer step
+    tree = ast.parse(textwrap.dedent("""
+        def make_generator_model():
+            return keras.Sequential([keras.layers.Dense(7)])
+        def make_discriminator_model():
+            return keras.Sequential([keras.layers.Dense(1)])
+        class Dcgan(object):
+            def __init__(self, epochs, batch_size):
+                self.noise_dim = 100
+                self.batch_size = batch_size
+                self.generator = make_generator_model()
+                self.discriminator = make_discriminator_model()
+            def train_step(self, image):
+                noise = tf.random.normal([self.batch_size, self.noise_dim])
+                with tf.GradientTape() as g, tf.GradientTape() as d:
+                    fake = self.generator(noise, training=True)
+                    real_out = self.discriminator(image)
+                    fake_out = self.discriminator(fake)
+                g.gradient(gl, self.generator.trainable_variables)
+                d.gradient(dl, self.discriminator.trainable_variables)
+    """))
+    joint = find_candidates(tree)[0]
+    assert (joint.expr, joint.kind, joint.labels) == ("(make_generator_model(), make_discriminator_model())", "joint",
+                                                      ["generator", "discriminator"])
+    # what the step feeds each: noise of a stated size; the generator's images
+    assert joint.inputs == {"generator": (100,), "discriminator": "generator"}
+
+
+def test_a_model_a_function_makes_from_its_own_constant_locals():
+    tree = ast.parse(textwrap.dedent("""
+        import resnet_model
+        ROWS, COLS = 28, 28
+        NUM_CLASSES = 10
+        def mnist_model(input_shape):
+            pass
+        def run():
+            input_shape = (ROWS, COLS, 1)
+            model = mnist_model(input_shape)
+            model.fit(x)
+        def main(argv):
+            model = resnet_model.ResNet50(num_classes=NUM_CLASSES)
+            model.compile(loss="mse")
+    """))
+    exprs = [c.expr for c in find_candidates(tree)]
+    assert "mnist_model((ROWS, COLS, 1))" in exprs and "resnet_model.ResNet50(num_classes=NUM_CLASSES)" in exprs

@@ -168,7 +168,7 @@ def test_cached_build_report_only_for_the_saved_buffer(tmp_path, monkeypatch):
 
     calls = []
 
-    def fake(path):
+    def fake(path, cache_dir):
         calls.append(path)
         return SimpleNamespace(ops=[], target="tpu-v5e", step_fit=0.5)
 
