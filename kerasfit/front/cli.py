@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, TypedDict
 import typer
 
 from .. import __version__
+from ..core import interrupts
 from .checkcmd import run_check
 from ..project.reporters import FORMATS
 from ..core.types import DEFAULT_TARGET, target_help
@@ -180,7 +181,7 @@ def report(
     html_file: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained page: per-layer chart and the ranked table.")] = None,
 ) -> None:
     """Build the model (runs your code) and print the simulated TPU padding table."""
-    from ..project.config import ConfigError, check_target  # defers the config reader until a command runs
+    from ..project.config import ConfigError, check_target, check_timeout  # defers the config reader until a command runs
 
     if not path.is_file():
         _fail(f"{path}: no such file")
@@ -189,6 +190,8 @@ def report(
     try:
         if target:
             check_target(target)
+        if build_timeout is not None:
+            check_timeout(build_timeout, "--build-timeout")
         from ..project.check import CheckOptions, check_paths  # defers the check machinery until a command runs
         from ..crosscheck.api import BuildError, build_report, render_report, static_findings  # defers the build machinery (sandbox, HLO reader, simulator)
 
@@ -207,14 +210,12 @@ def report(
         raise typer.Exit(2)
     typer.echo(render_report(rep, output_format.value, max_rows=None if all_rows else 20))
     if html_file is not None:
-        from ..project.check import atomic_write  # defers the check machinery (api)
+        from ..project.writeback import write_output  # defers the file writer
         from ..crosscheck.html import render_html  # defers the report page renderer
 
-        try:
-            html_file.touch(exist_ok=True)
-            atomic_write(html_file, render_html(rep, max_rows=None if all_rows else 20))
-        except OSError as exc:
-            _fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
+        problem = write_output(html_file, render_html(rep, max_rows=None if all_rows else 20).encode("utf-8"), [path])
+        if problem is not None:
+            _fail(f"the page: {problem}")
 
 
 class _RuleRow(TypedDict):
@@ -326,10 +327,15 @@ def main() -> None:
     from ..engine.registry import RuleRegistryError  # defers the rule registry until a command runs
 
     tune_gc()
+    # SIGINT, SIGTERM, SIGHUP: a file being written is finished first, then the run ends
+    # by the signal (core.interrupts); worker processes inherit the handlers
+    interrupts.install()
     try:
         app()
     except SystemExit:
         raise
+    except interrupts.Terminated as exc:
+        interrupts.end_by(exc.signum)
     except KeyboardInterrupt:
         sys.exit(130)
     except RuleRegistryError as exc:  # a broken rule pack: the user's setup, not our bug

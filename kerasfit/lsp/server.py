@@ -34,7 +34,7 @@ from pygls.workspace import TextDocument
 from urllib.parse import unquote
 
 from .. import __version__
-from ..project.check import CheckOptions, FileSettings, check_source, links_for, settings_for, tune_gc
+from ..project.check import CheckOptions, FileSettings, check_source, links_for, project_index, settings_for, tune_gc
 from ..engine.parse import ParseCache
 from ..engine.fix import add_imports, apply_fixes
 from .memo import StatementMemo
@@ -42,9 +42,10 @@ from ..project.notebook import Notebook, NotebookError
 from ..engine.registry import all_rules, rule_by_name_or_code
 from ..semantic.index import ProjectIndex
 from ..project.config import ConfigError, Selection, _load_pyproject, find_config, over_size_budget
+from ..core.sourcefile import over_limit
 from ..project.discovery import mentions_tensorflow
 from ..core.docpages import Links
-from ..project.noqa import commentable_rows
+from ..engine.suppressions import Comments
 from ..project.reporters import lsp_diagnostic
 from ..engine.settings import SYNTAX_ERROR_CODE, Stopped
 from ..engine.fix import allowed
@@ -299,7 +300,7 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         index = getattr(self, "_project_index", None)
         if index is None or getattr(self, "_project_root", None) != root:
-            index = self._project_index = ProjectIndex([root])
+            index = self._project_index = project_index([root], self.settings.check_options())
             self._project_root = root
         return index
 
@@ -309,11 +310,13 @@ class KerasfitServer(LanguageServer):
         path = self.path_for(uri)
         project = self.workspace_index()
         data = source.encode("utf-8", "surrogatepass")
-        if not fix and not mentions_tensorflow(data) and not project.imports_framework(path, data):
-            # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
-            return Linted(version, source, FileResult(path, skipped=True), [])
         file_settings, warning = self.file_settings(uri, path)
-        over = over_size_budget(path, len(data), file_settings.max_file_size)
+        cost = over_limit(data, file_settings.max_file_size)
+        if not fix and not mentions_tensorflow(data) and (cost is not None or not project.imports_framework(path, data)):
+            # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report
+            # (one over the size limit is not parsed to find out that it imports them).
+            return Linted(version, source, FileResult(path, skipped=True), [])
+        over = over_size_budget(path, cost, file_settings.max_file_size)
         if over is not None:  # the CLI's size budget: one diagnostic, and no parse of it kept
             self.parse_caches.pop(uri, None)
             return Linted(version, source, FileResult(path, error=over), [],
@@ -950,7 +953,7 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
             "end": {"line": params.range.end.line, "character": params.range.end.character}}
     asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
     lines = E.split_lines(view.text)
-    ok_rows: list[set[int] | None] = []  # rows a comment may end (computed on first need)
+    comments: list[Comments] = []  # the text's comments and the rows one may end (computed on first need)
     actions: list[types.CodeAction] = []
     noqa: list[types.CodeAction] = []
     seen_noqa: set[tuple[str, int]] = set()
@@ -977,7 +980,7 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                     text_edits = [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
                     action.edit = _edit(uri, view.version, text_edits, conv)
                 actions.append(action)
-            line_no = _noqa_line(lsp_d, view.text, ok_rows)
+            line_no = _noqa_line(lsp_d, view.text, comments)
             if line_no is None or d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
                 continue  # a syntax error cannot be suppressed; nor a line no comment may follow
             seen_noqa.add((d.code, line_no))
@@ -986,7 +989,8 @@ async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> lis
                     title=f"Disable {d.code} for this line",
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=[diag],
-                    edit=_edit(uri, view.version, [E.noqa_edit(line_no, lines[line_no], d.code)], conv),
+                    edit=_edit(uri, view.version, [E.noqa_edit(line_no, lines[line_no], d.code,
+                                                               comments[0].column(line_no + 1))], conv),
                 )
             )
     actions.extend(noqa)
@@ -1075,18 +1079,15 @@ def _cached_build_report(path: str, source: str) -> Any:
     return report
 
 
-def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[set[int] | None]) -> int | None:
+def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[Comments]) -> int | None:
     """The 0-based line a noqa comment for the diagnostic goes on, as ``check --add-noqa``
     places it: its first or last line, where Python allows a comment (not after a
-    backslash, not inside a multi-line string); None when neither does. Text that does
-    not tokenize (a cell's magics) keeps the first line."""
+    backslash, not inside a multi-line string); None when neither does."""
     if not memo:
-        memo.append(commentable_rows(text))
-    ok = memo[0]
+        memo.append(Comments.of(text))
+    ok = memo[0].open_rows
     first: int = lsp_d["range"]["start"]["line"]
     last: int = lsp_d["range"]["end"]["line"]
-    if ok is None:
-        return first
     return next((line for line in (first, last) if line + 1 in ok), None)
 
 

@@ -1,0 +1,263 @@
+"""One way to write a file (project/writeback.py): fixed sources, baselines, the report page.
+
+Only over a regular file or where nothing is, never over a file the run checks; owner,
+mode and hard links kept; and a write that a SIGINT, SIGTERM or SIGHUP arrives in finishes
+before the process ends by the signal (issue 30, items 1, 2 and 4)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kfhelpers import BAD, GOOD, kerasfit_argv, run, write
+
+from kerasfit.project.writeback import write_output
+
+STRACE = shutil.which("strace")
+
+
+def _strace_works() -> bool:
+    if STRACE is None:
+        return False
+    try:
+        return subprocess.run([STRACE, "-qq", "-o", os.devnull, "true"], timeout=30).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+needs_strace = pytest.mark.skipif(not _strace_works(), reason="strace (with ptrace allowed) injects the signal")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
+    env.update(NO_COLOR="1", **extra)
+    return env
+
+
+# ---- outputs: what may be written over ------------------------------------------------------
+
+
+def test_an_output_replaces_a_regular_file_keeping_its_mode_and_leaves_no_temporary(tmp_path):
+    f = write(tmp_path / "base.json", "old\n")
+    f.chmod(0o640)
+    assert write_output(f, b"new\r\nline\n") is None
+    assert f.read_bytes() == b"new\r\nline\n"
+    assert stat.S_IMODE(f.stat().st_mode) == 0o640
+    assert os.listdir(tmp_path) == ["base.json"]
+
+
+def test_a_new_output_gets_the_umask_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert write_output(tmp_path / "page.html", b"<html/>") is None
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "page.html").stat().st_mode) == 0o640
+    assert os.listdir(tmp_path) == ["page.html"]
+
+
+def test_an_output_keeps_every_hard_link(tmp_path):
+    f = write(tmp_path / "base.json", "old\n")
+    os.link(f, tmp_path / "other-name.json")
+    assert write_output(f, b"new\n") is None
+    assert (tmp_path / "other-name.json").read_bytes() == b"new\n"
+    assert f.stat().st_nlink == 2 and os.path.samefile(f, tmp_path / "other-name.json")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another owner needs root")
+def test_an_output_keeps_its_owner(tmp_path):
+    f = write(tmp_path / "base.json", "old\n")
+    os.chown(f, 12345, 23456)
+    assert write_output(f, b"new\n") is None
+    st = f.stat()
+    assert (st.st_uid, st.st_gid) == (12345, 23456) and f.read_bytes() == b"new\n"
+
+
+def test_an_output_never_replaces_a_fifo(tmp_path):
+    fifo = tmp_path / "base.json"
+    os.mkfifo(fifo)
+    problem = write_output(fifo, b"{}")
+    assert problem == f"{fifo}: a FIFO, not a regular file; not written"
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["base.json"]
+
+
+def test_an_output_never_replaces_a_device(tmp_path):
+    dev = tmp_path / "null"
+    try:
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers, in a scratch dir
+    except PermissionError:
+        pytest.skip("creating a device node needs CAP_MKNOD")
+    problem = write_output(dev, b"{}")
+    assert problem == f"{dev}: a device, not a regular file; not written"
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+def test_an_output_never_replaces_a_directory_or_follows_a_dangling_link(tmp_path):
+    (tmp_path / "d").mkdir()
+    assert write_output(tmp_path / "d", b"{}") == f"{tmp_path / 'd'}: a directory, not a regular file; not written"
+    (tmp_path / "link").symlink_to(tmp_path / "missing")
+    assert write_output(tmp_path / "link", b"{}") == f"{tmp_path / 'link'}: a symbolic link to a missing file; not written"
+    assert not (tmp_path / "missing").exists()
+
+
+def test_an_output_never_replaces_a_checked_file_or_a_hard_link_to_one(tmp_path):
+    model = write(tmp_path / "model.py", BAD)
+    os.link(model, tmp_path / "base.json")
+    for target in (model, tmp_path / "base.json"):
+        problem = write_output(target, b"{}", [model])
+        assert problem is not None and "one of the files this run checks" in problem
+    assert model.read_text() == BAD
+
+
+# ---- --write-baseline (items 2 and 4) ------------------------------------------------------------
+
+
+def test_write_baseline_over_the_checked_model_is_refused(tmp_path):
+    write(tmp_path / "model.py", BAD)
+    r = run("check", "--no-cache", "model.py", "--write-baseline", "model.py", cwd=tmp_path)
+    assert r.returncode == 2 and "one of the files this run checks" in r.stderr, r
+    assert (tmp_path / "model.py").read_text() == BAD
+
+
+def test_write_baseline_to_a_fifo_is_refused_without_blocking(tmp_path):
+    write(tmp_path / "model.py", BAD)
+    os.mkfifo(tmp_path / "base.json")
+    r = run("check", "--no-cache", "model.py", "--write-baseline", "base.json", cwd=tmp_path)
+    assert r.returncode == 2 and "a FIFO, not a regular file" in r.stderr, r
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "base.json").st_mode)
+
+
+def test_write_baseline_over_a_hard_linked_baseline_keeps_the_links(tmp_path):
+    write(tmp_path / "model.py", BAD)
+    old = write(tmp_path / "base.json", "{}\n")
+    os.link(old, tmp_path / "shared-base.json")
+    r = run("check", "--no-cache", "model.py", "--write-baseline", "base.json", cwd=tmp_path)
+    assert r.returncode == 0, r
+    assert (tmp_path / "shared-base.json").read_text() == old.read_text() != "{}\n"
+    assert old.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file another owner needs root")
+def test_write_baseline_over_a_baseline_of_another_owner_keeps_the_owner(tmp_path):
+    write(tmp_path / "model.py", BAD)
+    old = write(tmp_path / "base.json", "{}\n")
+    os.chown(old, 12345, 23456)
+    r = run("check", "--no-cache", "model.py", "--write-baseline", "base.json", cwd=tmp_path)
+    assert r.returncode == 0, r
+    assert (old.stat().st_uid, old.stat().st_gid) == (12345, 23456) and "KF101" in old.read_text()
+
+
+# ---- signals during a write (item 1) --------------------------------------------------------------
+
+
+@needs_strace
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_during_an_in_place_write_lets_the_write_finish(tmp_path, sig):
+    """A hard-linked file is rewritten in its own inode. strace delivers the signal at the
+    first write(2) into the file: its default action used to end the process before the
+    shorter text was truncated (the new text followed by the old file's tail, which no
+    longer parses)."""
+    f = write(tmp_path / "m.py", BAD + "TAIL = 1\n")
+    os.link(f, tmp_path / "link.py")
+    p = subprocess.run(
+        [STRACE, "-f", "-qq", "-o", os.devnull, "-P", str(f), "-e", "trace=write,pwrite64",
+         "-e", f"inject=write,pwrite64:signal={sig}:when=1",
+         *kerasfit_argv(), "check", "--fix", "--no-cache", "--isolated", str(f)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert p.returncode == -getattr(signal, sig), (p.returncode, p.stderr)  # ended by the signal
+    assert "Traceback" not in p.stderr, p.stderr
+    assert f.read_text() == GOOD + "TAIL = 1\n"
+    assert f.stat().st_nlink == 2
+    assert sorted(os.listdir(tmp_path)) == ["link.py", "m.py"]
+
+
+@needs_strace
+def test_a_signal_while_a_temporary_is_written_removes_it(tmp_path):
+    """A file with one link gets a temporary renamed over it; a SIGTERM when the temporary
+    is synced (written, not yet renamed) used to leave the temporary behind."""
+    f = write(tmp_path / "m.py", BAD)
+    p = subprocess.run(
+        [STRACE, "-f", "-qq", "-o", os.devnull, "-e", "trace=fsync,fdatasync",
+         "-e", "inject=fsync,fdatasync:signal=SIGTERM:when=1",
+         *kerasfit_argv(), "check", "--fix", "--no-cache", "--isolated", str(f)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert p.returncode == -signal.SIGTERM, (p.returncode, p.stderr)
+    assert f.read_text() == GOOD
+    assert os.listdir(tmp_path) == ["m.py"]
+
+
+def test_sigint_ends_a_parallel_check_and_its_workers_by_the_signal(tmp_path):
+    """Ctrl-C reaches the whole process group: the workers end by the signal too, with no
+    KeyboardInterrupt traceback from each of them, and nothing keeps running."""
+    for i in range(12):
+        write(tmp_path / f"m{i}.py", BAD + "".join(f"y{k} = keras.layers.Dense({30 + k})\n" for k in range(400)))
+    p = subprocess.Popen([*kerasfit_argv(), "check", "--no-cache", "-j", "2", "."], cwd=tmp_path,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                         start_new_session=True)
+    time.sleep(2.5)  # past start-up: the workers are checking
+    os.killpg(p.pid, signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGINT, (p.returncode, err[-2000:])
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    time.sleep(0.5)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(p.pid, 0)  # no process of the group is left
+
+
+@pytest.mark.slow
+def test_sigterm_at_every_point_of_a_fix_run_leaves_old_or_new_bytes(tmp_path):
+    """200 files (some hard-linked, so rewritten in place; some long, some short), a
+    SIGTERM sent at a sweep of moments across a whole ``--fix`` run: every file holds its
+    old bytes or its new ones, never a mix, and no temporary is left."""
+    old: dict[str, str] = {}
+    new: dict[str, str] = {}
+    src = tmp_path / "src"
+    for i in range(200):
+        pad = "".join(f"# line {k} of file {i}\n" for k in range((i % 7) * 300))
+        old[f"m{i}.py"] = BAD + pad
+        new[f"m{i}.py"] = GOOD + pad
+    links = tmp_path / "links"
+    links.mkdir()
+
+    def fresh() -> None:
+        shutil.rmtree(src, ignore_errors=True)
+        for name in os.listdir(links):
+            os.unlink(links / name)
+        for name, text in old.items():
+            write(src / name, text)
+            if int(name[1:-3]) % 2:
+                os.link(src / name, links / name)
+
+    cmd = [*kerasfit_argv(), "check", "--fix", "--no-cache", "--isolated", "-j", "2", "."]
+    fresh()
+    t0 = time.monotonic()
+    assert subprocess.run(cmd, cwd=src, capture_output=True, env=_env(), timeout=300).returncode == 0
+    whole = time.monotonic() - t0
+    assert all((src / n).read_text() == t for n, t in new.items())
+    stopped = 0
+    steps = 40
+    for k in range(steps + 1):
+        fresh()
+        p = subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+        time.sleep(whole * 1.1 * k / steps)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate(timeout=300)
+        assert p.returncode in (0, -signal.SIGTERM), (k, p.returncode, err[-2000:])
+        stopped += p.returncode == -signal.SIGTERM
+        for name in old:
+            text = (src / name).read_text()
+            assert text in (old[name], new[name]), (k, name, text[:200])
+            if int(name[1:-3]) % 2:
+                assert os.path.samefile(src / name, links / name), (k, name)
+        assert sorted(os.listdir(src)) == sorted(old), (k, sorted(set(os.listdir(src)) - set(old)))
+    assert stopped >= steps // 2  # the sweep did land inside runs
