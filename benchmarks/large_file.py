@@ -23,12 +23,10 @@ process that only starts it).
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -144,9 +142,19 @@ def _notebook(cells: int) -> str:
     return '{"cells": [' + first + ", " + ", ".join([cell] * cells) + "], " + meta + ', "nbformat": 4, "nbformat_minor": 4}'
 
 
+def _largest(text: Callable[[int], str], n: int) -> int:
+    """The largest count n' <= n of repeated units whose text still counts within the default
+    limit (core.sourcefile.parse_cost)."""
+    from kerasfit.core.sourcefile import parse_cost
+
+    while parse_cost(text(n).encode()).total > DEFAULT_LIMIT:
+        n -= max(1, (parse_cost(text(n).encode()).total - DEFAULT_LIMIT) // 32)
+    return n
+
+
 def _shapes(real: str) -> list[tuple[str, Callable[[Path], str]]]:
     """(what, make(dir) -> the path to check, relative to dir)."""
-    per_line, per_mark = 32, 8  # core.sourcefile: PER_LINE, PER_MARK
+    from kerasfit.core.sourcefile import PER_LINE, PER_MARK
 
     def file(name: str, text: str) -> Callable[[Path], str]:
         def make(d: Path) -> str:
@@ -168,19 +176,38 @@ def _shapes(real: str) -> list[tuple[str, Callable[[Path], str]]]:
     def zero_link(d: Path) -> None:
         (d / "zero.py").symlink_to("/dev/zero")
 
-    lines_at_limit = DEFAULT_LIMIT // per_line - 1
-    args_at_limit = DEFAULT_LIMIT // per_mark - 2
+    def ones(n: int) -> str:
+        return TF + "1\n" * n
+
+    def names(n: int) -> str:
+        return TF + "a\n" * n
+
+    def call(n: int) -> str:
+        return TF + "f(" + "a," * n + ")\n"
+
+    def ints(n: int) -> str:
+        return TF + "x = [" + "1," * n + "]\n"
+
+    def kwargs(n: int) -> str:
+        return TF + "f(" + "a=a," * n + ")\n"
+
+    lines, marks = DEFAULT_LIMIT // PER_LINE, DEFAULT_LIMIT // PER_MARK
+    at_limit = []
+    for what, name, make, most in (("one-character lines", "lines.py", ones, lines),
+                                   ("one-letter names, one a line", "names.py", names, lines),
+                                   ("arguments of one call", "call.py", call, marks),
+                                   ("keyword arguments of one call", "kwargs.py", kwargs, marks // 2),
+                                   ("ints in one list", "list.py", ints, marks)):
+        k = _largest(make, most)
+        at_limit.append((f"at the limit: {k:,} {what}", file(name, make(k))))
     return [
         ("real code, one file", file("real.py", real)),
-        ("200k one-character lines (400 KB)", file("lines.py", TF + "1\n" * 200_000)),
-        ("a call with 1.04M arguments (2.08 MB)", file("call.py", TF + "f(" + "a," * 1_040_000 + ")\n")),
+        ("200k one-character lines (400 KB)", file("lines.py", ones(200_000))),
+        ("a call with 1.04M arguments (2.08 MB)", file("call.py", call(1_040_000))),
         ("a million empty notebook cells", file("cells.ipynb", _notebook(1_000_000))),
         ("an 18 MB generated file in build/, 8 files", tree_with(generated_in_build)),
         ("zero.py -> /dev/zero, 8 files", tree_with(zero_link)),
-        (f"just under the limit: {lines_at_limit:,} one-character lines", file("lines.py", TF + "1\n" * lines_at_limit)),
-        (f"just under the limit: a call with {args_at_limit:,} arguments", file("call.py", "f(" + "a," * args_at_limit + ")\n# tensorflow\n")),
-        (f"just under the limit: {lines_at_limit:,} names", file("names.py", TF + "a\n" * lines_at_limit)),
-        (f"just under the limit: a list of {args_at_limit:,} ints", file("list.py", TF + "x = [" + "1," * args_at_limit + "]\n")),
+        *at_limit,
     ]
 
 

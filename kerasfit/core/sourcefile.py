@@ -7,8 +7,8 @@ opens without blocking, reads only a regular file, and never more than it is all
 :func:`parse_cost` is what a text counts toward ``max-file-size``. A check's peak memory
 is libcst's tree, which grows with tokens and lines, not bytes: real code (about 34 bytes
 a line, one punctuation mark in 10 bytes) peaks near 0.35 KB a byte, a file of
-one-character lines near 4.7 KB a byte, a call with a million one-letter arguments near
-3.4 KB a byte (``benchmarks/large_file.py --shapes``). So a text counts its bytes, but at
+one-character lines near 4.7 KB a byte, a call of one-letter arguments near 3.2 KB a byte
+(``benchmarks/large_file.py --shapes``). So a text counts its bytes, but at
 least ``PER_LINE`` a line and ``PER_MARK`` a punctuation mark: nine real files in ten count
 exactly their bytes, and the limit bounds the peak whatever the text's shape (README).
 """
@@ -19,8 +19,8 @@ import os
 import stat
 from typing import NamedTuple
 
-# 2 MiB of real code (~60,000 lines) peaks near 0.8 GB; a text of any shape that counts
-# 2 MiB, under 2 GB (README, "Big inputs")
+# 2 MiB of real code (~60,000 lines) peaks near 0.7 GB; a text of any shape that counts
+# 2 MiB, under 1.7 GB (README, "Big inputs")
 DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 PER_LINE = 32
 PER_MARK = 8

@@ -8,8 +8,10 @@ ancestor directories (the project root is one of them).
 
 Public API (stable; other branches build on it):
 
-- :class:`ProjectIndex` — ``ProjectIndex(roots=())``; ``roots`` are the paths a check was
-  given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`.
+- :class:`ProjectIndex` — ``ProjectIndex(roots=(), bounds=None)``; ``roots`` are the paths a
+  check was given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`;
+  ``bounds`` (:class:`kerasfit.semantic.treescan.Bounds`): which files may be read, and how
+  much of each (default: any regular file within the default size limit).
   - ``facts(path) -> ModuleFacts | None``: imports, functions, module constants of a file.
   - ``resolve(from_path, raw_dotted) -> Symbol | None``: what an imported dotted name is —
     a framework name (following project modules that re-export ``keras`` / ``layers`` /
