@@ -84,12 +84,14 @@ def generate(lines: int) -> str:
     return HEADER + "".join(UNIT.format(i=i, w=(30, 64, 100, 128)[i % 4]) for i in range(n))
 
 
-def measure(cmd: list[str], cwd: Path) -> tuple[int, float, float, str]:
+def measure(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, float, float, str]:
     """(exit code, wall s, peak RSS MB of the largest process, output) of ``cmd``.
 
     Run under a small Python that starts it and reads RUSAGE_CHILDREN: the largest of the
-    process and every worker it waited for. Output goes to a file (a pipe nobody reads
-    until the child exits would block it)."""
+    process and every worker it waited for. (A process's peak counts the memory of the one
+    that started it, up to its exec: started by a big one, a test process, it would report
+    that one's size.) Output goes to a file (a pipe nobody reads until the child exits
+    would block it)."""
     probe = (
         "import resource, subprocess, sys, time\n"
         "t = time.perf_counter()\n"
@@ -98,7 +100,8 @@ def measure(cmd: list[str], cwd: Path) -> tuple[int, float, float, str]:
         "print(rc, t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
     out = cwd / ".bench-out"
-    done = subprocess.run([sys.executable, "-c", probe, str(out), *cmd], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", probe, str(out), *cmd], cwd=cwd, capture_output=True, text=True,
+                          env=env, timeout=1800)
     rc, wall, kb = done.stdout.split()
     text = out.read_text(errors="replace")
     out.unlink()

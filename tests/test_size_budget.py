@@ -8,7 +8,6 @@ import os
 import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,13 +17,17 @@ from kfhelpers import finding_lines, kerasfit_argv, run, write
 SMALL = "import tensorflow as tf\nx = tf.keras.layers.Dense(30)\n"
 
 
-def _model_file(lines: int) -> str:
+def _bench():  # benchmarks/large_file.py: its generated model file, its measure of peak memory
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
     try:
-        from large_file import generate
+        import large_file
     finally:
         sys.path.pop(0)
-    return generate(lines)
+    return large_file
+
+
+def _model_file(lines: int) -> str:
+    return _bench().generate(lines)
 
 
 def test_file_over_the_budget_is_one_line_and_the_rest_is_checked(tmp_path):
@@ -109,25 +112,11 @@ TREE = "import tensorflow as tf\nfrom tensorflow.keras import layers\n\n\ndef bl
 
 def _measured(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, float, float]:
     """(exit code, stdout + stderr, peak RSS in MB of the largest process, seconds) of a
-    kerasfit run. Started by a small Python that reads RUSAGE_CHILDREN: a process's peak
-    counts the memory of the process that started it until its exec (this test process's,
-    hundreds of MB), so it must be started by a small one; output to a file (a pipe nobody
-    reads would block it)."""
+    kerasfit run (the benchmark's measure: started by a small process)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("KERASFIT_")}
     full.update(env or {})
-    probe = (
-        "import resource, subprocess, sys, time\n"
-        "t = time.monotonic()\n"
-        "rc = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], 'w'), stderr=subprocess.STDOUT)\n"
-        "print(rc, time.monotonic() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-    )
-    out = cwd / ".out"
-    p = subprocess.run([sys.executable, "-c", probe, str(out), *kerasfit_argv(), *args], cwd=cwd, env=full,
-                       capture_output=True, text=True, timeout=600)
-    rc, took, kb = p.stdout.split()
-    text = out.read_text(errors="replace")
-    out.unlink()
-    return int(rc), text, int(kb) / 1024, float(took)
+    rc, took, peak, text = _bench().measure([*kerasfit_argv(), *args], cwd, full)
+    return rc, text, peak, took
 
 
 @pytest.mark.parametrize("shape", ["one-char lines", "million-argument call"])

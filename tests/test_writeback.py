@@ -11,9 +11,7 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -223,7 +221,7 @@ def test_sigterm_at_every_point_of_a_fix_run_leaves_old_or_new_bytes(tmp_path):
     new: dict[str, str] = {}
     src = tmp_path / "src"
     for i in range(200):
-        pad = "".join(f"# line {k} of file {i}\n" for k in range((i % 7) * 300))
+        pad = "".join(f"# line {k} of file {i}\n" for k in range((i % 4) * 1500))
         old[f"m{i}.py"] = BAD + pad
         new[f"m{i}.py"] = GOOD + pad
     links = tmp_path / "links"
@@ -239,17 +237,26 @@ def test_sigterm_at_every_point_of_a_fix_run_leaves_old_or_new_bytes(tmp_path):
                 os.link(src / name, links / name)
 
     cmd = [*kerasfit_argv(), "check", "--fix", "--no-cache", "--isolated", "-j", "2", "."]
+    # one whole run, timed: when the first file is written, and when the run ends
     fresh()
     t0 = time.monotonic()
-    assert subprocess.run(cmd, cwd=src, capture_output=True, env=_env(), timeout=300).returncode == 0
+    p = subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
+    first_write = None
+    while p.poll() is None:
+        if first_write is None and (src / "m0.py").read_text() != old["m0.py"]:
+            first_write = time.monotonic() - t0
+        time.sleep(0.002)
     whole = time.monotonic() - t0
+    assert p.returncode == 0 and first_write is not None
     assert all((src / n).read_text() == t for n, t in new.items())
+    # moments across the run, and densely across its writes
+    moments = [whole * k / 12 for k in range(12)]
+    moments += [first_write * 0.9 + (whole - first_write * 0.9) * k / 24 for k in range(25)]
     stopped = 0
-    steps = 40
-    for k in range(steps + 1):
+    for k, moment in enumerate(moments):
         fresh()
         p = subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
-        time.sleep(whole * 1.1 * k / steps)
+        time.sleep(moment)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=300)
         assert p.returncode in (0, -signal.SIGTERM), (k, p.returncode, err[-2000:])
@@ -260,4 +267,27 @@ def test_sigterm_at_every_point_of_a_fix_run_leaves_old_or_new_bytes(tmp_path):
             if int(name[1:-3]) % 2:
                 assert os.path.samefile(src / name, links / name), (k, name)
         assert sorted(os.listdir(src)) == sorted(old), (k, sorted(set(os.listdir(src)) - set(old)))
-    assert stopped >= steps // 2  # the sweep did land inside runs
+    assert stopped >= len(moments) // 2  # the sweep did land inside runs
+
+
+@pytest.mark.build
+def test_report_html_is_written_like_any_output(tmp_path):
+    """``report --html`` over the model it builds is refused; over a hard-linked page it
+    keeps the links (it used to split them, like the baseline)."""
+    model = write(tmp_path / "model.py", "import keras\n\n\ndef build_model():\n    inp = keras.Input((8,))\n"
+                                         "    return keras.Model(inp, keras.layers.Dense(30)(inp))\n")
+    page = write(tmp_path / "page.html", "old\n")
+    os.link(page, tmp_path / "shared.html")
+
+    def report(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*kerasfit_argv(), "report", "model.py", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=600, env=_env())
+
+    r = report("--html", "page.html")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert (tmp_path / "shared.html").read_text().lstrip().lower().startswith("<!doctype html")
+    assert page.stat().st_nlink == 2
+    before = model.read_text()
+    r = report("--html", "model.py")  # (the build is cached by now)
+    assert r.returncode == 2 and "one of the files this run checks" in r.stderr, r.stderr[-2000:]
+    assert model.read_text() == before

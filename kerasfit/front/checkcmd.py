@@ -10,6 +10,7 @@ from typing import Any
 
 from typer import echo
 
+from ..core.sourcefile import read_regular
 from ..project import reporters
 from ..project.reporters import FORMATS, WriteOptions
 
@@ -214,7 +215,7 @@ def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
         if old is None:
             try:
                 # bytes, not read_text: universal newlines would make every CRLF line differ
-                old = Path(f.filename).read_bytes().decode("utf-8")
+                old = read_regular(f.filename).decode("utf-8")  # (a FIFO swapped in meanwhile never blocks)
             except (OSError, UnicodeDecodeError):
                 continue
         chunks.extend(

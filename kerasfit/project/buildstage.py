@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.sourcefile import read_regular
 from ..core.types import Diagnostic, FileResult
 from ..crosscheck.options import parse_input_shapes
 from ..engine.suppressions import Suppressions
@@ -88,7 +89,7 @@ def run_stage(results: list[FileResult], resolver: Resolver, request: BuildReque
     for res in checked:
         path = Path(res.filename)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular(path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         settings = resolver.settings_for(path)

@@ -660,10 +660,9 @@ def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[lis
     check: each worker asking for them alone recomputed them all (1.6 s CPU per process
     on the 182 keras-io examples). Only where some file's answers need the whole tree's:
     else each worker answers from the few files that decide (``local_files``)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-
-    import multiprocessing
 
     lost: list[int] = []
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_adopt_index, initargs=(index,)) as pool:

@@ -71,9 +71,10 @@ class _Say:
     path: Path
     undone: str  # "not fixed", "not written"
     cannot: str  # "cannot write fixes", "cannot write"
+    during: str  # what the file may have changed during: "checking", "writing"
 
     def changed(self, how: str = "changed") -> str:
-        return f"{self.path}: {how} while {'checking' if self.undone == 'not fixed' else 'writing'}, {self.undone}"
+        return f"{self.path}: {how} while {self.during}, {self.undone}"
 
 
 def write_fixed(path: Path, text: str, snap: Snapshot | None, trees: Sequence[Path] = ()) -> str | None:
@@ -84,7 +85,7 @@ def write_fixed(path: Path, text: str, snap: Snapshot | None, trees: Sequence[Pa
     real = Path(os.path.realpath(path))
     if trees and not any(real.is_relative_to(t) for t in trees):
         return f"{path}: a symbolic link to {real}, outside the checked tree; not fixed"
-    say = _Say(path, "not fixed", "cannot write fixes")
+    say = _Say(path, "not fixed", "cannot write fixes", "checking")
     if snap is None:
         return say.changed()
     return _write(real, text.encode("utf-8"), snap, say)
@@ -95,7 +96,7 @@ def write_output(path: Path, data: bytes, checked: Iterable[str | os.PathLike[st
 
     Only over a regular file (keeping its owner, mode and links) or where nothing is (a new
     file, with the umask's mode), never over one of ``checked`` (the files the run checks)."""
-    say = _Say(path, "not written", "cannot write")
+    say = _Say(path, "not written", "cannot write", "writing")
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -103,7 +104,7 @@ def write_output(path: Path, data: bytes, checked: Iterable[str | os.PathLike[st
             return f"{path}: a symbolic link to a missing file; {say.undone}"
         return _create(Path(os.path.abspath(path)), data, say)
     except OSError as exc:
-        return f"{path}: cannot write: {exc.strerror or exc}; {say.undone}"
+        return f"{path}: {say.cannot}: {exc.strerror or exc}; {say.undone}"
     if not stat.S_ISREG(st.st_mode):
         return f"{path}: {kind_of(st.st_mode)}, not a regular file; {say.undone}"
     for c in checked:
@@ -114,7 +115,7 @@ def write_output(path: Path, data: bytes, checked: Iterable[str | os.PathLike[st
     try:
         old = read_regular(real)
     except OSError as exc:
-        return f"{path}: cannot write: {exc.strerror or exc}; {say.undone}"
+        return f"{path}: {say.cannot}: {exc.strerror or exc}; {say.undone}"
     snap = Snapshot.take(st, old)
     assert snap is not None
     return _write(real, data, snap, say)
