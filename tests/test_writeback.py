@@ -197,12 +197,17 @@ def test_a_signal_while_a_temporary_is_written_removes_it(tmp_path):
 def test_sigint_ends_a_parallel_check_and_its_workers_by_the_signal(tmp_path):
     """Ctrl-C reaches the whole process group: the workers end by the signal too, with no
     KeyboardInterrupt traceback from each of them, and nothing keeps running."""
-    for i in range(12):
-        write(tmp_path / f"m{i}.py", BAD + "".join(f"y{k} = keras.layers.Dense({30 + k})\n" for k in range(400)))
+    for i in range(16):
+        write(tmp_path / f"m{i}.py", BAD + "".join(f"y{k} = keras.layers.Dense({30 + k})\n" for k in range(800)))
     p = subprocess.Popen([*kerasfit_argv(), "check", "--no-cache", "-j", "2", "."], cwd=tmp_path,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
                          start_new_session=True)
-    time.sleep(2.5)  # past start-up: the workers are checking
+    deadline = time.monotonic() + 60
+    while len(_children(p.pid)) < 2:  # the workers are started (and checking, a moment later)
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.02)
+    time.sleep(0.3)
+    assert p.poll() is None
     os.killpg(p.pid, signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == -signal.SIGINT, (p.returncode, err[-2000:])
@@ -210,6 +215,19 @@ def test_sigint_ends_a_parallel_check_and_its_workers_by_the_signal(tmp_path):
     time.sleep(0.5)
     with pytest.raises(ProcessLookupError):
         os.killpg(p.pid, 0)  # no process of the group is left
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat_line = open(f"/proc/{entry}/stat", "rb").read()
+            except OSError:
+                continue
+            if int(stat_line[stat_line.rfind(b")") + 2:].split()[1]) == pid:
+                out.append(int(entry))
+    return out
 
 
 @pytest.mark.slow
