@@ -8,7 +8,8 @@ directory. Measured, each once, on this machine:
 
 - libcst parse-only of every file, in as many processes as kerasfit uses  -- the floor
 - kerasfit cold ``check`` of the corpus (CLI, empty cache, all default rules)
-- kerasfit warm re-run (unchanged files, cache hit)
+- kerasfit warm re-run (unchanged files, cache hit), and the same as a second ``--diff``, and
+  as ``--fix`` once the tree is as ``--fix`` leaves it (fix runs answered from the cache)
 - kerasfit one-file ``check`` end to end (pre-commit's case), and with ``--compare-with`` another
   kerasfit's (an earlier commit's) on the same file, interleaved, for the "within 10%" goal
 - Fixit 2.2 with its built-in rules (``fixit lint``), when installed (``--fixit PATH``)
@@ -238,6 +239,15 @@ def main() -> int:
         tf_loaded = tensorflow_imported(work, files, str(Path(args.kerasfit).with_name("python")) if args.kerasfit
                                         else sys.executable)
 
+        # fix runs answered from the cache (issue 26): a second --diff of the unchanged tree,
+        # and --fix once the tree is as --fix leaves it (last: --fix writes into the corpus)
+        warm_cmd = [*kf, "check", "corpus", *jobs, "--exit-zero"]
+        timed([*warm_cmd, "--diff"], work, env)
+        warm_diff, _ = timed([*warm_cmd, "--diff"], work, env)
+        for _ in range(2):  # the first writes its fixes, the second checks the written files once
+            timed([*warm_cmd, "--fix"], work, env)
+        warm_fix, _ = timed([*warm_cmd, "--fix"], work, env)
+
         fixit = fixit_cpu = None
         fixit_problem = "not installed (pass --fixit PATH to a fixit 2.x executable)"
         if args.fixit:
@@ -260,6 +270,8 @@ def main() -> int:
             "kerasfit_cold_cpu_s": round(cold_cpu, 3),
             "kerasfit_cold_all_rules_s": round(cold_all, 3),
             "kerasfit_warm_s": round(warm, 3),
+            "kerasfit_warm_diff_s": round(warm_diff, 3),
+            "kerasfit_warm_fix_s": round(warm_fix, 3),
             "kerasfit_one_file_s": round(single, 3),
             "compared_one_file_s": round(other, 3) if other is not None else None,
             "python_import_libcst_s": round(floor, 3),
@@ -278,6 +290,8 @@ def main() -> int:
         else:
             print(f"fixit: not measured, so no Fixit ratio: {fixit_problem}")
         print(f"kerasfit check, warm (cache): {warm:7.2f} s   (goal < 0.5 s)")
+        print(f"kerasfit check --diff, again: {warm_diff:7.2f} s   = {warm_diff / warm:.1f}x warm (goal <= 3x); "
+              f"--fix, again: {warm_fix:.2f} s = {warm_fix / warm:.1f}x")
         print(f"kerasfit check, one file:     {single:7.2f} s   (goal < 0.4 s; `python -c 'import libcst'` alone: {floor:.2f} s)")
         if other is not None:
             print(f"  {args.compare_with}, same file: {other:.2f} s: this one is {100 * (single / other - 1):+.0f}% "

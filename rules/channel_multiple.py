@@ -4,7 +4,7 @@ import re
 
 import libcst as cst
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Hashable, NamedTuple
 
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
@@ -17,7 +17,9 @@ from kerasfit.ruleapi import (
     Rule,
     Severity,
     Valid,
+    tensor_core_multiple,
     width_padding,
+    width_speedup,
 )
 from kerasfit.ruleapi.fixes import Replace, keyword_value
 from kerasfit.ruleapi.symbols import (
@@ -63,8 +65,10 @@ class ChannelMultiple(Rule):
     of `Dense`, `tf.layers.dense` and recurrent layers (Keras 1's `nb_filter=` /
     `output_dim=` too), and the output-channel dim of a `tf.nn.conv2d` kernel
     variable — that folds to a constant which is not a
-    multiple of 8. The message says what the dim pads to on the selected target and
-    the share of the padded work that is wasted. A width taken from a list or tuple
+    multiple of 8 (on a GPU: of the tensor cores' multiple for the layer's dtype). The
+    message says what the dim pads to on the selected target and the share of the padded
+    work that is wasted; on a GPU, how much longer kerasfit's GPU cost model takes for
+    such an op than for the rounded width. A width taken from a list or tuple
     literal walked by a loop (`for units in HIDDEN: Dense(units)`, `HIDDEN` maybe a module
     constant) is reported at each element that is not a multiple (1–4 wide ones skipped).
 
@@ -78,8 +82,12 @@ class ChannelMultiple(Rule):
     regression targets). A 1–4 wide layer whose output multiplies another tensor is
     named for what it is instead — a gate (a squeeze-excitation or spatial-attention
     `Conv2D(1, …)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
-    a sum) — an internal layer, also info and never fixed. Sizes that come from a function parameter are skipped:
-    callers may pass another value.
+    a sum) — an internal layer, also info and never fixed. A width that comes from a
+    function parameter is reported with the value each same-file call site passes: at the
+    call site when it passes a literal to a function that builds this one layer (a conv
+    wrapper, where the fix goes), else at the layer; there a 1–4 wide width whose output
+    feeds another conv or dense layer is a narrow internal layer, not a head. Other sizes
+    computed from a parameter are skipped: callers may pass another value.
 
     ## Why is this slow on the accelerator
     The TPU pads the feature dims of every convolution and matmul operand to 8 or
@@ -89,14 +97,17 @@ class ChannelMultiple(Rule):
     wasting up to 22% of those ops. The sizes come from the same padding rule the
     build's simulator uses (`kerasfit.core.types.pad_multiple`), which takes the upper of
     fact 2's two kernel sizes where the pass pads features to the MXU's. Tensor cores
-    want channels divisible by 8 for fp16 and XLA's GPU pass pads them (docs/facts.md#18)
-    — half precision only, so for the `gpu` target a width is reported only where the
-    layer computes in float16/bfloat16: its own `dtype=`, a mixed-precision policy the
-    file or another file of the tree sets (`mixed_precision.set_global_policy(
-    "mixed_float16")`, `keras.config.set_dtype_policy(...)`), or `dtype` in
-    `[tool.kerasfit.build]`; a float32 model gets no `gpu` width finding;
-    Gaudi's matrix engine wants 64/128 (docs/facts.md#17). A multiple of 8 is
-    unpadded in at least one of the two TPU layouts (docs/facts.md#1) and on GPU.
+    want channels in multiples of 16 bytes (docs/facts.md#18): 8 where the layer computes
+    in float16/bfloat16 — its own `dtype=`, a mixed-precision policy the file or another
+    file of the tree sets (`mixed_precision.set_global_policy("mixed_float16")`,
+    `keras.config.set_dtype_policy(...)`), or `dtype` in `[tool.kerasfit.build]` — and 4
+    in float32 (TF32). Off it, kerasfit's own GPU measurements find the whole training
+    step 1.3–2.2× slower (30 → 32 filters: 1.79× in bfloat16, 1.30× in float32;
+    docs/facts.md#27): XLA pads a 16-bit op's operands and slices its result through HBM,
+    and a float32 op loses TF32. The figure in the message is the GPU cost model's, the
+    one the build report times ops with (`kerasfit.core.gpumodel`). Gaudi's matrix
+    engine wants 64/128 (docs/facts.md#17). A multiple of 8 is unpadded in at least one
+    of the two TPU layouts (docs/facts.md#1) and on a GPU.
 
     ## Example
     ```python
@@ -174,16 +185,72 @@ class ChannelMultiple(Rule):
         "if __name__ == '__main__':\n"
         "    inp = keras.Input((32,))\n"
         "    keras.Model(inp, keras.layers.Dense(100)(inp)).summary()\n",
-        # float32 (Keras's default policy): a GPU does not pad the width (docs/facts.md#18)
-        Valid("import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n", target="gpu"),
+        # float32 (Keras's default policy): TF32 tensor cores take multiples of 4 (docs/facts.md#18)
+        Valid("import keras\nx = keras.layers.Conv2D(60, 3, padding='same')(x)\n", target="gpu"),
         Valid(
             "import keras\nkeras.config.set_dtype_policy('mixed_float16')\n"
-            "x = keras.layers.Conv2D(30, 3, dtype='float32')(x)\n",
+            "x = keras.layers.Conv2D(60, 3, dtype='float32')(x)\n",
             target="gpu",
         ),
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
     )
     INVALID = (
+        # a 1-wide gate that scales another tensor in place (a shared expert's gate in an MoE)
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class SharedExpert(keras.layers.Layer):
+                def __init__(self, dim):
+                    super().__init__()
+                    self.dense = keras.layers.Dense(dim)
+                    self.gate = keras.layers.Dense(1, use_bias=False)
+
+                def call(self, x):
+                    out = self.dense(x)
+                    out *= ops.sigmoid(self.gate(x))
+                    return out
+            """,
+            message_contains="is a gate (squeeze-excitation style",
+            at=Range(8, 39, 8, 40),
+        ),
+        # a width passed by name through two functions: reported at the layer; 4 wide, but its
+        # output feeds another conv, so a narrow internal layer, not an output head
+        Invalid(
+            """
+            from keras import layers
+
+            def encoder(inputs, ff_dim):
+                x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(inputs)
+                x = layers.Dropout(0.1)(x)
+                return layers.Conv1D(filters=64, kernel_size=1)(x)
+
+            def build(inputs, ff_dim):
+                return encoder(inputs, ff_dim)
+
+            out = build(features, ff_dim=4)
+            """,
+            message_contains="a narrow internal layer (its output feeds `Conv1D`)",
+            at=Range(4, 30, 4, 36),
+        ),
+        # a literal handed to a block of many layers: its output head is reported at the layer
+        Invalid(
+            """
+            import keras
+
+            def coupling(input_shape):
+                inp = keras.layers.Input(shape=input_shape)
+                h = keras.layers.Dense(256, activation="relu")(inp)
+                h = keras.layers.Dense(256, activation="relu")(h)
+                out = keras.layers.Dense(input_shape, activation="linear")(h)
+                return keras.Model(inp, out)
+
+            layers_list = [coupling(2) for _ in range(6)]
+            """,
+            message_contains="`coupling(..., input_shape=2)` builds a `Dense` with 2 units",
+            at=Range(7, 29, 7, 40),
+        ),
         # Dense widths from a module-level constant list, walked in a loop
         Invalid(
             """
@@ -238,8 +305,18 @@ class ChannelMultiple(Rule):
             "x = tf.keras.layers.Dense(units=104)(x)\n",
             unsafe=True,
             target="gpu",
-            message_contains="pad to 104 on gpu (4%",
+            message_contains="miss the tensor cores' multiple of 8 in float16 on gpu: ≈5.7× the time per matmul of 104",
             at=Range(3, 32, 3, 35),
+        ),
+        # float32 too, at TF32's multiple of 4 (docs/facts.md#18, #27)
+        Invalid(
+            "import keras\nx = keras.layers.Conv2D(30, 3, padding='same')(x)\n",
+            expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, padding='same')(x)\n",
+            unsafe=True,
+            target="gpu",
+            message_contains="miss the tensor cores' multiple of 4 in float32 on gpu: ≈4.3× the time per "
+                             "convolution of 32 in kerasfit's GPU model",
+            at=Range(2, 24, 2, 26),
         ),
         Invalid(
             "import keras\nx = keras.layers.Conv2D(30, 3, dtype='mixed_bfloat16')(x)\n",
@@ -407,6 +484,7 @@ class ChannelMultiple(Rule):
     def __init__(self, ctx: SemanticModel) -> None:
         super().__init__(ctx)
         self._facts: dict[int, _ScopeFacts] = {}  # per function (a cache: one walk of each)
+        self._wrappers: dict[int, tuple[cst.FunctionDef, bool]] = {}  # per function: builds one layer
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.names.call_name(node)
@@ -427,34 +505,34 @@ class ChannelMultiple(Rule):
                 self._check_kernel(node, name, arg.value)
 
     # ---- checks -------------------------------------------------------------
-    def _unpadded_here(self, layer: cst.Call | None) -> bool:
-        """A GPU pads only half-precision widths (docs/facts.md#18): in a float32 model
-        (no mixed-precision policy, no half `dtype=`, no `dtype` setting) there is
-        nothing to report for the `gpu` target."""
-        return self.ctx.target.family == "gpu" and compute_dtype(self.ctx, layer) == "float32"
+    def _multiple(self, layer: cst.Call | None) -> int:
+        """What a width must be a multiple of here: the target's, or on a GPU the tensor
+        cores' for the layer's compute dtype (docs/facts.md#18): 8 for float16/bfloat16, 4
+        for float32 (TF32)."""
+        if self.ctx.target.family == "gpu":
+            return tensor_core_multiple(compute_dtype(self.ctx, layer))
+        return self.ctx.target.channel_multiple
 
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
-        if self._unpadded_here(call):
-            return
         if isinstance(expr, cst.Name):
             b = self.ctx.scopes.lookup(expr.value, at=expr)
             fn = self.ctx.scopes.enclosing_function(call)
             if b is not None and b.kind == "param" and fn is not None:
-                self._check_call_sites(call, name, fn, expr.value, unit)
+                self._check_call_sites(call, name, fn, expr, unit)
                 return
         v = self.ctx.values.int_const(expr)
         if v is None:
             self._check_iterated(call, name, expr, unit)
             return
-        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v <= 0 or v % self._multiple(call) == 0:
             return
         if depends_on_param(self.ctx, expr):
             return
         short = label(name)
-        pad, rounded, waste = self._numbers(v)
+        fate = self._fate(v, call, name in CONV_LAYERS)
         if v == 1:
             unit = unit[:-1]
-        where = f"{v} {unit} pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        where = f"{v} {unit} {fate.says}"
         inner = _weighing_layer(self.ctx, call) if v <= 4 else None
         if inner is not None:
             self.report(
@@ -471,15 +549,12 @@ class ChannelMultiple(Rule):
                 severity=Severity.INFO,
             )
             return
-        advice = f"round up to {rounded} (a multiple of {self.ctx.target.channel_multiple})"
-        high = int(pad.rsplit(" ", 1)[-1])
-        if high != rounded:
-            advice += f", or {high} to fill the MXU"
+        advice = f"round up to {fate.rounded} (a multiple of {fate.multiple}){fate.fill}"
         if isinstance(expr, cst.Integer):
             self.report(
                 expr,
                 f"`{short}`: {where}; {advice}",
-                fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))),
+                fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))),
             )
             return
         src = dotted_name(expr)
@@ -490,53 +565,84 @@ class ChannelMultiple(Rule):
         """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
         reported (and fixed) at the element."""
         elements = self.ctx.values.iterated_elements(expr)
-        m = self.ctx.target.channel_multiple
+        m = self._multiple(call)
         for el in elements or ():
             v = self.ctx.values.int_const(el)
             if v is None or v <= 4 or v % m == 0:
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
-            pad, rounded, waste = self._numbers(v)
+            fate = self._fate(v, call, name in CONV_LAYERS)
             src = self.ctx.module.code_for_node(expr)
-            where = (f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which pad to {pad} on "
-                     f"{self.ctx.target.name} ({waste}% of the padded work wasted)")
-            high = int(pad.split()[-1])
-            advice = f"round up to {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-            fix = self.make_fix(Replace(el, cst.Integer(str(rounded)))) if isinstance(el, cst.Integer) else None
+            where = f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which {fate.says}"
+            advice = f"round up to {fate.rounded} (a multiple of {m}){fate.fill}"
+            fix = self.make_fix(Replace(el, cst.Integer(str(fate.rounded)))) if isinstance(el, cst.Integer) else None
             self.report(el, f"{where}; {advice}", fix=fix, once=True)
 
-    def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, param: str, unit: str) -> None:
-        """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the
-        width is decided at each same-file call site, so report (and fix) there."""
-        if self._unpadded_here(call):
-            return
-        m = self.ctx.target.channel_multiple
+    def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, width: cst.Name, unit: str) -> None:
+        """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the width is
+        decided at each same-file call site. A literal handed to a function that builds this
+        one layer (a conv wrapper) is reported (and fixed) at the call site; a width a call
+        site passes by name (a constant, its own parameter), or to a block of many layers
+        (``Coupling(2)``, whose output head is one of ten), is reported at the layer."""
+        m = self._multiple(call)
         short = label(name)
+        param = width.value
+        cls = self.ctx.scopes.enclosing_class(fn) if fn.name.value == "__init__" else None
+        who = cls.name.value if cls is not None else fn.name.value  # a class is called by its name
+        feeds: str | None = None  # the layer a narrow one feeds (asked once, only if needed)
         for pv in self.ctx.values.param_values(fn, param):
             v = pv.const
             if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
                 continue
             if v <= 0 or v % m == 0:
                 continue
-            pad, rounded, waste = self._numbers(v)
-            where = (
-                f"`{fn.name.value}(..., {param}={v})` builds a `{short}` with {v} {unit} that pad to {pad} "
-                f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
-            )
-            if v <= 4 or _SEMANTIC_SIZE.search(param):
-                self.report(pv.value, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=True)
+            fate = self._fate(v, call, name in CONV_LAYERS)
+            where = f"`{who}(..., {param}={v})` builds a `{short}` with {v} {unit} that {fate.says}"
+            if v <= 4 and feeds is None:
+                feeds = _feeds_layer(self.ctx, call) or ""
+            at: cst.BaseExpression = width
+            # at the layer: one finding per value of the parameter, at the first layer it sizes
+            once: Hashable = (who, param, v)
+            if isinstance(pv.value, cst.Integer) and self._one_layer(fn):
+                at, once = pv.value, True
+            if (v <= 4 and not feeds) or _SEMANTIC_SIZE.search(param):
+                self.report(at, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=once)
                 continue
-            high = int(pad.rsplit(" ", 1)[-1])
-            advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-            if isinstance(pv.value, cst.Integer):
-                self.report(pv.value, f"{where}; {advice}", fix=self.make_fix(Replace(pv.value, cst.Integer(str(rounded)))),
-                            once=True)
+            advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
+            if feeds:
+                where += f"; a narrow internal layer (its output feeds `{feeds}`), not an output head"
+            if at is pv.value:
+                fix = self.make_fix(Replace(pv.value, cst.Integer(str(fate.rounded))))
+                self.report(at, f"{where}; {advice}", fix=fix, once=once)
             else:
-                self.report(pv.value, f"{where}; {advice}", once=True)
+                self.report(at, f"{where}; {advice} (not auto-fixed: the value is set where `{who}` is called)",
+                            once=once)
+
+    def _one_layer(self, fn: cst.FunctionDef) -> bool:
+        """Whether ``fn`` builds one conv or dense layer (a wrapper, maybe picking it in
+        branches), not a block of them: no model, at most one such layer outside branches."""
+        key = id(fn)
+        hit = self._wrappers.get(key)
+        if hit is None or hit[0] is not fn:
+            names = self.ctx.names
+            calls = [c for c in walk(fn.body) if isinstance(c, cst.Call)]
+            model = any(names.call_name(c) in MODEL_CONSTRUCTORS for c in calls)
+            straight = sum(1 for c in calls if names.call_name(c) in _LAYERS and not self._branched(c, fn))
+            hit = self._wrappers[key] = (fn, not model and straight <= 1)
+        return hit[1]
+
+    def _branched(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
+        """Whether ``node`` sits under an ``if`` of ``fn``."""
+        for a in reversed(self.ctx.scopes.ancestors(node)):
+            if a is fn:
+                return False
+            if isinstance(a, cst.If):
+                return True
+        return False
 
     def _check_factory(self, call: cst.Call) -> None:
         """``NanoConv2D_BN_Relu6(150, (1, 1))``: a project factory (this file or another of
         the tree) that forwards a literal width to the conv or dense layer it builds."""
-        m = self.ctx.target.channel_multiple
+        m = self._multiple(None)
         # only a literal that is off the multiple can be reported: ask nothing otherwise
         if not any(
             type(a.value) is cst.Integer and not a.star and (self.ctx.values.int_const(a.value) or 0) % m
@@ -544,7 +650,7 @@ class ChannelMultiple(Rule):
         ):
             return
         layer = self.ctx.layers.built_layer(call)
-        if layer is None or self._unpadded_here(None):
+        if layer is None:
             return
         name = canonical(layer.name)
         spec = _LAYERS.get(name)
@@ -554,7 +660,6 @@ class ChannelMultiple(Rule):
         if not isinstance(width, frozenset) or len(width) != 1:
             return
         v = next(iter(width))
-        m = self.ctx.target.channel_multiple
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % m == 0:
             return
         # the call-site argument the width came from: the one literal that folds to it
@@ -564,28 +669,24 @@ class ChannelMultiple(Rule):
         expr = sites[0].value
         factory = layer.via[0]
         unit = "units" if name in DENSE_LAYERS else "filters"
-        pad, rounded, waste = self._numbers(v)
-        where = (
-            f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that pad to {pad} "
-            f"on {self.ctx.target.name} ({waste}% of the padded work wasted)"
-        )
+        fate = self._fate(v, None, name in CONV_LAYERS)
+        where = f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that {fate.says}"
         head = self._head_reason(call, expr, v)
         if head is not None:
             self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO, once=True)
             return
-        high = int(pad.rsplit(" ", 1)[-1])
-        advice = f"pass {rounded} (a multiple of {m})" + (f", or {high} to fill the MXU" if high != rounded else "")
-        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(rounded)))), once=True)
+        advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
+        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))), once=True)
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
-        if not shape or len(shape) < 3 or self._unpadded_here(None):
+        if not shape or len(shape) < 3:
             return
         v = shape[_NN_CONVS[name]]
-        if v <= 0 or v % self.ctx.target.channel_multiple == 0:
+        if v <= 0 or v % self._multiple(None) == 0:
             return
-        pad, rounded, waste = self._numbers(v)
-        where = f"pad to {pad} on {self.ctx.target.name} ({waste}% of the padded work wasted)"
+        fate = self._fate(v, None, True)
+        rounded, where = fate.rounded, fate.says
         short = label(name)
         if v <= 4:
             self.report(
@@ -600,20 +701,30 @@ class ChannelMultiple(Rule):
             "(not auto-fixed: its bias and the next kernel's input dim must change too)",
         )
 
-    def _numbers(self, v: int) -> tuple[str, int, int]:
-        """(what it pads to, the rounded width, % wasted at the larger padding).
+    def _fate(self, v: int, layer: cst.Call | None, conv: bool) -> _Fate:
+        """What the target does with a width off its multiple, in words, and the width to use.
 
-        The sizes come from the padding rule the build's simulator uses
+        TPU and Gaudi: the sizes come from the padding rule the build's simulator uses
         (``kerasfit.core.types.width_padding``): on a TPU a width pads to the small multiple
-        in some passes of a step and to the MXU's in the others (docs/facts.md#1–3);
-        a GPU or Gaudi pads in 16-bit (docs/facts.md#17, #18).
+        in some passes of a step and to the MXU's in the others (docs/facts.md#1–3), Gaudi
+        in 16-bit (docs/facts.md#17). GPU: the tensor cores want the multiple of the layer's
+        compute dtype (docs/facts.md#18), and the figure is the GPU cost model's, the
+        build report's (``kerasfit.core.gpumodel.width_speedup``, docs/facts.md#27).
         """
         target = self.ctx.target
-        m = target.channel_multiple
-        low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
+        m = self._multiple(layer)
         rounded = -(-v // m) * m
+        if target.family == "gpu":
+            dtype = compute_dtype(self.ctx, layer)
+            _, speedup = width_speedup(target, v, dtype, conv)
+            kind = "convolution" if conv else "matmul"
+            says = (f"miss the tensor cores' multiple of {m} in {dtype} on {target.name}: ≈{speedup:.1f}× "
+                    f"the time per {kind} of {rounded} in kerasfit's GPU model (docs/facts.md#27)")
+            return _Fate(m, rounded, says, "")
+        low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
         pad = f"{low} or {high}" if low != high else str(high)
-        return pad, rounded, round(100 * (high - v) / high)
+        says = f"pad to {pad} on {target.name} ({round(100 * (high - v) / high)}% of the padded work wasted)"
+        return _Fate(m, rounded, says, f", or {high} to fill the MXU" if high != rounded else "")
 
     # ---- output-head detection ------------------------------------------------
     def _head_reason(self, call: cst.Call, expr: cst.BaseExpression, v: int) -> str | None:
@@ -684,6 +795,16 @@ class ChannelMultiple(Rule):
 
 
 
+class _Fate(NamedTuple):
+    """A width off the multiple: the multiple, the width rounded up to it, what the target
+    does with it (a phrase after the width), and a wider choice that fills the MXU."""
+
+    multiple: int
+    rounded: int
+    says: str
+    fill: str
+
+
 # names passed to a head op, whether the scope builds a model, its last layer call
 _ScopeFacts = tuple[set[str], bool, "cst.Call | None"]
 
@@ -729,6 +850,52 @@ def _weighing_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
     return None
 
 
+def _feeds_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
+    """The conv or dense layer a layer's output goes into (``x = Conv1D(4, 1)(h); x =
+    Dropout(r)(x); Conv1D(64, 1)(x)``), through up to three other layer applications, as the
+    finding names it, or the next layer of the ``Sequential([...])`` list it is in; else None."""
+    nxt = _next_in_sequential(ctx, layer)
+    if nxt is not None:
+        return nxt
+    for app in _applications(ctx, layer):
+        found = _next_layer(ctx, app, 0)
+        if found is not None:
+            return found
+    return None
+
+
+def _next_in_sequential(ctx: SemanticModel, layer: cst.Call) -> str | None:
+    """``Sequential([Dense(4), Dense(64)])``: the conv or dense layer right after ``layer``."""
+    el = ctx.scopes.parent(layer)
+    seq = ctx.scopes.parent(el) if isinstance(el, cst.Element) else None
+    arg = ctx.scopes.parent(seq) if isinstance(seq, (cst.List, cst.Tuple)) else None
+    call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or ctx.names.call_name_anywhere(call) != "keras.Sequential":
+        return None
+    items = [e.value for e in seq.elements]  # type: ignore[union-attr]
+    i = next((k for k, v in enumerate(items) if v is layer), len(items))
+    after = items[i + 1] if i + 1 < len(items) else None
+    name = ctx.names.call_name_anywhere(after) if isinstance(after, cst.Call) else None
+    return label(name) if name in _LAYERS else None
+
+
+def _next_layer(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> str | None:
+    if depth > 3:
+        return None
+    for n in uses_of(ctx, expr) or ():
+        arg = ctx.scopes.parent(n)
+        call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
+        if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Call):
+            continue  # only a layer application: ``Layer(..)(x)``
+        name = ctx.names.call_name_anywhere(call)
+        if name in _LAYERS:
+            return label(name)
+        found = _next_layer(ctx, call, depth + 1) if name is not None else None
+        if found is not None:
+            return found
+    return None
+
+
 def _applications(ctx: SemanticModel, layer: cst.Call) -> list[cst.Call]:
     parent = ctx.scopes.parent(layer)
     if isinstance(parent, cst.Call) and parent.func is layer:
@@ -747,6 +914,8 @@ def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, softmax: bool,
     parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
         return _kind(softmax)
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.MultiplyAssign):
+        return _kind(softmax)  # ``out *= ops.sigmoid(gate(x))``
     if isinstance(parent, (cst.Element, cst.Arg)):
         holder = ctx.scopes.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])

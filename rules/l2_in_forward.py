@@ -17,6 +17,7 @@ from kerasfit.ruleapi.symbols import (
     WEIGHT_REGULARIZER_ARGS,
 )
 from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg
+from kerasfit.ruleapi.values import depends_on_param
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
@@ -40,15 +41,17 @@ class L2InForward(Rule):
     `kernel_regularizer=l2(...)` (also as a kwargs dict entry `{'kernel_regularizer': l2(...)}`
     or `kwargs['bias_regularizer'] = l2(...)`), `regularizers.L2(...)`, `'l2'`, `l1_l2`,
     `tf.contrib.layers.l2_regularizer` / slim's (also as a `slim.arg_scope` default
-    `weights_regularizer=`; a factory bound to another name, `reg = regularizers.l2`, counts)
+    `weights_regularizer=`; a factory bound to another name, `reg = regularizers.l2`, counts;
+    given to a layer of a library kerasfit does not name, such as `keras_hub.layers.*` or a
+    pruning library's conv, too)
     (on kernels, biases, depthwise/pointwise,
     recurrent, embedding and batch-norm weights, Keras 1's `W_regularizer` /
     `b_regularizer` / `U_regularizer` included; `activity_regularizer` is left
     alone — it penalizes activations, which no optimizer setting can replace).
 
     A coefficient that is a parameter or a setting (`l2(l2_weight)`, `l2(params["wd"])`) is
-    named, not folded from a default that callers override: the penalty costs the same
-    whatever the number. `tf.nn.l2_loss` counts over a variable collection, a filtered copy
+    named, not folded from a default that callers override (a `weight_decay=0.` default
+    included): the penalty costs the same whatever the number. `tf.nn.l2_loss` counts over a variable collection, a filtered copy
     of one under any name, or a concat of the flattened variables.
 
     Every occurrence is its own finding, with its own line and `# noqa`: an inline
@@ -142,8 +145,63 @@ class L2InForward(Rule):
             return None
         x = layers.Dense(8, kernel_regularizer=l2(1e-4))(x)
         """,
+        # a coefficient of 0 written out disables the regularizer (contrib's returns None)
+        """
+        import tensorflow.compat.v1 as tf
+        from sparse_layers import sparse_conv2d
+
+        def conv(x):
+            return sparse_conv2d(x, 64, kernel_regularizer=tf.contrib.layers.l2_regularizer(0.0))
+        """,
+        # a library layer given an L1 penalty only
+        """
+        import keras
+        import keras_hub
+
+        emb = keras_hub.layers.ReversibleEmbedding(1000, 64, embeddings_regularizer=keras.regularizers.L1(1e-5))
+        """,
     )
     INVALID = (
+        # a layer of a library kerasfit does not name, given a framework L2 regularizer
+        Invalid(
+            """
+                import keras
+                import keras_hub
+
+                emb = keras_hub.layers.ReversibleEmbedding(
+                    input_dim=1000, output_dim=64, embeddings_regularizer=keras.regularizers.l2(0.001))
+                """,
+            message_contains="`embeddings_regularizer=keras.regularizers.l2(0.001)` adds 0.001·Σw²",
+            at=Range(5, 58, 5, 86),
+        ),
+        # a shared regularizer whose coefficient is a parameter with a 0 default that callers
+        # override (a TPU model_fn passes the flag), given to a pruning library's conv
+        Invalid(
+            """
+                from tensorflow.contrib import layers as contrib_layers
+                from pruning_layers import sparse_conv2d
+
+                def conv(inputs, filters, weight_decay=0.):
+                    kernel_regularizer = contrib_layers.l2_regularizer(weight_decay)
+                    return sparse_conv2d(x=inputs, units=filters, kernel_size=[3, 3], kernel_regularizer=kernel_regularizer)
+                """,
+            message_contains="coefficient from `weight_decay`",
+            at=Range(5, 25, 5, 68),
+        ),
+        # the penalties added in a TPU model_fn whose file reads `tf` without binding it (an
+        # export that dropped its import): `tf` is TensorFlow
+        Invalid(
+            """
+                from tensorflow.contrib.tpu.python.tpu import tpu_estimator
+
+                def model_fn(features, labels, mode, params):
+                    cross_loss = tf.losses.softmax_cross_entropy(labels, features)
+                    loss = cross_loss + tf.losses.get_regularization_loss()
+                    return tpu_estimator.TPUEstimatorSpec(mode, loss=loss)
+                """,
+            message_contains="`tf.losses.get_regularization_loss()` adds every layer's regularization penalty",
+            at=Range(5, 24, 5, 59),
+        ),
         # over a filtered copy of the trainable variables, kept under a name that says nothing
         Invalid(
             """
@@ -371,6 +429,10 @@ class L2InForward(Rule):
             if isinstance(node.func, cst.Name) and node.func.value == "sum" and node.args:
                 if self.ctx.scopes.lookup("sum", at=node) is None:
                     self._check_losses_sum(node, node.args[0].value)
+            # a layer of a library kerasfit does not name (``keras_hub.layers.ReversibleEmbedding``,
+            # a pruning library's ``sparse_conv2d``) given a framework L2 regularizer
+            if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
+                self._collect_regularizers(node)
             return
         if name == "tf.nn.l2_loss":
             self._check_l2_loss(node)
@@ -556,7 +618,7 @@ class L2InForward(Rule):
                     and arg.keyword.value in WEIGHT_REGULARIZER_ARGS):
                 continue
             call = idx.parent.get(id(arg))
-            if not isinstance(call, cst.Call) or ctx.names.call_name_anywhere(call) is None:
+            if not isinstance(call, cst.Call):
                 continue
             b = ctx.scopes.lookup(name, scopes)
             if b is None or b.value is not value:
@@ -600,7 +662,11 @@ class L2InForward(Rule):
             return (0.01, factor) if name == "keras.regularizers.l2" else (None, factor)
         lam = self.ctx.values.const(arg.value)
         if isinstance(lam, (int, float)) and not isinstance(lam, bool):
-            return None if lam == 0 else (float(lam), factor)
+            if lam == 0:
+                # ``l2_regularizer(weight_decay)`` with ``weight_decay=0.`` a default callers
+                # override (a TPU model_fn passes the flag): the penalty is there all the same
+                return (None, factor) if depends_on_param(self.ctx, arg.value) else None
+            return float(lam), factor
         return None, factor
 
 

@@ -4,7 +4,7 @@ import libcst as cst
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import FixSpec, insert_keyword
-from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
+from kerasfit.ruleapi.roles import is_tf_data_chain, reaches_evaluation
 from kerasfit.ruleapi.syntax import get_arg
 
 # method -> positional index of drop_remainder
@@ -28,10 +28,14 @@ class NoDropRemainder(Rule):
 
     Not flagged: any explicit `drop_remainder=` (including a variable such as
     `is_training`), `.batch` on objects that are not `tf.data` datasets, and datasets
-    that only feed evaluation or prediction (`val_ds`, `eval_input_fn`,
-    `predict_input_fn`, the not-training branch of `if is_training:`): dropping their
-    last batch would skip examples and change the metric or the predictions, so the
-    trade-off is not the linter's to make.
+    that may feed evaluation or prediction (`val_ds`, `eval_input_fn`,
+    `predict_input_fn`, the not-training branch of `if is_training:`, a dataset handed to
+    `.predict(...)`, `.evaluate(...)` or `validation_data=`), including one made by a
+    helper that evaluation shares: the helper's callers in the file are followed, so the
+    batching helper behind a model's `fit`, `evaluate` and `predict`, or the one that
+    also batches the test set whose predictions are written out, is left alone. Dropping
+    their last batch would skip examples and change the metric or the predictions, so
+    the trade-off is not the linter's to make.
 
     ## Why is this slow on the accelerator
     Without `drop_remainder=True` the batch dimension is unknown (`None`): the last,
@@ -50,7 +54,11 @@ class NoDropRemainder(Rule):
     ```
 
     ## Fix safety
-    Unsafe: each epoch drops up to `batch_size - 1` training examples.
+    Unsafe: each pass over the data drops its last (dataset size mod batch size)
+    examples — up to `batch_size - 1` — the same ones every epoch unless the data is
+    shuffled before batching (then different ones each epoch). The finding says which,
+    with the batch size where it is the same at every run (not a flag's default), and
+    says that nothing is dropped where the data repeats without end before the batch.
 
     ## References
     docs/facts.md#24; Cloud TPU performance guide and Keras TPU guide ("static shapes").
@@ -129,6 +137,28 @@ class NoDropRemainder(Rule):
                 ds = ds.batch(64)
             return ds
         """,
+        # a batching helper that a model's fit, evaluate and predict share
+        """
+        import keras
+        import tensorflow as tf
+
+        def _to_dataset(x, y, batch_size):
+            ds = tf.data.Dataset.from_tensor_slices((x, y))
+            return ds.batch(batch_size or 32)
+
+        class Task(keras.Model):
+            def fit(self, x, y, batch_size=None, **kwargs):
+                return super().fit(_to_dataset(x, y, batch_size), **kwargs)
+
+            def predict(self, x, batch_size=None, **kwargs):
+                return super().predict(_to_dataset(x, None, batch_size), **kwargs)
+        """,
+        # a dataset handed to predict(): the predictions of its last examples are kept
+        """
+        import tensorflow as tf
+        ds = tf.data.Dataset.from_tensor_slices(images).map(resize).batch(64)
+        predictions = model.predict(ds)
+        """,
     )
     INVALID = (
         Invalid(
@@ -140,8 +170,23 @@ class NoDropRemainder(Rule):
             import tensorflow as tf
             ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128, drop_remainder=True)
             """,
+            message_contains="the last (dataset size mod 128) examples of each pass (up to 127), different ones each epoch",
             unsafe=True,
             at=Range(2, 62, 2, 67),
+        ),
+        # repeated without end before the batch: nothing is dropped, the shape still is dynamic
+        Invalid(
+            """
+            import tensorflow as tf
+            ds = tf.data.TFRecordDataset(files).repeat().batch(128)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+            ds = tf.data.TFRecordDataset(files).repeat().batch(128, drop_remainder=True)
+            """,
+            message_contains="drops nothing here: the data repeats without end before it is batched",
+            unsafe=True,
+            at=Range(2, 45, 2, 50),
         ),
         # a chain split over lines
         Invalid(
@@ -270,24 +315,41 @@ class NoDropRemainder(Rule):
                 return
             if self.ctx.names.raw_name(func) is not None:
                 return  # tf.data.Dataset.batch(ds, n) style or a module function: rare, skip
-            if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
+            if not is_tf_data_chain(self.ctx, node) or reaches_evaluation(self.ctx, node):
                 return
             what = f"`.{func.attr.value}(...)`"
             at: cst.CSTNode = func.attr  # a chain spans many lines: point at the method
+            size = get_arg(node, "batch_size", 0)
         else:
             name = self.ctx.names.call_name(node)
             if name not in _MAP_AND_BATCH:
                 return
-            if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or feeds_evaluation(self.ctx, node):
+            if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or reaches_evaluation(self.ctx, node):
                 return
             what = "`map_and_batch(...)`"
             at = node
+            size = get_arg(node, "batch_size", 1)
         self.report(
             at,
             f"{what} without `drop_remainder=True`: the last partial batch makes the batch dim dynamic, "
-            "so the TPU step is compiled again for it; drop it for static shapes",
+            f"so the TPU step is compiled again for it; {self._dropped(node, size)}",
             fix=self._fix(node),
         )
+
+    def _dropped(self, node: cst.Call, size: cst.Arg | None) -> str:
+        """What ``drop_remainder=True`` drops here, in the message's words."""
+        chain = self.ctx.values.call_chain(node)
+        before = [c.func.attr.value for c in chain[:-1] if isinstance(c.func, cst.Attribute)]
+        if "repeat" in before and not next(c for c in chain if isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat").args:
+            return "`drop_remainder=True` makes it static and drops nothing here: the data repeats without end before it is batched"
+        with self.ctx.values.every_construction():  # a flag's or a parameter's default is not the size it runs at
+            n = self.ctx.values.int_const(size.value) if size is not None else None
+        spelled = str(n) if n is not None else f"`{self.ctx.module.code_for_node(size.value)}`" if size is not None else "the batch size"
+        upto = f"up to {n - 1}" if n is not None else f"up to {spelled} - 1"
+        which = ("different ones each epoch (the data is shuffled first)" if "shuffle" in before
+                 else "the same ones every epoch (never trained on)")
+        return (f"`drop_remainder=True` makes it static by dropping that batch: the last (dataset size mod {spelled}) "
+                f"examples of each pass ({upto}), {which}")
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
         change = insert_keyword(self.ctx, node, "drop_remainder", "True")

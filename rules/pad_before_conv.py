@@ -3,7 +3,7 @@ from __future__ import annotations
 import re
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 import libcst as cst
 
@@ -13,14 +13,16 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi.values import Layer
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
-from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
-from kerasfit.ruleapi.symbols import CONV_LAYERS, ZERO_PADDING_LAYERS, canonical, label
-from kerasfit.ruleapi.syntax import dotted_name, get_arg, name_loads, self_attr
+from kerasfit.ruleapi.fixes import Remove, Replace, insert_keyword, set_keyword
+from kerasfit.ruleapi.symbols import CONV_LAYERS, RESHAPE_CALLS, TRANSPOSE_CALLS, ZERO_PADDING_LAYERS, canonical, label
+from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg, name_loads, self_attr
 from kerasfit.ruleapi.values import (
     applied_in_order,
     class_attr_assignment_line,
     container_contents,
+    constructor_call,
     current_statement,
+    depends_on_param,
     layer_constructor,
     loop_source,
     reaching_assignment,
@@ -58,6 +60,8 @@ _SPECS: dict[str, _ConvSpec] = {
     "tf.nn.atrous_conv2d": _NN_OTHER,
     # slim / tf.contrib.layers: conv2d(inputs, num_outputs, kernel_size, stride=1, padding='SAME', data_format, rate)
     "tf.contrib.layers.conv2d": _ConvSpec(("kernel_size", 2), ("stride", 3), ("padding", 4), ("rate", 6), ("data_format", 5), "SAME", True),
+    # separable_conv2d(inputs, num_outputs, kernel_size, depth_multiplier=1, stride=1, padding='SAME', data_format, rate)
+    "tf.contrib.layers.separable_conv2d": _ConvSpec(("kernel_size", 2), ("stride", 4), ("padding", 5), ("rate", 7), ("data_format", 6), "SAME", True),
     "tf.nn.separable_conv2d": _ConvSpec(None, ("strides", None), ("padding", 4), ("dilations", None), ("data_format", None), None, True),
 }
 _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
@@ -70,6 +74,21 @@ _PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | No
 _HelperPad = tuple[str, cst.BaseExpression | None, list[tuple[int, int]] | None, str | None]
 
 
+# a project helper kerasfit cannot read is taken for a pad by its name: `pad`, `fixed_padding`, `pad_input`
+_PAD_NAME = re.compile(r"(^|_)(pad|padding|padded)(_|$)", re.I)
+_NOT_PAD_NAME = re.compile(r"mask|unpad|crop|conv|pool", re.I)
+_REFLECT_NAME = re.compile(r"reflect|symmetric|replicat", re.I)
+_REFLECT_BY_NAME = "a pad that reflects (by its name) is not zero padding"
+_PAD_CLASS = re.compile(r"^(?=[A-Z]).*Pad(ding|ded)?([A-Z0-9]|$)")  # a layer class: `ReflectionPadding2D`, `Pad`
+# a callee named for a (non-transposed) convolution: `_conv2d`, `conv_layer`, `sparse_conv2d`
+_CONV_NAME = re.compile(r"conv", re.I)
+_NOT_CONV_NAME = re.compile(r"transpose|deconv|upconv|conv_?t\b|lstm|gru", re.I)
+# a conv's own keywords (never its input): `_by_signature` looks for the input among the others
+_CONV_SETTINGS = frozenset({"kernel_size", "strides", "stride", "padding", "dilation_rate", "dilations", "rate",
+                            "data_format", "filters", "units", "num_outputs", "name", "scope", "activation",
+                            "use_bias", "kernel_initializer", "kernel_regularizer", "bias_initializer"})
+# layers that only move a tensor's data between dims (a pad before them is no conv's own pad)
+_LAYOUT_LAYERS = frozenset({"keras.layers.Permute", "keras.layers.Reshape"})
 # the callees a layer application or a wrapper call can have (PadBeforeConv.visit_Call)
 _CALLEES = frozenset({cst.Call, cst.Name, cst.Attribute, cst.Subscript})
 # Keras 1 conv keywords: `Convolution2D(64, 3, 3, border_mode="same", subsample=(2, 2))`.
@@ -124,11 +143,29 @@ class PadBeforeConv(Rule):
     dict attribute and applied by index (`self.convs[i](self.pads[i](x))`, appends that
     repeat `[pad, conv]` indexed by a counter stepping by two) or in a loop (`for layer in
     self.stem: x = layer(x)`) all count, as do a project wrapper (this or another file, or a
-    closure) that applies a 'valid' conv to the padded argument (`_conv2d(ops.pad(x, 1), w,
-    padding="VALID")`), a layer class whose `call` is a zero pad of its input (`Pad(1)` in a
-    `Sequential` list; a REFLECT / SYMMETRIC one has no 'same' equivalent and is left out),
-    and a conv of a library kerasfit cannot see into, known by its keywords (`kernel_size=`,
-    `strides=`, `padding="VALID"`). Such findings are not auto-fixed.
+    closure) that applies a 'valid' conv to the padded argument, first or not
+    (`_conv2d(ops.pad(x, 1), w, padding="VALID")`, `_conv2d(inputs=x, ...)`), a layer class
+    whose `call` is a pad of its input (`Pad(1)` in a `Sequential` list, or a list built
+    before it; a REFLECT / SYMMETRIC one has no 'same' equivalent, which the finding says),
+    a conv of a library kerasfit cannot see into, known by its keywords (`kernel_size=`,
+    `strides=`, `padding="VALID"`, the input given by position or keyword) or by a name that
+    says conv handed a 'VALID' padding (`_conv2d("conv0", x, k, 64, "VALID")`), a project
+    subclass of a conv layer that keeps its constructor (`class StandardizedConv2D(Conv2D)`
+    overriding `build` only), a pad layer class whose amount is a parameter with a `0`
+    default its callers override, and a helper or a layer class of a project module that
+    is not in the tree kerasfit reads, taken for a pad by its name (`ops.pad`,
+    `fixed_padding`, `ReflectionPadding2D`, which reflects by its name; the finding says so). Where the branch that pads also makes the padding
+    'valid' (`padding = "same"`, then `if strides > 1: padding = "valid"; x =
+    ZeroPadding2D(..)(x)`; `padding = "valid" if strides > 1 else "same"`; a layer whose
+    `__init__` builds the pad layer and sets `self.padding = "valid"` in one branch and
+    whose `call` applies the pad when it is not `None`), the finding says so; where that
+    branch makes it 'same', the pad is a deliberate extra border and is not reported. A
+    transpose or reshape between the pad and the conv (`tf.transpose`, `Permute`,
+    `Reshape`) is reported with no fix: the pad is no longer the conv's spatial padding, and
+    nothing is folded. Such findings are not auto-fixed. A pad made inside a helper of this
+    file is one finding, at the first 'valid' conv it feeds. A causal pad (the time dim of a
+    1-D conv, on the left only) is not reported: Keras's own `padding='causal'` is that very
+    explicit pad, so the code has nothing better to use.
     A pad on a path the parameters' defaults switch off (`if data_format ==
     "channels_first":`) is reported at info severity.
 
@@ -165,6 +202,17 @@ class PadBeforeConv(Rule):
     'same' pads asymmetrically by an amount that depends on the input size. A
     `ZeroPadding` layer object built in `__init__` that served only this conv is
     removed with it.
+
+    Every value the rewrite rests on — strides, dilation, data format, padding, kernel
+    size, the pad's widths and mode — must hold wherever the code runs, not only at a
+    parameter's default: a block whose `strides=1` is a parameter of a public class or
+    function is not fixed (a backbone may build it with `constructor(**block_kwargs)` at
+    stride 2, a user or `from_config` with anything); a parameter counts only in a
+    private (underscore) function or class, or a closure, whose every call in the file is
+    found and passes it visibly. A conv or pad that takes `**kwargs`, a public class's
+    class attribute (a subclass may set another), a command-line flag and a config dict
+    handed in are never taken at their defaults either. The finding names the value that
+    blocks the fix.
 
     ## References
     docs/facts.md#17, #19; Habana Gaudi TensorFlow optimization guide ("avoid tf.pad").
@@ -335,15 +383,51 @@ class PadBeforeConv(Rule):
                     x = stage(x)
                 return x
         """,
-        # a layer class that reflects: no 'same' equivalent, so not this rule's business
+        # a library's function named `pad` (NumPy's) is no project helper taken for a pad by its name
+        """
+            import numpy as np
+            import tensorflow as tf
+
+            def stem(x, w):
+                return tf.nn.conv2d(np.pad(x, 1), w, 1, "VALID")
+            """,
+        # the branch that pads makes the padding 'same': the pad is a deliberate extra border
+        """
+            from keras import layers
+
+            def block(x, filters, strides=1):
+                padding = "valid"
+                if strides > 1:
+                    padding = "same"
+                    x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
+            """,
+        # a causal pad (left only) before a 1-D conv: Keras's padding='causal' is this same
+        # explicit pad, so there is nothing to change
+        """
+            from keras import layers, ops
+
+            class CausalDepthwise(layers.Layer):
+                def __init__(self, kernel_size):
+                    super().__init__()
+                    self.kernel_size = kernel_size
+                    self.conv = layers.DepthwiseConv1D(kernel_size)
+
+                def call(self, x):
+                    x = ops.pad(x, [(0, 0), (self.kernel_size - 1, 0), (0, 0)])
+                    return self.conv(x)
+
+            def tcn(x):
+                return layers.Conv1D(64, 3, dilation_rate=2)(layers.ZeroPadding1D((4, 0))(x))
+            """,
+        # a reshape between a layer and the conv, with no pad before it
         """
             import tensorflow as tf
 
-            class ReflectPad(tf.keras.layers.Layer):
-                def call(self, x):
-                    return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
-
-            model = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3)])
+            def head(x):
+                x = tf.keras.layers.Dense(64)(x)
+                x = tf.reshape(x, [-1, 8, 8, 1])
+                return tf.keras.layers.Conv2D(8, 3)(x)
             """,
         # a wrapper whose conv reads something else than the padded argument
         """
@@ -366,6 +450,267 @@ class PadBeforeConv(Rule):
             """,
     )
     INVALID = (
+        # `padding` becomes 'valid' only in the branch that pads (the statement form)
+        Invalid(
+            """
+                from keras import layers
+
+                def block(x, filters, strides=1):
+                    padding = "same"
+                    if strides > 1:
+                        padding = "valid"
+                        x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
+                    return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
+                """,
+            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            at=Range(7, 12, 7, 53),
+        ),
+        # the same with a conditional expression
+        Invalid(
+            """
+                from keras import layers
+
+                def block(x, filters, strides=1):
+                    padding = "valid" if strides > 1 else "same"
+                    if strides > 1:
+                        x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
+                    return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
+                """,
+            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            at=Range(6, 12, 6, 53),
+        ),
+        # the layer form: the pad layer is None unless the conv's padding is 'valid'
+        Invalid(
+            """
+                from keras import layers
+
+                class ConvBlock(layers.Layer):
+                    def __init__(self, filters, strides=1):
+                        super().__init__()
+                        self.zero_padding = None
+                        self.padding = "same"
+                        if strides > 1:
+                            self.padding = "valid"
+                            self.zero_padding = layers.ZeroPadding2D(((0, 1), (0, 1)))
+                        self.conv = layers.Conv2D(filters, 3, strides=strides, padding=self.padding)
+
+                    def call(self, x):
+                        if self.zero_padding is not None:
+                            x = self.zero_padding(x)
+                        return self.conv(x)
+                """,
+            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            at=Range(15, 16, 15, 36),
+        ),
+        # a transpose between the pad and the conv: no pad is folded, and 'same' is not the same model
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def stem(x, w):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    x = tf.transpose(x, [0, 3, 1, 2])
+                    return tf.nn.conv2d(x, w, 1, "VALID", data_format="NCHW")
+                """,
+            message_contains="through `tf.transpose`: with an op in between XLA cannot fold the pad",
+            at=Range(4, 8, 4, 51),
+        ),
+        # a reshape layer between them, the pad a layer too
+        Invalid(
+            """
+                from tensorflow.keras import layers
+
+                def head(x):
+                    x = layers.ZeroPadding1D(2)(x)
+                    x = layers.Reshape((36, 4, 1))(x)
+                    return layers.Conv2D(8, 3)(x)
+                """,
+            message_contains="through `Reshape`",
+            at=Range(4, 8, 4, 34),
+        ),
+        # a conv layer class with a pad amount whose default (0) its callers override
+        Invalid(
+            """
+                from tensorflow import keras
+
+                class PaddedConv2D(keras.layers.Layer):
+                    def __init__(self, channels, kernel_size, padding=0, stride=1):
+                        super().__init__()
+                        self.padding2d = keras.layers.ZeroPadding2D((padding, padding))
+                        self.conv2d = keras.layers.Conv2D(channels, kernel_size, strides=(stride, stride))
+
+                    def call(self, x):
+                        x = self.padding2d(x)
+                        return self.conv2d(x)
+                """,
+            message_contains="its paddings are not constant",
+            at=Range(10, 12, 10, 29),
+        ),
+        # a conv subclass that keeps the conv's constructor, after a pad layer class, in a list
+        # built before the Sequential that stacks it
+        Invalid(
+            """
+                import tensorflow as tf
+
+                class Pad(tf.keras.layers.Layer):
+                    def __init__(self, k):
+                        super().__init__()
+                        self.p = (k - 1) // 2
+
+                    def call(self, x):
+                        return tf.pad(x, [[0, 0], [self.p, self.p], [self.p, self.p], [0, 0]])
+
+                class StandardizedConv2D(tf.keras.layers.Conv2D):
+                    def build(self, input_shape):
+                        super().build(input_shape)
+
+                def root(filters):
+                    layers = [Pad(7), StandardizedConv2D(filters, 7, strides=2, use_bias=False)]
+                    return tf.keras.Sequential(layers)
+                """,
+            message_contains="`Pad` feeds a 'valid' `StandardizedConv2D`",
+            at=Range(16, 14, 16, 20),
+        ),
+        # a conv of a library kerasfit cannot see into, known by its keywords, its input given by keyword
+        Invalid(
+            """
+                import tensorflow.compat.v1 as tf
+                from pruning_layers import sparse_conv2d
+
+                def conv(inputs, filters, strides):
+                    if strides > 1:
+                        inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return sparse_conv2d(x=inputs, units=filters, kernel_size=[3, 3], strides=[strides, strides],
+                                         padding="SAME" if strides == 1 else "VALID")
+                """,
+            message_contains="`sparse_conv2d` is a conv by its signature",
+            at=Range(6, 17, 6, 65),
+        ),
+        # a conv layer class of a library kerasfit cannot see into, known by its keywords
+        Invalid(
+            """
+                import tensorflow as tf
+                from tensorlayer.layers import Conv2d
+
+                def stem(x):
+                    x = tf.keras.layers.ZeroPadding2D(1)(x)
+                    return Conv2d(64, kernel_size=3, strides=2, padding="VALID")(x)
+                """,
+            message_contains="`Conv2d` is a conv by its signature",
+            at=Range(5, 8, 5, 43),
+        ),
+        # a wrapper of this file that applies a 'VALID' conv to its keyword argument, fed a pad
+        # made by a helper of a project module kerasfit cannot read, known by its name
+        Invalid(
+            """
+                import tensorflow.compat.v1 as tf
+                from . import ops
+
+                def _conv2d(inputs, filters, kernel_size, stride):
+                    return tf.layers.conv2d(inputs, filters, kernel_size, strides=stride, padding="VALID")
+
+                def down(net):
+                    net = ops.pad(net, 1)
+                    return _conv2d(inputs=net, filters=128, kernel_size=4, stride=2)
+                """,
+            message_contains="`ops.pad` (a pad by its name: kerasfit cannot read `.ops`)",
+            at=Range(8, 10, 8, 25),
+        ),
+        # a callee named for a conv, handed 'VALID' as a positional argument, which kerasfit
+        # cannot follow (a closure over a library layer)
+        Invalid(
+            """
+                import tensorflow.compat.v1 as tf
+                from gan_layers import custom_conv2d
+
+                def generator(z, h, w):
+                    def _conv2d(scope, x, kernel_size, filters, padding="SAME"):
+                        return custom_conv2d(x=x, filters=filters, kernel_size=kernel_size, padding=padding, scope=scope)
+
+                    x = tf.expand_dims(tf.expand_dims(z, 1), 1)
+                    x = tf.pad(x, [[0, 0], [h - 1, h - 1], [w - 1, w - 1], [0, 0]])
+                    return _conv2d("conv0", x, (h, w), 512, "VALID")
+                """,
+            message_contains="`_conv2d` is a conv by its name and its padding 'valid'",
+            at=Range(9, 8, 9, 67),
+        ),
+        # slim's separable conv
+        Invalid(
+            """
+                import tensorflow.compat.v1 as tf
+                from tensorflow.contrib import layers as contrib_layers
+
+                def dw(x):
+                    x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                    return contrib_layers.separable_conv2d(inputs=x, num_outputs=None, kernel_size=3, stride=2, padding="VALID")
+                """,
+            message_contains="with stride 2",
+            at=Range(5, 8, 5, 51),
+        ),
+        # kept found: a pad and a conv built in `build` and applied in `call` (3-D), and a
+        # pad before a Conv1D
+        Invalid(
+            """
+                import keras
+
+                class Block(keras.layers.Layer):
+                    def build(self, input_shape):
+                        self.pad = keras.layers.ZeroPadding3D(1)
+                        self.conv = keras.layers.Conv3D(8, 3)
+
+                    def call(self, x):
+                        return self.conv(self.pad(x))
+
+                def seq(x):
+                    x = keras.layers.ZeroPadding1D(2)(x)
+                    return keras.layers.Conv1D(16, 5)(x)
+                """,
+            expected_fix="""
+                import keras
+
+                class Block(keras.layers.Layer):
+                    def build(self, input_shape):
+                        self.conv = keras.layers.Conv3D(8, 3, padding="same")
+
+                    def call(self, x):
+                        return self.conv(x)
+
+                def seq(x):
+                    return keras.layers.Conv1D(16, 5, padding="same")(x)
+                """,
+            at=(Range(9, 25, 9, 36), Range(12, 8, 12, 40)),
+        ),
+        # a layer class that reflects: XLA folds nothing, and the conv's padding cannot reflect
+        Invalid(
+            """
+                import tensorflow as tf
+
+                class ReflectPad(tf.keras.layers.Layer):
+                    def call(self, x):
+                        return tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]], mode="REFLECT")
+
+                model = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3)])
+                """,
+            message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
+            at=Range(7, 29, 7, 41),
+        ),
+        # one pad inside a helper of this file, used by two convs: one finding, at the first
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def _padding(x, p):
+                    return tf.pad(x, [[0, 0], p, p, [0, 0]])
+
+                def down(x, w):
+                    return tf.nn.conv2d(_padding(x, [1, 1]), w, 2, "VALID")
+
+                def down_dw(x, w):
+                    return tf.nn.depthwise_conv2d(_padding(x, [1, 1]), w, [1, 2, 2, 1], "VALID")
+                """,
+            message_contains="one finding for the pad inside `_padding`",
+            at=Range(7, 24, 7, 43),
+        ),
         # a conv from a layer library kerasfit cannot see into, known by its keywords;
         # the pad spelled with keywords
         Invalid(
@@ -853,6 +1198,102 @@ class PadBeforeConv(Rule):
             message_contains="asymmetric",
             at=Range(4, 8, 4, 49),
         ),
+        # a public block's `strides` default is 1, but its users (a backbone's
+        # `constructor(**block_kwargs)`, `from_config`) build it at stride 2 too: not fixed
+        Invalid(
+            """
+            import keras
+
+            class ConvBlock(keras.layers.Layer):
+                def __init__(self, filters, strides=1):
+                    super().__init__()
+                    self.pad = keras.layers.ZeroPadding2D(1)
+                    self.conv = keras.layers.Conv2D(filters, 3, strides=strides)
+
+                def call(self, x):
+                    return self.conv(self.pad(x))
+            """,
+            message_contains="`strides` is a parameter of `ConvBlock`, which code outside this file can call with another value than its default 1",
+            at=Range(10, 25, 10, 36),
+        ),
+        # the conv's other arguments come through `**kwargs`: strides 2 may be among them
+        Invalid(
+            """
+            from keras import layers
+
+            def _block(x, **conv_kwargs):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(8, 3, **conv_kwargs)(x)
+
+            y = _block(x)
+            """,
+            message_contains="the conv also takes `**conv_kwargs`",
+            at=Range(4, 8, 4, 34),
+        ),
+        # a private helper whose every call in the file keeps stride 1: fixed
+        Invalid(
+            """
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(filters, 3, strides=strides)(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=1)
+            """,
+            expected_fix="""
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                return layers.Conv2D(filters, 3, strides=strides, padding="same")(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=1)
+            """,
+            at=Range(4, 8, 4, 34),
+        ),
+        # a conv written one argument per line gets its padding on a line of its own
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def stem(inputs):
+                x = tf.keras.layers.ZeroPadding2D(padding=((1, 1), (1, 1)))(inputs)
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                )(x)
+            """,
+            expected_fix="""
+            import tensorflow as tf
+
+            def stem(inputs):
+                return tf.keras.layers.Conv2D(
+                    64,
+                    kernel_size=3,
+                    use_bias=False,
+                    padding="same",
+                )(inputs)
+            """,
+            at=Range(4, 8, 4, 71),
+        ),
+        # ... and one call at stride 2: not fixed
+        Invalid(
+            """
+            from keras import layers
+
+            def _stem(x, filters, strides=1):
+                x = layers.ZeroPadding2D(1)(x)
+                return layers.Conv2D(filters, 3, strides=strides)(x)
+
+            def build(x):
+                return _stem(_stem(x, 16), 32, strides=2)
+            """,
+            message_contains="not auto-fixed: the strides or dilation are not constant",
+            at=Range(4, 8, 4, 34),
+        ),
     )
 
     def __init__(self, ctx: SemanticModel) -> None:
@@ -860,10 +1301,13 @@ class PadBeforeConv(Rule):
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
         self._helpers: dict[int, tuple[cst.Call, _HelperPad | None]] = {}  # call -> what the helper pads
+        self._unseen: dict[int, tuple[cst.Call, str]] = {}  # a helper taken for a pad by its name -> its module
+        self._pad_keys: dict[int, tuple[cst.Call, tuple[str, Any]]] = {}  # a same-file helper's call -> its pads' key
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.names.call_name(node)
         ctor: cst.Call | None = None
+        subclass: str | None = None  # a project class that is the conv under its own name
         if name == "keras.Sequential":
             self._sequential(node)
             return
@@ -890,11 +1334,17 @@ class PadBeforeConv(Rule):
                 # a name bound once, to a call: its constructor is that call when the
                 # assignment reaches here, so a call of no framework symbol is no layer
                 # (answered before following the statements back to the assignment)
-                elif self.ctx.names.call_name(b.value) is None and loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
+                elif (self.ctx.names.call_name(b.value) is None and loop_source(self.ctx, func) is None  # type: ignore[arg-type]
+                      and self._conv_subclass(b.value) is None):
                     return
             elif tp is cst.Attribute and self_attr(func) is None:
                 return
             found = layer_constructor(self.ctx, func)
+            if found is None:
+                built = constructor_call(self.ctx, func)
+                base = self._conv_subclass(built) if built is not None else None
+                if built is not None and base is not None:
+                    found, subclass = (built, base), dotted_name(built.func)
             if found is None or not found[1].startswith("keras.layers."):
                 if tp is cst.Call:
                     self._built(node, func)  # type: ignore[arg-type]
@@ -913,7 +1363,29 @@ class PadBeforeConv(Rule):
         paddings = self._paddings(pad_arg, spec)
         if paddings is None or "VALID" not in paddings:
             return
-        self._check(node, name, spec, ctor, args_of, inp, pad_arg, paddings)
+        self._check(node, name, spec, ctor, args_of, inp, pad_arg, paddings, subclass)
+
+    def _conv_subclass(self, ctor: cst.Call) -> str | None:
+        """``StandardizedConv2D(...)`` with ``class StandardizedConv2D(tf.keras.layers.Conv2D)``
+        in this file defining no ``__init__`` (it keeps the conv's constructor, so its
+        ``padding``; it may override ``build`` or ``call``): the conv's canonical name."""
+        ctx = self.ctx
+        func: cst.BaseExpression = ctor.func
+        at: cst.CSTNode = ctor
+        for _ in range(3):  # a subclass of such a subclass
+            if type(func) is not cst.Name:
+                return None
+            b = ctx.scopes.lookup(func.value, at=at)
+            cls = b.node if b is not None and b.kind == "class" else None
+            if not isinstance(cls, cst.ClassDef) or not cls.bases or cls.bases[0].keyword is not None:
+                return None
+            if any(isinstance(st, cst.FunctionDef) and st.name.value == "__init__" for st in cls.body.body):
+                return None
+            func = at = cls.bases[0].value
+            name = ctx.names.resolve(func)
+            if name is not None:
+                return name if name in _SPECS else None
+        return None
 
     def _paddings(self, pad_arg: cst.Arg | None, spec: _ConvSpec) -> set[str] | None:
         """Every padding the conv may get, upper-cased (``"valid" if s > 1 else "same"`` is both)."""
@@ -936,10 +1408,16 @@ class PadBeforeConv(Rule):
         pad, conditional = found
         off = self._off
         conv = self._factory_conv(ctor)
-        if conv is None:
-            return
         self._off = off
-        self._report_factory(pad, conv, conditional)
+        if conv is not None:
+            self._report_factory(pad, conv, conditional)
+            return
+        # a conv layer class of a library kerasfit cannot see into: ``Conv2d(64, 3, padding="VALID")(x)``
+        callee = dotted_name(ctor.func)
+        sign = self._conv_sign(ctor, callee) if callee is not None and self.ctx.names.call_name(ctor) is None else None
+        if callee is not None and sign is not None:
+            why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
+            self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}" + ("; the pad is conditional" if conditional else ""))
 
     def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
         """For a call of a project factory that builds a conv whose padding may be
@@ -964,46 +1442,71 @@ class PadBeforeConv(Rule):
 
     def _wrapped(self, call: cst.Call) -> bool:
         """``_conv2d(ops.pad(x, 1), w, padding="VALID")``: a project wrapper (this or another
-        file of the tree) that applies a conv to its first argument, which is a pad."""
-        if not call.args or call.args[0].keyword is not None or call.args[0].star:
-            return False
-        # first whether the argument may come from a pad at all (a few lookups), then the
-        # callee: most calls are not project wrappers, and finding that out is a few lookups
-        # (or one interpretation), while looking for a pad behind the argument follows its bindings
-        if not self._may_be_pad(call.args[0].value):
-            return False
-        conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call)) if c is not None), None)
-        if conv is None:
-            return False
-        found = self._find_pad(call.args[0].value)
-        if found is None:
-            return False
-        pad, conditional = found
-        self._report_factory(pad, conv, conditional, applied=True)
-        return True
+        file of the tree) that applies a conv to an argument which is a pad — its first, or
+        another (``_conv2d(inputs=x, ...)``, ``_conv2d("conv0", x, ...)``)."""
+        for arg in call.args[:3]:
+            if arg.star or (arg.keyword is not None and arg.keyword.value in _CONV_SETTINGS):
+                continue
+            # first whether the argument may come from a pad at all (a few lookups), then the
+            # callee: most calls are not project wrappers, and finding that out is a few lookups
+            # (or one interpretation), while looking for a pad behind the argument follows its bindings
+            if not self._may_be_pad(arg.value):
+                continue
+            conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call, arg)) if c is not None), None)
+            if conv is None:
+                continue
+            found = self._find_pad(arg.value)
+            if found is None:
+                continue
+            pad, conditional = found
+            self._report_factory(pad, conv, conditional, applied=True)
+            return True
+        return False
 
     def _by_signature(self, call: cst.Call) -> bool:
         """``conv_layer(fixed_padding(x, k), 64, kernel_size=k, strides=s, padding="VALID")``: a
         callee kerasfit cannot see into (a third-party layer library) that takes a conv's
         keywords — a kernel size, strides and a 'valid' padding — fed a pad."""
-        kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
-        if "kernel_size" not in kws or "padding" not in kws or not ({"strides", "stride"} & set(kws)):
+        callee = dotted_name(call.func) or "the callee"
+        sign = self._conv_sign(call, callee)
+        if sign is None:
             return False
-        values = self.ctx.values.possible_values(kws["padding"].value)
-        if not values or not all(isinstance(v, str) for v in values) or "VALID" not in {v.upper() for v in values}:
-            return False
-        # the input is one of the first positional arguments (tensorpack names the layer first)
-        positional = [a.value for a in call.args if a.keyword is None and not a.star][:2]
-        found = next((f for f in map(self._find_pad, positional) if f is not None), None)
+        # the input is one of the first positional arguments (tensorpack names the layer first),
+        # or given by keyword (``sparse_conv2d(x=inputs, ...)``)
+        given = [a.value for a in call.args if a.keyword is None and not a.star][:2]
+        given += [a.value for a in call.args if a.keyword is not None and a.keyword.value not in _CONV_SETTINGS]
+        found = next((f for f in map(self._find_pad, given) if f is not None), None)
         if found is None:
             return False
         pad, conditional = found
-        callee = dotted_name(call.func) or "the callee"
-        why = f"`{callee}` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"
+        why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
         if conditional:
             why += "; the pad is conditional"
         self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}")
         return True
+
+    def _conv_sign(self, call: cst.Call, callee: str) -> str | None:
+        """What tells that a callee kerasfit cannot see into is a conv given 'valid' padding:
+        its keywords (a kernel size, strides and the padding), or a name that says conv
+        handed a 'valid' padding (by keyword, or a positional "VALID":
+        ``_conv2d("conv0", x, (h, w), 64, "VALID")``). None when nothing does."""
+        kws = {a.keyword.value: a for a in call.args if a.keyword is not None}
+        last = callee.rsplit(".", 1)[-1]
+        if "kernel_size" in kws and "padding" in kws and {"strides", "stride"} & set(kws):
+            valid = self._may_be_valid(kws["padding"].value)
+            return "its signature (kernel size, strides, padding 'valid')" if valid else None
+        if not _CONV_NAME.search(last) or _NOT_CONV_NAME.search(last):
+            return None
+        if "padding" in kws:
+            valid = self._may_be_valid(kws["padding"].value)
+        else:
+            valid = any(a.keyword is None and isinstance(a.value, cst.SimpleString)
+                        and self.ctx.values.const(a.value) in ("VALID", "valid") for a in call.args)
+        return "its name and its padding 'valid'" if valid else None
+
+    def _may_be_valid(self, padding: cst.BaseExpression) -> bool:
+        values = self.ctx.values.possible_values(padding)
+        return bool(values) and all(isinstance(v, str) for v in values) and "VALID" in {v.upper() for v in values}  # type: ignore[union-attr]
 
     def _sequence(self, seq: cst.Call) -> None:
         """``compose(ZeroPadding2D(..), Conv(..))`` / ``Sequential([...])``: adjacent pad → valid conv."""
@@ -1026,6 +1529,11 @@ class PadBeforeConv(Rule):
             order = container_contents(self.ctx, par.targets[0].target)
         if order is None:
             layers = get_arg(seq, "layers", 0)
+            if layers is not None and isinstance(layers.value, cst.Name):
+                order = container_contents(self.ctx, layers.value)  # ``Sequential(layers)``, a list built before
+            if order is not None:
+                self._adjacent(order.adjacent(), "the pad and the conv are separate layers of a sequence")
+                return
             if layers is None or not isinstance(layers.value, (cst.List, cst.Tuple)):
                 return
             items = [e.value for e in layers.value.elements if not isinstance(e, cst.StarredElement)]
@@ -1043,6 +1551,10 @@ class PadBeforeConv(Rule):
             if self.ctx.names.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
             name = self.ctx.names.call_name(second)
+            shown = label(name) if name is not None else None
+            if name is None:
+                name = self._conv_subclass(second)
+                shown = dotted_name(second.func)
             if name is not None:
                 spec = _SPECS.get(name)
                 if spec is None:
@@ -1050,7 +1562,7 @@ class PadBeforeConv(Rule):
                 paddings = self._paddings(_padding_arg(second, spec), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
-                head = self._head(label(name), first)
+                head = self._head(shown or label(name), first)
                 why = "its padding is one of several values" if len(paddings) > 1 else why_pair
                 # a pad layer bound once and used in several sequences: reported by the first
                 self.report(first, f"{head}; not auto-fixed: {why}", once=True)
@@ -1168,15 +1680,25 @@ class PadBeforeConv(Rule):
             ctor = self.ctx.names.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
+        who = f"`{pad_name}`{self._by_its_name(pad)}"
         if problem:  # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
             return (
-                f"`{pad_name}` feeds a 'valid' `{conv_label}`: {problem}, so XLA cannot fold it into the conv; "
+                f"{who} feeds a 'valid' `{conv_label}`: {problem}, so XLA cannot fold it into the conv; "
                 "the padded copy is written to and read back from HBM in the forward and backward pass"
             )
         return (
-            f"`{pad_name}` feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
+            f"{who} feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
             "the kernel-gradient conv still reads the padded copy"
         )
+
+    def _by_its_name(self, pad: cst.Call) -> str:
+        """How a finding says that its pad is a helper known by its name only (its module
+        is a file of the project kerasfit cannot read), said after the helper's name."""
+        for node in (pad, constructor_call(self.ctx, pad.func)):  # a call, or a layer applied
+            hit = self._unseen.get(id(node)) if node is not None else None
+            if hit is not None and hit[0] is node:
+                return f" (a pad by its name: kerasfit cannot read `{hit[1]}`)"
+        return ""
 
     def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False,
                         once: bool = False) -> None:
@@ -1194,8 +1716,10 @@ class PadBeforeConv(Rule):
 
     # ------------------------------------------------------------------------
     def _check(self, conv: cst.Call, name: str, spec: _ConvSpec, ctor: cst.Call | None, args_of: cst.Call, inp: cst.Arg,
-               pad_arg: cst.Arg | None, paddings: Set[str] = frozenset({"VALID"})) -> None:
+               pad_arg: cst.Arg | None, paddings: Set[str] = frozenset({"VALID"}), subclass: str | None = None) -> None:
+        """``subclass``: the project class the conv is built as (see ``_conv_subclass``)."""
         ctx = self.ctx
+        conv_label = subclass or label(name)
         via: str | None = None
         pad_line: cst.SimpleStatementLine | None = None
         pad = inp.value
@@ -1204,25 +1728,26 @@ class PadBeforeConv(Rule):
             if hit is None:
                 found = self._find_pad(pad)
                 if found is not None:
-                    why = "the pad is conditional"
-                    if len(paddings) > 1:
-                        why = "the pad is conditional and so is the conv's padding ('valid' on one path)"
-                    self._report_simple(found[0], name, why)
+                    self._conditional_pad(found[0], conv_label, pad_arg, paddings)
                 return
             via, (pad_line, pad) = pad.value, hit
         if not isinstance(pad, cst.Call):
+            return
+        if self._through_layout(pad, conv_label):
             return
         pad_info = self._pad(pad)
         if pad_info is None:
             helper = self._helper_pad(pad)
             if helper is not None:
-                self._report_helper(pad, name, args_of, spec, helper, paddings)
+                self._report_helper(pad, name, conv_label, args_of, spec, helper, paddings)
             return
         pad_name, pad_input, pairs, problem = pad_info
 
         rank_match = _RANK.search(name)
         rank = int(rank_match.group(1)) if rank_match else None
         fmt = self._data_format(args_of, spec)
+        if rank == 1 and fmt is not None and not problem and self._causal(pad, pairs, fmt):
+            return  # Keras's own padding='causal' is this very pad: nothing to change
         reasons: list[str] = []
         spatial: list[tuple[int, int]] | None = None
         if pairs is None:
@@ -1236,12 +1761,14 @@ class PadBeforeConv(Rule):
                 return  # nothing the conv's own padding could do
             if pairs[0] != (0, 0) or pairs[chan] != (0, 0):
                 reasons.append("it also pads the batch or channel dim")
-        if problem:
-            reasons.insert(0, _NOT_ZERO)
         if ctx.names.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
             reasons.insert(0, f"the pad is made inside the layer class `{pad_name}`, which other convs may follow too")
+        if problem:
+            reasons.insert(0, _NOT_ZERO)
         if len(paddings) > 1:
             reasons.append("the conv's padding is one of several values ('valid' on one path)")
+        if subclass is not None:
+            reasons.append(f"`{subclass}` is a project subclass of `{label(name)}`, not rewritten")
         if not reasons and spatial is not None and rank is not None:  # (spatial is only known with the rank)
             if _keras1_signature(self.ctx, args_of):
                 reasons.append("a Keras 1 signature (`Convolution2D(n, rows, cols)`, `border_mode=`) is not rewritten")
@@ -1249,8 +1776,9 @@ class PadBeforeConv(Rule):
                 reasons.extend(self._geometry(name, spec, args_of, rank, spatial))
         if not reasons:
             reasons.extend(self._exclusive(via, pad_line, pad_input, ctor, conv, pad))
+        if not reasons:
+            reasons.extend(self._unpinned(pad, pad_info, name, spec, args_of, pad_arg))
 
-        conv_label = label(name)
         head = self._head(conv_label, pad, pad_name, problem)
         if reasons:
             self.report(pad, f"{head}; not auto-fixed: {reasons[0]}")
@@ -1269,7 +1797,9 @@ class PadBeforeConv(Rule):
             changes.append(Replace(conv, set_keyword(conv.with_deep_changes(inp, value=new_input), "padding", same)))
             new_input = None
         else:
-            changes.append(Replace(args_of, set_keyword(args_of, "padding", same)))
+            # a minimal edit keeps a one-argument-per-line call in that style
+            changes.append(insert_keyword(self.ctx, args_of, "padding", same.value)
+                           or Replace(args_of, set_keyword(args_of, "padding", same)))
         if new_input is not None:
             changes.append(Replace(inp.value, new_input))
         # a ZeroPadding layer object that only served this conv goes too
@@ -1281,8 +1811,148 @@ class PadBeforeConv(Rule):
                 changes.append(Remove(line))
         self.report(pad, f"{head}; use the conv's padding='same' (identical here)", fix=self.make_fix(*changes))
 
+    def _conditional_pad(self, pad: cst.Call, conv_label: str, pad_arg: cst.Arg | None, paddings: Set[str]) -> None:
+        """A pad under an ``if`` that may reach a conv whose padding may be 'valid'."""
+        why = "the pad is conditional"
+        if len(paddings) > 1:
+            on_path = self._padding_on_pad_path(pad, pad_arg)
+            if on_path is not None and "VALID" not in on_path:
+                return  # where it pads, the conv pads itself: a deliberate extra border
+            why = ("the pad is conditional, and where it pads the conv's padding is 'valid'" if on_path
+                   else "the pad is conditional and so is the conv's padding ('valid' on one path)")
+        self._report_simple(pad, conv_label, why)
+
+    def _padding_on_pad_path(self, pad: cst.Call, pad_arg: cst.Arg | None) -> set[str] | None:
+        """The conv's paddings on the path where a conditional pad runs, when the code ties
+        them together: the branch that pads also sets the padding (``if strides > 1:
+        padding = "valid"; x = ZeroPadding2D(..)(x)``, or ``self.padding = "valid"`` beside the
+        pad layer's construction), or the padding is ``a if t else b`` with the pad's own
+        test ``t``. Upper-cased; None where nothing ties them."""
+        if pad_arg is None:
+            return None
+        target = dotted_name(pad_arg.value) or ""  # "": written in place (``"valid" if s > 1 else "same"``)
+        if target.count(".") > (1 if target.startswith("self.") else 0):
+            return None
+        anchors: list[cst.CSTNode] = [pad]
+        built = constructor_call(self.ctx, pad.func) if type(pad.func) is cst.Attribute else None
+        if built is not None:
+            anchors.append(built)  # ``self.zero_padding(x)``: where the pad layer is built
+        for anchor in anchors:
+            branch = self._branch_of(anchor)
+            if branch is None:
+                continue
+            found: set[str] = set()
+            for v in self._set_in_branch(pad_arg.value, target, *branch):
+                vs = self.ctx.values.possible_values(v)
+                if not vs or not all(isinstance(x, str) for x in vs):
+                    return None
+                found |= {x.upper() for x in vs}
+            if found:
+                return found
+        return None
+
+    def _set_in_branch(self, padding: cst.BaseExpression, target: str, test: cst.BaseExpression,
+                       block: cst.IndentedBlock, taken: bool) -> list[cst.BaseExpression]:
+        """What the branch (``test``, its ``block``, body or not) gives ``target``, the conv's
+        ``padding``: its own assignments of it, or the side of ``padding = a if test else b``."""
+        values = [small.value for line in block.body if isinstance(line, cst.SimpleStatementLine)
+                  for small in line.body if isinstance(small, cst.Assign)
+                  and any(dotted_name(t.target) == target for t in small.targets)] if target else []
+        if not values and "." not in target:
+            bound = padding if isinstance(padding, cst.IfExp) else self.ctx.values.binding_value(padding)
+            if isinstance(bound, cst.IfExp) and _same_code(self.ctx, bound.test, test):
+                values = [bound.body if taken else bound.orelse]
+        return values
+
+    def _branch_of(self, node: cst.CSTNode) -> tuple[cst.BaseExpression, cst.IndentedBlock, bool] | None:
+        """The innermost ``if`` branch ``node`` runs in: (its test, the branch's block, True
+        for the body / False for the ``else``), within ``node``'s function."""
+        ctx = self.ctx
+        child: cst.CSTNode = node
+        parent = ctx.scopes.parent(child)
+        while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda, cst.ClassDef)):
+            if isinstance(parent, cst.If) and isinstance(child, cst.IndentedBlock):
+                return parent.test, child, child is parent.body
+            if isinstance(parent, cst.Else) and isinstance(child, cst.IndentedBlock):
+                grand = ctx.scopes.parent(parent)
+                if isinstance(grand, cst.If):
+                    return grand.test, child, False
+            child, parent = parent, ctx.scopes.parent(parent)
+        return None
+
+    def _through_layout(self, expr: cst.Call, conv_label: str) -> bool:
+        """``conv(tf.transpose(tf.pad(x, p), perm))`` (or a reshape, a ``Permute`` /
+        ``Reshape`` layer, a chain of them, through names): the pad is no longer the
+        conv's own spatial pad, and XLA folds no pad with an op in between. Reported with
+        no fix; True when ``expr`` is such a layout op (whatever it reads)."""
+        ops: list[str] = []
+        cur: cst.BaseExpression = expr
+        for _ in range(4):
+            step = self._layout_input(cur) if isinstance(cur, cst.Call) else None
+            if step is None:
+                break
+            op, cur = step
+            ops.append(op)
+        if not ops:
+            return False
+        found = self._find_pad(cur)
+        if found is None:
+            return True
+        pad, conditional = found
+        info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
+        pad_name = info[0] if info else "pad"
+        between = " and ".join(f"`{o}`" for o in dict.fromkeys(reversed(ops)))
+        why = "; the pad is conditional" if conditional else ""
+        self._report_maybe_off(
+            pad,
+            f"`{pad_name}`{self._by_its_name(pad)} feeds a 'valid' `{conv_label}` through {between}: with an op in between XLA cannot "
+            "fold the pad into the conv, so the padded copy is written to and read back from HBM in the forward "
+            "and the backward pass, and the layout op moves the padded copy again; not auto-fixed: the pad is "
+            f"not the conv's spatial padding here, so padding='same' is not the same model{why}",
+        )
+        return True
+
+    def _layout_input(self, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
+        """(the op's label, the tensor it reads) for a transpose / reshape op or an applied
+        ``Permute`` / ``Reshape`` layer, else None."""
+        name = self.ctx.names.call_name(call)
+        if name in TRANSPOSE_CALLS or name in RESHAPE_CALLS:
+            kw, idx = (TRANSPOSE_CALLS.get(name) or RESHAPE_CALLS[name])[:2]
+            arg = get_arg(call, kw, idx)
+            return (label(name), arg.value) if arg is not None else None
+        if name is None and call.args and type(call.func) in _CALLEES:
+            found = layer_constructor(self.ctx, call.func)
+            arg = get_arg(call, "inputs", 0)
+            if found is not None and found[1] in _LAYOUT_LAYERS and arg is not None:
+                return label(found[1]), arg.value
+        return None
+
+    def _causal(self, pad: cst.Call, pairs: list[tuple[int, int]] | None, fmt: str) -> bool:
+        """A pad of a 1-D conv's time dim on the left only (``[[0, 0], [k - 1, 0], [0, 0]]``,
+        ``ZeroPadding1D((k - 1, 0))``): a causal conv, whose Keras ``padding='causal'`` pads
+        the same way explicitly. Read from the constant pairs, or from the literal when only
+        the left amount is not constant."""
+        time = 2 if fmt == "first" else 1
+        if pairs is not None:
+            return len(pairs) == 3 and pairs[time][1] == 0 and pairs[time][0] > 0
+        if self.ctx.names.call_name(pad) in _PADS:
+            p_arg = get_arg(pad, "paddings", 1) or get_arg(pad, "pad_width", 1)
+            value = p_arg.value if p_arg is not None else None
+            if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 3:
+                return False
+            value = value.elements[time].value
+        else:  # ``ZeroPadding1D((k - 1, 0))(x)``
+            ctor = constructor_call(self.ctx, pad.func)
+            p_arg = get_arg(ctor, "padding", 0) if ctor is not None else None
+            value = p_arg.value if p_arg is not None else None
+        if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 2:
+            return False
+        left, right = (self.ctx.values.const(e.value) for e in value.elements)
+        return bool(right == 0 and left != 0)
+
     def _report_helper(
-        self, pad: cst.Call, conv_name: str, args_of: cst.Call, spec: _ConvSpec, info: _HelperPad, paddings: Set[str]
+        self, pad: cst.Call, conv_name: str, conv_label: str, args_of: cst.Call, spec: _ConvSpec, info: _HelperPad,
+        paddings: Set[str],
     ) -> None:
         """The conv's input is a helper's pad: found, never rewritten (the pad lives in
         the helper, which other convs may call)."""
@@ -1297,21 +1967,34 @@ class PadBeforeConv(Rule):
         why = _NOT_ZERO if problem else f"the pad is made inside `{helper}`, which other convs may call too"
         if len(paddings) > 1:
             why += "; the conv's padding is one of several values ('valid' on one path)"
-        self.report(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {why}")
+        key, note = self._once(pad)
+        self.report(pad, f"{self._head(conv_label, pad)}; not auto-fixed: {why}{note}", once=key)
 
-    def _report_simple(self, pad: cst.Call, conv_name: str, why: str) -> None:
+    def _report_simple(self, pad: cst.Call, conv_label: str, why: str) -> None:
         info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
-        self._report_maybe_off(pad, f"{self._head(label(conv_name), pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+        self._report_maybe_off(pad, f"{self._head(conv_label, pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+
+    def _once(self, pad: cst.Call, once: bool = False) -> tuple[Hashable, str]:
+        """A pad made inside a helper of this file is one finding, at the first call site
+        that feeds a 'valid' conv: the pad is the one place it is written. (the ``once``
+        of the report, what the message adds)"""
+        hit = self._pad_keys.get(id(pad))
+        if hit is None or hit[0] is not pad:
+            return once, ""
+        where = " / ".join(dict.fromkeys(f"`{fn}`" for fn, _ in hit[1][1]))
+        return hit[1], f"; one finding for the pad inside {where}, at the first 'valid' conv it feeds"
 
     def _report_maybe_off(self, pad: cst.Call, message: str, once: bool = False) -> None:
         """A pad on a path its defaults switch off (a ``channels_first`` branch) is info."""
+        key, note = self._once(pad, once)
+        message += note
         off, self._off = self._off, None
         if off is not None:
             test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
-            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO, once=once)
+            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO, once=key)
         else:
-            self.report(pad, message, once=once)
+            self.report(pad, message, once=key)
 
     # ---- the pad ------------------------------------------------------------
     def _pad(self, call: cst.Call, scopes: Sequence[ScopeNode] | None = None) -> _PadInfo | None:
@@ -1342,18 +2025,18 @@ class PadBeforeConv(Rule):
             if isinstance(raw, (list, tuple)) and all(
                 isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(v, int) for v in p) for p in raw
             ):
-                pairs = [(p[0], p[1]) for p in raw]
+                pairs = self._unless_default_zero([(p[0], p[1]) for p in raw], p_arg)
             return label(name), tensor.value, pairs, problem
         if name is not None or not call.args:
             return None
         found = layer_constructor(ctx, call.func)
         if found is None:
-            ctor = self._ctor(call.func)
+            ctor = constructor_call(ctx, call.func)  # ``Pad(1)(x)``, ``pad(x)``, ``self.pad(x)``
             custom = self._layer_pad(ctor) if ctor is not None else None
             tensor = get_arg(call, "inputs", 0)
             if custom is None or tensor is None:
                 return None
-            return custom[0], tensor.value, custom[2], None
+            return custom[0], tensor.value, custom[2], custom[3]
         if found[1] not in ZERO_PADDING_LAYERS:
             return None
         ctor, lname = found
@@ -1363,7 +2046,7 @@ class PadBeforeConv(Rule):
             return None
         p_arg = get_arg(ctor, "padding", 0)
         raw = const(p_arg.value) if p_arg is not None else 1
-        spatial = self._zero_padding_pairs(raw, n)
+        spatial = self._unless_default_zero(self._zero_padding_pairs(raw, n), p_arg)
         pairs = None
         if spatial is not None:
             fmt_arg = get_arg(ctor, "data_format")
@@ -1404,8 +2087,14 @@ class PadBeforeConv(Rule):
             pairs = infos[0][2] if all(i[2] == infos[0][2] for i in infos) else None
             problems = {i[3] for i in infos}
             problem = problems.pop() if len(problems) == 1 else None
+            # the pads themselves, by where they are: one finding per pad of this file, at the
+            # first call site that feeds a 'valid' conv (a key of code, never of node ids)
+            key = tuple(sorted((_def_name(ctx.scopes.enclosing_function(o.call)), ctx.module.code_for_node(o.call)) for o in origins))
+            self._pad_keys[id(call)] = (call, ("helper-pad", key))
             return helper, tensor.value if tensor else None, pairs, problem
         layer = ctx.layers.built_layer(call)  # a function of another file of the tree
+        if layer is None and self._pad_by_name(call, helper):
+            return helper, tensor.value if tensor else None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(helper) else None
         if layer is None or canonical(layer.name) not in _PADS:
             return None
         mode = layer.arg("mode", 2, frozenset({"CONSTANT"}))
@@ -1416,13 +2105,30 @@ class PadBeforeConv(Rule):
                 problem = f"{m.upper() if isinstance(m, str) else 'a non-constant'} mode is not zero padding"
         return helper, tensor.value if tensor else None, None, problem
 
+    def _pad_by_name(self, call: cst.Call, helper: str) -> bool:
+        """``ops.pad(x, 1)``, ``ops`` a module of the project kerasfit cannot read (not in the
+        tree): a pad by its name, which findings say."""
+        last = helper.rsplit(".", 1)[-1]
+        if not (_PAD_NAME.search(last) or _PAD_CLASS.search(last)) or _NOT_PAD_NAME.search(helper):
+            return False
+        module = self.ctx.layers.unseen_project_callee(call)
+        if module is None:
+            return False
+        self._unseen[id(call)] = (call, module)
+        return True
+
     def _layer_pad(self, ctor: cst.Call) -> _HelperPad | None:
-        """``Pad(1)``: a layer class of this file whose ``call`` returns a zero pad of its
-        input. A REFLECT / SYMMETRIC pad has no 'same' equivalent and stays out."""
+        """``Pad(1)``: a layer class of this file whose ``call`` returns a pad of its input
+        (a REFLECT / SYMMETRIC one too: XLA folds none of it, and it has no 'same'
+        equivalent, which the finding says)."""
         ctx = self.ctx
         rets = ctx.layers.layer_call_returns(ctor)
-        if rets is None and ctx.names.call_name(ctor) is None and ctx.layers.imported_zero_pad_layer(ctor):
-            return dotted_name(ctor.func) or "pad", None, None, None
+        if rets is None and ctx.names.call_name(ctor) is None:
+            name = dotted_name(ctor.func) or "pad"
+            if ctx.layers.imported_zero_pad_layer(ctor):
+                return name, None, None, None
+            if self._pad_by_name(ctor, name):
+                return name, None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(name) else None
         if not rets or not isinstance(ctor.func, cst.Name):
             return None
         infos = []
@@ -1433,14 +2139,23 @@ class PadBeforeConv(Rule):
             for o in origins:
                 scopes = ctx.scopes.scopes_of(o.call)
                 info = self._pad(o.call, scopes=scopes)
-                if info is None or info[3] is not None or not isinstance(info[1], cst.Name):
+                if info is None or not isinstance(info[1], cst.Name):
                     return None
                 b = ctx.scopes.lookup(info[1].value, scopes)  # the pad's input is the layer's input
                 if b is None or b.kind != "param":
                     return None
                 infos.append(info)
         pairs = infos[0][2] if all(i[2] == infos[0][2] for i in infos) else None
-        return ctor.func.value, None, pairs, None
+        problems = {i[3] for i in infos}
+        return ctor.func.value, None, pairs, problems.pop() if len(problems) == 1 else "it may not pad with zeros"
+
+    def _unless_default_zero(self, pairs: list[tuple[int, int]] | None, arg: cst.Arg | None) -> list[tuple[int, int]] | None:
+        """None (amounts unknown) for a pad of nothing whose amounts come from a parameter
+        (``ZeroPadding2D((padding, padding))`` in a layer class whose ``padding=0`` default
+        its callers override): nobody writes a pad to pad nothing."""
+        if pairs is None or arg is None or any(p != (0, 0) for p in pairs):
+            return pairs
+        return None if depends_on_param(self.ctx, arg.value) else pairs
 
     @staticmethod
     def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:
@@ -1542,6 +2257,42 @@ class PadBeforeConv(Rule):
             return []
         return ["the padded tensor may be used elsewhere"]
 
+    def _unpinned(self, pad: cst.Call, pad_info: _PadInfo, name: str, spec: _ConvSpec, args_of: cst.Call,
+                  pad_arg: cst.Arg | None) -> list[str]:
+        """Why the rewrite may not be identical wherever this code runs: the checks above
+        read a parameter at its default (``strides=1`` of a public block that a factory
+        builds with ``strides=2``), a flag or a config dict. Each value the rewrite rests on
+        is asked again for its value at every construction (``Values.every_construction``),
+        the strides first, as what most often differs; [] when every one holds."""
+        ctx = self.ctx
+        pad_ctor = layer_constructor(ctx, pad.func)
+        for call, what in ((args_of, "conv"), (pad, "pad"), (pad_ctor[0] if pad_ctor else pad, "pad")):
+            star = next((a for a in call.args if a.star), None)
+            if star is not None:  # `Conv2D(64, 3, **kwargs)`: the strides may be in there
+                return [f"the {what} also takes `{star.star}{self._code(star.value)}`, which may set any of its arguments"]
+        conv_args = [
+            get_arg(args_of, *spec.strides),
+            get_arg(args_of, *spec.dilation) or (get_arg(args_of, "rate") if spec.upper else None),
+            get_arg(args_of, *spec.data_format),
+            pad_arg,
+            get_arg(args_of, *spec.kernel) if spec.kernel is not None else None,
+        ]
+        for arg in conv_args:
+            if arg is None:
+                continue
+            with ctx.values.every_construction() as why:
+                if ctx.values.const(arg.value) is UNKNOWN:
+                    return [why[0] if why else f"`{self._code(arg.value)}` is not the same at every construction"]
+        with ctx.values.every_construction() as why:
+            if spec.kernel is None and name not in _NO_KERNEL_VAR:
+                f_arg = get_arg(args_of, "filters", 1) or get_arg(args_of, "filter")
+                if f_arg is not None and shape_of_variable(ctx, f_arg.value) is None:
+                    return [why[0] if why else "the kernel's shape is not the same at every construction"]
+            again = self._pad(pad)
+            if again is None or again[2:] != pad_info[2:]:
+                return [why[0] if why else f"the pad `{self._code(pad)}` is not the same at every construction"]
+        return []
+
     def _layer_uses(self, func: cst.BaseExpression, at: cst.CSTNode) -> int:
         """How often the layer object ``func`` is applied where ``at`` is (its function or class)."""
         ctx = self.ctx
@@ -1563,3 +2314,13 @@ class PadBeforeConv(Rule):
             if isinstance(a.value, cst.SimpleString):
                 return a.value.quote[0] if a.value.quote else '"'
         return '"'
+
+
+def _def_name(fn: cst.FunctionDef | None) -> str:
+    return fn.name.value if fn is not None else ""
+
+
+def _same_code(ctx: SemanticModel, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+    """Two expressions spelled alike (whitespace aside)."""
+    code = ctx.module.code_for_node
+    return re.sub(r"\s+", "", code(a)) == re.sub(r"\s+", "", code(b))

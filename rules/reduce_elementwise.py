@@ -3,8 +3,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, SemanticModel, Severity
-from kerasfit.ruleapi.fixes import Replace
+from kerasfit.ruleapi import Invalid, Range, Reads, Rule, SemanticModel, Severity
 from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
 from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
 from kerasfit.ruleapi.values import number
@@ -69,22 +68,13 @@ class ReduceElementwise(Rule):
     ```
 
     ## Fix safety
-    Unsafe: mathematically equal, but scaling every element before summing rounds
-    differently from scaling the sum (and can overflow/underflow differently in
-    float16/bfloat16).
-
-    The fix is offered only where it pays. On the accelerator path: model code,
-    module-level graph code, a function that builds the training step (`minimize`,
-    `apply_gradients`, a tape's `gradient`), a loss (named `*loss*`, taking
-    `y_true, y_pred`, or called from model code anywhere in the tree); elsewhere (generation or post-processing
-    helpers) the finding stays, without a fix. And only where moving the op in does not
-    add work: an elementwise op inside the reduction fuses into its input loop
-    (docs/facts.md#15), so what moving it saves is the separate pass over the
-    reduction's *result*. For a negation of a reduction to one scalar that pass is a
-    single op, while `ops.sum(-x)` negates every element — more work, so no fix; a
-    reduction that keeps axes (`axis=-1`) has a tensor result, and its negation is a
-    real extra pass. Scaling by a constant is offered in both cases: it is the TPU
-    guide's own example (`tf.multiply(tf.reduce_sum(x), y)`, docs/facts.md#15).
+    No automatic fix. Moving the scaling into the input is advice, not a rewrite kerasfit
+    makes for you: it rounds differently (every element scaled before summing, and a
+    float16/bfloat16 input may overflow or underflow where the sum did not), it adds one
+    elementwise op per input element to save one per output element, and what it saves —
+    a pass over the reduction's result, often a scalar or a per-example vector — is small
+    next to the reduction itself. Read on real code, the rewrite was churn: make it where a
+    profile shows the separate pass.
 
     ## References
     docs/facts.md#15; Cloud TPU performance guide, "TensorFlow ops".
@@ -93,8 +83,6 @@ class ReduceElementwise(Rule):
     code = "KF109"
     name = "reduce-elementwise"
     message = "Elementwise op on a reduction's output; move it into the input"
-    fix_title = "Move the scaling into the reduction's input"
-    fix_safety = Applicability.UNSAFE
     severity = Severity.INFO
     reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # roles, and whether a function is reached from model code in the tree
 
@@ -169,11 +157,7 @@ class ReduceElementwise(Rule):
             import tensorflow as tf
             loss = tf.reduce_sum(per_example) * (1.0 / 1024)
             """,
-            expected_fix="""
-            import tensorflow as tf
-            loss = tf.reduce_sum(per_example * (1.0 / 1024))
-            """,
-            unsafe=True,
+            message_contains="scale inside the reduction: `tf.reduce_sum(per_example * (1.0 / 1024))`",
             at=Range(2, 7, 2, 48),
         ),
         Invalid(
@@ -182,12 +166,6 @@ class ReduceElementwise(Rule):
             GLOBAL_BATCH = 1024
             loss = tf.reduce_sum(a - b, axis=1) / GLOBAL_BATCH
             """,
-            expected_fix="""
-            import tensorflow as tf
-            GLOBAL_BATCH = 1024
-            loss = tf.reduce_sum((a - b) / GLOBAL_BATCH, axis=1)
-            """,
-            unsafe=True,
             at=Range(3, 7, 3, 50),
         ),
         Invalid(
@@ -195,11 +173,6 @@ class ReduceElementwise(Rule):
             import tensorflow.compat.v1 as tf
             y = tf.multiply(tf.reduce_sum(x), 0.5)
             """,
-            expected_fix="""
-            import tensorflow.compat.v1 as tf
-            y = tf.reduce_sum(tf.multiply(x, 0.5))
-            """,
-            unsafe=True,
             at=Range(2, 4, 2, 38),
         ),
         Invalid(
@@ -207,11 +180,6 @@ class ReduceElementwise(Rule):
             import tensorflow as tf
             kl = -0.5 * tf.reduce_mean(1 + logvar - mu ** 2, axis=-1)
             """,
-            expected_fix="""
-            import tensorflow as tf
-            kl = tf.reduce_mean(-0.5 * (1 + logvar - mu ** 2), axis=-1)
-            """,
-            unsafe=True,
             at=Range(2, 5, 2, 57),
         ),
         Invalid(
@@ -219,16 +187,11 @@ class ReduceElementwise(Rule):
             from keras import ops
             loss = -ops.mean(log_probs, axis=-1)
             """,
-            expected_fix="""
-            from keras import ops
-            loss = ops.mean(-log_probs, axis=-1)
-            """,
-            unsafe=True,
             at=Range(2, 7, 2, 36),
         ),
-        # a scalar's negation: reported, no fix (negating every element is more work)
-        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="no fix offered", at=Range(2, 7, 2, 27)),
-        # generation code: not on the accelerator's hot path, no fix
+        # a scalar's negation: reported, with why moving it in is more work
+        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="the reduction ends in a scalar", at=Range(2, 7, 2, 27)),
+        # generation code: not on the accelerator's hot path
         Invalid(
             "from keras import ops\n\n"
             "def strip_prompt(prompt_mask, seq_len):\n"
@@ -240,10 +203,6 @@ class ReduceElementwise(Rule):
             "from keras import ops\n\n"
             "def sigmoid_loss(loglike):\n"
             "    return -ops.sum(loglike, axis=-1)\n",
-            expected_fix="from keras import ops\n\n"
-            "def sigmoid_loss(loglike):\n"
-            "    return ops.sum(-loglike, axis=-1)\n",
-            unsafe=True,
             at=Range(4, 11, 4, 37),
         ),
         Invalid(
@@ -251,11 +210,6 @@ class ReduceElementwise(Rule):
             import tensorflow as tf
             y = tf.reduce_max(x, axis=1) * tf.constant(2.0)
             """,
-            expected_fix="""
-            import tensorflow as tf
-            y = tf.reduce_max(x * tf.constant(2.0), axis=1)
-            """,
-            unsafe=True,
             at=Range(2, 4, 2, 47),
         ),
     )
@@ -382,7 +336,7 @@ class ReduceElementwise(Rule):
         self.report(
             outer,
             f"`{op}` after `{red}` (a reduction of another statement or scaling): reductions fuse elementwise ops into their input, "
-            "not their output — scale inside the reduction (not auto-fixed: the scaling is apart from the reduction)",
+            "not their output — scale inside the reduction (the scaling is apart from the reduction)",
         )
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
@@ -394,16 +348,13 @@ class ReduceElementwise(Rule):
         red = (ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
         text = ctx.module.code_for_node(new_call)
         message = f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — scale inside the reduction"
-        why_not = None
-        if "\n" in text:
-            why_not = ""  # a multi-line expression would lose its indentation when re-rendered
-        elif (isinstance(outer, cst.UnaryOperation) or ctx.names.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
-            why_not = "the reduction ends in a scalar, so negating it is one op while negating the input is one per element"
+        if (isinstance(outer, cst.UnaryOperation) or ctx.names.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
+            message += " (the reduction ends in a scalar, so negating it is one op while negating the input is one per element)"
         elif not self._on_accelerator(fn):
-            why_not = "not model or loss code, so the scaling is not on the accelerator's hot path"
-        if why_not:
-            message += f" (no fix offered: {why_not})"
-        self.report(outer, message, fix=self.make_fix(Replace(outer, text)) if why_not is None else None)
+            message += " (not model or loss code, so the scaling is not on the accelerator's hot path)"
+        elif "\n" not in text:
+            message += f": `{text}`"
+        self.report(outer, message)
 
     def _on_accelerator(self, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
         """Module-level code (a TF1 graph, a script's loss), model code, or a function

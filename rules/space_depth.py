@@ -7,10 +7,20 @@ import libcst as cst
 
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi.values import Origin
 
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule
-from kerasfit.ruleapi.symbols import CONCAT_CALLS, RESHAPE_CALLS, SPACE_DEPTH_OPS, TRANSPOSE_CALLS
-from kerasfit.ruleapi.syntax import dotted_name, get_arg
+from kerasfit.ruleapi.symbols import (
+    CONCAT_CALLS,
+    MATMUL_CALLS,
+    RELAYOUT_CALLS,
+    RESHAPE_CALLS,
+    SPACE_DEPTH_OPS,
+    SPLIT_CALLS,
+    TRANSPOSE_CALLS,
+    canonical,
+)
+from kerasfit.ruleapi.syntax import dotted_name, get_arg, walk
 from kerasfit.ruleapi.values import uses_of
 
 _ADVICE = {
@@ -19,6 +29,9 @@ _ADVICE = {
     "space_to_batch": "use the convolution's `dilation_rate`",
     "batch_to_space": "use the convolution's `dilation_rate`",
 }
+
+
+_TILES = frozenset({"tf.tile", "keras.ops.tile"})
 
 
 def _advice(name: str) -> str:
@@ -34,9 +47,13 @@ class SpaceDepth(Rule):
     Flags ops that move data between the feature (channel) dimension and the spatial or
     batch dimensions in model code: `tf.nn.space_to_depth`, `tf.nn.depth_to_space`,
     `keras.ops.space_to_depth` / `depth_to_space`, `tf.space_to_batch(_nd)`,
-    `tf.batch_to_space(_nd)`, and their hand-written forms — a pixel shuffle written as
-    reshape (rank ≥ 5) → transpose → reshape that multiplies a spatial or the channel
-    dim, and a "Focus"-style stride-2 phase split concatenated on channels.
+    `tf.batch_to_space(_nd)` (also a function of that name in a project module kerasfit
+    cannot read, such as a compat shim; the finding says so), and their hand-written forms —
+    a pixel shuffle written as reshape (rank ≥ 5) → transpose → reshape that multiplies a
+    spatial or the channel dim (also when split / squeeze / concat move the data in between,
+    as sub-pixel phase shifts do), and a "Focus"-style stride-2 phase split concatenated on
+    channels. `batch_to_space` over a tiled batch is nearest-neighbour upsampling, which
+    the finding names.
 
     Input-pipeline code (functions given to `Dataset.map`, parsers) is not flagged:
     there the op runs on the host CPU, and the TPU reference models use
@@ -127,8 +144,62 @@ class SpaceDepth(Rule):
         import tensorflow as tf
         y = tf.concat([a[:, ::2], b[:, ::2]], axis=1)
         """,
+        # attention heads regrouped through a matmul: the data is computed, not shuffled
+        """
+        import tensorflow as tf
+
+        def attention(x, b, n, h, d):
+            qkv = tf.reshape(x, [b, n, 3, h, d])
+            q, k, v = tf.unstack(tf.transpose(qkv, [2, 0, 3, 1, 4]))
+            out = tf.matmul(tf.nn.softmax(tf.matmul(q, k, transpose_b=True)), v)
+            out = tf.concat(tf.unstack(out, axis=1), axis=-1)
+            return tf.reshape(out, [b, n, h * d])
+        """,
+        # attention heads moved next to the batch for `q @ k`: a matmul's operands are
+        # transposed for free, and no spatial dim is multiplied by a factor of the channels
+        """
+        from keras import ops
+
+        def attention(qkv, batch, height, width, heads, key_dim):
+            qkv = ops.transpose(ops.reshape(qkv, (batch, height * width, 3, heads, key_dim)), axes=(2, 0, 3, 1, 4))
+            qkv = ops.reshape(qkv, (3, batch * heads, height * width, key_dim))
+            queries, keys, values = ops.unstack(qkv, axis=0)
+            return ops.softmax(queries @ ops.transpose(keys, axes=(0, 2, 1))) @ values
+        """,
     )
     INVALID = (
+        # a sub-pixel phase shift: reshape, transpose, then split / squeeze / concat back
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def phase_shift(image, r):
+                bsize, a, b, c = image.get_shape().as_list()
+                x = tf.reshape(image, (-1, a, b, r, r))
+                x = tf.transpose(x, (0, 1, 2, 4, 3))
+                x = tf.split(x, a, 1)
+                x = tf.concat([tf.squeeze(t, axis=1) for t in x], 2)
+                x = tf.split(x, b, 1)
+                x = tf.concat([tf.squeeze(t, axis=1) for t in x], 2)
+                return tf.reshape(x, (-1, a * r, b * r, 1))
+            """,
+            message_contains="Hand-written pixel shuffle",
+            at=Range(6, 8, 6, 40),
+        ),
+        # a project module's `batch_to_space` kerasfit cannot read, over a tiled batch:
+        # nearest-neighbour upsampling
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+            from . import compat_utils
+
+            def upscale(images, scale):
+                return compat_utils.batch_to_space(
+                    input=tf.tile(images, [scale**2, 1, 1, 1]), crops=[[0, 0], [0, 0]], block_shape=scale)
+            """,
+            message_contains="`batch_to_space` (taken by its name: kerasfit cannot read `.compat_utils`)",
+            at=Range(5, 11, 6, 94),
+        ),
         Invalid(
             """
             import tensorflow as tf
@@ -209,20 +280,43 @@ class SpaceDepth(Rule):
                 axis = get_arg(node.func, "axis", 0)
                 axis_v = self.ctx.values.int_const(axis.value) if axis is not None else -1
                 self._phase_split(node, node.args[0].value, axis_v)
+            elif type(node.func) is cst.Attribute:
+                self._by_its_name(node)
             return
         if name in SPACE_DEPTH_OPS:
-            if self.ctx.roles.of(node) == "input":
-                return
-            op = name.rsplit(".", 1)[-1]
-            self.report(
-                node,
-                f"`{op}` moves data between the feature dim (padded to {self.ctx.target.large}) and "
-                f"spatial/batch dims: a full relayout copy on the accelerator; {_advice(name)}",
-            )
+            self._report_op(node, name)
         elif name in RESHAPE_CALLS:
             self._check_pixel_shuffle(node, name)
         elif name in CONCAT_CALLS:
             self._check_phase_split(node, name)
+
+    def _report_op(self, node: cst.Call, name: str, note: str = "", op: str | None = None) -> None:
+        if self.ctx.roles.of(node) == "input":
+            return
+        op = op or name.rsplit(".", 1)[-1]
+        advice = _advice(name)
+        operand = get_arg(node, "input", 0)
+        if "batch_to_space" in name and operand is not None:
+            tiled = self.ctx.values.origin(operand.value)
+            if tiled is not None and tiled.name in _TILES:
+                advice = ("it is nearest-neighbour upsampling (tile, then batch_to_space): "
+                          "`UpSampling2D(interpolation='nearest')` does it without a trip through the batch dim")
+        self.report(
+            node,
+            f"`{op}`{note} moves data between the feature dim (padded to {self.ctx.target.large}) and "
+            f"spatial/batch dims: a full relayout copy on the accelerator; {advice}",
+        )
+
+    def _by_its_name(self, node: cst.Call) -> None:
+        """``compat_utils.batch_to_space(...)``: a function of a project module kerasfit cannot
+        read (not in the tree) named like a space/depth op is taken for it, and says so."""
+        op = node.func.attr.value  # type: ignore[attr-defined]
+        guess = canonical(f"tensorflow.{op}")
+        if guess not in SPACE_DEPTH_OPS:
+            return
+        module = self.ctx.layers.unseen_project_callee(node)
+        if module is not None:
+            self._report_op(node, guess, f" (taken by its name: kerasfit cannot read `{module}`)", op)
 
     def _check_pixel_shuffle(self, reshape: cst.Call, name: str) -> None:
         kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
@@ -232,8 +326,8 @@ class SpaceDepth(Rule):
         ctx = self.ctx
         if ctx.roles.of(reshape) == "input":
             return
-        origin = ctx.values.origin(operand.value)
-        if origin is None or origin.name not in TRANSPOSE_CALLS:
+        origin = _transpose_source(ctx, operand.value)
+        if origin is None or origin.name is None:
             return
         t = origin.call
         tkw, tidx, pkw, pidx = TRANSPOSE_CALLS[origin.name]
@@ -246,7 +340,7 @@ class SpaceDepth(Rule):
         inner = ctx.values.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
-        if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape):
+        if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape) or _feeds_matmul(ctx, reshape):
             return
         self.report(
             origin.via[0] if origin.via else t,
@@ -276,6 +370,74 @@ class SpaceDepth(Rule):
             "Stride-2 phase split concatenated on channels is a hand-written `space_to_depth`: it moves "
             "spatial data into the padded feature dim; use a strided convolution (e.g. a 6×6/stride-2 stem)",
         )
+
+
+def _transpose_source(ctx: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Origin | None:
+    """The transpose a reshaped tensor comes from: directly, or through ops that only split,
+    squeeze and concatenate its data again (a phase shift written with ``tf.split`` /
+    ``tf.concat([tf.squeeze(x, 1) for x in X], 2)``), a comprehension's element included."""
+    if depth > 8:
+        return None
+    origin = ctx.values.origin(expr)
+    if origin is None:
+        source = _comprehension_source(ctx, expr)
+        return _transpose_source(ctx, source, depth + 1) if source is not None else None
+    if origin.name in TRANSPOSE_CALLS:
+        return origin
+    name = origin.name or ""
+    spec: tuple[str, int] | None = next(
+        (table[name][:2] for table in (CONCAT_CALLS, SPLIT_CALLS, RELAYOUT_CALLS) if name in table), None)
+    arg = get_arg(origin.call, spec[0], spec[1]) if spec is not None else None
+    if arg is None:
+        return None
+    inner = arg.value
+    if isinstance(inner, (cst.ListComp, cst.GeneratorExp)):
+        inner = inner.elt
+    elif isinstance(inner, (cst.List, cst.Tuple)) and inner.elements:
+        inner = inner.elements[0].value
+    return _transpose_source(ctx, inner, depth + 1)
+
+
+def _comprehension_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``x`` in ``[f(x) for x in X]``: ``X``."""
+    if not isinstance(expr, cst.Name):
+        return None
+    for anc in reversed(ctx.scopes.ancestors(expr)):
+        if isinstance(anc, (cst.ListComp, cst.GeneratorExp)):
+            comp = anc.for_in
+            if isinstance(comp.target, cst.Name) and comp.target.value == expr.value:
+                return comp.iter
+    return None
+
+
+def _feeds_matmul(ctx: SemanticModel, reshape: cst.Call) -> bool:
+    """Attention heads regrouped (``(b, n, 3, heads, d)`` → transpose → ``(3, b * heads, n,
+    d)``) for ``q @ k``: the data reaches a matmul, whose operands' transposes the TPU makes
+    for free (docs/facts.md#4). Followed by name through the function's assignments (an
+    ``unstack`` into ``q, k, v``), in any order: a may-answer."""
+    fn = ctx.scopes.enclosing_function(reshape)
+    parent = ctx.scopes.parent(reshape)
+    if fn is None or not isinstance(parent, cst.Assign):
+        return False
+    derived = {n.value for t in parent.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+    assigns = [n for n in walk(fn.body) if isinstance(n, cst.Assign)]
+    for _ in range(4):  # names derived from those, a few steps on
+        grown = {n.value for a in assigns if _mentions(a.value, derived)
+                 for t in a.targets for n in walk(t.target) if isinstance(n, cst.Name)}
+        if grown <= derived:
+            break
+        derived |= grown
+    for n in walk(fn.body):
+        if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply):
+            if _mentions(n.left, derived) or _mentions(n.right, derived):
+                return True
+        elif isinstance(n, cst.Call) and ctx.names.call_name(n) in MATMUL_CALLS and _mentions(n, derived):
+            return True
+    return False
+
+
+def _mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    return any(isinstance(n, cst.Name) and n.value in names for n in walk(expr))
 
 
 def _has_product(shape: cst.BaseExpression) -> bool:

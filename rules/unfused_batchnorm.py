@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
-from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK
+from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK, UNFUSED_BATCHNORM_OPS
 from kerasfit.ruleapi.syntax import get_arg
 from kerasfit.ruleapi.values import layer_constructor, value_of
 
@@ -29,7 +29,8 @@ class UnfusedBatchnorm(Rule):
     """
     ## What it does
     Flags batch normalization that does not use the fused kernel:
-    `tf.nn.batch_normalization`, and `BatchNormalization(fused=False)` /
+    `tf.nn.batch_normalization` (and its deprecated sibling
+    `tf.nn.batch_norm_with_global_normalization`), and `BatchNormalization(fused=False)` /
     `tf.compat.v1.layers.batch_normalization(fused=False)`. Under Keras 3 any `fused=`
     argument is flagged too: Keras 3's `BatchNormalization` has no such argument and
     raises `ValueError` when it is given.
@@ -64,6 +65,10 @@ class UnfusedBatchnorm(Rule):
     name bound once) to the output of a 2-D/3-D convolution, pooling, padding,
     cropping or upsampling layer, and `axis` is absent or one of those. Elsewhere (a
     `Dense` output, an input of unknown rank) the fix is unsafe: check the input rank.
+    `fused` and `axis` count only as they are at every construction: `fused=fused` whose
+    default is False, in a public function or class (callers may pass True, or
+    `renorm=True` through `**kwargs`), is reported without a fix, and an `axis` that is
+    a parameter's default makes the fix unsafe.
     `tf.nn.batch_normalization` has no automatic fix: the fused op's signature and
     outputs differ.
 
@@ -127,6 +132,20 @@ class UnfusedBatchnorm(Rule):
         """,
     )
     INVALID = (
+        # the deprecated sibling of tf.nn.batch_normalization, in a hand-written batch-norm layer
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+
+            class BatchNorm:
+                def __call__(self, x, train=True):
+                    mean, var = tf.nn.moments(x, [0, 1, 2])
+                    return tf.nn.batch_norm_with_global_normalization(
+                        x, mean, var, self.beta, self.gamma, 1e-5, scale_after_normalization=True)
+            """,
+            message_contains="`tf.nn.batch_norm_with_global_normalization` runs unfused",
+            at=Range(6, 15, 7, 86),
+        ),
         # the input comes from conv layers kept in a list: 4-D, so fused=True is identical (safe)
         Invalid(
             """
@@ -245,6 +264,18 @@ class UnfusedBatchnorm(Rule):
             unsafe=True,
             at=Range(6, 8, 6, 52),
         ),
+        # `fused` is False by a public function's default: `True` in its place would
+        # override what every caller passes, so no fix
+        Invalid(
+            """
+            import tf_keras as keras
+            def conv_bn(x, fused=False):
+                x = keras.layers.Conv2D(8, 3)(x)
+                return keras.layers.BatchNormalization(fused=fused)(x)
+            """,
+            message_contains="not auto-fixed: `fused` is a parameter of `conv_bn`",
+            at=Range(4, 11, 4, 55),
+        ),
         Invalid(
             """
             import keras
@@ -293,13 +324,12 @@ class UnfusedBatchnorm(Rule):
         name = self.ctx.names.call_name(node)
         if name is None:
             return
-        if name == "tf.nn.batch_normalization":
+        if name in UNFUSED_BATCHNORM_OPS:
             if self._other_normalization(node):
                 return
             self.report(
                 node,
-                "`tf.nn.batch_normalization` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` "
-                "or a BatchNormalization layer",
+                f"`{name}` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` or a BatchNormalization layer",
             )
             return
         if name not in BATCHNORM_LAYERS:
@@ -332,6 +362,16 @@ class UnfusedBatchnorm(Rule):
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
             return
+        message = "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`"
+        with self.ctx.values.every_construction() as why:
+            pinned = self.ctx.values.const(fused.value)
+        star = next((a for a in node.args if a.star), None)
+        if star is not None:  # `**kwargs` may hold `renorm=True`, which fused=True refuses
+            why.insert(0, f"the layer also takes `{star.star}{self.ctx.module.code_for_node(star.value)}`, which may set `renorm` or `virtual_batch_size`")
+            pinned = None
+        if pinned is not False:  # False by a parameter's default: `True` in its place would override every caller
+            self.report(node, f"{message} (not auto-fixed: {why[0] if why else 'it is not False everywhere'})")
+            return
         if self._fused_proven_legal(node):
             fix = self.make_fix(Replace(fused.value, cst.Name("True")))
         else:
@@ -340,7 +380,7 @@ class UnfusedBatchnorm(Rule):
                 applicability=Applicability.UNSAFE,
                 title="Use the fused batch-norm kernel (needs a 4-D or 5-D input)",
             )
-        self.report(node, "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`", fix=fix)
+        self.report(node, message, fix=fix)
 
     def _fused_proven_legal(self, node: cst.Call) -> bool:
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
@@ -357,7 +397,8 @@ class UnfusedBatchnorm(Rule):
         if rank is None:
             return False
         axis = get_arg(node, "axis")
-        value = -1 if axis is None else self.ctx.values.const(axis.value)
+        with self.ctx.values.every_construction():  # the axis wherever the layer is built, not a default
+            value = -1 if axis is None else self.ctx.values.const(axis.value)
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]
         return isinstance(value, int) and not isinstance(value, bool) and value in _FUSED_AXES[rank]

@@ -37,7 +37,8 @@ def pages() -> dict[Path, str]:
 def targets_page() -> str:
     lines = ["# Targets", "", "The chips `--target` (and `target` in the configuration) accepts, generated",
              "from `kerasfit.core.types.TARGETS` by `scripts/gen_docs.py`. The default is",
-             f"`{DEFAULT_TARGET}`. Padding numbers: [facts.md](facts.md) #1–3, #8, #17, #18.", "",
+             f"`{DEFAULT_TARGET}`. Padding numbers: [facts.md](facts.md) #1–3, #8, #17, #18; the GPU",
+             "targets time ops with kerasfit's GPU cost model (`kerasfit.core.gpumodel`, #27).", "",
              "| target | chip | rules for | pad to (small / large) | MXU | channel multiple | peak bf16 | peak fp32 | HBM bandwidth |",
              "|---|---|---|---|---|---|---|---|---|"]
     for t in TARGETS.values():

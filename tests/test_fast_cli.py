@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kfhelpers import BAD, CLEAN, NOFIX, run, write
+from kfhelpers import BAD, CLEAN, GOOD, NOFIX, run, write
 
 from kerasfit.front import checkcmd, cli
 
@@ -55,6 +55,37 @@ def test_a_check_answered_from_the_cache_imports_no_libcst(project: Path) -> Non
     p = _check_in_process(project, ["model.py", "clean.py"], "'LIBCST', 'libcst' in sys.modules")
     assert "EXIT 1 LIBCST False" in p.stderr, p.stderr
     assert "model.py:2:6: KF101" in p.stdout
+
+
+def test_fix_runs_are_answered_from_the_cache(project: Path) -> None:
+    """Issue 26, item 7: under --diff / --fix (safe and unsafe alike) a file whose bytes and
+    options match the cache is not parsed again when its cached result offers no fix the run
+    would apply; --diff answers a file it fixed before from the cache too; and the text
+    --fix writes is cached as checked, so the next run over the fixed tree parses nothing."""
+    write(project / "kerasfit.toml", "")  # (the cache sits under this project root)
+    parsed = "'LIBCST', 'libcst' in sys.modules"
+    assert run("check", "clean.py", cwd=project).returncode == 0  # fills the cache
+    for flags in (["--diff"], ["--fix"], ["--diff", "--unsafe-fixes"], ["--fix", "--unsafe-fixes"]):
+        p = _check_in_process(project, [*flags, "clean.py"], parsed)
+        assert "EXIT 0 LIBCST False" in p.stderr, (flags, p.stderr)
+
+    write(project / "model.py", BAD)
+    first = _check_in_process(project, ["--diff", "model.py"], parsed)
+    assert "EXIT 1 LIBCST True" in first.stderr, first.stderr  # made the fix: parsed
+    second = _check_in_process(project, ["--diff", "model.py"], parsed)
+    assert "EXIT 1 LIBCST False" in second.stderr, second.stderr
+    assert second.stdout == first.stdout and "+bn = keras.layers.BatchNormalization(fused=True)" in second.stdout
+    # another fix mode is another result: made again
+    assert "LIBCST True" in _check_in_process(project, ["--diff", "--unsafe-fixes", "model.py"], parsed).stderr
+
+    fixed = _check_in_process(project, ["--fix", "model.py"], parsed)
+    assert "LIBCST True" in fixed.stderr and (project / "model.py").read_text() == GOOD  # --fix parses what it writes
+    again = _check_in_process(project, ["--fix", "model.py"], parsed)
+    assert "EXIT 0 LIBCST False" in again.stderr, again.stderr
+    assert (project / "model.py").read_text() == GOOD
+    # a changed byte is checked again
+    write(project / "model.py", GOOD + "\n")
+    assert "LIBCST True" in _check_in_process(project, ["--fix", "model.py"], parsed).stderr
 
 
 def test_the_check_command_passes_every_option_to_the_body_by_name() -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kerasfit.project.check import CheckOptions, check_source
-from kerasfit.engine.fix import allowed
+from kerasfit.core.types import allowed
 
 pytestmark = pytest.mark.slow  # --fix over every installed Keras application file
 

@@ -330,7 +330,7 @@ def test_kf101_removing_fused_keeps_every_comment_of_the_call(args, fixed):
     assert fix_source(out.source, "m.py", settings("KF101")).source == out.source
 
 
-def test_kf103_keeps_a_multiline_conv_calls_indentation():
+def test_kf103_keeps_a_multiline_conv_calls_indentation_and_style():
     src = (
         "import tensorflow as tf\n\n\ndef block(x):\n    if True:\n"
         "        x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])\n"
@@ -340,7 +340,7 @@ def test_kf103_keeps_a_multiline_conv_calls_indentation():
     out = fix_source(src, "m.py", settings("KF103"))
     assert out.source == (
         "import tensorflow as tf\n\n\ndef block(x):\n    if True:\n"
-        '        x = tf.keras.layers.Conv2D(\n            64,\n            3,\n            use_bias=False, padding="same",\n        )(x)\n'
+        '        x = tf.keras.layers.Conv2D(\n            64,\n            3,\n            use_bias=False,\n            padding="same",\n        )(x)\n'
         "    return x\n"
     )
     cst.parse_module(out.source)

@@ -39,6 +39,7 @@ from kerasfit.semantic.folding import (
 )
 from kerasfit.semantic.index import ProjectIndex
 from kerasfit.semantic.model import SemanticModel
+from kerasfit.semantic.nodes import walk
 from kerasfit.semantic.summaries import TOP, Layer, built_layer, consts
 
 
@@ -204,6 +205,29 @@ def test_a_value_set_past_max_values_is_unknown(tmp_path: Path) -> None:
 
     assert reaching(MAX_VALUES) == frozenset(range(MAX_VALUES))
     assert reaching(MAX_VALUES + 1) is None
+
+
+def test_a_value_set_of_one_binding_to_a_conditional_and_of_an_attribute_the_class_stores() -> None:
+    src = (
+        "def block(strides):\n"
+        "    padding = 'valid' if strides > 1 else 'same'\n"
+        "    return padding\n"
+        "class Block:\n"
+        "    def __init__(self, strides):\n"
+        "        self.padding = 'same'\n"
+        "        if strides > 1:\n"
+        "            self.padding = 'valid'\n"
+        "        self.conv = conv(padding=self.padding)\n"
+        "        self.mode = mode()\n"
+        "        self.kind = self.mode\n"
+    )
+    module = cst.parse_module(src)
+    ctx = SemanticModel(module, "m.py", source=src)
+    loads = {ctx.module.code_for_node(n): n for n in walk(module, into_defs=True) if isinstance(n, (cst.Name, cst.Attribute))}
+    ret = next(n for n in walk(module, into_defs=True) if isinstance(n, cst.Return))
+    assert ctx.values.possible_values(ret.value) == frozenset({"valid", "same"})  # type: ignore[arg-type]
+    assert ctx.values.possible_values(loads["self.padding"]) == frozenset({"valid", "same"})
+    assert ctx.values.possible_values(loads["self.mode"]) is None  # a store that does not fold
 
 
 # ---- depths ---------------------------------------------------------------------------------

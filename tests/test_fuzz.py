@@ -18,7 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kerasfit.engine.settings import LintSettings
-from kerasfit.engine.fix import allowed, fix_source
+from kerasfit.core.types import allowed
+from kerasfit.engine.fix import fix_source
 from kerasfit.engine.lint import lint_source
 from kerasfit.engine.registry import all_rules
 

@@ -419,24 +419,6 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
     assert memo.reused > 0 and memo.rewalked == ("KF990",)
 
 
-def test_statement_local_is_a_deprecated_alias_of_reads():
-    from kerasfit.lsp.memo import reusable
-    from kerasfit.ruleapi.rule import Reads, Rule
-
-    with pytest.warns(DeprecationWarning, match="statement_local"):
-        class Local(Rule):
-            code, name, message = "KF991", "local", "local"
-            statement_local = True
-
-    with pytest.warns(DeprecationWarning, match="statement_local"):
-        class Gathers(Rule):
-            code, name, message = "KF992", "gathers", "gathers"
-            statement_local = False
-
-    assert Local.reads == frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT}) and reusable(Local)
-    assert Gathers.reads == frozenset(Reads) and not reusable(Gathers)
-
-
 def test_every_built_in_rule_declares_what_it_reads():
     """Each built-in says it (a default is for packs); none gathers across statements,
     so the language server keeps every built-in rule's findings per statement."""

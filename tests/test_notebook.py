@@ -163,6 +163,83 @@ def test_mask_ipython_lines(line, masked):
         assert list(originals.values()) == [line]
 
 
+@pytest.mark.parametrize(
+    ("cell", "kept"),
+    [
+        # explicit auto-call escapes: IPython reads `/f a b` as f(a, b), `,f a b` as
+        # f("a", "b"), `;f a b` as f("a b"); no Python statement starts so
+        ("/print 1 2", 0),
+        (",print a b", 0),
+        (";print a b", 0),
+        ("if ok:\n    /print x", 1),
+        # a `!` / `%` line continued with a trailing backslash: the continuation lines are
+        # IPython's too (indented or not), and keep the escape line's indentation
+        ("!python -m trainer --model_dir=gs://b/m \\\n    --tpu=local \\\n    --epochs=3", 0),
+        ("%env A=1 \\\nB=2", 0),
+        ("files = !ls \\\n   -l", 0),
+        ("for i in range(2):\n    !echo {i} \\\n        done", 1),
+        # not at the start of a logical line: Python's own `%` and `!`
+        ("x = (a\n     % b)", 2),
+        ('s = """\n!not a shell line\n"""', 3),
+        ("t = 'a' \\\n    '%d'", 2),
+        # automagic (IPython's default): a magic or alias name without its `%`, where the
+        # line is no Python; a name assigned or called stays Python
+        ("pip install datasets\ncd ..", 0),
+        ("history = model.fit(\n    x,\n)", 3),
+        ("pip = 3\ntime.sleep(1)", 2),
+    ],
+)
+def test_mask_reads_escapes_as_ipython_does(cell, kept):
+    """Escapes are masked only at the start of a logical line, with their backslash
+    continuations; the masked cell parses; ``kept`` lines stay as written."""
+    originals: dict[int, str] = {}
+    out = mask(cell, originals)
+    assert out.count("\n") == cell.count("\n")
+    compile(out, "cell", "exec")  # no KF001
+    assert sum(a == b for a, b in zip(cell.split("\n"), out.split("\n"))) == kept
+    for before, after in zip(cell.split("\n"), out.split("\n")):
+        if before != after:
+            assert after.startswith(cell.split("\n")[0][: len(cell) - len(cell.lstrip())])
+
+
+def test_colab_continuations_and_autocall_give_no_kf001_and_later_findings_stay(tmp_path):
+    make_notebook(tmp_path / "tpu.ipynb", [
+        ("code", "!python -m official.resnet.resnet_main --model_dir=gs://bucket/model \\\n"
+                 "    --tpu=$TPU_NAME \\\n    --data_dir=gs://bucket/data\n%env TPU_NAME=local \\\n  EXTRA=1"),
+        ("code", "/print 'ready'\n,print a b\n;print a b\nimport tf_keras"),
+        ("code", "bn = tf_keras.layers.BatchNormalization(fused=False)"),
+    ])
+    r = run("check", "--no-cache", "tpu.ipynb", cwd=tmp_path)
+    found = finding_lines(r.stdout)
+    assert not [f for f in found if "KF001" in f], found
+    assert [f.split(": ")[0] for f in found] == ["tpu.ipynb:cell 3:1:6"], found
+
+
+def test_a_users_line_that_looks_like_a_mask_tag_survives_fix(tmp_path):
+    """The masking tags are words no cell holds: a user's line ending in
+    `# kerasfit-magic 0` (or a `# kerasfit-cell 2` line) in an untouched cell is kept."""
+    path = tmp_path / "nb.ipynb"
+    mine = "x = compute()  # kerasfit-magic 0\n# kerasfit-cell 2\ny = 1"
+    make_notebook(path, [
+        ("code", "!pip install -q tf-keras\nimport tf_keras"),
+        ("code", mine),
+        ("code", "bn = tf_keras.layers.BatchNormalization(fused=False)"),
+    ])
+    r = run("check", "--no-cache", "--fix", "--unsafe-fixes", "nb.ipynb", cwd=tmp_path)
+    assert "1 fixed" in r.stdout, r
+    cells = json.loads(path.read_text())["cells"]
+    assert "".join(cells[0]["source"]) == "!pip install -q tf-keras\nimport tf_keras"
+    assert "".join(cells[1]["source"]) == mine
+    assert "fused=True" in "".join(cells[2]["source"])
+
+
+def test_cell_magics_and_help_still_masked():
+    nb = Notebook.from_cells([(1, "%%time\nimport keras\nkeras.layers.Dense?"), (2, "??keras.Model\n%%not a cell magic here")])
+    compile(nb.module, "nb", "exec")
+    assert "import keras" in nb.module
+    assert nb.split(nb.module) == ["%%time\nimport keras\nkeras.layers.Dense?", "??keras.Model\n%%not a cell magic here"]
+
+
 def test_round_trip_of_the_module_restores_every_cell():
     nb = Notebook.from_cells([(1, "%load_ext autoreload\nimport keras"), (3, "%%writefile x.py\nprint(1)\n"), (4, "y = 2")])
     assert nb.split(nb.module) == ["%load_ext autoreload\nimport keras", "%%writefile x.py\nprint(1)\n", "y = 2"]

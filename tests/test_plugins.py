@@ -11,7 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from kfhelpers import ROOT
 
@@ -234,15 +233,8 @@ def test_every_rule_api_name_is_used_by_a_built_in_rule_or_is_the_core():
         assert not unused, f"{space.__name__}: {sorted(unused)}"
 
 
-def test_the_previous_flat_rule_api_names_warn_and_still_work():
+def test_the_rule_api_has_no_flat_names_of_an_earlier_release():
     import kerasfit.ruleapi as api
-    from kerasfit.semantic.nodes import iter_children
 
-    with pytest.warns(DeprecationWarning, match=r"kerasfit\.ruleapi\.get_arg is deprecated; import it from kerasfit\.ruleapi\.syntax"):
-        moved = api.get_arg
-    assert moved is api.syntax.get_arg
-    with pytest.warns(DeprecationWarning, match="goes in the next release"):
-        dropped = api.iter_children
-    assert dropped is iter_children
-    with pytest.raises(AttributeError):
-        api.no_such_name  # noqa: B018
+    for gone in ("get_arg", "iter_children", "FileContext", "CONV_CALLS"):
+        assert not hasattr(api, gone), gone

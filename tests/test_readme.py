@@ -67,13 +67,45 @@ def test_readme_precommit_snippet_names_real_hooks_and_a_rev_that_can_exist():
     section = README.read_text().split("## pre-commit", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{h}`" in section for h in hooks)  # the other one, and when to pick it
     rev = str(repo["rev"])
-    tags = subprocess.run(["git", "tag"], cwd=ROOT, capture_output=True, text=True).stdout.split()
     # pre-commit needs a tag that exists or a commit SHA; kerasfit has no tags yet
+    tags = _git("tag").split()
     assert rev in tags or re.fullmatch(r"[0-9a-f]{40}", rev), rev
-    if rev not in tags:  # a commit of kerasfit's own history
-        git = subprocess.run(["git", "cat-file", "-e", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True)
-        assert git.returncode == 0, f"README's rev {rev} is not a kerasfit commit"
     assert "autoupdate --bleeding-edge" in README.read_text()
+
+
+def _git(*args: str) -> str:
+    out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, f"git {' '.join(args)}: {out.stderr.strip()}"
+    return out.stdout
+
+
+def test_readme_precommit_rev_has_todays_hooks_file_and_checks_notebooks():
+    """The revision README pins (a commit, or a release tag once there are tags) is in
+    kerasfit's history — CI's clean checkout of main is a full clone — and its
+    `.pre-commit-hooks.yaml` is the current one, byte for byte: a user who copies the
+    example gets today's hooks, which check notebooks (issue 26, item 6). A change to the
+    hooks file fails here until README names a revision that has it."""
+    import yaml
+
+    block = re.search(r"```yaml\n(repos:.*?)```", README.read_text(), re.S)
+    assert block, "no pre-commit snippet"
+    (repo,) = yaml.safe_load(block.group(1))["repos"]
+    rev = str(repo["rev"])
+    commit = subprocess.run(["git", "rev-parse", "--verify", "-q", f"{rev}^{{commit}}"], cwd=ROOT,
+                            capture_output=True, text=True)
+    assert commit.returncode == 0, f"README's rev {rev} is not in this clone's history (a shallow clone?)"
+    sha = commit.stdout.strip()
+    ancestor = subprocess.run(["git", "merge-base", "--is-ancestor", sha, "HEAD"], cwd=ROOT)
+    assert ancestor.returncode == 0, f"README's rev {rev} is not in the history of the checked-out branch"
+    pinned = _git("show", f"{sha}:.pre-commit-hooks.yaml")
+    assert pinned == (ROOT / ".pre-commit-hooks.yaml").read_text(), (
+        f"README's rev {rev} has another .pre-commit-hooks.yaml than today's: pin a commit that has it "
+        "(`git log -1 --format=%H -- .pre-commit-hooks.yaml` or any later one)"
+    )
+    for hook in yaml.safe_load(pinned):
+        assert "jupyter" in hook["types_or"], hook["id"]
+
+
 
 
 def test_license_file_is_the_one_pyproject_declares():

@@ -120,43 +120,15 @@ def test_roles_are_an_enum_equal_to_their_names() -> None:
     assert ctx.roles.of(step.body.body[0]) is Role.MODEL
 
 
-def test_old_flat_spellings_warn_and_forward_to_their_part() -> None:
-    """Third-party packs written against ``FileContext`` keep working for one release:
-    each old name warns, naming the new spelling, and answers as the part does."""
-    from kerasfit.ruleapi import Role
-    from kerasfit.semantic.model import _MOVED
-
+def test_the_model_answers_only_through_its_parts() -> None:
+    """No forwarding of an earlier release's flat spellings: a part answers each question."""
     src = "import tensorflow as tf\nN = 2 * 3\nx = tf.keras.layers.Dense(N)\n"
     ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     call = ctx.module.body[-1].body[0].value
-    arg = call.args[0].value
-    with pytest.warns(DeprecationWarning, match=r"^ctx\.const is deprecated; use ctx\.values\.const$"):
-        assert ctx.const(arg) == 6
-    with pytest.warns(DeprecationWarning, match=r"^ctx\.call_name is deprecated; use ctx\.names\.call_name$"):
-        assert ctx.call_name(call) == "keras.layers.Dense"
-    with pytest.warns(DeprecationWarning, match=r"use ctx\.roles\.of$"):
-        assert ctx.role_of(call) is Role.MODULE
-    with pytest.warns(DeprecationWarning, match=r"use ctx\.roles\.uses_tpu$"):
-        assert ctx.uses_tpu is False
-    for old, (part, new) in _MOVED.items():
-        with pytest.warns(DeprecationWarning, match=rf"^ctx\.{old} is deprecated; use ctx\.{part}\.{new}$"):
-            assert getattr(ctx, old) == getattr(getattr(ctx, part), new)
-    # the cursor forms answered for "where the walk is": gone, not forwarded
-    for gone in ("walk_path", "visiting", "enclosing_function", "enclosing_class", "enclosing_callable", "role"):
+    assert ctx.values.const(call.args[0].value) == 6
+    for gone in ("const", "call_name", "role_of", "uses_tpu", "walk_path", "visiting", "enclosing_function"):
         with pytest.raises(AttributeError):
             getattr(ctx, gone)
-
-
-def test_ruleapi_filecontext_warns_and_is_the_semantic_model() -> None:
-    import kerasfit.ruleapi as ruleapi
-
-    with pytest.warns(DeprecationWarning, match=r"kerasfit\.ruleapi\.FileContext is deprecated; use kerasfit\.ruleapi\.SemanticModel"):
-        assert ruleapi.FileContext is SemanticModel
-    with pytest.warns(DeprecationWarning):
-        from kerasfit.ruleapi import FileContext  # noqa: F401  (the spelling packs import)
-    assert "FileContext" not in ruleapi.__all__
-    with pytest.raises(AttributeError):
-        ruleapi.NoSuchName  # noqa: B018
 
 
 def test_built_in_rules_never_use_the_deprecated_spellings() -> None:

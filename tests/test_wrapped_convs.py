@@ -311,4 +311,91 @@ def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
     walk(ctx.module, ctx, [rule], lambda r, exc: (_ for _ in ()).throw(exc))
     assert [ctx.module.code_for_node(rep.node) for rep in rule.reports] == ["tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])"]
     # one interpretation, for stride 3: ``x``, ``r`` and ``self.cache`` are no pad's result
-    assert [key[1][1] for key in ctx.caches.wrapper_ops] == [frozenset({3})]
+    # (the key's arguments hold the wrapper's input where the call passes it: first here)
+    assert [key[1][2] for key in ctx.caches.wrapper_ops] == [frozenset({3})]
+
+
+def test_a_pad_helper_of_an_unread_project_module_is_known_by_its_name(tmp_path):
+    # ``ops.py`` of the package is not in the tree (a file left out of the check's sources):
+    # its ``pad`` is taken for a pad by its name, and the finding says so; a library's
+    # (NumPy's) and a readable module's function of that name are not guessed
+    _write(tmp_path, {
+        "gan/readable.py": """
+            def pad(x, p):
+                return x
+        """,
+        "gan/net.py": """
+            import numpy as np
+            import tensorflow.compat.v1 as tf
+            from gan import ops, readable
+
+            def _conv2d(inputs, filters, stride):
+                return tf.layers.conv2d(inputs, filters, 4, strides=stride, padding="VALID")
+
+            def down(net):
+                net = ops.pad(net, 1)
+                net = _conv2d(inputs=net, filters=128, stride=2)
+                net = _conv2d(inputs=readable.pad(net, 1), filters=128, stride=2)
+                return _conv2d(np.pad(net, 1), 128, 2)
+        """,
+    })
+    found = _findings(tmp_path, "gan/net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
+    assert "`ops.pad` (a pad by its name: kerasfit cannot read `gan.ops`)" in found[0][2]
+    assert "applied inside `_conv2d`" in found[0][2]
+
+
+def test_a_wrapper_applies_its_conv_to_a_later_argument(tmp_path):
+    # the padded tensor is the wrapper's second positional argument, or a keyword one
+    _write(tmp_path, {
+        "convs.py": """
+            import tensorflow as tf
+
+            def conv(name, x, filters, padding="SAME"):
+                with tf.name_scope(name):
+                    return tf.keras.layers.Conv2D(filters, 3, padding=padding)(x)
+        """,
+        "net.py": """
+            import tensorflow as tf
+            import convs
+
+            def stem(x):
+                y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                a = convs.conv("a", y, 32, padding="valid")
+                z = tf.pad(a, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                b = convs.conv("b", x=z, filters=32, padding="valid")
+                w = tf.pad(b, [[0, 0], [1, 1], [1, 1], [0, 0]])
+                return convs.conv("c", w, 32)
+        """,
+    })
+    found = _findings(tmp_path, "net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 6), ("net.py", 8)]
+    assert all("applied inside `conv`" in m for _, _, m in found)
+
+
+def test_a_pad_layer_class_of_an_unread_project_module_is_known_by_its_name(tmp_path):
+    # ``layers.py`` and ``ops.py`` of the package are not in the tree: their pad layer classes
+    # and pad function are taken for pads by their names (one that reflects, by its name, is
+    # no zero pad); a class named for a padded conv is not a pad
+    _write(tmp_path, {
+        "gan/net.py": """
+            import tensorflow as tf
+            from gan.layers import PaddedConv2D, ReflectionPadding2D, ZeroPad
+            from gan.ops import pad
+
+            def block(x):
+                y = ReflectionPadding2D(1)(x)
+                y = tf.keras.layers.Conv2D(32, 3)(y)
+                z = ZeroPad(1)(y)
+                z = tf.keras.layers.Conv2D(32, 3)(z)
+                w = PaddedConv2D(32, 3)(z)
+                w = tf.keras.layers.Conv2D(32, 3)(w)
+                return tf.keras.layers.Conv2D(32, 3)(pad(w, 1))
+        """,
+    })
+    found = _findings(tmp_path, "gan/net.py")
+    assert [(f, r) for f, r, _ in found] == [("net.py", 7), ("net.py", 9), ("net.py", 13)]
+    assert "`ReflectionPadding2D` (a pad by its name: kerasfit cannot read `gan.layers`)" in found[0][2]
+    assert "a pad that reflects (by its name) is not zero padding" in found[0][2]
+    assert "`ZeroPad` (a pad by its name" in found[1][2] and "XLA folds a zero pad" in found[1][2]
+    assert "`pad` (a pad by its name: kerasfit cannot read `gan.ops`)" in found[2][2]

@@ -57,6 +57,11 @@ _PREFIXES: tuple[tuple[str, str], ...] = (
 IMPORT_SPELLINGS: dict[str, str] = {"tf_slim": "tensorflow.contrib.slim"}
 
 
+# The name everyone binds TensorFlow to: a file that reads it without binding it anywhere
+# (its import dropped by an export, or made by a project module's ``import *``) means TF.
+UNBOUND_FRAMEWORK_NAMES: dict[str, str] = {"tf": "tensorflow"}
+
+
 def import_spelling(module: str) -> str:
     """The dotted module an import names, with :data:`IMPORT_SPELLINGS` applied."""
     head, dot, rest = module.partition(".")
@@ -284,6 +289,8 @@ WEIGHT_REGULARIZER_ARGS = (
     "biases_regularizer",
 )
 REGULARIZATION_LOSS_CALLS = {"tf.losses.get_regularization_loss", "tf.losses.get_regularization_losses"}
+# Batch-norm ops that run unfused (KF101): the textbook formula and its deprecated sibling.
+UNFUSED_BATCHNORM_OPS = {"tf.nn.batch_normalization", "tf.nn.batch_norm_with_global_normalization"}
 # Concatenations and splits (KF105): canonical -> (values kw, values index, axis kw, axis index, axis default).
 CONCAT_CALLS = {
     "tf.concat": ("values", 0, "axis", 1, None),
@@ -356,6 +363,13 @@ RESHAPE_CALLS = {"tf.reshape": ("tensor", 0, "shape", 1), "keras.ops.reshape": (
 TRANSPOSE_CALLS = {
     "tf.transpose": ("a", 0, "perm", 1),
     "keras.ops.transpose": ("x", 0, "axes", 1),
+}
+# Ops that only move or regroup a tensor's data (KF106 follows a hand-written shuffle
+# through them): canonical -> (tensor kw, index). Splits and concats: SPLIT_CALLS, CONCAT_CALLS.
+RELAYOUT_CALLS = {
+    "tf.squeeze": ("input", 0), "keras.ops.squeeze": ("x", 0),
+    "tf.expand_dims": ("input", 0), "keras.ops.expand_dims": ("x", 0),
+    "tf.stack": ("values", 0), "keras.ops.stack": ("x", 0),
 }
 MATMUL_CALLS = {"tf.matmul", "keras.ops.matmul", "tf.einsum", "keras.ops.einsum", "tf.tensordot", "keras.ops.tensordot", "keras.ops.dot", "keras.backend.dot", "keras.backend.batch_dot", "tf.linalg.matmul"}
 CHANNELS_FIRST_VALUES = {"channels_first", "NCHW", "NCW", "NCDHW"}

@@ -101,6 +101,15 @@ class Fix:
         return all(e.matches(source) for e in self.edits)
 
 
+def allowed(fix: Fix | None, unsafe: bool) -> bool:
+    """Whether ``--fix`` applies ``fix`` (``--unsafe-fixes``: ``unsafe``)."""
+    if fix is None or not fix.edits:
+        return False
+    if fix.applicability is Applicability.SAFE:
+        return True
+    return unsafe and fix.applicability is Applicability.UNSAFE
+
+
 @dataclass
 class Diagnostic:
     code: str
@@ -171,6 +180,9 @@ class Target:
     peaks_source: str  # where the three peaks are published
     help: str  # what the name means, one line
     hbm_bytes: int = 0  # device memory per chip (docs/facts.md#25); 0: not known
+    # GPU: streaming multiprocessors, over which a kernel's tiles run in waves
+    # (kerasfit.core.gpumodel); 0 elsewhere
+    sms: int = 0
 
 
 # docs/facts.md#1–3 and #8: activations and kernels pad to 8 or 128; v6e's MXU is 256 wide.
@@ -180,8 +192,9 @@ class Target:
 # docs/facts.md#25: HBM per chip, as the vendors' pages state it (GiB or GB).
 GiB, GB = 2**30, 10**9
 # Peaks: TPUs run float32 matmuls as bf16 passes by default (TensorFlow on TPU), so they
-# get the bf16 peak; the GPU row is an A100 (TF32 for float32, on by default in TensorFlow
-# since 2.4).
+# get the bf16 peak; the GPU rows are an A100 and an H200 (TF32 for float32, on by default
+# in TensorFlow since 2.4 and in JAX), dense (the datasheets' figures without sparsity).
+# The GPU cost model (kerasfit.core.gpumodel) was calibrated on an H200 (docs/facts.md#27).
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
@@ -199,8 +212,16 @@ TARGETS: dict[str, Target] = {
                help="Cloud TPU v6e Trillium (256-wide MXU)", hbm_bytes=32 * GB),
         Target("gpu", "gpu", small=8, large=8, mxu=8, channel_multiple=8,
                flops_16=312e12, flops_32=156e12, hbm_bandwidth=1555e9,
-               peaks_source="NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s",
-               help="NVIDIA tensor-core GPU (peaks: A100)", hbm_bytes=40 * GB),
+               peaks_source="NVIDIA A100 40GB datasheet: 312 TFLOPS fp16/bf16, 156 TF32, 1555 GB/s; "
+                            "108 SMs (NVIDIA A100 architecture white paper)",
+               help="NVIDIA tensor-core GPU (peaks: A100)", hbm_bytes=40 * GB, sms=108),
+        Target("gpu-h200", "gpu", small=8, large=8, mxu=8, channel_multiple=8,
+               flops_16=989e12, flops_32=494e12, hbm_bandwidth=4800e9,
+               peaks_source="NVIDIA H200 datasheet (SXM): 1979 TFLOPS bf16 and 989 TF32 with sparsity, "
+                            "989 / 494 dense; 4.8 TB/s; 132 SMs (NVIDIA H100 architecture white paper, "
+                            "the same GH100 chip)",
+               help="NVIDIA H100/H200-class GPU (peaks: H200 SXM, the chip the GPU model is measured on)",
+               hbm_bytes=141 * GB, sms=132),
         Target("gaudi", "gaudi", small=8, large=128, mxu=128, channel_multiple=8,
                flops_16=432e12, flops_32=108e12, hbm_bandwidth=2450e9,
                peaks_source="Intel Gaudi 2 (Intel Gaudi 3 white paper's Gaudi 2 column): "

@@ -24,7 +24,8 @@ from kerasfit.engine.registry import all_rules
 from kerasfit.core.types import DEFAULT_TARGET, TARGETS, Diagnostic, Severity
 
 from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD
-from .report import BuildReport, OpReport, StaticFinding, make_report, render_report, same_file, source_at
+from .records import BuildReport, OpReport, StaticFinding, same_file, source_at
+from .report import make_report, render_report
 from .sandbox import describe_error, describe_exit, run_contained
 from .simulator import LARGE_BATCH
 
@@ -33,7 +34,7 @@ __all__ = [
     "cross_check", "cross_check_failure", "render_report", "static_findings",
 ]
 
-CACHE_SCHEMA = 3  # 3: mem ops carry kind/trips/free, dots their parameters and trips
+CACHE_SCHEMA = 4  # 4: mem ops move one slice of a dynamic slice, carry folds; batch sums folded into dots
 # TF1 graph code needs tf-keras behind tf.compat.v1.layers (docs/facts.md#22).
 _TF1_MARKERS = re.compile(
     r"tf\.layers\.|compat\.v1\.layers|\bplaceholder\(|variable_scope|tf\.contrib|"
@@ -558,9 +559,11 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         if ffit >= POOR_FIT or share < MIN_SHARE:
             continue
         worst = min(ops, key=_feature_fit)
+        # the share named is the op's own: the line's ops together (every pass, every layer a
+        # loop on this line builds) may be most of the step while this op is a sliver of it
         msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
-               f"{share:.1%} of step FLOPs")
+               f"{worst.share:.1%} of step FLOPs")
         out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
     # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
     has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)

@@ -313,24 +313,13 @@ def _param_of(name: str, comp: Computation) -> Instr | None:
 def _is_permutation_noop(instr: Instr, src: Instr | None) -> bool:
     """A transpose that moves no byte: one that only moves size-1 dims, or one whose
     operand is a dot's or convolution's result written in the transposed order (XLA picks
-    a contraction's output layout that way; docs/facts.md#4). A transpose the CPU's layout
-    assignment turned into a bitcast after any other op is not free on a TPU: the relayout
-    it stands for moves into its consumer, so it keeps its bytes."""
+    a contraction's output layout that way; docs/facts.md#4)."""
     perm = _ints(_attr(instr.attrs, "dimensions"))
     shape = src.shape if src is not None else []
     moved = [d for d in perm if d >= len(shape) or shape[d] != 1]
     if moved == sorted(moved):
         return True
-    if src is None or src.opcode not in ("dot", "convolution"):
-        return False
-    out_layout = _layout(instr.type_text)
-    in_layout = _layout(src.type_text)
-    if out_layout is None or in_layout is None or len(perm) != len(out_layout):
-        return False
-    # physical major-to-minor order of the result, in the operand's dims
-    out_phys = [perm[d] for d in reversed(out_layout)]
-    in_phys = list(reversed(in_layout))
-    return [d for d in out_phys if shape[d] != 1] == [d for d in in_phys if shape[d] != 1]
+    return src is not None and src.opcode in ("dot", "convolution") and _same_physical_order(instr, src)
 
 
 def _layout(type_text: str) -> list[int] | None:
@@ -425,14 +414,20 @@ class MemOp:
     dtype: str
     shape: list[int]  # result
     operand_shapes: list[list[int]]
-    bytes: int  # HBM bytes per run: operands read + result written, unpadded
+    bytes: int  # HBM bytes per run: what it reads and writes, unpadded
     # what the report groups it as: the opcode of a data move, or "elementwise" /
     # "normalization" / "softmax" for the loop fusions XLA makes of elementwise ops
     kind: str = ""
     trips: int = 1  # runs per step (a while body's trip count)
-    # why it costs nothing on a TPU ("" when it does): a transpose or copy that only feeds
-    # dot/conv operands is folded into their layout (docs/facts.md#4)
+    # why it costs nothing on any target ("" when it does): a transpose or copy that only
+    # feeds dot/conv operands is folded into their layout (docs/facts.md#4); a transpose
+    # that keeps the minor dimension, or that layout assignment made a bitcast, copies
+    # nothing (docs/facts.md#26). The report names them and ranks none.
     free: str = ""
+    # "convolution": a zero pad every consumer of which is a convolution, which a GPU's
+    # convolution takes as its own padding in every pass (docs/facts.md#27); a TPU folds it
+    # into the forward convolution only (docs/facts.md#19)
+    folds: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -451,10 +446,18 @@ _FUSIBLE = ELEMENTWISE | {"broadcast", "and", "or", "not", "xor", "sign", "floor
                           "round-nearest-afz", "round-nearest-even", "cosine", "sine", "atan2",
                           "is-finite", "remainder", "exponential-minus-one", "log-plus-one",
                           "iota", "constant", "cbrt", "tan", "rng", "rng-bit-generator"}
+# A pad or slice whose every consumer is fusible is part of their loop: it reads or writes
+# a window of the array where the loop reads it (XLA's loop fusion takes both).
+_WINDOWS = frozenset({"pad", "slice"})
 # A reduction fuses its input but not its output (docs/facts.md#15): its result is written.
 _FUSION_ENDS = frozenset({"reduce", "reduce-window", "select-and-scatter"})
 _RELABEL = frozenset({"reshape", "bitcast"})  # no bytes of their own
+# Consumers that take an operand in whatever layout it comes (XLA's layout assignment
+# propagates a layout through them, docs/facts.md#26): elementwise loops and contractions.
+_ANY_LAYOUT = _FUSIBLE | {"dot", "convolution"}
 _FREE_OPERAND = "folded into the dot/conv operand layout (docs/facts.md#4)"
+_KEEPS_MINOR = "keeps the minor dimension: the same tiles re-indexed, no copy (docs/facts.md#26)"
+_LAYOUT_ONLY = "a layout change only: XLA's layout assignment made it a bitcast (docs/facts.md#26)"
 _NORM = re.compile(r"batch_?norm|BatchNorm|layer_?norm|LayerNorm|normali[sz]ation|moments|"
                    r"group_?norm|GroupNorm", re.I)
 _SOFTMAX = re.compile(r"softmax", re.I)
@@ -473,14 +476,212 @@ def _nbytes(instr: Instr) -> int:
     return n * DTYPE_BYTES.get(instr.dtype, 4) if n > 1 else 0
 
 
+def _identity_pad(instr: Instr) -> bool:
+    """A pad of nothing (``padding=0_0x0_0``): XLA's simplifier removes it."""
+    return instr.opcode == "pad" and not any(int(x) for x in re.findall(r"-?\d+", _attr(instr.attrs, "padding")))
+
+
+def _keeps_minor(instr: Instr) -> bool:
+    """A transpose whose logical minor dimension stays minor (docs/facts.md#26)."""
+    perm = _ints(_attr(instr.attrs, "dimensions"))
+    return bool(perm) and perm[-1] == len(perm) - 1
+
+
+class _Body:
+    """One computation's live instructions, with who reads what."""
+
+    def __init__(self, comp: Computation, cname: str, live: set[tuple[str, str]]):
+        self.comp = comp
+        self.users: dict[str, list[Instr]] = {}
+        for instr in comp.instrs.values():
+            if (cname, instr.name) in live:
+                for o in instr.operands:
+                    self.users.setdefault(o, []).append(instr)
+        # the converts and reduces a batched dot's batch sum folds into the dot (:func:`_fold_batch`)
+        self.folded: set[str] = set()
+        for instr in comp.instrs.values():
+            nb = len(_ints(_attr(instr.attrs, "lhs_batch_dims"))) if instr.opcode == "dot" else 0
+            if nb:
+                self.folded.update(_batch_sum(instr, self.users, nb))
+
+    def consumers(self, name: str) -> list[Instr]:
+        """Live users, seen through reshapes and bitcasts."""
+        found, work, seen = [], [name], set()
+        while work:
+            cur = work.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            for u in self.users.get(cur, []):
+                if u.opcode in _RELABEL:
+                    work.append(u.name)
+                else:
+                    found.append(u)
+        return found
+
+    def feeds_only(self, name: str, accepted: frozenset[str] | set[str], through: tuple[str, ...]) -> bool:
+        """Do its values reach only ``accepted`` ops (through ``through`` ones), and one at least?"""
+        work, seen, found = [name], set(), False
+        while work:
+            cur = work.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            for u in self.consumers(cur):
+                if u.opcode in through:
+                    work.append(u.name)
+                elif u.opcode in accepted:
+                    found = True
+                else:
+                    return False
+        return found
+
+    def producer(self, name: str) -> Instr | None:
+        instr = self.comp.instrs.get(name)
+        seen: set[str] = set()
+        while instr is not None and instr.opcode in _RELABEL and instr.operands and instr.name not in seen:
+            seen.add(instr.name)
+            instr = self.comp.instrs.get(instr.operands[0])
+        return instr
+
+    def fusible(self, instr: Instr) -> bool:
+        """Part of an elementwise loop: a fusible op, or a pad/slice whose consumers all are."""
+        if instr.opcode in _WINDOWS:
+            uses = self.consumers(instr.name)
+            return bool(uses) and all(u.opcode in _FUSIBLE for u in uses)
+        return instr.opcode in _FUSIBLE
+
+    def free_transpose(self, instr: Instr, operand: Instr | None) -> str:
+        """Why a transpose or copy copies nothing on the accelerator ("" when it does)."""
+        if self.feeds_only(instr.name, frozenset({"dot", "convolution"}), ("transpose", "copy")):
+            return _FREE_OPERAND
+        if instr.opcode != "transpose":
+            return ""
+        if _keeps_minor(instr):
+            return _KEEPS_MINOR
+        if _same_physical_order(instr, operand) and self.takes_any_layout(instr.name):
+            return _LAYOUT_ONLY
+        return ""
+
+    def takes_any_layout(self, name: str) -> bool:
+        """Do all of a value's readers take it in whatever layout it comes: elementwise loops,
+        reductions and contractions whose other operands are scalars or broadcasts (nothing
+        of another layout to meet)? A reshape does not: it may merge dims the layout split."""
+        uses = self.users.get(name, [])
+        if not uses:
+            return False
+        for u in uses:
+            if u.opcode not in _ANY_LAYOUT:
+                return False
+            for o in u.operands:
+                other = self.comp.instrs.get(o)
+                if o != name and other is not None and other.opcode not in ("constant", "broadcast", "iota") \
+                        and math.prod(other.shape) > 1:
+                    return False
+        return True
+
+
+def _same_physical_order(instr: Instr, src: Instr | None) -> bool:
+    """Do the transpose's result and operand lay their non-unit dims out in the same order?"""
+    perm = _ints(_attr(instr.attrs, "dimensions"))
+    out_layout, in_layout = _layout(instr.type_text), _layout(src.type_text) if src is not None else None
+    if src is None or out_layout is None or in_layout is None or len(perm) != len(out_layout):
+        return False
+    shape = src.shape
+    out_phys = [perm[d] for d in reversed(out_layout)]
+    return [d for d in out_phys if shape[d] != 1] == [d for d in reversed(in_layout) if shape[d] != 1]
+
+
+def _moved_bytes(instr: Instr, operands: list[Instr]) -> int:
+    """HBM bytes a data move reads and writes. A dynamic slice reads and writes the slice;
+    a dynamic update, scatter or gather touches its rows and indices, in place: never the
+    whole buffer (a ``while`` body's per-step slice of a stacked buffer costs one slice)."""
+    if instr.opcode == "dynamic-update-slice" and len(operands) > 1:
+        return 2 * _nbytes(operands[1])
+    if instr.opcode == "dynamic-slice":
+        return 2 * _nbytes(instr)
+    if instr.opcode == "gather" and len(operands) > 1:
+        return 2 * _nbytes(instr) + _nbytes(operands[1])
+    if instr.opcode == "scatter" and len(operands) > 2:
+        return 2 * _nbytes(operands[2]) + _nbytes(operands[1])
+    return _nbytes(instr) + sum(_nbytes(o) for o in operands)
+
+
+def _fused_bytes(body: _Body, instr: Instr) -> int:
+    """What an op of an elementwise loop fusion reads and writes across the fusion's edge:
+    its result where a consumer cannot take it inside the loop (or it ends one, #15); its
+    operands made outside loops, except a dot/conv result (its output fusion, #5)."""
+    uses = body.consumers(instr.name)
+    writes = instr.opcode in _FUSION_ENDS or not uses or any(not body.fusible(u) for u in uses)
+    moved = _nbytes(instr) if writes else 0
+    for o in dict.fromkeys(instr.operands):  # x * x reads x once
+        src = body.producer(o)
+        if src is None or src.opcode in ("constant", "dot", "convolution", "iota"):
+            continue
+        if not body.fusible(src) or src.opcode in _FUSION_ENDS:
+            moved += _nbytes(src)
+    return moved
+
+
+def _moves_nothing(body: _Body, instr: Instr, op_name: str, operand: Instr | None) -> bool:
+    """The step's own results being returned, a batch sum folded into its dot, a pad of
+    nothing, a transpose that moves no byte: no op at all."""
+    return ((instr.opcode == "copy" and "XLA_Retvals" in op_name) or instr.name in body.folded
+            or _identity_pad(instr) or (instr.opcode == "transpose" and _is_permutation_noop(instr, operand)))
+
+
+def _folds_into_conv(body: _Body, instr: Instr) -> str:
+    """"convolution" for a zero pad every consumer of which is a convolution."""
+    value = body.comp.instrs.get(instr.operands[1]) if len(instr.operands) > 1 else None
+    if instr.opcode != "pad" or not _is_zero(value):
+        return ""
+    uses = body.consumers(instr.name)
+    return "convolution" if uses and all(u.opcode == "convolution" for u in uses) else ""
+
+
+def _mem_op(body: _Body, instr: Instr, trips: int, elementwise: bool) -> MemOp | None:
+    """The instruction as a data move or a loop fusion's member, or None (nothing moved)."""
+    op_name = _metadata(instr.attrs, "op_name")
+    operands = [body.comp.instrs[o] for o in instr.operands if o in body.comp.instrs]
+    first = operands[0] if operands else None
+    if _moves_nothing(body, instr, op_name, first):
+        return None
+    kind, free, folds = instr.opcode, "", ""
+    if instr.opcode in ("transpose", "copy", "broadcast"):
+        free = body.free_transpose(instr, first)
+    if (instr.opcode == "broadcast" and not free) or (instr.opcode in _WINDOWS and body.fusible(instr)):
+        kind = ""  # costed with (a window of) the elementwise loop it feeds
+    if kind in MOVES or free:
+        folds = _folds_into_conv(body, instr)
+        moved = _moved_bytes(instr, operands)
+    elif elementwise and body.fusible(instr) and instr.opcode != "constant":
+        kind = _fusion_kind(op_name)
+        moved = _fused_bytes(body, instr)
+    else:
+        return None
+    if not moved:
+        return None
+    return MemOp(instr.name, instr.opcode, op_name, instr.dtype, instr.shape,
+                 [o.shape for o in operands if math.prod(o.shape) > 1], moved,
+                 kind=kind, trips=trips, free=free, folds=folds)
+
+
+def _is_zero(value: Instr | None) -> bool:
+    return (value is not None and value.opcode == "constant"
+            and re.fullmatch(r"\s*-?0(\.0*)?\s*", value.args) is not None)
+
+
 def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
     """Live data-moving ops of the step with their unpadded HBM bytes per run.
 
-    Data moves (pads, transposes, copies, slices...) cost what they read and write,
-    except a transpose that moves nothing (an identity, or a layout-only one) and a
-    transpose or copy whose only consumers are dot/conv operands (docs/facts.md#4), which
-    are returned with ``free`` set. Elementwise ops (and broadcasts) are costed as the
-    loop fusions XLA makes of them: each one counts the bytes it reads from outside a
+    Data moves (pads, transposes, copies, slices...) cost what they read and write — a
+    dynamic slice or update one slice, in place, not the buffer it indexes — except a
+    transpose or pad that moves nothing (an identity, a layout-only transpose) and a
+    transpose or copy the accelerator never materialises: one whose only consumers are
+    dot/conv operands (docs/facts.md#4), one that keeps the minor dimension, one layout
+    assignment made a bitcast (docs/facts.md#26); those are returned with ``free`` set.
+    Elementwise ops (and broadcasts, and the pads and slices inside their loops) are costed
+    as the loop fusions XLA makes of them: each one counts the bytes it reads from outside a
     fusion (not from a dot/conv, whose output fusion absorbs it, docs/facts.md#5) and the
     result it writes for a non-fusible consumer or as a reduction's output
     (docs/facts.md#15). While bodies count their trip count.
@@ -489,95 +690,18 @@ def memory_ops(text: str, elementwise: bool = True) -> list[MemOp]:
     if not entry:
         return []
     live = _live(comps, entry)
-    mult = trip_multipliers(comps, entry)
     out = []
-    for cname, trips in mult.items():
+    for cname, trips in trip_multipliers(comps, entry).items():
         comp = comps.get(cname)
         if comp is None:
             continue
-        users: dict[str, list[Instr]] = {}
-        for instr in comp.instrs.values():
-            if (cname, instr.name) in live:
-                for o in instr.operands:
-                    users.setdefault(o, []).append(instr)
-
-        def consumers(name: str) -> list[Instr]:
-            """Live users, seen through reshapes and bitcasts."""
-            found, work, seen = [], [name], set()
-            while work:
-                cur = work.pop()
-                if cur in seen:
-                    continue
-                seen.add(cur)
-                for u in users.get(cur, []):
-                    if u.opcode in _RELABEL:
-                        work.append(u.name)
-                    else:
-                        found.append(u)
-            return found
-
-        def feeds_only_contractions(name: str) -> bool:
-            """Do its values reach only dot/conv operands (through other relayouts)?"""
-            work, seen, found = [name], set(), False
-            while work:
-                cur = work.pop()
-                if cur in seen:
-                    continue
-                seen.add(cur)
-                for u in consumers(cur):
-                    if u.opcode in ("dot", "convolution"):
-                        found = True
-                    elif u.opcode in ("transpose", "copy"):
-                        work.append(u.name)
-                    else:
-                        return False
-            return found
-
-        def producer(name: str) -> Instr | None:
-            instr = comp.instrs.get(name)
-            seen: set[str] = set()
-            while instr is not None and instr.opcode in _RELABEL and instr.operands and instr.name not in seen:
-                seen.add(instr.name)
-                instr = comp.instrs.get(instr.operands[0])
-            return instr
-
+        body = _Body(comp, cname, live)
         for instr in comp.instrs.values():
             if (cname, instr.name) not in live or math.prod(instr.shape) <= 1:
                 continue
-            op_name = _metadata(instr.attrs, "op_name")
-            operands = [comp.instrs[o] for o in instr.operands if o in comp.instrs]
-            kind = instr.opcode
-            free = ""
-            if instr.opcode in MOVES or instr.opcode == "broadcast":
-                if instr.opcode == "copy" and "XLA_Retvals" in op_name:
-                    continue  # the step's own results being returned, not work the model does
-                if instr.opcode == "transpose" and _is_permutation_noop(instr, operands[0] if operands else None):
-                    continue
-                if instr.opcode in ("transpose", "copy", "broadcast") and feeds_only_contractions(instr.name):
-                    free = _FREE_OPERAND
-                elif instr.opcode == "broadcast":
-                    kind = ""  # costed with the elementwise fusion it feeds
-            if kind in MOVES or free:
-                moved = _nbytes(instr) + sum(_nbytes(o) for o in operands)
-            elif elementwise and (instr.opcode in _FUSIBLE) and instr.opcode != "constant":
-                kind = _fusion_kind(op_name)
-                uses = consumers(instr.name)
-                # an elementwise op feeding a reduction fuses into its input (#15)
-                writes = instr.opcode in _FUSION_ENDS or not uses or any(u.opcode not in _FUSIBLE for u in uses)
-                moved = _nbytes(instr) if writes else 0
-                for o in dict.fromkeys(instr.operands):  # x * x reads x once
-                    src = producer(o)
-                    if src is None or src.opcode in ("constant", "dot", "convolution", "iota"):
-                        continue
-                    if src.opcode not in _FUSIBLE or src.opcode in _FUSION_ENDS:
-                        moved += _nbytes(src)
-                if not moved:
-                    continue
-            else:
-                continue
-            out.append(MemOp(instr.name, instr.opcode, op_name, instr.dtype, instr.shape,
-                             [o.shape for o in operands if math.prod(o.shape) > 1], moved,
-                             kind=kind, trips=trips, free=free))
+            mem = _mem_op(body, instr, trips, elementwise)
+            if mem is not None:
+                out.append(mem)
     return out
 
 
@@ -601,63 +725,86 @@ def parse_hlo(text: str) -> tuple[list[HloOp], list[PadOp]]:
             if (cname, instr.name) not in live:
                 continue
             if instr.opcode in ("convolution", "dot") and len(instr.operands) >= 2:
-                lhs = comp.instrs.get(instr.operands[0])
-                rhs = comp.instrs.get(instr.operands[1])
-                if lhs is None or rhs is None:
-                    continue
-                op = _conv(instr, lhs, rhs) if instr.opcode == "convolution" else _dot(instr, lhs, rhs)
-                if op is None:
-                    continue
-                op.op_type = _metadata(instr.attrs, "op_type")
-                op.op_name = _metadata(instr.attrs, "op_name")
-                op.grad_x = 'grad_x="true"' in instr.attrs
-                op.grad_y = 'grad_y="true"' in instr.attrs
-                if mult.get(cname, 1) > 1:
-                    op.extra["trips"] = mult[cname]
-                # Which operands are step parameters (weights or inputs), for classify_pass.
-                params = {}
-                for tensor, name in (("lhs", instr.operands[0]), ("rhs", instr.operands[1])):
-                    param = _param_of(name, comp) if cname == entry else None
-                    if param is not None and param.args.strip().isdigit():
-                        params[tensor] = [int(param.args), param.shape]
-                if params:
-                    op.extra["params"] = params
-                if op.extra.get("batch") and _sums_batch(instr, users, len(op.roles["out"].get("b", []))):
-                    op.extra["batch_summed"] = True
-                ops.append(op)
+                op = _contraction(instr, comp, users, mult.get(cname, 1), cname == entry)
+                if op is not None:
+                    ops.append(op)
             elif instr.opcode == "pad" and instr.operands:
-                src = comp.instrs.get(instr.operands[0])
-                value = comp.instrs.get(instr.operands[1]) if len(instr.operands) > 1 else None
-                zero = (
-                    value is not None
-                    and value.opcode == "constant"
-                    and re.fullmatch(r"\s*-?0(\.0*)?\s*", value.args) is not None
-                )
                 consumers = _conv_consumers(instr.name, users, comp, live, cname)
                 if consumers:
+                    src = comp.instrs.get(instr.operands[0])
+                    value = comp.instrs.get(instr.operands[1]) if len(instr.operands) > 1 else None
                     pads.append(PadOp(
                         name=instr.name, op_name=_metadata(instr.attrs, "op_name"),
                         shape=src.shape if src else [], padded_shape=instr.shape,
-                        padding=_attr(instr.attrs, "padding"), zero=zero, consumers=consumers,
+                        padding=_attr(instr.attrs, "padding"), zero=_is_zero(value), consumers=consumers,
                     ))
     return ops, pads
 
 
-def _sums_batch(instr: Instr, users: dict[str, list[Instr]], nb: int) -> bool:
-    """Is a batched dot's result summed over its batch dims (a broadcast weight's gradient)?"""
-    work, seen = [instr.name], set()
+def _contraction(instr: Instr, comp: Computation, users: dict[str, list[Instr]], trips: int,
+                 in_entry: bool) -> HloOp | None:
+    """A convolution or dot as an :class:`HloOp`, with its metadata, trips and the step
+    parameters among its operands (for :func:`classify_pass`); a batched dot summed over its
+    batch folded into one contraction (:func:`_fold_batch`)."""
+    lhs = comp.instrs.get(instr.operands[0])
+    rhs = comp.instrs.get(instr.operands[1])
+    if lhs is None or rhs is None:
+        return None
+    op = _conv(instr, lhs, rhs) if instr.opcode == "convolution" else _dot(instr, lhs, rhs)
+    if op is None:
+        return None
+    op.op_type = _metadata(instr.attrs, "op_type")
+    op.op_name = _metadata(instr.attrs, "op_name")
+    op.grad_x = 'grad_x="true"' in instr.attrs
+    op.grad_y = 'grad_y="true"' in instr.attrs
+    if trips > 1:
+        op.extra["trips"] = trips
+    params = {}
+    for tensor, name in (("lhs", instr.operands[0]), ("rhs", instr.operands[1])):
+        param = _param_of(name, comp) if in_entry else None
+        if param is not None and param.args.strip().isdigit():
+            params[tensor] = [int(param.args), param.shape]
+    if params:
+        op.extra["params"] = params
+    if op.extra.get("batch") and _batch_sum(instr, users, len(op.roles["out"].get("b", []))):
+        _fold_batch(op)
+    return op
+
+
+def _batch_sum(instr: Instr, users: dict[str, list[Instr]], nb: int) -> list[str]:
+    """A batched dot's result summed over its batch dims (a broadcast weight's gradient):
+    the ops from the dot to that reduce (converts, copies, identity transposes) and the
+    reduce; [] when it is not summed."""
+    work: list[tuple[str, list[str]]] = [(instr.name, [])]
+    seen: set[str] = set()
     while work:
-        cur = work.pop()
+        cur, path = work.pop()
         if cur in seen:
             continue
         seen.add(cur)
         for u in users.get(cur, []):
             perm = _ints(_attr(u.attrs, "dimensions")) if u.opcode == "transpose" else []
             if u.opcode in ("convert", "copy") or perm and perm == sorted(perm):
-                work.append(u.name)
+                work.append((u.name, [*path, u.name]))
             elif u.opcode == "reduce" and set(range(nb)) <= set(_ints(_attr(u.attrs, "dimensions"))):
-                return True
-    return False
+                return [*path, u.name]
+    return []
+
+
+def _fold_batch(op: HloOp) -> None:
+    """A batched dot summed over its batch is one contraction over the batch too: XLA's
+    simplifier folds the reduce into the dot (a reduce over a dot's batch dims is a
+    contraction), so a broadcast weight's gradient costs what a 2-D weight's does."""
+    nb = len(op.roles["out"].get("b", []))
+    batch = int(op.extra.pop("batch"))
+    op.extra["batch_summed"] = True
+    lhs, rhs = op.roles["lhs"], op.roles["rhs"]
+    lhs["k"] = sorted(lhs.get("k", []) + lhs.pop("b", []))
+    rhs["k"] = sorted(rhs.get("k", []) + rhs.pop("b", []))
+    op.roles["out"].pop("b", None)
+    op.roles["out"] = {r: [d - nb for d in ds] for r, ds in op.roles["out"].items()}
+    op.shape = op.shape[nb:]
+    op.k *= batch
 
 
 def _conv_consumers(name: str, users: dict[str, list[Instr]], comp: Computation,
@@ -716,8 +863,10 @@ def classify_pass(op: HloOp, variable_shapes: Sequence[Sequence[int]] = ()) -> s
     params = op.extra.get("params") or {}
     if any(index > 0 and sorted(shape) in shapes for index, shape in params.values()):
         return INPUT_GRAD
+    if op.extra.get("batch_summed"):
+        return KERNEL_GRAD
     if op.extra.get("batch"):
-        return KERNEL_GRAD if op.extra.get("batch_summed") else INPUT_GRAD
+        return INPUT_GRAD
     if sorted(op.shape) in shapes:
         return KERNEL_GRAD
     return INPUT_GRAD

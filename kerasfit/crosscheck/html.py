@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from .report import TOP_ROWS, BuildReport, Row
+from .records import TOP_ROWS, BuildReport, Row
 
 # Pass -> colour of its useful and its wasted segment.
 _PASSES = {

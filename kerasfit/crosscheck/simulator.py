@@ -37,8 +37,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
+from kerasfit.core import gpumodel
 from kerasfit.core.types import (
     BATCH,
     DEFAULT_TARGET,
@@ -55,13 +56,42 @@ from kerasfit.core.types import (
     pad_multiple,
 )
 
-from .hlo import FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
+from .hlo import DTYPE_BYTES, FORWARD, INPUT_GRAD, KERNEL_GRAD, HloOp
 
 
-def roofline(flops: float, nbytes: float, target: str, sixteen_bit: bool) -> float:
+def roofline(flops: float, nbytes: float, chip: Target, sixteen_bit: bool) -> float:
     """Seconds for an op on one chip: compute-bound or memory-bound, whichever is slower."""
-    chip = TARGETS[target]
     return max(flops / (chip.flops_16 if sixteen_bit else chip.flops_32), nbytes / chip.hbm_bandwidth)
+
+
+def op_seconds(op: HloOp, s: OpSim, chip: Target) -> tuple[float, float, str, list[str]]:
+    """(time, useful time, bound, causes) of a simulated op per step. A TPU or Gaudi: its
+    padded work on the matrix unit (none for VPU work) or its tiled bytes through HBM,
+    whichever is slower; useful is the same op unpadded. A GPU: the GPU cost model
+    (kerasfit.core.gpumodel, docs/facts.md#18, #27)."""
+    sixteen = op.dtype in ("bf16", "f16")
+    if chip.family == "gpu" and s.unit == "MXU":
+        sem = semantic_dims(op)
+        channels = [s.dims[n][0] for n in ("rows", "in_features", "out_features") if n in s.dims]
+        if op.extra.get("batch"):
+            rows, cols, batch = op.m, op.n, int(op.extra["batch"])
+        elif op.pass_ == KERNEL_GRAD:
+            rows = cols = batch = 0  # split over the contraction: no waves
+        else:
+            cols = getattr(op, sem["out_features"])
+            rows, batch = math.prod(op.shape) // max(cols, 1), 1
+        g = gpumodel.op_time(chip, gpumodel.GpuOp(
+            flops=s.flops / s.trips, padded_flops=s.padded_flops / s.trips, channels=tuple(channels),
+            nbytes=s.bytes // s.trips, dtype=op.dtype, conv=op.opcode == "convolution",
+            rows=rows, cols=cols, batch=batch))
+        compute = s.padded_flops / (chip.flops_16 if sixteen else chip.flops_32)
+        bound = "MXU" if compute >= s.bytes / chip.hbm_bandwidth else "HBM"
+        return g.time * s.trips, g.useful * s.trips, bound, list(g.causes)
+    bandwidth = gpumodel.achieved_bandwidth(chip)
+    mxu = 0.0 if s.unit == "VPU" else s.padded_flops / (chip.flops_16 if sixteen else chip.flops_32)
+    useful = s.bytes / bandwidth if s.unit == "VPU" else roofline(s.flops, s.bytes, chip, sixteen)
+    memory = s.tiled / bandwidth
+    return max(mxu, memory), useful, "MXU" if mxu > memory else "HBM", []
 
 
 def pad_to(n: int, multiple: int) -> int:
@@ -119,6 +149,11 @@ class OpSim:
     tiled_why: list[str] = field(default_factory=list)  # "in HBM: channels 1→128 (lanes)"
     unit: str = "MXU"  # "VPU": a depthwise conv, no contraction for the matrix unit
     trips: int = 1
+    time: float = 0.0  # seconds per step on the target (:func:`op_seconds`)
+    useful_time: float = 0.0  # the same op unpadded
+    bound: str = "HBM"  # what its time waits on: "MXU" (the matrix unit) or "HBM"
+    # a GPU's extra time that is not padding, in words (kerasfit.core.gpumodel)
+    causes: list[str] = field(default_factory=list)
 
 
 def _groups(op: HloOp) -> tuple[int, bool]:
@@ -145,13 +180,14 @@ def _role_multiples(op: HloOp, target: Target, common_batch: int | None) -> dict
             sem["out_features"]: pad_multiple(target, KERNEL_OUT, op.pass_, common_batch, op.dtype)}
 
 
-def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str, int]) -> list[int]:
+def _padded_tensor(shape: list[int], roles: dict[str, list[int]], mult: dict[str, int],
+                   pad: Callable[[int, int, str], int]) -> list[int]:
     """The tensor as the MXU sees it: each role's dims merged into one, padded.
 
     A dot over ``[batch, seq, features]`` streams batch x seq rows, exactly like the same
     dot after a reshape to 2-D: merged, the two cost the same.
     """
-    return [pad_to(n, mult[role]) if role is not None else n for n, role in _merge(shape, roles)]
+    return [pad(n, mult[role], role) if role is not None else n for n, role in _merge(shape, roles)]
 
 
 def _merged(shape: list[int], roles: dict[str, list[int]]) -> list[int]:
@@ -177,12 +213,19 @@ _DIM_WORDS = {"batch": "batch", "rows": "rows", "in_features": "in-features",
               "out_features": "out-features"}
 
 
-def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
-    mult = _role_multiples(op, target, common_batch)
-    sem = semantic_dims(op)
+def _padder(target: Target, batch_role: str | None) -> Callable[[int, int, str], int]:
+    """How a dim of a role is padded: to its multiple, and on a GPU a channel dim also to
+    the kernels' whole tile (kerasfit.core.gpumodel); the batch is never tiled."""
+    if target.family != "gpu":
+        return lambda n, multiple, role: pad_to(n, multiple)
+    return lambda n, multiple, role: pad_to(n, multiple) if role == batch_role else gpumodel.channel_tile(n, multiple)
+
+
+def _op_dims(op: HloOp, sem: dict[str, str], mult: dict[str, int], pad: Callable[[int, int, str], int],
+             ) -> dict[str, tuple[int, int]]:
+    """(real, padded) of the op's batch (or rows), in- and out-features."""
     sizes = {"m": op.m, "k": op.k, "n": op.n}
     groups, channelwise = _groups(op)
-    trips = int(op.extra.get("trips") or 1)
     dims: dict[str, tuple[int, int]] = {}
     for name, role in sem.items():
         real, multiple = sizes[role], mult[role]
@@ -192,48 +235,61 @@ def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
             dims[name] = (1, 1) if name == "in_features" else (real, real)
         elif name in ("in_features", "out_features") and groups > 1:
             per = real if name == "in_features" else -(-real // groups)
-            dims[name] = (real * (groups if name == "in_features" else 1),
-                          pad_to(per, multiple) * groups)
+            dims[name] = (real * (groups if name == "in_features" else 1), pad(per, multiple, role) * groups)
         else:
-            dims[name] = (real, pad_to(real, multiple))
+            dims[name] = (real, pad(real, multiple, role))
     if op.extra.get("batch"):
         dims["batch"] = (op.extra["batch"], op.extra["batch"])
-    fit = fit_of((r for r, _ in dims.values()), (p for _, p in dims.values()))
+    return dims
+
+
+def _op_tensors(op: HloOp, mult: dict[str, int], pad: Callable[[int, int, str], int], channelwise: bool
+                ) -> tuple[dict[str, tuple[list[int], list[int]]], tuple[str, list[int], list[int]], int]:
+    """Each tensor merged by role, real and padded; the activation that pads worst; the
+    arrays' real bytes (one run)."""
     weights = "out" if op.pass_ == KERNEL_GRAD else "rhs"
     shapes = {"lhs": op.lhs_shape, "rhs": op.rhs_shape, "out": op.shape}
-    worst = None
-    tensors = {}
-    itemsize = 2 if op.dtype in ("bf16", "f16") else 4
-    real_bytes = 0
+    itemsize = DTYPE_BYTES.get(op.dtype, 4)
+    tensors, worst, real_bytes = {}, None, 0
     for tensor in ("out", "lhs", "rhs"):
-        roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in mult}
-        if channelwise:
-            roles = {}
-        padded = _padded_tensor(shapes[tensor], roles, mult)
+        roles = {} if channelwise else {r: d for r, d in op.roles.get(tensor, {}).items() if r in mult}
+        padded = _padded_tensor(shapes[tensor], roles, mult, pad)
         merged = _merged(shapes[tensor], roles)
         tensors[tensor] = (merged, padded)
         real_bytes += math.prod(shapes[tensor]) * itemsize if shapes[tensor] else 0
-        if tensor == weights:
-            continue
         ratio = fit_of(merged, padded)
-        if worst is None or ratio < worst[0]:
+        if tensor != weights and (worst is None or ratio < worst[0]):
             worst = (ratio, tensor, merged, padded)
     assert worst is not None
+    return tensors, worst[1:], real_bytes
+
+
+def simulate_op(op: HloOp, common_batch: int | None, target: Target) -> OpSim:
+    mult = _role_multiples(op, target, common_batch)
+    sem = semantic_dims(op)
+    pad = _padder(target, sem.get("batch"))
+    _, channelwise = _groups(op)
+    trips = int(op.extra.get("trips") or 1)
+    dims = _op_dims(op, sem, mult, pad)
+    fit = fit_of((r for r, _ in dims.values()), (p for _, p in dims.values()))
+    tensors, (tensor, shape, padded_shape), real_bytes = _op_tensors(op, mult, pad, channelwise)
     word = "channels" if op.opcode == "convolution" else "features"
-    tiled, tiled_why = _stored_bytes(op, shapes, sem, common_batch, target, itemsize, word)
+    shapes = {"lhs": op.lhs_shape, "rhs": op.rhs_shape, "out": op.shape}
+    tiled, tiled_why = _stored_bytes(op, shapes, sem, common_batch, target, DTYPE_BYTES.get(op.dtype, 4), word)
     why = [f"{_DIM_WORDS[name].replace('features', word)} {r}→{p}"
            for name, (r, p) in dims.items() if p != r]
     if channelwise:
         why.append("depthwise: VPU work, no contraction over channels (timed by its HBM bytes)")
-    b = layout(op.pass_, common_batch, target, op.dtype)
-    return OpSim(
+    sim = OpSim(
         dims=dims, fit=fit, flops=op.flops * trips,
         padded_flops=op.flops * trips / fit if fit else 0.0,
-        tensor=worst[1], shape=worst[2], padded_shape=worst[3],
-        multiples=b, tensors=tensors, why=why, bytes=real_bytes * trips,
-        tiled=max(tiled, real_bytes) * trips, tiled_why=tiled_why,
+        tensor=tensor, shape=shape, padded_shape=padded_shape,
+        multiples=layout(op.pass_, common_batch, target, op.dtype), tensors=tensors, why=why,
+        bytes=real_bytes * trips, tiled=max(tiled, real_bytes) * trips, tiled_why=tiled_why,
         unit="VPU" if channelwise else "MXU", trips=trips,
     )
+    sim.time, sim.useful_time, sim.bound, sim.causes = op_seconds(op, sim, target)
+    return sim
 
 
 def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], common_batch: int | None,
@@ -329,38 +385,53 @@ def tiled_bytes(shape: list[int], second_minor: int, minor: int, itemsize: int) 
     return real, math.prod(padded_shape) * itemsize
 
 
-def activation_expansion(ops: list[HloOp], common_batch: int | None, target: Target,
-                         itemsize: int) -> float:
-    """HBM expansion of the forward activations, like the profiler's memory viewer."""
+def stored_activations(ops: list[HloOp], target: Target) -> tuple[int, int]:
+    """(real, stored) bytes of the step's forward activations: every forward conv/dot's
+    input and output once, a while body's per trip, each tiled in the layout the report
+    gives it (docs/facts.md#1, #7): on a TPU the dim the activations' layout pads to 128
+    is the minor (lane) one — the batch at a common batch of 64 or more, else the
+    features — and a batched matmul's arrays tile their two last dims; elsewhere the
+    features pad to the target's multiple. What the HBM need counts, and what the
+    expansion line divides."""
+    common = _common_batch(ops)
+    batch_mult, _ = layout(FORWARD, common, target)
     seen: set[str] = set()
-    real = padded = 0
-    batch_mult, _ = layout(FORWARD, common_batch, target)
+    real = stored = 0
     for op in ops:
-        if op.pass_ != FORWARD or op.extra.get("batch"):
+        if op.pass_ != FORWARD:
             continue
-        for name, full, roles in ((op.lhs, op.lhs_shape, op.roles["lhs"]),
-                                  (op.name, op.shape, op.roles["out"])):
+        trips = int(op.extra.get("trips") or 1)
+        itemsize = DTYPE_BYTES.get(op.dtype, 4)
+        for name, full, roles in ((op.lhs, op.lhs_shape, op.roles["lhs"]), (op.name, op.shape, op.roles["out"])):
             if name in seen or not full:
                 continue
             seen.add(name)
-            feat = "k" if "k" in roles else "n"
-            if not roles.get("m") or not roles.get(feat):
-                continue
-            used = {r: roles[r] for r in ("m", feat)}
-            shape = _merged(full, used)
-            order = [r for r in _role_order(full, used)]
-            b, f = order.index("m"), order.index(feat)
-            if target.family != "tpu":
-                r = math.prod(shape) * itemsize
-                p = pad_to(shape[f], pad_multiple(target, FEATURE, FORWARD, common_batch, op.dtype)) \
-                    * r // max(shape[f], 1)
-            else:
-                # The dim padded to the lanes is the minor one (docs/facts.md#1, #7).
-                minor, second = (b, f) if batch_mult == LANES else (f, b)
-                r, p = tiled_bytes(shape, second, minor, itemsize)
-            real += r
-            padded += p
-    return padded / real if real else 1.0
+            r, p = _stored(op, full, roles, target, common, batch_mult == LANES, itemsize)
+            real += r * trips
+            stored += p * trips
+    return real, stored
+
+
+def _stored(op: HloOp, full: list[int], roles: dict[str, list[int]], target: Target, common: int | None,
+            batch_on_lanes: bool, itemsize: int) -> tuple[int, int]:
+    """(real, stored) bytes of one activation (:func:`stored_activations`)."""
+    feat = "k" if "k" in roles else "n"
+    if op.extra.get("batch") or not roles.get("m") or not roles.get(feat):
+        # a batched matmul's operand (its batch dims never tiled), or no batch/feature role
+        shape = [n for n in full]
+        if len(shape) < 2 or target.family != "tpu":
+            return math.prod(shape) * itemsize, math.prod(shape) * itemsize
+        return tiled_bytes(shape, len(shape) - 2, len(shape) - 1, itemsize)
+    used = {r: roles[r] for r in ("m", feat)}
+    shape = _merged(full, used)
+    order = _role_order(full, used)
+    b, f = order.index("m"), order.index(feat)
+    if target.family != "tpu":
+        r = math.prod(shape) * itemsize
+        return r, pad_to(shape[f], pad_multiple(target, FEATURE, FORWARD, common, op.dtype)) * r // max(shape[f], 1)
+    # The dim padded to the lanes is the minor one (docs/facts.md#1, #7).
+    minor, second = (b, f) if batch_on_lanes else (f, b)
+    return tiled_bytes(shape, second, minor, itemsize)
 
 
 def _role_order(full: list[int], roles: dict[str, list[int]]) -> list[str]:
@@ -395,12 +466,15 @@ def _batch_of(op: HloOp) -> int:
     return op.k if op.pass_ == KERNEL_GRAD else op.m
 
 
+def _common_batch(ops: list[HloOp]) -> int | None:
+    """docs/facts.md#1 counts convolutions; a conv-free model (docs/facts.md#5) uses its matmuls."""
+    convs = [op for op in ops if op.opcode == "convolution"]
+    return most_common_batch(_batch_of(op) for op in convs or ops)
+
+
 def simulate(ops: list[HloOp], target: str | Target = DEFAULT_TARGET, dtype: str = "float32") -> Simulation:
     t = TARGETS[target] if isinstance(target, str) else target
-    convs = [op for op in ops if op.opcode == "convolution"]
-    # docs/facts.md#1 counts convolutions; a conv-free model (docs/facts.md#5) uses its matmuls.
-    pool = convs or ops
-    common = most_common_batch(_batch_of(op) for op in pool)
+    common = _common_batch(ops)
     sim = Simulation(target=t.name, common_batch=common)
     for op in ops:
         sim.ops.append((op, simulate_op(op, common, t)))
@@ -410,8 +484,8 @@ def simulate(ops: list[HloOp], target: str | Target = DEFAULT_TARGET, dtype: str
     mxu = [s for _, s in sim.ops if s.unit == "MXU"]
     useful, padded = sum(s.flops for s in mxu), sum(s.padded_flops for s in mxu)
     sim.step_fit = useful / padded if padded else 1.0
-    itemsize = 2 if dtype in ("bfloat16", "float16") else 4
-    sim.hbm_expansion = activation_expansion(ops, common, t, itemsize)
+    real, stored = stored_activations(ops, t)
+    sim.hbm_expansion = stored / real if real else 1.0
     return sim
 
 
@@ -467,7 +541,7 @@ def with_features(ops: list[HloOp], names: set[str], old: int, new: int) -> list
 
 
 __all__ = [
-    "INPUT_GRAD", "LARGE_BATCH", "OpSim", "Simulation", "activation_expansion", "fit_of",
+    "INPUT_GRAD", "LARGE_BATCH", "OpSim", "Simulation", "fit_of", "stored_activations",
     "layout", "most_common_batch", "pad_to", "simulate", "simulate_op", "tiled_bytes",
     "with_batch", "with_features",
 ]

@@ -8,20 +8,13 @@ from typing import Iterable, Sequence
 
 import libcst as cst
 
-from ..core.types import Applicability, Diagnostic, Fix
+from ..core.types import Diagnostic, Fix, allowed
+from .imports import still_read
 from .layout import for_libcst
 from .lint import LintOutput, lint_source
 from .parse import LINE, cpython_parse
 from .parseguard import budget_mask, parse_module
 from .settings import MAX_FIX_PASSES, LintSettings
-
-
-def allowed(fix: Fix | None, unsafe: bool) -> bool:
-    if fix is None or not fix.edits:
-        return False
-    if fix.applicability is Applicability.SAFE:
-        return True
-    return unsafe and fix.applicability is Applicability.UNSAFE
 
 
 def apply_fixes(source: str, fixes: Sequence[Fix]) -> tuple[str, list[Fix]]:
@@ -158,6 +151,9 @@ def add_imports(
     def order(specs: Iterable[tuple[str, str | None, str | None]]) -> list[tuple[str, str | None, str | None]]:
         return sorted(specs, key=lambda t: tuple(x or "" for x in t))
 
+    orphans = orphans - still_read(module, orphans)
+    if not imports and not orphans:
+        return source
     if imports:
         context = CodemodContext()
         for mod, obj, asname in order(imports):

@@ -10,6 +10,7 @@ An import that was unused before the fix is never carried, so never removed.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Iterator
 
 import libcst as cst
@@ -93,3 +94,15 @@ def may_orphan(
             used -= set(_names(new))
     # None (a plain ``import m``) sorts first: compared with a name it raised TypeError
     return tuple(sorted((imports[n] for n in used), key=lambda spec: tuple(v or "" for v in spec)))
+
+
+def still_read(module: cst.Module, orphans: set[ImportSpec]) -> set[ImportSpec]:
+    """The carried imports whose bound name the module still reads outside its top-level
+    imports: kept without asking libcst's RemoveImportsVisitor (which resolves every scope
+    of the module, and leaves cyclic garbage behind)."""
+    reads: Counter[str] = Counter()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and all(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            continue
+        reads.update(_names(stmt))
+    return {spec for spec in orphans if reads[spec[2] or (spec[1] if spec[1] else spec[0].split(".")[0])] > 0}

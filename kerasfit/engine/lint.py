@@ -11,7 +11,7 @@ import ast
 import re
 from collections import ChainMap
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Hashable, Iterator, Mapping
 
 import libcst as cst
 
@@ -204,15 +204,15 @@ def lint_module(
 
 
 def _first_once(reports: list[Report]) -> list[Report]:
-    """``reports`` without a rule's ``once`` reports of a node after its first (the
-    reports are in source order per rule)."""
-    if not any(rep.once for rep in reports):
+    """``reports`` without a rule's ``once`` reports of a node (or key) after its first
+    (the reports are in source order per rule)."""
+    if all(rep.once is False for rep in reports):
         return reports
-    seen: set[tuple[int, int]] = set()
+    seen: set[tuple[int, Hashable]] = set()
     out: list[Report] = []
     for rep in reports:
-        if rep.once:
-            key = (id(rep.rule), id(rep.node))
+        if rep.once is not False:
+            key = (id(rep.rule), id(rep.node) if rep.once is True else rep.once)
             if key in seen:
                 continue
             seen.add(key)

@@ -176,7 +176,7 @@ def build_lines_for_row(report: Any, row: int, filename: str | None = None) -> l
     """Ops of a cached build report that map to 1-based ``row`` of ``filename``:
     shape → padded shape, and fit.
 
-    Duck-typed: the report may be a dataclass (``kerasfit.crosscheck.report.BuildReport``)
+    Duck-typed: the report may be a dataclass (``kerasfit.crosscheck.records.BuildReport``)
     or its ``to_dict()``, with flat op records or ``(HloOp, OpSim)`` pairs.
     """
     ops = _get(report, "ops")

@@ -175,27 +175,13 @@ class MessageLoop:
 
     def dispatch(self, data: Any) -> None:
         """Check one decoded message and pass it to pygls, or answer the error."""
-        if not isinstance(data, dict):
-            self.send(error_response(None, INVALID_REQUEST, "Invalid request: not a JSON object"))
+        refusal = self._refusal(data)
+        if refusal is not None:
+            if refusal:
+                self.send(refusal)
             return
-        msg_id = data.get("id")
-        valid_id = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
-        method = data.get("method")
-        if data.get("jsonrpc") != "2.0" or ("id" in data and not valid_id) or (
-            "method" in data and not isinstance(method, str)
-        ) or ("method" not in data and "id" not in data):
-            self.send(error_response(msg_id if valid_id else None, INVALID_REQUEST,
-                                     "Invalid request: not a JSON-RPC 2.0 message"))
-            return
+        msg_id, method = data.get("id"), data.get("method")
         is_request = method is not None and "id" in data
-        if method is not None and method != "exit":
-            shut = getattr(self.protocol, "_shutdown", False)
-            if shut or (not self.initialized and method != "initialize"):
-                if is_request:
-                    code, why = ((INVALID_REQUEST, "the server is shutting down") if shut
-                                 else (SERVER_NOT_INITIALIZED, "the server is not initialized"))
-                    self.send(error_response(msg_id, code, f"{method}: {why}"))
-                return
         try:
             message = self.protocol.structure_message(data)
         except Exception as exc:  # pygls: JsonRpcInvalidParams / JsonRpcInternalError
@@ -216,6 +202,31 @@ class MessageLoop:
             return
         if method == "initialize":
             self.initialized = True
+
+    def _refusal(self, data: Any) -> dict[str, Any] | None:
+        """The error answer to a message that is not a valid JSON-RPC message or comes when
+        the server does not take it ({} when it is dropped unanswered); None: handle it."""
+        if not isinstance(data, dict):
+            return error_response(None, INVALID_REQUEST, "Invalid request: not a JSON object")
+        msg_id = data.get("id")
+        valid_id = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+        method = data.get("method")
+        if data.get("jsonrpc") != "2.0" or ("id" in data and not valid_id) or (
+            "method" in data and not isinstance(method, str)
+        ) or ("method" not in data and "id" not in data):
+            return error_response(msg_id if valid_id else None, INVALID_REQUEST,
+                                  "Invalid request: not a JSON-RPC 2.0 message")
+        if method is None or method == "exit":
+            return None
+        shut = getattr(self.protocol, "_shutdown", False)
+        if not shut and (self.initialized or method == "initialize"):
+            return None
+        if "id" not in data:
+            return {}  # a notification: dropped
+        code, why = ((INVALID_REQUEST, "the server is shutting down") if shut
+                     else (SERVER_NOT_INITIALIZED, "the server is not initialized"))
+        return error_response(msg_id, code, f"{method}: {why}")
+
 
 
 def _frame_length(headers: list[bytes]) -> int | str:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
 import libcst as cst
 
@@ -53,7 +53,7 @@ from ..semantic.fileindex import FileIndex
 from ..semantic.index import ProjectIndex
 from ..semantic.indexparts import Joined, join_parts
 from ..semantic.model import ModelHints, SemanticModel
-from ..semantic.nodes import _string_key, child_fields, is_node
+from ..semantic.nodes import string_key, child_fields, is_node
 from ..core.symbols import FLAG_DEFINERS
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
@@ -74,95 +74,125 @@ _DEFS = (cst.FunctionDef, cst.Lambda)
 
 
 def _string_name(node: cst.CSTNode | None) -> str | None:
-    key = _string_key(node) if isinstance(node, cst.BaseExpression) else None
+    key = string_key(node) if isinstance(node, cst.BaseExpression) else None
     return key if key is not None and key.isidentifier() else None
 
 
-def signature(stmt: cst.CSTNode) -> Signature:
-    """:class:`Signature` of one top-level statement (one walk of its nodes)."""
-    binds: set[str] = set()
-    reads: set[str] = set()
-    imports = calls = False
+class _Signer:
+    """The names one statement binds and reads, gathered node by node (see :func:`signature`)."""
 
-    def store(target: cst.CSTNode, local: bool) -> None:
+    def __init__(self) -> None:
+        self.binds: set[str] = set()
+        self.reads: set[str] = set()
+        self.imports = False
+        self.calls = False
+
+    def store(self, target: cst.CSTNode, local: bool) -> None:
         if isinstance(target, cst.Name):
             if not local:
-                binds.add(target.value)
+                self.binds.add(target.value)
         elif isinstance(target, (cst.Tuple, cst.List)):
             for el in target.elements:
-                store(el.value, local)
+                self.store(el.value, local)
         elif isinstance(target, cst.StarredElement):
-            store(target.value, local)
+            self.store(target.value, local)
         elif isinstance(target, cst.Attribute):
-            binds.add(target.attr.value)
+            self.binds.add(target.attr.value)
         elif isinstance(target, cst.Subscript):
             for sub in target.slice:
                 if isinstance(sub.slice, cst.Index):
                     key = _string_name(sub.slice.value)
                     if key is not None:
-                        binds.add(key)
+                        self.binds.add(key)
 
+    def name(self, node: Any, local: bool) -> None:
+        self.reads.add(node.value)
+
+    def attribute(self, node: Any, local: bool) -> None:
+        self.reads.add(node.attr.value)
+
+    def arg(self, node: Any, local: bool) -> None:
+        if node.keyword is not None:
+            self.reads.add(node.keyword.value)
+
+    def call(self, node: Any, local: bool) -> None:
+        self.calls = True
+        func = node.func
+        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if attr == "dict":
+            self.binds.update(a.keyword.value for a in node.args if a.keyword is not None)
+        elif attr in FLAG_DEFINERS or attr == "setattr":
+            i = 1 if attr == "setattr" else 0
+            key = _string_name(node.args[i].value) if len(node.args) > i else None
+            if key is not None:
+                self.binds.add(key)
+
+    def dict_element(self, node: Any, local: bool) -> None:
+        key = _string_name(node.key)
+        if key is not None:
+            self.binds.add(key)
+
+    def definition(self, node: Any, local: bool) -> None:
+        self.binds.add(node.name.value)
+
+    def assign(self, node: Any, local: bool) -> None:
+        for t in node.targets:
+            self.store(t.target, local)
+
+    def target(self, node: Any, local: bool) -> None:  # AnnAssign, AugAssign, NamedExpr, For, Del
+        self.store(node.target, local)
+
+    def with_item(self, node: Any, local: bool) -> None:
+        if node.asname is not None:
+            self.store(node.asname.name, local)
+
+    def handler(self, node: Any, local: bool) -> None:
+        if node.name is not None:
+            self.store(node.name.name, local)
+
+    def declaration(self, node: Any, local: bool) -> None:  # global, nonlocal
+        self.binds.update(n.name.value for n in node.names)
+
+    def import_(self, node: Any, local: bool) -> None:
+        self.imports = True
+        names = node.names
+        if local or isinstance(names, cst.ImportStar):
+            return
+        for alias in names:
+            if alias.asname is not None:
+                self.store(alias.asname.name, local)
+            else:
+                n = alias.name
+                while isinstance(n, cst.Attribute):
+                    n = n.value
+                self.store(n, local)
+
+    def match(self, node: Any, local: bool) -> None:
+        # match captures bind names this walk does not follow: link it to everything
+        self.binds.add(_STAR)
+
+
+_SIGN: dict[type[cst.CSTNode], Callable[[_Signer, Any, bool], None]] = {
+    cst.Name: _Signer.name, cst.Attribute: _Signer.attribute, cst.Arg: _Signer.arg, cst.Call: _Signer.call,
+    cst.DictElement: _Signer.dict_element, cst.FunctionDef: _Signer.definition, cst.ClassDef: _Signer.definition,
+    cst.Assign: _Signer.assign, cst.AnnAssign: _Signer.target, cst.AugAssign: _Signer.target,
+    cst.NamedExpr: _Signer.target, cst.For: _Signer.target, cst.Del: _Signer.target,
+    cst.WithItem: _Signer.with_item, cst.ExceptHandler: _Signer.handler, cst.ExceptStarHandler: _Signer.handler,
+    cst.Global: _Signer.declaration, cst.Nonlocal: _Signer.declaration,
+    cst.Import: _Signer.import_, cst.ImportFrom: _Signer.import_, cst.Match: _Signer.match,
+}
+
+
+def signature(stmt: cst.CSTNode) -> Signature:
+    """:class:`Signature` of one top-level statement (one walk of its nodes)."""
+    signer = _Signer()
     stack: list[tuple[cst.CSTNode, bool]] = [(stmt, False)]
     while stack:
         node, local = stack.pop()  # local: inside a function body (its names are its own)
         tp = type(node)
-        if tp is cst.Name:
-            reads.add(node.value)  # type: ignore[attr-defined]
-        elif tp is cst.Attribute:
-            reads.add(node.attr.value)  # type: ignore[attr-defined]
-        elif tp is cst.Arg:
-            if node.keyword is not None:  # type: ignore[attr-defined]
-                reads.add(node.keyword.value)  # type: ignore[attr-defined]
-        elif tp is cst.Call:
-            calls = True
-            func = node.func  # type: ignore[attr-defined]
-            attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-            if attr == "dict":
-                binds.update(a.keyword.value for a in node.args if a.keyword is not None)  # type: ignore[attr-defined]
-            elif (attr in FLAG_DEFINERS or attr == "setattr") and node.args:  # type: ignore[attr-defined]
-                i = 1 if attr == "setattr" else 0
-                if len(node.args) > i:  # type: ignore[attr-defined]
-                    key = _string_name(node.args[i].value)  # type: ignore[attr-defined]
-                    if key is not None:
-                        binds.add(key)
-        elif tp is cst.DictElement:
-            key = _string_name(node.key)  # type: ignore[attr-defined]
-            if key is not None:
-                binds.add(key)
-        elif tp is cst.FunctionDef or tp is cst.ClassDef:
-            binds.add(node.name.value)  # type: ignore[attr-defined]
-        elif tp is cst.Assign:
-            for t in node.targets:  # type: ignore[attr-defined]
-                store(t.target, local)
-        elif tp is cst.AnnAssign or tp is cst.AugAssign or tp is cst.NamedExpr:
-            store(node.target, local)  # type: ignore[attr-defined]
-        elif tp is cst.For:
-            store(node.target, local)  # type: ignore[attr-defined]
-        elif tp is cst.WithItem:
-            if node.asname is not None:  # type: ignore[attr-defined]
-                store(node.asname.name, local)  # type: ignore[attr-defined]
-        elif tp is cst.ExceptHandler or tp is cst.ExceptStarHandler:
-            if node.name is not None:  # type: ignore[attr-defined]
-                store(node.name.name, local)  # type: ignore[attr-defined]
-        elif tp is cst.Del:
-            store(node.target, local)  # type: ignore[attr-defined]
-        elif tp is cst.Global or tp is cst.Nonlocal:
-            binds.update(n.name.value for n in node.names)  # type: ignore[attr-defined]
-        elif tp is cst.Import or tp is cst.ImportFrom:
-            imports = True
-            names = node.names  # type: ignore[attr-defined]
-            if not local and not isinstance(names, cst.ImportStar):
-                for alias in names:
-                    if alias.asname is not None:
-                        store(alias.asname.name, local)
-                    else:
-                        n = alias.name
-                        while isinstance(n, cst.Attribute):
-                            n = n.value
-                        store(n, local)
-        elif isinstance(node, cst.Match):
-            # match captures bind names this walk does not follow: link it to everything
-            binds.add("*")
+        sign = _SIGN.get(tp)
+        if sign is not None:
+            sign(signer, node, local)
         inner = local or tp is cst.FunctionDef or tp is cst.Lambda
         for name in child_fields(tp):
             v = getattr(node, name)
@@ -176,8 +206,8 @@ def signature(stmt: cst.CSTNode) -> Signature:
     only_imports = isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
     )
-    literal = isinstance(stmt, cst.SimpleStatementLine) and not calls and reads <= binds
-    return Signature(frozenset(binds), frozenset(reads), only_imports or literal, imports)
+    literal = isinstance(stmt, cst.SimpleStatementLine) and not signer.calls and signer.reads <= signer.binds
+    return Signature(frozenset(signer.binds), frozenset(signer.reads), only_imports or literal, signer.imports)
 
 
 _STAR = "*"
@@ -230,7 +260,7 @@ def affected(
 
 # A finding kept without its rule instance (which holds the whole check's context):
 # (index of the rule in the settings, node, message, severity, fix, once)
-_Kept = tuple[int, cst.CSTNode, str, Any, Any, bool]
+_Kept = tuple[int, cst.CSTNode, str, Any, Any, Hashable]
 
 
 def reusable(rule: type[Rule]) -> bool:

@@ -40,7 +40,7 @@ from ..core.parsestack import on_parse_stack
 from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, over_limit, regular_file_contains
 from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
 from ..semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
-from ..core.types import TARGETS, Diagnostic, FileResult, Severity
+from ..core.types import TARGETS, Diagnostic, FileResult, Severity, allowed
 from .writeback import Snapshot, stat_or_none, write_fixed
 
 if TYPE_CHECKING:
@@ -128,7 +128,7 @@ class Resolver:
         self.options = options
         # The manifest lets a fully cached CLI run skip importing the rules; in-process
         # callers (the language server) import them anyway and must not write files.
-        use_cache = manifest_cache and options.use_cache and not (options.fix or options.diff)
+        use_cache = manifest_cache and options.use_cache
         self._explicit: Config | None = load_config_file(options.config_file) if options.config_file else None
         self.cache_dir = self._cache_dir()
         self.cache = CacheDir(self.cache_dir)  # one per run: a link in it is reported once
@@ -219,7 +219,13 @@ class Cache:
     A result that rests on the whole tree (a tree-wide answer was asked for its file)
     names the tree's file hashes, kept once under ``trees``: as every file's own
     dependencies they made the cache quadratic in the files (0.9 MB for the 182 keras-io
-    examples, and as many comparisons on every warm run)."""
+    examples, and as many comparisons on every warm run).
+
+    A file's entry holds its check result (``diagnostics``) and, once a fix run has made
+    it, what fixing those bytes gives (``fixed``, per fix mode: the fixed text, the fixes
+    applied, the findings left): a fix run answers a file whose check result offers no
+    fix it would apply from the first, and ``--diff`` one whose fixes it made before from
+    the second, without parsing it."""
 
     VERSION = 2
 
@@ -254,7 +260,8 @@ class Cache:
     def key(data: bytes, settings: FileSettings) -> str:
         return hashlib.sha256(data).hexdigest()[:32] + ":" + settings.fingerprint()
 
-    def get(self, path: Path, key: str) -> list[Diagnostic] | None:
+    def _entry(self, path: Path, key: str) -> dict[str, Any] | None:
+        """The entry of ``path`` for these bytes and settings while what it rests on holds."""
         e = self.entries.get(str(path.resolve()))
         if not isinstance(e, dict) or e.get("key") != key:
             return None
@@ -266,11 +273,31 @@ class Cache:
         tree = e.get("tree")
         if tree is not None and not self._tree_holds(tree):
             return None
+        return e
+
+    @staticmethod
+    def _diagnostics(raw: Any, path: Path) -> list[Diagnostic] | None:
         try:
             # labelled with this run's spelling of the path, not the caching run's
-            return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in e["diagnostics"]]
+            return [dataclasses.replace(Diagnostic.from_dict(d), filename=str(path)) for d in raw]
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # an entry that does not validate: checked again and rewritten
+
+    def get(self, path: Path, key: str) -> list[Diagnostic] | None:
+        """The check result of these bytes (None: not cached, or no longer valid)."""
+        e = self._entry(path, key)
+        return self._diagnostics(e.get("diagnostics"), path) if e is not None and "diagnostics" in e else None
+
+    def get_fixed(self, path: Path, key: str, mode: str) -> tuple[str, int, list[Diagnostic]] | None:
+        """What a fix run of ``mode`` ("safe" / "unsafe") made of these bytes: (fixed text,
+        fixes applied, findings left), or None."""
+        e = self._entry(path, key)
+        fixed = e.get("fixed") if e is not None else None
+        got = fixed.get(mode) if isinstance(fixed, dict) else None
+        if not isinstance(got, dict) or not isinstance(got.get("source"), str) or not isinstance(got.get("applied"), int):
+            return None
+        diags = self._diagnostics(got.get("diagnostics"), path)
+        return (got["source"], got["applied"], diags) if diags is not None else None
 
     def _digest(self, path: str) -> str | None:
         # a tree-wide answer makes every file depend on every other: read each one once a run
@@ -289,11 +316,24 @@ class Cache:
         return hit
 
     def put(self, path: Path, key: str, diags: list[Diagnostic], deps: dict[str, str] | None = None,
-            tree: dict[str, str] | None = None) -> None:
-        """``tree``: the hashes of every file of the tree, when the result rests on them all."""
+            tree: dict[str, str] | None = None, fixed: tuple[str, str, int] | None = None) -> None:
+        """``tree``: the hashes of every file of the tree, when the result rests on them all.
+        ``fixed``: (mode, fixed text, fixes applied) when ``diags`` are what a fix run left,
+        not the check result of these bytes."""
         if self.path is None:
             return
-        entry: dict[str, Any] = {"key": key, "diagnostics": [d.to_dict() for d in diags]}
+        entry: dict[str, Any] = {"key": key}
+        old = self._entry(path, key)
+        if old is not None:  # the other half of the same bytes' entry, still valid: kept, with what it rests on
+            entry.update((k, old[k]) for k in ("diagnostics", "fixed", "tree") if k in old)
+            deps = {**(old.get("deps") or {}), **(deps or {})}
+        if fixed is None:
+            entry["diagnostics"] = [d.to_dict() for d in diags]
+        else:
+            mode, source, applied = fixed
+            kept = entry.get("fixed")
+            entry["fixed"] = {**(kept if isinstance(kept, dict) else {}),
+                              mode: {"source": source, "applied": applied, "diagnostics": [d.to_dict() for d in diags]}}
         if deps:
             entry["deps"] = deps
         if tree is not None:
@@ -434,8 +474,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     t0 = time.perf_counter()
     resolver = Resolver(options)
     baselines = _Baselines(options, resolver)  # a --baseline that cannot be read stops here
-    use_cache = options.use_cache and not (options.fix or options.diff)
-    cache = Cache(resolver.cache if use_cache else None)
+    cache = Cache(resolver.cache if options.use_cache else None)
+    fixing = options.fix or options.diff
+    mode = "unsafe" if options.unsafe_fixes else "safe"
     results: list[FileResult] = []
     pending: list[tuple[_Job, str, bytes]] = []
     prefiltered = 0
@@ -475,11 +516,11 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             continue
         settings = resolver.settings_for(path)
         baselines.for_file(path)  # a config's baseline that cannot be read stops the run before --fix writes
-        job = _Job(str(path), settings, options.fix or options.diff, options.unsafe_fixes)
+        job = _Job(str(path), settings, fixing, options.unsafe_fixes)
         if cache.path is not None:
-            hit = cache.get(path, Cache.key(data, settings))
+            hit = _cached(cache, path, Cache.key(data, settings), fixing, mode, writing)
             if hit is not None:
-                results.append(FileResult(str(path), diagnostics=hit, cached=True))
+                results.append(hit)
                 continue
         if over is not None:
             results.append(FileResult(job.path, error=over))
@@ -493,23 +534,14 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         if cache.path is not None and res.error is None:
             if res.tree_wide and tree is None:
                 tree = index.tree_digests()
+            fixed = (mode, res.fixed_source, res.fixes_applied) if res.fixed_source is not None else None
             cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
-                      tree if res.tree_wide else None)
-    cache.save()
+                      tree if res.tree_wide else None, fixed)
 
     if writing:
-        read = {job.path: (job, text) for job, text, _ in pending}
-        trees = checked_trees(paths)
-        for res in results:
-            if res.fixed_source is not None:
-                problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
-                if problem is not None:
-                    res.error = "; ".join(filter(None, (res.error, problem)))
-                    res.fixed_source = None
-                    res.fixes_applied = 0
-                    # the file still holds every finding the fixes would have removed
-                    job, text = read[res.filename]
-                    res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
+        _write_fixes(results, {job.path: (job, text) for job, text, _ in pending}, snapshots, checked_trees(paths),
+                     cache, index)
+    cache.save()
     if options.build is not None:  # after fixes are written: the build sees the file as left
         from .buildstage import run_stage  # defers the build stage: a static check never runs it
 
@@ -523,6 +555,42 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             res.fail_on = resolver.fail_on_for(Path(res.filename))
     results.sort(key=lambda r: r.filename)
     return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+
+
+def _write_fixes(results: list[FileResult], read: dict[str, tuple[_Job, str]], snapshots: dict[str, Snapshot | None],
+                 trees: list[Path], cache: Cache, index: ProjectIndex) -> None:
+    """Write each fixed file (--fix); a file that could not be written keeps its findings."""
+    for res in results:
+        if res.fixed_source is None:
+            continue
+        problem = write_fixed(Path(res.filename), res.fixed_source, snapshots.get(res.filename), trees)
+        job, text = read[res.filename]
+        if problem is not None:
+            res.error = "; ".join(filter(None, (res.error, problem)))
+            res.fixed_source = None
+            res.fixes_applied = 0
+            # the file still holds every finding the fixes would have removed
+            res.diagnostics = _run_file(dataclasses.replace(job, fix=False), text, index).diagnostics
+        elif cache.path is not None and not res.tree_wide and res.error is None:
+            # the file now holds the fixed text, and what the fix run left is its check
+            # result (a tree-wide answer rested on the tree as it was before the writes)
+            cache.put(Path(res.filename), Cache.key(res.fixed_source.encode("utf-8"), job.settings), res.diagnostics,
+                      res.deps)
+
+
+def _cached(cache: Cache, path: Path, key: str, fixing: bool, mode: str, writing: bool) -> FileResult | None:
+    """A file's result from the cache, without parsing it: its check result, in a fix run
+    too when that offers no fix the run would apply; and for ``--diff``, the fixed text a
+    fix run of the same mode made of the same bytes (``--fix`` makes the fixed text it
+    writes, which it parses before it is kept)."""
+    hit = cache.get(path, key)
+    if hit is not None and not (fixing and any(allowed(d.fix, mode == "unsafe") for d in hit)):
+        return FileResult(str(path), diagnostics=hit, cached=True)
+    fixed = cache.get_fixed(path, key, mode) if fixing and not writing else None
+    if fixed is None:
+        return None
+    source, applied, left = fixed
+    return FileResult(str(path), diagnostics=left, fixed_source=source, fixes_applied=applied, cached=True)
 
 
 class _Baselines:

@@ -4,15 +4,20 @@ A notebook is read with the standard library's ``json`` (checking stays as fast 
 ``.py`` file); ``nbformat`` (the ``notebook`` extra) validates what ``--fix`` writes.
 
 The module handed to the engine is every code cell in order, each under a marker
-comment line, with IPython syntax masked line for line (``%magic``, ``!shell``,
-``x = !cmd``, ``obj?``; a ``%%cell`` magic whose body is not Python masks the cell). Masking
-never adds or removes a line, so a module row maps back to a cell and a row in it by
-subtraction; columns are untouched. After fixing, the module is cut at the markers
-again and every masked line is put back as written, so magics survive ``--fix``.
+comment line, with IPython syntax masked line for line as IPython's input transformers
+read it (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, the auto-call escapes ``/f a``,
+``,f a``, ``;f a``, automagic ``pip install x`` where the line is no Python, each with the
+lines it continues with a trailing backslash; a
+``%%cell`` magic whose body is not Python masks the cell). Masking never adds or removes a
+line, so a module row maps back to a cell and a row in it by subtraction; columns are
+untouched. After fixing, the module is cut at the markers again and every masked line is
+put back as written, so magics survive ``--fix``. The markers' words are ones no cell
+holds, so a user's line is never taken for one.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import re
@@ -22,15 +27,28 @@ from typing import Any, Iterable, Sequence
 
 from ..core.types import Diagnostic
 
-MARK = "# kerasfit-cell {}"
-_MARK_RE = re.compile(r"^# kerasfit-cell (\d+)$")
-_MASK_TAG = "# kerasfit-magic {}"
-_MASK_RE = re.compile(r"# kerasfit-magic (\d+)$")
+# The marker comment before each cell and the tag ending each masked line. A notebook
+# whose text already holds one of them (a user's `# kerasfit-magic 3`) gets others, with
+# a suffix no cell holds (Notebook.from_cells), so no user line is ever taken for one.
+CELL_MARK = "kerasfit-cell"
+MAGIC_MARK = "kerasfit-magic"
 # %%magics whose body is Python (it runs in the kernel); any other cell magic (%%bash,
 # %%writefile, %%html, ...) holds another language and the whole cell is masked.
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "tensorflow_version"})
+# IPython's escapes at the start of a logical line: `!cmd`, `!!cmd`, `%magic`, `?obj`,
+# `??obj`, and the explicit auto-call ones `/f a b` (f(a, b)), `,f a b` (f("a", "b")) and
+# `;f a b` (f("a b")); no Python statement starts with one of these.
+_ESCAPES = ("!", "%", "?", "/", ",", ";")
+# IPython's automagic (on by default): a line magic or a shell alias called without its
+# `%` (`pip install datasets`, `cd data`); as IPython's own checks, not when an `=` or `,`
+# (an assignment) or an opening bracket follows the name, and here only where the line
+# is no Python statement.
+_AUTOMAGIC = re.compile(
+    r"^\s*(pip|conda|mamba|cd|env|load_ext|reload_ext|unload_ext|matplotlib|pylab|timeit|time|run|pwd|who|whos|"
+    r"history|config|autoreload|tensorflow_version|ls|ll|cat|cp|mv|rm|mkdir|rmdir|less|more|man|clear)\s+[^\s=,(\[{]"
+)
 _ASSIGN_MAGIC = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
-_HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{1,2}\s*$|^\s*\?{1,2}[A-Za-z_][\w.]*\s*$")
+_HELP = re.compile(r"^\s*\?{0,2}[A-Za-z_][\w.]*\?{1,2}\s*$")
 
 
 class NotebookError(Exception):
@@ -44,17 +62,31 @@ class Cell:
     masked: str  # as the module holds it
 
 
-def mask(source: str, originals: dict[int, str]) -> str:
-    """IPython-only lines of one cell replaced, one line for one line.
+def unused_mark(base: str, texts: Iterable[str]) -> str:
+    """``base``, or ``base-2``, ``base-3`` … : the first no text holds."""
+    texts = list(texts)
+    mark, n = base, 1
+    while any(mark in t for t in texts):
+        n += 1
+        mark = f"{base}-{n}"
+    return mark
 
-    Each replacement ends with a tag naming its original (stored in ``originals``).
+
+def mask(source: str, originals: dict[int, str], mark: str = MAGIC_MARK) -> str:
+    """IPython-only lines of one cell replaced, one line for one line, as IPython's input
+    transformers read the cell: an escape only at the start of a logical line (not inside
+    brackets, a string or a backslash continuation of Python), with the lines it continues
+    with a trailing backslash; ``x = !cmd`` / ``x = %magic``; ``obj?``.
+
+    Each replacement ends with a tag (``# <mark> N``) naming its original (stored in
+    ``originals``); a continuation line keeps the indentation of the line it continues.
     """
     lines = source.split("\n")
 
     def tag(i: int) -> str:
         k = len(originals)
         originals[k] = lines[i]
-        return _MASK_TAG.format(k)
+        return f"# {mark} {k}"
 
     first = next((ln for ln in lines if ln.strip()), "")
     stripped = first.lstrip()
@@ -63,38 +95,103 @@ def mask(source: str, originals: dict[int, str]) -> str:
         if name not in PYTHON_CELL_MAGICS:
             return "\n".join(tag(i) for i in range(len(lines)))
     out: list[str] = []
-    continued = False
-    for i, line in enumerate(lines):
+    scan = _Logical()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
         body = line.lstrip()
         indent = line[: len(line) - len(body)]
-        if continued or body.startswith(("%", "!")) or _HELP.match(line):
-            out.append(f"{indent}pass  {tag(i)}")
-            continued = line.rstrip().endswith("\\")
-            continue
-        m = _ASSIGN_MAGIC.match(line)
-        if m is not None:
-            out.append(f"{m.group(1)}{m.group(2)} = None  {tag(i)}")
-            continued = line.rstrip().endswith("\\")
-            continue
-        out.append(line)
+        assign = _ASSIGN_MAGIC.match(line) if scan.at_start else None
+        if scan.at_start and (body.startswith(_ESCAPES) or _HELP.match(line) or assign is not None
+                              or (_AUTOMAGIC.match(line) and not _is_python(body))):
+            out.append(f"{indent}{assign.group(2) + ' = None' if assign else 'pass'}  {tag(i)}")
+            while lines[i].endswith("\\") and i + 1 < len(lines):  # continued, as IPython joins it
+                i += 1
+                out.append(f"{indent}pass  {tag(i)}")
+        else:
+            scan.feed(line)
+            out.append(line)
+        i += 1
     return "\n".join(out)
+
+
+def _is_python(line: str) -> bool:
+    """Whether one line compiles as Python on its own (a backslash join is left off)."""
+    try:
+        compile(line.rstrip("\\"), "<cell>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+
+
+class _Logical:
+    """Where Python's logical lines start, fed one physical line at a time: open brackets,
+    an open string (triple-quoted, or continued with a backslash) and a backslash line
+    join all continue a logical line. Enough of the tokenizer for that, and linear."""
+
+    __slots__ = ("depth", "quote", "joined")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.quote = ""  # the delimiter that closes the open string, or ""
+        self.joined = False  # the last line ended with a backslash outside a string
+
+    @property
+    def at_start(self) -> bool:
+        return self.depth == 0 and not self.quote and not self.joined
+
+    def feed(self, line: str) -> None:
+        quote, depth = self.quote, self.depth
+        self.joined = False
+        i, n = 0, len(line)
+        while i < n:
+            c = line[i]
+            if quote:
+                if c == "\\":
+                    i += 2
+                elif line.startswith(quote, i):
+                    i += len(quote)
+                    quote = ""
+                else:
+                    i += 1
+                continue
+            if c == "#":
+                break
+            if c in "\"'":
+                quote = c * 3 if line.startswith(c * 3, i) else c
+                i += len(quote)
+                continue
+            if c in "([{":
+                depth += 1
+            elif c in ")]}":
+                depth = max(0, depth - 1)
+            elif c == "\\" and i == n - 1:
+                self.joined = True
+            i += 1
+        if len(quote) == 1 and i <= n:
+            quote = ""  # a one-quote string the line leaves open without a backslash: an error, ended here
+        self.quote, self.depth = quote, depth
 
 
 class Notebook:
     """A notebook's code cells as one module (``module``) and the way back."""
 
     def __init__(self, cells: Sequence[Cell], originals: dict[int, str], raw: dict[str, Any] | None = None,
-                 text: str = "") -> None:
+                 text: str = "", marks: tuple[str, str] = (CELL_MARK, MAGIC_MARK)) -> None:
+        """``marks``: the cell marker's and the magic tag's words, which no cell holds."""
         self.cells = list(cells)
         self.originals = originals
         self.raw = raw
         self.text = text
+        cell_mark, magic_mark = marks
+        self._cell_re = re.compile(rf"^# {re.escape(cell_mark)} (\d+)$")
+        self._magic_re = re.compile(rf"# {re.escape(magic_mark)} (\d+)$")
         parts: list[str] = []
         self.starts: list[int] = []  # module row of each cell's first line
         row = 1
         for c in self.cells:
             body = c.masked if c.masked.endswith("\n") or not c.masked else c.masked + "\n"
-            parts.append(MARK.format(c.number) + "\n" + body)
+            parts.append(f"# {cell_mark} {c.number}\n{body}")
             self.starts.append(row + 1)
             row += 1 + body.count("\n")
         self.module = "".join(parts)
@@ -133,8 +230,11 @@ class Notebook:
     @classmethod
     def from_cells(cls, sources: Iterable[tuple[int, str]], raw: dict[str, Any] | None = None, text: str = "") -> Notebook:
         originals: dict[int, str] = {}
-        cells = [Cell(n, s, mask(s.replace("\r\n", "\n"), originals)) for n, s in sources]
-        return cls(cells, originals, raw, text)
+        sources = list(sources)
+        texts = [s for _, s in sources]
+        marks = (unused_mark(CELL_MARK, texts), unused_mark(MAGIC_MARK, texts))
+        cells = [Cell(n, s, mask(s.replace("\r\n", "\n"), originals, marks[1])) for n, s in sources]
+        return cls(cells, originals, raw, text, marks)
 
     # ---- positions -------------------------------------------------------------------
 
@@ -180,7 +280,7 @@ class Notebook:
         # each chunk between markers is then a cell's lines without the newline the
         # module ended it with
         lines = (module[:-1] if module.endswith("\n") else module).split("\n")
-        marks = [(i, m) for i, ln in enumerate(lines) if (m := _MARK_RE.match(ln)) is not None]
+        marks = [(i, m) for i, ln in enumerate(lines) if (m := self._cell_re.match(ln)) is not None]
         heads = [i for i, _ in marks]
         numbers = [int(m.group(1)) for _, m in marks]
         if numbers != [c.number for c in self.cells]:
@@ -198,7 +298,7 @@ class Notebook:
         return out
 
     def _unmask(self, line: str) -> str:
-        m = _MASK_RE.search(line)
+        m = self._magic_re.search(line)
         if m is None:
             return line
         return self.originals.get(int(m.group(1)), line)

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ..semantic.pipeline import feeds_evaluation, is_tf_data_chain
+from ..semantic.pipeline import feeds_evaluation, is_tf_data_chain, reaches_evaluation
 from ..core.types import Role
 
-__all__ = ["Role", "feeds_evaluation", "is_tf_data_chain"]
+__all__ = ["Role", "feeds_evaluation", "is_tf_data_chain", "reaches_evaluation"]

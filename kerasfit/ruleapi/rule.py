@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Hashable, Sequence
 
 import libcst as cst
 
@@ -99,8 +98,6 @@ class Reads(Enum):
 
 # What cannot be tracked per statement: a rule reading it is walked over the whole file.
 UNTRACKED = frozenset({Reads.OTHER_STATEMENTS})
-# What ``statement_local = True`` promised (deprecated alias, see Rule.__init_subclass__).
-_STATEMENT_LOCAL = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
 
 
 @dataclass
@@ -113,8 +110,9 @@ class Report:
     message: str
     severity: Severity
     fix: FixSpec | None
-    # kept only if it is the rule's first ``once`` report of ``node`` in source order
-    once: bool = False
+    # kept only if it is the rule's first ``once`` report of ``node`` in source order; a
+    # key other than True/False: the first report with that key (see Rule.report)
+    once: Hashable = False
 
 
 class Rule:
@@ -143,20 +141,6 @@ class Rule:
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        # ``statement_local`` (the flag before ``reads``) is read as the ``reads`` it promised, for one
-        # release; a class that declares ``reads`` itself is taken at its word.
-        own = vars(cls)  # what this class itself declares, not what it inherits
-        if "statement_local" in own and "reads" not in own:
-            warnings.warn(
-                f"{cls.__module__}.{cls.__qualname__}: `statement_local` is deprecated; declare "
-                "`reads` (kerasfit.ruleapi.Reads) instead",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            cls.reads = _STATEMENT_LOCAL if own["statement_local"] else frozenset(Reads)
-
     def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
@@ -169,12 +153,15 @@ class Rule:
         *,
         fix: FixSpec | None = None,
         severity: Severity | None = None,
-        once: bool = False,
+        once: Hashable = False,
     ) -> None:
         """``once``: keep only the first such report of ``node`` (in source order) -- a site
-        reached from several places, say a call site two layers are sized at. The engine
-        drops the later ones after the walk, so what the rule reports while walking one
-        statement does not depend on what it saw in the others."""
+        reached from several places, say a call site two layers are sized at. Any other
+        hashable than True/False is a key: keep only the rule's first report with that key
+        (one pad inside a helper, reported at the first of the helper's call sites); make it
+        of values that do not change while the code it names stays the same (no node ids).
+        The engine drops the later ones after the walk, so what the rule reports while
+        walking one statement does not depend on what it saw in the others."""
         if self.ctx.roles.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = message or self.message

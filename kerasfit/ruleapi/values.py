@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..semantic.dataflow import (
     applied_in_order,
     class_attr_assignment_line,
+    constructor_call,
     container_contents,
     current_statement,
     depends_on_param,
@@ -22,12 +23,15 @@ from ..semantic.dataflow import (
 from ..semantic.pipeline import number, round_up
 from ..semantic.precision import compute_dtype
 from ..semantic.summaries import Layer
+from ..semantic.valueflow import Origin
 
 __all__ = [
     "Layer",
+    "Origin",
     "applied_in_order",
     "class_attr_assignment_line",
     "compute_dtype",
+    "constructor_call",
     "container_contents",
     "current_statement",
     "depends_on_param",

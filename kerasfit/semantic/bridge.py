@@ -4,10 +4,12 @@ the layers part of the semantic model (``Layers``) asks through it."""
 from __future__ import annotations
 
 import ast
+import os
 from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 import libcst as cst
 
+from ..core.symbols import ROOT_MODULES
 from .nodes import dotted_name
 from .summaries import INPUT, TOP, Layer, built_layer, may_return_layer, ops_fed
 from .tensors import TensorNames
@@ -52,11 +54,21 @@ class Layers:
         zero pad of its input."""
         return project_zero_pad_layer(self._m, ctor)
 
-    def ops_fed(self, call: cst.Call) -> list[Layer]:
+    def ops_fed(self, call: cst.Call, arg: cst.Arg | None = None) -> list[Layer]:
         """For ``wrapper(x, ..)``, a call of a project function (same file or another file
         of the tree): the framework ops it applies directly to ``x`` (``tf.nn.conv2d(x, ..)``,
-        ``Conv2D(..)(x)``), arguments as value sets, in the order met."""
-        return ops_fed_at(self._m, call)
+        ``Conv2D(..)(x)``), arguments as value sets, in the order met. ``arg``: the argument
+        of ``call`` that is the tensor (``wrapper(inputs=x)``, ``wrapper("name", x)``);
+        default the first positional one."""
+        return ops_fed_at(self._m, call, arg)
+
+    def unseen_project_callee(self, call: cst.Call) -> str | None:
+        """For ``ops.pad(x, 1)`` with ``ops`` imported from the file's own package (a relative
+        import, or a package whose name is a directory above the file) whose module is not
+        in the tree kerasfit reads (or ``pad(x, 1)`` imported from such a module): the
+        module's dotted name, else None. What such a callee
+        does is unknown; only its name can tell (a rule that trusts a name says so)."""
+        return unseen_project_module(self._m, call)
 
     def reached_from_model(self, func: cst.FunctionDef) -> bool:
         """Whether a function of this file is called from model/training code anywhere in the tree."""
@@ -139,63 +151,80 @@ def _call_args(ctx: SemanticModel, given: Sequence[cst.Arg]) -> tuple[list[Any],
     return args, kwargs
 
 
-def ops_fed_at(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
+def ops_fed_at(ctx: SemanticModel, call: cst.Call, arg: cst.Arg | None = None) -> list[Layer]:
     """For ``wrapper(x, ..)``, a call of a project function (this or another file of the
-    tree): the framework ops the wrapper applies directly to its first argument."""
+    tree): the framework ops the wrapper applies directly to the argument ``arg`` (default:
+    its first positional one)."""
+    if arg is None:
+        arg = call.args[0] if call.args and call.args[0].keyword is None and not call.args[0].star else None
+        if arg is None:
+            return []
     cache = ctx.caches.ops_fed
-    hit = cache.get(id(call))
+    key = (id(call), id(arg))
+    hit = cache.get(key)
     if hit is not None and hit[0] is call:
         return hit[1]
-    cache[id(call)] = (call, [])  # a closure that calls itself ends here
-    out = _ops_fed(ctx, call)
-    cache[id(call)] = (call, out)
+    cache[key] = (call, [])  # a closure that calls itself ends here
+    out = _ops_fed(ctx, call, arg)
+    cache[key] = (call, out)
     return out
 
 
-def _ops_fed(ctx: SemanticModel, call: cst.Call) -> list[Layer]:
+def _ops_fed(ctx: SemanticModel, call: cst.Call, arg: cst.Arg) -> list[Layer]:
     dotted = dotted_name(call.func)
-    if dotted is None or ctx.names.call_name(call) is not None or not call.args or call.args[0].keyword or call.args[0].star:
+    if dotted is None or ctx.names.call_name(call) is not None or arg.star:
         return []
     scopes = ctx.scopes.scopes_of(call)
     b = ctx.scopes.lookup(dotted.split(".")[0], scopes)
     if b is not None and b.kind not in ("def", "import"):
         return []
     if b is not None and isinstance(b.node, cst.FunctionDef) and len(ctx.scopes.scopes_of(b.node)) > 1 and dotted == b.node.name.value:
-        return _closure_fed(ctx, b.node)
+        return _closure_fed(ctx, b.node, _param_given(b.node, call, arg))
     if b is None and dotted.split(".")[0] not in ctx.names.imports:
         return []
     facts = _facts(ctx)
     if facts is None or not _project_function(ctx, facts, dotted):
         return []
-    called = _call_args(ctx, call.args[1:])
+    called = _call_args(ctx, [a for a in call.args if a is not arg])
     if called is None:
         return []
     args, kwargs = called
+    if arg.keyword is not None:
+        kwargs[arg.keyword.value] = INPUT
+    else:
+        args.insert(sum(1 for a in call.args[: call.args.index(arg)] if a.keyword is None), INPUT)
     # a wrapper called again with the same argument values feeds the same ops: interpret it once
     try:
         key: Hashable = (dotted, tuple(args), tuple(sorted(kwargs.items())))
         hash(key)
     except TypeError:
-        return ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
+        return ops_fed(ctx.project, facts, dotted, args, kwargs)
     memo = ctx.caches.wrapper_ops
     if key not in memo:
-        memo[key] = ops_fed(ctx.project, facts, dotted, [INPUT, *args], kwargs)
+        memo[key] = ops_fed(ctx.project, facts, dotted, args, kwargs)
     return list(memo[key])
 
 
-def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef) -> list[Layer]:
+def _param_given(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | None:
+    """The parameter of ``fn`` that ``arg`` of ``call`` binds."""
+    if arg.keyword is not None:
+        return arg.keyword.value
+    pos = sum(1 for a in call.args[: call.args.index(arg)] if a.keyword is None)
+    params = [*fn.params.posonly_params, *fn.params.params]
+    return params[pos].name.value if pos < len(params) else None
+
+
+def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef, param: str | None) -> list[Layer]:
     """A function defined inside another (a closure the project index does not summarise):
-    the ops fed by the project calls in its body that take its first parameter first."""
-    params = fn.params.params
-    if not params:
+    the ops fed by the project calls in its body that take its parameter ``param``."""
+    if param is None:
         return []
-    first = params[0].name.value
     out: list[Layer] = []
     for inner in _calls(fn.body):
-        if inner.args and inner.args[0].keyword is None and not inner.args[0].star:
-            arg = inner.args[0].value
-            if isinstance(arg, cst.Name) and arg.value == first:
-                out.extend(ops_fed_at(ctx, inner))
+        for a in inner.args:
+            if isinstance(a.value, cst.Name) and a.value.value == param and not a.star:
+                out.extend(ops_fed_at(ctx, inner, a))
+                break
     return out
 
 
@@ -222,6 +251,31 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     collect = _CallsOfBody()
     node.visit(collect)
     return collect.found
+
+
+def unseen_project_module(ctx: SemanticModel, call: cst.Call) -> str | None:
+    dotted = dotted_name(call.func)
+    if dotted is None or ctx.names.call_name(call) is not None:
+        return None
+    first, _, rest = dotted.partition(".")
+    raw = ctx.names.imports.get(first)
+    b = ctx.scopes.lookup(first, at=call)
+    if raw is None or b is None or b.kind != "import":
+        return None
+    # ``ops.pad`` (``from pkg import ops``) or ``pad`` itself (``from pkg.ops import pad``)
+    module, _, member = (f"{raw}.{rest}" if rest else raw).rpartition(".")
+    if not module.strip("."):
+        return None
+    filename = ctx.filename
+    if not filename or filename.startswith("<"):
+        return None
+    if not module.startswith("."):
+        top = module.split(".")[0]
+        if top in ROOT_MODULES or top not in os.path.abspath(filename).split(os.sep)[:-1]:
+            return None  # a library, not the project's own package
+    if ctx.project.resolve(filename, f"{module}.{member}") is not None or ctx.project.module_file(filename, module) is not None:
+        return None  # kerasfit reads it: what it does is known, not guessed from its name
+    return module
 
 
 def project_flag_default(ctx: SemanticModel, name: str) -> cst.BaseExpression | None:

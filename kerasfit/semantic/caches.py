@@ -44,7 +44,7 @@ class ModelCaches:
     # bridge.py: what a call of a project factory builds; which callees are project functions
     built_layers: dict[int, tuple[cst.Call, Layer | None]] = field(default_factory=dict)
     # bridge.py: the framework ops a project wrapper applies to its first argument
-    ops_fed: dict[int, tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
+    ops_fed: dict[tuple[int, int], tuple[cst.Call, list[Layer]]] = field(default_factory=dict)
     factory_callees: dict[str, bool] = field(default_factory=dict)
     # bridge.py: whether a project function (by its spelling here) sets up a TPU
     tpu_makers: dict[str, bool] = field(default_factory=dict)

@@ -131,3 +131,46 @@ def param_candidates(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param
     if p.default is not None:
         return [(p.default, v.scopes.index.def_scopes(func))]
     return []
+
+
+def pinned_param(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> tuple[list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]], str | None]:
+    """What ``p`` is at every call of ``func``, for a value a fix rests on: (the argument
+    each call passes, None) when ``func`` is private to the project (an underscore name not
+    imported elsewhere in the tree, or a closure) and every call of it is found here and
+    passes ``p`` visibly; else ([], why not). A default is a value only where a found call
+    leaves the parameter out: code that is not found (users of a public function or class,
+    ``from_config``) may pass anything."""
+    name = p.name.value
+    if isinstance(func, cst.Lambda) or p.star in ("*", "**"):
+        return [], f"`{name}` is a parameter of a callable whose callers are not known here"
+    owner, private = _owner(v, func)
+    default = f" than its default {v.module.code_for_node(p.default)}" if p.default is not None else ""
+    if not private:
+        return [], f"`{name}` is a parameter of `{owner}`, which code outside this file can call with another value{default}"
+    sites = v.call_sites(func)
+    if not sites.complete or not sites.calls:
+        return [], f"`{name}` is a parameter of `{owner}`, which is also used as a value here, so not every call of it is known"
+    found = [arg_for(v, func, p, call, scopes) for call, scopes in sites.calls]
+    if any(expr is None for expr, _ in found):
+        return [], f"a call of `{owner}` passes its arguments through `*args`/`**kwargs`, so `{name}` is not known there"
+    return found, None
+
+
+def _owner(v: Values, func: cst.FunctionDef) -> tuple[str, bool]:
+    """How a message names ``func`` (a method by its class, ``__init__`` by the class), and
+    whether it is private to the project: a closure, or an underscore name (a method's or
+    its class's) in a module no other file of the tree imports."""
+    idx = v.scopes.index
+    scopes = idx.def_scopes(func)
+    cls = idx.method_class.get(id(func))
+    if cls is not None:
+        label = cls.name.value if func.name.value == "__init__" else f"{cls.name.value}.{func.name.value}"
+        outer = idx.def_scopes(cls)
+        if any(isinstance(s, (cst.FunctionDef, cst.Lambda)) for s in outer):
+            return label, True  # a class made inside a function: only that function sees it
+        dunder = func.name.value.startswith("__") and func.name.value.endswith("__")
+        hidden = cls.name.value.startswith("_") or (not dunder and func.name.value.startswith("_"))
+        return label, hidden and not v.imported_elsewhere()
+    if any(isinstance(s, (cst.FunctionDef, cst.Lambda)) for s in scopes):
+        return func.name.value, True  # a closure
+    return func.name.value, func.name.value.startswith("_") and not v.imported_elsewhere()

@@ -105,13 +105,24 @@ def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
 
 
 def layer_constructor(ctx: SemanticModel, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
-    """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name.
+    """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name,
+    when ``f`` is a framework layer (see :func:`constructor_call` for what ``f`` may be)."""
+    ctor = constructor_call(ctx, func)
+    if ctor is not None:
+        name = ctx.names.call_name(ctor)
+        if name is not None:
+            return ctor, name
+    return None
+
+
+def constructor_call(ctx: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
+    """For a layer application ``f(x)``: the call that built ``f`` (a framework layer or not).
 
     Handles ``Conv2D(...)(x)``, ``conv = Conv2D(...); conv(x)`` and ``self.conv(x)`` with
-    ``self.conv = Conv2D(...)`` assigned exactly once in the class, and layers kept in a
-    container when the element is determined: ``self.convs[i](x)`` with ``self.convs =
-    [Conv2D(...) for ...]``, ``for conv in self.convs: conv(x)``, ``self.down[k + 1](x)``
-    where the appends repeat ``[pad, conv]`` and ``k`` counts by two.
+    ``self.conv = Conv2D(...)`` assigned exactly once in the class (besides ``None``), and
+    layers kept in a container when the element is determined: ``self.convs[i](x)`` with
+    ``self.convs = [Conv2D(...) for ...]``, ``for conv in self.convs: conv(x)``,
+    ``self.down[k + 1](x)`` where the appends repeat ``[pad, conv]`` and ``k`` counts by two.
     """
     ctor: cst.BaseExpression | None = None
     if isinstance(func, cst.Call):
@@ -124,14 +135,15 @@ def layer_constructor(ctx: SemanticModel, func: cst.BaseExpression) -> tuple[cst
         attr = self_attr(func)
         cls = ctx.scopes.enclosing_class(func)
         if attr is not None and cls is not None:
-            values = ctx.syntax.class_attr_assignments(cls, attr)
+            # ``self.pad = None`` beside the one layer it may hold: applying it means it is the layer
+            values = [v for v in ctx.syntax.class_attr_assignments(cls, attr) if not _is_none(v)]
             if len(values) == 1:
                 ctor = values[0]
-    if isinstance(ctor, cst.Call):
-        name = ctx.names.call_name(ctor)
-        if name is not None:
-            return ctor, name
-    return None
+    return ctor if isinstance(ctor, cst.Call) else None
+
+
+def _is_none(value: cst.BaseExpression) -> bool:
+    return type(value) is cst.Name and value.value == "None"
 
 
 def container_element(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression | None:

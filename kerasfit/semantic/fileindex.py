@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 import libcst as cst
 
-from .nodes import _IS_NODE, ScopeNode, _string_key, child_fields, dotted_name, get_arg, is_node
+from .nodes import _IS_NODE, ScopeNode, string_key, child_fields, dotted_name, get_arg, is_node
 
 # ``flags.DEFINE_integer("batch_size", 64, ...)``: the flag's default is its value.
 from ..core.symbols import FLAG_DEFINERS
@@ -90,7 +90,7 @@ class FileIndex:
                 self._on_store(node.target, node.value if tp is AnnAssign else None, scopes)  # type: ignore[attr-defined]
             elif tp is Dict:
                 for el in node.elements:  # type: ignore[attr-defined]
-                    k = _string_key(el.key) if isinstance(el, cst.DictElement) else None
+                    k = string_key(el.key) if isinstance(el, cst.DictElement) else None
                     if k is not None:
                         self.dict_keys.setdefault(k, []).append((el.value, scopes))
             elif tp is FunctionDef or tp is Lambda:
@@ -128,7 +128,7 @@ class FileIndex:
         func = node.func
         attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
         if attr in FLAG_DEFINERS and len(node.args) >= 2:
-            name = _string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
+            name = string_key(get_arg(node, "name", 0).value)  # type: ignore[union-attr]
             default = get_arg(node, "default", 1)
             if name is not None and default is not None:
                 self.flag_defaults.setdefault(name, []).append((default.value, scopes))
@@ -154,7 +154,7 @@ class FileIndex:
             if d is not None:
                 self.attr_stores.setdefault(d, []).append((value, scopes))
         elif isinstance(target, cst.Subscript) and len(target.slice) == 1 and isinstance(target.slice[0].slice, cst.Index):
-            base, key = dotted_name(target.value), _string_key(target.slice[0].slice.value)
+            base, key = dotted_name(target.value), string_key(target.slice[0].slice.value)
             if base is not None and key is not None:
                 self.subscript_stores.setdefault((base, key), []).append((value, scopes))
 

@@ -15,7 +15,6 @@ No question depends on where the engine's walk is.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, cast
 
@@ -127,37 +126,3 @@ class SemanticModel:
         if hit is None:
             hit = self.facts[key] = (compute, compute(self), by_node)
         return hit[1]
-
-    def __getattr__(self, name: str) -> Any:
-        """Deprecated: the methods of the old ``FileContext``, forwarded to the part that
-        answers them now, with a DeprecationWarning naming the new spelling.
-
-        The cursor forms cannot be kept — ``scopes()``, ``enclosing_function()``,
-        ``enclosing_class()``, ``enclosing_callable()``, ``role()``, ``walk_path``,
-        ``visiting`` answered for "the node the walk is on"; ask about a node instead
-        (``ctx.scopes.enclosing_function(node)``, ``ctx.roles.of(node)``), and pass
-        ``lookup`` the node it looks from (``ctx.scopes.lookup(name, at=node)``).
-        """
-        moved = _MOVED.get(name)
-        if moved is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        part, new = moved
-        warnings.warn(f"ctx.{name} is deprecated; use ctx.{part}.{new}", DeprecationWarning, stacklevel=2)
-        return getattr(getattr(self, part), new)
-
-
-# old FileContext attribute -> (part, its name there); see SemanticModel.__getattr__
-_MOVED: dict[str, tuple[str, str]] = {
-    **{n: ("names", n) for n in (
-        "raw_name", "resolve", "call_name", "call_name_anywhere", "raw_name_anywhere", "raw_name_in", "flavour",
-        "resolved_by_name", "imports", "module_shadowed", "uses_legacy_keras")},
-    **{n: ("scopes", n) for n in (
-        "scope_index", "scopes_of", "lookup", "parent", "ancestors", "name_refs_in", "reaching_bindings", "callable_of")},
-    **{n: ("values", n) for n in (
-        "const", "int_const", "possible_values", "off_by_default", "binding_value", "iterated_elements", "call_sites",
-        "param_values", "origins", "origin", "origin_call", "call_chain", "const_sources", "function_defined_as")},
-    **{n: ("layers", n) for n in (
-        "built_layer", "layer_call_returns", "imported_zero_pad_layer", "ops_fed", "reached_from_model", "tensor_names")},
-    **{n: ("roles", n) for n in ("function_role", "is_host_function", "is_graph_code", "in_demo_block", "uses_tpu")},
-    "role_of": ("roles", "of"),
-}

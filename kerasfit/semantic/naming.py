@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from ..core.symbols import ROOT_MODULES, canonical, flavour, import_spelling
+from ..core.symbols import ROOT_MODULES, UNBOUND_FRAMEWORK_NAMES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements
@@ -175,7 +175,7 @@ class Names:
             return (alias, _PLAIN) if alias is not None else (None, _INJECTION)
         base = self.imports.get(head)
         if base is None:
-            base = self._module_alias(head)
+            base = self._module_alias(head) or UNBOUND_FRAMEWORK_NAMES.get(head)
             if base is None:
                 return None, _INJECTION
         return base, _PLAIN

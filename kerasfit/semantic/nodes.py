@@ -139,7 +139,7 @@ def child_fields(tp: type) -> tuple[str, ...]:
     return names
 
 
-def _string_key(node: cst.BaseExpression | None) -> str | None:
+def string_key(node: cst.BaseExpression | None) -> str | None:
     if isinstance(node, cst.SimpleString):
         v = string_value(node)
         return v if isinstance(v, str) else None

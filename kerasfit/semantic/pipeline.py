@@ -11,6 +11,7 @@ import libcst as cst
 
 from ..core.fixes import Replace
 from ..core.symbols import ROOT_MODULES, canonical
+from .dataflow import uses_of
 from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
 
@@ -180,6 +181,58 @@ def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
             if in_body and not negated:
                 return True
     return False
+
+
+# Keras calls that evaluate or predict on a dataset handed to them, and fit's keyword for one.
+_EVAL_CALLS = frozenset({"predict", "evaluate", "predict_on_batch", "test_on_batch", "predict_generator", "evaluate_generator"})
+_EVAL_KEYWORDS = frozenset({"validation_data"})
+_FOLLOW_DEPTH = 4  # names, returns and callers followed from a dataset to where it is used
+
+
+def reaches_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
+    """``feeds_evaluation``, or the dataset ``call`` makes may reach evaluation or
+    prediction: followed through the names it is assigned to, the return of the function
+    that makes it and that function's callers in this file (a helper shared by ``fit``,
+    ``evaluate`` and ``predict``), a few levels deep, it is handed to ``.predict(...)`` /
+    ``.evaluate(...)`` / ``validation_data=``, or taken by code ``feeds_evaluation`` calls
+    evaluation (``val_ds = batches(...)``, a ``predict`` method)."""
+    return feeds_evaluation(ctx, call) or _flows_to_evaluation(ctx, call, _FOLLOW_DEPTH, set())
+
+
+def _flows_to_evaluation(ctx: SemanticModel, node: cst.BaseExpression, depth: int, seen: set[int]) -> bool:
+    if depth < 0 or id(node) in seen:
+        return False
+    seen.add(id(node))
+    node = _chain_top(ctx, node)
+    parent = ctx.scopes.parent(node)
+    if isinstance(parent, cst.Arg):
+        user = ctx.scopes.parent(parent)
+        if parent.keyword is not None and parent.keyword.value in _EVAL_KEYWORDS:
+            return True
+        return isinstance(user, cst.Call) and isinstance(user.func, cst.Attribute) and user.func.attr.value in _EVAL_CALLS
+    if isinstance(parent, cst.Assign):
+        return any(_flows_to_evaluation(ctx, use, depth - 1, seen) for use in uses_of(ctx, node) or ())
+    if isinstance(parent, cst.Return):
+        fn = ctx.scopes.callable_of(node)
+        if not isinstance(fn, cst.FunctionDef):
+            return False
+        for site, _scopes in ctx.values.call_sites(fn).calls:
+            if feeds_evaluation(ctx, site) or _flows_to_evaluation(ctx, site, depth - 1, seen):
+                return True
+    return False
+
+
+def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpression:
+    """The outermost call of the method chain ``node`` starts (``ds`` in ``ds.batch(8).prefetch(2)``
+    gives the prefetch call): what holds the dataset as the statement leaves it."""
+    while True:
+        attr = ctx.scopes.parent(node)
+        if not isinstance(attr, cst.Attribute) or attr.value is not node or attr.attr.value not in _DATASET_METHODS:
+            return node
+        call = ctx.scopes.parent(attr)
+        if not (isinstance(call, cst.Call) and call.func is attr):
+            return node
+        node = call
 
 
 def number(ctx: SemanticModel, expr: cst.BaseExpression) -> float | int | None:

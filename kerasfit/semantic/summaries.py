@@ -229,7 +229,15 @@ class Interpreter:
                 self._block(s.body, a)
                 self._block(s.orelse, b)
                 st.merge(a, b)
-        elif isinstance(s, (ast.For, ast.While, ast.With, ast.Try)):
+        elif isinstance(s, ast.With):
+            # ``with tf.variable_scope(name):``: the body runs once, in order (a name it binds is
+            # the context manager's value, unknown)
+            for item in s.items:
+                for n in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                    if isinstance(n, ast.Name):
+                        st.env[n.id] = TOP
+            self._block(s.body, st)
+        elif isinstance(s, (ast.For, ast.While, ast.Try)):
             # bodies are not iterated: what they bind is unknown afterwards
             for n in _statements([s]):
                 targets: list[ast.expr] = []

@@ -9,7 +9,8 @@ otherwise.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import libcst as cst
 
@@ -17,7 +18,7 @@ from ..core.symbols import IMAGE_DATA_FORMAT_CALLS, SET_IMAGE_DATA_FORMAT_CALLS,
 from .bridge import project_flag_default
 from .folding import BINARY, BUILTIN_NAMES, UNARY, Budget, bounded, builtin
 from .naming import Names
-from .nodes import UNKNOWN, ScopeNode, _string_key, dotted_name, get_arg, string_value
+from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
 from .scopes import Scopes
 from . import callsites, valueflow, valuesets
 from .callsites import CallSites, ParamValue
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 class Values:
     """The file's constant folder and value questions."""
 
-    __slots__ = ("_m", "scopes", "names", "module", "options", "_folds", "_call_sites", "budget")
+    __slots__ = ("_m", "scopes", "names", "module", "options", "_folds", "_call_sites", "budget", "_pinning", "_blocked")
 
     def __init__(self, model: SemanticModel, scopes: Scopes, names: Names) -> None:
         self._m = model
@@ -38,9 +39,12 @@ class Values:
         self.names = names
         self.module = model.module
         self.options = model.options
-        self._folds: dict[tuple[int | str | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
+        self._folds: dict[tuple[int | str | bool | None, ...], tuple[Any, int, cst.CSTNode]] = {}  # see _memo_fold
         self._call_sites: dict[int, CallSites] = {}
         self.budget = Budget.for_file()  # of following values (kerasfit.semantic.folding)
+        # inside ``every_construction``: why values were not followed, in the order met
+        self._pinning: list[str] | None = None
+        self._blocked: dict[tuple[int | str | bool | None, ...], str] = {}  # a pinned fold's key -> its first blocker
 
     def iterated_elements(self, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
         """``units`` in ``for units in HIDDEN:`` (or ``HIDDEN[i]`` with ``i`` a loop
@@ -96,21 +100,56 @@ class Values:
                 # bound more than once: this use's own reaching binding decides
             else:
                 anchor = b.node
-        key = (id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
+        pins = self._pinning
+        key = (pins is not None, id(anchor), node.value if isinstance(node, cst.Name) else None, *map(id, where))
         hit = self._folds.get(key)
         # an UNKNOWN found deeper (less depth left) may be known from higher up
         if hit is not None and hit[2] is anchor and (hit[0] is not UNKNOWN or hit[1] <= _depth):
+            if pins is not None and key in self._blocked:
+                pins.append(self._blocked[key])  # what blocked it the first time blocks it again
             return hit[0]
         if hit is not None and hit[1] == -1:
             return UNKNOWN  # a cycle: this value depends on itself
         self._folds[key] = (UNKNOWN, -1, anchor)
+        met = len(pins) if pins is not None else 0
         try:
             value = self._const_ref(node, _depth, scopes)
         except BaseException:
             del self._folds[key]
             raise
         self._folds[key] = (value, _depth, anchor)
+        if pins is not None and len(pins) > met:
+            self._blocked[key] = pins[met]
         return value
+
+    # ---- values at every construction -------------------------------------------
+    @contextmanager
+    def every_construction(self) -> Iterator[list[str]]:
+        """Inside, ``const`` (and what is built on it) answers only with a value that holds
+        wherever the code runs: a fix may rest on it. A parameter is followed only into a
+        function private to the project whose every call is found (callsites.pinned_param),
+        never to its default; a command-line flag, a config record's field or a dict passed
+        in is not followed at all. The list yielded collects, in the order met, why a value
+        was not followed ("`strides` is a parameter of `CBABlock`, …")."""
+        outer = self._pinning
+        pins: list[str] = []
+        self._pinning = pins
+        try:
+            yield pins
+        finally:
+            self._pinning = outer
+            if outer is not None:
+                outer.extend(pins)
+
+    def imported_elsewhere(self) -> bool:
+        """Whether another file of the tree imports this one (a text checked alone: no)."""
+        name = self._m.filename
+        return bool(name) and not name.startswith("<") and self._m.project.imported_by_others(name)
+
+    def _block(self, why: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        if self._pinning is not None:
+            self._pinning.append(why)
+        return []
 
     # ---- constants ---------------------------------------------------------
     def const(self, node: cst.BaseExpression | None, _depth: int = 0, *, scopes: Sequence[ScopeNode] | None = None) -> Any:
@@ -238,6 +277,9 @@ class Values:
             if b.kind == "param" and self.options.get("const_through_defaults", True):
                 func = where[0] if where else None
                 if isinstance(func, (cst.FunctionDef, cst.Lambda)) and isinstance(b.node, cst.Param):
+                    if self._pinning is not None:
+                        pinned, why = callsites.pinned_param(self, func, b.node)
+                        return pinned if why is None else self._block(why)
                     return callsites.param_candidates(self, func, b.node)
             return []
         if isinstance(node, cst.Attribute):
@@ -282,6 +324,9 @@ class Values:
             found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
             if "." not in rest:
                 for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
+                    if self._pinning is not None and not found and not cls.name.value.startswith("_"):
+                        return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
+                                           "or a caller may set to another value")
                     found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
             return found if len(found) == 1 else []
         b, where = self.scopes.lookup_in(head, scopes)
@@ -305,6 +350,8 @@ class Values:
             if d.endswith("FLAGS"):
                 return self._flag_default(rest)
             if "." not in rest and self._is_record_ctor(b.value, where):
+                if self._pinning is not None:
+                    return self._block(f"`{dotted}` is a field of a config object, which the program may set")
                 kw = get_arg(b.value, rest)
                 return [(kw.value, where)] if kw is not None else []
         if b.kind == "assign" and b.value is not None and (dotted_name(b.value) or "").endswith("FLAGS") and "." not in rest:
@@ -321,6 +368,8 @@ class Values:
         return d.rsplit(".", 1)[-1] in _RECORD_CTORS
 
     def _flag_default(self, name: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        if self._pinning is not None:
+            return self._block(f"`FLAGS.{name}` is a command-line flag: its default is not its value at every run")
         defs = self.scopes.index.flag_defaults.get(name, ())
         if not defs:
             # defined in a project module this file imports (a shared flags module)
@@ -351,6 +400,8 @@ class Values:
             elif not _is_dict_ctor(b.value):
                 return found if len(found) == 1 else []
         elif b is None or b.kind == "param":
+            if self._pinning is not None:
+                return self._block(f"`{base}[{key!r}]` is read from a dict handed in, which callers fill")
             # ``params['batch_size']`` in a model_fn / input_fn: the dicts this file defines
             found.extend(idx.dict_keys.get(key, ()))
         if not found:
@@ -430,7 +481,7 @@ def _dict_entry(value: cst.BaseExpression | None, key: str) -> cst.BaseExpressio
     """``{'k': v}`` / ``dict(k=v)`` → v."""
     if isinstance(value, cst.Dict):
         for el in value.elements:
-            if isinstance(el, cst.DictElement) and _string_key(el.key) == key:
+            if isinstance(el, cst.DictElement) and string_key(el.key) == key:
                 return el.value
     elif _is_dict_ctor(value):
         kw = get_arg(value, key)  # type: ignore[arg-type]

@@ -40,17 +40,44 @@ def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 
             return frozenset([v])
         except TypeError:
             return None
+    values = _bound_values(ctx, node)
+    if not values:
+        return None
+    out: set[Any] = set()
+    for value in values:
+        s = possible_values(ctx, value, _depth + 1)
+        if s is None:
+            return None
+        out |= s
+    return frozenset(out) if len(out) <= MAX_VALUES else None
+
+
+def _bound_values(ctx: Values, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """What a name or ``self.<attr>`` may hold: every binding that may reach the name (several
+    on branches, or one whose value is itself a set: ``padding = "valid" if s > 1 else
+    "same"``), every value the class stores in the attribute; None when not all are
+    assignments."""
     if isinstance(node, cst.Name):
         bindings = ctx.scopes.reaching_bindings(node)
-        if len(bindings) > 1 and all(b.kind == "assign" and b.value is not None for b in bindings):
-            out: set[Any] = set()
-            for binding in bindings:
-                s = possible_values(ctx, binding.value, _depth + 1)
-                if s is None:
-                    return None
-                out |= s
-            return frozenset(out) if len(out) <= MAX_VALUES else None
+        if bindings and all(b.kind == "assign" and b.value is not None for b in bindings):
+            return [b.value for b in bindings if b.value is not None]
+    elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
+        return _self_attr_values(ctx, node)
     return None
+
+
+def _self_attr_values(ctx: Values, node: cst.Attribute) -> list[cst.BaseExpression] | None:
+    """Every value the class stores in ``self.<attr>`` (``self.padding = "same"``, then
+    ``self.padding = "valid"`` under ``if strides > 1:``), when the class stores it only
+    by plain assignment; else None."""
+    cls = ctx.scopes.enclosing_class(node)
+    dotted = f"self.{node.attr.value}"
+    if cls is None:
+        return None
+    stores = [(v, w) for v, w in ctx.scopes.index.attr_stores.get(dotted, ()) if cls in w]
+    if not stores or any(v is None for v, _ in stores):
+        return None
+    return [v for v, _ in stores if v is not None]
 
 
 def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:

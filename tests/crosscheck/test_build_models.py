@@ -343,12 +343,13 @@ def test_tf1_bfloat16_graph_is_simulated_as_bfloat16():
     assert {o["dtype"] for o in raw["ops"]} == {"bf16"}
     from kerasfit.crosscheck.report import make_report
 
-    # gpu: XLA pads 16-bit channels to 8 (3 -> 8, 30 -> 32); the batch never pads.
+    # gpu: XLA pads 16-bit channels to 8 and the kernels compute whole tiles (30 -> 32); a
+    # 3-channel input takes the 4-channel kernels (docs/facts.md#18, #27); the batch never pads.
     gpu = make_report(raw, "gpu", "float32")
     assert gpu.dtype == "bfloat16"
     conv = op(gpu, "net/conv", FORWARD)
-    assert conv.dims == {"batch": [16, 16], "in_features": [3, 8], "out_features": [30, 32]}
-    assert conv.fit == pytest.approx(3 * 30 / (8 * 32))
+    assert conv.dims == {"batch": [16, 16], "in_features": [3, 4], "out_features": [30, 32]}
+    assert conv.fit == pytest.approx(3 * 30 / (4 * 32))
     # tpu-v5e, common batch 16: the forward pass pads its channels to 128, in and out
     # (docs/facts.md#1–3, the padding rule's bound of fact 2); the output conv's weight
     # update pads the batch 16 -> 128 and its single channel 1 -> 8.

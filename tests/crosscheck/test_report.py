@@ -12,8 +12,9 @@ import pytest
 from kerasfit.crosscheck.api import BuildError, BuildOptions, cross_check, render_report, run_child
 
 from kerasfit.crosscheck.hlo import KERNEL_GRAD, HloOp, classify_pass, memory_ops, parse_hlo, strip_scopes
-from kerasfit.crosscheck.report import (NEGLIGIBLE, TOP_ROWS, StaticFinding, _reshaped_heads, _score_sized,
-                                       _WhatIf, make_report)
+from kerasfit.crosscheck.advice import NEGLIGIBLE, _reshaped_heads, _score_sized, _WhatIf
+from kerasfit.crosscheck.records import TOP_ROWS, StaticFinding
+from kerasfit.crosscheck.report import make_report
 from kerasfit.core.types import TARGETS, Diagnostic, Severity, target_help
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,7 +188,7 @@ def test_a_new_chip_is_one_record(model_file, monkeypatch):
     base = make_report(raw_build(model_file), target="tpu-v5e")
     half = make_report(raw_build(model_file), target="tpu-half")
     assert half.step_time == pytest.approx(2 * base.step_time)
-    assert "times: roofline per op from a test chip at half of v5e" in half.notes
+    assert "peaks: a test chip at half of v5e" in half.notes
     assert "tpu-half" in target_help()
 
 
@@ -361,7 +362,8 @@ def test_cached_report_starts_no_build_and_imports_no_tensorflow(model_file, tmp
 
 
 def test_table_has_fit_and_bound_columns_and_the_header_the_hbm_need(model_file):
-    from kerasfit.crosscheck.report import TABLE_HEADERS, hbm_need, table_rows
+    from kerasfit.crosscheck.memory import hbm_need
+    from kerasfit.crosscheck.report import TABLE_HEADERS, table_rows
 
     report = make_report(raw_build(model_file))
     assert TABLE_HEADERS[6:8] == ["fit", "bound"] and "useful" not in TABLE_HEADERS
@@ -385,13 +387,24 @@ def test_table_has_fit_and_bound_columns_and_the_header_the_hbm_need(model_file)
     assert h["activations"] > 0
     text = render_report(report)
     assert "HBM need ≈" in text and "of 16.0 GB per chip (docs/facts.md#25)" in text
-    # the what-if a batch recommendation reads: 8x the batch, 8x the activations
+    # one layout, one figure: the need's activations are the bytes the expansion line divides
+    # (docs/facts.md#1, #7); at batch 16 the features sit on the 128 lanes. Hand sum of the
+    # forward activations as stored: [16,32,32,3→128], [16,32,32,30→128], [16,16,16,30→128],
+    # [16,16,16,64→128], [16,64→128], [16,100→128] twice, [16,10→128] (batch 16 on sublanes)
+    at16 = 4 * (16 * 32 * 32 * 128 * 2 + 16 * 16 * 16 * 128 * 2 + 16 * 128 * 4)
+    real16 = 4 * (16 * 32 * 32 * 33 + 16 * 16 * 16 * 94 + 16 * (64 + 100 + 100 + 10))
+    assert h["activations"] == at16 and report.hbm_expansion == pytest.approx(at16 / real16)
+    # the what-if a batch recommendation reads: at 128 the batch is on the lanes and the
+    # features on the sublanes (3→4, 30→32, 100→104, 10→16): not 8x the bytes of batch 16
     from kerasfit.crosscheck.hlo import HloOp
+    from kerasfit.crosscheck.simulator import with_batch
 
     hlo_ops = [HloOp.from_dict({k: v for k, v in d.items() if k not in ("layer", "source")})
                for d in raw_build(model_file)["ops"]]
-    big = hbm_need(raw_build(model_file), hlo_ops, "tpu-v5e", per_core_batch=128)
-    assert big["activations"] == 8 * h["activations"] and big["weights"] == h["weights"]
+    big = hbm_need(raw_build(model_file), with_batch(hlo_ops, 16, 128), "tpu-v5e")
+    at128 = 4 * 128 * (32 * 32 * 4 + 32 * 32 * 32 + 16 * 16 * 32 + 16 * 16 * 64 + 64 + 104 + 104 + 16)
+    assert big["activations"] == at128 and big["weights"] == h["weights"]
+    assert at128 < 2 * at16 < 8 * at16
 
 
 def test_progress_lines_only_on_a_terminal(tmp_path, capsys):
@@ -458,19 +471,24 @@ def test_an_incomplete_build_is_the_basis_of_no_verdict(model_file):
         assert [d.code for d in out] == ["KF102", "KF104"] and all(d.build is None for d in out)
 
 
-def test_a_static_finding_on_a_row_always_yields_its_recommendation(model_file):
+def test_a_static_finding_on_a_row_yields_its_recommendation_where_it_gains(model_file):
     raw = raw_build(model_file)
-    plain = make_report(raw)
-    dense_rows = [i for i, r in enumerate(plain.rows, 1) if r.layer == "dense"]
-    assert dense_rows and not [r for r in plain.recommendations if r.code]
-    finding = StaticFinding("KF102", "feature-padding", str(model_file), 13, 13, "Round the width up")
+    plain = make_report(raw, target="gpu")
+    assert not [r for r in plain.recommendations if r.code]
+    # on a GPU 30 float32 filters miss TF32's multiple of 4: the layer's rounding gains
+    finding = StaticFinding("KF102", "feature-padding", str(model_file), 9, 9, "Round the width up")
     nowhere = StaticFinding("KF107", "transpose", str(model_file), 2, 2, "Keep one layout")
-    report = make_report(raw, findings=[finding, nowhere])
+    report = make_report(raw, target="gpu", findings=[finding, nowhere])
     (rec,) = [r for r in report.recommendations if r.code]
-    # the layer's rounding, with what it does to the step, however little that is
-    assert rec.code == "KF102" and rec.is_change and rec.source["line"] == 13
-    assert rec.step_time is not None and "100 → 128" in rec.text and "→" in rec.text.split("step ≈")[1]
+    assert rec.code == "KF102" and rec.is_change and rec.source["line"] == 9
+    assert rec.step_time is not None and "30 → 32" in rec.text and rec.saved > 0
     assert rec.text in render_report(report)
+    # issue 28: never advice that gains nothing. At batch 16 a TPU pads the Dense(100)'s
+    # features to 128 whatever its width: rounding it saves no time, so no advice of it
+    dense = StaticFinding("KF102", "feature-padding", str(model_file), 13, 13, "Round the width up")
+    tpu = make_report(raw, findings=[dense])
+    assert not [r for r in tpu.recommendations if r.code]
+    assert all(r.saved > 0 for r in tpu.recommendations if r.is_change)
 
 
 def test_every_top_row_is_covered_by_a_change_or_said_where_it_comes_from(model_file):
@@ -584,3 +602,18 @@ def test_the_heads_what_if_scales_the_score_sized_moves_with_the_head_count(mode
     after, _ = what.apply(scaled={member: 0.25})
     t = next(o.time for o in report.ops + report.mem_rows if o.name == member)
     assert after == pytest.approx(before - 0.75 * t)
+
+
+def test_kf301_names_the_ops_own_share_of_step_flops(model_file):
+    """Every layer built on one line (a loop): the line's ops are the whole step, the op the
+    finding names is a part of it, and its share is what the message says (issue 26, item 8)."""
+    raw = raw_build(model_file)
+    for op in raw["ops"]:
+        op["source"]["line"] = op["source"]["end_line"] = 9
+    report = make_report(raw)
+    (kf301,) = [d for d in cross_check([], report, str(model_file)) if d.code == "KF301"]
+    named = kf301.message.split(" (", 1)[0], kf301.message.split("(", 1)[1].split(")", 1)[0]
+    shares = {f"{op.share:.1%}" for op in report.ops if (op.layer, op.pass_) == named}
+    said = kf301.message.rsplit(", ", 1)[1].split(" of step FLOPs")[0]
+    assert said in shares and said != "100.0%", (kf301.message, shares)
+    assert sum(op.share for op in report.ops) == pytest.approx(1.0)

@@ -178,12 +178,15 @@ def test_v6e_small_batch_pads_features_to_the_256_wide_mxu():
     assert "in-channels 3→256" in s.why
 
 
-def test_gpu_pads_only_16_bit_channels_to_8():
+def test_gpu_pads_16_bit_channels_to_8_and_computes_whole_kernel_tiles():
+    # float32: XLA pads nothing, but the kernels compute whole tiles: 30 -> 32 (docs/facts.md#27)
     ops = train_step(16, 30, 30)
-    assert simulate(ops, "gpu").step_fit == pytest.approx(1.0)  # float32: XLA pads nothing
+    assert simulate(ops, "gpu").step_fit == pytest.approx(30 * 30 / (32 * 32))
+    # 16-bit: 30 -> 32 (XLA's pad to 8) is a whole 32-wide tile; 100 -> 104 -> two 64-wide tiles
     bf16 = with_dtype(train_step(16, 30, 30), "bf16")
     assert simulate(bf16, "gpu").step_fit == pytest.approx(30 * 30 / (32 * 32))
-    s = simulate_op(bf16[0], 16, GPU)
+    s = simulate_op(with_dtype([conv(FORWARD, 16, 100, 100)], "bf16")[0], 16, GPU)
+    assert s.dims["in_features"] == (100, 128) and s.dims["out_features"] == (100, 128)
     assert s.dims["batch"] == (16, 16)  # the batch is never padded on a GPU
 
 
@@ -333,7 +336,7 @@ def test_simulator_modules_import_without_tensorflow():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-@pytest.mark.parametrize("target", sorted(TARGETS))
+@pytest.mark.parametrize("target", sorted(t for t in TARGETS if TARGETS[t].family != "gpu"))
 @pytest.mark.parametrize("width", [1, 10, 30, 100, 200])
 def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
     """What KF102 says a width pads to is what the simulator pads it to over a step."""
@@ -354,10 +357,41 @@ def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
     assert (min(sizes), max(sizes)) == (low, high)
     if width % t.channel_multiple == 0:
         return
-    # off TPU a width pads only in half precision (docs/facts.md#17, #18): say so in the code
+    # off TPU a width pads only in half precision (docs/facts.md#17): say so in the code
     policy = "" if t.family == "tpu" else "keras.config.set_dtype_policy('mixed_bfloat16')\n"
     source = f"import keras\n{policy}x = keras.layers.Dense({width}, name='hidden')(x)\n"
     (d,) = [d for d in check_source(source, "m.py", CheckOptions(isolated=True, target=target)).diagnostics
             if d.code == "KF102"]
     said = f"pad to {low} or {high} on {target}" if low != high else f"pad to {high} on {target}"
     assert said in d.message, d.message
+
+
+@pytest.mark.parametrize("target", sorted(t for t in TARGETS if TARGETS[t].family == "gpu"))
+@pytest.mark.parametrize("width, policy, multiple", [(30, "", 4), (30, "mixed_bfloat16", 8), (100, "mixed_float16", 8),
+                                                     (250, "", 4), (60, "", 4), (60, "mixed_bfloat16", 8)])
+def test_kf102_quotes_the_gpu_model_the_report_times_ops_with(target, width, policy, multiple):
+    """On a GPU, KF102's figure is the GPU cost model's ratio of a width -> width 3x3 conv's
+    time to the rounded width's: the model the simulator times the report's ops with."""
+    from kerasfit.core import gpumodel
+    from kerasfit.project.check import CheckOptions, check_source
+
+    t = TARGETS[target]
+    dtype = "float32" if not policy else policy.removeprefix("mixed_")
+    set_policy = f"keras.config.set_dtype_policy('{policy}')\n" if policy else ""
+    source = f"import keras\n{set_policy}x = keras.layers.Conv2D({width}, 3, name='hidden')(x)\n"
+    found = [d for d in check_source(source, "m.py", CheckOptions(isolated=True, target=target)).diagnostics
+             if d.code == "KF102"]
+    if width % multiple == 0:
+        assert not found  # 60 float32 filters are whole TF32 groups of 4
+        return
+    (d,) = found
+    rounded, speedup = gpumodel.width_speedup(t, width, dtype, conv=True)
+    assert rounded == -(-width // multiple) * multiple
+    assert f"multiple of {multiple} in {dtype} on {target}: ≈{speedup:.1f}× the time per convolution of {rounded}" in d.message
+    # the same figure from the simulator: one 3x3 conv of width -> width over 2^20 rows
+    hlo_dtype = "f32" if dtype == "float32" else "bf16"
+
+    def seconds(w):
+        op = with_dtype([conv(FORWARD, 1 << 14, w, w, hw=8)], hlo_dtype)[0]
+        return simulate_op(op, 1 << 14, t).time
+    assert seconds(width) / seconds(rounded) == pytest.approx(speedup, rel=1e-6)

@@ -80,7 +80,7 @@ def test_rule_paragraph_is_the_what_it_does_section():
 
 
 def test_build_lines_from_the_build_reports_ops():
-    from kerasfit.crosscheck.report import OpReport
+    from kerasfit.crosscheck.records import OpReport
 
     def op(layer, line, end_line, shape, padded, fit, file="/m.py", pass_="forward"):
         return OpReport(name="conv.1", op_name=f"model/{layer}/Conv2D", op_type="Conv2D", layer=layer, pass_=pass_,
@@ -117,7 +117,7 @@ def test_hover_markdown_with_build_data():
 
 def test_settings_from_client():
     pytest.importorskip("pygls")
-    from kerasfit.lsp.server import DEFAULT_DEBOUNCE_MS, Settings
+    from kerasfit.lsp.settings import DEFAULT_DEBOUNCE_MS, Settings
 
     s = Settings.from_client({"kerasfit": {"select": "KF1, KF2", "extend-select": ["KF9"], "unsafeFixes": True,
                                            "debounceMs": 0, "target": "tpu-v6e", "batchSize": 64}})
@@ -139,7 +139,7 @@ def test_kerasfit_import_does_not_import_pygls():
 
 def test_quickfix_titles_and_one_fix_applied():
     pytest.importorskip("pygls")
-    from kerasfit.lsp.server import _applied
+    from kerasfit.lsp.actions import _applied
     from kerasfit.core.types import Applicability, Edit, Fix
 
     src = "x = f(30)\n"
@@ -153,7 +153,7 @@ def test_quickfix_titles_and_one_fix_applied():
 
 def test_quickfix_with_an_import_adds_it():
     pytest.importorskip("pygls")
-    from kerasfit.lsp.server import _applied
+    from kerasfit.lsp.actions import _applied
     from kerasfit.core.types import Applicability, Edit, Fix
 
     src = "import tensorflow as tf\n\ny = tf.nn.relu(x)\n"
@@ -166,7 +166,7 @@ def test_quickfix_with_an_import_adds_it():
 def test_cached_build_report_only_for_the_saved_buffer(tmp_path, monkeypatch):
     pytest.importorskip("pygls")
     build_api = pytest.importorskip("kerasfit.crosscheck.api")
-    from kerasfit.lsp import server
+    from kerasfit.lsp import hover
 
     calls = []
 
@@ -177,8 +177,8 @@ def test_cached_build_report_only_for_the_saved_buffer(tmp_path, monkeypatch):
     monkeypatch.setattr(build_api, "cached_report", fake, raising=False)
     model = tmp_path / "m.py"
     model.write_text("import tf_keras\n")
-    assert server._cached_build_report(str(model), "import tf_keras\n").target == "tpu-v5e"
-    assert server._cached_build_report(str(model), "import tf_keras\n") is not None
+    assert hover._cached_build_report(str(model), "import tf_keras\n").target == "tpu-v5e"
+    assert hover._cached_build_report(str(model), "import tf_keras\n") is not None
     assert len(calls) == 1  # cached until the file changes
-    assert server._cached_build_report(str(model), "import tf_keras\n# unsaved\n") is None
-    assert server._cached_build_report(str(tmp_path / "missing.py"), "") is None
+    assert hover._cached_build_report(str(model), "import tf_keras\n# unsaved\n") is None
+    assert hover._cached_build_report(str(tmp_path / "missing.py"), "") is None
