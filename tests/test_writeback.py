@@ -255,37 +255,54 @@ def test_sigterm_at_every_point_of_a_fix_run_leaves_old_or_new_bytes(tmp_path):
                 os.link(src / name, links / name)
 
     cmd = [*kerasfit_argv(), "check", "--fix", "--no-cache", "--isolated", "-j", "2", "."]
-    # one whole run, timed: when the first file is written, and when the run ends
+
+    def start() -> tuple[subprocess.Popen[str], float]:
+        return subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=_env()), time.monotonic()
+
+    def until_first_write(p: subprocess.Popen[str]) -> bool:
+        """Waits until the run has written m0.py (the first file it writes); False if it ended first."""
+        while (src / "m0.py").read_text() == old["m0.py"]:
+            if p.poll() is not None:
+                return False
+            time.sleep(0.002)
+        return True
+
+    # one whole run, timed: how long before its first write, and how long its writes take
     fresh()
-    t0 = time.monotonic()
-    p = subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
-    first_write = None
-    while p.poll() is None:
-        if first_write is None and (src / "m0.py").read_text() != old["m0.py"]:
-            first_write = time.monotonic() - t0
-        time.sleep(0.002)
-    whole = time.monotonic() - t0
-    assert p.returncode == 0 and first_write is not None
+    p, t0 = start()
+    assert until_first_write(p)
+    before = time.monotonic() - t0
+    p.wait()
+    writes = time.monotonic() - t0 - before
+    assert p.returncode == 0
     assert all((src / n).read_text() == t for n, t in new.items())
-    # moments across the run, and densely across its writes
-    moments = [whole * k / 12 for k in range(12)]
-    moments += [first_write * 0.9 + (whole - first_write * 0.9) * k / 24 for k in range(25)]
-    stopped = 0
-    for k, moment in enumerate(moments):
+    # moments across the checking (from the start), and densely across the writes (from
+    # each run's own first write, so a run slower or faster than the timed one on a busy
+    # machine still takes its signal among its writes)
+    moments = [(False, before * k / 12) for k in range(12)] + [(True, writes * k / 24) for k in range(24)]
+    stopped = mixed = 0
+    for k, (from_first_write, moment) in enumerate(moments):
         fresh()
-        p = subprocess.Popen(cmd, cwd=src, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+        p, t0 = start()
+        if from_first_write:
+            until_first_write(p)
         time.sleep(moment)
         p.send_signal(signal.SIGTERM)
         _, err = p.communicate(timeout=300)
         assert p.returncode in (0, -signal.SIGTERM), (k, p.returncode, err[-2000:])
         stopped += p.returncode == -signal.SIGTERM
+        fixed = 0
         for name in old:
             text = (src / name).read_text()
             assert text in (old[name], new[name]), (k, name, text[:200])
+            fixed += text == new[name]
             if int(name[1:-3]) % 2:
                 assert os.path.samefile(src / name, links / name), (k, name)
+        mixed += 0 < fixed < len(old)
         assert sorted(os.listdir(src)) == sorted(old), (k, sorted(set(os.listdir(src)) - set(old)))
-    assert stopped >= len(moments) // 2  # the sweep did land inside runs
+    # the sweep did land inside runs, and among their writes
+    assert stopped >= len(moments) // 2 and mixed >= 4, (stopped, mixed)
 
 
 @pytest.mark.build
