@@ -26,6 +26,8 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
   tree's bytes for module names (no parse): ``scan_tree`` → ``TreeScan``; ``file_digest``;
   ``Bounds``, which files the index reads and how much of each (the project layer's
   excludes and size limit; regular files only, no link out of the tree).
+- :mod:`.modulefacts` — ``ModuleFacts`` of one file (stdlib ``ast``): imports, functions,
+  classes, constants, and names bound in branches (a backend chosen at import time).
 - :mod:`.index` — the project index (stdlib ``ast``): ``ProjectIndex(roots, bounds)`` with
   ``facts``, ``resolve``, ``reached_from_model`` (reach across files, from the files the
   scan names: ``local_files``), ``deps_of``; passed in explicitly
