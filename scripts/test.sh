@@ -42,5 +42,12 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 fi
 
+# strace delivers a real signal at an exact system call (a write in the middle of --fix)
+# in tests/test_writeback.py (Debian's package).
+if ! command -v strace >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null
+fi
+
 # Tests run in parallel (pytest-xdist), one worker per core.
 exec python -m pytest -n auto "${lane[@]}" "$@"

@@ -136,7 +136,7 @@ def test_baseline_from_the_config_is_relative_to_the_pyproject(tmp_path):
     write(tmp_path / "pkg" / "model.py", MODEL)
     r = run("check", ".", "--no-cache", "--write-baseline", "conf/base.json", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.splitlines() == [
-        "kerasfit: error: --write-baseline conf/base.json: cannot write: No such file or directory"]
+        "kerasfit: error: --write-baseline conf/base.json: cannot write: No such file or directory; not written"]
     (tmp_path / "conf").mkdir()
     r = run("check", ".", "--no-cache", "--write-baseline", "conf/base.json", cwd=tmp_path)
     assert r.returncode == 0, r

@@ -286,8 +286,29 @@ def test_a_dangling_gitignore_symlink_in_the_cache_is_not_created(project, tmp_p
     (cache / ".gitignore").symlink_to(target)
     r = run("check", "model.py", cwd=project)
     assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r
-    assert ".gitignore" in _cache_warning(r)
-    assert not target.exists()
+    # a directory kerasfit did not create gets no .gitignore: the link is not even looked at
+    assert "warning" not in r.stderr, r
+    assert not target.exists() and (cache / ".gitignore").is_symlink()
+    assert (cache / "results-v2.json").is_file()
+
+
+def test_a_cache_directory_kerasfit_creates_gets_a_gitignore(project):
+    r = run("check", "model.py", cwd=project)
+    assert r.returncode == 1, r
+    assert (project / ".kerasfit_cache" / ".gitignore").read_text() == "*\n"
+
+
+@pytest.mark.parametrize("where", [".", "src"])
+def test_cache_dir_in_a_source_directory_writes_no_gitignore_there(project, where):
+    """``cache-dir = "."`` used to write a ``.gitignore`` of ``*`` into the project root, and
+    git stopped showing every file of the project (issue 30, item 5)."""
+    (project / "src").mkdir()
+    (project / "src" / "keep.py").write_text("x = 1\n")
+    (project / "pyproject.toml").write_text(f'[tool.kerasfit]\ncache-dir = "{where}"\n')
+    r = run("check", "model.py", cwd=project)
+    assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r
+    assert not (project / where / ".gitignore").exists()
+    assert (project / where / "results-v2.json").is_file()  # the cache itself is kept there
 
 
 def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_factory):
@@ -305,7 +326,7 @@ def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_
         assert (cache / name).is_file() and not (cache / name).is_symlink()
         assert json.loads((cache / name).read_text())
     assert sorted(p.name for p in cache.iterdir() if not p.is_symlink()) == [
-        ".gitignore", "results-v2.json", "rules-manifest.json"]
+        "results-v2.json", "rules-manifest.json"]  # (no .gitignore: kerasfit did not create the directory)
     assert result.warnings == []
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,89 @@ def test_config_error_in_nested_project_names_nested_file(tmp_path):
     with pytest.raises(ConfigError, match="foo") as exc:
         check(tmp_path)
     assert str(nested) in str(exc.value)
+
+
+# ---- every value checked, with one line naming the key (issue 30, item 10) ----------------------
+
+
+@pytest.mark.parametrize(
+    "table,key",
+    [
+        ('[tool.kerasfit.build]\ntimeout = "x"', "timeout"),
+        ("[tool.kerasfit.build]\ntimeout = -1", "timeout"),
+        ("[tool.kerasfit.build]\ntimeout = 0", "timeout"),
+        ("[tool.kerasfit.build]\ntimeout = nan", "timeout"),
+        ("[tool.kerasfit.build]\ntimeout = inf", "timeout"),
+        ("[tool.kerasfit.build]\ntimeout = true", "timeout"),
+        ("[tool.kerasfit.build]\nentry = 1", "entry"),
+        ('[tool.kerasfit.build]\nentry = ""', "entry"),
+        ("[tool.kerasfit.build]\nbatch-size = 0", "batch-size"),
+        ("[tool.kerasfit.build]\ncores = 0", "cores"),
+        ('[tool.kerasfit.build]\ncores = "8"', "cores"),
+        ('[tool.kerasfit.build]\ndtype = "float16"', "dtype"),
+        ("[tool.kerasfit.build]\nmemory-limit = 0", "memory-limit"),
+        ('[tool.kerasfit.build]\ninput-shape = "256,0,3"', "input-shape"),
+        ("[tool.kerasfit.build]\ninput-shape = [256, 256, 3]", "input-shape"),
+        ('cache-dir = "\\u0000"', "cache-dir"),
+        ('cache-dir = "a\\u0000b"', "cache-dir"),
+        ('baseline = "b\\u0000.json"', "baseline"),
+        ("cores = 0", "cores"),
+        ("batch-size = 0", "batch-size"),
+        ("max-file-size = 0", "max-file-size"),
+    ],
+)
+def test_every_config_value_is_checked(tmp_path, table, key):
+    """Used to be internal errors (timeout = "x", entry = 1, cache-dir = "\\u0000") or
+    accepted (timeout = -1 or nan, batch-size = 0, cores = 0 in [tool.kerasfit.build])."""
+    write(tmp_path / "pyproject.toml", f"[tool.kerasfit]\n{table}\n")
+    write(tmp_path / "m.py", BAD)
+    r = run("check", "--no-cache", "m.py", cwd=tmp_path)
+    assert r.returncode == 2, r
+    assert_one_line_error(r.stderr, "pyproject.toml", key)
+    assert "internal error" not in r.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf"])
+def test_build_timeout_on_the_command_line_is_checked(tmp_path, value):
+    write(tmp_path / "m.py", BAD)
+    r = run("check", "--no-cache", "--build", "--build-timeout", value, "m.py", cwd=tmp_path)
+    assert r.returncode == 2, r
+    assert_one_line_error(r.stderr, "--build-timeout")
+
+
+# ---- a configured baseline: inside the project, a regular file (issue 30, item 7) ---------------
+
+
+@pytest.mark.parametrize("value", ["/dev/zero", "../outside.json", "../missing.json", "link.json"])
+def test_a_project_baseline_outside_the_project_is_refused_unread(tmp_path, value):
+    """``/dev/zero`` was read until memory ran out; a path outside answered whether a file
+    exists there. Both are now one line, the same whether the file exists or not."""
+    project = tmp_path / "project"
+    write(tmp_path / "outside.json", '{"format": "kerasfit-baseline", "version": 1, "findings": []}')
+    write(project / "pyproject.toml", f'[tool.kerasfit]\nbaseline = "{value}"\n')
+    write(project / "m.py", BAD)
+    (project / "link.json").symlink_to("/dev/zero")
+    r = run("check", "--no-cache", "m.py", cwd=project)
+    assert r.returncode == 2, r
+    assert_one_line_error(r.stderr, "pyproject.toml", "baseline", "outside the project")
+
+
+def test_a_project_baseline_that_is_a_fifo_is_refused_without_blocking(tmp_path):
+    write(tmp_path / "pyproject.toml", '[tool.kerasfit]\nbaseline = "base.json"\n')
+    write(tmp_path / "m.py", BAD)
+    os.mkfifo(tmp_path / "base.json")
+    r = run("check", "--no-cache", "m.py", cwd=tmp_path)
+    assert r.returncode == 2, r
+    assert_one_line_error(r.stderr, "base.json", "a FIFO, not a regular file")
+
+
+def test_a_baseline_named_by_the_user_may_lie_anywhere(tmp_path):
+    project = tmp_path / "project"
+    write(project / "m.py", BAD)
+    base = tmp_path / "elsewhere" / "base.json"
+    base.parent.mkdir()
+    assert run("check", "--no-cache", "m.py", "--write-baseline", base, cwd=project).returncode == 0
+    assert run("check", "--no-cache", "m.py", "--baseline", base, cwd=project).returncode == 0
 
 
 # ---- cache-dir: a project's cache stays in the project (issue 17, item 4) ------------------------

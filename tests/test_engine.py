@@ -1,16 +1,12 @@
-"""The engine through lint results: traversal, name resolution, fix application, atomic writes."""
+"""The engine through lint results: traversal, name resolution, fix application."""
 
 from __future__ import annotations
-
-import os
-import stat
 
 import libcst as cst
 import pytest
 
 from kfhelpers import BAD, GOOD
 
-from kerasfit.project.check import atomic_write
 from kerasfit.engine.settings import LintSettings
 from kerasfit.engine.fix import apply_fixes, fix_source
 from kerasfit.engine.lint import lint_source
@@ -271,28 +267,6 @@ def test_fix_is_idempotent_on_kf101(kf101):
     assert out.source == GOOD and out.applied == 1 and out.diagnostics == []
     again = fix_source(out.source, "m.py", kf101)
     assert again.source == GOOD and again.applied == 0
-
-
-# ---- atomic writes ---------------------------------------------------------------------------------
-
-
-def test_atomic_write_keeps_mode_and_leaves_no_temp(tmp_path):
-    f = tmp_path / "m.py"
-    f.write_text("old\r\n")
-    f.chmod(0o751)
-    atomic_write(f, "new\r\nline\n")
-    assert f.read_bytes() == b"new\r\nline\n"  # newlines written exactly
-    assert stat.S_IMODE(f.stat().st_mode) == 0o751
-    assert os.listdir(tmp_path) == ["m.py"]
-
-
-def test_atomic_write_failure_keeps_original(tmp_path):
-    f = tmp_path / "m.py"
-    f.write_text("original\n")
-    with pytest.raises(UnicodeEncodeError):
-        atomic_write(f, "bad \udcff surrogate")
-    assert f.read_text() == "original\n"
-    assert os.listdir(tmp_path) == ["m.py"]
 
 
 # ---- report(once=True) -------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -231,6 +232,40 @@ def test_sarif_uris_are_percent_encoded_and_validate(forged, sarif_schema):
     assert {unquote(u) for u in uris} == {INJECTED, ODD}
     # RFC 3986: only unreserved characters, '/' and percent-escapes
     assert all(re.fullmatch(r"(?:[A-Za-z0-9\-._~/]|%[0-9A-F]{2})+", u) for u in uris), uris
+
+
+# A right-to-left override makes "evil\u202e2:yp.x" read as "evilx.py:2"; zero-width
+# characters hide what a name is (issue 30, item 17)
+SPOOF = "evil\u202e1:yp.\u200b\u200d\u2066\ufeff.py"
+
+
+@pytest.mark.parametrize("fmt", ["text", "github"])
+def test_bidi_controls_and_zero_width_characters_are_escaped(tmp_path, fmt):
+    write(tmp_path / SPOOF, BAD)
+    write(tmp_path / "e\u202e.py", b"import tensorflow\x00\n")  # an error line names it
+    r = run("check", ".", "--no-cache", "--output-format", fmt, cwd=tmp_path)
+    assert r.returncode == 1, r
+    for ch in "\u202e\u200b\u200d\u2066\ufeff":
+        assert ch not in r.stdout + r.stderr, (fmt, repr(r.stdout + r.stderr))
+    assert "evil\\u202e1" in r.stdout and "yp.\\u200b\\u200d\\u2066\\ufeff.py" in r.stdout, (fmt, r)
+    assert "e\\u202e.py" in r.stdout + r.stderr, (fmt, r)
+
+
+def test_sarif_for_a_file_name_that_is_not_utf8(tmp_path, sarif_schema):
+    """A name of any bytes: the whole run used to end in an internal error, nothing printed."""
+    import jsonschema
+
+    write(tmp_path / os.fsdecode(b"m\xff.py"), BAD)
+    write(tmp_path / os.fsdecode(b"n\xfe.py"), b"import tensorflow\x00\n")  # an error line names it
+    r = run("check", ".", "--no-cache", "--output-format", "sarif", cwd=tmp_path)
+    assert r.returncode == 1, r
+    log = r.json()
+    assert not list(jsonschema.Draft4Validator(sarif_schema).iter_errors(log))
+    (result,) = log["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "m%FF.py"
+    notes = log["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [n["message"]["text"] for n in notes] == ["n\\xfe.py: binary file (contains NUL bytes), skipped"]
+    r.stdout.encode("utf-8")  # (no lone surrogate anywhere)
 
 
 # ---- lsp ----------------------------------------------------------------------------------------

@@ -208,8 +208,8 @@ def test_a_keeper_killed_from_outside_takes_the_whole_build_with_it(tmp_path):
         assert time.monotonic() < deadline, survivors(tmp_path)
         time.sleep(0.05)
     # the namespace's init: the keeper's forked copy, whose parent is the keeper
-    keepers = [int(e) for e in os.listdir("/proc") if e.isdigit() and _argv(e)[:3] == [
-        sys.executable, "-m", "kerasfit.crosscheck.sandbox"] and str(tmp_path / "marker") in _argv(e)]
+    keepers = [int(e) for e in os.listdir("/proc") if e.isdigit() and _argv(e)[:4] == [
+        sys.executable, "-P", "-m", "kerasfit.crosscheck.sandbox"] and str(tmp_path / "marker") in _argv(e)]
     init = next(pid for pid in keepers if _ppid(pid) in keepers)
     os.kill(init, signal.SIGKILL)
     runner.join(20)
@@ -246,3 +246,28 @@ def test_without_a_namespace_a_killed_keeper_is_named_not_called_a_timeout(tmp_p
     reason = describe_exit(outcome, tmp_path / "result.json", None)
     assert reason == ("the build's supervisor was killed by a signal (SIGKILL) before starting; "
                       "processes the build started may still be running (no PID namespace here)")
+
+
+@pytest.mark.parametrize("module", ["select", "json", "signal"])
+def test_a_module_in_the_working_directory_never_runs_in_the_keeper_or_the_probe(tmp_path, module):
+    """``report`` started its supervisor (and the namespace probe) with ``python -m`` from
+    the working directory: a ``select.py`` at a repository's root ran outside the sandbox,
+    and what it started outlived ``report`` (issue 30, item 6). Only the build child, inside
+    the sandbox, puts the project on its path."""
+    marker = tmp_path / "ran"
+    (tmp_path / f"{module}.py").write_text(f"open({str(marker)!r}, 'a').write('{module}\\n')\n")
+    driver = textwrap.dedent(f"""
+        import os, sys
+        from kerasfit.crosscheck.sandbox import namespaces_available, run_contained
+        namespaces_available()
+        out = run_contained([sys.executable, "-P", "-c", "pass"], env=dict(os.environ), timeout=60,
+                            memory_limit=None, workdir={str(tmp_path / 'work')!r})
+        print(out.returncode)
+    """)
+    (tmp_path / "work").mkdir()
+    import subprocess
+
+    # the driver itself must not import from there either: -P
+    p = subprocess.run([sys.executable, "-P", "-c", driver], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "0", (p.stdout, p.stderr[-2000:])
+    assert not marker.exists(), marker.read_text()

@@ -16,6 +16,8 @@ import os
 import stat
 from pathlib import Path
 
+from .interrupts import writing
+
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -43,10 +45,11 @@ class CacheDir:
             self.warnings.append(f"{where}: is a symbolic link, not used; checking without the cache")
         self.disabled = True
 
-    def _open_dir(self, create: bool) -> int | None:
-        """A descriptor of the real cache directory, or None (no cache this time)."""
+    def _open_dir(self, create: bool) -> tuple[int | None, bool]:
+        """A descriptor of the real cache directory, or None (no cache this time); and
+        whether this call created the directory."""
         if self.disabled:
-            return None
+            return None, False
         fd: int | None = None
         try:
             if create:
@@ -54,38 +57,40 @@ class CacheDir:
                 # its project); only the cache's own components must not be links
                 self.root.parent.mkdir(parents=True, exist_ok=True)
             where = self.root
-            fd = self._open_component(None, str(self.root), create, where)
+            fd, made = self._open_component(None, str(self.root), create, where)
             for part in self.parts:
                 where = where / part
                 if fd is None:
-                    return None
-                nxt = self._open_component(fd, part, create, where)
+                    return None, False
+                nxt, made = self._open_component(fd, part, create, where)
                 os.close(fd)
                 fd = nxt
-            return fd
+            return fd, made
         except OSError:
             if fd is not None:
                 os.close(fd)
-            return None
+            return None, False
 
-    def _open_component(self, dir_fd: int | None, name: str, create: bool, where: Path) -> int | None:
+    def _open_component(self, dir_fd: int | None, name: str, create: bool, where: Path) -> tuple[int | None, bool]:
+        made = False
         if create:
             try:
                 os.mkdir(name, 0o777, dir_fd=dir_fd)
+                made = True
             except FileExistsError:
                 pass  # a directory, a file or a link: the open below tells which
         try:
-            return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+            return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd), made
         except FileNotFoundError:
-            return None
+            return None, False
         except OSError as exc:
             if exc.errno in _LINK_ERRNOS and _is_link(name, dir_fd):
                 self._refuse(where)
-            return None
+            return None, False
 
     def read(self, name: str) -> bytes | None:
         """The file's bytes; None when absent, not a regular file, or a link."""
-        d = self._open_dir(create=False)
+        d, _ = self._open_dir(create=False)
         if d is None:
             return None
         try:
@@ -110,12 +115,22 @@ class CacheDir:
 
     def write(self, name: str, data: bytes, gitignore: bool = False) -> bool:
         """Replace ``name`` with ``data`` (readers see the old or the new bytes, never
-        half); with ``gitignore`` also create a ``.gitignore`` of ``*`` if there is none.
-        False when nothing was written (read-only tree, a link in the way)."""
-        d = self._open_dir(create=True)
+        half); with ``gitignore``, a directory this call creates for the cache gets a
+        ``.gitignore`` of ``*`` (never one that was there: ``cache-dir = "."`` must not
+        hide the project's own files from git). False when nothing was written (read-only
+        tree, a link in the way)."""
+        d, made = self._open_dir(create=True)
         if d is None:
             return False
+        gitignore = gitignore and made
         tmp = f".{name}.{os.urandom(8).hex()}.tmp"  # (secrets.token_hex, without importing secrets)
+        try:
+            with writing():  # a signal meanwhile waits: the temporary is renamed or removed first
+                return self._write_in(d, name, tmp, data, gitignore)
+        finally:
+            os.close(d)
+
+    def _write_in(self, d: int, name: str, tmp: str, data: bytes, gitignore: bool) -> bool:
         try:
             if _is_link(name, d):
                 self._refuse(self.path / name)
@@ -138,8 +153,6 @@ class CacheDir:
             except OSError:
                 pass
             return False
-        finally:
-            os.close(d)
 
     def _gitignore(self, d: int) -> bool:
         """Keeps the cache out of commits; False (and the cache off) if a link sits there."""

@@ -346,8 +346,13 @@ class FileResult:
 
 
 # What ends a line for some reader (a terminal, str.splitlines, a CI log) or acts on a
-# terminal: C0 and C1 controls, DEL, and the Unicode line and paragraph separators.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# terminal: C0 and C1 controls, DEL, and the Unicode line and paragraph separators; and
+# what makes a line read other than it is: the bidirectional controls (U+202E turns
+# ``x.py:12`` into ``21:yp.x``) and the characters that show as nothing (zero-width
+# spaces and joiners, word joiner, invisible operators, soft hyphen, byte order mark).
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

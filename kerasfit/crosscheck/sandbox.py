@@ -81,7 +81,8 @@ def namespaces_available() -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        return subprocess.run([sys.executable, "-m", "kerasfit.crosscheck.sandbox", "--probe"],
+        # -P: no working directory on sys.path (a select.py there must not run out here)
+        return subprocess.run([sys.executable, "-P", "-m", "kerasfit.crosscheck.sandbox", "--probe"],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, timeout=60).returncode == 0
     except (OSError, subprocess.SubprocessError):
@@ -101,7 +102,9 @@ def run_contained(cmd: list[str], *, env: dict[str, str], timeout: float,
     life_read, life_write = os.pipe()
     try:
         keeper = subprocess.Popen(
-            [sys.executable, "-m", "kerasfit.crosscheck.sandbox", str(status), repr(float(timeout)),
+            # -P: the keeper runs outside the sandbox, so nothing of the working directory is
+            # importable in it; only the build child, inside, puts the project on its path
+            [sys.executable, "-P", "-m", "kerasfit.crosscheck.sandbox", str(status), repr(float(timeout)),
              str(memory_limit or 0), str(life_read), "namespace" if isolate else "plain", "--", *cmd],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=write_fd, env=env,
             start_new_session=True, pass_fds=(life_read,),

@@ -7,10 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..project.check import RunResult, atomic_write, checked_trees
+from ..project.check import RunResult, checked_trees
 from ..project.baseline import render
 from ..project.config import ConfigError
 from ..project.noqa import add_noqa
+from ..project.writeback import write_output
 from ..core.types import FileResult
 
 
@@ -33,15 +34,12 @@ def add_noqa_comments(result: RunResult, paths: Sequence[Path]) -> tuple[int, st
 
 
 def record_baseline(result: RunResult, path: Path) -> tuple[int, str]:
-    """Write every finding of the run to ``path``; exit 2 when it cannot be written."""
+    """Write every finding of the run to ``path``; exit 2 when it cannot be written (it is
+    not a regular file, or it is one of the files the run checked)."""
     text, n = render(path, result.files)
-    try:
-        if path.exists():
-            atomic_write(path, text)
-        else:  # a new file gets the umask's mode, not a temporary file's 0600
-            path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--write-baseline {path}: cannot write: {exc.strerror or exc}") from None
+    problem = write_output(path, text.encode("utf-8"), [f.filename for f in result.files])
+    if problem is not None:
+        raise ConfigError(f"--write-baseline {problem}")
     files = sum(1 for f in result.files if f.diagnostics)
     lines = [f"error: {f.error}" for f in result.files if f.error]
     lines.append(f"Wrote {n} finding(s) in {files} file(s) to {path}; `--baseline {path}` "

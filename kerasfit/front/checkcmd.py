@@ -11,6 +11,7 @@ from typing import Any
 
 from typer import echo
 
+from ..core.sourcefile import read_regular
 from ..project import reporters
 from ..project.reporters import FORMATS, WriteOptions
 
@@ -42,6 +43,14 @@ def run_check(
     from ..core.types import FileResult  # defers the target tables until argv is read
 
     adopting = "--add-noqa" if add_noqa else "--write-baseline" if write_baseline is not None else None
+    if build_timeout is not None:
+        from ..project.config import check_timeout  # defers the config reader until argv is read
+
+        try:
+            check_timeout(build_timeout, "--build-timeout")
+        except ConfigError as exc:
+            echo(f"kerasfit: error: {exc}", err=True)
+            return 2
     if adopting and (fix or diff or add_noqa and write_baseline is not None):
         echo(f"kerasfit: error: {adopting} cannot be combined with --fix, --diff, --add-noqa or --write-baseline", err=True)
         return 2
@@ -112,9 +121,9 @@ def run_check(
             else:
                 code, report = add_noqa_comments(result, path_list)
         except ConfigError as exc:
-            echo(f"kerasfit: error: {exc}", err=True)
+            echo(f"kerasfit: error: {printable(str(exc))}", err=True)
             return 2
-        echo(report)
+        echo("\n".join(printable(line) for line in report.split("\n")))  # (file names: one inert line each)
         return code
 
     fixed = sum(f.fixes_applied for f in files)
@@ -211,7 +220,7 @@ def _diffs(files: list[Any], originals: dict[str, str] | None = None) -> str:
         if old is None:
             try:
                 # bytes, not read_text: universal newlines would make every CRLF line differ
-                old = Path(f.filename).read_bytes().decode("utf-8")
+                old = read_regular(f.filename).decode("utf-8")  # (a FIFO swapped in meanwhile never blocks)
             except (OSError, UnicodeDecodeError):
                 continue
         chunks.extend(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, TypedDict
 import typer
 
 from .. import __version__
+from ..core import interrupts
 from .checkcmd import run_check
 from ..project.reporters import FORMATS
 from ..core.types import target_help
@@ -169,11 +170,13 @@ def report(
 
     if not path.is_file():
         fail(f"{path}: no such file")
-    from ..project.config import ConfigError, check_target  # defers the config reader until a command runs
+    from ..project.config import ConfigError, check_target, check_timeout  # defers the config reader until a command runs
 
     try:
         if target:
             check_target(target)
+        if build_timeout is not None:
+            check_timeout(build_timeout, "--build-timeout")
         from ..project.check import CheckOptions, Resolver, check_paths  # defers the check machinery until a command runs
         from ..project.buildstage import BuildRequest, report_text  # defers the build stage until a command runs
         from ..crosscheck.api import BuildError  # defers the build machinery (sandbox, HLO reader, simulator)
@@ -192,13 +195,11 @@ def report(
         fail(str(exc), "build failed")
     typer.echo(text)
     if html_file is not None and page is not None:
-        from ..project.check import atomic_write  # defers the check machinery (api)
+        from ..project.writeback import write_output  # defers the file writer
 
-        try:
-            html_file.touch(exist_ok=True)
-            atomic_write(html_file, page)
-        except OSError as exc:
-            fail(f"{html_file}: cannot write the page: {exc.strerror or exc}")
+        problem = write_output(html_file, page.encode("utf-8"), [path])
+        if problem is not None:
+            fail(f"the page: {problem}")
 
 
 class _RuleRow(TypedDict):
@@ -310,10 +311,15 @@ def main() -> None:
     from ..engine.registry import RuleRegistryError  # defers the rule registry until a command runs
 
     tune_gc()
+    # SIGINT, SIGTERM, SIGHUP: a file being written is finished first, then the run ends
+    # by the signal (core.interrupts); worker processes inherit the handlers
+    interrupts.install()
     try:
         app()
     except SystemExit:
         raise
+    except interrupts.Terminated as exc:
+        interrupts.end_by(exc.signum)
     except KeyboardInterrupt:
         sys.exit(130)
     except RuleRegistryError as exc:  # a broken rule pack: the user's setup, not our bug

@@ -10,7 +10,7 @@ from lsprotocol import types
 from ..core.types import Applicability, Fix, allowed
 from ..engine.fix import add_imports, apply_fixes
 from ..engine.settings import SYNTAX_ERROR_CODE
-from ..project.noqa import commentable_rows
+from ..engine.suppressions import Comments
 from . import edits as E
 from .documents import CONVERTER, KerasfitServer, View, doc_key, workspace_edit
 from .guard import LintTimeout
@@ -72,7 +72,7 @@ def _line_actions(view: View, params: types.CodeActionParams) -> tuple[list[type
             "end": {"line": params.range.end.line, "character": params.range.end.character}}
     asked = {(str(c.code), c.range.start.line) for c in params.context.diagnostics if c.source == "kerasfit"}
     lines = E.split_lines(view.text)
-    ok_rows: list[set[int] | None] = []  # rows a comment may end (computed on first need)
+    comments: list[Comments] = []  # the text's comments and the rows one may end (computed on first need)
     fixes: list[types.CodeAction] = []
     noqa: list[types.CodeAction] = []
     seen_noqa: set[tuple[str, int]] = set()
@@ -96,7 +96,7 @@ def _line_actions(view: View, params: types.CodeActionParams) -> tuple[list[type
                 text_edits = [{"range": e["range"], "newText": e["newText"]} for e in lsp_d["data"]["fix"]["edits"]]
                 action.edit = workspace_edit(uri, view.version, text_edits, CONVERTER)
             fixes.append(action)
-        line_no = _noqa_line(lsp_d, view.text, ok_rows)
+        line_no = _noqa_line(lsp_d, view.text, comments)
         if line_no is None or d.code.startswith("KF0") or (d.code, line_no) in seen_noqa or line_no >= len(lines):
             continue  # a syntax error cannot be suppressed; nor a line no comment may follow
         seen_noqa.add((d.code, line_no))
@@ -105,7 +105,8 @@ def _line_actions(view: View, params: types.CodeActionParams) -> tuple[list[type
                 title=f"Disable {d.code} for this line",
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diag],
-                edit=workspace_edit(uri, view.version, [E.noqa_edit(line_no, lines[line_no], d.code)], CONVERTER),
+                edit=workspace_edit(uri, view.version, [E.noqa_edit(line_no, lines[line_no], d.code,
+                                                                   comments[0].column(line_no + 1))], CONVERTER),
             )
         )
     return fixes, noqa
@@ -158,16 +159,13 @@ async def resolve_code_action(ls: KerasfitServer, action: types.CodeAction) -> t
     return action
 
 
-def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[set[int] | None]) -> int | None:
+def _noqa_line(lsp_d: dict[str, Any], text: str, memo: list[Comments]) -> int | None:
     """The 0-based line a noqa comment for the diagnostic goes on, as ``check --add-noqa``
     places it: its first or last line, where Python allows a comment (not after a
-    backslash, not inside a multi-line string); None when neither does. Text that does
-    not tokenize (a cell's magics) keeps the first line."""
+    backslash, not inside a multi-line string); None when neither does."""
     if not memo:
-        memo.append(commentable_rows(text))
-    ok = memo[0]
+        memo.append(Comments.of(text))
+    ok = memo[0].open_rows
     first: int = lsp_d["range"]["start"]["line"]
     last: int = lsp_d["range"]["end"]["line"]
-    if ok is None:
-        return first
     return next((line for line in (first, last) if line + 1 in ok), None)

@@ -29,11 +29,12 @@ from pygls.workspace import TextDocument
 
 from .. import __version__
 from ..core.docpages import Links
+from ..core.sourcefile import over_limit
 from ..core.types import Diagnostic, FileResult
 from ..engine.parse import ParseCache
 from ..engine.registry import rule_by_name_or_code
 from ..engine.settings import Stopped
-from ..project.check import check_source, CheckOptions, FileSettings, links_for, settings_for
+from ..project.check import check_source, CheckOptions, FileSettings, links_for, project_index, settings_for
 from ..project.config import _load_pyproject, ConfigError, find_config, over_size_budget
 from ..project.discovery import mentions_tensorflow
 from ..project.notebook import Notebook, NotebookError
@@ -217,7 +218,7 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         index = getattr(self, "_project_index", None)
         if index is None or getattr(self, "_project_root", None) != root:
-            index = self._project_index = ProjectIndex([root])
+            index = self._project_index = project_index([root], self.settings.check_options())
             self._project_root = root
         return index
 
@@ -227,11 +228,13 @@ class KerasfitServer(LanguageServer):
         path = self.path_for(uri)
         project = self.workspace_index()
         data = source.encode("utf-8", "surrogatepass")
-        if not fix and not mentions_tensorflow(data) and not project.imports_framework(path, data):
-            # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report.
-            return Linted(version, source, FileResult(path, skipped=True), [])
         file_settings, warning = self.file_settings(uri, path)
-        over = over_size_budget(path, len(data), file_settings.max_file_size)
+        cost = over_limit(data, file_settings.max_file_size)
+        if not fix and not mentions_tensorflow(data) and (cost is not None or not project.imports_framework(path, data)):
+            # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report
+            # (one over the size limit is not parsed to find out that it imports them).
+            return Linted(version, source, FileResult(path, skipped=True), [])
+        over = over_size_budget(path, cost, file_settings.max_file_size)
         if over is not None:  # the CLI's size budget: one diagnostic, and no parse of it kept
             self.parse_caches.pop(uri, None)
             return Linted(version, source, FileResult(path, error=over), [],

@@ -72,10 +72,11 @@ def minimal_edit(old: str, new: str) -> dict[str, Any] | None:
     }
 
 
-def noqa_edit(line_no: int, line: str, code: str) -> dict[str, Any]:
-    """The TextEdit that suppresses ``code`` on ``line`` (0-based ``line_no``, no terminator),
-    as ``kerasfit check --add-noqa`` writes it (:func:`kerasfit.engine.suppressions.with_noqa`)."""
-    edit = minimal_edit(line, with_noqa(line, [code]))
+def noqa_edit(line_no: int, line: str, code: str, comment_at: int | None) -> dict[str, Any]:
+    """The TextEdit that suppresses ``code`` on ``line`` (0-based ``line_no``, no terminator;
+    its comment, if any, starts at ``comment_at``), as ``kerasfit check --add-noqa`` writes
+    it (:func:`kerasfit.engine.suppressions.with_noqa`)."""
+    edit = minimal_edit(line, with_noqa(line, [code], comment_at))
     if edit is None:  # already suppressed there: an empty edit at the end of the line
         end = {"line": 0, "character": utf16_col(line, len(line))}
         edit = {"range": {"start": end, "end": dict(end)}, "newText": ""}

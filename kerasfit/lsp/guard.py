@@ -10,11 +10,15 @@ with ``os._exit``, so an abandoned thread never delays ``exit``.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from ..core.parsestack import big_stack_executor
+from ..engine.settings import Stopped
+
+log = logging.getLogger("kerasfit.lsp")
 
 DEFAULT_LINT_TIMEOUT_MS = 20_000
 MAX_ABANDONED = 4  # past this many runaway checks, documents that ran away wait for them
@@ -50,9 +54,18 @@ class LintRunner:
                   stop: threading.Event | None = None) -> Any:
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.executor, fn, *args)
+        # A caller cancelled meanwhile (an edit superseded the check) no longer awaits the
+        # future: its outcome, a Stopped most often, is taken here, not logged by asyncio
+        # as an exception nobody retrieved.
+        awaited = [True]
+        future.add_done_callback(lambda f: _taken(f, awaited[0]))
         try:
             result = await asyncio.wait_for(asyncio.shield(future), budget_s)
+        except asyncio.CancelledError:
+            awaited[0] = False
+            raise
         except asyncio.TimeoutError:
+            awaited[0] = False
             if stop is not None:
                 stop.set()  # the check left behind ends at its next statement
             self.abandoned.append(future)
@@ -65,6 +78,16 @@ class LintRunner:
 
     def shutdown(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _taken(future: asyncio.Future[Any], awaited: bool) -> None:
+    """A check's outcome, taken: one that no one awaits any more and that failed other than
+    by being stopped is a warning line (the awaited ones are the server's to report)."""
+    if future.cancelled():
+        return
+    exc = future.exception()
+    if exc is not None and not awaited and not isinstance(exc, Stopped):
+        log.warning("a check no longer awaited failed: %s: %s", type(exc).__name__, exc)
 
 
 def notice(message: str) -> dict[str, Any]:

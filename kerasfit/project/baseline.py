@@ -23,10 +23,13 @@ from typing import Iterable, Sequence
 
 from .config import ConfigError
 from .notebook import Notebook, NotebookError
+from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, NotRegularFile, TooLarge, read_regular
 from ..core.types import Diagnostic, FileResult
 
 FORMAT = "kerasfit-baseline"
 VERSION = 1
+# a baseline is a few hundred bytes a finding: more than this is not one (and is not read)
+MAX_BYTES = 32 * DEFAULT_MAX_FILE_SIZE
 _WORD_END = re.compile(r"\w$")
 _WORD_START = re.compile(r"^\w|^['\"]")
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.INDENT, tokenize.DEDENT, tokenize.ENCODING}
@@ -103,7 +106,7 @@ def _relpath(filename: str, root: Path) -> str:
 
 def _read(filename: str) -> str | None:
     try:
-        return Path(filename).read_bytes().decode("utf-8")
+        return read_regular(filename).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -129,9 +132,14 @@ class Baseline:
         """Every way the file can be missing or wrong is one ConfigError line (exit 2):
         an absent baseline is never read as an empty one, which would fail every finding."""
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
+            data = json.loads(read_regular(path, MAX_BYTES).decode("utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"{where} {path}: no such file (create it with --write-baseline {path})") from None
+        except NotRegularFile as exc:
+            raise ConfigError(f"{where} {path}: {exc.kind}, not a regular file") from None
+        except TooLarge as exc:
+            raise ConfigError(f"{where} {path}: {exc.size:,} bytes, too large for a baseline "
+                              f"(at most {MAX_BYTES:,})") from None
         except OSError as exc:
             raise ConfigError(f"{where} {path}: cannot read: {exc.strerror or exc}") from None
         except (UnicodeDecodeError, ValueError, RecursionError):

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.sourcefile import read_regular
 from ..core.types import Diagnostic, FileResult
 from ..crosscheck.options import parse_input_shapes
 from ..engine.registry import RuleMeta, manifest
 from ..engine.suppressions import Suppressions
-from .config import Config, ConfigError
+from .config import Config, ConfigError, check_dtype
 
 if TYPE_CHECKING:
     from .check import FileSettings, Resolver
@@ -43,7 +44,6 @@ class BuildRequest:
 
 
 DEFAULT_TIMEOUT = 300.0
-DTYPES = ("float32", "bfloat16")
 _MODEL_SOURCE = re.compile(
     r"^def (build|create|get|make)_model\s*\(|^\w+\s*=\s*[\w.]*(Sequential|Model)\(", re.M
 )
@@ -56,10 +56,7 @@ def build_options(request: BuildRequest, cfg: Config, settings: FileSettings) ->
 
     b = cfg.build or {}
     where = str(cfg.source or "config")
-    dtype = request.dtype or b.get("dtype") or "float32"
-    if dtype not in DTYPES:
-        raise ConfigError(f"{where if not request.dtype else '--dtype'}: dtype must be float32 or "
-                          f"bfloat16, not {dtype!r}")
+    dtype = check_dtype(request.dtype or b.get("dtype") or "float32", "--dtype" if request.dtype else f"{where}: dtype")
     timeout = request.timeout if request.timeout is not None else float(b.get("timeout", DEFAULT_TIMEOUT))
     shape = request.input_shape or _shape(b.get("input-shape"), where)
     opts = dict(settings.options)
@@ -119,7 +116,7 @@ def run_stage(results: list[FileResult], resolver: Resolver, request: BuildReque
     for res in checked:
         path = Path(res.filename)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular(path).decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         settings = resolver.settings_for(path)

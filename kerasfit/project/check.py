@@ -8,7 +8,6 @@ import gc
 import hashlib
 import json
 import os
-import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import __version__
 from ..core.cachefs import CacheDir, default_cache_dir
 from .config import (
-    DEFAULT_MAX_FILE_SIZE,
     Config,
     ConfigError,
     _matches,
@@ -27,15 +25,19 @@ from .config import (
     check_docs_url,
     effective_target,
     find_config,
+    inside_project,
     load_config_file,
     over_size_budget,
     per_file_ignores,
     select_rules,
     validate_selectors,
 )
-from .discovery import Candidate, discover, mentions_tensorflow
+from .discovery import PREFILTER_NEEDLES, Candidate, discover, mentions_tensorflow
+from .sources import FileReadError, FileTooLarge, index_bounds, notebook_json_limit, notebook_over_budget, read_source
 from ..core.docpages import Links
+from ..core import interrupts
 from ..core.parsestack import on_parse_stack
+from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, over_limit, regular_file_contains
 from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
 from ..semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
 from ..core.types import TARGETS, Diagnostic, FileResult, Severity, allowed
@@ -181,10 +183,13 @@ class Resolver:
             if batch:
                 opts["batch_size"] = batch
             codes = tuple(r.code for r in chosen)
-            budget = self.options.max_file_size or cfg.max_file_size or DEFAULT_MAX_FILE_SIZE
-            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg), budget)
+            cached = FileSettings(codes, target, tuple(sorted(opts.items())), unfixable_codes(codes, cfg),
+                                  self.max_file_size_for(path))
             self._by_config[key] = cached
         return cached
+
+    def max_file_size_for(self, path: Path) -> int:
+        return self.options.max_file_size or self.config_for(path.parent).max_file_size or DEFAULT_MAX_FILE_SIZE
 
     def fail_on_for(self, path: Path) -> Severity:
         return Severity(self.options.fail_on or self.config_for(path.parent).fail_on or "warning")
@@ -349,72 +354,6 @@ class Cache:
         self.dir.write(self.name, data, gitignore=True)
 
 
-# ---- files ------------------------------------------------------------------------
-
-
-class FileReadError(Exception):
-    pass
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; never blocks on a FIFO swapped in after discovery."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(path)
-        if not stat.S_ISREG(mode):
-            raise FileReadError(f"{path}: not a regular file, skipped")
-        return f.read()
-
-
-def read_source(path: Path) -> tuple[bytes, str]:
-    try:
-        data = _read_regular(path)
-    except FileNotFoundError:
-        if path.is_symlink():
-            raise FileReadError(f"{path}: broken symbolic link (target missing), skipped") from None
-        raise FileReadError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise FileReadError(f"{path}: is a directory") from None
-    except OSError as exc:
-        raise FileReadError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if b"\x00" in data:
-        raise FileReadError(f"{path}: binary file (contains NUL bytes), skipped")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise FileReadError(f"{path}: not valid UTF-8 (byte {exc.start}), skipped") from None
-    return data, text
-
-
-def atomic_write(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename over the original.
-
-    A symbolic link is followed, so the link stays a link and its target gets the text.
-    """
-    import tempfile  # here: a check that writes nothing does not pay for its import
-
-    path = Path(os.path.realpath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".kerasfit-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        except OSError:
-            pass
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 # ---- checking ---------------------------------------------------------------------
 
 
@@ -473,7 +412,8 @@ def _run_notebook(job: _Job, text: str, index: ProjectIndex) -> FileResult:
     except NotebookError as exc:
         res.error = str(exc)
         return res
-    over = over_size_budget(job.path, sum(len(c.source.encode("utf-8")) for c in nb.cells), job.settings.max_file_size)
+    limit = job.settings.max_file_size
+    over = over_size_budget(job.path, over_limit(nb.module.encode("utf-8", "surrogatepass"), limit), limit)
     if over is not None:
         res.error = over
         return res
@@ -516,6 +456,7 @@ _FORKED_INDEX: list[ProjectIndex] = []
 
 def _adopt_index(index: ProjectIndex) -> None:
     _FORKED_INDEX[:] = [index]
+    interrupts.install(worker=True)  # a worker writes nothing: a signal ends it at once
 
 
 def _forked_worker(batch: list[tuple[_Job, str]], reach: Reach | None = None) -> list[FileResult]:
@@ -541,22 +482,36 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     prefiltered = 0
     writing = options.fix and not options.diff
     snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
-    index = ProjectIndex(paths)  # lazy: another file is read when a check asks about it
+    # lazy: another file is read when a check asks about it, within what a check here reads
+    index = ProjectIndex(paths, index_bounds(paths, resolver.excludes_for, resolver.max_file_size_for))
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
         if cand.error is not None:
             results.append(FileResult(str(path), error=cand.error))
             continue
+        limit = resolver.max_file_size_for(path)
+        notebook = path.name.endswith(".ipynb")
         before = stat_or_none(path) if writing else None
         try:
-            data, text = read_source(path)
+            data, text = read_source(path, notebook_json_limit(limit) if notebook else limit)
+        except FileTooLarge as exc:
+            # never read whole; the prefilter still skips it when it never mentions tensorflow/keras
+            if not regular_file_contains(path, PREFILTER_NEEDLES):
+                prefiltered += 1
+                results.append(FileResult(str(path), skipped=True))
+            else:
+                results.append(FileResult(str(path), error=over_size_budget(str(path), Cost(exc.size, 0, 0), limit)))
+            continue
         except FileReadError as exc:
             results.append(FileResult(str(path), error=str(exc)))
             continue
         if writing:
             snapshots[str(path)] = Snapshot.take(before, data)
-        if not mentions_tensorflow(data) and not index.imports_framework(path, data):
-            prefiltered += 1
+        # (a notebook's source is measured once its JSON is read: _run_notebook)
+        over = (notebook_over_budget(str(path), data, limit) if notebook
+                else over_size_budget(str(path), over_limit(data, limit), limit))
+        if not mentions_tensorflow(data) and (over is not None or not index.imports_framework(path, data)):
+            prefiltered += 1  # (a file over the limit is not parsed for the prefilter's second chance)
             results.append(FileResult(str(path), skipped=True))
             continue
         settings = resolver.settings_for(path)
@@ -567,11 +522,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             if hit is not None:
                 results.append(hit)
                 continue
-        if not job.path.endswith(".ipynb"):  # a notebook is measured by its cells' source
-            over = over_size_budget(job.path, len(data), settings.max_file_size)
-            if over is not None:
-                results.append(FileResult(job.path, error=over))
-                continue
+        if over is not None:
+            results.append(FileResult(job.path, error=over))
+            continue
         pending.append((job, text, data))
 
     fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
@@ -660,13 +613,18 @@ class _Baselines:
             return None
         if self.explicit is not None:
             return self.explicit
-        cfg = (self.resolver or Resolver(self.options, manifest_cache=False)).config_for(path.parent)
+        resolver = self.resolver or Resolver(self.options, manifest_cache=False)
+        cfg = resolver.config_for(path.parent)
         if cfg.baseline is None:
             return None
         if cfg.baseline not in self.loaded:
             from .baseline import Baseline  # defers the baseline reader, as above
 
-            self.loaded[cfg.baseline] = Baseline.load(cfg.baseline, f"{cfg.source}: [tool.kerasfit] baseline")
+            where = f"{cfg.source}: [tool.kerasfit] baseline"
+            if self.options.config_file is None:  # a project's own config: its baseline stays in it
+                inside_project(cfg.baseline, cfg, f"{where} {os.path.relpath(cfg.baseline, cfg.root)!r}",
+                               "; use --baseline for a baseline elsewhere")
+            self.loaded[cfg.baseline] = Baseline.load(cfg.baseline, where)
         return self.loaded[cfg.baseline]
 
     def accept(self, res: FileResult, text: str | None = None) -> int:
@@ -770,27 +728,36 @@ def _run_chunks(ctx: BaseContext, work: list[tuple[_Job, str]], chunks: list[lis
     check: each worker asking for them alone recomputed them all (1.6 s CPU per process
     on the 182 keras-io examples). Only where some file's answers need the whole tree's:
     else each worker answers from the few files that decide (``local_files``)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     lost: list[int] = []
     with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_adopt_index, initargs=(index,)) as pool:
-        reach: Reach | None = None
-        if share_reach:
-            try:
-                reach = _shared_reach(pool, index, workers)
-            except BrokenProcessPool:  # a worker died reading the tree: each check computes its own
-                return _run_chunks(ctx, work, chunks, results, index, workers)
-            index.adopt_reach(reach)  # (a file checked again in a process of its own inherits it)
-        futures = [(c, pool.submit(_forked_worker, [work[i] for i in c], reach)) for c in chunks]
-        for c, fut in futures:
-            try:
-                out = fut.result()
-            except BrokenProcessPool:
-                lost.extend(c)
-                continue
-            for i, r in zip(c, out):
-                results[i] = r
+        try:
+            reach: Reach | None = None
+            if share_reach:
+                try:
+                    reach = _shared_reach(pool, index, workers)
+                except BrokenProcessPool:  # a worker died reading the tree: each check computes its own
+                    return _run_chunks(ctx, work, chunks, results, index, workers)
+                index.adopt_reach(reach)  # (a file checked again in a process of its own inherits it)
+            futures = [(c, pool.submit(_forked_worker, [work[i] for i in c], reach)) for c in chunks]
+            for c, fut in futures:
+                try:
+                    out = fut.result()
+                except BrokenProcessPool:
+                    lost.extend(c)
+                    continue
+                for i, r in zip(c, out):
+                    results[i] = r
+        except interrupts.Terminated as exc:  # the run ends by a signal: so do its workers, now
+            for p in multiprocessing.active_children():
+                try:
+                    os.kill(p.pid, exc.signum)  # type: ignore[arg-type]  # (a started process has a pid)
+                except OSError:
+                    pass
+            raise
     return lost
 
 
@@ -843,6 +810,18 @@ def check_source(
     return res
 
 
+def project_index(roots: Sequence[str | Path], options: CheckOptions | None = None) -> ProjectIndex:
+    """The project index of a tree (the language server's, per workspace folder), reading
+    only what a check of the tree would (excludes, max-file-size); while the configuration
+    is broken, within the default bounds."""
+    try:
+        resolver = Resolver(options or CheckOptions(), manifest_cache=False)
+        bounds = index_bounds(roots, resolver.excludes_for, resolver.max_file_size_for)
+    except ConfigError:
+        bounds = None
+    return ProjectIndex(roots, bounds)
+
+
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:
     return Resolver(options or CheckOptions(), manifest_cache=False).settings_for(Path(path))
 
@@ -854,7 +833,6 @@ __all__ = [
     "check_paths",
     "check_source",
     "settings_for",
-    "atomic_write",
     "Candidate",
 ]
 

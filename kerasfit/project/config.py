@@ -8,6 +8,7 @@ targets are errors with a message naming the file.
 from __future__ import annotations
 
 import fnmatch
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, NotRegularFile, TooLarge, read_regular
 from ..core.types import DEFAULT_TARGET, TARGETS
+from ..crosscheck.options import parse_input_shapes
 
 
 DEFAULT_EXCLUDES = (
@@ -29,11 +32,9 @@ _KEYS = {
     "target", "batch-size", "cores", "build", "cache-dir", "fixable", "unfixable", "extend-fixable", "fail-on",
     "max-file-size", "docs-url", "baseline",
 }
-# A check holds 30–40 KB per source line at its peak (libcst's tree is ~29 KB of it); 2 MiB
-# of source (~50k lines) is about 2 GB. A larger file is skipped with one line instead of taking the run down with it.
-DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
 FAIL_ON = ("error", "warning", "info")
 _BUILD_KEYS = {"entry", "batch-size", "cores", "timeout", "dtype", "memory-limit", "input-shape"}
+DTYPES = ("float32", "bfloat16")  # the build's compute dtypes (and the gpu target's)
 
 
 class ConfigError(Exception):
@@ -84,6 +85,60 @@ def _positive_int(value: Any, key: str, where: Path) -> int:
     return value
 
 
+def _path_text(value: Any, key: str, where: Path, what: str) -> str:
+    """A path written in the config: a non-empty string a file system can hold."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: [tool.kerasfit] {key} must be a string (a {what} path, not empty, "
+                          f"without NUL characters), got {value!r}")
+    return value
+
+
+def check_timeout(value: Any, where: str) -> float:
+    """Seconds for the build: a finite number above zero (``where`` names the key or flag)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    if not ok:
+        raise ConfigError(f"{where} must be a number of seconds above 0, got {value!r}")
+    return float(value)
+
+
+def check_dtype(value: Any, where: str) -> str:
+    if value not in DTYPES:
+        raise ConfigError(f"{where} must be {' or '.join(DTYPES)}, not {value!r}")
+    return str(value)
+
+
+def _build_table(build: Any, where: Path) -> dict[str, Any]:
+    """``[tool.kerasfit.build]``, every value checked (one line naming the key when wrong)."""
+    if not isinstance(build, dict):
+        raise ConfigError(f"{where}: [tool.kerasfit.build] must be a table")
+    bad = sorted(set(build) - _BUILD_KEYS)
+    if bad:
+        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
+    key = f"{where}: [tool.kerasfit.build]"
+    if "entry" in build:
+        entry = build["entry"]
+        if not isinstance(entry, str) or not entry.strip() or "\0" in entry:
+            raise ConfigError(f"{key} entry must be 'module:function' or an expression (a non-empty string), "
+                              f"got {entry!r}")
+    for name in ("batch-size", "cores", "memory-limit"):  # memory-limit: MiB of address space for the build child
+        if name in build:
+            _positive_int(build[name], f"build.{name}", where)
+    if "timeout" in build:
+        check_timeout(build["timeout"], f"{key} timeout")
+    if "dtype" in build:
+        check_dtype(build["dtype"], f"{key} dtype")
+    if "input-shape" in build:
+        shape = build["input-shape"]
+        try:
+            if not isinstance(shape, str):
+                raise ValueError(shape)
+            parse_input_shapes(shape)
+        except ValueError:
+            raise ConfigError(f"{key} input-shape must be positive dims like '256,256,3' (inputs separated "
+                              f"by ';'), got {shape!r}") from None
+    return dict(build)
+
+
 def parse_table(table: dict[str, Any], where: Path) -> Config:
     unknown = sorted(set(table) - _KEYS)
     if unknown:
@@ -109,19 +164,9 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
         cfg.batch_size = _positive_int(table["batch-size"], "batch-size", where)
     if "cores" in table:
         cfg.cores = _positive_int(table["cores"], "cores", where)
-    build = table.get("build", {})
-    if not isinstance(build, dict):
-        raise ConfigError(f"{where}: [tool.kerasfit.build] must be a table")
-    bad = sorted(set(build) - _BUILD_KEYS)
-    if bad:
-        raise ConfigError(f"{where}: unknown key(s) in [tool.kerasfit.build]: {', '.join(bad)}")
-    if "memory-limit" in build:  # MiB of address space for the build child
-        _positive_int(build["memory-limit"], "build.memory-limit", where)
-    cfg.build = dict(build)
+    cfg.build = _build_table(table.get("build", {}), where)
     if "cache-dir" in table:
-        if not isinstance(table["cache-dir"], str) or not table["cache-dir"]:
-            raise ConfigError(f"{where}: [tool.kerasfit] cache-dir must be a string (a directory path)")
-        cfg.cache_dir = table["cache-dir"]
+        cfg.cache_dir = _path_text(table["cache-dir"], "cache-dir", where, "directory")
     if "fixable" in table:
         cfg.fixable = _list_of_str(table["fixable"], "fixable", where)
     cfg.extend_fixable = _list_of_str(table.get("extend-fixable", []), "extend-fixable", where)
@@ -133,9 +178,7 @@ def parse_table(table: dict[str, Any], where: Path) -> Config:
     if "docs-url" in table:
         cfg.docs_url = check_docs_url(table["docs-url"], f"{where}: [tool.kerasfit] docs-url")
     if "baseline" in table:
-        if not isinstance(table["baseline"], str) or not table["baseline"]:
-            raise ConfigError(f"{where}: [tool.kerasfit] baseline must be a string (a file path)")
-        cfg.baseline = where.parent / Path(table["baseline"]).expanduser()
+        cfg.baseline = where.parent / Path(_path_text(table["baseline"], "baseline", where, "file")).expanduser()
     return cfg
 
 
@@ -149,11 +192,11 @@ def check_docs_url(value: Any, where: str = "--docs-url") -> str:
     return value
 
 
-def over_size_budget(path: str, size: int, limit: int) -> str | None:
-    """The one-line reason a file of ``size`` bytes is not checked, or None."""
-    if size <= limit:
+def over_size_budget(path: str, cost: Cost | None, limit: int) -> str | None:
+    """The one-line reason a file that costs ``cost`` (core.sourcefile) is not checked, or None."""
+    if cost is None or cost.total <= limit:
         return None
-    return (f"{path}: {size:,} bytes of source, over max-file-size ({limit:,} bytes); not checked "
+    return (f"{path}: {cost.describe()}, over max-file-size ({limit:,} bytes); not checked "
             "(raise it with --max-file-size or [tool.kerasfit] max-file-size)")
 
 
@@ -171,7 +214,11 @@ def check_target(target: str, where: Path | str = "--target") -> None:
 def _read_toml(path: Path) -> dict[str, Any]:
     """A TOML file's top-level table; every way it can be unreadable is a ConfigError."""
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, DEFAULT_MAX_FILE_SIZE).decode("utf-8")
+    except NotRegularFile as exc:
+        raise ConfigError(f"{path}: {exc.kind}, not a configuration file") from None
+    except TooLarge as exc:
+        raise ConfigError(f"{path}: {exc.size:,} bytes, too large for a configuration file") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -209,21 +256,25 @@ def _load_pyproject(path: Path) -> Config | None:
     return parse_table(table, path)
 
 
+def inside_project(path: Path, cfg: Config, what: str, hint: str = "") -> None:
+    """A path a project's own config names must lie inside the project (its real path under
+    the config's directory): a checked-out repository must make kerasfit neither create
+    files elsewhere nor tell whether they exist. ``what`` names the key and its value."""
+    root = os.path.realpath(cfg.root)
+    if os.path.commonpath([root, os.path.realpath(path)]) != root:
+        raise ConfigError(f"{what} is outside the project ({root}){hint}")
+
+
 def cache_dir_of(cfg: Config, *, trusted: bool) -> Path | None:
     """The config's ``cache-dir`` (relative to its file), or None. A project's own
-    pyproject (not ``trusted``) may only keep its cache inside the project: a checked-out
-    repository must not make kerasfit create files elsewhere (``--config``, like
-    ``--cache-dir`` and $KERASFIT_CACHE_DIR, is the user's and may point anywhere)."""
+    pyproject (not ``trusted``) may only keep its cache inside the project (``--config``,
+    like ``--cache-dir`` and $KERASFIT_CACHE_DIR, is the user's and may point anywhere)."""
     if not cfg.cache_dir:
         return None
     path = cfg.root / Path(cfg.cache_dir).expanduser()
     if not trusted:
-        root = os.path.realpath(cfg.root)
-        if os.path.commonpath([root, os.path.realpath(path)]) != root:
-            raise ConfigError(
-                f"{cfg.source or cfg.root}: [tool.kerasfit] cache-dir {cfg.cache_dir!r} is outside the project"
-                f" ({root}); use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere"
-            )
+        inside_project(path, cfg, f"{cfg.source or cfg.root}: [tool.kerasfit] cache-dir {cfg.cache_dir!r}",
+                       "; use --cache-dir or KERASFIT_CACHE_DIR for a cache elsewhere")
     return path
 
 

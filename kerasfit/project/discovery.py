@@ -26,7 +26,7 @@ class Candidate:
     error: str | None = None  # cannot be checked: one line naming the path
 
 
-def _excluded(path: Path, patterns: Iterable[str], root: Path | None) -> bool:
+def excluded(path: Path, patterns: Iterable[str], root: Path | None) -> bool:
     name = path.name
     rel = None
     if root is not None:
@@ -67,15 +67,15 @@ def discover(paths: Iterable[Path], excludes_for: ExcludesFor, force_exclude: bo
                     dirnames[:] = []
                     yield Candidate(d, False, f"{d}: cannot search directory: {exc.strerror or exc}, skipped")
                     continue
-                dirnames[:] = sorted(x for x in dirnames if not _excluded(d / x, patterns, root))
-                if _is_virtualenv(d):
+                dirnames[:] = sorted(x for x in dirnames if not excluded(d / x, patterns, root))
+                if is_virtualenv(d):
                     dirnames[:] = []
                     continue
                 for f in sorted(filenames):
                     if not f.endswith(SUFFIXES):
                         continue
                     fp = d / f
-                    if _excluded(fp, patterns, root):
+                    if excluded(fp, patterns, root):
                         continue
                     problem = _not_a_file(fp)
                     if problem is not None:
@@ -89,7 +89,7 @@ def discover(paths: Iterable[Path], excludes_for: ExcludesFor, force_exclude: bo
         else:
             if force_exclude:
                 patterns, root = excludes_for(p.parent)
-                if _excluded(p, patterns, root):
+                if excluded(p, patterns, root):
                     continue
             problem = _not_a_file(p)
             if problem is not None:
@@ -139,7 +139,7 @@ def _not_a_file(path: Path) -> str | None:
     return f"{path}: {kind}, not a source file, skipped"
 
 
-def _is_virtualenv(d: Path) -> bool:
+def is_virtualenv(d: Path) -> bool:
     return (d / "pyvenv.cfg").is_file()
 
 

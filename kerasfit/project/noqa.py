@@ -11,16 +11,15 @@ second run changes nothing; a file whose commented text would not parse is not w
 from __future__ import annotations
 
 import ast
-import io
 import re
-import tokenize
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
 from .notebook import Notebook, NotebookError, validate
-from ..engine.suppressions import with_noqa
+from ..core.sourcefile import read_regular
+from ..engine.suppressions import Comments, with_noqa
 from ..core.types import Diagnostic, FileResult
 from .writeback import Snapshot, stat_or_none, write_fixed
 
@@ -48,18 +47,6 @@ def _split(source: str) -> list[tuple[str, str]]:
     return out
 
 
-def commentable_rows(source: str) -> set[int] | None:
-    """Rows whose end is in code (a comment may follow); None when it does not tokenize."""
-    rows: set[int] = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):
-            if tok.type in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT):
-                rows.add(tok.start[0])
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    return rows
-
-
 def _parses(source: str) -> bool:
     try:
         ast.parse(source)
@@ -71,16 +58,14 @@ def _parses(source: str) -> bool:
 def comment_source(source: str, diags: Sequence[Diagnostic]) -> tuple[str, int, list[tuple[Diagnostic, str]]]:
     """``source`` with the comments that suppress ``diags``; how many got one; the rest, with why."""
     rows = _split(source)
-    ok = commentable_rows(source)
+    comments = Comments.of(source)  # (a text that does not tokenize is read in pieces)
+    ok = comments.open_rows
     wanted: dict[int, list[str]] = defaultdict(list)
     left: list[tuple[Diagnostic, str]] = []
     added = 0
     for d in diags:
         if _ENGINE_CODE.match(d.code):
             left.append((d, "not a rule's finding (noqa does not silence it)"))
-            continue
-        if ok is None:
-            left.append((d, "the file does not tokenize"))
             continue
         row = next((r for r in (d.row, d.end_row) if r in ok and 0 < r <= len(rows)), None)
         if row is None:
@@ -94,7 +79,7 @@ def comment_source(source: str, diags: Sequence[Diagnostic]) -> tuple[str, int, 
         return source, 0, left
     out = []
     for r, (text, end) in enumerate(rows, start=1):
-        out.append((with_noqa(text, wanted[r]) if r in wanted else text) + end)
+        out.append((with_noqa(text, wanted[r], comments.column(r)) if r in wanted else text) + end)
     new = "".join(out)
     if _parses(source) and not _parses(new):  # never break code: leave the file as it is
         return source, 0, left + [(d, "the commented file would not parse") for d in diags if all(d is not x for x, _ in left)]
@@ -143,7 +128,7 @@ def add_noqa(files: Sequence[FileResult], trees: Sequence[Path] = ()) -> NoqaOut
         path = Path(f.filename)
         before = stat_or_none(path)
         try:
-            data = path.read_bytes()
+            data = read_regular(path)
             text = data.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             outcome.errors.append(f"{f.filename}: cannot read: {exc}")

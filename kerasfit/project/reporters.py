@@ -4,6 +4,7 @@ registry the command line's choices, the README and ``check`` read (one entry a 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -186,6 +187,15 @@ def json_report(files: Sequence[FileResult], links: Links = _INSTALLED) -> str:
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
+def _unicode(s: str) -> str:
+    """``s`` as text any JSON reader takes: the bytes of a file name that are not UTF-8
+    (lone surrogates here) written as ``\\xff``."""
+    try:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return s.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _region(row: int, col: int, end_row: int, end_col: int) -> dict[str, int]:
     return {"startLine": max(row, 1), "startColumn": col + 1, "endLine": max(end_row, 1), "endColumn": end_col + 1}
 
@@ -218,13 +228,14 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any], links: Links = _IN
         )
     results = []
     for d in diags:
-        # a URI reference (RFC 3986): '%', spaces, controls and ':' percent-encoded
-        uri = quote(Path(d.filename).as_posix(), safe="/")
+        # a URI reference (RFC 3986) of the name's bytes: '%', spaces, controls, ':' and
+        # bytes that are not UTF-8 (a file name can hold any) percent-encoded
+        uri = quote(os.fsencode(Path(d.filename).as_posix()), safe="/")
         res: dict[str, Any] = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": _SARIF_LEVEL[d.severity],
-            "message": {"text": d.message},
+            "message": {"text": _unicode(d.message)},
             "locations": [
                 {
                     "physicalLocation": {
@@ -276,7 +287,7 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any], links: Links = _IN
                     {
                         "executionSuccessful": True,
                         "toolExecutionNotifications": [
-                            {"level": "error", "message": {"text": f.error}} for f in files if f.error
+                            {"level": "error", "message": {"text": _unicode(f.error)}} for f in files if f.error
                         ],
                     }
                 ],

@@ -8,8 +8,10 @@ ancestor directories (the project root is one of them).
 
 Public API (stable; other branches build on it):
 
-- :class:`ProjectIndex` — ``ProjectIndex(roots=())``; ``roots`` are the paths a check was
-  given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`.
+- :class:`ProjectIndex` — ``ProjectIndex(roots=(), bounds=None)``; ``roots`` are the paths a
+  check was given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`;
+  ``bounds`` (:class:`kerasfit.semantic.treescan.Bounds`): which files may be read, and how
+  much of each (default: any regular file within the default size limit).
   - ``facts(path) -> ModuleFacts | None``: imports, functions, module constants of a file.
   - ``resolve(from_path, raw_dotted) -> Symbol | None``: what an imported dotted name is —
     a framework name (following project modules that re-export ``keras`` / ``layers`` /
@@ -59,7 +61,7 @@ from ..core.symbols import (
 )
 from .modulefacts import ModuleFacts, build_facts, facts_of, vendored_class
 from .names import ast_dotted, star_names
-from .treescan import TreeScan, digest, scan_tree
+from .treescan import Bounds, TreeScan, digest, scan_tree
 from .treescan import file_digest as file_digest  # (the cache and the language server hash files with it)
 
 _MAX_DEPTH = 6
@@ -103,8 +105,11 @@ def _stamp(path: str) -> tuple[int, int] | None:
 class ProjectIndex:
     """See the module docstring."""
 
-    def __init__(self, roots: Iterable[str | os.PathLike[str]] = ()) -> None:
+    def __init__(self, roots: Iterable[str | os.PathLike[str]] = (), bounds: Bounds | None = None) -> None:
         self.roots = [Path(r).resolve() for r in roots]
+        # which files may be read, and how much of each (the project layer's excludes and size limit)
+        self.bounds = bounds or Bounds()
+        self.bounds.trees = tuple(str(r if os.path.isdir(r) else r.parent) for r in self.roots)
         self._facts: dict[str, tuple[tuple[int, int], ModuleFacts | None]] = {}
         self._by_digest: dict[str, ModuleFacts] = {}
         self._module_files: dict[tuple[str, str], str | None] = {}
@@ -143,14 +148,13 @@ class ProjectIndex:
             return None
         hit = self._facts.get(key)
         if hit is None or hit[0] != stamp:
-            try:
-                data = Path(key).read_bytes()
-            except OSError:
+            read = self.bounds.read(key)
+            if read is None:
                 return None
-            d = digest(data)
+            d = digest(read)
             f = self._known(d, key)
             if f is None:
-                f = build_facts(key, data)
+                f = build_facts(key, read)
                 if f is not None:
                     self._by_digest[d] = f
             hit = (stamp, f)
@@ -220,9 +224,9 @@ class ProjectIndex:
         if len(scan.digests) < len(scan.files):  # (the scan did not read them, or some failed)
             for f in scan.files:
                 if f not in scan.digests:
-                    d = file_digest(f)
-                    if d is not None:
-                        scan.digests[f] = d
+                    data = self.bounds.read(f)
+                    if data is not None:
+                        scan.digests[f] = digest(data)
         return dict(scan.digests)
 
     def digest_of(self, path: str | os.PathLike[str]) -> str | None:
@@ -233,10 +237,10 @@ class ProjectIndex:
             return None
         hit = self._digests.get(key)
         if hit is None or hit[0] != stamp:
-            d = file_digest(key)
-            if d is None:
+            data = self.bounds.read(key)
+            if data is None:
                 return None
-            hit = self._digests[key] = (stamp, d)
+            hit = self._digests[key] = (stamp, digest(data))
         return hit[1]
 
     def module_file(self, from_path: str, module: str) -> str | None:
@@ -538,13 +542,18 @@ class ProjectIndex:
         return self._parts[path]
 
     def reach_files(self) -> list[str]:
-        """The files the tree-wide answers read: every ``.py`` file under the roots."""
+        """The files the tree-wide answers read: every ``.py`` file under the roots, in
+        the directories the bounds enter (no linked directory is entered)."""
         files: list[str] = []
         for r in self.roots:
             if r.is_file():
                 files.append(str(r))
             elif r.is_dir():
-                files.extend(str(p) for p in sorted(r.rglob("*.py")) if ".venv" not in p.parts)
+                found: list[str] = []
+                for d, dirs, names in os.walk(r):
+                    dirs[:] = [x for x in dirs if not self.bounds.skip_dir(os.path.join(d, x))]
+                    found.extend(os.path.join(d, n) for n in names if n.endswith(".py"))
+                files.extend(sorted(found))
         return files
 
     def reach_part(self, path: str) -> ReachPart | None:
@@ -610,7 +619,7 @@ class ProjectIndex:
 
     def _scanned(self) -> TreeScan:
         if self._scan is None:
-            self._scan = scan_tree(self.roots, self.reach_files())
+            self._scan = scan_tree(self.roots, self.reach_files(), self.bounds)
         return self._scan
 
 

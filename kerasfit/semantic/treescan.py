@@ -19,9 +19,15 @@ import os
 import tokenize
 import unicodedata
 from pathlib import Path
-from typing import Iterable, NamedTuple
+from typing import Callable, Iterable, NamedTuple
 
+from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, over_limit, read_regular
 from ..core.symbols import POLICY_SETTERS
+
+# a file hashed for the cache (file_digest) is read up to this size; a larger one has no
+# hash, so a result resting on it is checked again
+_DIGEST_LIMIT = 64 * DEFAULT_MAX_FILE_SIZE
+
 
 def digest(data: bytes) -> str:
     """The content hash the project index keys files by."""
@@ -29,11 +35,42 @@ def digest(data: bytes) -> str:
 
 
 def file_digest(path: str | os.PathLike[str]) -> str | None:
-    """Content hash of a file as the index records it (None when unreadable)."""
+    """Content hash of a file as the index records it (None when unreadable, not a
+    regular file, or too large to hash)."""
     try:
-        return digest(Path(path).read_bytes())
+        return digest(read_regular(path, _DIGEST_LIMIT))
     except OSError:
         return None
+
+
+class Bounds:
+    """Which files the project index reads, and how much of each: a file's text only when
+    it is a regular file (never a FIFO or a device), within its limit (core.sourcefile's
+    measure), not excluded, and, when the file is a symbolic link, only into the checked
+    tree. ``limit(path)``: the cost a file may have, None for an excluded one;
+    ``skip_dir(path)``: a directory the tree's listing does not enter. The project layer
+    gives both from the configuration (excludes, max-file-size); by default every file
+    has the default limit and every directory but a ``.venv`` is entered."""
+
+    def __init__(self, limit: Callable[[str], int | None] | None = None,
+                 skip_dir: Callable[[str], bool] | None = None) -> None:
+        self.limit: Callable[[str], int | None] = limit or (lambda path: DEFAULT_MAX_FILE_SIZE)
+        self.skip_dir: Callable[[str], bool] = skip_dir or (lambda path: os.path.basename(path) == ".venv")
+        self.trees: tuple[str, ...] = ()  # real directories a link may lead into (the index's roots)
+
+    def read(self, path: str) -> bytes | None:
+        limit = self.limit(path)
+        if limit is None:
+            return None
+        if os.path.islink(path):
+            real = os.path.realpath(path)
+            if not any(real.startswith(t + os.sep) for t in self.trees):
+                return None  # a link out of the checked tree
+        try:
+            data = read_regular(path, limit)
+        except OSError:
+            return None
+        return data if over_limit(data, limit) is None else None
 
 
 # bytes that cannot be in an ASCII identifier become spaces; a split then gives every
@@ -55,10 +92,11 @@ class TreeScan(NamedTuple):
     policy_files: tuple[str, ...]  # the files that spell a mixed-precision policy setter
 
 
-def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
-    """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``)."""
+def scan_tree(roots: list[Path], files: Iterable[str], bounds: Bounds) -> TreeScan:
+    """The tree's :class:`TreeScan` (``roots`` resolved, ``files`` those of ``reach_files``;
+    files read and directories entered within ``bounds``)."""
     paths = tuple(dict.fromkeys(os.path.abspath(f) for f in files))
-    bounded, outside = _outside_importers(roots, set(paths))
+    bounded, outside = _outside_importers(roots, set(paths), bounds)
     if not bounded:
         return TreeScan(paths, {}, {}, ())
     every = paths + tuple(outside)
@@ -71,9 +109,8 @@ def scan_tree(roots: list[Path], files: Iterable[str]) -> TreeScan:
     holders: dict[bytes, list[str]] = {}
     policy: list[str] = []
     for i, f in enumerate(every):
-        try:
-            data = Path(f).read_bytes()
-        except OSError:
+        data = bounds.read(f)
+        if data is None:
             continue
         spelled = wanted.intersection(_names_in(data))
         for n in spelled:
@@ -121,7 +158,7 @@ def _spelled_as(path: str) -> str | None:
     return stem if stem.isascii() else None  # (a non-ASCII name: the scan splits it)
 
 
-def _outside_importers(roots: list[Path], tree: set[str]) -> tuple[list[Path], list[str]]:
+def _outside_importers(roots: list[Path], tree: set[str], bounds: Bounds) -> tuple[list[Path], list[str]]:
     """The roots whose files' importers a scan can tell, and the ``.py`` files outside the
     tree that may import a file of those (a re-export the tree may import in turn). A root
     is left out when the files that may import its files are too many to read.
@@ -141,14 +178,14 @@ def _outside_importers(roots: list[Path], tree: set[str]) -> tuple[list[Path], l
             top = top.parent
         if top.parent == top and top != r:
             continue  # named like a module up to / : any file may be on a chain
-        beside = _beside(r, top, tree)
+        beside = _beside(r, top, tree, bounds)
         if beside is not None:
             bounded.append(r)
             found.extend(beside)
     return bounded, list(dict.fromkeys(found))
 
 
-def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
+def _beside(root: Path, top: Path, tree: set[str], bounds: Bounds) -> list[str] | None:
     """The ``.py`` files below ``top`` outside the tree; None for a link in ``root`` or
     beside it (the tree's listing does not enter one) or too many to read."""
     found: list[str] = []
@@ -162,7 +199,7 @@ def _beside(root: Path, top: Path, tree: set[str]) -> list[str] | None:
             inside = d == str(root) or d.startswith(str(root) + os.sep)
             # beside the tree, a directory not named like a module is entered by no import;
             # in it, a file of the tree below it may import from it
-            dirs[:] = [x for x in dirs if x != ".venv" and (inside or x.isidentifier())]
+            dirs[:] = [x for x in dirs if (inside or x.isidentifier()) and not bounds.skip_dir(os.path.join(d, x))]
             if any(os.path.islink(os.path.join(d, x)) for x in dirs):
                 return None
             if not inside:

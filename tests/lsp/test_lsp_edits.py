@@ -57,14 +57,16 @@ def test_minimal_edit(old, new, edit):
     ],
 )
 def test_noqa_edit(line, new_line):
-    assert apply_one(line, E.noqa_edit(0, line, "KF101")) == new_line
+    from kerasfit.engine.suppressions import Comments
+
+    assert apply_one(line, E.noqa_edit(0, line, "KF101", Comments.of(line).column(1))) == new_line
 
 
 def test_noqa_comment_is_understood_by_the_engine():
-    from kerasfit.engine.suppressions import Suppressions
+    from kerasfit.engine.suppressions import Comments, Suppressions
 
-    for line in ("x = 1  # noqa: E501", "x = 1"):
-        edit = E.noqa_edit(0, line, "KF101")
+    for line in ("x = 1  # noqa: E501", "x = 1", "s = '# noqa'"):
+        edit = E.noqa_edit(0, line, "KF101", Comments.of(line).column(1))
         assert Suppressions.scan(apply_one(line, edit)).suppressed("KF101", {1})
 
 

@@ -80,3 +80,24 @@ def test_a_file_that_overflows_the_native_parser_does_not_kill_the_server(server
     assert server.proc.poll() is None
     assert len(diags) == 1 and diags[0]["range"]["start"]["line"] == 1, diags
     assert_still_checks(server, tmp_path)
+
+
+def test_checks_cancelled_by_quick_edits_log_no_error(server, tmp_path):
+    """Each check an edit superseded used to log an ERROR traceback ("Future exception was
+    never retrieved": 400-480 of them for 500 quick edits); a stopped check is not an error
+    (issue 30, item 18)."""
+    import time
+
+    text = "import tensorflow as tf\n" + "".join(f"x{i} = tf.keras.layers.Dense({31 + i})\n" for i in range(400))
+    uri = open_doc(server, tmp_path / "m.py", text)
+    last = 150
+    for version in range(2, last + 1):
+        server.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                 "contentChanges": [{"text": text + f"y = {version}\n"}]})
+        time.sleep(0.005)
+    diags = wait_for_diagnostics(server, uri, lambda ds: len(ds) > 300, timeout=60, version=last)
+    assert len(diags) > 300
+    server.pump(1.0)
+    log = server.stderr.decode("utf-8", "replace")
+    assert "stopped before its end" in log  # checks were superseded
+    assert "ERROR" not in log and "Traceback" not in log, log[-3000:]
