@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, Optional, TypedDict
 import typer
 
 from .. import __version__
-from .checkcmd import run_check
+from .checkcmd import CheckArgs, run_check
 from ..project.reporters import FORMATS
 from ..core.types import DEFAULT_TARGET, target_help
 
@@ -118,9 +118,9 @@ def check(
     max_file_size: Annotated[Optional[int], typer.Option("--max-file-size", min=1, help="Skip files with more bytes of source than this, with one line each (default: config, else 2 MiB).")] = None,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
-    args = dict(locals())  # every option above, under run_check's keyword of the same name
+    args = dict(locals())  # every option above, under CheckArgs' field of the same name
     args.update(output_format=output_format.value, fail_on=fail_on.value if fail_on else None)
-    raise typer.Exit(run_check(**args))
+    raise typer.Exit(run_check(CheckArgs(**args)))
 
 
 def _input_shape(text: str | None) -> tuple[tuple[int, ...], ...] | None:
