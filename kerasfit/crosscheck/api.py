@@ -505,39 +505,53 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         # a model missing whatever the failed statements would have added proves nothing
         return list(diagnostics)
     static, findings = _rules_by_evidence()
-    poor_fit = findings.get("poor-fit")
-    tiny_code = findings.get("tiny-per-core-batch")
     out = list(diagnostics)
-    claimed: set[int] = set()
     evidence = _batch_evidence(report)
     is_tpu = TARGETS.get(report.target) is not None and TARGETS[report.target].family == "tpu"
     tiny = is_tpu and 0 < report.per_core_batch < LARGE_BATCH
+    claimed: set[int] = set()
     for d in out:
-        if not same_file(d.filename, filename):
-            continue
-        kind = static.get(d.code)
-        ops = _ops_on(report, filename, d.row, d.end_row)
-        if kind == "feature-padding" and ops:
-            d.build = _confirm_channels(ops, d.message)
-        elif kind == "spatial-pad":
-            d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
-        elif kind == "transpose":
-            d.build = _confirm_transpose(report, filename, d.row, d.end_row)
-        elif kind == "per-core-batch":
-            d.build = {"status": "confirmed" if tiny else "refuted",
-                       "shape": evidence.shape if evidence else [report.per_core_batch],
-                       "padded_shape": evidence.padded_shape if evidence else [report.per_core_batch],
-                       "fit": evidence.fit if evidence else None,
-                       "per_core_batch": report.per_core_batch}
-        elif kind == "build-failure":
-            d.build = _confirm_failure(d.code, report)
-        if d.build is not None:
-            claimed.update(range(d.row, max(d.row, d.end_row) + 1))
-            # The static finding already speaks for these ops: no second finding on them.
-            for op in ops:
-                if op.source:
-                    claimed.add(op.source["line"])
-    # KF301: lines whose ops are badly padded in their features, no static finding there.
+        if same_file(d.filename, filename):
+            claimed |= _judge(d, static.get(d.code), report, filename, evidence, tiny)
+    poor_fit = findings.get("poor-fit")
+    if poor_fit is not None:
+        out.extend(_poor_fit_findings(poor_fit, diagnostics, report, filename, claimed, text))
+    # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
+    has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)
+                    for d in diagnostics)
+    tiny_code = findings.get("tiny-per-core-batch")
+    if tiny and not has_kf203 and tiny_code is not None:
+        out.append(_tiny_batch_finding(tiny_code, report, filename, evidence, text))
+    return out
+
+
+def _judge(d: Diagnostic, kind: str | None, report: BuildReport, filename: str, evidence: OpReport | None,
+           tiny: bool) -> set[int]:
+    """Set ``d.build`` from the build, by the kind of evidence its rule declares; the lines
+    it then speaks for (its own, and its ops' source lines: no second finding there)."""
+    ops = _ops_on(report, filename, d.row, d.end_row)
+    if kind == "feature-padding" and ops:
+        d.build = _confirm_channels(ops, d.message)
+    elif kind == "spatial-pad":
+        d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
+    elif kind == "transpose":
+        d.build = _confirm_transpose(report, filename, d.row, d.end_row)
+    elif kind == "per-core-batch":
+        d.build = {"status": "confirmed" if tiny else "refuted",
+                   "shape": evidence.shape if evidence else [report.per_core_batch],
+                   "padded_shape": evidence.padded_shape if evidence else [report.per_core_batch],
+                   "fit": evidence.fit if evidence else None,
+                   "per_core_batch": report.per_core_batch}
+    elif kind == "build-failure":
+        d.build = _confirm_failure(d.code, report)
+    if d.build is None:
+        return set()
+    return set(range(d.row, max(d.row, d.end_row) + 1)) | {op.source["line"] for op in ops if op.source}
+
+
+def _poor_fit_findings(code: tuple[str, str], diagnostics: list[Diagnostic], report: BuildReport, filename: str,
+                       claimed: set[int], text: str | None) -> list[Diagnostic]:
+    """KF301: lines whose ops are badly padded in their features, no static finding there."""
     by_line: dict[int, list[OpReport]] = {}
     for op in report.ops:
         if op.source and same_file(op.source["file"], filename):
@@ -545,8 +559,9 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     static_rows = {r for d in diagnostics if same_file(d.filename, filename)
                    for r in range(d.row, max(d.row, d.end_row) + 1)}
     outputs = set(report.output_layers)
+    out: list[Diagnostic] = []
     for line, ops in sorted(by_line.items()):
-        if line in static_rows or line in claimed or poor_fit is None:
+        if line in static_rows or line in claimed:
             continue
         # An output layer's width is the task's (classes, channels): the static rule
         # reports it as info, so the build does not warn about the same op.
@@ -564,19 +579,19 @@ def cross_check(diagnostics: list[Diagnostic], report: BuildReport, filename: st
         msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
                f"{worst.share:.1%} of step FLOPs")
-        out.append(_new_diag(poor_fit, msg, filename, worst.source, text))
-    # KF302: a per-core batch under 64 flips the layout (docs/facts.md#1, #24).
-    has_kf203 = any(static.get(d.code) == "per-core-batch" and same_file(d.filename, filename)
-                    for d in diagnostics)
-    if tiny and not has_kf203 and tiny_code is not None:
-        # The line where the batch enters (placeholder / keras.Input), else the evidence op.
-        candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
-        src = next((s for s in candidates if same_file(s["file"], filename)), None)
-        what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
-                f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
-                if evidence else "")
-        msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
-               f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
-               f"of {TARGETS[report.target].large} or more")
-        out.append(_new_diag(tiny_code, msg, filename, src, text))
+        out.append(_new_diag(code, msg, filename, worst.source, text))
     return out
+
+
+def _tiny_batch_finding(code: tuple[str, str], report: BuildReport, filename: str, evidence: OpReport | None,
+                        text: str | None) -> Diagnostic:
+    """KF302, at the line where the batch enters (placeholder / keras.Input), else the evidence op."""
+    candidates = list(report.input_sites) + ([evidence.source] if evidence and evidence.source else [])
+    src = next((s for s in candidates if same_file(s["file"], filename)), None)
+    what = (f"; {evidence.layer or evidence.op_name} ({evidence.pass_}) pads "
+            f"{_x(evidence.shape)} to {_x(evidence.padded_shape)} ({evidence.fit:.1%} fit)"
+            if evidence else "")
+    msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
+           f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
+           f"of {TARGETS[report.target].large} or more")
+    return _new_diag(code, msg, filename, src, text)

@@ -316,35 +316,10 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
         if not full:
             continue
         roles = {r: d for r, d in op.roles.get(tensor, {}).items() if r in ("m", "k", "n")}
-        shape = _merged(full, roles)
-        # positions of each role in the merged shape
-        pos: dict[str, int] = {}
-        owner = {d: r for r, ds in roles.items() for d in ds}
-        seen: list[str] = []
-        j = 0
-        for i in range(len(full)):
-            role = owner.get(i)
-            if role is None:
-                j += 1
-            elif role not in seen:
-                seen.append(role)
-                pos[role] = j
-                j += 1
-        kernel = False
-        if op.extra.get("batch") or len(shape) < 2:
-            minor, second = len(shape) - 1, max(len(shape) - 2, 0)
-        else:
-            b_pos = pos.get(sem.get("batch", ""))
-            i_pos = pos.get(sem["in_features"])
-            o_pos = pos.get(sem["out_features"])
-            f_pos = o_pos if o_pos is not None else i_pos
-            if b_pos is not None and f_pos is not None:  # an activation or its gradient
-                minor, second = (b_pos, f_pos) if batch_mult == LANES else (f_pos, b_pos)
-            elif i_pos is not None and o_pos is not None:  # a kernel: as the array is laid out
-                minor, second = len(shape) - 1, len(shape) - 2
-                kernel = True
-            else:
-                minor, second = len(shape) - 1, len(shape) - 2
+        merged = _merge(full, roles)
+        shape = [n for n, _ in merged]
+        pos = {role: j for j, (_, role) in enumerate(merged) if role is not None}  # each role's dim in ``shape``
+        minor, second, kernel = _tiled_dims(op, shape, pos, sem, batch_mult)
         if minor == second:
             total += math.prod(shape) * itemsize
             continue
@@ -356,18 +331,41 @@ def _stored_bytes(op: HloOp, shapes: dict[str, list[int]], sem: dict[str, str], 
             grows.append((padded - real, lane_dim, f"{shape[minor]}→{pad_to(shape[minor], LANES)}"))
         elif shape[second] <= 4 and padded > real:
             grows.append((padded - real, "sublanes", f"{word} {shape[second]}→{2 if shape[second] <= 2 else 4}"))
-    # name only the arrays whose padding is a real part of the extra bytes
+    return total, _growth_why(grows)
+
+
+def _tiled_dims(op: HloOp, shape: list[int], pos: dict[str, int], sem: dict[str, str],
+                batch_mult: int) -> tuple[int, int, bool]:
+    """(minor, second-minor) dims an array of the op is tiled on, and whether it is a kernel:
+    an activation (or its gradient) in its forward layout, a kernel as laid out, a batched
+    matmul's or any other array on its last two dims."""
+    if op.extra.get("batch") or len(shape) < 2:
+        return len(shape) - 1, max(len(shape) - 2, 0), False
+    b_pos = pos.get(sem.get("batch", ""))
+    i_pos = pos.get(sem["in_features"])
+    o_pos = pos.get(sem["out_features"])
+    f_pos = o_pos if o_pos is not None else i_pos
+    if b_pos is not None and f_pos is not None:  # an activation or its gradient
+        minor, second = (b_pos, f_pos) if batch_mult == LANES else (f_pos, b_pos)
+        return minor, second, False
+    kernel = i_pos is not None and o_pos is not None  # a kernel: as the array is laid out
+    return len(shape) - 1, len(shape) - 2, kernel
+
+
+def _growth_why(grows: list[tuple[int, str, str]]) -> list[str]:
+    """The one "in HBM" line naming the dims that grow, for the arrays whose padding is a
+    real part of the extra bytes (none: no line)."""
     most = max((g[0] for g in grows), default=0)
     grows = [g for g in grows if g[0] * 4 >= most]
     if not grows:
-        return total, []
+        return []
     by_dim: dict[str, list[str]] = {}
     for _, dim, change in grows:
         if change not in by_dim.setdefault(dim, []):
             by_dim[dim].append(change)
     parts = [f"{d} {' and '.join(c)} on the lanes" for d, c in by_dim.items() if d != "sublanes"]
     parts += [f"{c} (a small sublane tile, docs/facts.md#7)" for c in by_dim.get("sublanes", [])]
-    return total, ["in HBM: " + "; ".join(parts)]
+    return ["in HBM: " + "; ".join(parts)]
 
 
 def tiled_bytes(shape: list[int], second_minor: int, minor: int, itemsize: int) -> tuple[int, int]:
