@@ -27,7 +27,6 @@ PENDING_LINES = {
 PENDING_COMPLEXITY = {
     "kerasfit/crosscheck/child.py",
     "kerasfit/crosscheck/slicing.py",  # functions nested in find_candidates and script_sizes
-    "kerasfit/project/check.py",
     "kerasfit/semantic/containers.py",
     "kerasfit/semantic/fileindex.py",
     "kerasfit/semantic/index.py",

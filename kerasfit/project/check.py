@@ -575,15 +575,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         pending.append((job, text, data))
 
     fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
-    tree: dict[str, str] | None = None
-    for (job, _, data), res in zip(pending, fresh):
-        results.append(res)
-        if cache.path is not None and res.error is None:
-            if res.tree_wide and tree is None:
-                tree = index.tree_digests()
-            fixed = (mode, res.fixed_source, res.fixes_applied) if res.fixed_source is not None else None
-            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
-                      tree if res.tree_wide else None, fixed)
+    results.extend(fresh)
+    if cache.path is not None:
+        _cache_fresh(cache, pending, fresh, mode, index)
 
     if writing:
         _write_fixes(results, {job.path: (job, text) for job, text, _ in pending}, snapshots, checked_trees(paths),
@@ -593,6 +587,29 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         from .buildstage import run_stage  # defers the build stage: a static check never runs it
 
         run_stage(results, resolver, options.build)
+    accepted = _accept_and_grade(results, baselines, resolver)
+    results.sort(key=lambda r: r.filename)
+    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+
+
+def _cache_fresh(cache: Cache, pending: list[tuple[_Job, str, bytes]], fresh: list[FileResult], mode: str,
+                 index: ProjectIndex) -> None:
+    """Put each file checked this run in the cache (a fix it made under ``mode`` with it);
+    a result that read the whole tree is keyed by the tree's digests too."""
+    tree: dict[str, str] | None = None
+    for (job, _, data), res in zip(pending, fresh):
+        if res.error is not None:
+            continue
+        if res.tree_wide and tree is None:
+            tree = index.tree_digests()
+        fixed = (mode, res.fixed_source, res.fixes_applied) if res.fixed_source is not None else None
+        cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
+                  tree if res.tree_wide else None, fixed)
+
+
+def _accept_and_grade(results: list[FileResult], baselines: _Baselines, resolver: Resolver) -> int:
+    """Drop each file's findings its baseline accepts, and give each file with findings left
+    its config's fail-on; returns how many were accepted."""
     accepted = 0
     for res in results:
         if res.skipped or (res.error and not res.diagnostics):
@@ -600,8 +617,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         accepted += baselines.accept(res)
         if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
             res.fail_on = resolver.fail_on_for(Path(res.filename))
-    results.sort(key=lambda r: r.filename)
-    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+    return accepted
 
 
 def _write_fixes(results: list[FileResult], read: dict[str, tuple[_Job, str]], snapshots: dict[str, Snapshot | None],
