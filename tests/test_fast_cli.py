@@ -3,6 +3,7 @@ owns every option, and what it runs imports no language server, table or TensorF
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import subprocess
@@ -89,15 +90,17 @@ def test_fix_runs_are_answered_from_the_cache(project: Path) -> None:
 
 
 def test_the_check_command_passes_every_option_to_the_body_by_name() -> None:
-    # cli.check forwards its locals() to run_check: the two parameter lists are one list.
-    assert list(inspect.signature(cli.check).parameters) == list(inspect.signature(checkcmd.run_check).parameters)
+    # cli.check forwards its locals() as one CheckArgs: its parameters are the fields, in order.
+    fields = [f.name for f in dataclasses.fields(checkcmd.CheckArgs)]
+    assert list(inspect.signature(cli.check).parameters) == fields
+    assert list(inspect.signature(checkcmd.run_check).parameters) == ["args"]
 
 
 def test_the_help_lists_every_option_the_body_takes(project: Path) -> None:
     r = run("check", "--help", cwd=project)
     assert r.returncode == 0
     shown = set(re.findall(r"--[a-z][a-z-]+", r.stdout))
-    for name in inspect.signature(checkcmd.run_check).parameters:
+    for name in (f.name for f in dataclasses.fields(checkcmd.CheckArgs)):
         if name != "paths":
             assert "--" + name.replace("_", "-") in shown, name
 

@@ -197,7 +197,7 @@ def test_every_format_prints_the_unfixed_findings_and_exits_1(tmp_path, monkeypa
     f = write(tmp_path / "m.py", BAD)
     between_check_and_write(monkeypatch, f.unlink)
     monkeypatch.chdir(tmp_path)
-    code = checkcmd.run_check([Path("m.py")], fix=True, no_cache=True, output_format=fmt)
+    code = checkcmd.run_check(checkcmd.CheckArgs([Path("m.py")], fix=True, no_cache=True, output_format=fmt))
     out, err = capsys.readouterr()
     assert code == 1
     if fmt == "text":
@@ -250,7 +250,7 @@ def test_a_file_named_inside_an_unsearchable_directory_is_one_line_and_the_other
     write(tmp_path / "b.py", BAD)
     monkeypatch.chdir(tmp_path)
     refuse_under(monkeypatch, tmp_path / "locked")
-    code = checkcmd.run_check([Path("locked/a.py"), Path("b.py")], no_cache=True)
+    code = checkcmd.run_check(checkcmd.CheckArgs([Path("locked/a.py"), Path("b.py")], no_cache=True))
     monkeypatch.undo()
     out = capsys.readouterr().out.splitlines()
     assert code == 1

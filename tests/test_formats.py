@@ -324,12 +324,12 @@ def test_text_summary_counts_fixable_and_hidden_unsafe():
 
 
 def test_a_new_format_is_one_registry_entry(tmp_path, monkeypatch, capsys):
-    from kerasfit.front.checkcmd import run_check
+    from kerasfit.front.checkcmd import CheckArgs, run_check
 
     count = reporters.OutputFormat("count", "the number of findings", lambda files, o: str(sum(len(f.diagnostics) for f in files)))
     monkeypatch.setitem(reporters.FORMATS, "count", count)
     path = write(tmp_path / "model.py", BAD + NOFIX)
-    assert run_check(paths=[path], output_format="count", no_cache=True) == 1
+    assert run_check(CheckArgs(paths=[path], output_format="count", no_cache=True)) == 1
     assert capsys.readouterr().out == "2\n"
 
 

@@ -57,36 +57,63 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
     broken: dict[tuple[object, ...], str] = {}  # fix -> the code of the rule that offered it
     misplaced: set[str] = set()  # rules whose fix did not find its text where it pointed
     for _ in range(MAX_FIX_PASSES):
-        offered = {_fix_key(d.fix): d.code for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe)}
-        fixes = [d.fix for d in out.diagnostics if d.fix is not None and allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
-        for f in fixes:
-            if not f.matches(current):
-                misplaced.add(offered.get(_fix_key(f), "?"))
-        fixes = [f for f in fixes if f.matches(current)]
+        offered, fixes = _fixes_to_try(out.diagnostics, current, unsafe, broken, misplaced)
         if not fixes:
             break
         candidate, chosen, new_out = _try_fixes(current, fixes, filename, settings)
         if candidate == current:
             break
         if new_out is None:
-            # Find the culprits one by one; keep the fixes that parse on their own.
-            good = []
-            for f in chosen:
-                c, _, o = _try_fixes(current, [f], filename, settings)
-                if c != current and o is None:
-                    broken[_fix_key(f)] = offered.get(_fix_key(f), "?")
-                elif c != current:
-                    good.append(f)
-            if not good:
+            retry = _without_culprits(current, chosen, offered, broken, filename, settings)
+            if retry is None:
                 continue
-            candidate, chosen, new_out = _try_fixes(current, good, filename, settings)
-            if candidate == current:
+            candidate, chosen, new_out = retry
+            if new_out is None:  # the fixes that parse on their own changed nothing together
                 break
-            if new_out is None:
-                broken.update((_fix_key(f), offered.get(_fix_key(f), "?")) for f in good)
-                continue
         current, out = candidate, new_out
         applied += len(chosen)
+    return FixOutcome(current, applied, out.diagnostics, _fix_errors(filename, broken, misplaced))
+
+
+def _fixes_to_try(diagnostics: list[Diagnostic], current: str, unsafe: bool, broken: dict[tuple[object, ...], str],
+                  misplaced: set[str]) -> tuple[dict[tuple[object, ...], str], list[Fix]]:
+    """The round's fixes: allowed, not known to break the file, and found at their text
+    (the rules of those that were not are added to ``misplaced``); with the code of the
+    rule that offered each allowed fix."""
+    offered = {_fix_key(d.fix): d.code for d in diagnostics if d.fix is not None and allowed(d.fix, unsafe)}
+    fixes = [d.fix for d in diagnostics if d.fix is not None and allowed(d.fix, unsafe) and _fix_key(d.fix) not in broken]
+    for f in fixes:
+        if not f.matches(current):
+            misplaced.add(offered.get(_fix_key(f), "?"))
+    return offered, [f for f in fixes if f.matches(current)]
+
+
+def _without_culprits(
+    current: str, chosen: list[Fix], offered: dict[tuple[object, ...], str], broken: dict[tuple[object, ...], str],
+    filename: str, settings: LintSettings,
+) -> tuple[str, list[Fix], LintOutput | None] | None:
+    """A round whose result did not parse, tried again with only the fixes that parse on
+    their own (the culprits are added to ``broken``, found one by one). None when nothing
+    is left to apply this round; else what ``_try_fixes`` answers for the good ones (a
+    lint of None then means they changed nothing)."""
+    good = []
+    for f in chosen:
+        c, _, o = _try_fixes(current, [f], filename, settings)
+        if c != current and o is None:
+            broken[_fix_key(f)] = offered.get(_fix_key(f), "?")
+        elif c != current:
+            good.append(f)
+    if not good:
+        return None
+    candidate, applied, new_out = _try_fixes(current, good, filename, settings)
+    if candidate != current and new_out is None:
+        broken.update((_fix_key(f), offered.get(_fix_key(f), "?")) for f in good)
+        return None
+    return candidate, applied, new_out
+
+
+def _fix_errors(filename: str, broken: dict[tuple[object, ...], str], misplaced: set[str]) -> str | None:
+    """The one error line naming the rules whose fixes were not applied, if any."""
     errors = []
     if broken:
         errors.append(
@@ -98,7 +125,7 @@ def fix_source(source: str, filename: str, settings: LintSettings, unsafe: bool 
             f"{filename}: a fix did not find the text it replaces at its position and was not applied "
             f"({', '.join(sorted(misplaced))})"
         )
-    return FixOutcome(current, applied, out.diagnostics, "; ".join(errors) or None)
+    return "; ".join(errors) or None
 
 
 def _fix_key(fix: Fix) -> tuple[object, ...]:

@@ -117,6 +117,27 @@ class IncrementalAST:
         if source == old:
             self.last = "unchanged"
             return self._result()
+        found = self._compile_changed_region(old, source)
+        if found is None:
+            return None  # the caller parses (and reports on) the whole file
+        tree, i, j, a, b_old = found
+        region = source[a : b_old + len(source) - len(old)]
+        if over_budget(tree, region):
+            return None  # a statement too deep for libcst: the whole-file path masks it
+        new = self._splice(old, source, tree, i, j, a, b_old)
+        if not new:
+            self.forget()
+            return None
+        new[0].start = 0
+        self.pieces, self.source = new, source
+        self.last = f"region of {len(region)} chars"
+        return self._result()
+
+    def _compile_changed_region(self, old: str, source: str) -> tuple[ast.Module, int, int, int, int] | None:
+        """The tree of the pieces an edit of ``old`` into ``source`` touched, compiled on
+        their own, widened by a piece each side while that does not compile (at most
+        MAX_WIDEN times): (tree, first piece, first kept piece after, the region's start,
+        its end in ``old``); None when no region compiles."""
         n_old, n_new = len(old), len(source)
         p = _common_prefix(old, source)
         s = _common_suffix(old, source, min(n_old, n_new) - p)
@@ -128,20 +149,25 @@ class IncrementalAST:
         # inserted there may end mid-line and run into the piece's first line)
         j = max(bisect.bisect_right(starts, n_old - s), i + 1)
         delta = n_new - n_old
-        for attempt in range(MAX_WIDEN + 1):
+        for _ in range(MAX_WIDEN + 1):
             a = pieces[i].start
             b_old = pieces[j].start if j < len(pieces) else n_old
-            b = b_old + delta
-            region = source[a:b]
+            region = source[a : b_old + delta]
             tree = None if a > 0 and "__future__" in region else _compile(region)
             if tree is not None:
-                break
-            if (i == 0 and j >= len(pieces)) or attempt == MAX_WIDEN:
-                return None  # the caller parses (and reports on) the whole file
+                return tree, i, j, a, b_old
+            if i == 0 and j >= len(pieces):
+                return None  # the whole file does not compile
             i, j = max(i - 1, 0), min(j + 1, len(pieces))
-        assert tree is not None  # the loop breaks on a tree or returns
-        if over_budget(tree, region):
-            return None  # a statement too deep for libcst: the whole-file path masks it
+        return None
+
+    def _splice(self, old: str, source: str, tree: ast.Module, i: int, j: int, a: int, b_old: int) -> list[_Piece]:
+        """The pieces of ``source``: the kept ones before piece ``i``, the region's new
+        statements, and the kept ones from piece ``j`` on (moved by the edit's length and
+        rows), each new piece and the one after cut as a parse of the whole file would."""
+        pieces = self.pieces
+        delta = len(source) - len(old)
+        region = source[a : b_old + delta]
         ls = line_starts(source)
         base_row = bisect.bisect_right(ls, a) - 1  # rows before the region
         for st in tree.body:
@@ -164,14 +190,7 @@ class IncrementalAST:
         for pc, cut in zip(around, cuts):
             if pc is not (head[-1] if head else None):
                 pc.start = cut
-        new = [*head, *middle, *tail]
-        if not new:
-            self.forget()
-            return None
-        new[0].start = 0
-        self.pieces, self.source = new, source
-        self.last = f"region of {len(region)} chars"
-        return self._result()
+        return [*head, *middle, *tail]
 
     def _result(self) -> tuple[ast.Module, list[int]]:
         body = [st for pc in self.pieces for st in pc.stmts]

@@ -151,39 +151,13 @@ class ParseCache:
         if not tree.body or "\r" in source.replace("\r\n", ""):
             return None
         if cuts is None:
-            starts = sorted({statement_start_row(st) for st in tree.body})
-            line_starts = incremental_line_starts(source)
-            if starts[-1] > len(line_starts):
+            cuts = _statement_cuts(source, tree)
+            if cuts is None:
                 return None
-            # Cut above the blank and comment lines that lead into a statement, so no piece
-            # ends with trailing comments (libcst does not always give those back as written).
-            cuts = cut_offsets(source, starts, line_starts)
-        cuts = [*cuts, len(source)]
-        mods: list[cst.Module] = []
-        fresh: dict[str, cst.Module] = {}
-        keep: dict[str, cst.Module] = {}
-        used: set[int] = set()
-        for a, b in zip(cuts, cuts[1:]):
-            stop_now(stop)
-            text = source[a:b]
-            m = self.pieces.get(text) or fresh.get(text)
-            if m is not None and id(m) in used:
-                m = None  # the same text twice: the engine tells nodes apart by identity
-            if m is None:
-                try:
-                    m = _parse_piece(text)
-                except cst.ParserSyntaxError:
-                    return None
-                # A piece must give back its text exactly (libcst drops a blank line
-                # before an indented comment that ends a module, for one).
-                if m.code != text:
-                    return None
-                fresh.setdefault(text, m)
-            used.add(id(m))
-            if not m.body:
-                return None
-            mods.append(m)
-            keep.setdefault(text, m)
+        parsed = self._parse_pieces(source, [*cuts, len(source)], stop)
+        if parsed is None:
+            return None
+        mods, keep = parsed
         indents = {m.default_indent for m in mods if any(isinstance(x, cst.BaseCompoundStatement) for x in m.body)}
         newlines = {m.default_newline for m in mods}
         if len(indents) > 1 or len(newlines) > 1:
@@ -191,6 +165,48 @@ class ParseCache:
         # Keep only this text's pieces: the ones an edit replaced would otherwise pile
         # up (a long editing session of a big file held hundreds of MB of dead trees).
         self.pieces = keep if len(keep) <= self.max_pieces else {}
+        body, footer = self._join(mods)
+        return cst.Module(
+            body=body,
+            header=mods[0].header,
+            footer=footer,
+            encoding=mods[0].encoding,
+            default_indent=indents.pop() if indents else mods[0].default_indent,
+            default_newline=newlines.pop(),
+            has_trailing_newline=mods[-1].has_trailing_newline,
+        )
+
+    def _parse_pieces(self, source: str, bounds: list[int], stop: threading.Event | None
+                      ) -> tuple[list[cst.Module], dict[str, cst.Module]] | None:
+        """Each piece between ``bounds`` as a module (kept ones reused), and the pieces
+        to keep by text; None when a piece cannot stand on its own."""
+        mods: list[cst.Module] = []
+        fresh: dict[str, cst.Module] = {}
+        keep: dict[str, cst.Module] = {}
+        used: set[int] = set()
+        for a, b in zip(bounds, bounds[1:]):
+            stop_now(stop)
+            text = source[a:b]
+            m = self.pieces.get(text) or fresh.get(text)
+            if m is not None and id(m) in used:
+                m = None  # the same text twice: the engine tells nodes apart by identity
+            if m is None:
+                m = _fresh_piece(text)
+                if m is None:
+                    return None
+                fresh.setdefault(text, m)
+            used.add(id(m))
+            if not m.body:
+                return None
+            mods.append(m)
+            keep.setdefault(text, m)
+        return mods, keep
+
+    def _join(self, mods: list[cst.Module]
+              ) -> tuple[list[cst.SimpleStatementLine | cst.BaseCompoundStatement], list[cst.EmptyLine]]:
+        """The pieces' statements as one body (each piece's leading lines moved onto its
+        first statement, kept per piece so an unchanged one is the same node), and the
+        last piece's footer."""
         body: list[cst.SimpleStatementLine | cst.BaseCompoundStatement] = []
         carry: list[cst.EmptyLine] = []
         heads: dict[int, tuple[cst.Module, tuple[cst.EmptyLine, ...], cst.SimpleStatementLine | cst.BaseCompoundStatement]] = {}
@@ -206,17 +222,27 @@ class ParseCache:
             body.extend(stmts)
             carry = list(m.footer)
         self.heads = heads
-        return cst.Module(
-            body=body,
-            header=mods[0].header,
-            footer=carry,
-            encoding=mods[0].encoding,
-            default_indent=indents.pop() if indents else mods[0].default_indent,
-            default_newline=newlines.pop(),
-            has_trailing_newline=mods[-1].has_trailing_newline,
-        )
+        return body, carry
 
 
-def _parse_piece(text: str) -> cst.Module:
-    return parse_module(text)
+def _statement_cuts(source: str, tree: ast.Module) -> list[int] | None:
+    """Where each top-level statement's piece starts: above the blank and comment lines
+    that lead into it, so no piece ends with trailing comments (libcst does not always
+    give those back as written). None when the tree does not fit the text."""
+    starts = sorted({statement_start_row(st) for st in tree.body})
+    line_starts = incremental_line_starts(source)
+    if starts[-1] > len(line_starts):
+        return None
+    return cut_offsets(source, starts, line_starts)
+
+
+def _fresh_piece(text: str) -> cst.Module | None:
+    """``text`` parsed on its own; None when libcst refuses it or does not give back its
+    text exactly (it drops a blank line before an indented comment that ends a module,
+    for one)."""
+    try:
+        m = parse_module(text)
+    except cst.ParserSyntaxError:
+        return None
+    return m if m.code == text else None
 

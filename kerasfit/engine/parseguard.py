@@ -130,60 +130,78 @@ def _over_budget_exact(tree: ast.Module, source: str, budget: int | None = None)
     return _walk(tree, source, budget, prune=False)
 
 
+class _SpanBound:
+    """What lets the pruned walk skip a node: the depth below it is bounded by its text's
+    length (see ``over_budget``), measured from line-start offsets. A node is never
+    skipped when an f-string prefix lies in its text, nor inside an f-string (CPython
+    3.11 gives an f-string's parts the whole string's position)."""
+
+    __slots__ = ("budget", "starts", "fstrings", "ascii_only", "in_fstring")
+
+    def __init__(self, source: str, budget: int) -> None:
+        self.budget = budget
+        self.starts = _line_starts(source)
+        self.fstrings = [m.start() for m in _FSTRING.finditer(source)]  # sorted
+        self.ascii_only = source.isascii()  # then a column (bytes) counts characters exactly
+        self.in_fstring: set[int] = set()  # nodes inside an f-string: not pruned (positions)
+
+    def _fits(self, depth: int, a: int, b: int) -> bool:
+        """Whether text from offset ``a`` to ``b``, at ``depth``, cannot exceed the budget."""
+        fstrings = self.fstrings
+        i = bisect_left(fstrings, a)
+        return depth + 2 * (b - a) + 1 <= self.budget and (i == len(fstrings) or fstrings[i] >= b)
+
+    def statement_fits(self, node: ast.stmt, depth: int) -> bool:
+        row = _stmt_start(node)[0] if getattr(node, "decorator_list", None) else node.lineno
+        a = self.starts[row - 1]  # from the line's start: a longer text only prunes less
+        last = node.end_lineno or node.lineno
+        b = self.starts[last - 1] + (node.end_col_offset or 0)  # bytes >= characters
+        return self._fits(depth, a, b)
+
+    def node_fits(self, node: ast.AST, depth: int) -> bool:
+        """For a node below a statement (an expression, pattern, argument, handler)."""
+        if id(node) in self.in_fstring:
+            return False
+        end_row = getattr(node, "end_lineno", None)
+        if end_row is None:  # not positioned
+            return False
+        if isinstance(node, ast.JoinedStr):  # its parts' positions are the whole string's
+            self.in_fstring.update(map(id, ast.walk(node)))
+            return False
+        a = self.starts[node.lineno - 1] + (node.col_offset if self.ascii_only else 0)  # type: ignore[attr-defined]
+        b = self.starts[end_row - 1] + (node.end_col_offset or 0)  # type: ignore[attr-defined]
+        return self._fits(depth, a, b)
+
+
+_STRINGS = (ast.Constant, ast.JoinedStr)
+
+
 def _walk(tree: ast.Module, source: str, budget: int | None, prune: bool) -> list[tuple[ast.stmt, int]]:
     if budget is None:
         budget = DEPTH_BUDGET
     lines = source.splitlines(keepends=True)
-    if prune and _ODD_BREAK.search(source):
-        prune = False
-    starts = _line_starts(source) if prune else []
-    fstrings = [m.start() for m in _FSTRING.finditer(source)] if prune else []  # sorted
-    ascii_only = source.isascii()  # then a column (bytes) counts characters exactly
-    in_fstring: set[int] = set()  # nodes inside an f-string: not pruned (positions)
+    bound = _SpanBound(source, budget) if prune and not _ODD_BREAK.search(source) else None
     found: list[tuple[ast.stmt, int]] = []
-    # (node, depth, owning statement); iterative: the tree may be thousands deep
-    stack: list[tuple[ast.AST, int, ast.stmt | None]] = [(tree, 0, None)]
+    # (node, depth, owning statement); iterative: the tree may be thousands deep. The
+    # module's statements are one level below it.
+    stack: list[tuple[ast.AST, int, ast.stmt]] = [(s, 1, s) for s in tree.body]
     flagged: set[int] = set()
     while stack:
         node, depth, owner = stack.pop()
         if isinstance(node, ast.stmt):
             owner = node
-            if prune:
-                row = _stmt_start(node)[0] if getattr(node, "decorator_list", None) else node.lineno
-                a = starts[row - 1]  # from the line's start: a longer text only prunes less
-                last = node.end_lineno or node.lineno
-                b = starts[last - 1] + (node.end_col_offset or 0)  # bytes >= characters
-                i = bisect_left(fstrings, a)
-                if depth + 2 * (b - a) + 1 <= budget and (i == len(fstrings) or fstrings[i] >= b):
-                    continue
-        elif prune and type(node) not in _LEAFISH and id(node) not in in_fstring:
-            end_row = getattr(node, "end_lineno", None)
-            if end_row is not None:  # a positioned expression, pattern, argument, handler
-                if isinstance(node, ast.JoinedStr):  # its parts' positions are the whole string's
-                    in_fstring.update(map(id, ast.walk(node)))
-                else:
-                    a = starts[node.lineno - 1] + (node.col_offset if ascii_only else 0)  # type: ignore[attr-defined]
-                    b = starts[end_row - 1] + (node.end_col_offset or 0)  # type: ignore[attr-defined]
-                    i = bisect_left(fstrings, a)
-                    if depth + 2 * (b - a) + 1 <= budget and (i == len(fstrings) or fstrings[i] >= b):
-                        continue
-        if owner is not None and id(owner) in flagged:
-            continue
-        if depth > budget and owner is not None:
-            flagged.add(id(owner))
-            found.append((owner, depth))
-            continue
-        if isinstance(node, ast.BoolOp):
-            step = len(node.values)  # libcst: a left-nested chain, one level per operand
-        elif isinstance(node, (ast.Constant, ast.JoinedStr)) and isinstance(getattr(node, "value", ""), (str, bytes)):
-            pieces = _string_pieces(node, lines, budget, budget - depth)
-            if depth + pieces > budget and owner is not None:
-                flagged.add(id(owner))
-                found.append((owner, depth + pieces))
+            if bound is not None and bound.statement_fits(node, depth):
                 continue
-            step = 1
-        else:
-            step = 1
+        elif bound is not None and type(node) not in _LEAFISH and bound.node_fits(node, depth):
+            continue
+        if id(owner) in flagged:
+            continue
+        reach = _string_reach(node, depth, lines, budget) if isinstance(node, _STRINGS) else depth
+        if reach > budget:
+            flagged.add(id(owner))
+            found.append((owner, reach))
+            continue
+        step = len(node.values) if isinstance(node, ast.BoolOp) else 1  # libcst: a left-nested chain, one level per operand
         # ast.iter_child_nodes, without its generators (this walk is ~5% of a check)
         tp = type(node)
         names = _FIELDS.get(tp)
@@ -197,7 +215,20 @@ def _walk(tree: ast.Module, source: str, budget: int | None, prune: bool) -> lis
                 for child in v:
                     if isinstance(child, ast.AST):
                         stack.append((child, depth + step, owner))
-    # a flagged statement inside another flagged one is covered by the outer mask
+    return _outermost(found)
+
+
+def _string_reach(node: ast.Constant | ast.JoinedStr, depth: int, lines: list[str], budget: int) -> int:
+    """How deep libcst nests a string literal at ``depth``: one level per piece of an
+    implicit concatenation (only counted while within the budget)."""
+    if depth <= budget and isinstance(getattr(node, "value", ""), (str, bytes)):
+        return depth + _string_pieces(node, lines, budget, budget - depth)
+    return depth
+
+
+def _outermost(found: list[tuple[ast.stmt, int]]) -> list[tuple[ast.stmt, int]]:
+    """The flagged statements in source order, without those inside another flagged one
+    (the outer mask covers them)."""
     found.sort(key=lambda t: _stmt_start(t[0]))
     out: list[tuple[ast.stmt, int]] = []
     end = (0, 0)

@@ -19,7 +19,7 @@ import typer
 
 from .. import __version__
 from ..core import interrupts
-from .checkcmd import run_check
+from .checkcmd import CheckArgs, run_check
 from ..project.reporters import FORMATS
 from ..core.types import target_help
 
@@ -123,10 +123,10 @@ def check(
     max_file_size: Annotated[Optional[int], typer.Option("--max-file-size", min=1, help="Skip files with more bytes of source than this, with one line each (default: config, else 2 MiB).")] = None,
 ) -> None:
     """Check files for accelerator-unfriendly patterns (and fix them)."""
-    args = dict(locals())  # every option above, under run_check's keyword of the same name
+    args = dict(locals())  # every option above, under CheckArgs' field of the same name
     args.update(output_format=output_format.value, fail_on=fail_on.value if fail_on else None,
                 input_shape=_input_shape(input_shape))
-    raise typer.Exit(run_check(**args))
+    raise typer.Exit(run_check(CheckArgs(**args)))
 
 
 def _input_shape(text: str | None, fail: "Callable[[str], NoReturn]" = _fail) -> tuple[tuple[int, ...], ...] | None:

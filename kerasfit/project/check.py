@@ -489,31 +489,12 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         if cand.error is not None:
             results.append(FileResult(str(path), error=cand.error))
             continue
-        limit = resolver.max_file_size_for(path)
-        notebook = path.name.endswith(".ipynb")
-        before = stat_or_none(path) if writing else None
-        try:
-            data, text = read_source(path, notebook_json_limit(limit) if notebook else limit)
-        except FileTooLarge as exc:
-            # never read whole; the prefilter still skips it when it never mentions tensorflow/keras
-            if not regular_file_contains(path, PREFILTER_NEEDLES):
-                prefiltered += 1
-                results.append(FileResult(str(path), skipped=True))
-            else:
-                results.append(FileResult(str(path), error=over_size_budget(str(path), Cost(exc.size, 0, 0), limit)))
+        read = _read_candidate(path, resolver, index, snapshots if writing else None)
+        if isinstance(read, FileResult):
+            prefiltered += read.skipped
+            results.append(read)
             continue
-        except FileReadError as exc:
-            results.append(FileResult(str(path), error=str(exc)))
-            continue
-        if writing:
-            snapshots[str(path)] = Snapshot.take(before, data)
-        # (a notebook's source is measured once its JSON is read: _run_notebook)
-        over = (notebook_over_budget(str(path), data, limit) if notebook
-                else over_size_budget(str(path), over_limit(data, limit), limit))
-        if not mentions_tensorflow(data) and (over is not None or not index.imports_framework(path, data)):
-            prefiltered += 1  # (a file over the limit is not parsed for the prefilter's second chance)
-            results.append(FileResult(str(path), skipped=True))
-            continue
+        data, text, over = read
         settings = resolver.settings_for(path)
         baselines.for_file(path)  # a config's baseline that cannot be read stops the run before --fix writes
         job = _Job(str(path), settings, fixing, options.unsafe_fixes)
@@ -528,15 +509,9 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         pending.append((job, text, data))
 
     fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
-    tree: dict[str, str] | None = None
-    for (job, _, data), res in zip(pending, fresh):
-        results.append(res)
-        if cache.path is not None and res.error is None:
-            if res.tree_wide and tree is None:
-                tree = index.tree_digests()
-            fixed = (mode, res.fixed_source, res.fixes_applied) if res.fixed_source is not None else None
-            cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
-                      tree if res.tree_wide else None, fixed)
+    results.extend(fresh)
+    if cache.path is not None:
+        _cache_fresh(cache, pending, fresh, mode, index)
 
     if writing:
         _write_fixes(results, {job.path: (job, text) for job, text, _ in pending}, snapshots, checked_trees(paths),
@@ -546,6 +521,56 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         from .buildstage import run_stage  # defers the build stage: a static check never runs it
 
         run_stage(results, resolver, options.build)
+    accepted = _accept_and_grade(results, baselines, resolver)
+    results.sort(key=lambda r: r.filename)
+    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+
+
+def _read_candidate(path: Path, resolver: Resolver, index: ProjectIndex,
+                    snapshots: dict[str, Snapshot | None] | None) -> FileResult | tuple[bytes, str, str | None]:
+    """One discovered file, read within its size limit: its bytes, text and over-limit
+    message (None within it), or the result that ends it here (skipped by the prefilter,
+    or an error). ``snapshots`` (under --fix) records what the file was when read."""
+    limit = resolver.max_file_size_for(path)
+    notebook = path.name.endswith(".ipynb")
+    before = stat_or_none(path) if snapshots is not None else None
+    try:
+        data, text = read_source(path, notebook_json_limit(limit) if notebook else limit)
+    except FileTooLarge as exc:
+        # never read whole; the prefilter still skips it when it never mentions tensorflow/keras
+        if not regular_file_contains(path, PREFILTER_NEEDLES):
+            return FileResult(str(path), skipped=True)
+        return FileResult(str(path), error=over_size_budget(str(path), Cost(exc.size, 0, 0), limit))
+    except FileReadError as exc:
+        return FileResult(str(path), error=str(exc))
+    if snapshots is not None:
+        snapshots[str(path)] = Snapshot.take(before, data)
+    # (a notebook's source is measured once its JSON is read: _run_notebook)
+    over = (notebook_over_budget(str(path), data, limit) if notebook
+            else over_size_budget(str(path), over_limit(data, limit), limit))
+    if not mentions_tensorflow(data) and (over is not None or not index.imports_framework(path, data)):
+        return FileResult(str(path), skipped=True)  # (a file over the limit is not parsed for the prefilter's second chance)
+    return data, text, over
+
+
+def _cache_fresh(cache: Cache, pending: list[tuple[_Job, str, bytes]], fresh: list[FileResult], mode: str,
+                 index: ProjectIndex) -> None:
+    """Put each file checked this run in the cache (a fix it made under ``mode`` with it);
+    a result that read the whole tree is keyed by the tree's digests too."""
+    tree: dict[str, str] | None = None
+    for (job, _, data), res in zip(pending, fresh):
+        if res.error is not None:
+            continue
+        if res.tree_wide and tree is None:
+            tree = index.tree_digests()
+        fixed = (mode, res.fixed_source, res.fixes_applied) if res.fixed_source is not None else None
+        cache.put(Path(job.path), Cache.key(data, job.settings), res.diagnostics, res.deps,
+                  tree if res.tree_wide else None, fixed)
+
+
+def _accept_and_grade(results: list[FileResult], baselines: _Baselines, resolver: Resolver) -> int:
+    """Drop each file's findings its baseline accepts, and give each file with findings left
+    its config's fail-on; returns how many were accepted."""
     accepted = 0
     for res in results:
         if res.skipped or (res.error and not res.diagnostics):
@@ -553,8 +578,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         accepted += baselines.accept(res)
         if res.diagnostics:  # (a path that could not be reached has none, and maybe no readable config)
             res.fail_on = resolver.fail_on_for(Path(res.filename))
-    results.sort(key=lambda r: r.filename)
-    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+    return accepted
 
 
 def _write_fixes(results: list[FileResult], read: dict[str, tuple[_Job, str]], snapshots: dict[str, Snapshot | None],
