@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.types import Diagnostic, FileResult
 from ..crosscheck.options import parse_input_shapes
@@ -20,9 +20,26 @@ from ..engine.suppressions import Suppressions
 from .config import Config, ConfigError
 
 if TYPE_CHECKING:
-    from .check import FileSettings, Resolver
-
     from ..crosscheck.api import BuildOptions
+
+
+class FileSettings(Protocol):
+    """What the stage reads of a file's settings (``check.FileSettings``; check imports
+    this module, so it is named by what it offers)."""
+
+    @property
+    def codes(self) -> tuple[str, ...]: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]: ...
+
+
+class Resolver(Protocol):
+    """What the stage asks the check's resolver (``check.Resolver``)."""
+
+    def settings_for(self, path: Path) -> FileSettings: ...
+    def config_for(self, directory: Path) -> Config: ...
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from .nodes import SCOPE_TYPES, UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 # exact node types for the climbs through every ancestor below (an isinstance against a
@@ -82,14 +82,14 @@ def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return _self_attr(a) is not None and _self_attr(a) == _self_attr(b)
 
 
-def _enclosing(ctx: SemanticModel, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
+def _enclosing(ctx: ModelView, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
     p = ctx.scopes.parent(node)
     while p is not None and not isinstance(p, kinds):
         p = ctx.scopes.parent(p)
     return p
 
 
-def _uses(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
+def _uses(ctx: ModelView, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
     """Every occurrence of the container's spelling in ``where`` (its class or function)."""
     attr = _self_attr(base)
     if attr is not None:
@@ -103,7 +103,7 @@ def _uses(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode) -> I
         yield n
 
 
-def contents(ctx: SemanticModel, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
+def contents(ctx: ModelView, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
     """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
     if _depth > 3:
         return None
@@ -122,13 +122,14 @@ def contents(ctx: SemanticModel, base: cst.BaseExpression, _depth: int = 0, _ali
     key = (id(where), spelling, id(_alias))
     memo = ctx.caches.containers
     if key in memo:
-        return memo[key]
+        hit: Contents | None = memo[key]
+        return hit
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
     memo[key] = found = _contents(ctx, base, where, _depth, _alias)
     return found
 
 
-def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
+def _contents(ctx: ModelView, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
     init: cst.Assign | None = None
     appends: list[tuple[cst.Call, cst.CSTNode]] = []
     stores: list[tuple[object, cst.BaseExpression]] = []
@@ -220,7 +221,7 @@ def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, 
 _READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
 
 
-def _reads_only(ctx: SemanticModel, call: cst.CSTNode | None) -> bool:
+def _reads_only(ctx: ModelView, call: cst.CSTNode | None) -> bool:
     """A call that does not change a container passed to it: a reading builtin, or a
     framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
     if not isinstance(call, cst.Call):
@@ -236,7 +237,7 @@ def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
     return Contents(tuple(e.value for e in value.elements), False)
 
 
-def _is_empty(ctx: SemanticModel, value: cst.BaseExpression) -> bool:
+def _is_empty(ctx: ModelView, value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)) and not value.elements:
         return True
     if isinstance(value, cst.Call) and not value.args:
@@ -246,7 +247,7 @@ def _is_empty(ctx: SemanticModel, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _appended(ctx: SemanticModel, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
+def _appended(ctx: ModelView, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
     """The period the appends build: they must sit in one block, run together (nothing
     between them leaves the block), after the container is created in the same function."""
     lines: list[cst.SimpleStatementLine] = []
@@ -290,7 +291,7 @@ def _appended(ctx: SemanticModel, init: cst.Assign, appends: list[tuple[cst.Call
 
 
 # ---- which element --------------------------------------------------------------
-def element_candidates(ctx: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: ModelView, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """The element expressions ``expr`` may be: ``C[i]`` (by index or key) or a loop
     variable over ``C`` (``for l in C``, ``enumerate(C)``, ``zip(C1, C2)``, also in
     comprehensions). One candidate when the element is determined; None when ``expr``
@@ -319,7 +320,7 @@ def _distinct(items: Sequence[cst.BaseExpression]) -> list[cst.BaseExpression]:
     return out
 
 
-def _at(ctx: SemanticModel, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _at(ctx: ModelView, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
     scopes = ctx.scopes.scopes_of(index)
     if c.keys is not None:
         k = ctx.values.const(index, scopes=scopes)
@@ -332,7 +333,7 @@ def _at(ctx: SemanticModel, c: Contents, index: cst.BaseExpression) -> list[cst.
     return [c.items[r]] if r is not None else _distinct(c.items)
 
 
-def residue(ctx: SemanticModel, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
+def residue(ctx: ModelView, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
     """``expr mod p`` when the code fixes it (``k + 1`` with ``k = 0`` and ``k += 2``,
     ``2 * i``, a ``range`` start with a step that is a multiple of ``p``), else None."""
     if p == 1:
@@ -369,7 +370,7 @@ def residue(ctx: SemanticModel, expr: cst.BaseExpression, p: int, _depth: int = 
     return None
 
 
-def _comprehension_binding(ctx: SemanticModel, name: cst.Name) -> cst.CompFor | None:
+def _comprehension_binding(ctx: ModelView, name: cst.Name) -> cst.CompFor | None:
     for node in _ancestors(ctx, name):
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
@@ -382,7 +383,7 @@ def _comprehension_binding(ctx: SemanticModel, name: cst.Name) -> cst.CompFor | 
     return None
 
 
-def _name_residue(ctx: SemanticModel, name: cst.Name, p: int, depth: int) -> int | None:
+def _name_residue(ctx: ModelView, name: cst.Name, p: int, depth: int) -> int | None:
     scopes = ctx.scopes.scopes_of(name)
     scope = scopes[0] if scopes else None
     if not isinstance(scope, cst.FunctionDef):
@@ -410,7 +411,7 @@ def _name_residue(ctx: SemanticModel, name: cst.Name, p: int, depth: int) -> int
     return found.pop() if len(found) == 1 else None
 
 
-def _range_residue(ctx: SemanticModel, it: cst.BaseExpression, p: int, depth: int) -> int | None:
+def _range_residue(ctx: ModelView, it: cst.BaseExpression, p: int, depth: int) -> int | None:
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"):
         return None
     args = [a.value for a in it.args if a.keyword is None and not a.star]
@@ -426,7 +427,7 @@ def _mentions(expr: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
 
 
-def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: ModelView, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
@@ -477,7 +478,7 @@ class Order:
         return self.contents.adjacent()
 
 
-def applied_in_order(ctx: SemanticModel, call: cst.Call) -> Order | None:
+def applied_in_order(ctx: ModelView, call: cst.Call) -> Order | None:
     """For ``x = layer(x)`` in ``for layer in C:`` (or ``enumerate(C)``, or ``x = C[i](x)``
     under ``for i in range(len(C))``): the container, whose elements then feed each other
     in construction order. None unless the loop body is that chain: the statement sits
@@ -527,7 +528,7 @@ def applied_in_order(ctx: SemanticModel, call: cst.Call) -> Order | None:
     return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
 
 
-def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
+def _for_binding(ctx: ModelView, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
     """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
     body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
     None when there is none or it iterates something unknown."""
@@ -545,7 +546,7 @@ def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseE
     return None
 
 
-def _ancestors(ctx: SemanticModel, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _ancestors(ctx: ModelView, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node``'s ancestors, innermost first."""
     return reversed(ctx.scopes.ancestors(node))
 

@@ -12,8 +12,8 @@ import libcst as cst
 from ..core.fixes import Replace
 from ..core.symbols import ROOT_MODULES, canonical
 from .dataflow import uses_of
-from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
+from .views import ModelView
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -39,7 +39,7 @@ def round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def tf_data_root(ctx: SemanticModel, call: cst.Call) -> cst.Call | None:
+def tf_data_root(ctx: ModelView, call: cst.Call) -> cst.Call | None:
     """The tf.data constructor a method chain ending at ``call`` starts from, or None."""
     chain = ctx.values.call_chain(call)
     if not chain:
@@ -65,7 +65,7 @@ _DATASET_METHODS = frozenset({"map", "filter", "shuffle", "batch", "repeat", "ta
 _OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "ray", "jax", "grain")
 
 
-def _outer_methods(ctx: SemanticModel, call: cst.Call) -> list[cst.Call]:
+def _outer_methods(ctx: ModelView, call: cst.Call) -> list[cst.Call]:
     """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
     out: list[cst.Call] = []
     stack = ctx.scopes.ancestors(call)
@@ -81,7 +81,7 @@ def _outer_methods(ctx: SemanticModel, call: cst.Call) -> list[cst.Call]:
     return out
 
 
-def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
+def _names_tf_data(ctx: ModelView, call: cst.Call) -> bool:
     """An argument of ``call`` is a ``tf.data`` symbol (``tf.data.AUTOTUNE``,
     ``tf.data.experimental.ignore_errors()``)."""
     for a in call.args:
@@ -94,7 +94,7 @@ def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
     return False
 
 
-def is_tf_data_chain(ctx: SemanticModel, call: cst.Call) -> bool:
+def is_tf_data_chain(ctx: ModelView, call: cst.Call) -> bool:
     """True when the method chain through ``call`` is a ``tf.data`` pipeline.
 
     Either it starts at a ``tf.data`` constructor (:func:`tf_data_root`), or — for a
@@ -132,14 +132,14 @@ def is_tf_data_chain(ctx: SemanticModel, call: cst.Call) -> bool:
     return len(set(methods) & _DATASET_METHODS) >= 2 and bool(ctx.file_fact("uses_tf_data", _file_uses_tf_data))
 
 
-def _file_uses_tf_data(ctx: SemanticModel) -> bool:
+def _file_uses_tf_data(ctx: ModelView) -> bool:
     for raw in ctx.names.imports.values():
         if raw.startswith(("tensorflow_datasets", "tensorflow.data", "tensorflow.compat.v1.data")):
             return True
     return "tf.data." in ctx.source or "tfds." in ctx.source
 
 
-def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
+def _names_in_chain(ctx: ModelView, call: cst.Call) -> list[str]:
     """Names a dataset goes by: the receivers of the chain and the assignment target."""
     out: list[str] = []
     node: cst.BaseExpression = call
@@ -158,7 +158,7 @@ def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
     return out
 
 
-def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
+def feeds_evaluation(ctx: ModelView, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
     ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
@@ -189,7 +189,7 @@ _EVAL_KEYWORDS = frozenset({"validation_data"})
 _FOLLOW_DEPTH = 4  # names, returns and callers followed from a dataset to where it is used
 
 
-def reaches_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
+def reaches_evaluation(ctx: ModelView, call: cst.Call) -> bool:
     """``feeds_evaluation``, or the dataset ``call`` makes may reach evaluation or
     prediction: followed through the names it is assigned to, the return of the function
     that makes it and that function's callers in this file (a helper shared by ``fit``,
@@ -199,7 +199,7 @@ def reaches_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     return feeds_evaluation(ctx, call) or _flows_to_evaluation(ctx, call, _FOLLOW_DEPTH, set())
 
 
-def _flows_to_evaluation(ctx: SemanticModel, node: cst.BaseExpression, depth: int, seen: set[int]) -> bool:
+def _flows_to_evaluation(ctx: ModelView, node: cst.BaseExpression, depth: int, seen: set[int]) -> bool:
     if depth < 0 or id(node) in seen:
         return False
     seen.add(id(node))
@@ -222,7 +222,7 @@ def _flows_to_evaluation(ctx: SemanticModel, node: cst.BaseExpression, depth: in
     return False
 
 
-def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpression:
+def _chain_top(ctx: ModelView, node: cst.BaseExpression) -> cst.BaseExpression:
     """The outermost call of the method chain ``node`` starts (``ds`` in ``ds.batch(8).prefetch(2)``
     gives the prefetch call): what holds the dataset as the statement leaves it."""
     while True:
@@ -235,7 +235,7 @@ def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpressi
         node = call
 
 
-def number(ctx: SemanticModel, expr: cst.BaseExpression) -> float | int | None:
+def number(ctx: ModelView, expr: cst.BaseExpression) -> float | int | None:
     """A numeric scalar constant: a literal, a folded name, ``tf.constant(2.0)``,
     ``tf.cast(8, tf.float32)``; else None."""
     if isinstance(expr, cst.Call):
@@ -263,7 +263,7 @@ def receiver_dotted(call: cst.Call) -> str | None:
     return dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
 
 
-def insert_keyword(ctx: SemanticModel, call: cst.Call, keyword: str, value: str) -> Replace | None:
+def insert_keyword(ctx: ModelView, call: cst.Call, keyword: str, value: str) -> Replace | None:
     """A Replace that adds ``keyword=value`` after the last argument of ``call`` by a
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last

@@ -35,7 +35,7 @@ from .bridge import project_makes_tpu
 from .nodes import ScopeNode, dotted_name, walk
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 # Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
@@ -56,7 +56,15 @@ _AUGMENTATION_PREFIXES = (
 )
 
 
-def host_functions(ctx: SemanticModel) -> frozenset[int]:
+def function_role(ctx: ModelView, func: cst.FunctionDef | cst.Lambda | None) -> Role:
+    """``Roles.function_role`` of ``func`` in ``ctx``'s file (computed once per file)."""
+    if func is None:
+        return Role.OTHER
+    roles: dict[int, Role] = ctx.file_fact("roles", _compute_roles, by_node=True)
+    return roles.get(id(func), Role.OTHER)
+
+
+def host_functions(ctx: ModelView) -> frozenset[int]:
     """ids of the functions and lambdas of ``ctx``'s file that run on the host."""
     idx = ctx.index
     host: set[int] = set()
@@ -103,12 +111,12 @@ def host_functions(ctx: SemanticModel) -> frozenset[int]:
             continue
         if _HOST_NAME.search(f.name.value):
             host.add(id(f))
-        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and ctx.roles.function_role(f) != "model":
+        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and function_role(ctx, f) != "model":
             host.add(id(f))  # drives a model from the host: main, model.fit, estimator.train
     if augments and not builds_anything:
         # an image augmentation module (AutoAugment, crop-and-flip helpers): per-example
         # preprocessing that tf.data runs on the host
-        host |= {id(f) for f in idx.functions if ctx.roles.function_role(f) != "model"}
+        host |= {id(f) for f in idx.functions if function_role(ctx, f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
     for node, numpy_call, scopes in idx.attr_refs.get("numpy", ()):
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
@@ -137,7 +145,7 @@ _CONTROL_FLOW = frozenset(
 _CONTROL_FLOW_KEYWORDS = frozenset({"body", "cond", "fn", "true_fn", "false_fn", "body_fun", "cond_fun", "f", "branch_fns"})
 
 
-def graph_file(ctx: SemanticModel) -> bool:
+def graph_file(ctx: ModelView) -> bool:
     """The file is TF1 graph code: it imports ``tensorflow.compat.v1`` or spells a
     TF1-only symbol (``tf.placeholder``, ``tf.variable_scope``, ``tf.multinomial`` …)."""
     if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.names.imports.values()):
@@ -150,7 +158,7 @@ def graph_file(ctx: SemanticModel) -> bool:
     return False
 
 
-def traced_functions(ctx: SemanticModel) -> frozenset[int]:
+def traced_functions(ctx: ModelView) -> frozenset[int]:
     """Functions traced into a graph by the code around them: the bodies of in-graph
     control flow (``tf.while_loop(cond, body, ...)``, ``keras.ops.scan(f, ...)``),
     and Keras 3 functions written with ``keras.ops`` / ``keras.random`` (backend-agnostic
@@ -187,7 +195,7 @@ _TRAINING_ATTRS = frozenset({"fit", "fit_generator", "train", "train_on_batch", 
 _TRAINING_NAMES = re.compile(r"^(main|train\w*|run\w*)$")
 
 
-def demo_blocks(ctx: SemanticModel) -> frozenset[int]:
+def demo_blocks(ctx: ModelView) -> frozenset[int]:
     """Ids of the module-level ``if __name__ == "__main__":`` blocks that are demo code:
     the module is a library — another file of the tree imports it — or the block does
     not train (no ``fit``/``train``/``run`` call, no ``main()``/``train*()``), e.g. it
@@ -232,7 +240,7 @@ class Roles:
 
     __slots__ = ("_m",)
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: ModelView) -> None:
         self._m = model
 
     def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> Role:
@@ -242,10 +250,7 @@ class Roles:
         to ``Dataset.map``/``filter``/``interleave``, parsers, ``input_fn``s) or
         OTHER. Helpers without evidence of their own take their enclosing function's
         role, else their same-file callers' when those agree. Computed once per file."""
-        if func is None:
-            return Role.OTHER
-        roles: dict[int, Role] = self._m.file_fact("roles", _compute_roles, by_node=True)
-        return roles.get(id(func), Role.OTHER)
+        return function_role(self._m, func)
 
     def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda whose body holds ``node``, else None (module level)."""
@@ -316,7 +321,7 @@ _TRAIN_DRIVERS = frozenset(
 )
 
 
-def _uses_tpu(ctx: SemanticModel) -> bool:
+def _uses_tpu(ctx: ModelView) -> bool:
     low = ctx.source.lower()
     if "tpu" not in low:
         # a helper of another module may make the TPU strategy the file uses
@@ -335,7 +340,7 @@ def _uses_tpu(ctx: SemanticModel) -> bool:
     return False
 
 
-def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
+def _compute_roles(ctx: ModelView) -> dict[int, Role]:
     """function_role for every function and lambda of the file (see Roles)."""
     idx = ctx.index
     forced: dict[int, Role] = {}
@@ -459,7 +464,7 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
 
 # (module-level, not closures of _compute_roles: a recursive closure is a reference
 # cycle holding the model, and so the file's tree, until the cyclic collector runs)
-def _function_given(ctx: SemanticModel, expr: cst.BaseExpression | None,
+def _function_given(ctx: ModelView, expr: cst.BaseExpression | None,
                     scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
     """The same-file function (or lambda) ``expr`` hands over, through ``partial``."""
     if isinstance(expr, cst.Lambda):
@@ -471,7 +476,7 @@ def _function_given(ctx: SemanticModel, expr: cst.BaseExpression | None,
     return None
 
 
-def _is_keras_class(ctx: SemanticModel, cls: cst.ClassDef, memo: dict[int, bool], depth: int = 0) -> bool:
+def _is_keras_class(ctx: ModelView, cls: cst.ClassDef, memo: dict[int, bool], depth: int = 0) -> bool:
     """``cls`` subclasses a Keras layer or model (or tf.Module), through same-file bases."""
     key = id(cls)
     if key not in memo:

@@ -13,10 +13,9 @@ from typing import Any, Callable, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from .caches import ModelCaches
 from .fileindex import FileIndex
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements, walk
-from .scoped import name_refs_in
+from .scoped import ScopedMemo, name_refs_in
 
 _SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
 _FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
@@ -118,7 +117,7 @@ class Scopes:
 
     __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting")
 
-    def __init__(self, module: cst.Module, caches: ModelCaches, hints: ModelHints | None = None) -> None:
+    def __init__(self, module: cst.Module, caches: ScopedMemo, hints: ModelHints | None = None) -> None:
         """``hints.build_index``: how a caller that keeps per-statement indexes (the language
         server) builds the file index instead of walking the module again."""
         self.module = module

@@ -27,8 +27,8 @@ from ..core.symbols import ROOT_MODULES, canonical
 from .nodes import iter_children
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
     from .nodes import ScopeNode
+    from .views import ModelView
 
 # Ops whose arguments are host data being converted, not tensors being computed on.
 _CONVERTERS = (
@@ -83,7 +83,7 @@ def roots(expr: cst.BaseExpression) -> set[str]:
 class TensorNames:
     """The tensor-holding names of one function (see the module docstring)."""
 
-    def __init__(self, ctx: SemanticModel, fn: _Fn) -> None:
+    def __init__(self, ctx: ModelView, fn: _Fn) -> None:
         self.ctx = ctx
         self.fn = fn
         # the scopes names in fn's body resolve in, outermost first

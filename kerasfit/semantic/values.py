@@ -21,11 +21,12 @@ from .naming import Names
 from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
 from .scopes import Scopes
 from . import callsites, valueflow, valuesets
-from .callsites import CallSites, ParamValue
+from .callsites import ParamValue
 from .valueflow import Origin
+from .views import CallSites
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 
 class Values:
@@ -33,7 +34,7 @@ class Values:
 
     __slots__ = ("_m", "scopes", "names", "module", "options", "_folds", "_call_sites", "budget", "_pinning", "_blocked")
 
-    def __init__(self, model: SemanticModel, scopes: Scopes, names: Names) -> None:
+    def __init__(self, model: ModelView, scopes: Scopes, names: Names) -> None:
         self._m = model
         self.scopes = scopes
         self.names = names
@@ -465,7 +466,7 @@ class Values:
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
-def _set_image_data_formats(ctx: SemanticModel) -> frozenset[Any]:
+def _set_image_data_formats(ctx: ModelView) -> frozenset[Any]:
     """The formats this file passes to ``set_image_data_format`` (UNKNOWN for one it
     computes), so that ``image_data_format()`` is folded only where the file keeps the
     default or sets a single constant."""
