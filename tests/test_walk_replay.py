@@ -64,13 +64,12 @@ def _assert_index_lists_the_walk(ctx: SemanticModel) -> None:
 
 
 def _probe(ctx: SemanticModel, visits: frozenset[str], leaves: frozenset[str], events: list[Event]) -> object:
-    """A rule-shaped visitor recording each event with the walk path, which is also what
-    the model answers as the visited node's ancestors."""
+    """A rule-shaped visitor recording each event with what the model answers as the
+    visited node's ancestors (the enumerating walk's path)."""
 
     def record(kind: str) -> Callable[[Any, cst.CSTNode], None]:
         def method(self: Any, node: cst.CSTNode) -> None:
-            assert ctx.scopes.ancestors(node) is ctx.scopes.walk_path
-            events.append((kind, id(node), tuple(map(id, ctx.scopes.walk_path))))
+            events.append((kind, id(node), tuple(map(id, ctx.scopes.ancestors(node)))))
 
         return method
 

@@ -1,9 +1,8 @@
 """Scopes and bindings of one file: the scopes part of the semantic model.
 
-Every question takes the node it is about. ``ancestors(node)`` answers from the engine's
-walk path when ``node`` is the node being visited or lies under it (the engine hands the
-path over as a cache: the answer is the node's real ancestors either way), else from the
-file index's parent links.
+Every question takes the node it is about, and none depends on where the engine's walk
+is: ``ancestors(node)`` answers from the file index's parent links (each enclosing node's
+path kept once, so the nodes of one statement share their climb).
 """
 
 from __future__ import annotations
@@ -115,7 +114,7 @@ NO_HINTS = ModelHints()
 class Scopes:
     """Scope indexes, parent links and binding lookups of one module."""
 
-    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting")
+    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "_paths")
 
     def __init__(self, module: cst.Module, caches: ScopedMemo, hints: ModelHints | None = None) -> None:
         """``hints.build_index``: how a caller that keeps per-statement indexes (the language
@@ -125,11 +124,8 @@ class Scopes:
         self._make_index = (hints or NO_HINTS).build_index
         self._index: FileIndex | None = None
         self._scopes: dict[int, ScopeIndex] = {}
-        # The engine's walk (a replay of the file index): the ancestors of the node it is
-        # visiting (``visiting``), outermost first. Only ``ancestors`` reads them, as a
-        # cache of parent links.
-        self.walk_path: list[cst.CSTNode] = []
-        self.visiting: cst.CSTNode | None = None
+        # per enclosing node: its ancestors and itself, outermost first (see ancestors)
+        self._paths: dict[int, tuple[cst.CSTNode, ...]] = {}
 
     # ---- the file index: one lazy walk of the whole module ---------------------------
     @property
@@ -148,38 +144,33 @@ class Scopes:
         return self.index.parent.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
-        """The nodes enclosing ``node``, outermost (the module) first; read-only."""
-        visiting = self.visiting
-        path = self.walk_path
-        if node is visiting:
-            return path
-        for i in range(len(path) - 1, -1, -1):  # an enclosing node of the visited one
-            if path[i] is node:
-                return path[:i]
+        """The nodes enclosing ``node``, outermost (the module) first."""
         parent = self.index.parent
-        out: list[cst.CSTNode] = []
         p = parent.get(id(node))
-        while p is not None:
-            out.append(p)
-            p = parent.get(id(p))
-        out.reverse()
-        return out
+        if p is None:
+            return ()
+        paths = self._paths
+        hit = paths.get(id(p))
+        if hit is not None:
+            return hit
+        # climb to the first enclosing node whose path is kept (rules ask about most
+        # nodes of a statement, which share their enclosing nodes), keeping each one met
+        climb = [p]
+        q = parent.get(id(p))
+        while q is not None and id(q) not in paths:
+            climb.append(q)
+            q = parent.get(id(q))
+        path = paths[id(q)] if q is not None else ()
+        for n in reversed(climb):
+            path = paths[id(n)] = (*path, n)
+        return path
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
         """Scopes enclosing ``node``, innermost first (module last).
 
         A function's decorators, defaults and annotations belong to the enclosing scope.
         """
-        if self._index is not None:
-            return list(self._index.scopes_of(node))
-        out: list[ScopeNode] = []
-        child = node
-        for p in reversed(self.ancestors(node)):
-            if type(p) in SCOPE_TYPES and child is p.body:  # type: ignore[attr-defined]
-                out.append(p)  # type: ignore[arg-type]
-            child = p
-        out.append(self.module)
-        return out
+        return list(self.index.scopes_of(node))
 
     def chain(self, within: Sequence[cst.CSTNode]) -> list[ScopeNode]:
         """The scopes on an ancestor path (outermost first), innermost first, then the
