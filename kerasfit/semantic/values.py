@@ -19,7 +19,7 @@ from .bridge import project_flag_default
 from .folding import BINARY, BUILTIN_NAMES, UNARY, Budget, bounded, builtin
 from .naming import Names
 from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
-from .scopes import Scopes
+from .scopes import Binding, Scopes
 from . import callsites, valueflow, valuesets
 from .callsites import ParamValue
 from .valueflow import Origin
@@ -315,32 +315,43 @@ class Values:
         dotted = dotted_name(node)
         if dotted is None:
             return []
-        idx = self.scopes.index
         head, _, rest = dotted.partition(".")
         if head in ("self", "cls"):
-            cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
-            if cls is None:
-                return []
-            found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
-            found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
-            if "." not in rest:
-                for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
-                    if self._pinning is not None and not found and not cls.name.value.startswith("_"):
-                        return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
-                                           "or a caller may set to another value")
-                    found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
-            return found if len(found) == 1 else []
+            return self._member_candidates(dotted, rest, scopes)
         b, where = self.scopes.lookup_in(head, scopes)
         if where and not isinstance(where[0], cst.Module):
             return []  # a local or a parameter: which object it is depends on the caller
         stores: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
-        stores = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if self._is_global(head, w)]
+        stores = [(v, w) for v, w in self.scopes.index.attr_stores.get(dotted, ()) if self._is_global(head, w)]
         if stores:
             return stores if len(stores) == 1 else []
         if b is None or b.kind == "import":
             if self.names.imports.get(head, "").endswith("FLAGS") and "." not in rest:
                 return self._flag_default(rest)
             return []
+        return self._global_attr(b, where, dotted, rest)
+
+    def _member_candidates(self, dotted: str, rest: str, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        """``self.x`` / ``cls.x`` inside a class: its one store (``self.x = ...``) or class
+        attribute."""
+        cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
+        if cls is None:
+            return []
+        idx = self.scopes.index
+        found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
+        found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
+        if "." not in rest:
+            for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
+                if self._pinning is not None and not found and not cls.name.value.startswith("_"):
+                    return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
+                                       "or a caller may set to another value")
+                found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
+        return found if len(found) == 1 else []
+
+    def _global_attr(self, b: Binding, where: Sequence[ScopeNode], dotted: str,
+                     rest: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        """``C.x`` of a module-level class, ``FLAGS.x``, ``cfg.x`` of a config record bound
+        at module level (``b``, living in ``where``)."""
         if isinstance(b.node, cst.ClassDef) and "." not in rest:  # (kind "class")
             inner = self.scopes.scope_index(b.node).bindings.get(rest, ())
             if len(inner) == 1 and inner[0].kind == "assign":
