@@ -19,9 +19,6 @@ from .scoped import ScopedMemo, name_refs_in
 _SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
 _FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
 _CLASS_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.ClassDef})
-# the statements that bind a name in their scope (Scopes._build_index)
-_BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef,
-                                 cst.ClassDef, cst.Import, cst.ImportFrom})
 
 
 @dataclass
@@ -94,6 +91,72 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
             return True
         node = node.orelse
     return False  # no ``else``: every branch may be skipped
+
+
+# ---- what each binding statement binds in its scope (Scopes._build_index) -------------
+_Add = Callable[[str, Binding], None]
+
+
+def _bind_assign(stmt: cst.Assign, add: _Add) -> None:
+    value = stmt.value
+    for t in stmt.targets:
+        if type(t.target) is cst.Name:
+            add(t.target.value, Binding(value, stmt))
+        elif (pairs := _parallel_assignment(t.target, value)) is not None:
+            # F_H, F_W = 5, 5: each name gets its own element
+            # (anchored on the target name: folds are memoised per binding node)
+            for name, v in pairs:
+                add(name.value, Binding(v, name))
+        else:
+            for n in _target_names(t.target):
+                add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_ann_assign(stmt: cst.AnnAssign, add: _Add) -> None:
+    if type(stmt.target) is cst.Name:
+        add(stmt.target.value, Binding(stmt.value, stmt))
+
+
+def _bind_aug_assign(stmt: cst.AugAssign, add: _Add) -> None:
+    if type(stmt.target) is cst.Name:
+        add(stmt.target.value, Binding(None, stmt, "other"))
+
+
+def _bind_for(stmt: cst.For, add: _Add) -> None:
+    for n in _target_names(stmt.target):
+        add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_with(stmt: cst.With, add: _Add) -> None:
+    for item in stmt.items:
+        if item.asname is not None:
+            for n in _target_names(item.asname.name):
+                add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_def(stmt: cst.FunctionDef, add: _Add) -> None:
+    add(stmt.name.value, Binding(None, stmt, "def"))
+
+
+def _bind_class(stmt: cst.ClassDef, add: _Add) -> None:
+    add(stmt.name.value, Binding(None, stmt, "class"))
+
+
+def _bind_import(stmt: cst.Import | cst.ImportFrom, add: _Add) -> None:
+    names = stmt.names if type(stmt.names) is not cst.ImportStar else ()
+    for alias in names:  # type: ignore[union-attr]
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+            add(alias.asname.name.value, Binding(None, stmt, "import"))
+        else:
+            add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+
+
+# the statements that bind a name in their scope, by exact type
+_BINDERS: dict[type[cst.CSTNode], Callable[[Any, _Add], None]] = {
+    cst.Assign: _bind_assign, cst.AnnAssign: _bind_ann_assign, cst.AugAssign: _bind_aug_assign, cst.For: _bind_for,
+    cst.With: _bind_with, cst.FunctionDef: _bind_def, cst.ClassDef: _bind_class, cst.Import: _bind_import,
+    cst.ImportFrom: _bind_import,
+}
 
 
 @dataclass(frozen=True)
@@ -237,47 +300,9 @@ class Scopes:
         # exact types (see nodes.dotted_name): most statements of a file bind nothing, and
         # each isinstance against libcst's ABC-based classes costs ~10x a type test
         for stmt in iter_statements(scope.body):
-            st = type(stmt)
-            if st not in _BINDING_STATEMENTS:
-                continue
-            if st is cst.Assign:
-                value = stmt.value  # type: ignore[attr-defined]
-                for t in stmt.targets:  # type: ignore[attr-defined]
-                    if type(t.target) is cst.Name:
-                        add(t.target.value, Binding(value, stmt))
-                    elif (pairs := _parallel_assignment(t.target, value)) is not None:
-                        # F_H, F_W = 5, 5: each name gets its own element
-                        # (anchored on the target name: folds are memoised per binding node)
-                        for name, v in pairs:
-                            add(name.value, Binding(v, name))
-                    else:
-                        for n in _target_names(t.target):
-                            add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.AnnAssign:
-                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
-                    add(stmt.target.value, Binding(stmt.value, stmt))  # type: ignore[attr-defined]
-            elif st is cst.AugAssign:
-                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
-                    add(stmt.target.value, Binding(None, stmt, "other"))  # type: ignore[attr-defined]
-            elif st is cst.For:
-                for n in _target_names(stmt.target):  # type: ignore[attr-defined]
-                    add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.With:
-                for item in stmt.items:  # type: ignore[attr-defined]
-                    if item.asname is not None:
-                        for n in _target_names(item.asname.name):
-                            add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.FunctionDef:
-                add(stmt.name.value, Binding(None, stmt, "def"))  # type: ignore[attr-defined]
-            elif st is cst.ClassDef:
-                add(stmt.name.value, Binding(None, stmt, "class"))  # type: ignore[attr-defined]
-            else:  # Import, ImportFrom
-                names = stmt.names if type(stmt.names) is not cst.ImportStar else ()  # type: ignore[attr-defined]
-                for alias in names:
-                    if alias.asname is not None and type(alias.asname.name) is cst.Name:
-                        add(alias.asname.name.value, Binding(None, stmt, "import"))
-                    else:
-                        add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+            bind = _BINDERS.get(type(stmt))
+            if bind is not None:
+                bind(stmt, add)
         return idx
 
     def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None, *, at: cst.CSTNode | None = None) -> Binding | None:
