@@ -27,6 +27,8 @@ What each module holds (a part is handed the lower parts it needs):
   ``by_name``, ``injected_submodule``). Data: ``kerasfit/data/framework_names.json``.
 - :mod:`.treescan` — which files can change a file's tree-wide answers, from a scan of the
   tree's bytes for module names (no parse): ``scan_tree`` → ``TreeScan``; ``file_digest``.
+- :mod:`.modulefacts` — ``ModuleFacts`` of one file (stdlib ``ast``): imports, functions,
+  classes, constants, and names bound in branches (a backend chosen at import time).
 - :mod:`.index` — the project index (stdlib ``ast``): ``ProjectIndex(roots)`` with
   ``facts``, ``resolve``, ``reached_from_model`` (reach across files, from the files the
   scan names: ``local_files``), ``deps_of``; passed in explicitly
@@ -55,6 +57,8 @@ What each module holds (a part is handed the lower parts it needs):
   host functions, traced graph code, demo blocks, ``uses_tpu``.
 - :mod:`.model` — ``SemanticModel``: the per-file facts (module, source, filename,
   target, options, project, caches, ``file_fact``) composing the parts lazily.
+- :mod:`.shapes` — ``shape_of``: the static rank and last-axis size of a tensor expression,
+  where the code spells them.
 - :mod:`.containers`, :mod:`.precision`, :mod:`.dataflow` and :mod:`.pipeline` — the
   light data-flow, container and ``tf.data`` questions rules ask (exported by
   ``kerasfit.ruleapi``), each taking the node it is about.

@@ -3,24 +3,15 @@ part's questions about callers: ``Values.call_sites``, ``Values.param_values``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
 from .nodes import UNKNOWN, ScopeNode, dotted_name
-from .views import CallSites
+from .views import CallSites, ParamValue
 
 if TYPE_CHECKING:
     from .views import ValueFlow
-
-
-class ParamValue(NamedTuple):
-    """What one call site passes for a parameter."""
-
-    call: cst.Call
-    value: cst.BaseExpression | None  # the argument, the default when omitted, None if hidden
-    const: Any  # ``value`` folded in the caller's scope (or the def's), or UNKNOWN
-    passed: bool  # True when the site passes it explicitly (False: the default)
 
 
 def find_call_sites(v: ValueFlow, func: cst.FunctionDef | cst.ClassDef) -> CallSites:

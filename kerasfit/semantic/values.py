@@ -21,9 +21,8 @@ from .naming import Names
 from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
 from .scopes import Binding, Scopes
 from . import callsites, valueflow, valuesets
-from .callsites import ParamValue
 from .valueflow import Origin
-from .views import CallSites
+from .views import CallSites, ParamValue
 
 if TYPE_CHECKING:
     from .views import ModelView

@@ -8,8 +8,8 @@ The model satisfies :class:`FileView` and :class:`ModelView`, the values part
 model's memos (``semantic.caches.ModelCaches``) :class:`NameMemos` and
 :class:`LayerMemos`; mypy checks each where a part is handed one. The modules below this
 one (syntax, the project index, scopes) are named directly; the parts above it only
-through these protocols. :class:`CallSites` is the record the values part answers
-``call_sites`` with.
+through these protocols. :class:`CallSites` and :class:`ParamValue` are the records the values part
+answers ``call_sites`` and ``param_values`` with.
 """
 
 from __future__ import annotations
@@ -36,6 +36,15 @@ class CallSites(NamedTuple):
     calls: tuple[tuple[cst.Call, tuple[ScopeNode, ...]], ...]
     complete: bool  # False: the function is also used as a value; callers may be unseen
     skip_self: bool = False  # a method / __init__: the call passes no ``self``
+
+
+class ParamValue(NamedTuple):
+    """What one call site passes for a parameter."""
+
+    call: cst.Call
+    value: cst.BaseExpression | None  # the argument, the default when omitted, None if hidden
+    const: Any  # ``value`` folded in the caller's scope (or the def's), or UNKNOWN
+    passed: bool  # True when the site passes it explicitly (False: the default)
 
 
 # ---- the model's memos, as their readers see them ------------------------------------
@@ -74,6 +83,10 @@ class ModelMemos(NameMemos, LayerMemos, Protocol):
     scoped_refs: dict[tuple[str, str], dict[int, list[Any]]]
     # (typed ``containers.Contents | None`` where declared: semantic.caches)
     containers: dict[tuple[int, str, int], Any]
+    # (typed ``tuple[cst.CSTNode, shapes.TensorShape]`` where declared: semantic.caches)
+    shapes: dict[int, tuple[cst.CSTNode, Any]]
+    shapes_busy: set[int]
+    shapes_cut: bool
 
 
 # ---- the file, as the names part sees it ----------------------------------------------
@@ -113,6 +126,7 @@ class NamesView(Protocol):
     def raw_name_anywhere(self, node: cst.BaseExpression) -> str | None: ...
     def raw_name_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None: ...
     def canonical_dotted(self, dotted: str, scopes: Sequence[ScopeNode]) -> str | None: ...
+    def framework_raw(self, raw: str | None) -> str | None: ...
 
 
 class ValuesView(Protocol):
@@ -124,6 +138,8 @@ class ValuesView(Protocol):
     def same_file_function(self, func: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> cst.FunctionDef | None: ...
     def call_sites(self, func: cst.FunctionDef | cst.ClassDef) -> CallSites: ...
     def call_chain(self, expr: cst.BaseExpression) -> list[cst.Call]: ...
+    def deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]: ...
+    def param_values(self, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> list[ParamValue]: ...
 
 
 class ValueFlow(ValuesView, Protocol):
@@ -139,7 +155,6 @@ class ValueFlow(ValuesView, Protocol):
     @property
     def budget(self) -> Budget: ...
 
-    def deref(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]: ...
     def imported_elsewhere(self) -> bool: ...
     def image_data_format(self) -> Any: ...
 
