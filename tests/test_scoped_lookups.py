@@ -42,9 +42,9 @@ def test_grouped_references_equal_the_filtered_whole_file_lists(path: Path) -> N
 
 
 class _AncestorProbe:
-    """A rule-shaped visitor: at each call, the ancestors of the call (the walk path of the
-    replayed walk), of its children and of its arguments' values must be the parent
-    links' chain."""
+    """A rule-shaped visitor: at each call, the ancestors the model answers for the call,
+    its children and its arguments' values must be the parent links' chain (of an index
+    of its own)."""
 
     def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx

@@ -1,7 +1,8 @@
 """The engine's rule walk replays the file index's node list: every visit and leave comes
-in the order, and with the walk path, of a walk that enumerates each node's children
-(``iter_children``), for whole-file indexes and for the language server's index joined
-from kept statement parts, with every node type visited or only a few."""
+in the order of a walk that enumerates each node's children (``iter_children``), and the
+model answers each visited node's ancestors as that walk's path; for whole-file indexes
+and for the language server's index joined from kept statement parts, with every node
+type visited or only a few."""
 
 from __future__ import annotations
 
