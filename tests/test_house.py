@@ -2,9 +2,6 @@
 function over cyclomatic complexity 25, as radon measures it. ``rules/`` (kerasfit.rules)
 is outside both bars: a rule's examples live beside its code, and a rule visitor is one
 switch over the patterns it knows.
-
-The files named in ``PENDING_*`` still break a bar and are being split on other branches;
-each entry goes when its split lands (a test fails while an entry is no longer needed).
 """
 
 from __future__ import annotations
@@ -18,20 +15,6 @@ from radon.visitors import Class, Function
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LINES = 900
 MAX_COMPLEXITY = 25
-
-# modules still over MAX_LINES
-PENDING_LINES: set[str] = set()
-# modules still holding a function over MAX_COMPLEXITY
-PENDING_COMPLEXITY = {
-    "kerasfit/semantic/containers.py",
-    "kerasfit/semantic/fileindex.py",
-    "kerasfit/semantic/index.py",
-    "kerasfit/semantic/roles.py",
-    "kerasfit/semantic/scopes.py",
-    "kerasfit/semantic/summaries.py",
-    "kerasfit/semantic/tensors.py",
-    "kerasfit/semantic/values.py",
-}
 
 
 def _modules() -> list[str]:
@@ -62,20 +45,13 @@ def _over_complexity(module: str) -> list[str]:
 
 
 def test_no_module_is_over_900_lines() -> None:
-    over = {m: _lines(m) for m in _modules() if m not in PENDING_LINES and _lines(m) > MAX_LINES}
+    over = {m: _lines(m) for m in _modules() if _lines(m) > MAX_LINES}
     assert not over, f"split by job (STYLE): {over}"
 
 
 def test_no_function_is_over_complexity_25() -> None:
-    over = {m: found for m in _modules() if m not in PENDING_COMPLEXITY and (found := _over_complexity(m))}
+    over = {m: found for m in _modules() if (found := _over_complexity(m))}
     assert not over, f"split by job (STYLE): {over}"
-
-
-def test_every_pending_entry_is_still_needed() -> None:
-    modules = set(_modules())
-    stale = sorted(m for m in PENDING_LINES if m not in modules or _lines(m) <= MAX_LINES)
-    stale += sorted(m for m in PENDING_COMPLEXITY if m not in modules or not _over_complexity(m))
-    assert not stale, f"these meet the bar now: drop them from PENDING_* ({stale})"
 
 
 def test_the_complexity_measure_sees_a_planted_function() -> None:

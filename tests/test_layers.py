@@ -65,23 +65,69 @@ def _lint(tree: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _layers() -> list[str]:
+def _layered() -> list[tuple[str, list[str]]]:
+    """Each layers contract of pyproject.toml: (the package its layers divide, the layers'
+    modules, full names)."""
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]["contracts"]
-    (layered,) = [c for c in contracts if c["type"] == "layers"]
-    return [name.strip() for layer in layered["layers"] for name in layer.replace(":", "|").split("|")]
+    out = []
+    for c in contracts:
+        if c["type"] != "layers":
+            continue
+        names = [name.strip() for layer in c["layers"] for name in layer.replace(":", "|").split("|")]
+        for container in c.get("containers") or ["kerasfit"]:
+            out.append((container, [f"{container}.{n}" if c.get("containers") else n for n in names]))
+    return out
 
 
-def unlayered(package: Path, layers: list[str]) -> list[str]:
-    """The modules of ``package`` (a kerasfit tree) that no layer of the contract holds."""
+def unlayered(package: Path, within: str, layers: list[str]) -> list[str]:
+    """The modules under ``within`` of ``package`` (a kerasfit tree) that no layer of a
+    contract over ``within`` holds."""
     out = []
     for path in sorted(package.rglob("*.py")):
         parts = path.relative_to(package.parent).with_suffix("").parts
         module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-        if module == "kerasfit" or "__pycache__" in parts:
+        if module == within or not module.startswith(within + ".") or "__pycache__" in parts:
             continue
         if not any(module == layer or module.startswith(layer + ".") for layer in layers):
             out.append(module)
     return out
+
+
+def _modules(tree: Path, package: str, exclude_type_checking_imports: bool) -> dict[str, set[str]]:
+    """Each module of ``package`` (importable from ``tree``) and the package's modules it
+    imports, ``if TYPE_CHECKING:`` imports counted unless excluded (grimp, which
+    import-linter runs on)."""
+    grimp = pytest.importorskip("grimp", reason="the dev extra installs import-linter, which brings grimp")
+    sys.path.insert(0, str(tree))
+    try:
+        graph = grimp.build_graph(package, exclude_type_checking_imports=exclude_type_checking_imports, cache_dir=None)
+    finally:
+        sys.path.remove(str(tree))
+    return {m: set(graph.find_modules_directly_imported_by(m)) for m in graph.modules}
+
+
+def import_cycles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle (its modules in import order, the first repeated last) through each
+    module that lies on one, found by depth-first search."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        path.append(module)
+        for dep in sorted(imports.get(module, ())):
+            if state.get(dep) == 1:
+                found.append([*path[path.index(dep):], dep])
+            elif dep not in state:
+                visit(dep)
+        path.pop()
+        state[module] = 2
+
+    for module in sorted(imports):
+        if module not in state:
+            visit(module)
+    return found
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -99,13 +145,38 @@ def test_import_contracts_hold() -> None:
 
 
 def test_every_module_is_in_a_layer() -> None:
-    assert unlayered(ROOT / "kerasfit", _layers()) == []
+    assert [within for within, _ in _layered()] == ["kerasfit", "kerasfit.semantic"]
+    for within, layers in _layered():
+        assert unlayered(ROOT / "kerasfit", within, layers) == [], within
 
 
 def test_a_planted_unlayered_module_is_found(tmp_path: Path) -> None:
     tree = _copy(tmp_path)
     (tree / "kerasfit" / "stray.py").write_text("X = 1\n", encoding="utf-8")
-    assert unlayered(tree / "kerasfit", _layers()) == ["kerasfit.stray"]
+    (tree / "kerasfit" / "semantic" / "stray.py").write_text("X = 1\n", encoding="utf-8")
+    found = {within: unlayered(tree / "kerasfit", within, layers) for within, layers in _layered()}
+    assert found == {"kerasfit": ["kerasfit.stray"], "kerasfit.semantic": ["kerasfit.semantic.stray"]}
+
+
+def test_no_import_cycles_counting_type_checking_imports() -> None:
+    """A module typed against a higher one imports it too, if only for mypy: such a loop
+    (the semantic parts around ``SemanticModel``) makes every part depend on every other."""
+    assert import_cycles(_modules(ROOT, "kerasfit", exclude_type_checking_imports=False)) == []
+
+
+def test_a_planted_type_checking_cycle_is_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "plantedcycle"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "model.py").write_text("from .part import Part\n\nclass Model:\n    part: Part\n", encoding="utf-8")
+    (pkg / "part.py").write_text(
+        "from __future__ import annotations\nfrom typing import TYPE_CHECKING\n\n"
+        "if TYPE_CHECKING:\n    from .model import Model\n\nclass Part:\n    owner: Model\n",
+        encoding="utf-8",
+    )
+    counted = import_cycles(_modules(tmp_path, "plantedcycle", exclude_type_checking_imports=False))
+    assert counted == [["plantedcycle.model", "plantedcycle.part", "plantedcycle.model"]]
+    assert import_cycles(_modules(tmp_path, "plantedcycle", exclude_type_checking_imports=True)) == []
 
 
 def test_a_planted_upward_import_breaks_the_contract(tmp_path: Path) -> None:

@@ -42,9 +42,9 @@ def test_grouped_references_equal_the_filtered_whole_file_lists(path: Path) -> N
 
 
 class _AncestorProbe:
-    """A rule-shaped visitor: at each call, the ancestors of the call (the walk path of the
-    replayed walk), of its children and of its arguments' values must be the parent
-    links' chain."""
+    """A rule-shaped visitor: at each call, the ancestors the model answers for the call,
+    its children and its arguments' values must be the parent links' chain (of an index
+    of its own)."""
 
     def __init__(self, ctx: SemanticModel) -> None:
         self.ctx = ctx
@@ -59,8 +59,6 @@ class _AncestorProbe:
                 chain.append(p)
                 p = self.parents.get(id(p))
             walked = self.ctx.scopes.ancestors(n)
-            if n is node:
-                assert walked is self.ctx.scopes.walk_path  # answered from the walk
             assert [id(x) for x in walked] == [id(x) for x in reversed(chain)]
             self.checked += 1
 
@@ -76,6 +74,8 @@ def test_ancestors_read_off_the_walk_are_the_parent_chain(path: Path) -> None:
 
 
 def test_a_node_elsewhere_gets_its_own_ancestors_not_the_walks() -> None:
+    """No question depends on where the walk is: asked while the walk visits a call in
+    ``f``, the model answers for a call in ``h`` (and the model keeps no walk state)."""
     src = "def f(x):\n    return g(x)\n\ndef h(y):\n    return k(y)\n"
     ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
     f, h = ctx.module.body
@@ -83,12 +83,19 @@ def test_a_node_elsewhere_gets_its_own_ancestors_not_the_walks() -> None:
     call_in_h = ret_h.body[0].value
     call_in_f = f.body.body[0].body[0].value
     scopes = ctx.scopes
-    scopes.walk_path[:] = [ctx.module, f, f.body, f.body.body[0], f.body.body[0].body[0]]
-    scopes.visiting = call_in_f
-    assert list(scopes.ancestors(call_in_h)) == [ctx.module, h, h.body, ret_h, ret_h.body[0]]
-    assert scopes.scopes_of(call_in_h) == [h, ctx.module]
-    assert scopes.enclosing_function(call_in_h) is h
-    assert ctx.roles.callable_of(call_in_h) is h
+    answers: list[object] = []
+
+    class Probe:
+        def visit_Call(self, node: cst.Call) -> None:
+            if node is call_in_f:
+                answers.extend([list(scopes.ancestors(call_in_h)), scopes.scopes_of(call_in_h),
+                                scopes.enclosing_function(call_in_h), ctx.roles.callable_of(call_in_h)])
+
+    errors: list[BaseException] = []
+    walk(ctx.module, ctx, [Probe()], lambda rule, exc: errors.append(exc))  # type: ignore[list-item]
+    assert not errors, errors[0]
+    assert answers == [[ctx.module, h, h.body, ret_h, ret_h.body[0]], [h, ctx.module], h, h]
+    assert not any(hasattr(scopes, gone) for gone in ("walk_path", "visiting"))
 
 
 def test_global_precheck_reads_the_word_and_falls_back_without_text() -> None:

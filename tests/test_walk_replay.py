@@ -1,7 +1,8 @@
 """The engine's rule walk replays the file index's node list: every visit and leave comes
-in the order, and with the walk path, of a walk that enumerates each node's children
-(``iter_children``), for whole-file indexes and for the language server's index joined
-from kept statement parts, with every node type visited or only a few."""
+in the order of a walk that enumerates each node's children (``iter_children``), and the
+model answers each visited node's ancestors as that walk's path; for whole-file indexes
+and for the language server's index joined from kept statement parts, with every node
+type visited or only a few."""
 
 from __future__ import annotations
 
@@ -64,13 +65,12 @@ def _assert_index_lists_the_walk(ctx: SemanticModel) -> None:
 
 
 def _probe(ctx: SemanticModel, visits: frozenset[str], leaves: frozenset[str], events: list[Event]) -> object:
-    """A rule-shaped visitor recording each event with the walk path, which is also what
-    the model answers as the visited node's ancestors."""
+    """A rule-shaped visitor recording each event with what the model answers as the
+    visited node's ancestors (the enumerating walk's path)."""
 
     def record(kind: str) -> Callable[[Any, cst.CSTNode], None]:
         def method(self: Any, node: cst.CSTNode) -> None:
-            assert ctx.scopes.ancestors(node) is ctx.scopes.walk_path
-            events.append((kind, id(node), tuple(map(id, ctx.scopes.walk_path))))
+            events.append((kind, id(node), tuple(map(id, ctx.scopes.ancestors(node)))))
 
         return method
 

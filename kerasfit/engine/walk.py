@@ -10,7 +10,6 @@ import libcst as cst
 from ..ruleapi.rule import Rule
 from ..semantic.fileindex import FileIndex
 from ..semantic.model import SemanticModel
-from ..semantic.scopes import Scopes
 from .reuse import StatementPlan
 from .settings import stop_now
 
@@ -51,15 +50,10 @@ def walk(
     if not visit and not leave:
         return
     rewalk = _dispatch(plan.rewalk) if plan is not None else ({}, {})
-    scopes = ctx.scopes  # the walk path is handed to the model as a cache of parent links
-    index = scopes.index
-    anc = scopes.walk_path
-    anc.clear()
-    scopes.visiting = module
+    index = ctx.index
     _visit(visit.get("Module", ()), module, on_error)
-    anc.append(module)
-    replay = _Replay(index, scopes, visit, leave, on_error)
-    rereplay = _Replay(index, scopes, *rewalk, on_error) if rewalk[0] or rewalk[1] else None
+    replay = _Replay(index, visit, leave, on_error)
+    rereplay = _Replay(index, *rewalk, on_error) if rewalk[0] or rewalk[1] else None
     for top, run in zip(module.body, index.runs, strict=True):
         stop_now(stop)
         if plan is not None:
@@ -71,25 +65,23 @@ def walk(
         replay.run(run)
         if plan is not None:
             plan.end(top)
-    del anc[1:]
-    scopes.visiting = module
     _visit(leave.get("Module", ()), module, on_error)
-    anc.clear()
-    scopes.visiting = None
 
 
 class _Replay:
     """The visitors over the file index's runs of nodes (one top-level statement and
-    everything under it; the walk path holds the module). ``scopes.walk_path`` is made
-    the visited node's ancestors from the index's parent links, climbing only as far as
-    the path of the node visited before; ``scopes.visiting`` names the node whose
-    visitors run, so the model answers ``ancestors(node)`` for it from the path."""
+    everything under it). The walk's own path (``path``: the module, then the ancestors
+    of the node visited last that are on its way) is made from the index's parent links,
+    climbing only as far as the path of the node visited before; it tells when the walk
+    leaves the subtree of a node some rule leaves. The walk owns it: the model answers
+    no question from it."""
 
     def __init__(
-        self, index: FileIndex, scopes: Scopes, visit: dict[str, list[Visitor]], leave: dict[str, list[Visitor]],
+        self, index: FileIndex, visit: dict[str, list[Visitor]], leave: dict[str, list[Visitor]],
         on_error: Callable[[Rule, BaseException], None],
     ) -> None:
-        self.parent, self.scopes, self.on_error = index.parent, scopes, on_error
+        self.parent, self.on_error = index.parent, on_error
+        self.path: list[cst.CSTNode] = [index.module]
         # each node type some rule visits or leaves: its visit_ and leave_ methods
         self.kinds = {
             _NODE_TYPES[name]: (visit.get(name), leave.get(name)) for name in {*visit, *leave} if name in _NODE_TYPES
@@ -99,8 +91,7 @@ class _Replay:
 
     def run(self, nodes: list[cst.CSTNode]) -> None:
         """The visitors of ``nodes``, a top-level statement and its subtree in source order."""
-        scopes, on_error, parent, at, kinds = self.scopes, self.on_error, self.parent, self.at, self.kinds
-        anc = scopes.walk_path
+        on_error, parent, at, kinds, anc = self.on_error, self.parent, self.at, self.kinds, self.path
         opened: list[tuple[int, cst.CSTNode, list[Visitor]]] = []  # (place on the path, node, leave_ methods)
         for node in [n for n in nodes if type(n) in kinds]:
             p = parent[id(node)]
@@ -118,7 +109,6 @@ class _Replay:
             while opened and opened[-1][0] > k:  # left the subtrees of nodes with leave_ methods
                 kl, left, gone = opened.pop()
                 del anc[kl:]
-                scopes.visiting = left
                 _visit(gone, left, on_error)
             del anc[k + 1 :]
             if missing is not None:
@@ -127,7 +117,6 @@ class _Replay:
                     anc.append(p)
             fns, leaves = kinds[type(node)]
             if fns is not None:
-                scopes.visiting = node
                 _visit(fns, node, on_error)
             if leaves is not None:
                 opened.append((len(anc), node, leaves))
@@ -136,7 +125,6 @@ class _Replay:
         while opened:
             kl, left, fns = opened.pop()
             del anc[kl:]
-            scopes.visiting = left
             _visit(fns, left, on_error)
         del anc[1:]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.sourcefile import read_regular
 from ..core.types import Diagnostic, FileResult
@@ -23,10 +23,32 @@ from ..engine.suppressions import Suppressions
 from .config import Config, ConfigError, check_dtype
 
 if TYPE_CHECKING:
-    from .check import FileSettings, Resolver
-
     from ..crosscheck.api import BuildOptions
     from ..crosscheck.verdicts import Evidence
+
+
+class FileSettings(Protocol):
+    """What the stage reads of a file's settings (``check.FileSettings``; check imports
+    this module, so it is named by what it offers)."""
+
+    @property
+    def codes(self) -> tuple[str, ...]: ...
+    @property
+    def target(self) -> str: ...
+    @property
+    def options(self) -> tuple[tuple[str, Any], ...]: ...
+
+
+class Resolver(Protocol):
+    """What the stage asks the check's resolver (``check.Resolver``)."""
+
+    @property
+    def rules(self) -> dict[str, RuleMeta]: ...
+    @property
+    def cache_dir(self) -> Path: ...
+
+    def settings_for(self, path: Path) -> FileSettings: ...
+    def config_for(self, directory: Path) -> Config: ...
 
 
 @dataclass(frozen=True)

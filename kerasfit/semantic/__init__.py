@@ -1,12 +1,15 @@
-"""kerasfit's semantic model: one package, layered bottom to top (an import-linter contract
-in pyproject.toml keeps it so; ``if TYPE_CHECKING`` imports of the model do not count).
+"""kerasfit's semantic model: one package whose modules are layered by an import-linter
+contract (pyproject.toml, ``kerasfit.semantic: model > facts > ...``: the one statement of
+the order; ``if TYPE_CHECKING`` imports count). A part is typed against the protocols of
+:mod:`.views` (what it asks of the model and of the other parts), never against
+:class:`.model.SemanticModel`.
 
 Rules reach it only through ``kerasfit.ruleapi`` and the per-file model handed to them
 (:class:`.model.SemanticModel`, ``self.ctx``), whose typed parts each answer questions
 about a node passed in — no question depends on where the engine's walk is. Everything
 is lazy: a file whose rules ask nothing of a part pays nothing for it.
 
-Bottom to top (a part is handed the lower parts it needs; none imports a higher one):
+What each module holds (a part is handed the lower parts it needs):
 
 - :mod:`.folding` — constant folding's arithmetic (binary, unary and comparison operators
   of libcst and ``ast`` alike, with the size limits) and its ``Budget`` (steps, depth, every
@@ -35,6 +38,8 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
 - :mod:`.summaries` — the interpreter of project functions over ``ast`` summaries:
   ``built_layer(index, facts, dotted, args, kwargs) -> Layer | None``, ``may_return_layer``.
 - :mod:`.caches` — ``ModelCaches``: the memos the parts share, declared and typed.
+- :mod:`.views` — the protocols the parts are typed against (``FileView``, ``ModelView``,
+  ``NamesView``, ``ValuesView``, the memos' views) and the ``CallSites`` record.
 - :mod:`.scoped` — references grouped by scope (one grouping per file index).
 - :mod:`.scopes` — part ``ctx.scopes`` (``Scopes``): the file index, scope indexes and
   ``Binding``s, ``lookup(name, at=node)``, ``scopes_of``, ``parent``, ``ancestors``,
@@ -53,8 +58,9 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
 - :mod:`.roles` — part ``ctx.roles`` (``Roles``): ``function_role``, ``of(node)``,
   host functions, traced graph code, demo blocks, ``uses_tpu``.
 - :mod:`.model` — ``SemanticModel``: the per-file facts (module, source, filename,
-  target, options, project, caches, ``file_fact``) composing the parts lazily; a
-  deprecated forwarder for the old flat ``FileContext`` method names.
+  target, options, project, caches, ``file_fact``) composing the parts lazily.
+- :mod:`.shapes` — ``shape_of``: the static rank and last-axis size of a tensor expression,
+  where the code spells them.
 - :mod:`.containers`, :mod:`.precision`, :mod:`.dataflow` and :mod:`.pipeline` — the
   light data-flow, container and ``tf.data`` questions rules ask (exported by
   ``kerasfit.ruleapi``), each taking the node it is about.

@@ -17,7 +17,7 @@ from .valueflow import returns
 
 if TYPE_CHECKING:
     from .modulefacts import ModuleFacts
-    from .model import SemanticModel
+    from .views import ModelView
 
 
 class Layers:
@@ -26,7 +26,7 @@ class Layers:
 
     __slots__ = ("_m",)
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: ModelView) -> None:
         self._m = model
 
     def built_layer(self, call: cst.Call) -> Layer | None:
@@ -77,13 +77,13 @@ class Layers:
     def tensor_names(self, func: cst.FunctionDef | cst.Lambda) -> TensorNames:
         """The names of ``func`` that may hold TF tensors (semantic.tensors.TensorNames)."""
         cache = self._m.caches.tensor_names
-        hit = cache.get(id(func))
+        hit: TensorNames | None = cache.get(id(func))
         if hit is None or hit.fn is not func:
             hit = cache[id(func)] = TensorNames(self._m, func)
         return hit
 
 
-def built_layer_at(ctx: SemanticModel, call: cst.Call) -> Layer | None:
+def built_layer_at(ctx: ModelView, call: cst.Call) -> Layer | None:
     cache = ctx.caches.built_layers
     hit = cache.get(id(call))
     if hit is not None and hit[0] is call:
@@ -93,7 +93,7 @@ def built_layer_at(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     return out
 
 
-def _built_layer(ctx: SemanticModel, call: cst.Call) -> Layer | None:
+def _built_layer(ctx: ModelView, call: cst.Call) -> Layer | None:
     dotted = dotted_name(call.func)
     if dotted is None or ctx.names.call_name(call) is not None:
         return None
@@ -121,7 +121,7 @@ def _built_layer(ctx: SemanticModel, call: cst.Call) -> Layer | None:
     return built_layer(ctx.project, facts, dotted, *called)
 
 
-def _project_function(ctx: SemanticModel, facts: ModuleFacts, dotted: str) -> bool:
+def _project_function(ctx: ModelView, facts: ModuleFacts, dotted: str) -> bool:
     """Whether ``dotted`` names a project function (this file or another of the tree),
     once per spelling: most callees are asked about at many call sites."""
     known = ctx.caches.factory_callees
@@ -132,7 +132,7 @@ def _project_function(ctx: SemanticModel, facts: ModuleFacts, dotted: str) -> bo
     return hit
 
 
-def _call_args(ctx: SemanticModel, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
+def _call_args(ctx: ModelView, given: Sequence[cst.Arg]) -> tuple[list[Any], dict[str, Any]] | None:
     """The abstract values of a call's arguments, positional and by keyword; None when a
     ``*args`` leaves the positions unknown (a ``**kwargs`` may hold anything: TOP)."""
     args: list[Any] = []
@@ -151,7 +151,7 @@ def _call_args(ctx: SemanticModel, given: Sequence[cst.Arg]) -> tuple[list[Any],
     return args, kwargs
 
 
-def ops_fed_at(ctx: SemanticModel, call: cst.Call, arg: cst.Arg | None = None) -> list[Layer]:
+def ops_fed_at(ctx: ModelView, call: cst.Call, arg: cst.Arg | None = None) -> list[Layer]:
     """For ``wrapper(x, ..)``, a call of a project function (this or another file of the
     tree): the framework ops the wrapper applies directly to the argument ``arg`` (default:
     its first positional one)."""
@@ -170,7 +170,7 @@ def ops_fed_at(ctx: SemanticModel, call: cst.Call, arg: cst.Arg | None = None) -
     return out
 
 
-def _ops_fed(ctx: SemanticModel, call: cst.Call, arg: cst.Arg) -> list[Layer]:
+def _ops_fed(ctx: ModelView, call: cst.Call, arg: cst.Arg) -> list[Layer]:
     dotted = dotted_name(call.func)
     if dotted is None or ctx.names.call_name(call) is not None or arg.star:
         return []
@@ -214,7 +214,7 @@ def _param_given(fn: cst.FunctionDef, call: cst.Call, arg: cst.Arg) -> str | Non
     return params[pos].name.value if pos < len(params) else None
 
 
-def _closure_fed(ctx: SemanticModel, fn: cst.FunctionDef, param: str | None) -> list[Layer]:
+def _closure_fed(ctx: ModelView, fn: cst.FunctionDef, param: str | None) -> list[Layer]:
     """A function defined inside another (a closure the project index does not summarise):
     the ops fed by the project calls in its body that take its parameter ``param``."""
     if param is None:
@@ -253,7 +253,7 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
     return collect.found
 
 
-def unseen_project_module(ctx: SemanticModel, call: cst.Call) -> str | None:
+def unseen_project_module(ctx: ModelView, call: cst.Call) -> str | None:
     dotted = dotted_name(call.func)
     if dotted is None or ctx.names.call_name(call) is not None:
         return None
@@ -278,7 +278,7 @@ def unseen_project_module(ctx: SemanticModel, call: cst.Call) -> str | None:
     return module
 
 
-def project_flag_default(ctx: SemanticModel, name: str) -> cst.BaseExpression | None:
+def project_flag_default(ctx: ModelView, name: str) -> cst.BaseExpression | None:
     """The literal default of absl flag ``name`` defined in a project module the file
     imports, as an expression (a number, string or bool), else None."""
     facts = _facts(ctx)
@@ -288,7 +288,7 @@ def project_flag_default(ctx: SemanticModel, name: str) -> cst.BaseExpression | 
     return cst.parse_expression(repr(expr.value))
 
 
-def project_zero_pad_layer(ctx: SemanticModel, ctor: cst.Call) -> bool:
+def project_zero_pad_layer(ctx: ModelView, ctor: cst.Call) -> bool:
     """``Pad(1)`` with ``Pad`` imported from another project module whose ``call`` is a
     zero pad of its input (see :meth:`ProjectIndex.zero_pad_layer`)."""
     dotted = dotted_name(ctor.func)
@@ -298,7 +298,7 @@ def project_zero_pad_layer(ctx: SemanticModel, ctor: cst.Call) -> bool:
     return facts is not None and ctx.project.zero_pad_layer(facts, dotted)
 
 
-def project_makes_tpu(ctx: SemanticModel, call: cst.Call) -> bool:
+def project_makes_tpu(ctx: ModelView, call: cst.Call) -> bool:
     """``strategy = tpu_lib.get_strategy()``: a call of a project function of another
     module that sets up a TPU (see :meth:`ProjectIndex.makes_tpu`)."""
     dotted = dotted_name(call.func)
@@ -313,7 +313,7 @@ def project_makes_tpu(ctx: SemanticModel, call: cst.Call) -> bool:
     return hit
 
 
-def _facts(ctx: SemanticModel) -> ModuleFacts | None:
+def _facts(ctx: ModelView) -> ModuleFacts | None:
     """The checked file's own index facts (its source parsed once with ``ast``)."""
     caches = ctx.caches
     if not caches.index_facts_read:
@@ -323,7 +323,7 @@ def _facts(ctx: SemanticModel) -> ModuleFacts | None:
     return facts
 
 
-def _arg_value(ctx: SemanticModel, expr: cst.BaseExpression) -> Any:
+def _arg_value(ctx: ModelView, expr: cst.BaseExpression) -> Any:
     # a parameter of the caller stays unknown here: folding it through every call
     # site of the caller costs more than a factory summary is worth
     if isinstance(expr, cst.Name):
@@ -334,7 +334,7 @@ def _arg_value(ctx: SemanticModel, expr: cst.BaseExpression) -> Any:
     return vals if vals is not None else TOP
 
 
-def _project_may_return_layer(ctx: SemanticModel, fn: ast.FunctionDef) -> bool:
+def _project_may_return_layer(ctx: ModelView, fn: ast.FunctionDef) -> bool:
     cache = ctx.caches.project_may_return_layer
     hit = cache.get(id(fn))
     if hit is None or hit[0] is not fn:
@@ -342,7 +342,7 @@ def _project_may_return_layer(ctx: SemanticModel, fn: ast.FunctionDef) -> bool:
     return hit[1]
 
 
-def _cst_may_return_layer(ctx: SemanticModel, fn: cst.FunctionDef) -> bool:
+def _cst_may_return_layer(ctx: ModelView, fn: cst.FunctionDef) -> bool:
     cache = ctx.caches.may_return_layer
     hit = cache.get(id(fn))
     if hit is not None and hit[0] is fn:

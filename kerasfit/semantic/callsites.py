@@ -3,34 +3,18 @@ part's questions about callers: ``Values.call_sites``, ``Values.param_values``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import libcst as cst
 
 from .nodes import UNKNOWN, ScopeNode, dotted_name
+from .views import CallSites, ParamValue
 
 if TYPE_CHECKING:
-    from .values import Values
+    from .views import ValueFlow
 
 
-class CallSites(NamedTuple):
-    """Same-file calls of a function, each with the scopes it sits in."""
-
-    calls: tuple[tuple[cst.Call, tuple[ScopeNode, ...]], ...]
-    complete: bool  # False: the function is also used as a value; callers may be unseen
-    skip_self: bool = False  # a method / __init__: the call passes no ``self``
-
-
-class ParamValue(NamedTuple):
-    """What one call site passes for a parameter."""
-
-    call: cst.Call
-    value: cst.BaseExpression | None  # the argument, the default when omitted, None if hidden
-    const: Any  # ``value`` folded in the caller's scope (or the def's), or UNKNOWN
-    passed: bool  # True when the site passes it explicitly (False: the default)
-
-
-def find_call_sites(v: Values, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
+def find_call_sites(v: ValueFlow, func: cst.FunctionDef | cst.ClassDef) -> CallSites:
     idx = v.scopes.index
     if isinstance(func, cst.FunctionDef) and func.name.value == "__init__":
         cls = idx.method_class.get(id(func))
@@ -70,7 +54,7 @@ def find_call_sites(v: Values, func: cst.FunctionDef | cst.ClassDef) -> CallSite
     return CallSites(tuple(calls), complete, skip_self=skip_self)
 
 
-def param_values(v: Values, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> list[ParamValue]:
+def param_values(v: ValueFlow, func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> list[ParamValue]:
     """What each same-file call site passes for ``param`` of ``func``.
 
     One ParamValue per call site (``value`` is the argument expression, or the
@@ -98,7 +82,7 @@ def _param_node(func: cst.FunctionDef | cst.Lambda, param: str | cst.Param) -> c
     return None
 
 
-def arg_for(v: Values, func: cst.FunctionDef, p: cst.Param, call: cst.Call, scopes: Sequence[ScopeNode]) -> tuple[cst.BaseExpression | None, Sequence[ScopeNode]]:
+def arg_for(v: ValueFlow, func: cst.FunctionDef, p: cst.Param, call: cst.Call, scopes: Sequence[ScopeNode]) -> tuple[cst.BaseExpression | None, Sequence[ScopeNode]]:
     ps = func.params
     positional = [*ps.posonly_params, *ps.params]
     if v.call_sites(func).skip_self and positional:
@@ -123,7 +107,7 @@ def arg_for(v: Values, func: cst.FunctionDef, p: cst.Param, call: cst.Call, scop
     return None, scopes
 
 
-def param_candidates(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+def param_candidates(v: ValueFlow, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
     if isinstance(func, cst.FunctionDef) and p.star not in ("*", "**"):
         sites = v.call_sites(func)
         if sites.complete and sites.calls:
@@ -133,7 +117,7 @@ def param_candidates(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param
     return []
 
 
-def pinned_param(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> tuple[list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]], str | None]:
+def pinned_param(v: ValueFlow, func: cst.FunctionDef | cst.Lambda, p: cst.Param) -> tuple[list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]], str | None]:
     """What ``p`` is at every call of ``func``, for a value a fix rests on: (the argument
     each call passes, None) when ``func`` is private to the project (an underscore name not
     imported elsewhere in the tree, or a closure) and every call of it is found here and
@@ -156,7 +140,7 @@ def pinned_param(v: Values, func: cst.FunctionDef | cst.Lambda, p: cst.Param) ->
     return found, None
 
 
-def _owner(v: Values, func: cst.FunctionDef) -> tuple[str, bool]:
+def _owner(v: ValueFlow, func: cst.FunctionDef) -> tuple[str, bool]:
     """How a message names ``func`` (a method by its class, ``__init__`` by the class), and
     whether it is private to the project: a closure, or an underscore name (a method's or
     its class's) in a module no other file of the tree imports."""

@@ -31,7 +31,7 @@ from .nodes import SCOPE_TYPES, UNKNOWN, get_arg, iter_children
 from .scoped import attr_refs_within, name_refs_in
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 _COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
 # exact node types for the climbs through every ancestor below (an isinstance against a
@@ -82,14 +82,14 @@ def _same(a: cst.CSTNode, b: cst.CSTNode) -> bool:
     return _self_attr(a) is not None and _self_attr(a) == _self_attr(b)
 
 
-def _enclosing(ctx: SemanticModel, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
+def _enclosing(ctx: ModelView, node: cst.CSTNode, kinds: type[cst.CSTNode] | tuple[type[cst.CSTNode], ...]) -> cst.CSTNode | None:
     p = ctx.scopes.parent(node)
     while p is not None and not isinstance(p, kinds):
         p = ctx.scopes.parent(p)
     return p
 
 
-def _uses(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
+def _uses(ctx: ModelView, base: cst.BaseExpression, where: cst.CSTNode) -> Iterator[cst.Name | cst.Attribute]:
     """Every occurrence of the container's spelling in ``where`` (its class or function)."""
     attr = _self_attr(base)
     if attr is not None:
@@ -103,7 +103,7 @@ def _uses(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode) -> I
         yield n
 
 
-def contents(ctx: SemanticModel, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
+def contents(ctx: ModelView, base: cst.BaseExpression, _depth: int = 0, _alias: cst.Assign | None = None) -> Contents | None:
     """What the container ``base`` (``self.attr`` or a local name) holds, or None."""
     if _depth > 3:
         return None
@@ -122,53 +122,88 @@ def contents(ctx: SemanticModel, base: cst.BaseExpression, _depth: int = 0, _ali
     key = (id(where), spelling, id(_alias))
     memo = ctx.caches.containers
     if key in memo:
-        return memo[key]
+        hit: Contents | None = memo[key]
+        return hit
     memo[key] = None  # a cycle (``a = b; b = a``) is unknown
     memo[key] = found = _contents(ctx, base, where, _depth, _alias)
     return found
 
 
-def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
-    init: cst.Assign | None = None
-    appends: list[tuple[cst.Call, cst.CSTNode]] = []
-    stores: list[tuple[object, cst.BaseExpression]] = []
+class _Found:
+    """What a container's uses in its scope show: its one assignment, the appends to it
+    and the constant-key stores into it."""
+
+    __slots__ = ("init", "appends", "stores")
+
+    def __init__(self) -> None:
+        self.init: cst.Assign | None = None
+        self.appends: list[tuple[cst.Call, cst.CSTNode]] = []
+        self.stores: list[tuple[object, cst.BaseExpression]] = []
+
+
+def _contents(ctx: ModelView, base: cst.BaseExpression, where: cst.CSTNode, depth: int, alias: cst.Assign | None) -> Contents | None:
+    found = _Found()
     for n in _uses(ctx, base, where):
-        par = ctx.scopes.parent(n)
-        if isinstance(par, cst.AssignTarget):
-            stmt = ctx.scopes.parent(par)
-            if init is not None or not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
-                return None
-            init = stmt
-            continue
-        if isinstance(par, cst.Attribute) and par.value is n:
-            call = ctx.scopes.parent(par)
-            method = par.attr.value
-            if isinstance(call, cst.Call) and call.func is par:
-                if method in _MUTATORS:
-                    return None
-                if method in ("append", "add"):
-                    stmt = ctx.scopes.parent(call)
-                    if not isinstance(stmt, cst.Expr) or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
-                        return None
-                    appends.append((call, stmt))
-            continue
-        if isinstance(par, cst.Subscript) and par.value is n:
-            if isinstance(ctx.scopes.parent(par), (cst.AssignTarget, cst.AugAssign)) or isinstance(ctx.scopes.parent(par), cst.Del):
-                target_of = ctx.scopes.parent(par)
-                if isinstance(target_of, cst.AssignTarget) and len(par.slice) == 1 and isinstance(par.slice[0].slice, cst.Index):
-                    k = ctx.values.const(par.slice[0].slice.value, scopes=ctx.scopes.scopes_of(par))
-                    stmt = ctx.scopes.parent(target_of)
-                    if k is not UNKNOWN and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
-                        stores.append((k, stmt.value))
-                        continue
-                return None
-            continue
-        if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
-            return None  # ``self.x += [...]`` / an alias that may be mutated elsewhere
-        if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.scopes.parent(par)):
-            return None  # handed to code that may change it (``add_block(model)``)
-    if init is None:
+        if not _record_use(ctx, found, n, alias):
+            return None
+    if found.init is None:
         return None
+    return _built(ctx, base, found.init, found, depth)
+
+
+def _record_use(ctx: ModelView, found: _Found, n: cst.Name | cst.Attribute, alias: cst.Assign | None) -> bool:
+    """Record one use of the container in ``found``; False for a use that may change it
+    in a way not followed."""
+    par = ctx.scopes.parent(n)
+    if isinstance(par, cst.AssignTarget):
+        stmt = ctx.scopes.parent(par)
+        if found.init is not None or not isinstance(stmt, cst.Assign) or len(stmt.targets) != 1:
+            return False
+        found.init = stmt
+        return True
+    if isinstance(par, cst.Attribute) and par.value is n:
+        return _method_use(ctx, found, par)
+    if isinstance(par, cst.Subscript) and par.value is n:
+        return _subscript_use(ctx, found, par)
+    if isinstance(par, (cst.AugAssign, cst.Del)) or (isinstance(par, cst.Assign) and par.value is n and par is not alias):
+        return False  # ``self.x += [...]`` / an alias that may be mutated elsewhere
+    if isinstance(par, cst.Arg) and not _reads_only(ctx, ctx.scopes.parent(par)):
+        return False  # handed to code that may change it (``add_block(model)``)
+    return True
+
+
+def _method_use(ctx: ModelView, found: _Found, par: cst.Attribute) -> bool:
+    """``x.append(v)`` (recorded), ``x.sort()`` (False), any other attribute (ignored)."""
+    call = ctx.scopes.parent(par)
+    if isinstance(call, cst.Call) and call.func is par:
+        method = par.attr.value
+        if method in _MUTATORS:
+            return False
+        if method in ("append", "add"):
+            stmt = ctx.scopes.parent(call)
+            if not isinstance(stmt, cst.Expr) or len(call.args) != 1 or call.args[0].keyword or call.args[0].star:
+                return False
+            found.appends.append((call, stmt))
+    return True
+
+
+def _subscript_use(ctx: ModelView, found: _Found, par: cst.Subscript) -> bool:
+    """``x[k] = v`` with a constant ``k`` (recorded), another store or ``del`` (False), a read."""
+    target_of = ctx.scopes.parent(par)
+    if not isinstance(target_of, (cst.AssignTarget, cst.AugAssign, cst.Del)):
+        return True
+    if isinstance(target_of, cst.AssignTarget) and len(par.slice) == 1 and isinstance(par.slice[0].slice, cst.Index):
+        k = ctx.values.const(par.slice[0].slice.value, scopes=ctx.scopes.scopes_of(par))
+        stmt = ctx.scopes.parent(target_of)
+        if k is not UNKNOWN and isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+            found.stores.append((k, stmt.value))
+            return True
+    return False
+
+
+def _built(ctx: ModelView, base: cst.BaseExpression, init: cst.Assign, found: _Found, depth: int) -> Contents | None:
+    """The contents the assignment ``init`` and the recorded appends and stores build."""
+    appends, stores = found.appends, found.stores
     value = init.value
     if isinstance(value, cst.Name) and depth < 3 and _self_attr(base) is not None:
         # layers = []; layers.append(...); self.layers = layers
@@ -187,6 +222,11 @@ def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, 
         if len(set(map(repr, keys))) != len(keys):
             return None
         return Contents(tuple(v for _, v in stores), False, keys)
+    return _assigned(ctx, value, depth)
+
+
+def _assigned(ctx: ModelView, value: cst.BaseExpression, depth: int) -> Contents | None:
+    """The contents of the value a container is assigned (nothing appended or stored)."""
     if isinstance(value, (cst.List, cst.Tuple)):
         if any(isinstance(e, cst.StarredElement) for e in value.elements):
             return None
@@ -194,33 +234,37 @@ def _contents(ctx: SemanticModel, base: cst.BaseExpression, where: cst.CSTNode, 
     if isinstance(value, cst.ListComp):
         return Contents((value.elt,), True)
     if isinstance(value, cst.Dict):
-        dict_keys: list[object] = []
-        dict_values: list[cst.BaseExpression] = []
-        for e in value.elements:
-            if not isinstance(e, cst.DictElement):
-                return None
-            k = ctx.values.const(e.key, scopes=ctx.scopes.scopes_of(e))
-            if k is UNKNOWN:
-                return None
-            dict_keys.append(k)
-            dict_values.append(e.value)
-        return Contents(tuple(dict_values), False, tuple(dict_keys))
+        return _dict_literal(ctx, value)
     if isinstance(value, cst.DictComp):
         return Contents((value.value,), True)
     if isinstance(value, cst.Call) and ctx.names.call_name_anywhere(value) == _SEQUENTIAL:
         layers = get_arg(value, "layers", 0)
         if layers is not None and isinstance(layers.value, (cst.List, cst.Tuple)):
             return contents_of_literal(layers.value)
-        if layers is not None and not appends and (isinstance(layers.value, cst.Name) or _self_attr(layers.value)):
+        if layers is not None and (isinstance(layers.value, cst.Name) or _self_attr(layers.value)):
             return contents(ctx, layers.value, depth + 1)  # Sequential(blocks), blocks built above
     return None
+
+
+def _dict_literal(ctx: ModelView, value: cst.Dict) -> Contents | None:
+    dict_keys: list[object] = []
+    dict_values: list[cst.BaseExpression] = []
+    for e in value.elements:
+        if not isinstance(e, cst.DictElement):
+            return None
+        k = ctx.values.const(e.key, scopes=ctx.scopes.scopes_of(e))
+        if k is UNKNOWN:
+            return None
+        dict_keys.append(k)
+        dict_values.append(e.value)
+    return Contents(tuple(dict_values), False, tuple(dict_keys))
 
 
 # Builtins that only read the container they are given.
 _READERS = frozenset({"len", "zip", "enumerate", "reversed", "list", "tuple", "iter", "range", "print", "isinstance", "sorted", "any", "all", "map", "filter", "sum", "min", "max"})
 
 
-def _reads_only(ctx: SemanticModel, call: cst.CSTNode | None) -> bool:
+def _reads_only(ctx: ModelView, call: cst.CSTNode | None) -> bool:
     """A call that does not change a container passed to it: a reading builtin, or a
     framework call (``keras.Sequential(layers)``, ``tf.concat(parts)``)."""
     if not isinstance(call, cst.Call):
@@ -236,7 +280,7 @@ def contents_of_literal(value: cst.List | cst.Tuple) -> Contents | None:
     return Contents(tuple(e.value for e in value.elements), False)
 
 
-def _is_empty(ctx: SemanticModel, value: cst.BaseExpression) -> bool:
+def _is_empty(ctx: ModelView, value: cst.BaseExpression) -> bool:
     if isinstance(value, (cst.List, cst.Tuple)) and not value.elements:
         return True
     if isinstance(value, cst.Call) and not value.args:
@@ -246,7 +290,7 @@ def _is_empty(ctx: SemanticModel, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _appended(ctx: SemanticModel, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
+def _appended(ctx: ModelView, init: cst.Assign, appends: list[tuple[cst.Call, cst.CSTNode]]) -> Contents | None:
     """The period the appends build: they must sit in one block, run together (nothing
     between them leaves the block), after the container is created in the same function."""
     lines: list[cst.SimpleStatementLine] = []
@@ -290,7 +334,7 @@ def _appended(ctx: SemanticModel, init: cst.Assign, appends: list[tuple[cst.Call
 
 
 # ---- which element --------------------------------------------------------------
-def element_candidates(ctx: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: ModelView, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """The element expressions ``expr`` may be: ``C[i]`` (by index or key) or a loop
     variable over ``C`` (``for l in C``, ``enumerate(C)``, ``zip(C1, C2)``, also in
     comprehensions). One candidate when the element is determined; None when ``expr``
@@ -319,7 +363,7 @@ def _distinct(items: Sequence[cst.BaseExpression]) -> list[cst.BaseExpression]:
     return out
 
 
-def _at(ctx: SemanticModel, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
+def _at(ctx: ModelView, c: Contents, index: cst.BaseExpression) -> list[cst.BaseExpression]:
     scopes = ctx.scopes.scopes_of(index)
     if c.keys is not None:
         k = ctx.values.const(index, scopes=scopes)
@@ -332,7 +376,7 @@ def _at(ctx: SemanticModel, c: Contents, index: cst.BaseExpression) -> list[cst.
     return [c.items[r]] if r is not None else _distinct(c.items)
 
 
-def residue(ctx: SemanticModel, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
+def residue(ctx: ModelView, expr: cst.BaseExpression, p: int, _depth: int = 0) -> int | None:
     """``expr mod p`` when the code fixes it (``k + 1`` with ``k = 0`` and ``k += 2``,
     ``2 * i``, a ``range`` start with a step that is a multiple of ``p``), else None."""
     if p == 1:
@@ -369,7 +413,7 @@ def residue(ctx: SemanticModel, expr: cst.BaseExpression, p: int, _depth: int = 
     return None
 
 
-def _comprehension_binding(ctx: SemanticModel, name: cst.Name) -> cst.CompFor | None:
+def _comprehension_binding(ctx: ModelView, name: cst.Name) -> cst.CompFor | None:
     for node in _ancestors(ctx, name):
         if isinstance(node, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
             return None
@@ -382,7 +426,7 @@ def _comprehension_binding(ctx: SemanticModel, name: cst.Name) -> cst.CompFor | 
     return None
 
 
-def _name_residue(ctx: SemanticModel, name: cst.Name, p: int, depth: int) -> int | None:
+def _name_residue(ctx: ModelView, name: cst.Name, p: int, depth: int) -> int | None:
     scopes = ctx.scopes.scopes_of(name)
     scope = scopes[0] if scopes else None
     if not isinstance(scope, cst.FunctionDef):
@@ -410,7 +454,7 @@ def _name_residue(ctx: SemanticModel, name: cst.Name, p: int, depth: int) -> int
     return found.pop() if len(found) == 1 else None
 
 
-def _range_residue(ctx: SemanticModel, it: cst.BaseExpression, p: int, depth: int) -> int | None:
+def _range_residue(ctx: ModelView, it: cst.BaseExpression, p: int, depth: int) -> int | None:
     if not (isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "range"):
         return None
     args = [a.value for a in it.args if a.keyword is None and not a.star]
@@ -426,7 +470,7 @@ def _mentions(expr: cst.CSTNode, name: str) -> bool:
     return any(isinstance(n, cst.Name) and n.value == name for n in _walk(expr))
 
 
-def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: ModelView, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates: ``C`` in ``for name in C``, ``for i, name
     in enumerate(C)`` or ``for a, name in zip(A, C)`` — the innermost comprehension
     binding ``name``, else the one ``for`` statement binding it in its function."""
@@ -477,33 +521,16 @@ class Order:
         return self.contents.adjacent()
 
 
-def applied_in_order(ctx: SemanticModel, call: cst.Call) -> Order | None:
+def applied_in_order(ctx: ModelView, call: cst.Call) -> Order | None:
     """For ``x = layer(x)`` in ``for layer in C:`` (or ``enumerate(C)``, or ``x = C[i](x)``
     under ``for i in range(len(C))``): the container, whose elements then feed each other
     in construction order. None unless the loop body is that chain: the statement sits
     directly in the loop's body, nothing else there rebinds ``x``, and no ``break`` /
     ``continue`` skips a layer."""
-    func = call.func
-    if isinstance(func, cst.Name):
-        bound = _for_binding(ctx, func)
-        if bound is None:
-            return None
-        loop, container = bound
-        if not (isinstance(loop.target, cst.Name) or _enumerate_value(loop, func.value)):
-            return None
-    elif isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
-        index = func.slice[0].slice.value
-        if not isinstance(index, cst.Name):
-            return None
-        bound = _for_binding(ctx, index)
-        if bound is None:
-            return None
-        loop, it = bound
-        container = func.value
-        if not isinstance(loop.target, cst.Name) or not _range_len_of(it, container):
-            return None
-    else:
+    looped = _looped_container(ctx, call.func)
+    if looped is None:
         return None
+    loop, container = looped
     assign = ctx.scopes.parent(call)
     if not (isinstance(assign, cst.Assign) and assign.value is call and len(assign.targets) == 1):
         return None
@@ -515,19 +542,52 @@ def applied_in_order(ctx: SemanticModel, call: cst.Call) -> Order | None:
     line = ctx.scopes.parent(assign)
     if not isinstance(line, cst.SimpleStatementLine) or ctx.scopes.parent(line) is not loop.body:
         return None
+    if not _only_chain(loop, line, target.value):
+        return None
+    c = contents(ctx, container)
+    return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
+
+
+def _looped_container(ctx: ModelView, func: cst.BaseExpression) -> tuple[cst.For, cst.BaseExpression] | None:
+    """For the callee ``layer`` of ``for layer in C`` (or ``enumerate(C)``) or ``C[i]`` of
+    ``for i in range(len(C))``: the loop and ``C``."""
+    if isinstance(func, cst.Name):
+        bound = _for_binding(ctx, func)
+        if bound is None:
+            return None
+        loop, container = bound
+        if not (isinstance(loop.target, cst.Name) or _enumerate_value(loop, func.value)):
+            return None
+        return loop, container
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index):
+        index = func.slice[0].slice.value
+        if not isinstance(index, cst.Name):
+            return None
+        bound = _for_binding(ctx, index)
+        if bound is None:
+            return None
+        loop, it = bound
+        if not isinstance(loop.target, cst.Name) or not _range_len_of(it, func.value):
+            return None
+        return loop, func.value
+    return None
+
+
+def _only_chain(loop: cst.For, line: cst.SimpleStatementLine, name: str) -> bool:
+    """Nothing in the loop's body but ``line`` rebinds ``name``, and no ``break`` /
+    ``continue`` skips an element."""
     for stmt in loop.body.body:
         if stmt is line:
             continue
         for n in _walk(stmt):
             if isinstance(n, (cst.Break, cst.Continue)):
-                return None
-            if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)) and _mentions(n.target, target.value):
-                return None
-    c = contents(ctx, container)
-    return Order(container, c) if c is not None and len(c.items) > 1 or (c is not None and c.repeats) else None
+                return False
+            if isinstance(n, (cst.AssignTarget, cst.AugAssign, cst.AnnAssign, cst.For)) and _mentions(n.target, name):
+                return False
+    return True
 
 
-def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
+def _for_binding(ctx: ModelView, name: cst.Name) -> tuple[cst.For, cst.BaseExpression] | None:
     """The innermost ``for`` statement around ``name`` that binds it (and nothing in its
     body rebinds it), and what it iterates (the container itself for ``enumerate(C)``);
     None when there is none or it iterates something unknown."""
@@ -545,7 +605,7 @@ def _for_binding(ctx: SemanticModel, name: cst.Name) -> tuple[cst.For, cst.BaseE
     return None
 
 
-def _ancestors(ctx: SemanticModel, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+def _ancestors(ctx: ModelView, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """``node``'s ancestors, innermost first."""
     return reversed(ctx.scopes.ancestors(node))
 

@@ -12,13 +12,13 @@ from typing import Any, Sequence
 import libcst as cst
 
 from . import containers
-from .model import SemanticModel
 from .nodes import ScopeNode, class_index, get_arg, self_attr, walk
+from .views import ModelView
 
 Block = cst.IndentedBlock | cst.Module
 
 
-def current_statement(ctx: SemanticModel, node: cst.CSTNode) -> tuple[cst.SimpleStatementLine, Block, int] | None:
+def current_statement(ctx: ModelView, node: cst.CSTNode) -> tuple[cst.SimpleStatementLine, Block, int] | None:
     """The statement line holding ``node``, its block and its index there."""
     stack = ctx.scopes.ancestors(node)
     for i in range(len(stack) - 1, 0, -1):
@@ -35,7 +35,7 @@ def current_statement(ctx: SemanticModel, node: cst.CSTNode) -> tuple[cst.Simple
     return None
 
 
-def reaching_assignment(ctx: SemanticModel, name: str, at: cst.CSTNode) -> tuple[cst.SimpleStatementLine, cst.BaseExpression] | None:
+def reaching_assignment(ctx: ModelView, name: str, at: cst.CSTNode) -> tuple[cst.SimpleStatementLine, cst.BaseExpression] | None:
     """The ``name = value`` statement that a use of ``name`` at ``at`` reads.
 
     Walks back through earlier statements of the same block; gives up (None) when a
@@ -74,7 +74,7 @@ def reaching_assignment(ctx: SemanticModel, name: str, at: cst.CSTNode) -> tuple
     return None
 
 
-def _line_of(ctx: SemanticModel, small: cst.CSTNode, scopes: Sequence[ScopeNode]) -> cst.SimpleStatementLine | None:
+def _line_of(ctx: ModelView, small: cst.CSTNode, scopes: Sequence[ScopeNode]) -> cst.SimpleStatementLine | None:
     """The line that is ``small`` alone, when it lies in one of ``scopes`` (not in a def or
     class nested in them): its parent in the file index, not a walk of the scopes."""
     index = ctx.scopes.index
@@ -85,7 +85,7 @@ def _line_of(ctx: SemanticModel, small: cst.CSTNode, scopes: Sequence[ScopeNode]
     return line if any(s is home for s in scopes) else None
 
 
-def value_of(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
+def value_of(ctx: ModelView, expr: cst.BaseExpression) -> cst.BaseExpression:
     """Follow a Name to the assignment that reaches it (once); else the expression."""
     if isinstance(expr, cst.Name):
         hit = reaching_assignment(ctx, expr.value, expr)
@@ -104,7 +104,7 @@ def class_attr_uses(cls: cst.ClassDef, attr: str) -> int:
     return class_index(cls)[1].get(attr, 0)
 
 
-def layer_constructor(ctx: SemanticModel, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
+def layer_constructor(ctx: ModelView, func: cst.BaseExpression) -> tuple[cst.Call, str] | None:
     """For a layer application ``f(x)``: the constructor call of ``f`` and its canonical name,
     when ``f`` is a framework layer (see :func:`constructor_call` for what ``f`` may be)."""
     ctor = constructor_call(ctx, func)
@@ -115,7 +115,7 @@ def layer_constructor(ctx: SemanticModel, func: cst.BaseExpression) -> tuple[cst
     return None
 
 
-def constructor_call(ctx: SemanticModel, func: cst.BaseExpression) -> cst.Call | None:
+def constructor_call(ctx: ModelView, func: cst.BaseExpression) -> cst.Call | None:
     """For a layer application ``f(x)``: the call that built ``f`` (a framework layer or not).
 
     Handles ``Conv2D(...)(x)``, ``conv = Conv2D(...); conv(x)`` and ``self.conv(x)`` with
@@ -146,7 +146,7 @@ def _is_none(value: cst.BaseExpression) -> bool:
     return type(value) is cst.Name and value.value == "None"
 
 
-def container_element(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+def container_element(ctx: ModelView, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The one element expression ``C[i]`` or a loop variable over ``C`` is, when the
     container's construction fixes it (see :mod:`kerasfit.semantic.containers`)."""
     cands = element_candidates(ctx, expr)
@@ -159,28 +159,28 @@ def container_element(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseE
     return el
 
 
-def element_candidates(ctx: SemanticModel, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def element_candidates(ctx: ModelView, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """Every element expression ``C[i]`` / a loop variable over ``C`` may be (a may-answer)."""
     return containers.element_candidates(ctx, expr)
 
 
-def container_contents(ctx: SemanticModel, expr: cst.BaseExpression) -> containers.Contents | None:
+def container_contents(ctx: ModelView, expr: cst.BaseExpression) -> containers.Contents | None:
     """One period of what a layer container holds, in construction order (``adjacent()``
     gives the layers that follow each other when it is iterated)."""
     return containers.contents(ctx, expr)
 
 
-def applied_in_order(ctx: SemanticModel, call: cst.Call) -> containers.Order | None:
+def applied_in_order(ctx: ModelView, call: cst.Call) -> containers.Order | None:
     """``x = layer(x)`` in ``for layer in C:``: the container whose layers feed each other."""
     return containers.applied_in_order(ctx, call)
 
 
-def loop_source(ctx: SemanticModel, name: cst.Name) -> cst.BaseExpression | None:
+def loop_source(ctx: ModelView, name: cst.Name) -> cst.BaseExpression | None:
     """The container a loop variable iterates (``for l in C``, ``enumerate``, ``zip``)."""
     return containers.loop_source(ctx, name)
 
 
-def shape_of_variable(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:
+def shape_of_variable(ctx: ModelView, expr: cst.BaseExpression, _depth: int = 0) -> tuple[Any, ...] | None:
     """The constant shape of a weight created by ``tf.Variable(init(shape))``,
     ``tf.get_variable(name, shape)`` or ``self.add_weight(shape=...)``, else None."""
     if _depth > 4:
@@ -214,7 +214,7 @@ def shape_of_variable(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int 
     return None
 
 
-def depends_on_param(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> bool:
+def depends_on_param(ctx: ModelView, expr: cst.BaseExpression, _depth: int = 0) -> bool:
     """True when a name in ``expr`` is (or is computed from) a function parameter:
     its default is only what callers get when they pass nothing."""
     if _depth > 8:
@@ -249,7 +249,7 @@ def class_attr_assignment_line(cls: cst.ClassDef, attr: str) -> cst.SimpleStatem
     return found
 
 
-def uses_of(ctx: SemanticModel, value: cst.BaseExpression) -> list[cst.Name] | None:
+def uses_of(ctx: ModelView, value: cst.BaseExpression) -> list[cst.Name] | None:
     """Where the value of ``name = value`` is read: the loads of ``name`` (in the
     assignment's scope) that this assignment reaches. None when ``value`` is not the
     whole right-hand side of an assignment to one plain name."""

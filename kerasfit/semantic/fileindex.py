@@ -5,7 +5,7 @@ walk again."""
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import libcst as cst
 
@@ -57,10 +57,15 @@ class FileIndex:
         # every node of the file passes here (~8% of a check): names bound locally, the
         # field lists and node types read from their caches without a call
         pop, push, add_node = stack.pop, stack.append, nodes.append
-        Call, Name, Attribute, Assign, AnnAssign, AugAssign = cst.Call, cst.Name, cst.Attribute, cst.Assign, cst.AnnAssign, cst.AugAssign
-        Dict, FunctionDef, ClassDef, Lambda = cst.Dict, cst.FunctionDef, cst.ClassDef, cst.Lambda
         fields_back, known = _FIELDS_BACK, _IS_NODE
-        recorded = frozenset({Call, Name, Attribute, Assign, AnnAssign, AugAssign, Dict, FunctionDef, ClassDef, Lambda})
+        # what is recorded of a node, by its exact type (cheaper than isinstance on this hot
+        # path); most nodes (arguments, statement lines, literals, ...) have nothing
+        record: dict[type[cst.CSTNode], Callable[[Any, cst.CSTNode | None, tuple[ScopeNode, ...]], tuple[ScopeNode, ...] | None]] = {
+            cst.Name: self._on_name, cst.Call: self._on_call, cst.Attribute: self._on_attribute,
+            cst.Assign: self._on_assign, cst.AnnAssign: self._on_ann_assign, cst.AugAssign: self._on_aug_assign,
+            cst.Dict: self._on_dict, cst.FunctionDef: self._on_function, cst.Lambda: self._on_function,
+            cst.ClassDef: self._on_class,
+        }
         n = 0
         while stack:
             node, par, scopes = pop()
@@ -70,39 +75,10 @@ class FileIndex:
             order[nid] = n
             n += 1
             add_node(node)
-            # dispatch on the exact type (cheaper than isinstance on this hot path);
-            # mypy does not narrow ``node`` through ``tp``, hence the ignores below
             tp = type(node)
-            inner = None
-            if tp not in recorded:  # most nodes (arguments, statement lines, literals, ...)
-                pass
-            elif tp is Name:
-                self._on_name(node, par, scopes)  # type: ignore[arg-type]
-            elif tp is Call:
-                self._on_call(node, scopes)  # type: ignore[arg-type]
-            elif tp is Attribute:
-                call = par if type(par) is Call and par.func is node else None
-                self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))  # type: ignore[attr-defined, arg-type]
-            elif tp is Assign:
-                for t in node.targets:  # type: ignore[attr-defined]
-                    self._on_store(t.target, node.value, scopes)  # type: ignore[attr-defined]
-            elif tp is AnnAssign or tp is AugAssign:
-                self._on_store(node.target, node.value if tp is AnnAssign else None, scopes)  # type: ignore[attr-defined]
-            elif tp is Dict:
-                for el in node.elements:  # type: ignore[attr-defined]
-                    k = string_key(el.key) if isinstance(el, cst.DictElement) else None
-                    if k is not None:
-                        self.dict_keys.setdefault(k, []).append((el.value, scopes))
-            elif tp is FunctionDef or tp is Lambda:
-                self.functions.append(node)  # type: ignore[arg-type]
-                if tp is FunctionDef and isinstance(par, cst.IndentedBlock):
-                    gp = parent.get(id(par))
-                    if isinstance(gp, ClassDef):
-                        self.method_class[nid] = gp
-                inner = (node, *scopes)
-            elif tp is ClassDef:
-                self.classes.append(node)  # type: ignore[arg-type]
-                inner = (node, *scopes)
+            on = record.get(tp)
+            # the scopes a def's, class's or lambda's body sits in
+            inner = on(node, par, scopes) if on is not None else None
             # children pushed last field first, each list from its end: popped in source order
             names = fields_back.get(tp)
             if names is None:
@@ -114,16 +90,51 @@ class FileIndex:
                 if tv is list or tv is tuple:
                     for c in reversed(v):
                         if known.get(type(c)) or is_node(c):
-                            push((c, node, sc))  # type: ignore[arg-type]
+                            push((c, node, sc))
                 elif v is not None and (known.get(tv) or is_node(v)):
-                    push((v, node, sc))  # type: ignore[arg-type]
+                    push((v, node, sc))
         if root is None:
             starts = [order[id(st)] for st in self.module.body]
             self.runs = [nodes[a:b] for a, b in zip(starts, [*starts[1:], len(nodes)])]
         else:
             self.runs = [nodes]
 
-    def _on_call(self, node: cst.Call, scopes: tuple[ScopeNode, ...]) -> None:
+    # ---- what the walk records, per node type (each returns the scopes of the node's body
+    # when it opens a scope, else None) ---------------------------------------------
+    def _on_attribute(self, node: cst.Attribute, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        call = par if type(par) is cst.Call and par.func is node else None
+        self.attr_refs.setdefault(node.attr.value, []).append((node, call, scopes))
+
+    def _on_assign(self, node: cst.Assign, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        for t in node.targets:
+            self._on_store(t.target, node.value, scopes)
+
+    def _on_ann_assign(self, node: cst.AnnAssign, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        self._on_store(node.target, node.value, scopes)
+
+    def _on_aug_assign(self, node: cst.AugAssign, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        self._on_store(node.target, None, scopes)
+
+    def _on_dict(self, node: cst.Dict, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
+        for el in node.elements:
+            k = string_key(el.key) if isinstance(el, cst.DictElement) else None
+            if k is not None:
+                self.dict_keys.setdefault(k, []).append((el.value, scopes))
+
+    def _on_function(self, node: cst.FunctionDef | cst.Lambda, par: cst.CSTNode | None,
+                     scopes: tuple[ScopeNode, ...]) -> tuple[ScopeNode, ...]:
+        self.functions.append(node)
+        if type(node) is cst.FunctionDef and isinstance(par, cst.IndentedBlock):
+            gp = self.parent.get(id(par))
+            if isinstance(gp, cst.ClassDef):
+                self.method_class[id(node)] = gp
+        return (node, *scopes)
+
+    def _on_class(self, node: cst.ClassDef, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> tuple[ScopeNode, ...]:
+        self.classes.append(node)
+        return (node, *scopes)
+
+    def _on_call(self, node: cst.Call, par: cst.CSTNode | None, scopes: tuple[ScopeNode, ...]) -> None:
         self.calls.append((node, scopes))
         func = node.func
         attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None

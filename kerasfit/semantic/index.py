@@ -373,37 +373,32 @@ class ProjectIndex:
         """Whether ``dotted`` (as written in ``facts``' module) names a class of another
         project module whose ``call`` returns a zero (CONSTANT) ``tf.pad`` / ``keras.ops.pad``
         of its input, and nothing else."""
+        found = self._imported_call_method(facts, dotted)
+        if found is None:
+            return False
+        other, call = found
+        if len(call.args.args) < 2:
+            return False
+        tensor = call.args.args[1].arg
+        rets = [n for n in ast.walk(call) if isinstance(n, ast.Return)]
+        return bool(rets) and all(_zero_pad_of(other, r.value, tensor) for r in rets)
+
+    def _imported_call_method(self, facts: ModuleFacts, dotted: str) -> tuple[ModuleFacts, ast.FunctionDef] | None:
+        """For ``dotted`` (as written in ``facts``' module) a class of another project module:
+        that module's facts and the class's ``call`` method."""
         head, _, tail = dotted.partition(".")
         raw = facts.imports.get(head)
         if raw is None or raw.split(".")[0] in ROOT_MODULES:
-            return False
+            return None
         full = f"{raw}.{tail}" if tail else raw
         module, _, name = full.rpartition(".")
         file = self.module_file(facts.path, module) if module else None
         other = self.facts(file) if file is not None else None
         cls = other.classes.get(name) if other is not None else None
         call = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "call"), None) if cls else None
-        if other is None or call is None or len(call.args.args) < 2:
-            return False
-        tensor = call.args.args[1].arg
-        rets = [n for n in ast.walk(call) if isinstance(n, ast.Return)]
-        if not rets:
-            return False
-        for r in rets:
-            v = r.value
-            if not isinstance(v, ast.Call) or not v.args or not (isinstance(v.args[0], ast.Name) and v.args[0].id == tensor):
-                return False
-            d = ast_dotted(v.func) or ""
-            h, _, rest = d.partition(".")
-            base = other.imports.get(h)
-            if base is None or canonical(f"{base}.{rest}" if rest else base) not in ("tf.pad", "keras.ops.pad"):
-                return False
-            mode = next((k.value for k in v.keywords if k.arg == "mode"), v.args[2] if len(v.args) > 2 else None)
-            if mode is not None and not (isinstance(mode, ast.Constant) and str(mode.value).upper() == "CONSTANT"):
-                return False
-            if any(k.arg == "constant_values" for k in v.keywords) or len(v.args) > 3:
-                return False
-        return True
+        if other is None or call is None:
+            return None
+        return other, call
 
     def makes_tpu(self, facts: ModuleFacts, dotted: str) -> bool:
         """Whether calling project function ``dotted`` (as written in ``facts``' module) sets
@@ -826,3 +821,19 @@ def _closure(seeds: set[tuple[str, str]], edges: dict[tuple[str, str], set[tuple
                 reached.add(callee)
                 todo.append(callee)
     return frozenset(reached)
+
+
+def _zero_pad_of(facts: ModuleFacts, v: ast.expr | None, tensor: str) -> bool:
+    """``v`` (a value ``facts``' module returns) is a zero (CONSTANT) ``tf.pad`` /
+    ``keras.ops.pad`` of the parameter ``tensor``, and nothing else."""
+    if not isinstance(v, ast.Call) or not v.args or not (isinstance(v.args[0], ast.Name) and v.args[0].id == tensor):
+        return False
+    d = ast_dotted(v.func) or ""
+    h, _, rest = d.partition(".")
+    base = facts.imports.get(h)
+    if base is None or canonical(f"{base}.{rest}" if rest else base) not in ("tf.pad", "keras.ops.pad"):
+        return False
+    mode = next((k.value for k in v.keywords if k.arg == "mode"), v.args[2] if len(v.args) > 2 else None)
+    if mode is not None and not (isinstance(mode, ast.Constant) and str(mode.value).upper() == "CONSTANT"):
+        return False
+    return not (any(k.arg == "constant_values" for k in v.keywords) or len(v.args) > 3)

@@ -7,18 +7,15 @@ about a node, seen from where that node sits.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
+from typing import Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
 from ..core.symbols import ROOT_MODULES, UNBOUND_FRAMEWORK_NAMES, VENDORED_CLASSES, canonical, flavour, import_spelling
-from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements
 from .scopes import Scopes, module_dotted
-
-if TYPE_CHECKING:
-    from .model import SemanticModel
+from .views import FileView, NameMemos
 
 # exact node types on the hot paths (see nodes.dotted_name)
 _Call = cst.Call
@@ -32,14 +29,14 @@ class Names:
     __slots__ = ("module", "source", "filename", "caches", "_m", "_scopes", "_import_free",
                  "imports", "module_shadowed", "uses_legacy_keras", "_call_names", "_branches")
 
-    def __init__(self, model: SemanticModel, scopes: Scopes, *, import_free: Collection[int] = ()) -> None:
+    def __init__(self, model: FileView, scopes: Scopes, *, import_free: Collection[int] = ()) -> None:
         """``import_free``: ids of top-level statements known to hold no import (the
         language server's), skipped when reading imports."""
         self._m = model
         self.module = model.module
         self.source = model.source
         self.filename = model.filename
-        self.caches: ModelCaches = model.caches
+        self.caches: NameMemos = model.caches
         self._scopes = scopes
         self._import_free = import_free
         # local name -> raw dotted name from imports (e.g. "L" -> "tensorflow.keras.layers")

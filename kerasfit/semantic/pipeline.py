@@ -12,8 +12,8 @@ import libcst as cst
 from ..core.fixes import Replace
 from ..core.symbols import canonical
 from .dataflow import uses_of
-from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
+from .views import ModelView
 
 # Dataset constructors outside TensorFlow's own namespace (raw import names).
 _DATASET_ROOT_RAW = ("tensorflow_datasets.",)
@@ -39,7 +39,7 @@ def round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-def tf_data_root(ctx: SemanticModel, call: cst.Call) -> cst.Call | None:
+def tf_data_root(ctx: ModelView, call: cst.Call) -> cst.Call | None:
     """The tf.data constructor a method chain ending at ``call`` starts from, or None."""
     chain = ctx.values.call_chain(call)
     if not chain:
@@ -65,7 +65,7 @@ _DATASET_METHODS = frozenset({"map", "filter", "shuffle", "batch", "repeat", "ta
 _OTHER_PIPELINE_ROOTS = ("torch", "torchdata", "datasets", "numpy", "pandas", "ray", "jax", "grain")
 
 
-def _outer_methods(ctx: SemanticModel, call: cst.Call) -> list[cst.Call]:
+def _outer_methods(ctx: ModelView, call: cst.Call) -> list[cst.Call]:
     """The method calls chained after ``call`` (``.prefetch`` in ``ds.batch(8).prefetch(2)``)."""
     out: list[cst.Call] = []
     stack = ctx.scopes.ancestors(call)
@@ -81,7 +81,7 @@ def _outer_methods(ctx: SemanticModel, call: cst.Call) -> list[cst.Call]:
     return out
 
 
-def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
+def _names_tf_data(ctx: ModelView, call: cst.Call) -> bool:
     """An argument of ``call`` is a ``tf.data`` symbol (``tf.data.AUTOTUNE``,
     ``tf.data.experimental.ignore_errors()``)."""
     for a in call.args:
@@ -93,7 +93,7 @@ def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
     return False
 
 
-def is_tf_data_chain(ctx: SemanticModel, call: cst.Call) -> bool:
+def is_tf_data_chain(ctx: ModelView, call: cst.Call) -> bool:
     """True when the method chain through ``call`` is a ``tf.data`` pipeline.
 
     Either it starts at a ``tf.data`` constructor (:func:`tf_data_root`), or — for a
@@ -131,14 +131,14 @@ def is_tf_data_chain(ctx: SemanticModel, call: cst.Call) -> bool:
     return len(set(methods) & _DATASET_METHODS) >= 2 and bool(ctx.file_fact("uses_tf_data", _file_uses_tf_data))
 
 
-def _file_uses_tf_data(ctx: SemanticModel) -> bool:
+def _file_uses_tf_data(ctx: ModelView) -> bool:
     for raw in ctx.names.imports.values():
         if raw.startswith(("tensorflow_datasets", "tensorflow.data", "tensorflow.compat.v1.data")):
             return True
     return "tf.data." in ctx.source or "tfds." in ctx.source
 
 
-def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
+def _names_in_chain(ctx: ModelView, call: cst.Call) -> list[str]:
     """Names a dataset goes by: the receivers of the chain and the assignment target."""
     out: list[str] = []
     node: cst.BaseExpression = call
@@ -157,7 +157,7 @@ def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
     return out
 
 
-def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
+def feeds_evaluation(ctx: ModelView, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
     ``if is_training`` / ``if mode == ModeKeys.TRAIN`` — or when it feeds no training step
@@ -198,7 +198,7 @@ _TRAINING_CALLS = frozenset({"fit", "fit_generator", "train", "train_on_batch", 
 _INFERENCE_CALLS = frozenset({"predict", "predict_on_batch", "generate", "evaluate"})
 
 
-def _inference_script(ctx: SemanticModel) -> bool:
+def _inference_script(ctx: ModelView) -> bool:
     """The file runs inference (``predict``, ``generate``, ``evaluate``), trains nothing
     and no other file imports it (a generation benchmark, a predict script): its datasets
     feed inference only."""
@@ -214,7 +214,7 @@ def _inference_script(ctx: SemanticModel) -> bool:
     return not ctx.project.imported_by_others(ctx.filename)
 
 
-def _iterated_on_host(ctx: SemanticModel, call: cst.Call) -> bool:
+def _iterated_on_host(ctx: ModelView, call: cst.Call) -> bool:
     """The dataset the chain through ``call`` makes is bound to a name that Python only
     gathers into a host collection (``list(ds)``, ``sorted(ds)``)."""
     outer = _outer_methods(ctx, call)
@@ -239,7 +239,7 @@ _EVAL_KEYWORDS = frozenset({"validation_data"})
 _FOLLOW_DEPTH = 4  # names, returns and callers followed from a dataset to where it is used
 
 
-def reaches_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
+def reaches_evaluation(ctx: ModelView, call: cst.Call) -> bool:
     """``feeds_evaluation``, or the dataset ``call`` makes may reach evaluation or
     prediction: followed through the names it is assigned to, the return of the function
     that makes it and that function's callers in this file (a helper shared by ``fit``,
@@ -249,7 +249,7 @@ def reaches_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     return feeds_evaluation(ctx, call) or _flows_to_evaluation(ctx, call, _FOLLOW_DEPTH, set())
 
 
-def _flows_to_evaluation(ctx: SemanticModel, node: cst.BaseExpression, depth: int, seen: set[int]) -> bool:
+def _flows_to_evaluation(ctx: ModelView, node: cst.BaseExpression, depth: int, seen: set[int]) -> bool:
     if depth < 0 or id(node) in seen:
         return False
     seen.add(id(node))
@@ -272,7 +272,7 @@ def _flows_to_evaluation(ctx: SemanticModel, node: cst.BaseExpression, depth: in
     return False
 
 
-def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpression:
+def _chain_top(ctx: ModelView, node: cst.BaseExpression) -> cst.BaseExpression:
     """The outermost call of the method chain ``node`` starts (``ds`` in ``ds.batch(8).prefetch(2)``
     gives the prefetch call): what holds the dataset as the statement leaves it."""
     while True:
@@ -285,7 +285,7 @@ def _chain_top(ctx: SemanticModel, node: cst.BaseExpression) -> cst.BaseExpressi
         node = call
 
 
-def number(ctx: SemanticModel, expr: cst.BaseExpression) -> float | int | None:
+def number(ctx: ModelView, expr: cst.BaseExpression) -> float | int | None:
     """A numeric scalar constant: a literal, a folded name, ``tf.constant(2.0)``,
     ``tf.cast(8, tf.float32)``; else None."""
     if isinstance(expr, cst.Call):
@@ -313,7 +313,7 @@ def receiver_dotted(call: cst.Call) -> str | None:
     return dotted_name(call.func.value) if isinstance(call.func, cst.Attribute) else None
 
 
-def insert_keyword(ctx: SemanticModel, call: cst.Call, keyword: str, value: str) -> Replace | None:
+def insert_keyword(ctx: ModelView, call: cst.Call, keyword: str, value: str) -> Replace | None:
     """A Replace that adds ``keyword=value`` after the last argument of ``call`` by a
     minimal edit, keeping the call's own layout (a whole-call replacement would
     re-render nested newlines without their block indentation). None when the last

@@ -19,10 +19,10 @@ from ..core.symbols import POLICY_SETTERS, policy_dtype
 from .nodes import get_arg
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 
-def compute_dtype(ctx: SemanticModel, layer: cst.Call | None = None) -> str:
+def compute_dtype(ctx: ModelView, layer: cst.Call | None = None) -> str:
     """'float16', 'bfloat16' or 'float32' (also for a dtype we cannot name)."""
     if layer is not None:
         arg = get_arg(layer, "dtype")
@@ -41,7 +41,7 @@ def compute_dtype(ctx: SemanticModel, layer: cst.Call | None = None) -> str:
     return policy_dtype(configured) if isinstance(configured, str) else "float32"
 
 
-def _policy_value(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
+def _policy_value(ctx: ModelView, expr: cst.BaseExpression) -> str | None:
     """A policy or dtype argument's compute dtype: ``"mixed_float16"``, ``tf.float16``,
     ``Policy("mixed_bfloat16")``; None when it does not fold."""
     if isinstance(expr, cst.Call) and expr.args:  # Policy("mixed_float16") / DTypePolicy(...)
@@ -55,7 +55,7 @@ def _policy_value(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _file_policies(ctx: SemanticModel) -> frozenset[Any]:
+def _file_policies(ctx: ModelView) -> frozenset[Any]:
     out: set[str] = set()
     for call, _scopes in ctx.index.calls:
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in POLICY_SETTERS and call.args:

@@ -35,7 +35,7 @@ from .bridge import project_makes_tpu
 from .nodes import ScopeNode, dotted_name, walk
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 # Estimator arguments whose function runs on the host: a (fn, args) pair or a fn.
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
@@ -58,59 +58,33 @@ _AUGMENTATION_PREFIXES = (
 )
 
 
-def host_functions(ctx: SemanticModel) -> frozenset[int]:
+def function_role(ctx: ModelView, func: cst.FunctionDef | cst.Lambda | None) -> Role:
+    """``Roles.function_role`` of ``func`` in ``ctx``'s file (computed once per file)."""
+    if func is None:
+        return Role.OTHER
+    roles: dict[int, Role] = ctx.file_fact("roles", _compute_roles, by_node=True)
+    return roles.get(id(func), Role.OTHER)
+
+
+def host_functions(ctx: ModelView) -> frozenset[int]:
     """ids of the functions and lambdas of ``ctx``'s file that run on the host."""
     idx = ctx.index
     host: set[int] = set()
-
-    def mark(expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> None:
-        if isinstance(expr, cst.Lambda):
-            host.add(id(expr))
-        elif isinstance(expr, (cst.Name, cst.Attribute)):
-            fn = ctx.values.function_defined_as(expr, scopes)
-            if fn is not None:
-                host.add(id(fn))
-
-    calls_driver: set[int] = set()
-    builds: set[int] = set()
-    builds_anything = augments = False
+    scan = _HostScan()
     for call, scopes in idx.calls:
-        for a in call.args:
-            if a.keyword is None:
-                continue
-            kw = a.keyword.value
-            if kw in _HOST_PAIR_KEYWORDS and isinstance(a.value, (cst.Tuple, cst.List)) and a.value.elements:
-                mark(a.value.elements[0].value, scopes)
-            elif kw in _HOST_FN_KEYWORDS:
-                mark(a.value, scopes)
-        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        name = ctx.names.call_name_anywhere(call)
-        if name is None:
-            if isinstance(call.func, cst.Attribute):
-                if call.func.attr.value in _DRIVER_METHODS and owner is not None:
-                    calls_driver.add(id(owner))
-                elif not augments:
-                    augments = (ctx.names.raw_name_anywhere(call.func) or "").startswith("tensorflow_addons.image.")
-            continue
-        if is_model_building(name):
-            builds_anything = True
-            if owner is not None:
-                builds.add(id(owner))
-        elif name.startswith(_AUGMENTATION_PREFIXES):
-            augments = True
-        elif name.startswith(_SERVING_PREFIXES) and owner is not None:
-            host.add(id(owner))
+        _host_handed(ctx, host, call, scopes)
+        _scan_for_host(ctx, scan, host, call, scopes)
     for f in idx.functions:
         if not isinstance(f, cst.FunctionDef):
             continue
         if _HOST_NAME.search(f.name.value):
             host.add(id(f))
-        elif (f.name.value == "main" or id(f) in calls_driver) and id(f) not in builds and ctx.roles.function_role(f) != "model":
+        elif (f.name.value == "main" or id(f) in scan.calls_driver) and id(f) not in scan.builds and function_role(ctx, f) != "model":
             host.add(id(f))  # drives a model from the host: main, model.fit, estimator.train
-    if augments and not builds_anything:
+    if scan.augments and not scan.builds_anything:
         # an image augmentation module (AutoAugment, crop-and-flip helpers): per-example
         # preprocessing that tf.data runs on the host
-        host |= {id(f) for f in idx.functions if ctx.roles.function_role(f) != "model"}
+        host |= {id(f) for f in idx.functions if function_role(ctx, f) != "model"}
     # `.numpy()` only works eagerly, on the host: a function calling it is host code
     for node, numpy_call, scopes in idx.attr_refs.get("numpy", ()):
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
@@ -124,10 +98,63 @@ def host_functions(ctx: SemanticModel) -> frozenset[int]:
     return frozenset(host)
 
 
+class _HostScan:
+    """What the file's calls tell of host code (``host_functions``)."""
+
+    __slots__ = ("calls_driver", "builds", "builds_anything", "augments")
+
+    def __init__(self) -> None:
+        self.calls_driver: set[int] = set()  # functions driving training or inference
+        self.builds: set[int] = set()  # functions building a model
+        self.builds_anything = False
+        self.augments = False  # the file calls image augmentation ops
+
+
+def _host_handed(ctx: ModelView, host: set[int], call: cst.Call, scopes: Sequence[ScopeNode]) -> None:
+    """The functions an Estimator argument hands over to run on the host."""
+    for a in call.args:
+        if a.keyword is None:
+            continue
+        kw = a.keyword.value
+        if kw in _HOST_PAIR_KEYWORDS and isinstance(a.value, (cst.Tuple, cst.List)) and a.value.elements:
+            _mark_host(ctx, host, a.value.elements[0].value, scopes)
+        elif kw in _HOST_FN_KEYWORDS:
+            _mark_host(ctx, host, a.value, scopes)
+
+
+def _mark_host(ctx: ModelView, host: set[int], expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> None:
+    if isinstance(expr, cst.Lambda):
+        host.add(id(expr))
+    elif isinstance(expr, (cst.Name, cst.Attribute)):
+        fn = ctx.values.function_defined_as(expr, scopes)
+        if fn is not None:
+            host.add(id(fn))
+
+
+def _scan_for_host(ctx: ModelView, scan: _HostScan, host: set[int], call: cst.Call, scopes: Sequence[ScopeNode]) -> None:
+    owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+    name = ctx.names.call_name_anywhere(call)
+    if name is None:
+        if isinstance(call.func, cst.Attribute):
+            if call.func.attr.value in _DRIVER_METHODS and owner is not None:
+                scan.calls_driver.add(id(owner))
+            elif not scan.augments:
+                scan.augments = (ctx.names.raw_name_anywhere(call.func) or "").startswith("tensorflow_addons.image.")
+        return
+    if is_model_building(name):
+        scan.builds_anything = True
+        if owner is not None:
+            scan.builds.add(id(owner))
+    elif name.startswith(_AUGMENTATION_PREFIXES):
+        scan.augments = True
+    elif name.startswith(_SERVING_PREFIXES) and owner is not None:
+        host.add(id(owner))
+
+
 _TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
 
 
-def _test_functions(ctx: SemanticModel) -> set[int]:
+def _test_functions(ctx: ModelView) -> set[int]:
     """Tests call a model once to check it, on the host: every function of a test file,
     and the methods of a test class anywhere (never a model's own ``test_step``)."""
     idx = ctx.index
@@ -145,7 +172,7 @@ def _test_class(cls: cst.ClassDef | None) -> bool:
             or any((dotted_name(b.value) or "").endswith("TestCase") for b in cls.bases))
 
 
-def construction_functions(ctx: SemanticModel) -> frozenset[int]:
+def construction_functions(ctx: ModelView) -> frozenset[int]:
     """ids of the functions that run only while a layer or model is constructed: ``__init__``
     methods, and same-file helpers every caller of which is one (``self.index =
     relative_position_index(h, w)`` in ``__init__``). They run once, eagerly, not per step."""
@@ -181,7 +208,7 @@ _CONTROL_FLOW = frozenset(
 _CONTROL_FLOW_KEYWORDS = frozenset({"body", "cond", "fn", "true_fn", "false_fn", "body_fun", "cond_fun", "f", "branch_fns"})
 
 
-def graph_file(ctx: SemanticModel) -> bool:
+def graph_file(ctx: ModelView) -> bool:
     """The file is TF1 graph code: it imports ``tensorflow.compat.v1`` or spells a
     TF1-only symbol (``tf.placeholder``, ``tf.variable_scope``, ``tf.multinomial`` …)."""
     if any(raw.startswith("tensorflow.compat.v1") for raw in ctx.names.imports.values()):
@@ -194,7 +221,7 @@ def graph_file(ctx: SemanticModel) -> bool:
     return False
 
 
-def traced_functions(ctx: SemanticModel) -> frozenset[int]:
+def traced_functions(ctx: ModelView) -> frozenset[int]:
     """Functions traced into a graph by the code around them: the bodies of in-graph
     control flow (``tf.while_loop(cond, body, ...)``, ``keras.ops.scan(f, ...)``),
     and Keras 3 functions written with ``keras.ops`` / ``keras.random`` (backend-agnostic
@@ -231,7 +258,7 @@ _TRAINING_ATTRS = frozenset({"fit", "fit_generator", "train", "train_on_batch", 
 _TRAINING_NAMES = re.compile(r"^(main|train\w*|run\w*)$")
 
 
-def demo_blocks(ctx: SemanticModel) -> frozenset[int]:
+def demo_blocks(ctx: ModelView) -> frozenset[int]:
     """Ids of the module-level ``if __name__ == "__main__":`` blocks that are demo code:
     the module is a library — another file of the tree imports it — or the block does
     not train (no ``fit``/``train``/``run`` call, no ``main()``/``train*()``), e.g. it
@@ -276,7 +303,7 @@ class Roles:
 
     __slots__ = ("_m",)
 
-    def __init__(self, model: SemanticModel) -> None:
+    def __init__(self, model: ModelView) -> None:
         self._m = model
 
     def function_role(self, func: cst.FunctionDef | cst.Lambda | None) -> Role:
@@ -286,10 +313,7 @@ class Roles:
         to ``Dataset.map``/``filter``/``interleave``, parsers, ``input_fn``s) or
         OTHER. Helpers without evidence of their own take their enclosing function's
         role, else their same-file callers' when those agree. Computed once per file."""
-        if func is None:
-            return Role.OTHER
-        roles: dict[int, Role] = self._m.file_fact("roles", _compute_roles, by_node=True)
-        return roles.get(id(func), Role.OTHER)
+        return function_role(self._m, func)
 
     def callable_of(self, node: cst.CSTNode) -> cst.FunctionDef | cst.Lambda | None:
         """The innermost function or lambda whose body holds ``node``, else None (module level)."""
@@ -369,7 +393,7 @@ _TRAIN_DRIVERS = frozenset(
 )
 
 
-def _uses_tpu(ctx: SemanticModel) -> bool:
+def _uses_tpu(ctx: ModelView) -> bool:
     low = ctx.source.lower()
     if "tpu" not in low:
         # a helper of another module may make the TPU strategy the file uses
@@ -388,85 +412,100 @@ def _uses_tpu(ctx: SemanticModel) -> bool:
     return False
 
 
-def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
+class _Evidence:
+    """What the file's calls tell of its functions (the first pass of ``_compute_roles``)."""
+
+    __slots__ = ("forced", "direct", "body_model", "body_input", "driver")
+
+    def __init__(self) -> None:
+        self.forced: dict[int, Role] = {}  # a role no other evidence changes
+        self.direct: dict[int, Role] = {}  # handed to a framework call that runs it so
+        self.body_model: set[int] = set()  # builds a model
+        self.body_input: set[int] = set()  # builds an input pipeline
+        self.driver: set[int] = set()  # drives training
+
+
+def _compute_roles(ctx: ModelView) -> dict[int, Role]:
     """function_role for every function and lambda of the file (see Roles)."""
-    idx = ctx.index
-    forced: dict[int, Role] = {}
-    direct: dict[int, Role] = {}
-    body_model: set[int] = set()
-    body_input: set[int] = set()
-    driver: set[int] = set()
+    ev = _Evidence()
+    for call, scopes in ctx.index.calls:
+        _read_call(ctx, ev, call, scopes)
+    roles, undecided = _decide(ctx, ev)
+    _follow_callers(ctx, roles, undecided)
+    _input_only(ctx, roles, undecided)
+    return roles
 
-    for call, scopes in idx.calls:
-        func = call.func
-        raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(func)) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        name = canonical(raw) if raw else None
-        owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
-        first = call.args[0].value if call.args and call.args[0].keyword is None else None
-        if name is not None:
-            if owner is not None:
-                if is_model_building(name):
-                    body_model.add(id(owner))
-                elif is_input_pipeline(name):
-                    body_input.add(id(owner))
-            target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "func", "fn", "map_func", "computation"), scopes)
+
+def _read_call(ctx: ModelView, ev: _Evidence, call: cst.Call, scopes: Sequence[ScopeNode]) -> None:
+    func = call.func
+    raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(func)) if isinstance(func, (cst.Name, cst.Attribute)) else None
+    name = canonical(raw) if raw else None
+    owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
+    first = call.args[0].value if call.args and call.args[0].keyword is None else None
+    if name is not None:
+        _framework_call(ctx, ev, call, scopes, name, owner, first)
+    elif raw is not None and raw.startswith("tensorflow_datasets"):
+        if owner is not None:
+            ev.body_input.add(id(owner))
+    elif isinstance(func, cst.Attribute) and raw is None:
+        _method_call(ctx, ev, call, scopes, func.attr.value, owner, first)
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
+            target = _function_given(ctx, a.value, scopes)
             if target is not None:
-                if name in HOST_CALLBACK_WRAPPERS:
-                    forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
-                elif name in INPUT_FN_TAKERS:
-                    direct.setdefault(id(target), Role.INPUT)
-                elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
-                    direct.setdefault(id(target), Role.MODEL)
-        elif raw is not None and raw.startswith("tensorflow_datasets"):
-            if owner is not None:
-                body_input.add(id(owner))
-        elif isinstance(func, cst.Attribute) and raw is None:
-            meth = func.attr.value
-            if meth in DATASET_FN_METHODS:
-                target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "map_func", "predicate", "func"), scopes)
-                if target is not None:
-                    direct[id(target)] = Role.INPUT
-            elif meth in ("run", "experimental_run_v2", "experimental_run"):
-                target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "fn"), scopes)
-                if target is not None:
-                    direct.setdefault(id(target), Role.MODEL)
-            elif meth in _TRAIN_DRIVERS and owner is not None:
-                driver.add(id(owner))
-        for a in call.args:
-            if a.keyword is not None and a.keyword.value in ("input_fn", "model_fn"):
-                target = _function_given(ctx, a.value, scopes)
-                if target is not None:
-                    direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
+                ev.direct.setdefault(id(target), Role.INPUT if a.keyword.value == "input_fn" else Role.MODEL)
 
+
+def _framework_call(ctx: ModelView, ev: _Evidence, call: cst.Call, scopes: Sequence[ScopeNode], name: str,
+                    owner: ScopeNode | None, first: cst.BaseExpression | None) -> None:
+    """A call of the framework: what it says of the function it sits in and of the
+    function it is handed."""
+    if owner is not None:
+        if is_model_building(name):
+            ev.body_model.add(id(owner))
+        elif is_input_pipeline(name):
+            ev.body_input.add(id(owner))
+    target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "func", "fn", "map_func", "computation"), scopes)
+    if target is None:
+        return
+    if name in HOST_CALLBACK_WRAPPERS:
+        ev.forced[id(target)] = Role.OTHER  # runs in Python on the host, by design
+    elif name in INPUT_FN_TAKERS:
+        ev.direct.setdefault(id(target), Role.INPUT)
+    elif name in STEP_FN_TAKERS or name == "keras.layers.Lambda":
+        ev.direct.setdefault(id(target), Role.MODEL)
+
+
+def _method_call(ctx: ModelView, ev: _Evidence, call: cst.Call, scopes: Sequence[ScopeNode], meth: str,
+                 owner: ScopeNode | None, first: cst.BaseExpression | None) -> None:
+    """A method call on an unknown receiver: a Dataset method, a strategy's ``run``, a
+    training driver."""
+    if meth in DATASET_FN_METHODS:
+        target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "map_func", "predicate", "func"), scopes)
+        if target is not None:
+            ev.direct[id(target)] = Role.INPUT
+    elif meth in ("run", "experimental_run_v2", "experimental_run"):
+        target = _function_given(ctx, first, scopes) or _function_given(ctx, _kw(call, "fn"), scopes)
+        if target is not None:
+            ev.direct.setdefault(id(target), Role.MODEL)
+    elif meth in _TRAIN_DRIVERS and owner is not None:
+        ev.driver.add(id(owner))
+
+
+def _decide(ctx: ModelView, ev: _Evidence) -> tuple[dict[int, Role], list[cst.FunctionDef | cst.Lambda]]:
+    """The roles the evidence, a function's own name and decorators, or its enclosing
+    function decide; and the functions left undecided, in source order."""
+    idx = ctx.index
     keras_classes: dict[int, bool] = {}
-
     roles: dict[int, Role] = {}
     undecided: list[cst.FunctionDef | cst.Lambda] = []
     for f in idx.functions:  # source order: an enclosing function comes first
         k = id(f)
-        role = forced.get(k) or direct.get(k)
+        role = ev.forced.get(k) or ev.direct.get(k)
         if role is None and isinstance(f, cst.FunctionDef):
-            fname = f.name.value
-            cls = idx.method_class.get(k)
-            params = [p.name.value for p in f.params.params]
-            if any(ctx.names.canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
-                role = Role.MODEL
-            elif cls is not None and _preprocessing_class(cls):
-                role = Role.INPUT
-            elif fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and _is_keras_class(ctx, cls, keras_classes)):
-                role = Role.MODEL
-            elif fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
-                role = Role.MODEL
-            elif fname == "input_fn" or fname.endswith("_input_fn"):
-                role = Role.INPUT
+            role = _declared_role(ctx, f, keras_classes)
         if role is None:
-            m, i = k in body_model, k in body_input
-            if m and not i:
-                role = Role.MODEL
-            elif i and not m and k not in driver:
-                role = Role.INPUT
-            elif m or i or k in driver:
-                role = Role.OTHER
+            role = _body_role(ev, k)
         if role is None:
             outer = next((s for s in idx.scopes_of(f) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
             if outer is not None and roles.get(id(outer)) in (Role.MODEL, Role.INPUT):
@@ -475,18 +514,48 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
             undecided.append(f)
         else:
             roles[k] = role
-    # helpers without evidence: the role all their same-file callers share
+    return roles, undecided
+
+
+def _declared_role(ctx: ModelView, f: cst.FunctionDef, keras_classes: dict[int, bool]) -> Role | None:
+    """The role a ``def`` declares by its decorators, its class or its name."""
+    fname = f.name.value
+    cls = ctx.index.method_class.get(id(f))
+    params = [p.name.value for p in f.params.params]
+    if any(ctx.names.canonical_dotted(dotted_name(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) or "", ()) == "tf.function" for d in f.decorators):
+        return Role.MODEL
+    if cls is not None and _preprocessing_class(cls):
+        return Role.INPUT
+    if fname in _STEP_NAMES or (cls is not None and fname in _MODEL_METHODS and _is_keras_class(ctx, cls, keras_classes)):
+        return Role.MODEL
+    if fname == "model_fn" or fname.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]:
+        return Role.MODEL
+    if fname == "input_fn" or fname.endswith("_input_fn"):
+        return Role.INPUT
+    return None
+
+
+def _body_role(ev: _Evidence, k: int) -> Role | None:
+    """The role what a function's body builds or drives gives it."""
+    m, i = k in ev.body_model, k in ev.body_input
+    if m and not i:
+        return Role.MODEL
+    if i and not m and k not in ev.driver:
+        return Role.INPUT
+    if m or i or k in ev.driver:
+        return Role.OTHER
+    return None
+
+
+def _follow_callers(ctx: ModelView, roles: dict[int, Role], undecided: list[cst.FunctionDef | cst.Lambda]) -> None:
+    """Helpers without evidence: the role all their same-file callers share."""
+    idx = ctx.index
     for _ in range(6):
         changed = False
         for f in undecided:
             if id(f) in roles or not isinstance(f, cst.FunctionDef):
                 continue
-            sites = ctx.values.call_sites(f)
-            caller_roles: set[Role | None] = set()  # None: a caller whose role is undecided
-            for call, scopes in sites.calls:
-                owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-                caller_roles.add(roles.get(id(owner)) if owner is not None else Role.MODULE)
-            shared = next(iter(caller_roles)) if len(caller_roles) == 1 else None
+            shared = _callers_role(ctx, roles, f)
             if shared in (Role.MODEL, Role.INPUT):
                 assert shared is not None
                 roles[id(f)] = shared
@@ -497,22 +566,35 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
                         roles[id(g)] = roles[id(f)]
         if not changed:
             break
-    # a module-level helper nothing here decides: input-only when the project hands it
-    # (or a caller of it) to a Dataset method in another file and no model code reaches it
-    if ctx.filename and not ctx.filename.startswith("<"):
-        for f in undecided:
-            if id(f) not in roles and isinstance(f, cst.FunctionDef) and idx.scopes_of(f)[0] is ctx.module:
-                if ctx.project.input_only(ctx.filename, f.name.value):
-                    roles[id(f)] = Role.INPUT
-                    for g in undecided:
-                        if id(g) not in roles and f in idx.scopes_of(g):
-                            roles[id(g)] = Role.INPUT
-    return roles
+
+
+def _callers_role(ctx: ModelView, roles: dict[int, Role], f: cst.FunctionDef) -> Role | None:
+    """The role every same-file caller of ``f`` has (module level: MODULE), else None."""
+    caller_roles: set[Role | None] = set()  # None: a caller whose role is undecided
+    for call, scopes in ctx.values.call_sites(f).calls:
+        owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        caller_roles.add(roles.get(id(owner)) if owner is not None else Role.MODULE)
+    return next(iter(caller_roles)) if len(caller_roles) == 1 else None
+
+
+def _input_only(ctx: ModelView, roles: dict[int, Role], undecided: list[cst.FunctionDef | cst.Lambda]) -> None:
+    """A module-level helper nothing here decides: input-only when the project hands it
+    (or a caller of it) to a Dataset method in another file and no model code reaches it."""
+    if not ctx.filename or ctx.filename.startswith("<"):
+        return
+    idx = ctx.index
+    for f in undecided:
+        if id(f) not in roles and isinstance(f, cst.FunctionDef) and idx.scopes_of(f)[0] is ctx.module:
+            if ctx.project.input_only(ctx.filename, f.name.value):
+                roles[id(f)] = Role.INPUT
+                for g in undecided:
+                    if id(g) not in roles and f in idx.scopes_of(g):
+                        roles[id(g)] = Role.INPUT
 
 
 # (module-level, not closures of _compute_roles: a recursive closure is a reference
 # cycle holding the model, and so the file's tree, until the cyclic collector runs)
-def _function_given(ctx: SemanticModel, expr: cst.BaseExpression | None,
+def _function_given(ctx: ModelView, expr: cst.BaseExpression | None,
                     scopes: Sequence[ScopeNode]) -> cst.FunctionDef | cst.Lambda | None:
     """The same-file function (or lambda) ``expr`` hands over, through ``partial``."""
     if isinstance(expr, cst.Lambda):
@@ -524,7 +606,7 @@ def _function_given(ctx: SemanticModel, expr: cst.BaseExpression | None,
     return None
 
 
-def _is_keras_class(ctx: SemanticModel, cls: cst.ClassDef, memo: dict[int, bool], depth: int = 0) -> bool:
+def _is_keras_class(ctx: ModelView, cls: cst.ClassDef, memo: dict[int, bool], depth: int = 0) -> bool:
     """``cls`` subclasses a Keras layer or model (or tf.Module), through same-file bases."""
     key = id(cls)
     if key not in memo:

@@ -8,14 +8,34 @@ groups keep the index's source order.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 import libcst as cst
 
-_Ref = tuple[Any, bool, tuple[Any, ...]]  # (node, is_call, scopes innermost first), as the index keeps them
+if TYPE_CHECKING:
+    from .fileindex import FileIndex
+
+_Ref = tuple[Any, Any, tuple[Any, ...]]  # (node, the call it is the callee of or None, scopes innermost first), as the index keeps them
 
 
-def _groups(ctx: Any, key: tuple[str, str], refs: list[_Ref], innermost_only: bool) -> dict[int, list[_Ref]]:
+class ScopedMemo(Protocol):
+    """Where the groups are kept (the model's memos: semantic.caches)."""
+
+    scoped_index: Any  # the file index the groups were made from
+    scoped_refs: dict[tuple[str, str], dict[int, list[Any]]]
+
+
+class Grouped(Protocol):
+    """What the groups are made from: the file index, and the memo keeping them (the
+    scopes part, the model)."""
+
+    @property
+    def index(self) -> FileIndex: ...
+    @property
+    def caches(self) -> ScopedMemo: ...
+
+
+def _groups(ctx: Grouped, key: tuple[str, str], refs: Sequence[_Ref], innermost_only: bool) -> dict[int, list[_Ref]]:
     idx = ctx.index
     memo = ctx.caches.scoped_refs
     if ctx.caches.scoped_index is not idx:  # a new index (another lint of the file): regroup
@@ -32,7 +52,7 @@ def _groups(ctx: Any, key: tuple[str, str], refs: list[_Ref], innermost_only: bo
     return hit
 
 
-def name_refs_in(ctx: Any, name: str, scope: cst.CSTNode) -> list[_Ref]:
+def name_refs_in(ctx: Grouped, name: str, scope: cst.CSTNode) -> list[_Ref]:
     """The index's references of the bare name ``name`` whose innermost scope is ``scope``."""
     refs = ctx.index.name_refs.get(name)
     if not refs:
@@ -40,7 +60,7 @@ def name_refs_in(ctx: Any, name: str, scope: cst.CSTNode) -> list[_Ref]:
     return _groups(ctx, ("name", name), refs, True).get(id(scope), [])
 
 
-def attr_refs_within(ctx: Any, attr: str, scope: cst.CSTNode) -> list[_Ref]:
+def attr_refs_within(ctx: Grouped, attr: str, scope: cst.CSTNode) -> list[_Ref]:
     """The index's ``<expr>.attr`` references with ``scope`` among their enclosing scopes."""
     refs = ctx.index.attr_refs.get(attr)
     if not refs:

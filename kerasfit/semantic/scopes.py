@@ -1,9 +1,8 @@
 """Scopes and bindings of one file: the scopes part of the semantic model.
 
-Every question takes the node it is about. ``ancestors(node)`` answers from the engine's
-walk path when ``node`` is the node being visited or lies under it (the engine hands the
-path over as a cache: the answer is the node's real ancestors either way), else from the
-file index's parent links.
+Every question takes the node it is about, and none depends on where the engine's walk
+is: ``ancestors(node)`` answers from the file index's parent links (each enclosing node's
+path kept once, so the nodes of one statement share their climb).
 """
 
 from __future__ import annotations
@@ -13,17 +12,13 @@ from typing import Any, Callable, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from .caches import ModelCaches
 from .fileindex import FileIndex
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements, walk
-from .scoped import name_refs_in
+from .scoped import ScopedMemo, name_refs_in
 
 _SEQUENCE_TYPES = frozenset({cst.Tuple, cst.List})
 _FUNCTION_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.FunctionDef})
 _CLASS_DEF: frozenset[type[cst.CSTNode]] = frozenset({cst.ClassDef})
-# the statements that bind a name in their scope (Scopes._build_index)
-_BINDING_STATEMENTS = frozenset({cst.Assign, cst.AnnAssign, cst.AugAssign, cst.For, cst.With, cst.FunctionDef,
-                                 cst.ClassDef, cst.Import, cst.ImportFrom})
 
 
 @dataclass
@@ -98,6 +93,72 @@ def _exhaustive_if(idx: FileIndex, bindings: Sequence[Binding], use_ancestors: s
     return False  # no ``else``: every branch may be skipped
 
 
+# ---- what each binding statement binds in its scope (Scopes._build_index) -------------
+_Add = Callable[[str, Binding], None]
+
+
+def _bind_assign(stmt: cst.Assign, add: _Add) -> None:
+    value = stmt.value
+    for t in stmt.targets:
+        if type(t.target) is cst.Name:
+            add(t.target.value, Binding(value, stmt))
+        elif (pairs := _parallel_assignment(t.target, value)) is not None:
+            # F_H, F_W = 5, 5: each name gets its own element
+            # (anchored on the target name: folds are memoised per binding node)
+            for name, v in pairs:
+                add(name.value, Binding(v, name))
+        else:
+            for n in _target_names(t.target):
+                add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_ann_assign(stmt: cst.AnnAssign, add: _Add) -> None:
+    if type(stmt.target) is cst.Name:
+        add(stmt.target.value, Binding(stmt.value, stmt))
+
+
+def _bind_aug_assign(stmt: cst.AugAssign, add: _Add) -> None:
+    if type(stmt.target) is cst.Name:
+        add(stmt.target.value, Binding(None, stmt, "other"))
+
+
+def _bind_for(stmt: cst.For, add: _Add) -> None:
+    for n in _target_names(stmt.target):
+        add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_with(stmt: cst.With, add: _Add) -> None:
+    for item in stmt.items:
+        if item.asname is not None:
+            for n in _target_names(item.asname.name):
+                add(n.value, Binding(None, stmt, "other"))
+
+
+def _bind_def(stmt: cst.FunctionDef, add: _Add) -> None:
+    add(stmt.name.value, Binding(None, stmt, "def"))
+
+
+def _bind_class(stmt: cst.ClassDef, add: _Add) -> None:
+    add(stmt.name.value, Binding(None, stmt, "class"))
+
+
+def _bind_import(stmt: cst.Import | cst.ImportFrom, add: _Add) -> None:
+    names = stmt.names if type(stmt.names) is not cst.ImportStar else ()
+    for alias in names:  # type: ignore[union-attr]
+        if alias.asname is not None and type(alias.asname.name) is cst.Name:
+            add(alias.asname.name.value, Binding(None, stmt, "import"))
+        else:
+            add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+
+
+# the statements that bind a name in their scope, by exact type
+_BINDERS: dict[type[cst.CSTNode], Callable[[Any, _Add], None]] = {
+    cst.Assign: _bind_assign, cst.AnnAssign: _bind_ann_assign, cst.AugAssign: _bind_aug_assign, cst.For: _bind_for,
+    cst.With: _bind_with, cst.FunctionDef: _bind_def, cst.ClassDef: _bind_class, cst.Import: _bind_import,
+    cst.ImportFrom: _bind_import,
+}
+
+
 @dataclass(frozen=True)
 class ModelHints:
     """What a caller checking one document again and again (the language server) already
@@ -116,9 +177,9 @@ NO_HINTS = ModelHints()
 class Scopes:
     """Scope indexes, parent links and binding lookups of one module."""
 
-    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "walk_path", "visiting")
+    __slots__ = ("module", "caches", "_make_index", "_index", "_scopes", "_paths")
 
-    def __init__(self, module: cst.Module, caches: ModelCaches, hints: ModelHints | None = None) -> None:
+    def __init__(self, module: cst.Module, caches: ScopedMemo, hints: ModelHints | None = None) -> None:
         """``hints.build_index``: how a caller that keeps per-statement indexes (the language
         server) builds the file index instead of walking the module again."""
         self.module = module
@@ -126,11 +187,8 @@ class Scopes:
         self._make_index = (hints or NO_HINTS).build_index
         self._index: FileIndex | None = None
         self._scopes: dict[int, ScopeIndex] = {}
-        # The engine's walk (a replay of the file index): the ancestors of the node it is
-        # visiting (``visiting``), outermost first. Only ``ancestors`` reads them, as a
-        # cache of parent links.
-        self.walk_path: list[cst.CSTNode] = []
-        self.visiting: cst.CSTNode | None = None
+        # per enclosing node: its ancestors and itself, outermost first (see ancestors)
+        self._paths: dict[int, tuple[cst.CSTNode, ...]] = {}
 
     # ---- the file index: one lazy walk of the whole module ---------------------------
     @property
@@ -149,38 +207,33 @@ class Scopes:
         return self.index.parent.get(id(node))
 
     def ancestors(self, node: cst.CSTNode) -> Sequence[cst.CSTNode]:
-        """The nodes enclosing ``node``, outermost (the module) first; read-only."""
-        visiting = self.visiting
-        path = self.walk_path
-        if node is visiting:
-            return path
-        for i in range(len(path) - 1, -1, -1):  # an enclosing node of the visited one
-            if path[i] is node:
-                return path[:i]
+        """The nodes enclosing ``node``, outermost (the module) first."""
         parent = self.index.parent
-        out: list[cst.CSTNode] = []
         p = parent.get(id(node))
-        while p is not None:
-            out.append(p)
-            p = parent.get(id(p))
-        out.reverse()
-        return out
+        if p is None:
+            return ()
+        paths = self._paths
+        hit = paths.get(id(p))
+        if hit is not None:
+            return hit
+        # climb to the first enclosing node whose path is kept (rules ask about most
+        # nodes of a statement, which share their enclosing nodes), keeping each one met
+        climb = [p]
+        q = parent.get(id(p))
+        while q is not None and id(q) not in paths:
+            climb.append(q)
+            q = parent.get(id(q))
+        path = paths[id(q)] if q is not None else ()
+        for n in reversed(climb):
+            path = paths[id(n)] = (*path, n)
+        return path
 
     def scopes_of(self, node: cst.CSTNode) -> list[ScopeNode]:
         """Scopes enclosing ``node``, innermost first (module last).
 
         A function's decorators, defaults and annotations belong to the enclosing scope.
         """
-        if self._index is not None:
-            return list(self._index.scopes_of(node))
-        out: list[ScopeNode] = []
-        child = node
-        for p in reversed(self.ancestors(node)):
-            if type(p) in SCOPE_TYPES and child is p.body:  # type: ignore[attr-defined]
-                out.append(p)  # type: ignore[arg-type]
-            child = p
-        out.append(self.module)
-        return out
+        return list(self.index.scopes_of(node))
 
     def chain(self, within: Sequence[cst.CSTNode]) -> list[ScopeNode]:
         """The scopes on an ancestor path (outermost first), innermost first, then the
@@ -247,47 +300,9 @@ class Scopes:
         # exact types (see nodes.dotted_name): most statements of a file bind nothing, and
         # each isinstance against libcst's ABC-based classes costs ~10x a type test
         for stmt in iter_statements(scope.body):
-            st = type(stmt)
-            if st not in _BINDING_STATEMENTS:
-                continue
-            if st is cst.Assign:
-                value = stmt.value  # type: ignore[attr-defined]
-                for t in stmt.targets:  # type: ignore[attr-defined]
-                    if type(t.target) is cst.Name:
-                        add(t.target.value, Binding(value, stmt))
-                    elif (pairs := _parallel_assignment(t.target, value)) is not None:
-                        # F_H, F_W = 5, 5: each name gets its own element
-                        # (anchored on the target name: folds are memoised per binding node)
-                        for name, v in pairs:
-                            add(name.value, Binding(v, name))
-                    else:
-                        for n in _target_names(t.target):
-                            add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.AnnAssign:
-                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
-                    add(stmt.target.value, Binding(stmt.value, stmt))  # type: ignore[attr-defined]
-            elif st is cst.AugAssign:
-                if type(stmt.target) is cst.Name:  # type: ignore[attr-defined]
-                    add(stmt.target.value, Binding(None, stmt, "other"))  # type: ignore[attr-defined]
-            elif st is cst.For:
-                for n in _target_names(stmt.target):  # type: ignore[attr-defined]
-                    add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.With:
-                for item in stmt.items:  # type: ignore[attr-defined]
-                    if item.asname is not None:
-                        for n in _target_names(item.asname.name):
-                            add(n.value, Binding(None, stmt, "other"))
-            elif st is cst.FunctionDef:
-                add(stmt.name.value, Binding(None, stmt, "def"))  # type: ignore[attr-defined]
-            elif st is cst.ClassDef:
-                add(stmt.name.value, Binding(None, stmt, "class"))  # type: ignore[attr-defined]
-            else:  # Import, ImportFrom
-                names = stmt.names if type(stmt.names) is not cst.ImportStar else ()  # type: ignore[attr-defined]
-                for alias in names:
-                    if alias.asname is not None and type(alias.asname.name) is cst.Name:
-                        add(alias.asname.name.value, Binding(None, stmt, "import"))
-                    else:
-                        add(module_dotted(alias.name).split(".")[0], Binding(None, stmt, "import"))
+            bind = _BINDERS.get(type(stmt))
+            if bind is not None:
+                bind(stmt, add)
         return idx
 
     def lookup(self, name: str, scopes: Sequence[ScopeNode] | None = None, *, at: cst.CSTNode | None = None) -> Binding | None:

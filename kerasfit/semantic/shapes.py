@@ -39,7 +39,7 @@ from .dataflow import layer_constructor
 from .nodes import get_arg
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 _MAX_DEPTH = 12
 
@@ -55,13 +55,14 @@ UNKNOWN_SHAPE = TensorShape()
 _OP_FAMILIES = ("tf.", "keras.ops.", "keras.backend.")
 
 
-def shape_of(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> TensorShape:
+def shape_of(ctx: ModelView, expr: cst.BaseExpression, _depth: int = 0) -> TensorShape:
     """The rank and last-axis size of ``expr`` (a node of ``ctx``'s file) as far as the
     code says them; :data:`UNKNOWN_SHAPE` parts where it does not."""
     caches = ctx.caches
     hit = caches.shapes.get(id(expr))
     if hit is not None and hit[0] is expr:
-        return hit[1]
+        known: TensorShape = hit[1]
+        return known
     if _depth > _MAX_DEPTH or id(expr) in caches.shapes_busy:
         # a cycle through bindings (a loop's `x = f(x)`) or the depth budget: unknown here,
         # and what is worked out from this answer is not remembered (asked from elsewhere,
@@ -80,7 +81,7 @@ def shape_of(ctx: SemanticModel, expr: cst.BaseExpression, _depth: int = 0) -> T
     return found
 
 
-def _shape(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> TensorShape:
+def _shape(ctx: ModelView, expr: cst.BaseExpression, depth: int) -> TensorShape:
     tp = type(expr)
     if tp is cst.Name:
         return _name(ctx, expr, depth)  # type: ignore[arg-type]
@@ -100,7 +101,7 @@ def _shape(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> TensorSh
 
 
 # ---- names ------------------------------------------------------------------------------
-def _name(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
+def _name(ctx: ModelView, name: cst.Name, depth: int) -> TensorShape:
     found = _bound(ctx, name, depth)
     if found.last is None:
         guarded = _guarded_last(ctx, name)
@@ -109,7 +110,7 @@ def _name(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
     return found
 
 
-def _guarded_last(ctx: SemanticModel, name: cst.Name) -> int | None:
+def _guarded_last(ctx: ModelView, name: cst.Name) -> int | None:
     """Inside ``if ops.shape(x)[-1] == 4:`` (or ``x.shape[-1] == 4``), ``x``'s last axis is 4."""
     child: cst.CSTNode = name
     for anc in reversed(ctx.scopes.ancestors(name)):
@@ -125,7 +126,7 @@ def _guarded_last(ctx: SemanticModel, name: cst.Name) -> int | None:
     return None
 
 
-def _last_of(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
+def _last_of(ctx: ModelView, expr: cst.BaseExpression) -> str | None:
     """``x`` for ``ops.shape(x)[-1]`` / ``x.shape[-1]`` / ``K.int_shape(x)[-1]``."""
     if not (isinstance(expr, cst.Subscript) and len(expr.slice) == 1 and isinstance(expr.slice[0].slice, cst.Index)):
         return None
@@ -139,7 +140,7 @@ def _last_of(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
     return None
 
 
-def _bound(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
+def _bound(ctx: ModelView, name: cst.Name, depth: int) -> TensorShape:
     bindings, _ = ctx.scopes.reaching(name)
     if not bindings:
         return UNKNOWN_SHAPE
@@ -156,7 +157,7 @@ def _bound(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
     return _agree(shapes)
 
 
-def _param(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
+def _param(ctx: ModelView, name: cst.Name, depth: int) -> TensorShape:
     """What every same-file call site passes (all of them seen), else unknown."""
     fn = ctx.scopes.callable_of(name)
     if not isinstance(fn, cst.FunctionDef) or not ctx.values.call_sites(fn).complete:
@@ -167,7 +168,7 @@ def _param(ctx: SemanticModel, name: cst.Name, depth: int) -> TensorShape:
     return _agree([shape_of(ctx, p.value, depth) for p in passed if p.value is not None])
 
 
-def _unpacked(ctx: SemanticModel, assign: cst.Assign, target: str, depth: int) -> TensorShape:
+def _unpacked(ctx: ModelView, assign: cst.Assign, target: str, depth: int) -> TensorShape:
     """``target``, one piece of ``a, b = tf.split(x, 2, axis)`` / ``tf.unstack(x)``: its shape."""
     value = assign.value
     targets = assign.targets[0].target
@@ -194,7 +195,7 @@ def _unpacked(ctx: SemanticModel, assign: cst.Assign, target: str, depth: int) -
 
 
 # ---- calls ------------------------------------------------------------------------------
-def _op(ctx: SemanticModel, call: cst.Call) -> str | None:
+def _op(ctx: ModelView, call: cst.Call) -> str | None:
     """The short name of a TF / keras.ops / keras.backend op (``"reshape"``), else None."""
     name = ctx.names.call_name_anywhere(call) if type(call.func) is not cst.Call else None
     if name is None or not name.startswith(_OP_FAMILIES) or name.startswith("tf.keras."):
@@ -202,7 +203,7 @@ def _op(ctx: SemanticModel, call: cst.Call) -> str | None:
     return name.rsplit(".", 1)[-1]
 
 
-def _call(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _call(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     layer = _layer(ctx, call, depth)
     if layer is not None:
         return layer
@@ -220,12 +221,12 @@ def _call(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return builder(ctx, call, depth) if builder is not None else UNKNOWN_SHAPE
 
 
-def _reshape(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _reshape(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     shape = get_arg(call, "shape", 1) or get_arg(call, "new_shape", 1)
     return _literal_shape(ctx, shape.value) if shape is not None else UNKNOWN_SHAPE
 
 
-def _literal_shape(ctx: SemanticModel, node: cst.BaseExpression, extra: int = 0) -> TensorShape:
+def _literal_shape(ctx: ModelView, node: cst.BaseExpression, extra: int = 0) -> TensorShape:
     """A shape written out (``(b, h, -1, 64)``): its length, and its last entry when a
     constant (not -1). ``extra``: dims the literal leaves out (Keras's batch)."""
     if isinstance(node, cst.Name):
@@ -248,7 +249,7 @@ def _literal_shape(ctx: SemanticModel, node: cst.BaseExpression, extra: int = 0)
     return UNKNOWN_SHAPE
 
 
-def _pad(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _pad(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     paddings = get_arg(call, "paddings", 1) or get_arg(call, "pad_width", 1)
     whole = _first(ctx, call, depth)
     if paddings is not None and isinstance(paddings.value, (cst.List, cst.Tuple)):
@@ -256,13 +257,13 @@ def _pad(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(whole.rank, None)
 
 
-def _transpose(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _transpose(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     perm = get_arg(call, "perm", 1) or get_arg(call, "axes", 1) or get_arg(call, "pattern", 1)
     value = ctx.values.const(perm.value, scopes=ctx.scopes.scopes_of(perm.value)) if perm is not None else None
     return TensorShape(len(value), None) if isinstance(value, (list, tuple)) else UNKNOWN_SHAPE
 
 
-def _expand_dims(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _expand_dims(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     whole = _first(ctx, call, depth)
     axis = _const_arg(ctx, call, "axis", 1, None)
     if whole.rank is None:
@@ -270,7 +271,7 @@ def _expand_dims(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(whole.rank + 1, 1 if axis == -1 or axis == whole.rank else whole.last)
 
 
-def _squeeze(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _squeeze(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     whole = _first(ctx, call, depth)
     axis = _const_arg(ctx, call, "axis", 1, None)
     if whole.rank is None or not isinstance(axis, (int, list, tuple)) or isinstance(axis, bool):
@@ -280,7 +281,7 @@ def _squeeze(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(rank, None if any(a in (-1, whole.rank - 1) for a in axes) else whole.last)
 
 
-def _stack(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _stack(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     parts = get_arg(call, "values", 0) or get_arg(call, "x", 0) or get_arg(call, "arrays", 0)
     if parts is None or not isinstance(parts.value, (cst.List, cst.Tuple)) or any(
             isinstance(e, cst.StarredElement) for e in parts.value.elements):
@@ -293,7 +294,7 @@ def _stack(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(each.rank + 1, len(parts.value.elements) if last else each.last)
 
 
-def _concat(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _concat(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     parts = get_arg(call, "values", 0) or get_arg(call, "xs", 0) or get_arg(call, "tensors", 0)
     if parts is None or not isinstance(parts.value, (cst.List, cst.Tuple)) or any(
             isinstance(e, cst.StarredElement) for e in parts.value.elements):
@@ -309,7 +310,7 @@ def _concat(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(rank, _agree(shapes).last)
 
 
-def _einsum(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _einsum(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     spec = call.args[0].value if call.args else None
     value = ctx.values.const(spec, scopes=ctx.scopes.scopes_of(spec)) if spec is not None else None
     if not isinstance(value, str) or "->" not in value or "." in value:
@@ -317,7 +318,7 @@ def _einsum(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(len(value.split("->")[1].strip()), None)
 
 
-def _matmul(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _matmul(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     if len(call.args) < 2:
         return UNKNOWN_SHAPE
     a, b = shape_of(ctx, call.args[0].value, depth), shape_of(ctx, call.args[1].value, depth)
@@ -326,7 +327,7 @@ def _matmul(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(max(a.rank, b.rank), b.last)
 
 
-def _one_hot(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _one_hot(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     whole = _first(ctx, call, depth)
     size = _const_arg(ctx, call, "depth", 1, None)
     if whole.rank is None:
@@ -334,35 +335,35 @@ def _one_hot(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
     return TensorShape(whole.rank + 1, size if _positive_int(size) else None)
 
 
-def _tf_slice(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _tf_slice(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     size = _const_arg(ctx, call, "size", 2, None)
     if not isinstance(size, (list, tuple)) or not size:
         return UNKNOWN_SHAPE
     return TensorShape(len(size), size[-1] if _positive_int(size[-1]) else None)
 
 
-def _placeholder(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _placeholder(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     shape = get_arg(call, "shape", 1)
     return _literal_shape(ctx, shape.value) if shape is not None else UNKNOWN_SHAPE
 
 
-def _keeps_first(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _keeps_first(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     return _first(ctx, call, depth)
 
 
-def _filled(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _filled(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     """``ones(shape)`` / ``zeros(shape)`` / ``full(shape, v)``: the shape spelled."""
     shape = get_arg(call, "shape", 0)
     return _literal_shape(ctx, shape.value) if shape is not None else UNKNOWN_SHAPE
 
 
-def _gathered(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _gathered(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     """``take_along_axis(x, indices, axis)``: the indices' shape."""
     indices = get_arg(call, "indices", 1)
     return shape_of(ctx, indices.value, depth) if indices is not None else UNKNOWN_SHAPE
 
 
-def _literal_array(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _literal_array(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     """``ops.array([w, h])`` / ``tf.constant([[1, 2]])``: the nesting and the innermost length."""
     node = call.args[0].value if call.args else None
     rank = 0
@@ -372,7 +373,7 @@ def _literal_array(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShap
     return TensorShape(rank, last) if rank else UNKNOWN_SHAPE
 
 
-def _shape_vector(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _shape_vector(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     """``tf.shape(x)``: a vector of one entry per axis."""
     return TensorShape(1, _first(ctx, call, depth).rank)
 
@@ -387,7 +388,7 @@ _OPS = {
 }
 
 
-def _reduced(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _reduced(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     whole = _first(ctx, call, depth)
     keep = _const_arg(ctx, call, "keepdims", 2, False) or _const_arg(ctx, call, "keep_dims", 2, False)
     arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices", 1)
@@ -404,7 +405,7 @@ def _reduced(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
 
 
 # ---- layers -----------------------------------------------------------------------------
-def _layer(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape | None:
+def _layer(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape | None:
     """A Keras layer applied (``Conv2D(8, 3)(x)``, ``self.conv(x)``) or an input made."""
     func = call.func
     if type(func) is cst.Call or type(func) is cst.Subscript or (type(func) is cst.Attribute and
@@ -426,7 +427,7 @@ def _layer(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape | None
     return _layer_output(ctx, ctor, name, call, depth)
 
 
-def _layer_output(ctx: SemanticModel, ctor: cst.Call, name: str, call: cst.Call, depth: int) -> TensorShape:
+def _layer_output(ctx: ModelView, ctor: cst.Call, name: str, call: cst.Call, depth: int) -> TensorShape:
     inp = call.args[0].value if call.args else None
     short = name.rsplit(".", 1)[-1]
     width = CONV_LAYERS.get(name) or DENSE_LAYERS.get(name) or FUNCTIONAL_CONVS.get(name)
@@ -453,7 +454,7 @@ def _layer_output(ctx: SemanticModel, ctor: cst.Call, name: str, call: cst.Call,
 
 
 # ---- slicing ----------------------------------------------------------------------------
-def _subscript(ctx: SemanticModel, node: cst.Subscript, depth: int) -> TensorShape:
+def _subscript(ctx: ModelView, node: cst.Subscript, depth: int) -> TensorShape:
     base = shape_of(ctx, node.value, depth)
     if base.rank is None:
         return UNKNOWN_SHAPE
@@ -474,11 +475,11 @@ def _subscript(ctx: SemanticModel, node: cst.Subscript, depth: int) -> TensorSha
 
 
 # ---- helpers ----------------------------------------------------------------------------
-def _first(ctx: SemanticModel, call: cst.Call, depth: int) -> TensorShape:
+def _first(ctx: ModelView, call: cst.Call, depth: int) -> TensorShape:
     return shape_of(ctx, call.args[0].value, depth) if call.args and call.args[0].keyword is None else UNKNOWN_SHAPE
 
 
-def _const_arg(ctx: SemanticModel, call: cst.Call, kw: str, index: int, default: Any) -> Any:
+def _const_arg(ctx: ModelView, call: cst.Call, kw: str, index: int, default: Any) -> Any:
     arg = get_arg(call, kw, index)
     if arg is None:
         return default
@@ -489,7 +490,7 @@ def _positive_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
-def _number(ctx: SemanticModel, expr: cst.BaseExpression) -> bool:
+def _number(ctx: ModelView, expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Integer, cst.Float)):
         return True
     v = ctx.values.const(expr, scopes=ctx.scopes.scopes_of(expr))

@@ -195,67 +195,79 @@ class Interpreter:
             st.returns.append(TOP)
             st.done = True
             return
-        if isinstance(s, ast.Return):
-            st.returns.append(self._expr(s.value, st) if s.value is not None else consts(None))
-            st.done = True
-        elif isinstance(s, ast.Assign):
-            v = self._expr(s.value, st)
-            for t in s.targets:
-                if isinstance(t, ast.Name):
-                    st.env[t.id] = v
-                elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
-                    d = st.env.get(t.value.id)
-                    key = self._expr(t.slice, st)
-                    if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
-                        d.items[next(iter(key))] = v
-                    elif isinstance(d, _Dict):
-                        d.open = True
-                else:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            st.env[n.id] = TOP
-        elif isinstance(s, (ast.AugAssign, ast.AnnAssign)) and isinstance(s.target, ast.Name):
-            st.env[s.target.id] = TOP if isinstance(s, ast.AugAssign) or s.value is None else self._expr(s.value, st)
-        elif isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):
-            self._effect(s.value, st)
-        elif isinstance(s, ast.If):
-            test = self._expr(s.test, st)
-            truth = _truth(test)
-            if truth is True:
-                self._block(s.body, st)
-            elif truth is False:
-                self._block(s.orelse, st)
+        run = _STMT.get(type(s))
+        if run is not None:
+            run(self, s, st)
+
+    def _return(self, s: ast.Return, st: _Frame) -> None:
+        st.returns.append(self._expr(s.value, st) if s.value is not None else consts(None))
+        st.done = True
+
+    def _assign(self, s: ast.Assign, st: _Frame) -> None:
+        v = self._expr(s.value, st)
+        for t in s.targets:
+            if isinstance(t, ast.Name):
+                st.env[t.id] = v
+            elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                d = st.env.get(t.value.id)
+                key = self._expr(t.slice, st)
+                if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
+                    d.items[next(iter(key))] = v
+                elif isinstance(d, _Dict):
+                    d.open = True
             else:
-                a, b = st.fork(), st.fork()
-                self._block(s.body, a)
-                self._block(s.orelse, b)
-                st.merge(a, b)
-        elif isinstance(s, ast.With):
-            # ``with tf.variable_scope(name):``: the body runs once, in order (a name it binds is
-            # the context manager's value, unknown)
-            for item in s.items:
-                for n in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                for n in ast.walk(t):
                     if isinstance(n, ast.Name):
                         st.env[n.id] = TOP
+
+    def _update(self, s: ast.AugAssign | ast.AnnAssign, st: _Frame) -> None:
+        if isinstance(s.target, ast.Name):
+            st.env[s.target.id] = TOP if isinstance(s, ast.AugAssign) or s.value is None else self._expr(s.value, st)
+
+    def _expr_stmt(self, s: ast.Expr, st: _Frame) -> None:
+        if isinstance(s.value, ast.Call):
+            self._effect(s.value, st)
+
+    def _if(self, s: ast.If, st: _Frame) -> None:
+        truth = _truth(self._expr(s.test, st))
+        if truth is True:
             self._block(s.body, st)
-        elif isinstance(s, (ast.For, ast.While, ast.Try)):
-            # bodies are not iterated: what they bind is unknown afterwards
-            for n in _statements([s]):
-                targets: list[ast.expr] = []
-                if isinstance(n, ast.Assign):
-                    targets = n.targets
-                elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
-                    targets = [n.target]
-                elif isinstance(n, ast.With):
-                    targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
-                elif isinstance(n, ast.Return):
-                    st.returns.append(TOP)
-                for t in targets:
-                    for name in ast.walk(t):
-                        if isinstance(name, ast.Name):
-                            st.env[name.id] = TOP
-        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            st.env[s.name] = TOP
+        elif truth is False:
+            self._block(s.orelse, st)
+        else:
+            a, b = st.fork(), st.fork()
+            self._block(s.body, a)
+            self._block(s.orelse, b)
+            st.merge(a, b)
+
+    def _with(self, s: ast.With, st: _Frame) -> None:
+        # ``with tf.variable_scope(name):``: the body runs once, in order (a name it binds is
+        # the context manager's value, unknown)
+        for item in s.items:
+            for n in ast.walk(item.optional_vars) if item.optional_vars is not None else ():
+                if isinstance(n, ast.Name):
+                    st.env[n.id] = TOP
+        self._block(s.body, st)
+
+    def _loop(self, s: ast.For | ast.While | ast.Try, st: _Frame) -> None:
+        # bodies are not iterated: what they bind is unknown afterwards
+        for n in _statements([s]):
+            targets: list[ast.expr] = []
+            if isinstance(n, ast.Assign):
+                targets = n.targets
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign, ast.For)):
+                targets = [n.target]
+            elif isinstance(n, ast.With):
+                targets = [i.optional_vars for i in n.items if i.optional_vars is not None]
+            elif isinstance(n, ast.Return):
+                st.returns.append(TOP)
+            for t in targets:
+                for name in ast.walk(t):
+                    if isinstance(name, ast.Name):
+                        st.env[name.id] = TOP
+
+    def _definition(self, s: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, st: _Frame) -> None:
+        st.env[s.name] = TOP
 
     def _effect(self, call: ast.Call, st: _Frame) -> None:
         f = call.func
@@ -282,90 +294,103 @@ class Interpreter:
     def _expr(self, e: ast.expr | None, st: _Frame) -> Any:
         if e is None:
             return TOP
-        if isinstance(e, ast.Constant):
+        evaluate = _EXPR.get(type(e))
+        return TOP if evaluate is None else evaluate(self, e, st)
+
+    def _constant(self, e: ast.Constant, st: _Frame) -> Any:
+        try:
+            return consts(e.value)
+        except TypeError:
+            return TOP
+
+    def _name(self, e: ast.Name, st: _Frame) -> Any:
+        if e.id in st.env:
+            return st.env[e.id]
+        value = st.facts.consts.get(e.id)
+        if value is not None and st.const_depth < CONST_DEPTH:
+            st.const_depth += 1
             try:
-                return consts(e.value)
+                return self._expr(value, _Frame(st.facts, {}, st.depth, st.via, st.const_depth))
+            finally:
+                st.const_depth -= 1
+        return TOP
+
+    def _sequence(self, e: ast.Tuple | ast.List, st: _Frame) -> Any:
+        parts = [self._expr(x, st) for x in e.elts]
+        if all(isinstance(p, frozenset) and len(p) == 1 for p in parts):
+            try:
+                return consts(tuple(next(iter(p)) for p in parts))
             except TypeError:
                 return TOP
-        if isinstance(e, ast.Name):
-            if e.id in st.env:
-                return st.env[e.id]
-            value = st.facts.consts.get(e.id)
-            if value is not None and st.const_depth < CONST_DEPTH:
-                st.const_depth += 1
-                try:
-                    return self._expr(value, _Frame(st.facts, {}, st.depth, st.via, st.const_depth))
-                finally:
-                    st.const_depth -= 1
-            return TOP
-        if isinstance(e, (ast.Tuple, ast.List)):
-            parts = [self._expr(x, st) for x in e.elts]
-            if all(isinstance(p, frozenset) and len(p) == 1 for p in parts):
-                try:
-                    return consts(tuple(next(iter(p)) for p in parts))
-                except TypeError:
-                    return TOP
-            return tuple(parts) if isinstance(e, ast.Tuple) else list(parts)
-        if isinstance(e, ast.Dict):
-            items: dict[Any, Any] = {}
-            open_ = False
-            for k, v in zip(e.keys, e.values):
-                if k is None:
-                    other = self._expr(v, st)
-                    if isinstance(other, _Dict):
-                        items.update(other.items)
-                        open_ = open_ or other.open
-                    else:
-                        open_ = True
-                    continue
-                key = self._expr(k, st)
-                if isinstance(key, frozenset) and len(key) == 1:
-                    items[next(iter(key))] = self._expr(v, st)
+        return tuple(parts) if isinstance(e, ast.Tuple) else list(parts)
+
+    def _dict(self, e: ast.Dict, st: _Frame) -> Any:
+        items: dict[Any, Any] = {}
+        open_ = False
+        for k, v in zip(e.keys, e.values):
+            if k is None:
+                other = self._expr(v, st)
+                if isinstance(other, _Dict):
+                    items.update(other.items)
+                    open_ = open_ or other.open
                 else:
                     open_ = True
-            return _Dict(items, open_)
-        if isinstance(e, ast.IfExp):
-            truth = _truth(self._expr(e.test, st))
-            if truth is True:
-                return self._expr(e.body, st)
-            if truth is False:
-                return self._expr(e.orelse, st)
-            return _join(self._expr(e.body, st), self._expr(e.orelse, st))
-        if isinstance(e, ast.Compare) and len(e.ops) == 1:
-            op = COMPARE[type(e.ops[0])]
-            if op is None:
-                return TOP
-            return _pairwise(op, self._expr(e.left, st), self._expr(e.comparators[0], st))
-        if isinstance(e, ast.BinOp):
-            op = BINARY[type(e.op)]
-            return _pairwise(op, self._expr(e.left, st), self._expr(e.right, st)) if op else TOP
-        if isinstance(e, ast.UnaryOp):
-            v = self._expr(e.operand, st)
-            if isinstance(e.op, ast.Not):
-                t = _truth(v)
-                return TOP if t is None else consts(not t)
-            unary = UNARY[type(e.op)]
-            if unary is None or not isinstance(v, frozenset):
-                return TOP
-            out = frozenset(unary(x) for x in v)
-            return TOP if UNKNOWN in out else out
-        if isinstance(e, ast.BoolOp):
-            vals = [_truth(self._expr(x, st)) for x in e.values]
-            if isinstance(e.op, ast.And):
-                if any(v is False for v in vals):
-                    return consts(False)
-                return consts(True) if all(v is True for v in vals) else TOP
-            if any(v is True for v in vals):
-                return consts(True)
-            return consts(False) if all(v is False for v in vals) else TOP
-        if isinstance(e, ast.Subscript) and isinstance(e.value, ast.Name):
-            d = st.env.get(e.value.id)
-            key = self._expr(e.slice, st)
-            if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
-                return d.items.get(next(iter(key)), TOP)
+                continue
+            key = self._expr(k, st)
+            if isinstance(key, frozenset) and len(key) == 1:
+                items[next(iter(key))] = self._expr(v, st)
+            else:
+                open_ = True
+        return _Dict(items, open_)
+
+    def _if_exp(self, e: ast.IfExp, st: _Frame) -> Any:
+        truth = _truth(self._expr(e.test, st))
+        if truth is True:
+            return self._expr(e.body, st)
+        if truth is False:
+            return self._expr(e.orelse, st)
+        return _join(self._expr(e.body, st), self._expr(e.orelse, st))
+
+    def _compare(self, e: ast.Compare, st: _Frame) -> Any:
+        if len(e.ops) != 1:
             return TOP
-        if isinstance(e, ast.Call):
-            return self._call(e, st)
+        op = COMPARE[type(e.ops[0])]
+        if op is None:
+            return TOP
+        return _pairwise(op, self._expr(e.left, st), self._expr(e.comparators[0], st))
+
+    def _bin_op(self, e: ast.BinOp, st: _Frame) -> Any:
+        op = BINARY[type(e.op)]
+        return _pairwise(op, self._expr(e.left, st), self._expr(e.right, st)) if op else TOP
+
+    def _unary_op(self, e: ast.UnaryOp, st: _Frame) -> Any:
+        v = self._expr(e.operand, st)
+        if isinstance(e.op, ast.Not):
+            t = _truth(v)
+            return TOP if t is None else consts(not t)
+        unary = UNARY[type(e.op)]
+        if unary is None or not isinstance(v, frozenset):
+            return TOP
+        out = frozenset(unary(x) for x in v)
+        return TOP if UNKNOWN in out else out
+
+    def _bool_op(self, e: ast.BoolOp, st: _Frame) -> Any:
+        vals = [_truth(self._expr(x, st)) for x in e.values]
+        if isinstance(e.op, ast.And):
+            if any(v is False for v in vals):
+                return consts(False)
+            return consts(True) if all(v is True for v in vals) else TOP
+        if any(v is True for v in vals):
+            return consts(True)
+        return consts(False) if all(v is False for v in vals) else TOP
+
+    def _subscript(self, e: ast.Subscript, st: _Frame) -> Any:
+        if not isinstance(e.value, ast.Name):
+            return TOP
+        d = st.env.get(e.value.id)
+        key = self._expr(e.slice, st)
+        if isinstance(d, _Dict) and isinstance(key, frozenset) and len(key) == 1:
+            return d.items.get(next(iter(key)), TOP)
         return TOP
 
     def _call(self, e: ast.Call, st: _Frame) -> Any:
@@ -380,19 +405,36 @@ class Interpreter:
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr == "get":
             d = st.env.get(f.value.id)
             if isinstance(d, _Dict) and e.args:
-                key = self._expr(e.args[0], st)
-                default = self._expr(e.args[1], st) if len(e.args) > 1 else consts(None)
-                if isinstance(key, frozenset) and len(key) == 1:
-                    k = next(iter(key))
-                    if k in d.items:
-                        return d.items[k]
-                    return _join(default, TOP) if d.open else default
-                return TOP
+                return self._dict_get(d, e, st)
         dotted = ast_dotted(f)
         if dotted is None:
             return TOP
         if dotted in st.env:
             return TOP  # a local callable: not followed
+        args = self._args(e, st)
+        if args is None:
+            return self._unknown_call(dotted, st)
+        kwargs = self._kwargs(e, st)
+        last = dotted.rsplit(".", 1)[-1]
+        if last in _COMPOSERS or last == "Sequential":
+            first = args[0] if args else TOP
+            if last == "Sequential" and isinstance(first, list):
+                first = first[0] if first else TOP
+            return first if isinstance(first, Layer) else TOP
+        return self.call(st.facts, dotted, args, kwargs, st.depth, st.via)
+
+    def _dict_get(self, d: _Dict, e: ast.Call, st: _Frame) -> Any:
+        key = self._expr(e.args[0], st)
+        default = self._expr(e.args[1], st) if len(e.args) > 1 else consts(None)
+        if isinstance(key, frozenset) and len(key) == 1:
+            k = next(iter(key))
+            if k in d.items:
+                return d.items[k]
+            return _join(default, TOP) if d.open else default
+        return TOP
+
+    def _args(self, e: ast.Call, st: _Frame) -> list[Any] | None:
+        """The values of a call's positional arguments; None where a ``*args`` hides them."""
         args: list[Any] = []
         for a in e.args:
             if isinstance(a, ast.Starred):
@@ -400,8 +442,11 @@ class Interpreter:
                 if isinstance(v, tuple):
                     args.extend(v)
                     continue
-                return self._unknown_call(dotted, st)
+                return None
             args.append(self._expr(a, st))
+        return args
+
+    def _kwargs(self, e: ast.Call, st: _Frame) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         for k in e.keywords:
             if k.arg is None:
@@ -414,16 +459,27 @@ class Interpreter:
                     kwargs["**"] = TOP
             else:
                 kwargs[k.arg] = self._expr(k.value, st)
-        last = dotted.rsplit(".", 1)[-1]
-        if last in _COMPOSERS or last == "Sequential":
-            first = args[0] if args else TOP
-            if last == "Sequential" and isinstance(first, list):
-                first = first[0] if first else TOP
-            return first if isinstance(first, Layer) else TOP
-        return self.call(st.facts, dotted, args, kwargs, st.depth, st.via)
+        return kwargs
 
     def _unknown_call(self, dotted: str, st: _Frame) -> Any:
         return TOP
+
+
+# the interpreter's steps by node type (every other statement does nothing, every other
+# expression is unknown)
+_STMT: dict[type[ast.stmt], Callable[[Interpreter, Any, _Frame], None]] = {
+    ast.Return: Interpreter._return, ast.Assign: Interpreter._assign, ast.AugAssign: Interpreter._update,
+    ast.AnnAssign: Interpreter._update, ast.Expr: Interpreter._expr_stmt, ast.If: Interpreter._if,
+    ast.With: Interpreter._with, ast.For: Interpreter._loop, ast.While: Interpreter._loop, ast.Try: Interpreter._loop,
+    ast.FunctionDef: Interpreter._definition, ast.AsyncFunctionDef: Interpreter._definition,
+    ast.ClassDef: Interpreter._definition,
+}
+_EXPR: dict[type[ast.expr], Callable[[Interpreter, Any, _Frame], Any]] = {
+    ast.Constant: Interpreter._constant, ast.Name: Interpreter._name, ast.Tuple: Interpreter._sequence,
+    ast.List: Interpreter._sequence, ast.Dict: Interpreter._dict, ast.IfExp: Interpreter._if_exp,
+    ast.Compare: Interpreter._compare, ast.BinOp: Interpreter._bin_op, ast.UnaryOp: Interpreter._unary_op,
+    ast.BoolOp: Interpreter._bool_op, ast.Subscript: Interpreter._subscript, ast.Call: Interpreter._call,
+}
 
 
 class _Frame:

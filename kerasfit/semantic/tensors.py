@@ -28,8 +28,8 @@ from ..core.symbols import canonical
 from .nodes import dotted_name, iter_children
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
     from .nodes import ScopeNode
+    from .views import ModelView
 
 # Ops whose arguments are host data being converted, not tensors being computed on.
 _CONVERTERS = (
@@ -84,7 +84,7 @@ def roots(expr: cst.BaseExpression) -> set[str]:
 class TensorNames:
     """The tensor-holding names of one function (see the module docstring)."""
 
-    def __init__(self, ctx: SemanticModel, fn: _Fn) -> None:
+    def __init__(self, ctx: ModelView, fn: _Fn) -> None:
         self.ctx = ctx
         self.fn = fn
         # the scopes names in fn's body resolve in, outermost first
@@ -147,7 +147,13 @@ class TensorNames:
         return "host" if name.startswith(_CONVERTERS) else "tensor"
 
     def _solve(self) -> tuple[frozenset[str], frozenset[str]]:
-        # name -> the expressions bound to it (targets of tuple unpacking share the value)
+        bound, seeds = self._bindings()
+        host = self._host_names(bound, set(_params(self.fn)))
+        return frozenset(self._tensor_names(bound, seeds, host)), frozenset(host)
+
+    def _bindings(self) -> tuple[dict[str, list[cst.BaseExpression | None]], set[str]]:
+        """Each name of the function with the expressions bound to it (targets of tuple
+        unpacking share the value), and the names fed to a TF/Keras op."""
         bound: dict[str, list[cst.BaseExpression | None]] = {}
         seeds: set[str] = set()
         for n in _code_nodes(self.fn):
@@ -165,7 +171,11 @@ class TensorNames:
                         continue
                     seeds |= roots(a.value)
         self._appended(bound)
-        params = set(_params(self.fn))
+        return bound, seeds
+
+    def _host_names(self, bound: dict[str, list[cst.BaseExpression | None]], params: set[str]) -> set[str]:
+        """The names bound only to host data (NumPy & co, literals, host data sliced or
+        combined), parameters excepted."""
         host: set[str] = set()
         for _ in range(20):  # host data sliced or combined stays host data (also `x = x[..., :3]`)
             before = len(host)
@@ -174,29 +184,25 @@ class TensorNames:
                     host.add(name)
             if len(host) == before:
                 break
+        return host
+
+    def _tensor_names(self, bound: dict[str, list[cst.BaseExpression | None]], seeds: set[str], host: set[str]) -> set[str]:
+        """The names fed to an op or bound to an op's result, then forward (a slice of a
+        tensor is a tensor) and backward (what a tensor is computed from by slicing or
+        arithmetic is a tensor) to a fixed point; host names never."""
         tensors = seeds - host
         for name, values in bound.items():
             if any(isinstance(v, cst.BaseExpression) and self._produces_tensor(v, frozenset()) for v in values):
                 tensors.add(name)
         tensors -= host
-        # forward (a slice of a tensor is a tensor) and backward (what a tensor is
-        # computed from by slicing/arithmetic is a tensor) to a fixed point
         for _ in range(20):
             before = len(tensors)
             for name, values in bound.items():
-                if name in host:
-                    continue
-                for v in values:
-                    if v is None:
-                        continue
-                    rs = roots(v) - host
-                    if name not in tensors and rs & tensors and _slice_or_math(v):
-                        tensors.add(name)
-                    if name in tensors and _slice_or_math(v):
-                        tensors |= rs
+                if name not in host:
+                    _spread(name, values, tensors, host)
             if len(tensors) == before:
                 break
-        return frozenset(tensors), frozenset(host)
+        return tensors
 
     def _appended(self, bound: dict[str, list[cst.BaseExpression | None]]) -> None:
         """``parts.append(t)`` in the function's own body: a list filled with tensors holds
@@ -254,6 +260,18 @@ class TensorNames:
         if isinstance(v, cst.Subscript):
             return self._produces_tensor(v.value, seen)
         return False
+
+
+def _spread(name: str, values: list[cst.BaseExpression | None], tensors: set[str], host: set[str]) -> None:
+    """One step of the fixed point over ``name`` bound to ``values``."""
+    for v in values:
+        if v is None:
+            continue
+        rs = roots(v) - host
+        if name not in tensors and rs & tensors and _slice_or_math(v):
+            tensors.add(name)
+        if name in tensors and _slice_or_math(v):
+            tensors |= rs
 
 
 def _slice_or_math(v: cst.BaseExpression) -> bool:

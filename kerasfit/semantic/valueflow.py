@@ -12,7 +12,7 @@ from .folding import ORIGIN_DEPTH, bounded
 from .nodes import iter_statements
 
 if TYPE_CHECKING:
-    from .values import Values
+    from .views import ValueFlow
 
 
 class Origin(NamedTuple):
@@ -34,7 +34,7 @@ def returns(func: cst.FunctionDef) -> Iterator[cst.BaseExpression]:
 
 
 @bounded(list)
-def origins(self: Values, expr: cst.BaseExpression, _depth: int = 0, _via: tuple[cst.Call, ...] = ()) -> list[Origin]:
+def origins(self: ValueFlow, expr: cst.BaseExpression, _depth: int = 0, _via: tuple[cst.Call, ...] = ()) -> list[Origin]:
     """Every call that may have produced ``expr``'s value.
 
     Follows a Name to the assignment(s) reaching it, and a call of a same-file
@@ -69,7 +69,7 @@ def origins(self: Values, expr: cst.BaseExpression, _depth: int = 0, _via: tuple
     return []
 
 
-def call_chain(self: Values, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.Call]:
+def call_chain(self: ValueFlow, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.Call]:
     """The method chain ending at ``expr``, root call first.
 
     ``ds.shuffle(n).batch(b)`` → [root, shuffle, batch], where the chain may be split
@@ -105,7 +105,7 @@ def call_chain(self: Values, expr: cst.BaseExpression, _depth: int = 0) -> list[
 
 
 @bounded(list)
-def const_sources(self: Values, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.BaseExpression]:
+def const_sources(self: ValueFlow, expr: cst.BaseExpression, _depth: int = 0) -> list[cst.BaseExpression]:
     """The expressions a value comes from, following names, parameters (one per call
     site), attributes and subscripts — e.g. the ``'channels_first'`` literal behind
     ``data_format=fmt``. Report or fix at these to touch the definition once."""

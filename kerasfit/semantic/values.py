@@ -19,13 +19,13 @@ from .bridge import project_flag_default
 from .folding import BINARY, BUILTIN_NAMES, UNARY, Budget, bounded, builtin
 from .naming import Names
 from .nodes import UNKNOWN, ScopeNode, string_key, dotted_name, get_arg, string_value
-from .scopes import Scopes
+from .scopes import Binding, Scopes
 from . import callsites, valueflow, valuesets
-from .callsites import CallSites, ParamValue
 from .valueflow import Origin
+from .views import CallSites, ParamValue
 
 if TYPE_CHECKING:
-    from .model import SemanticModel
+    from .views import ModelView
 
 
 class Values:
@@ -33,7 +33,7 @@ class Values:
 
     __slots__ = ("_m", "scopes", "names", "module", "options", "_folds", "_call_sites", "budget", "_pinning", "_blocked")
 
-    def __init__(self, model: SemanticModel, scopes: Scopes, names: Names) -> None:
+    def __init__(self, model: ModelView, scopes: Scopes, names: Names) -> None:
         self._m = model
         self.scopes = scopes
         self.names = names
@@ -314,32 +314,43 @@ class Values:
         dotted = dotted_name(node)
         if dotted is None:
             return []
-        idx = self.scopes.index
         head, _, rest = dotted.partition(".")
         if head in ("self", "cls"):
-            cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
-            if cls is None:
-                return []
-            found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
-            found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
-            if "." not in rest:
-                for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
-                    if self._pinning is not None and not found and not cls.name.value.startswith("_"):
-                        return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
-                                           "or a caller may set to another value")
-                    found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
-            return found if len(found) == 1 else []
+            return self._member_candidates(dotted, rest, scopes)
         b, where = self.scopes.lookup_in(head, scopes)
         if where and not isinstance(where[0], cst.Module):
             return []  # a local or a parameter: which object it is depends on the caller
         stores: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
-        stores = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if self._is_global(head, w)]
+        stores = [(v, w) for v, w in self.scopes.index.attr_stores.get(dotted, ()) if self._is_global(head, w)]
         if stores:
             return stores if len(stores) == 1 else []
         if b is None or b.kind == "import":
             if self.names.imports.get(head, "").endswith("FLAGS") and "." not in rest:
                 return self._flag_default(rest)
             return []
+        return self._global_attr(b, where, dotted, rest)
+
+    def _member_candidates(self, dotted: str, rest: str, scopes: Sequence[ScopeNode]) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        """``self.x`` / ``cls.x`` inside a class: its one store (``self.x = ...``) or class
+        attribute."""
+        cls = next((s for s in scopes if isinstance(s, cst.ClassDef)), None)
+        if cls is None:
+            return []
+        idx = self.scopes.index
+        found: list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]
+        found = [(v, w) for v, w in idx.attr_stores.get(dotted, ()) if cls in w]
+        if "." not in rest:
+            for cb in self.scopes.scope_index(cls).bindings.get(rest, ()):
+                if self._pinning is not None and not found and not cls.name.value.startswith("_"):
+                    return self._block(f"`{dotted}` is a class attribute of `{cls.name.value}`, which a subclass "
+                                       "or a caller may set to another value")
+                found.append((cb.value if cb.kind == "assign" else None, (cls, *idx.scopes_of(cls))))
+        return found if len(found) == 1 else []
+
+    def _global_attr(self, b: Binding, where: Sequence[ScopeNode], dotted: str,
+                     rest: str) -> list[tuple[cst.BaseExpression | None, Sequence[ScopeNode]]]:
+        """``C.x`` of a module-level class, ``FLAGS.x``, ``cfg.x`` of a config record bound
+        at module level (``b``, living in ``where``)."""
         if isinstance(b.node, cst.ClassDef) and "." not in rest:  # (kind "class")
             inner = self.scopes.scope_index(b.node).bindings.get(rest, ())
             if len(inner) == 1 and inner[0].kind == "assign":
@@ -465,7 +476,7 @@ class Values:
 
 # ``cfg = HParams(batch_size=64)``: attribute reads fold to the keyword's value.
 _RECORD_CTORS = frozenset({"HParams", "ConfigDict", "FrozenConfigDict", "SimpleNamespace", "Namespace", "EasyDict", "edict", "Bunch", "AttrDict"})
-def _set_image_data_formats(ctx: SemanticModel) -> frozenset[Any]:
+def _set_image_data_formats(ctx: ModelView) -> frozenset[Any]:
     """The formats this file passes to ``set_image_data_format`` (UNKNOWN for one it
     computes), so that ``image_data_format()`` is folded only where the file keeps the
     default or sets a single constant."""

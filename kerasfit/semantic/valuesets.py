@@ -16,10 +16,10 @@ from .folding import BINARY, COMPARE, MAX_VALUES, UNARY, VALUES_DEPTH
 from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
-    from .values import Values
+    from .views import ValueFlow
 
 
-def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset[Any] | None:
+def possible_values(ctx: ValueFlow, node: cst.BaseExpression | None, _depth: int = 0) -> frozenset[Any] | None:
     if node is None or _depth > VALUES_DEPTH:
         return None
     if isinstance(node, cst.IfExp):
@@ -54,7 +54,7 @@ def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 
     return frozenset(out) if len(out) <= MAX_VALUES else None
 
 
-def _bound_values(ctx: Values, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+def _bound_values(ctx: ValueFlow, node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
     """What a name or ``self.<attr>`` may hold: every binding that may reach the name (several
     on branches, or one whose value is itself a set: ``padding = "valid" if s > 1 else
     "same"``), every value the class stores in the attribute; None when not all are
@@ -68,7 +68,7 @@ def _bound_values(ctx: Values, node: cst.BaseExpression) -> list[cst.BaseExpress
     return None
 
 
-def _self_attr_values(ctx: Values, node: cst.Attribute) -> list[cst.BaseExpression] | None:
+def _self_attr_values(ctx: ValueFlow, node: cst.Attribute) -> list[cst.BaseExpression] | None:
     """Every value the class stores in ``self.<attr>`` (``self.padding = "same"``, then
     ``self.padding = "valid"`` under ``if strides > 1:``), when the class stores it only
     by plain assignment; else None."""
@@ -82,7 +82,7 @@ def _self_attr_values(ctx: Values, node: cst.Attribute) -> list[cst.BaseExpressi
     return [v for v, _ in stores if v is not None]
 
 
-def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, depth: int) -> frozenset[Any] | None:
+def _arithmetic(ctx: ValueFlow, node: cst.BinaryOperation | cst.UnaryOperation, depth: int) -> frozenset[Any] | None:
     """Arithmetic over value sets: every combination of the operands' possible values."""
     if isinstance(node, cst.UnaryOperation):
         unary = UNARY[type(node.operator)]
@@ -101,7 +101,7 @@ def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, dep
         return None
 
 
-def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
+def off_by_default(ctx: ValueFlow, node: cst.CSTNode) -> cst.BaseExpression | None:
     """The ``if`` test that keeps ``node`` from running when every parameter has its
     default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
     else None. Tests that do not fold are assumed to run either way."""
@@ -118,7 +118,7 @@ def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
     return None
 
 
-def _backend_values(ctx: Values, node: cst.BaseExpression) -> tuple[str, ...]:
+def _backend_values(ctx: ValueFlow, node: cst.BaseExpression) -> tuple[str, ...]:
     """``keras.config.backend()``: any backend XLA compiles (symbols.XLA_BACKENDS), so a
     test is decided only when every one of them answers it alike."""
     if isinstance(node, cst.Call) and not node.args and ctx.names.call_name_anywhere(node) in BACKEND_CALLS:
@@ -129,7 +129,7 @@ def _backend_values(ctx: Values, node: cst.BaseExpression) -> tuple[str, ...]:
 _FORMATS = ("channels_last", "channels_first")
 
 
-def _fold_test(ctx: Values, test: cst.BaseExpression) -> Any:
+def _fold_test(ctx: ValueFlow, test: cst.BaseExpression) -> Any:
     scopes = ctx.scopes.scopes_of(test)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         op = COMPARE[type(test.comparisons[0].operator)]
