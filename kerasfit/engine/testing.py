@@ -23,7 +23,7 @@ from .fix import fix_source
 from .lint import lint_source
 from .registry import _walk_package
 from ..ruleapi.rule import NAME_RE, Invalid, Range, Rule, Valid
-from ..core.types import DEFAULT_TARGET, TARGETS
+from ..core.types import DEFAULT_TARGET, TARGETS, Diagnostic
 
 
 def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:
@@ -53,8 +53,7 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
         got = [Range(d.row, d.column, d.end_row if w.end_line is not None else None,
                      d.end_column if w.end_column is not None else None) for d, w in zip(mine, want)]
         assert got == list(want), f"{rule.code}: findings land at {got}, the example pins {list(want)}:\n{ex.code}"
-    if ex.message_contains is not None:
-        assert any(ex.message_contains in d.message for d in mine), [d.message for d in mine]
+    check_finding(rule, ex, mine)
     if ex.expected_fix is None:
         # nothing applies without the flag that was not asked for
         outcome = fix_source(ex.code, "example.py", settings, unsafe=ex.unsafe)
@@ -72,6 +71,21 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
     cst.parse_module(outcome.source)  # the fixed code parses
     again = fix_source(outcome.source, "example.py", settings, unsafe=ex.unsafe)
     assert again.source == outcome.source, f"{rule.code}: fix is not idempotent"
+
+
+def check_finding(rule: type[Rule], ex: Invalid, found: Sequence[Diagnostic]) -> None:
+    """What an INVALID example pins of its findings: every one of kind ``ex.finding``, and
+    some finding whose fields hold every item of ``ex.fields``."""
+    if ex.finding is not None:
+        assert all(d.finding == ex.finding for d in found), (
+            f"{rule.code}: findings are {[d.finding for d in found]}, the example pins {ex.finding}"
+        )
+    if ex.message_contains is not None:
+        assert any(ex.message_contains in d.message for d in found), [d.message for d in found]
+    if ex.fields:
+        assert any(all(k in d.fields and d.fields[k] == v for k, v in ex.fields.items()) for d in found), (
+            f"{rule.code}: no finding has the fields {ex.fields}: {[d.fields for d in found]}"
+        )
 
 
 def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
