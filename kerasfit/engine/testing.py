@@ -13,7 +13,11 @@ a second fix changing nothing, and the docstring sections ``kerasfit explain`` s
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+import types
+import typing
 from typing import Any, Callable, Sequence
 
 import libcst as cst
@@ -22,6 +26,7 @@ from .settings import LintSettings
 from .fix import fix_source
 from .lint import lint_source
 from .registry import _walk_package
+from ..ruleapi.finding import Finding
 from ..ruleapi.rule import NAME_RE, Invalid, Range, Rule, Valid
 from ..core.types import DEFAULT_TARGET, TARGETS, Diagnostic
 
@@ -99,6 +104,33 @@ def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
     if rule.fix_safety is not None and rule.fix_safety.value != "display-only":
         assert any(ex.expected_fix for ex in rule.INVALID), f"{rule.code} is fixable but shows no fixed example"
     assert not rule.missing_doc_sections(), f"{rule.code} docstring lacks: {rule.missing_doc_sections()}"
+    check_findings(rule)
+
+
+_PLAIN = (int, str, bool, float, type(None))
+
+
+def _plain(hint: Any) -> bool:
+    """A field type output and tests can hold: ints, strs, bools, floats, None, tuples of them."""
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return all(a is Ellipsis or _plain(a) for a in typing.get_args(hint))
+    if origin in (typing.Union, types.UnionType):
+        return all(_plain(a) for a in typing.get_args(hint))
+    return hint in _PLAIN
+
+
+def check_findings(rule: type[Rule]) -> None:
+    """The findings a rule's module declares are frozen dataclasses of plain typed fields."""
+    module = sys.modules[rule.__module__]
+    for cls in vars(module).values():
+        if not (isinstance(cls, type) and issubclass(cls, Finding) and cls.__module__ == module.__name__):
+            continue
+        # declared itself (a subclass of a frozen dataclass is frozen, or refused, by Python)
+        assert "__dataclass_params__" in vars(cls), f"{rule.code}: {cls.__name__} is not a frozen dataclass"
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            assert _plain(hints[f.name]), f"{rule.code}: {cls.__name__}.{f.name} is a {hints[f.name]}, not a plain field type"
 
 
 def rules_of(pack: str) -> list[type[Rule]]:
