@@ -336,6 +336,12 @@ class ChannelMultiple(Rule):
         # unknown at lint time
         "import tensorflow as tf\nx = tf.keras.layers.Dense(cfg.hidden)(x)\n",
         Valid("import keras\nx = keras.layers.Dense(200)(x)\n", target="tpu-v6e"),
+        # a test's model (a test class, or any function of a test_*.py / *_test.py file): tests
+        # build it to check it, never to train it fast (semantic.roles.host_functions)
+        "import keras\nfrom absl.testing import parameterized\n\n"
+        "class TaskTest(parameterized.TestCase):\n"
+        "    def test_fit(self):\n"
+        "        model = keras.Sequential([keras.layers.Dense(5)])\n",
         # a demo under `if __name__ == "__main__":` that does not train (semantic.roles.demo_blocks)
         "import keras\n\n"
         "if __name__ == '__main__':\n"
@@ -648,6 +654,8 @@ class ChannelMultiple(Rule):
                 self._check_factory(node)
             return
         spec = _LAYERS.get(name)
+        if (spec is not None or name in _NN_CONVS) and self.ctx.roles.is_host_function(self.ctx.scopes.enclosing_callable(node)):
+            return  # a test builds the layer to check it, never to train it (semantic.roles.host_functions)
         if spec is not None:
             arg = get_arg(node, *spec)
             if arg is None and name.startswith("keras."):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS, label
-from kerasfit.ruleapi.syntax import get_arg, self_attr
-from kerasfit.ruleapi.values import layer_constructor, loop_source, value_of
+from kerasfit.ruleapi.syntax import get_arg, self_attr, walk
+from kerasfit.ruleapi.values import TensorShape, layer_constructor, loop_source, shape_of, value_of
 
 # Methods of Keras classes whose arguments are tensors.
 _TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}
@@ -36,6 +36,58 @@ _LAYERS_ANY_OUTPUT = frozenset({"keras.layers.Lambda", "keras.layers.TFSMLayer",
 _SEVERAL_OUTPUTS = frozenset({"return_state", "return_attention_scores"})
 
 
+# The TPU's lane width: the minor dim is tiled in 128 lanes (docs/facts.md#7). A cut on a
+# multiple of it keeps every tile as it is.
+_LANES = 128
+# A last axis this small holds a few coordinates per row (box corners, points), not a
+# feature dim the layout work of slicing it could matter for.
+_SMALL_AXIS = 8
+# Ops that read only their operand's shape, never its values.
+_SHAPE_ONLY = frozenset({"tf.ones_like", "tf.zeros_like", "keras.ops.ones_like", "keras.ops.zeros_like", "keras.ops.full_like",
+                         "tf.fill", "tf.shape", "keras.ops.shape", "keras.backend.ones_like", "keras.backend.zeros_like"})
+_FACTS = "docs/facts.md#7, #11"
+_INSIDE = (f"inside one of the 128-lane tiles the TPU pads that axis to: a relayout copy ({_FACTS}); produce the "
+           "parts with separate layers/heads, or size them to multiples of 128, where you can")
+
+
+def _bound(value: object, shape: TensorShape) -> int | None:
+    """A slice bound as a lane index (negative ones counted from a known end), else None."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    if value < 0:
+        return value + shape.last if shape.last is not None else None
+    return value
+
+
+def _from_end(value: object, side: str) -> str | None:
+    """A cut ``k`` lanes before the end of a last axis of unknown width (``y[..., :-1]``
+    drops a state column): on a 128-lane boundary only when the width is ``k`` more than a
+    multiple of 128, so the cut is reported unless ``k`` is itself a multiple of 128."""
+    if not isinstance(value, int) or isinstance(value, bool) or value >= 0 or value % _LANES == 0:
+        return None
+    return f"{side} {-value} lane{'s' if value < -1 else ''} before the end of the last (lane) axis, {_INSIDE}"
+
+
+def _shift(cut: cst.BaseSlice, const: Callable[[cst.BaseExpression], object]) -> int | None:
+    """``k:`` -> k, ``:-k`` -> -k (the two halves of a shift by k); else None."""
+    if not isinstance(cut, cst.Slice) or cut.step is not None or (cut.lower is None) == (cut.upper is None):
+        return None
+    bound = const(cut.lower if cut.lower is not None else cut.upper)  # type: ignore[arg-type]
+    if not isinstance(bound, int) or isinstance(bound, bool) or bound == 0:
+        return None
+    if cut.lower is not None:
+        return bound if bound > 0 else None
+    return bound if bound < 0 else None
+
+
+def _adds_axis(el: cst.SubscriptElement) -> bool:
+    s = el.slice
+    if not isinstance(s, cst.Index):
+        return False
+    v = s.value
+    return (isinstance(v, cst.Name) and v.value == "None") or (isinstance(v, cst.Attribute) and v.attr.value == "newaxis")
+
+
 def _is_full_slice(el: cst.SubscriptElement) -> bool:
     s = el.slice
     return isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None
@@ -44,19 +96,43 @@ def _is_full_slice(el: cst.SubscriptElement) -> bool:
 class NeedlessConcatSlice(Rule):
     """
     ## What it does
-    Flags concatenations and slices of the padded feature dim that are needless or
+    Flags concatenations and slices of the padded last (lane) dim that are needless or
     costly on the accelerator:
 
     - a concat of a single tensor: `tf.concat([x], axis)`, `layers.Concatenate()([x])`,
       `keras.ops.concatenate([x])` (warning; a safe fix, see below);
     - a concat immediately split back into as many pieces along the same axis, e.g.
       `y = tf.concat([a, b], -1)` then `p, q = tf.split(y, 2, -1)` (warning);
-    - static slicing, `tf.split`, `keras.ops.split` or `tf.unstack` of the last
-      (feature) axis — `x[..., :3]`, `x[:, :, :, 0:16]`, `tf.split(x, 2, axis=-1)` —
-      in model or loss code (info: often necessary, but worth knowing the cost), and
-      `tf.slice(x, [0, .., k], [-1, .., n])` that takes every dim whole but the last.
+    - a cut of the last (lane) axis that the code shows costs a relayout, in model or
+      loss code (info: often necessary, but worth knowing the cost): an index that drops
+      the axis (`x[..., 0]`), a slice starting or ending off a 128-lane boundary
+      (`x[..., 5:]`, `x[:, :, :, :3]`), a strided slice (`x[..., ::2]`), a `tf.split` /
+      `keras.ops.split` whose cuts fall off a 128-lane boundary, a `tf.unstack` of the
+      axis, and `tf.slice(x, [0, .., k], [-1, .., n])` that takes every dim whole but the
+      last.
 
-    Precision policy for the last-axis slices: only values that are plausibly TF
+    Which axis: `...` before the last index (`x[..., k]`, `x[b, ..., k]`, `x[..., i, k]`), or three
+    or more indices whose leading ones are whole (`x[:, :, k]`) unless the code says the
+    tensor has another rank (`x[:, :, k]` of a reshaped 5-D block tensor cuts a block
+    axis), and `axis=-1` for split/unstack (or the last axis of a rank the code says).
+    What the code says of a tensor's rank and last-axis size comes from reshapes to a
+    literal shape, `keras.Input`, layers of a fixed output rank and their constant widths,
+    rank-keeping ops, `einsum`, `stack`/`concat`/`expand_dims`, and what every same-file
+    caller passes (`kerasfit.ruleapi.values.shape_of`).
+
+    Not flagged, because the cut need not cost a relayout or the code does not say it
+    does: cuts on 128-lane boundaries (`x[..., :128]`, halves of a 512-wide `Dense`);
+    bounds the code does not fold (`x[..., :d // 2]` of RoPE, `ops.split(gate_up, 2, -1)`:
+    at multiples of 128 they are free), though a constant bound counted from the end of
+    an axis of unknown width (`y_true[:, :, :-1]`, a target with a state column) is
+    reported: it lies on a boundary only for one width in 128; a last axis of at most 8 that the code spells
+    (coordinates: `reshape(x, (-1, 4))`, `a, b, c, d = unstack(boxes, axis=-1)`, every
+    column restacked with `stack(..., axis=-1)`); a slice whose values are never read
+    (`ops.ones_like(x[..., 0])`); neighbours along the axis compared or differenced
+    (`m[..., 1:] > m[..., :-1]`: any spelling shifts the lanes, there is nothing to choose);
+    `x[:, k]`, which could be any axis of a 3-D tensor.
+
+    Precision policy for the tensors: only values that are plausibly TF
     tensors in model or loss code are flagged — inside `call`/`train_step`/… of a
     Keras `Layer`/`Model`/`Loss`/`Metric` subclass, a `@tf.function`, a
     `keras.layers.Lambda` (inline, or a function handed to it by name), a Keras
@@ -67,19 +143,18 @@ class NeedlessConcatSlice(Rule):
     (`b1_wh = b1[..., 2:4]` … `K.maximum(b1_wh, …)`).
     Never flagged: code inside functions handed to `Dataset.map`/`filter`/
     `interleave` (the host input pipeline), host code (a TPUEstimator `metric_fn`,
-    a `serving_input_fn`, a `main` that drives training), values produced by NumPy,
-    `keras.datasets` or `.numpy()`, and shape vectors (`tf.shape(x)[1:3]`). Only the
-    unambiguous spellings of "last axis" are matched: `...` right before the last
-    index (`x[..., k]`, `x[b, ..., k]`), or three or more indices whose leading ones
-    are all `:` (`x[:, :16]` could be any axis of a 3-D tensor and is not flagged),
-    and `axis=-1` for split/unstack.
+    a `serving_input_fn`, a `main` that drives training, tests), code that runs once
+    while a layer is constructed (`__init__` and the helpers only it calls), values
+    produced by NumPy — also inside a layer's `call()`, an anchor table built with
+    `np.zeros` —, `keras.datasets` or `.numpy()`, and shape vectors (`tf.shape(x)[1:3]`).
 
     ## Why is this slow on the accelerator
-    The TPU keeps the feature dim padded to 128 lanes (docs/facts.md#1, #7); the Cloud
-    TPU guide calls concatenation, slicing and strided slicing inside a padded
-    dimension expensive — they become relayout copies — while slicing a dim without
-    padding is cheap (docs/facts.md#11). A concat that is split right back, or a concat
-    of one tensor, copies data for nothing.
+    The TPU keeps the last (minor) dim of every array in tiles of 128 lanes
+    (docs/facts.md#1, #7); the Cloud TPU guide calls concatenation, slicing and strided
+    slicing inside a padded dimension expensive — they become relayout copies — while a
+    cut on tile boundaries takes whole tiles (docs/facts.md#7, #11). An index that drops
+    the last axis moves the next axis into the lanes: every tile is rewritten. A concat
+    that is split right back, or a concat of one tensor, copies data for nothing.
 
     ## Example
     ```python
@@ -88,6 +163,7 @@ class NeedlessConcatSlice(Rule):
     y = tf.concat([a, b], axis=-1)
     p, q = tf.split(y, 2, axis=-1)
     rgb = x[..., :3]
+    rot = x[..., ::2]
     ```
 
     ## Use instead
@@ -95,6 +171,7 @@ class NeedlessConcatSlice(Rule):
     h = tf.nn.relu(x)
     p, q = a, b
     rgb = rgb_head(features)   # produce the parts with separate layers where you can
+    rot = x[..., :half]        # rotate halves: contiguous parts, cut at a multiple of 128
     ```
 
     ## Fix safety
@@ -109,12 +186,12 @@ class NeedlessConcatSlice(Rule):
     model.
 
     ## References
-    docs/facts.md#1, #7, #11; Cloud TPU performance guide, "TensorFlow ops".
+    docs/facts.md#1, #7, #11; Cloud TPU performance guide, "TensorFlow ops"; XLA, "Tiled layout".
     """
 
     code = "KF105"
     name = "needless-concat-slice"
-    message = "Needless concat, or slice of the padded feature dim"
+    message = "Needless concat, or a cut of the padded last (lane) dim"
     fix_title = "Use the tensor itself"  # or its copy, see Fix safety
     fix_safety = Applicability.SAFE
     reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})  # pipeline functions and names used (file facts), roles, project layers
@@ -122,6 +199,13 @@ class NeedlessConcatSlice(Rule):
     targets = frozenset({"tpu"})
 
     VALID = (
+        # 128 lanes before the end: on a tile boundary whenever the width is a multiple of 128
+        """
+        import tensorflow as tf
+
+        def heads(y_true):
+            return y_true[:, :, :-128]
+        """,
         """
         import tensorflow as tf
         y = tf.concat([a, b], axis=-1)
@@ -161,6 +245,120 @@ class NeedlessConcatSlice(Rule):
         """
         import tensorflow as tf
         y = tf.keras.layers.Dense(8)(x)[..., tf.newaxis]
+        """,
+        # cuts on 128-lane boundaries keep the tiles as they are (docs/facts.md#7)
+        """
+        import keras
+        from keras import ops
+
+        class Block(keras.layers.Layer):
+            def call(self, x):
+                h = keras.layers.Dense(512)(x)
+                a, b = ops.split(h, 2, axis=-1)
+                return h[..., :128] + h[..., 256:384] + a + b
+        """,
+        # RoPE halves, a gated unit's split: the widths are the layer's parameters, so the
+        # code does not say where the cut falls (at 128 lanes it costs nothing)
+        """
+        import keras
+        from keras import ops
+
+        class Rotary(keras.layers.Layer):
+            def __init__(self, head_dim, **kwargs):
+                super().__init__(**kwargs)
+                self.head_dim = head_dim
+
+            def call(self, x, gate_up):
+                x1, x2 = x[..., : self.head_dim // 2], x[..., self.head_dim // 2 :]
+                gate, up = ops.split(gate_up, 2, axis=-1)
+                return ops.concatenate([-x2, x1], axis=-1) * ops.silu(gate) * up
+        """,
+        # `x[:, :, k]` of a 5-D block tensor cuts a block axis, not the last one
+        """
+        import keras
+        from keras import ops
+
+        class Chunked(keras.layers.Layer):
+            def call(self, query, b, h, n, c, d):
+                query = ops.reshape(query, (b, h, n, c, d))
+                return [query[:, :, i] for i in range(3)]
+        """,
+        # coordinates: an axis of four the code spells (a reshape, named pieces, a restack)
+        """
+        import keras
+        from keras import ops
+
+        class Boxes(keras.layers.Layer):
+            def call(self, flat, deltas, size):
+                boxes = ops.reshape(flat, (-1, 100, 4))
+                width = boxes[..., 2] - boxes[..., 0]
+                dx, dy, dw, dh = ops.unstack(deltas, axis=-1)
+                scaled = ops.stack([boxes[..., 0] * size, boxes[..., 1] * size, boxes[..., 2], boxes[..., 3]], axis=-1)
+                return width * dw, scaled
+        """,
+        # host NumPy inside a layer: an anchor table is no tensor
+        """
+        import numpy as np
+        import keras
+
+        class Anchors(keras.layers.Layer):
+            def __init__(self, sizes, **kwargs):
+                super().__init__(**kwargs)
+                self.table = np.zeros((len(sizes), 3, 4))
+
+            def call(self, features):
+                anchors = np.zeros((9, 3, 4))
+                widths = anchors[..., 2] - anchors[..., 0]
+                heights = self.table[..., 3] - self.table[..., 1]
+                return features * keras.ops.convert_to_tensor(widths * heights)
+        """,
+        # neighbours compared along the axis: a shift however it is written
+        """
+        import keras
+        from keras import ops
+
+        class SpanStarts(keras.layers.Layer):
+            def call(self, mask):
+                padded = ops.pad(mask, [[0, 0], [1, 0]])
+                return ops.greater(padded[..., 1:], padded[..., :-1])
+        """,
+        # only the slice's shape is read; a test; an index table built once in __init__
+        """
+        import keras
+        from keras import ops
+
+        def relative_index(n):
+            coords = ops.stack(ops.meshgrid(ops.arange(n), ops.arange(n)), axis=-1)
+            return coords[:, :, 0] * n + coords[:, :, 1]
+
+        class Attention(keras.layers.Layer):
+            def __init__(self, n, **kwargs):
+                super().__init__(**kwargs)
+                self.index = relative_index(n)
+
+            def call(self, x):
+                return ops.ones_like(x[..., 0])
+
+        class AttentionTest(keras.src.testing.TestCase):
+            def test_mask(self):
+                logits = ops.ones((2, 3, 5))
+                self.assertAllClose(logits[:, :, 1], ops.ones((2, 3)))
+        """,
+        # a grouped conv written with Lambda layers: the group width is `x.shape[-1] // groups`,
+        # which the code does not fold, so nothing says whether the cuts fall on 128-lane boundaries
+        """
+        from tensorflow.keras import layers
+
+        def slice_tensor(x, start, stop):
+            return x[:, :, :, start:stop]
+
+        def group_conv(x, filters, groups):
+            width = x.shape[-1] // groups
+            parts = [
+                layers.Lambda(slice_tensor, arguments={"start": g * width, "stop": (g + 1) * width})(x)
+                for g in range(groups)
+            ]
+            return layers.Concatenate()([layers.Conv2D(filters // groups, 3, padding="same")(p) for p in parts])
         """,
         # split of a concat along another axis
         """
@@ -221,6 +419,20 @@ class NeedlessConcatSlice(Rule):
         "import tensorflow as tf\n\ndef head(rois):\n    return tf.slice(rois, [2, 0], [3, -1])\n",
     )
     INVALID = (
+        # a detector's target keeps one state column after the classes: the cut falls 1 lane
+        # before the end of an axis of unknown width, off a 128-lane boundary unless the
+        # width is one more than a multiple of 128
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def focal(y_true, y_pred):
+                labels = y_true[:, :, :-1]
+                return tf.reduce_sum(tf.square(labels - y_pred))
+            """,
+            message_contains="1 lane before the end of the last (lane) axis",
+            at=Range(4, 13, 4, 30),
+        ),
         # TF1 graph code: a column of the last axis cut with tf.slice
         Invalid(
             """
@@ -230,27 +442,51 @@ class NeedlessConcatSlice(Rule):
                     batch_ids = tf.squeeze(tf.slice(rois, [0, 0], [-1, 1], name="batch_id"), [1])
                     return tf.image.crop_and_resize(bottom, rois[:, 1:], tf.to_int32(batch_ids), [7, 7])
                 """,
-            message_contains="`tf.slice` of the last (feature) axis",
+            message_contains="`tf.slice` of the last (lane) axis from lane 0, 1 wide",
             at=Range(4, 27, 4, 75),
         ),
-        # a grouped conv written with Lambda layers: the slicing function is handed over by name
+        # a 3-D tensor the code says is 3-D (a Conv1D's output): `[:, :, k]` is its last axis
         Invalid(
             """
-            from tensorflow.keras import layers
+            import keras
 
-            def slice_tensor(x, start, stop):
-                return x[:, :, :, start:stop]
-
-            def group_conv(x, filters, groups):
-                width = x.shape[-1] // groups
-                parts = [
-                    layers.Lambda(slice_tensor, arguments={"start": g * width, "stop": (g + 1) * width})(x)
-                    for g in range(groups)
-                ]
-                return layers.Concatenate()([layers.Conv2D(filters // groups, 3, padding="same")(p) for p in parts])
+            def head(x):
+                y = keras.layers.Conv1D(64, 3)(x)
+                return y[:, :, 1:]
             """,
-            message_contains="last (feature) axis",
-            at=Range(4, 11, 4, 33),
+            message_contains="starts at lane 1",
+            at=Range(5, 11, 5, 22),
+        ),
+        # interleaved pairs: every second lane
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class Rotary(keras.layers.Layer):
+                def call(self, x):
+                    return ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1)
+            """,
+            message_contains="one lane in 2",
+            at=(Range(6, 27, 6, 39), Range(6, 41, 6, 52)),
+        ),
+        # a positive axis that the rank the code says makes the last one; a backend chosen in
+        # branches still names TensorFlow's split
+        Invalid(
+            """
+            import os
+
+            if os.environ.get("BACKEND") == "tensorflow":
+                import tensorflow as F
+            else:
+                import torch as F
+
+            def rgb_heads(x):
+                x = F.keras.layers.Conv2D(12, 3)(x)
+                return F.split(x, 3, 3)
+            """,
+            message_contains="cuts it at lane 4",
+            at=Range(10, 11, 10, 27),
         ),
         # the sliced tensor comes from a layer kept in a list: a Keras tensor in a helper method
         Invalid(
@@ -265,7 +501,7 @@ class NeedlessConcatSlice(Rule):
                     y = self.convs[0](x)
                     return y[..., :3]
             """,
-            message_contains="last (feature) axis",
+            message_contains="last (lane) axis",
             at=Range(9, 15, 9, 25),
         ),
         Invalid(
@@ -392,7 +628,7 @@ class NeedlessConcatSlice(Rule):
                 def call(self, x):
                     return x[..., :4], x[..., 4:]
             """,
-            message_contains="last (feature) axis",
+            message_contains="last (lane) axis",
             at=(Range(5, 15, 5, 25), Range(5, 27, 5, 37)),
         ),
         Invalid(
@@ -522,13 +758,49 @@ class NeedlessConcatSlice(Rule):
             return
         if "unstack" not in name and self._undoes_concat(node, name, value.value, axis):
             return
-        if axis == -1 and self._tensorish(value.value, node):
-            self.report(
-                node,
-                f"`{label(name)}` along the last (feature) axis: the TPU pads that dim to 128 lanes, "
-                "so each piece is a relayout copy (docs/facts.md#11); produce the pieces separately where you can",
-                severity=Severity.INFO,
-            )
+        shape = shape_of(self.ctx, value.value)
+        if not (axis == -1 or shape.rank is not None and axis == shape.rank - 1):
+            return  # another axis, or a positive axis of a tensor whose rank the code does not say
+        why = self._split_cost(node, name, shape)
+        if why is not None and self._tensorish(value.value, node):
+            self.report(node, f"`{label(name)}` of the last (lane) axis {why} ({_FACTS}); "
+                        "produce the pieces separately where you can", severity=Severity.INFO)
+
+    def _split_cost(self, node: cst.Call, name: str, shape: TensorShape) -> str | None:
+        """Why the pieces cost a relayout, or None when they need not (or the code does not say)."""
+        if shape.last is not None and shape.last <= _SMALL_AXIS:
+            return None  # a few coordinates per row (boxes, points): no feature dim to tile
+        if "unstack" in name:
+            count = self._unpacked_count(node)
+            if count is not None and count <= _SMALL_AXIS:
+                return None  # unpacked into a few named coordinates: the axis is that small
+            return "drops the axis the TPU tiles in 128 lanes: every piece moves the next axis into the lanes, a relayout copy"
+        pieces = get_arg(node, "num_or_size_splits" if name == "tf.split" else "indices_or_sections", 1)
+        given = self.ctx.values.const(pieces.value) if pieces is not None else None
+        if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+            if shape.last is None or shape.last % given:
+                return None  # pieces of a size the code does not say
+            bounds = [shape.last // given * i for i in range(1, given)]
+        elif isinstance(given, (list, tuple)) and all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in given):
+            # tf.split takes the sizes, keras.ops.split the indices where the cuts fall
+            bounds = [sum(given[:i]) for i in range(1, len(given))] if name == "tf.split" else list(given)
+        else:
+            return None
+        off = [b for b in bounds if b % _LANES]
+        if not off:
+            return None  # cuts on 128-lane boundaries keep the tiling
+        return f"cuts it at lane {off[0]}, inside a 128-lane tile the TPU pads that axis to: each piece is a relayout copy"
+
+    def _unpacked_count(self, node: cst.Call) -> int | None:
+        """``a, b, c, d = tf.unstack(x, axis=-1)`` / ``num=4``: how many pieces the code names."""
+        num = get_arg(node, "num", 1)
+        value = self.ctx.values.const(num.value) if num is not None else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        parent = self.ctx.scopes.parent(node)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, (cst.Tuple, cst.List)):
+            return len(parent.targets[0].target.elements)
+        return None
 
     def _single_concat(self, node: cst.Call, values: cst.List | cst.Tuple, what: str, name_arg: cst.Arg | None) -> None:
         elements = values.elements
@@ -625,56 +897,151 @@ class NeedlessConcatSlice(Rule):
             return
         if any(x != 0 for x in b[:-1]) or any(x != -1 for x in n[:-1]) or n[-1] == -1 and b[-1] == 0:
             return
+        if not all(isinstance(x, int) for x in (b[-1], n[-1])):
+            return
+        if b[-1] % _LANES == 0 and (n[-1] == -1 or n[-1] % _LANES == 0):
+            return  # starts and ends on 128-lane boundaries: the tiles stay as they are
+        value = get_arg(node, "input_", 0)
+        if value is not None and self._small_axis(shape_of(self.ctx, value.value)):
+            return
         if self._in_pipeline(node) or self._host_code(node):
             return
         self.report(
             node,
-            "`tf.slice` of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
-            "relayout copy (docs/facts.md#11); produce the parts with separate layers/heads where you can",
+            f"`tf.slice` of the last (lane) axis from lane {b[-1]}" + (f", {n[-1]} wide" if n[-1] != -1 else "") + f", {_INSIDE}",
             severity=Severity.INFO,
         )
 
+    @staticmethod
+    def _small_axis(shape: TensorShape) -> bool:
+        return shape.last is not None and shape.last <= _SMALL_AXIS
+
     def _host_code(self, node: cst.CSTNode) -> bool:
+        """Code no training step runs: host functions, the input pipeline, and what runs once
+        while a layer is constructed (an index table built in ``__init__``)."""
         fn = self.ctx.scopes.enclosing_callable(node)
-        return fn is not None and (self.ctx.roles.is_host_function(fn) or self.ctx.roles.function_role(fn) == "input")
+        roles = self.ctx.roles
+        return fn is not None and (roles.is_host_function(fn) or roles.function_role(fn) == "input" or roles.is_construction(fn))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        els = node.slice
-        if len(els) < 2:
+        els = [e for e in node.slice if not _adds_axis(e)]  # `None` / `tf.newaxis` add axes, slice nothing
+        if not els or len(els) < len(node.slice) and not els[:-1]:
             return
         last = els[-1]
         if _is_full_slice(last) or not isinstance(last.slice, (cst.Index, cst.Slice)):
             return
-        if isinstance(last.slice, cst.Index):
-            v = last.slice.value
-            if isinstance(v, cst.Ellipsis) or (isinstance(v, cst.Name) and v.value == "None"):
-                return
-            if isinstance(v, cst.Attribute) and v.attr.value == "newaxis":
-                return  # adds an axis, slices nothing
-        lead = els[:-1]
-        before = lead[-1].slice
-        if isinstance(before, cst.Index) and isinstance(before.value, cst.Ellipsis):
-            pass  # x[..., k] and x[b, ..., k]: the index right after `...` is the last axis
-        elif len(els) >= 3 and all(_is_full_slice(e) for e in lead):
-            pass
-        else:
+        if isinstance(last.slice, cst.Index) and isinstance(last.slice.value, cst.Ellipsis):
             return
+        lead = els[:-1]
+        if not lead and len(node.slice) == len(els):
+            return  # x[k]: the first axis (a list, a row)
         above = self.ctx.scopes.ancestors(node)
         parent = above[-1] if above else None
         if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
             return  # item assignment: not a TF tensor
-        if not self._tensorish(node.value, node):
+        if isinstance(parent, cst.Arg) and len(above) >= 2 and self.ctx.names.call_name(above[-2]) in _SHAPE_ONLY:
+            return  # `ones_like(x[..., 0])` reads only the slice's shape: XLA never computes it
+        counted_from_end = any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in lead)
+        shape = shape_of(self.ctx, node.value)
+        if not counted_from_end:
+            # three or more indices whose leading ones are whole (`x[:, k]` could be any
+            # axis of a 3-D tensor): the last axis, unless the code says the tensor has
+            # another rank (`x[:, :, k]` of a 5-D block tensor cuts a block axis)
+            if len(els) < 3 or not all(_is_full_slice(e) for e in lead) or shape.rank not in (None, len(els)):
+                return
+        why = self._cut_cost(last.slice, shape)
+        if why is None or self._restacked(node, above) or self._neighbours(node, above) or not self._tensorish(node.value, node):
             return
-        self.report(
-            node,
-            "slice of the last (feature) axis: the TPU pads that dim to 128 lanes, so the slice is a "
-            "relayout copy (docs/facts.md#11); produce the parts with separate layers/heads where you can",
-            severity=Severity.INFO,
-        )
+        spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
+        self.report(node, f"`{spelled}` {why}", severity=Severity.INFO)
+
+    def _neighbours(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
+        """``x[..., 1:] - x[..., :-1]``, ``greater(m[..., 1:], m[..., :-1])``: neighbours along
+        the last axis compared or differenced. Every way to write it shifts the lanes by
+        one: there is no layout to choose instead."""
+        parent = above[-1] if above else None
+        if isinstance(parent, cst.Arg) and len(above) >= 2 and isinstance(above[-2], cst.Call):
+            others = [a.value for a in above[-2].args if a is not parent]
+        elif isinstance(parent, (cst.BinaryOperation, cst.Comparison)):
+            others = [parent.right if parent.left is node else parent.left] if isinstance(parent, cst.BinaryOperation) else [
+                parent.left, *(c.comparator for c in parent.comparisons)]
+        else:
+            return False
+        base = self.ctx.module.code_for_node(node.value)
+        mine = _shift(node.slice[-1].slice, self.ctx.values.const)
+        return mine is not None and any(
+            isinstance(o, cst.Subscript) and o is not node and self.ctx.module.code_for_node(o.value) == base
+            and _shift(o.slice[-1].slice, self.ctx.values.const) == -mine for o in others)
+
+    def _restacked(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
+        """``stack([b[..., 0] * w, b[..., 1] * h, b[..., 2] * w, b[..., 3] * h], axis=-1)``: every
+        column of a few-column tensor, each taken by index, stacked back on the last axis —
+        the code says the axis has exactly those few columns (coordinates, not features)."""
+        i = len(above) - 1
+        while i >= 2 and not isinstance(above[i], (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+            el, seq, arg = above[i], above[i - 1], above[i - 2]
+            if isinstance(el, cst.Element) and isinstance(seq, (cst.List, cst.Tuple)) and isinstance(arg, cst.Arg):
+                call = above[i - 3] if i >= 3 else None
+                name = self.ctx.names.call_name(call) if isinstance(call, cst.Call) else None
+                if name is None or not name.endswith(".stack") or arg is not call.args[0]:  # type: ignore[union-attr]
+                    return False
+                axis = get_arg(call, "axis", 1)  # type: ignore[arg-type]
+                if axis is None or self.ctx.values.const(axis.value) != -1 or len(seq.elements) > _SMALL_AXIS:
+                    return False
+                base = self.ctx.module.code_for_node(node.value)
+                columns = {c for e in seq.elements for c in self._columns_of(e.value, base)}
+                return columns == set(range(len(seq.elements)))
+            i -= 1
+        return False
+
+    def _columns_of(self, expr: cst.BaseExpression, base: str) -> Iterator[int]:
+        """The integer indices ``base[..., j]`` of ``expr`` takes on the last axis."""
+        for n in walk(expr):
+            if isinstance(n, cst.Subscript) and isinstance(n.slice[-1].slice, cst.Index):
+                j = self.ctx.values.const(n.slice[-1].slice.value)
+                if isinstance(j, int) and not isinstance(j, bool) and self.ctx.module.code_for_node(n.value) == base:
+                    yield j
+
+    def _cut_cost(self, cut: cst.Index | cst.Slice, shape: TensorShape) -> str | None:
+        """What slicing the last axis with ``cut`` costs on the TPU, or None when it need not
+        cost a relayout: a few coordinates per row, cuts on 128-lane boundaries, or bounds
+        the code does not fold (nothing then says where the cut falls)."""
+        if self._small_axis(shape):
+            return None  # boxes, points: a few coordinates per row, no feature dim to tile
+        const = self.ctx.values.const
+        if isinstance(cut, cst.Index):
+            return ("takes one column of the last (lane) axis: dropping the axis the TPU tiles in 128 lanes moves the "
+                    f"next axis into the lanes, a relayout copy ({_FACTS}); keep the axis (`k:k+1`) or compute on the "
+                    "whole tensor where you can")
+        step = const(cut.step) if cut.step is not None else 1
+        if step != 1:
+            if not isinstance(step, int) or isinstance(step, bool):
+                return None
+            if step < 0:
+                return (f"reverses the last (lane) axis: every lane of the TPU's 128-lane tiles moves, a relayout copy "
+                        f"({_FACTS}); keep one order (reverse what produces or reads it instead) where you can")
+            return (f"takes one lane in {step} of the last (lane) axis: an interleave of the TPU's 128-lane tiles, "
+                    f"a relayout copy ({_FACTS}); lay the parts out contiguously (rotate halves, not pairs) where you can")
+        raw_lower = const(cut.lower) if cut.lower is not None else 0
+        lower = _bound(raw_lower, shape)
+        if lower is None:
+            return _from_end(raw_lower, "starts")
+        if lower % _LANES:
+            return f"starts at lane {lower} of the last (lane) axis, {_INSIDE}"
+        raw_upper = const(cut.upper) if cut.upper is not None else None
+        upper = _bound(raw_upper, shape) if cut.upper is not None else shape.last
+        if upper is None:
+            return _from_end(raw_upper, "ends")
+        if upper % _LANES == 0 or upper == shape.last:
+            return None  # (a suffix from a 128-lane boundary keeps the tiles)
+        return f"ends at lane {upper} of the last (lane) axis, {_INSIDE}"
 
     # ---- is it a TF tensor in model or loss code? ------------------------------------
     def _tensorish(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """(``at``: the node being visited, where ``expr`` is used.)"""
+        fn = self.ctx.scopes.callable_of(at)
+        if fn is not None and self.ctx.layers.tensor_names(fn).host_data(expr):
+            return False  # NumPy on the host, even inside a layer's call()
         if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
         # asked last: the roles need the whole file's index

@@ -7,12 +7,12 @@ from typing import Collection, Sequence
 from kerasfit.ruleapi import Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import (
     CHANNELS_FIRST_VALUES,
+    DENSE_LAYERS,
     MATMUL_CALLS,
-    RESHAPE_CALLS,
     TRANSPOSE_CALLS,
 )
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
-from kerasfit.ruleapi.values import uses_of
+from kerasfit.ruleapi.values import uses_of, value_of
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
 # (dim_labels), so swapping them around one is folded into the conv.
@@ -23,6 +23,13 @@ _DEPTHWISE = frozenset({
 
 # Ops that only add or drop a size-1 axis: a transpose through them still feeds the op after.
 _UNIT_AXIS = frozenset({"tf.expand_dims", "keras.ops.expand_dims", "tf.squeeze", "keras.ops.squeeze"})
+# How code reads a layer's weights.
+_WEIGHT_ATTRS = frozenset({"kernel", "weights", "get_weights", "embeddings", "depthwise_kernel", "pointwise_kernel",
+                           "recurrent_kernel", "trainable_weights", "variables"})
+# How many names, unit-axis ops and transposes a value is followed through to its consumer.
+_HOPS = 5
+# Dense layers and matmuls: an operand transposed into one is free (docs/facts.md#4).
+_MATMUL_LAYERS = frozenset(MATMUL_CALLS) | frozenset(DENSE_LAYERS)
 
 _SET_FORMAT = {"keras.backend.set_image_data_format", "keras.config.set_image_data_format"}
 _WHY = {
@@ -54,7 +61,10 @@ class NonlogicalTranspose(Rule):
     matmul on TPU and GPU (still flagged for the `gaudi` target when not a matmul
     operand); a swap of the batch and channel axes around a depthwise convolution
     (the per-example-kernel trick: XLA folds it into the conv's dimension labels);
-    input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`);
+    input-pipeline and host code (a TPUEstimator `metric_fn`, a `serving_input_fn`,
+    tests), code that runs once while a layer is constructed, a converter that lays a
+    layer's weights out for another framework (`ops.transpose(layer.kernel, ...)` outside
+    model code);
     and a TF1 `model_fn` transposing its `features` (the TPU reference models feed
     images batch-minor on purpose and transpose once). Nor code the default
     configuration never runs: a branch like `if data_format == "channels_first":` with
@@ -145,9 +155,54 @@ class NonlogicalTranspose(Rule):
 
         ds = tf.data.Dataset.from_tensor_slices((x, y)).map(preprocess)
         """,
+        # weights laid out for another framework, outside model code: a one-off conversion
+        """
+        from keras import ops
+
+        def export_weights(backbone):
+            kernel = backbone.get_layer("attention_output").weights[0]
+            return {"o_proj.weight": ops.transpose(kernel, axes=(2, 0, 1))}
+        """,
+        # transposed twice on the way into a matmul: the two compose into the operand's layout
+        """
+        from keras import ops
+
+        def attend(q, k):
+            k = ops.transpose(k, (0, 2, 1))
+            k = ops.expand_dims(k, axis=1)
+            return ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
+        """,
+        # the two result axes of a matmul trade places: the matmul's own output layout
         """
         import tensorflow as tf
-        y = tf.keras.layers.Permute((2, 1))(x)
+
+        def attend(v, w):
+            h = tf.keras.layers.Permute((2, 1))(v @ w)
+            return tf.transpose(tf.matmul(v, w), [0, 2, 1]) + h
+        """,
+        # token mixing into a Dense: the Dense folds the transpose of its operand
+        """
+        import tensorflow as tf
+        y = tf.keras.layers.Dense(64)(tf.keras.layers.Permute((2, 1))(x))
+        """,
+        # an index table built once while the layer is constructed, and a test
+        """
+        import keras
+        from keras import ops
+
+        def relative_index(n):
+            coords = ops.reshape(ops.stack(ops.meshgrid(ops.arange(n), ops.arange(n))), (2, -1))
+            return ops.transpose(coords[:, :, None] - coords[:, None, :], (1, 2, 0))
+
+        class Attention(keras.layers.Layer):
+            def __init__(self, n, **kwargs):
+                super().__init__(**kwargs)
+                self.index = relative_index(n)
+
+        class AttentionTest(keras.src.testing.TestCase):
+            def test_channels_first(self):
+                x = ops.transpose(ops.ones((2, 8, 8, 3)), (0, 3, 1, 2))
+                self.assertEqual(x.shape, (2, 3, 8, 8))
         """,
         # per-example kernels: batch and channels trade places around a depthwise conv,
         # which XLA folds into the conv's dimension labels
@@ -238,6 +293,42 @@ class NonlogicalTranspose(Rule):
         """,
     )
     INVALID = (
+        # token mixing: the permuted tensor goes on to a residual add, not into a matmul
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def mixer(x):
+                y = tf.keras.layers.Permute((2, 1))(x)
+                return y + tf.keras.layers.Permute((2, 1))(x)
+            """,
+            message_contains="swaps the last two axes",
+            at=(Range(4, 8, 4, 39), Range(5, 15, 5, 46)),
+        ),
+        # NHWC -> NCHW in a model_fn: not the batch-minor infeed brought to the front
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+
+            def model_fn(features, labels, mode, params):
+                if params["data_format"] == "channels_first":
+                    features = tf.transpose(features, [0, 3, 1, 2])
+                return tf.layers.conv2d(features, 64, 7, data_format=params["data_format"])
+            """,
+            at=Range(5, 19, 5, 55),
+        ),
+        # a phase shift: the reshape's last two axes trade places — the minor one moves
+        Invalid(
+            """
+            import tensorflow as tf
+
+            def phase_shift(x, r):
+                b, h, w, c = x.get_shape().as_list()
+                x = tf.reshape(x, (-1, h, w, r, r))
+                return tf.transpose(x, (0, 1, 2, 4, 3))
+            """,
+            at=Range(6, 11, 6, 43),
+        ),
         Invalid(
             """
             import tensorflow as tf
@@ -397,17 +488,21 @@ class NonlogicalTranspose(Rule):
         gaudi = self.ctx.target.family == "gaudi"
         if (rank == 2 and not gaudi) or self._feeds_matmul(node):
             return
+        operand = get_arg(node, kw, idx)
+        if not gaudi and operand is not None and _swaps_last_two(perm) and self._matmul_result(operand.value):
+            return
         ctx = self.ctx
         if ctx.values.off_by_default(node) is not None:
             return  # a channels_first / torch-only branch: the default path never runs it
-        if ctx.roles.of(node) == "input" or ctx.roles.is_host_function(ctx.scopes.enclosing_callable(node)):
+        if self._off_the_step(node):
             return
-        operand = get_arg(node, kw, idx)
         if _swaps_batch_and_channel(perm) and (
             self._feeds(node, _DEPTHWISE) or (operand is not None and self._made_by(operand.value, _DEPTHWISE))
         ):
             return  # per-example depthwise trick: the swap folds into the conv's dim labels
-        if operand is not None and (self._model_fn_features(operand.value) or (rank >= 5 and self._after_split_reshape(operand.value))):
+        if operand is not None and perm[0] in (rank - 1, -1) and self._model_fn_features(operand.value):
+            return  # a batch-minor infeed brought to the front once
+        if operand is not None and self._reshuffles_weights(node, operand.value):
             return
         self.report(node, f"Transpose with perm {list(perm)} moves the last axis: {self._why()}; keep one layout end to end")
 
@@ -418,17 +513,46 @@ class NonlogicalTranspose(Rule):
             return
         if dims[-1] == len(dims):
             return
-        if len(dims) < 3 and self.ctx.target.family != "gaudi":
-            return  # (batch, a, b) -> (batch, b, a): usually feeds a Dense, which folds it
-        if self.ctx.values.off_by_default(node) is not None:
+        applied = self.ctx.scopes.parent(node)
+        if len(dims) < 3 and self.ctx.target.family != "gaudi" and isinstance(applied, cst.Call) and applied.func is node and (
+                self._only_into(applied, _MATMUL_LAYERS, True, 0)
+                or applied.args and self._matmul_result(applied.args[0].value)):
+            return  # (batch, a, b) -> (batch, b, a) into or out of a Dense / matmul, which folds it
+        if self.ctx.values.off_by_default(node) is not None or self._off_the_step(node):
             return
-        if self.ctx.roles.of(node) == "input" or self.ctx.roles.is_host_function(self.ctx.scopes.enclosing_callable(node)):
-            return
-        self.report(node, f"`Permute({tuple(dims)})` moves the last axis: {self._why()}; keep one layout end to end")
+        what = "swaps the last two axes (token mixing)" if len(dims) == 2 else "moves the last axis"
+        self.report(node, f"`Permute({tuple(dims)})` {what}: {self._why()}; keep one layout end to end")
+
+    def _matmul_result(self, operand: cst.BaseExpression) -> bool:
+        """``operand`` is what a matmul (or a Dense) gives: swapping its two result axes is
+        the matmul's own output layout, folded into it (docs/facts.md#4)."""
+        src = value_of(self.ctx, operand)
+        if isinstance(src, cst.BinaryOperation) and isinstance(src.operator, cst.MatrixMultiply):
+            return True
+        return isinstance(src, cst.Call) and self._consumer(src) in _MATMUL_LAYERS
+
+    def _off_the_step(self, node: cst.CSTNode) -> bool:
+        """Code no training step runs: the input pipeline, host code (a TPUEstimator
+        ``metric_fn``, tests) and what runs once while a layer is constructed."""
+        roles = self.ctx.roles
+        fn = self.ctx.scopes.enclosing_callable(node)
+        return roles.of(node) == "input" or roles.is_host_function(fn) or roles.is_construction(fn)
+
+    def _reshuffles_weights(self, node: cst.Call, operand: cst.BaseExpression) -> bool:
+        """A layer's weights (``.kernel``, ``.weights[0]``, ``get_weights()``) transposed
+        outside any model code: a converter laying weights out for another framework, run
+        once, not in a step."""
+        fn = self.ctx.scopes.enclosing_callable(node)
+        if fn is None or self.ctx.roles.function_role(fn) != "other":
+            return False
+        src = value_of(self.ctx, operand)
+        while isinstance(src, (cst.Subscript, cst.Call)):
+            src = src.value if isinstance(src, cst.Subscript) else src.func
+        return isinstance(src, cst.Attribute) and src.attr.value in _WEIGHT_ATTRS
 
     def _check_format(self, value: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if ctx.roles.of(value) == "input":
+        if ctx.roles.of(value) == "input" or ctx.roles.is_host_function(ctx.scopes.enclosing_callable(value)):
             return
         for src in ctx.values.const_sources(value):
             v = ctx.values.const(src, scopes=ctx.scopes.scopes_of(src))
@@ -461,7 +585,7 @@ class NonlogicalTranspose(Rule):
         parent = ctx.scopes.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
-        if matmul and depth < 3 and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
+        if matmul and depth < _HOPS and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
             # `q * scale` on the way to the matmul: elementwise by a scalar, so layout
             # assignment gives the product the layout the matmul wants (docs/facts.md#4, #5)
             other = parent.right if parent.left is expr else parent.left
@@ -473,10 +597,12 @@ class NonlogicalTranspose(Rule):
             name = self._consumer(call)
             if name in ops:
                 return True
-            if name in _UNIT_AXIS and isinstance(call, cst.Call) and depth < 3 and parent is call.args[0]:
+            if (name in _UNIT_AXIS or matmul and name in TRANSPOSE_CALLS) and isinstance(call, cst.Call) and depth < _HOPS and (
+                    parent is call.args[0]):
+                # (a transpose of it composes with it: still one matmul operand's layout)
                 return self._only_into(call, ops, matmul, depth + 1)
             return False
-        uses = uses_of(ctx, expr) if depth < 3 else None
+        uses = uses_of(ctx, expr) if depth < _HOPS else None
         return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -512,11 +638,11 @@ class NonlogicalTranspose(Rule):
         is_model_fn = func.name.value == "model_fn" or func.name.value.endswith("_model_fn") or params[:3] == ["features", "labels", "mode"]
         return is_model_fn and base.value in params[:1]
 
-    def _after_split_reshape(self, operand: cst.BaseExpression) -> bool:
-        """A rank >= 5 transpose right after a reshape is a pixel shuffle or window
-        partition: KF106 judges those."""
-        o = self.ctx.values.origin(operand)
-        return o is not None and o.name in RESHAPE_CALLS
+
+def _swaps_last_two(perm: Sequence[int]) -> bool:
+    """``[0, 2, 1]`` / ``[0, 1, 3, 2]``: the two minor axes trade places, the rest stay."""
+    r = len(perm)
+    return list(perm) == [*range(r - 2), r - 1, r - 2]
 
 
 def _swaps_batch_and_channel(perm: Sequence[int]) -> bool:

@@ -39,14 +39,16 @@ class ReduceElementwise(Rule):
     `tf.reduce_sum(x) / c`, `-tf.reduce_sum(x)`, `tf.multiply(tf.reduce_sum(x), c)`
     (also `keras.ops.sum` / `mean`, and `reduce_max` / `reduce_min` scaled by a
     positive constant). Only when the other operand is a numeric constant (a literal,
-    a folded name, `tf.constant(2.0)`), which cannot depend on the reduced axes.
+    a folded name, `tf.constant(2.0)`, a name bound to numbers on every path), which
+    cannot depend on the reduced axes.
 
     Also when the two are apart — the reduction bound in another statement and read only
     there (`ce = tf.reduce_sum(..)` then `ce * 0.5`), or another scaling in between
     (`tf.reduce_sum(x) / n / 2.`) — found, not rewritten.
 
-    Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, softmax-style
-    `x / tf.reduce_sum(x)`, a tensor operand, input-pipeline code (functions handed to
+    Not flagged: `tf.sqrt(tf.reduce_mean(x))`, `tf.reduce_sum(x) + eps`, `tf.reduce_sum(x) * 0.0`
+    (a zero kept on the graph), softmax-style
+    `x / tf.reduce_sum(x)`, a tensor operand (a weighted mean's denominator), input-pipeline code (functions handed to
     `Dataset.map` in any file of the tree, what they call, preprocessing layers), and
     host code (a TPUEstimator `metric_fn`, a `serving_input_fn`).
 
@@ -95,6 +97,8 @@ class ReduceElementwise(Rule):
         "import tensorflow as tf\ny = tf.reduce_max(x) * -1.0\n",
         "import tensorflow as tf\ny = -tf.reduce_max(x)\n",
         "import tensorflow as tf\ny = tf.reduce_prod(x) * 2.0\n",
+        # a zero that keeps the graph connected: nothing to move
+        "from keras import ops\nloss = ops.sum(unused) * 0.0\n",
         # a function the input pipeline maps over
         "import tensorflow as tf\n\n"
         "def parse(example):\n"
@@ -129,6 +133,21 @@ class ReduceElementwise(Rule):
             """,
     )
     INVALID = (
+        # a sign picked on each path: the factor is a number either way
+        Invalid(
+            """
+                import tensorflow as tf
+
+                def log_det(s, training):
+                    direction = 1
+                    if training:
+                        direction = -1
+                    gate = (direction - 1) / 2
+                    return gate * tf.reduce_sum(s, [1])
+                """,
+            message_contains="`*` after `reduce_sum`",
+            at=Range(8, 11, 8, 39),
+        ),
         # a hand-written loss: the sum in one statement, its scaling in the next
         Invalid(
             """
@@ -230,11 +249,18 @@ class ReduceElementwise(Rule):
         return expr, kind, arg
 
     def _scalable(self, kind: str, const: cst.BaseExpression) -> bool:
-        # a numeric constant only: a weighted mean's denominator (``tf.reduce_sum(w) + eps``)
-        # is a tensor, and dividing by it after the sum is what the mean is
+        """``const`` is a number, which cannot depend on the reduced axes: a literal, a folded
+        name, ``tf.constant(2.0)``, or a name bound to numbers on every path
+        (``gate = (d - 1) / 2`` with ``d`` 1 or -1). Not a tensor: a weighted mean's
+        denominator (``tf.reduce_sum(w) + eps``) divides the sum because that is the mean."""
         v = number(self.ctx, const)
+        if v == 0:
+            return False  # `sum(x) * 0.0`: a zero kept on the graph, no scaling to move
         if v is None:
-            return False
+            values = self.ctx.values.possible_values(const)
+            if not values or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+                return False
+            v = min(values)
         return kind == "linear" or v > 0
 
     def _may_hold_reduction(self, name: cst.Name) -> bool:

@@ -22,7 +22,9 @@ class TinyBatch(Rule):
     """
     ## What it does
     Computes the per-core batch size from constants in the file and flags it when it is
-    below 64 or not a multiple of 8. Batch sizes come from a training `tf.data`
+    below 64 or not a multiple of 8, at the number to change (the constant or flag default
+    the batch comes from, else where it is used). A parameter's default in a function or
+    class this file never calls is not taken for the batch: its callers' is unknown. Batch sizes come from a training `tf.data`
     `.batch(...)`, `model.fit(batch_size=...)` and `TPUEstimator(train_batch_size=...)`
     (in a file that trains an estimator: one built only to export or predict never uses
     it), folded through constants, flags and config dicts. The per-core batch is
@@ -31,8 +33,9 @@ class TinyBatch(Rule):
     or a `NUM_CORES`-style constant or flag). With no core count, a global batch below
     64 is still flagged: no slice gives a core more than the whole batch.
 
-    Only in files that set up a TPU (a TPU strategy, resolver or estimator) or when
-    `cores` is configured; evaluation and prediction datasets are skipped.
+    Only in files that set up a TPU (a TPU strategy, resolver or estimator — also a
+    `TPUEstimator` kept as a copy in the project's own tree) or when `cores` is configured;
+    evaluation and prediction datasets are skipped.
 
     ## Why is this slow on the accelerator
     XLA picks convolution padding from the most common batch size (docs/facts.md#1): with a
@@ -109,6 +112,18 @@ class TinyBatch(Rule):
         strategy = tf.distribute.TPUStrategy(resolver)
         model.fit(ds, batch_size=batch_size)
         """,
+        # an evaluation driver's default: what its callers (in other files) pass is unknown here
+        """
+        import tensorflow as tf
+        strategy = tf.distribute.TPUStrategy(resolver)
+
+        class EvalDriver:
+            def __init__(self, batch_size=1):
+                self.batch_size = batch_size
+
+            def dataset(self, files):
+                return tf.data.TFRecordDataset(files).batch(self.batch_size, drop_remainder=True)
+        """,
         # an estimator built only to export a SavedModel: its train_batch_size never runs
         """
         import tensorflow.compat.v1 as tf
@@ -122,6 +137,40 @@ class TinyBatch(Rule):
         """,
     )
     INVALID = (
+        # a TPUEstimator kept in the project's own tree (a vendored copy) is the TPU one
+        Invalid(
+            """
+            import tensorflow.compat.v1 as tf
+            from tensorflow.python.estimator import estimator as estimator_lib
+
+            class TPUEstimator(estimator_lib.Estimator):
+                def __init__(self, model_fn, train_batch_size, config=None):
+                    super().__init__(model_fn=model_fn, config=config)
+
+            est = TPUEstimator(model_fn=model_fn, train_batch_size=32, config=tf.estimator.tpu.RunConfig(
+                tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8)))
+            est.train(input_fn=input_fn, max_steps=1000)
+            """,
+            message_contains="32 ÷ 8 cores",
+            at=Range(8, 55, 8, 57),
+        ),
+        # the flag's default is the number to change: reported there
+        Invalid(
+            """
+            from absl import flags
+            import tensorflow.compat.v1 as tf
+
+            flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
+            FLAGS = flags.FLAGS
+
+            def main(_):
+                config = tf.estimator.tpu.RunConfig(tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8))
+                est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=FLAGS.train_batch_size)
+                est.train(input_fn=input_fn, max_steps=1000)
+            """,
+            message_contains="32 ÷ 8 cores",
+            at=Range(4, 41, 4, 43),
+        ),
         # a TPU set up through Keras 3's keras.distribution
         Invalid(
             """
@@ -142,7 +191,7 @@ class TinyBatch(Rule):
             ds = tf.data.Dataset.range(10).batch(PER_REPLICA * strategy.num_replicas_in_sync, drop_remainder=True)
             """,
             message_contains="16→128",
-            at=Range(4, 37, 4, 80),
+            at=Range(3, 14, 3, 16),
         ),
         Invalid(
             """
@@ -233,18 +282,41 @@ class TinyBatch(Rule):
         cores: int | None = self.ctx.file_fact("KF203.cores", _file_cores)
         return cores
 
+    def _literal(self, expr: cst.BaseExpression, fallback: cst.CSTNode) -> cst.CSTNode:
+        """Where the batch size is written: the one number its value comes from (a constant,
+        a flag's default), which is what to change; else where it is used."""
+        sources = self.ctx.values.const_sources(expr)
+        if len(sources) == 1 and isinstance(sources[0], cst.Integer) and self.ctx.scopes.parent(sources[0]) is not None:
+            return sources[0]
+        return fallback  # (a flag defined in another module: reported where this file uses it)
+
+    def _unseen_default(self, expr: cst.BaseExpression) -> bool:
+        """The value is a parameter's default in a function (or class) this file never
+        calls: what its callers pass is not known here (``EvalDriver(batch_size=1)``)."""
+        for src in self.ctx.values.const_sources(expr):
+            param = self.ctx.scopes.parent(src)
+            params = self.ctx.scopes.parent(param) if isinstance(param, cst.Param) else None
+            fn = self.ctx.scopes.parent(params) if params is not None else None  # Param -> Parameters -> def
+            if isinstance(fn, cst.FunctionDef) and not self.ctx.values.call_sites(fn).calls:
+                return True
+        return False
+
     def _check(self, report_at: cst.CSTNode, expr: cst.BaseExpression) -> None:
         ctx = self.ctx
+        if self._unseen_default(expr):
+            return
         factor = self._per_replica_factor(expr)
         if factor is not None:
             per = ctx.values.int_const(factor)
             if per is None:
                 return
-            self._report(report_at, per, "per replica", exact=True)
+            self._report(self._literal(factor, report_at), per, "per replica", exact=True)
             return
         total = ctx.values.int_const(expr)
         source = ""
-        if total is None:
+        if total is not None:
+            report_at = self._literal(expr, report_at)
+        else:
             # not a constant here (a flag, a parameter): the configured global batch
             # (--batch-size / [tool.kerasfit] batch-size) says what it will be
             configured = ctx.options.get("batch_size")

@@ -107,6 +107,67 @@ def test_reexport_through_a_project_module(tmp_path):
     assert ("model.py", 5, "KF103") in codes and ("app.py", 2, "KF106") in codes
 
 
+def test_a_backend_module_chosen_in_branches_resolves_to_the_framework_any_branch_binds(tmp_path):
+    # a zoo's own backend module picks its ops module at import time (a TF module, a torch
+    # one, a Keras 3 one); model code reaches TensorFlow only through it
+    _write(tmp_path, {
+        "zoo/__init__.py": "",
+        "zoo/tf_functional.py": "from tensorflow import concat, split, transpose\nfrom tensorflow.nn import relu\n",
+        "zoo/torch_functional.py": "import torch\n\ndef transpose(x, perm):\n    return x.permute(*perm)\n",
+        "zoo/backend.py": """
+            import os
+
+            if os.environ.get("ZOO_BACKEND", "tensorflow") == "tensorflow":
+                import tensorflow as tf
+                from zoo import tf_functional as functional
+            else:
+                from zoo import torch_functional as functional
+        """,
+        "zoo/model.py": """
+            from zoo.backend import functional
+
+            def attention(x):
+                q, k = functional.split(x, 2, axis=-1)
+                return functional.transpose(q, [0, 3, 1, 2])
+        """,
+        "zoo/other.py": """
+            import os
+            if os.environ.get("ZOO_BACKEND") == "torch":
+                from zoo import torch_functional as F
+            else:
+                from zoo import tf_functional as F
+
+            def to_nchw(x):
+                return F.transpose(x, [0, 3, 1, 2])
+        """,
+    })
+    index = ProjectIndex()
+    sym = index.resolve(str(tmp_path / "zoo/model.py"), "zoo.backend.functional.transpose")
+    assert sym is not None and sym.kind == "framework" and sym.raw == "tensorflow.transpose"
+    src = (tmp_path / "zoo/model.py").read_text()
+    ctx = SemanticModel(cst.parse_module(src), str(tmp_path / "zoo/model.py"), source=src, project=index)
+    calls = [n for n in ctx.index.all_calls()]
+    assert {ctx.names.call_name(c) for c in calls} == {"tf.split", "tf.transpose"}
+    codes = _codes(tmp_path, "zoo/model.py", "zoo/other.py", select=("KF107",))
+    assert codes == [("model.py", 6, "KF107"), ("other.py", 9, "KF107")]
+
+
+def test_a_vendored_tpu_estimator_is_the_framework_one(tmp_path):
+    _write(tmp_path, {
+        "third_party/__init__.py": "",
+        "third_party/tpu_estimator.py": "from tensorflow.python.estimator import estimator as estimator_lib\n\n"
+        "class TPUEstimator(estimator_lib.Estimator):\n    pass\n",
+        "train.py": """
+            from third_party import tpu_estimator
+
+            estimator = tpu_estimator.TPUEstimator(model_fn=model_fn, train_batch_size=32)
+            estimator.train(input_fn=input_fn, max_steps=10)
+        """,
+    })
+    codes = _codes(tmp_path, "train.py", select=("KF203",))
+    assert codes == [("train.py", 4, "KF203")]
+
+
 def test_factory_in_another_file_is_summarised(tmp_path):
     _write(tmp_path, {
         "nets/__init__.py": "",

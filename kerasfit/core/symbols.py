@@ -222,6 +222,36 @@ SPATIAL_OUTPUT_RANK = {
     **{f"tf.layers.{n}": 4 for n in ("conv2d", "conv2d_transpose", "separable_conv2d", "max_pooling2d", "average_pooling2d")},
     **{f"tf.layers.{n}": 5 for n in ("conv3d", "conv3d_transpose", "max_pooling3d", "average_pooling3d")},
 }
+# Functional convolutions (semantic.shapes): output rank, and where the output width sits.
+FUNCTIONAL_CONV_RANK = {"tf.contrib.layers.conv2d": 4, "tf.nn.conv2d": 4, "tf.nn.conv1d": 3, "tf.nn.conv3d": 5,
+                        "tf.contrib.layers.conv2d_transpose": 4, "tf.contrib.layers.separable_conv2d": 4}
+FUNCTIONAL_CONVS = {"tf.contrib.layers.conv2d": ("num_outputs", 1), "tf.contrib.layers.conv2d_transpose": ("num_outputs", 1)}
+# Layers whose output has their input's shape (semantic.shapes).
+SAME_SHAPE_LAYERS = frozenset({
+    "BatchNormalization", "LayerNormalization", "GroupNormalization", "Dropout", "SpatialDropout2D", "Activation",
+    "ReLU", "LeakyReLU", "PReLU", "ELU", "Softmax", "GaussianNoise", "batch_normalization", "dropout",
+})
+# Ops (by short name, in tf / keras.ops / keras.backend) whose result has their operands'
+# broadcast shape, and reductions (semantic.shapes).
+SAME_SHAPE_OPS = frozenset({
+    "cast", "exp", "log", "log1p", "expm1", "sigmoid", "tanh", "relu", "relu6", "gelu", "silu", "swish", "elu",
+    "selu", "leaky_relu", "softplus", "softsign", "softmax", "log_softmax", "abs", "square", "sqrt", "rsqrt",
+    "negative", "sign", "sin", "cos", "erf", "floor", "ceil", "round", "clip_by_value", "clip", "cumsum", "cumprod",
+    "identity", "stop_gradient", "dropout", "ones_like", "zeros_like", "reciprocal", "roll", "reverse", "flip",
+    "l2_normalize", "normalize", "bias_add", "add", "subtract", "multiply", "divide", "true_divide", "maximum",
+    "minimum", "pow", "power", "where", "greater", "less", "greater_equal", "less_equal", "equal", "not_equal",
+    "logical_and", "logical_or", "logical_not", "floor_divide", "mod", "squared_difference", "sort", "triu", "tril",
+    "isnan", "isinf", "isfinite",
+})
+ELEMENTWISE_NARY = frozenset({
+    "add", "subtract", "multiply", "divide", "true_divide", "maximum", "minimum", "pow", "power", "where", "greater",
+    "less", "greater_equal", "less_equal", "equal", "not_equal", "logical_and", "logical_or", "floor_divide", "mod",
+    "squared_difference",
+})
+SHAPE_REDUCTIONS = frozenset({
+    "sum", "mean", "max", "min", "prod", "reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
+    "reduce_any", "reduce_all", "reduce_logsumexp", "logsumexp", "std", "var", "any", "all",
+})
 BATCHNORM_LAYERS = {
     "keras.layers.BatchNormalization",
     "tf.layers.batch_normalization",
@@ -352,6 +382,10 @@ def is_tpu_symbol(name: str) -> bool:
     # not any substring ("compute_output_spec" contains "tpu")
     return any(part.lower().startswith("tpu") for part in name.split("."))
 
+
+# Framework classes projects keep a copy of in their own tree (a vendored
+# ``tpu_estimator.py``): a project class of this name with a base is taken for the framework's.
+VENDORED_CLASSES = {"TPUEstimator": "tensorflow.estimator.tpu.TPUEstimator"}
 
 # KF106: ops that move data between the (padded) feature dim and spatial / batch dims.
 SPACE_DEPTH_OPS = {

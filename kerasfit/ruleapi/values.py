@@ -22,11 +22,13 @@ from ..semantic.dataflow import (
 )
 from ..semantic.pipeline import number, round_up
 from ..semantic.precision import compute_dtype
+from ..semantic.shapes import TensorShape, shape_of
 from ..semantic.summaries import Layer
 from ..semantic.valueflow import Origin
 
 __all__ = [
     "Layer",
+    "TensorShape",
     "Origin",
     "applied_in_order",
     "class_attr_assignment_line",
@@ -40,6 +42,7 @@ __all__ = [
     "number",
     "reaching_assignment",
     "round_up",
+    "shape_of",
     "shape_of_variable",
     "uses_of",
     "value_of",

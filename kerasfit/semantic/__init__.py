@@ -24,6 +24,8 @@ Bottom to top (a part is handed the lower parts it needs; none imports a higher 
   ``by_name``, ``injected_submodule``). Data: ``kerasfit/data/framework_names.json``.
 - :mod:`.treescan` — which files can change a file's tree-wide answers, from a scan of the
   tree's bytes for module names (no parse): ``scan_tree`` → ``TreeScan``; ``file_digest``.
+- :mod:`.modulefacts` — ``ModuleFacts`` of one file (stdlib ``ast``): imports, functions,
+  classes, constants, and names bound in branches (a backend chosen at import time).
 - :mod:`.index` — the project index (stdlib ``ast``): ``ProjectIndex(roots)`` with
   ``facts``, ``resolve``, ``reached_from_model`` (reach across files, from the files the
   scan names: ``local_files``), ``deps_of``; passed in explicitly

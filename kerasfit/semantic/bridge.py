@@ -16,7 +16,7 @@ from .tensors import TensorNames
 from .valueflow import returns
 
 if TYPE_CHECKING:
-    from .index import ModuleFacts
+    from .modulefacts import ModuleFacts
     from .model import SemanticModel
 
 

@@ -14,6 +14,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from .containers import Contents
     from .summaries import Layer
+    from .shapes import TensorShape
     from .tensors import TensorNames
 
 
@@ -31,6 +32,10 @@ class ModelCaches:
     by_name_hits: dict[int, tuple[cst.CSTNode, str]] = field(default_factory=dict)
     # tensors.py: per function, the names that may hold tensors
     tensor_names: dict[int, TensorNames] = field(default_factory=dict)
+    # shapes.py: per expression, what the code says of its rank and last-axis size
+    shapes: dict[int, tuple[cst.CSTNode, TensorShape]] = field(default_factory=dict)
+    shapes_busy: set[int] = field(default_factory=set)  # the expressions being worked out
+    shapes_cut: bool = False  # an answer being worked out met a cycle or the depth budget
     # scoped.py: references grouped by scope, valid for ``scoped_index`` only
     scoped_index: Any = None
     scoped_refs: dict[tuple[str, str], dict[int, list[Any]]] = field(default_factory=dict)

@@ -44,7 +44,6 @@ from __future__ import annotations
 import ast
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, NamedTuple, TypeVar
 
@@ -58,28 +57,13 @@ from ..core.symbols import (
     is_tpu_symbol,
     policy_dtype,
 )
+from .modulefacts import ModuleFacts, build_facts, facts_of, vendored_class
 from .names import ast_dotted, star_names
 from .treescan import TreeScan, digest, scan_tree
 from .treescan import file_digest as file_digest  # (the cache and the language server hash files with it)
 
 _MAX_DEPTH = 6
 _T = TypeVar("_T")
-
-
-@dataclass
-class ModuleFacts:
-    """The statement-level facts of one file (module level only)."""
-
-    path: str
-    digest: str
-    tree: ast.Module
-    # local name -> raw dotted target; relative imports keep their dots (".compat.layers")
-    imports: dict[str, str] = field(default_factory=dict)
-    functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
-    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
-    # NAME = <expr> bound exactly once at module level
-    consts: dict[str, ast.expr] = field(default_factory=dict)
-    star_modules: list[str] = field(default_factory=list)
 
 
 class Symbol(NamedTuple):
@@ -91,56 +75,6 @@ class Symbol(NamedTuple):
     raw: str
     facts: ModuleFacts | None = None
     node: ast.FunctionDef | None = None
-
-
-def build_facts(path: str, source: str | bytes) -> ModuleFacts | None:
-    """Facts of one file's source; None when it does not parse."""
-    data = source.encode("utf-8", "surrogatepass") if isinstance(source, str) else source
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    return _facts_of(path, digest(data), tree)
-
-
-def _facts_of(path: str, digest: str, tree: ast.Module) -> ModuleFacts:
-    facts = ModuleFacts(path, digest, tree)
-    counts: dict[str, int] = {}
-    for stmt in _module_statements(tree.body):
-        if isinstance(stmt, ast.Import):
-            for a in stmt.names:
-                if a.asname:
-                    # a version switch (`import shim as keras` / `else: import keras`)
-                    # keeps the framework binding
-                    if facts.imports.get(a.asname, "").split(".")[0] not in ROOT_MODULES:
-                        facts.imports[a.asname] = a.name
-                else:
-                    top = a.name.split(".")[0]
-                    if top in ROOT_MODULES:
-                        facts.imports[top] = top
-                    else:
-                        facts.imports.setdefault(top, top)
-        elif isinstance(stmt, ast.ImportFrom):
-            mod = "." * stmt.level + (stmt.module or "")
-            for a in stmt.names:
-                if a.name == "*":
-                    facts.star_modules.append(mod)
-                    continue
-                sep = "" if mod.endswith(".") else "."
-                facts.imports[a.asname or a.name] = f"{mod}{sep}{a.name}"
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            facts.functions[stmt.name] = stmt  # type: ignore[assignment]
-        elif isinstance(stmt, ast.ClassDef):
-            facts.classes[stmt.name] = stmt
-        elif isinstance(stmt, ast.Assign):
-            for t in stmt.targets:
-                if isinstance(t, ast.Name):
-                    counts[t.id] = counts.get(t.id, 0) + 1
-                    facts.consts[t.id] = stmt.value
-    for name, n in counts.items():
-        if n != 1:
-            facts.consts.pop(name, None)
-    return facts
 
 
 def _plain_bytes(source: str) -> bytes | None:
@@ -164,18 +98,6 @@ def _stamp(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_mtime_ns, st.st_size
-
-
-def _module_statements(body: list[ast.stmt]) -> Iterable[ast.stmt]:
-    """Module-level statements, looking inside ``if``/``try`` (version-dependent imports)."""
-    for stmt in body:
-        if isinstance(stmt, (ast.If, ast.Try)):
-            yield from _module_statements(stmt.body)
-            for h in getattr(stmt, "handlers", ()):
-                yield from _module_statements(h.body)
-            yield from _module_statements(stmt.orelse)
-        else:
-            yield stmt
 
 
 class ProjectIndex:
@@ -266,7 +188,7 @@ class ProjectIndex:
         if offered is None or offered[0] != key or offered[1] != hashed:
             return None
         if not offered[3]:
-            offered[3].append(_facts_of(key, hashed, offered[2]))
+            offered[3].append(facts_of(key, hashed, offered[2]))
         return offered[3][0]
 
     def asking(self, path: str | None) -> None:
@@ -383,6 +305,11 @@ class ProjectIndex:
         name, tail = rest[0], rest[1:]
         if name in facts.functions and not tail:
             return Symbol("function", f"{facts.path}:{name}", facts, facts.functions[name])
+        if name in facts.bindings:
+            return self._either(facts, facts.bindings[name], tail, depth)
+        vendored = vendored_class(facts, name) if not tail else None
+        if vendored is not None:
+            return Symbol("framework", vendored)
         target = facts.imports.get(name)
         if target is not None:
             return self.resolve(facts.path, ".".join([target, *tail]), depth + 1)
@@ -396,6 +323,19 @@ class ProjectIndex:
             if exported is not None and name in exported:
                 return Symbol("framework", ".".join([mod, name, *tail]))
         return None
+
+    def _either(self, facts: ModuleFacts, bound: list[str], tail: list[str], depth: int) -> Symbol | None:
+        """A name bound in branches (a backend chosen at import time): the framework symbol
+        any branch binds, whichever it is; else what the first branch that resolves binds."""
+        found: list[Symbol] = []
+        for b in bound:
+            dotted = ".".join([b.lstrip("="), *tail])
+            sym = self.local(facts, dotted, depth + 1) if b.startswith("=") else self.resolve(facts.path, dotted, depth + 1)
+            if sym is not None:
+                if sym.kind == "framework":
+                    return sym
+                found.append(sym)
+        return found[0] if found else None
 
     def local(self, facts: ModuleFacts, dotted: str, _depth: int = 0) -> Symbol | None:
         """What ``dotted`` written at module level of ``facts`` refers to."""
@@ -502,11 +442,26 @@ class ProjectIndex:
         facts = self.facts(path, source=data)
         if facts is None:
             return False
-        for raw in facts.imports.values():
-            sym = self.resolve(str(path), raw)
-            if sym is not None and sym.kind == "framework":
-                return True
-        return False
+        return any(self._framework_bound(str(path), raw) for raw in facts.imports.values())
+
+    def _framework_bound(self, from_path: str, raw: str, depth: int = 0) -> bool:
+        """``raw`` (imported in ``from_path``) is a framework name, or a project module of
+        framework names (``from tensorflow import transpose``, ``from keras.ops import *``),
+        directly or bound in a branch of another module (``from .backend import functional``)."""
+        sym = self.resolve(from_path, raw)
+        if sym is not None or depth > 3:
+            return sym is not None and sym.kind == "framework"
+        file = self.module_file(from_path, raw)
+        if file is not None:
+            facts = self.facts(file)
+            return facts is not None and (
+                any(m.split(".")[0] in ROOT_MODULES for m in facts.star_modules)
+                or any(v.count(".") and v.split(".")[0] in ROOT_MODULES for v in facts.imports.values()))
+        module, _, name = raw.rpartition(".")
+        file = self.module_file(from_path, module) if module.strip(".") else None
+        facts = self.facts(file) if file is not None else None
+        bound = (facts.bindings.get(name) or [facts.imports.get(name, "")]) if facts is not None else []
+        return any(self._framework_bound(facts.path, b, depth + 1) for b in bound if b and not b.startswith("=")) if facts else False
 
     # ---- reach -------------------------------------------------------------------
     def reached_from_model(self, path: str | os.PathLike[str], function_name: str) -> bool:

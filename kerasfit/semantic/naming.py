@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Collection, Iterator, Sequence
 
 import libcst as cst
 
-from ..core.symbols import ROOT_MODULES, UNBOUND_FRAMEWORK_NAMES, canonical, flavour, import_spelling
+from ..core.symbols import ROOT_MODULES, UNBOUND_FRAMEWORK_NAMES, VENDORED_CLASSES, canonical, flavour, import_spelling
 from .caches import ModelCaches
 from .names import by_name, injected_submodule, star_names
 from .nodes import CALLABLE_TYPES, SCOPE_TYPES, ScopeNode, dotted_name, iter_statements
@@ -30,7 +30,7 @@ class Names:
     """The file's imports and what its names refer to."""
 
     __slots__ = ("module", "source", "filename", "caches", "_m", "_scopes", "_import_free",
-                 "imports", "module_shadowed", "uses_legacy_keras", "_call_names")
+                 "imports", "module_shadowed", "uses_legacy_keras", "_call_names", "_branches")
 
     def __init__(self, model: SemanticModel, scopes: Scopes, *, import_free: Collection[int] = ()) -> None:
         """``import_free``: ids of top-level statements known to hold no import (the
@@ -44,11 +44,26 @@ class Names:
         self._import_free = import_free
         # local name -> raw dotted name from imports (e.g. "L" -> "tensorflow.keras.layers")
         self.imports: dict[str, str] = {}
+        # a name imported in branches (a backend chosen at import time): the spelling
+        # ``imports`` keeps -> the other ones, tried when it is no framework name
+        self._branches: dict[str, list[str]] = {}
         # names bound at module level by something other than an import
         self.module_shadowed: set[str] = set()
         self.uses_legacy_keras = False
         self._call_names: dict[int, tuple[cst.Call, str | None]] = {}
         self._scan_imports()
+
+    def _bind(self, local: str, raw: str) -> None:
+        """``local`` imported as ``raw``. Bound again in another branch (``if tf: import
+        tensorflow as F`` / ``else: import torch as F``), the framework spelling is kept and
+        the others are remembered for the project index (:meth:`framework_raw`)."""
+        old = self.imports.get(local)
+        if old is None or old == raw:
+            self.imports[local] = raw
+            return
+        keep, other = (old, raw) if old.split(".")[0] in ROOT_MODULES else (raw, old)
+        self.imports[local] = keep
+        self._branches.setdefault(keep, []).append(other)
 
     def _scan_imports(self) -> None:
         module_index = self._scopes.scope_index(self.module)
@@ -57,7 +72,7 @@ class Names:
                 for alias in stmt.names:
                     full = import_spelling(module_dotted(alias.name))
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        self.imports[alias.asname.name.value] = full
+                        self._bind(alias.asname.name.value, full)
                     else:
                         top = module_dotted(alias.name).split(".")[0]
                         self.imports[top] = import_spelling(top)
@@ -74,7 +89,7 @@ class Names:
                     local = obj
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                         local = alias.asname.name.value
-                    self.imports[local] = f"{mod}.{obj}"
+                    self._bind(local, f"{mod}.{obj}")
         for name, bindings in module_index.bindings.items():
             if any(b.kind in ("def", "class") for b in bindings):
                 self.module_shadowed.add(name)
@@ -99,7 +114,7 @@ class Names:
         for alias in stmt.names:
             obj = module_dotted(alias.name)
             local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else obj
-            self.imports[local] = f"{mod}{'' if mod.endswith('.') else '.'}{obj}"
+            self._bind(local, f"{mod}{'' if mod.endswith('.') else '.'}{obj}")
 
     def _all_import_statements(self) -> Iterator[cst.CSTNode]:
         skip = self._import_free
@@ -212,13 +227,17 @@ class Names:
 
     def _renamed_layer(self, name: str) -> str | None:
         """``class DepthwiseConv2D(tf.keras.layers.DepthwiseConv2D, tf.layers.Layer): pass``:
-        a module-level subclass with an empty body is its first base under another name."""
+        a module-level subclass with an empty body is its first base under another name; a
+        kept copy of a framework class (``class TPUEstimator(estimator_lib.Estimator): ...``,
+        symbols.VENDORED_CLASSES) is the framework's."""
         bindings = self._scopes.scope_index(self.module).bindings.get(name)
         if not bindings or len(bindings) != 1 or bindings[0].kind != "class":
             return None
         cls = bindings[0].node
         if not isinstance(cls, cst.ClassDef):
             return None
+        if name in VENDORED_CLASSES and cls.bases:
+            return VENDORED_CLASSES[name]
         body = cls.body.body if isinstance(cls.body, cst.IndentedBlock) else []
         for stmt in body:
             small = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else None
@@ -248,24 +267,43 @@ class Names:
     def _resolve(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
         raw = self.raw_name(node, within)
         if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
-            raw = self._project_raw(raw)
-            if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
+            raw = self.framework_raw(raw)
+            if raw is None:
                 return None
         if raw is None:
             return self._by_name(node, within)
         return canonical(raw)  # (memoised in symbols)
 
     # ---- beyond the file: the project index, and spellings only the framework uses -----
-    def _project_raw(self, raw: str) -> str | None:
-        """The framework name a project import re-exports, else None (cached per name)."""
+    def framework_raw(self, raw: str | None) -> str | None:
+        """The raw framework name a raw dotted name stands for: itself when it is one, else
+        what a project module it comes from binds — re-exports (``from mylib.backend import
+        keras``) and backends chosen in branches, in this file or that module, whichever
+        branch binds the framework (``from .backend import functional`` then
+        ``functional.transpose``); None for anything else. Every part that maps a spelling
+        to the framework asks here (cached per name)."""
+        if raw is None or raw.partition(".")[0] in ROOT_MODULES:
+            return raw
         cache = self.caches.project_raws
         if raw not in cache:
             cache[raw] = None
             if self.filename and not self.filename.startswith("<"):
-                sym = self._m.project.resolve(self.filename, raw)
-                if sym is not None and sym.kind == "framework":
-                    cache[raw] = sym.raw
+                for cand in (raw, *self._other_branches(raw)):
+                    if cand.partition(".")[0] in ROOT_MODULES:
+                        cache[raw] = cand
+                        break
+                    sym = self._m.project.resolve(self.filename, cand)
+                    if sym is not None and sym.kind == "framework":
+                        cache[raw] = sym.raw
+                        break
         return cache[raw]
+
+    def _other_branches(self, raw: str) -> Iterator[str]:
+        """``raw`` spelled with the other imports of its head's name (see :meth:`_bind`)."""
+        for base, others in self._branches.items():
+            if raw == base or raw.startswith(base + "."):
+                for other in others:
+                    yield other + raw[len(base):]
 
     def _by_name(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
         if not isinstance(node, cst.Attribute):
@@ -326,10 +364,8 @@ class Names:
         return self._raw(dotted, inner, None, scopes)
 
     def _call_name_anywhere(self, call: cst.Call) -> str | None:
-        raw = self.raw_name_anywhere(call.func)
-        if raw is not None and raw.split(".")[0] not in ROOT_MODULES:
-            raw = self._project_raw(raw)  # a project module re-exporting the framework, as resolve() follows
-        if raw is None or raw.split(".")[0] not in ROOT_MODULES:
+        raw = self.framework_raw(self.raw_name_anywhere(call.func))  # (re-exports, as resolve() follows)
+        if raw is None:
             if isinstance(call.func, cst.Call):  # a layer application: Conv2D(...)(x)
                 inner = self._call_name_anywhere(call.func)
                 return inner

@@ -10,7 +10,7 @@ import re
 import libcst as cst
 
 from ..core.fixes import Replace
-from ..core.symbols import ROOT_MODULES, canonical
+from ..core.symbols import canonical
 from .dataflow import uses_of
 from .model import SemanticModel
 from .nodes import UNKNOWN, dotted_name, get_arg
@@ -50,9 +50,9 @@ def tf_data_root(ctx: SemanticModel, call: cst.Call) -> cst.Call | None:
         return None
     if raw.startswith(_DATASET_ROOT_RAW):
         return root
-    if raw.split(".")[0] in ROOT_MODULES:
-        if canonical(raw).startswith(_DATASET_ROOT_CANONICAL):
-            return root
+    fw = ctx.names.framework_raw(raw)
+    if fw is not None and canonical(fw).startswith(_DATASET_ROOT_CANONICAL):
+        return root
     return None
 
 
@@ -87,10 +87,9 @@ def _names_tf_data(ctx: SemanticModel, call: cst.Call) -> bool:
     for a in call.args:
         v = a.value.func if isinstance(a.value, cst.Call) else a.value
         if isinstance(v, (cst.Name, cst.Attribute)):
-            raw = ctx.names.raw_name_anywhere(v)
-            if raw is not None and raw.split(".")[0] in ROOT_MODULES:
-                if canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
-                    return True
+            raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(v))
+            if raw is not None and canonical(raw).startswith(("tf.data.", "tf.contrib.data.")):
+                return True
     return False
 
 
@@ -161,8 +160,13 @@ def _names_in_chain(ctx: SemanticModel, call: cst.Call) -> list[str]:
 def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
     """True when a dataset is for evaluation only: its name or its function's name says
     so (``val_ds``, ``eval_input_fn``), or it sits in the not-training branch of an
-    ``if is_training`` / ``if mode == ModeKeys.TRAIN``."""
-    if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)):
+    ``if is_training`` / ``if mode == ModeKeys.TRAIN`` — or when it feeds no training step
+    at all: Python gathers it on the host (``np.concatenate(list(ds))`` building a
+    vocabulary), or the file runs inference, trains nothing and no other file imports it
+    (a generation benchmark)."""
+    if any(_EVAL_RE.search(n) for n in _names_in_chain(ctx, call)) or _iterated_on_host(ctx, call):
+        return True
+    if ctx.file_fact("inference_script", _inference_script):
         return True
     stack = ctx.scopes.ancestors(call)
     for anc in stack:
@@ -181,6 +185,52 @@ def feeds_evaluation(ctx: SemanticModel, call: cst.Call) -> bool:
             if in_body and not negated:
                 return True
     return False
+
+
+# Python's own consumers of an iterable: a dataset handed only to these is read on the host.
+# (a `for` loop or `enumerate` may feed a training step: not these)
+_HOST_ITERATORS = frozenset({"list", "tuple", "sorted", "set"})
+
+
+# Calls that train: a Keras driver, an estimator, a custom loop's tape and optimizer.
+_TRAINING_CALLS = frozenset({"fit", "fit_generator", "train", "train_on_batch", "train_and_evaluate", "apply_gradients",
+                             "minimize", "gradient", "gradients", "compute_gradients"})
+_INFERENCE_CALLS = frozenset({"predict", "predict_on_batch", "generate", "evaluate"})
+
+
+def _inference_script(ctx: SemanticModel) -> bool:
+    """The file runs inference (``predict``, ``generate``, ``evaluate``), trains nothing
+    and no other file imports it (a generation benchmark, a predict script): its datasets
+    feed inference only."""
+    infers = False
+    for call in ctx.index.all_calls():
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name in _TRAINING_CALLS or _TRAIN_RE.search(name):
+            return False
+        infers = infers or name in _INFERENCE_CALLS
+    if not infers or not ctx.filename or ctx.filename.startswith("<"):
+        return False
+    return not ctx.project.imported_by_others(ctx.filename)
+
+
+def _iterated_on_host(ctx: SemanticModel, call: cst.Call) -> bool:
+    """The dataset the chain through ``call`` makes is bound to a name that Python only
+    gathers into a host collection (``list(ds)``, ``sorted(ds)``)."""
+    outer = _outer_methods(ctx, call)
+    whole = outer[-1] if outer else call
+    uses = uses_of(ctx, whole)
+    if not uses:
+        return False
+    for use in uses:
+        parent = ctx.scopes.parent(use)
+        if isinstance(parent, cst.Arg):
+            consumer = ctx.scopes.parent(parent)
+            if not (isinstance(consumer, cst.Call) and isinstance(consumer.func, cst.Name) and consumer.func.value in _HOST_ITERATORS):
+                return False
+        else:
+            return False
+    return True
 
 
 # Keras calls that evaluate or predict on a dataset handed to them, and fit's keyword for one.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
-from ..core.symbols import POLICY_SETTERS, ROOT_MODULES, policy_dtype
+from ..core.symbols import POLICY_SETTERS, policy_dtype
 from .nodes import get_arg
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ def _policy_value(ctx: SemanticModel, expr: cst.BaseExpression) -> str | None:
     v = ctx.values.const(expr, scopes=ctx.scopes.scopes_of(expr))
     if isinstance(v, str):
         return policy_dtype(v)
-    dotted = ctx.names.raw_name_anywhere(expr) if isinstance(expr, (cst.Name, cst.Attribute)) else None
-    if dotted is not None and dotted.split(".")[0] in ROOT_MODULES:
+    dotted = ctx.names.framework_raw(ctx.names.raw_name_anywhere(expr)) if isinstance(expr, (cst.Name, cst.Attribute)) else None
+    if dotted is not None:
         return policy_dtype(dotted.rsplit(".", 1)[-1])
     return None
 

@@ -4,7 +4,8 @@ A TPUEstimator ``metric_fn`` (handed over as ``eval_metrics=(metric_fn, args)``)
 ``host_call`` run on the host CPU after the step; a ``serving_input_fn`` builds the
 placeholders of an exported graph; a ``main`` that drives training and a function
 that calls ``.numpy()`` run eagerly in Python; an image augmentation module (it calls
-``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code.
+``tf.image.random_*`` / ``adjust_*`` … and builds no layer) is input-pipeline code; a
+test calls a model once to check it.
 Their TF ops are real, but no accelerator executes them, so rules about the
 accelerator's layout must not report there.
 
@@ -23,7 +24,6 @@ from ..core.symbols import (
     DATASET_FN_METHODS,
     HOST_CALLBACK_WRAPPERS,
     INPUT_FN_TAKERS,
-    ROOT_MODULES,
     STEP_FN_TAKERS,
     canonical,
     is_input_pipeline,
@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 _HOST_PAIR_KEYWORDS = frozenset({"eval_metrics", "host_call"})
 _HOST_FN_KEYWORDS = frozenset({"serving_input_receiver_fn", "serving_input_fn", "metric_fn"})
 _HOST_NAME = re.compile(r"(^|_)(metric_fn|metrics_fn|serving_input_fn|serving_input_receiver_fn|host_call_fn|host_call)$")
-# Calls that only a serving-input function makes.
-_SERVING_PREFIXES = ("tf.estimator.export.",)
+# Calls that only a serving-input function makes (a model_fn names its `export_outputs`
+# with `tf.estimator.export.PredictOutput`: not these).
+_SERVING_PREFIXES = ("tf.estimator.export.ServingInputReceiver", "tf.estimator.export.TensorServingInputReceiver",
+                     "tf.estimator.export.build_")
 
 
 # Methods that run training or inference from the outside (the driver's side).
@@ -114,11 +116,53 @@ def host_functions(ctx: SemanticModel) -> frozenset[int]:
         owner = next((s for s in scopes if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
         if numpy_call is not None and owner is not None and ctx.names.raw_name_anywhere(node) is None:
             host.add(id(owner))
+    host |= _test_functions(ctx)
     # functions nested in a host function run there too
     for f in idx.functions:
         if id(f) not in host and any(id(s) in host for s in idx.scopes_of(f)):
             host.add(id(f))
     return frozenset(host)
+
+
+_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def _test_functions(ctx: SemanticModel) -> set[int]:
+    """Tests call a model once to check it, on the host: every function of a test file,
+    and the methods of a test class anywhere (never a model's own ``test_step``)."""
+    idx = ctx.index
+    test_file = bool(_TEST_FILE.search(ctx.filename.replace("\\", "/").rsplit("/", 1)[-1]))
+    return {id(f) for f in idx.functions if isinstance(f, cst.FunctionDef) and (
+        test_file or _test_class(idx.method_class.get(id(f))))}
+
+
+def _test_class(cls: cst.ClassDef | None) -> bool:
+    """A unittest / pytest class: named ``Test*`` / ``*Test(s)``, or deriving a ``*TestCase``."""
+    if cls is None:
+        return False
+    name = cls.name.value
+    return (name.startswith("Test") or name.endswith(("Test", "Tests"))
+            or any((dotted_name(b.value) or "").endswith("TestCase") for b in cls.bases))
+
+
+def construction_functions(ctx: SemanticModel) -> frozenset[int]:
+    """ids of the functions that run only while a layer or model is constructed: ``__init__``
+    methods, and same-file helpers every caller of which is one (``self.index =
+    relative_position_index(h, w)`` in ``__init__``). They run once, eagerly, not per step."""
+    idx = ctx.index
+    out = {id(f) for f in idx.functions if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"
+           and idx.method_class.get(id(f)) is not None}
+    for _ in range(3):
+        before = len(out)
+        for f in idx.functions:
+            if not isinstance(f, cst.FunctionDef) or id(f) in out or f.name.value.startswith("__"):
+                continue
+            sites = ctx.values.call_sites(f)
+            if sites.complete and sites.calls and all(any(id(s) in out for s in scopes) for _call, scopes in sites.calls):
+                out.add(id(f))
+        if len(out) == before:
+            break
+    return frozenset(out)
 
 
 # TF1-only spellings (``tf.placeholder``): a file using them builds graphs, so its
@@ -264,10 +308,19 @@ class Roles:
 
     def is_host_function(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
         """True for code that runs on the host, never on the accelerator: a TPUEstimator
-        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, and what they nest."""
+        ``metric_fn`` / ``host_call``, a ``serving_input_fn``, tests, and what they nest."""
         if func is None:
             return False
         return id(func) in self._m.file_fact("host_functions", host_functions, by_node=True)
+
+    def is_construction(self, func: cst.FunctionDef | cst.Lambda | None) -> bool:
+        """True for code that runs once while a layer or model is built, not in its steps:
+        an ``__init__`` and the helpers only it calls (:func:`construction_functions`). Not
+        what they nest: a ``Lambda`` layer's function made there runs in every step."""
+        if func is None:
+            return False
+        found: frozenset[int] = self._m.file_fact("construction_functions", construction_functions, by_node=True)
+        return id(func) in found
 
     def in_demo_block(self, node: cst.CSTNode) -> bool:
         """True inside an ``if __name__ == "__main__":`` block of a library module or one
@@ -322,8 +375,8 @@ def _uses_tpu(ctx: SemanticModel) -> bool:
         # a helper of another module may make the TPU strategy the file uses
         return "strateg" in low and any(project_makes_tpu(ctx, call) for call, _ in ctx.index.calls)
     for call, _ in ctx.index.calls:
-        raw = ctx.names.raw_name_anywhere(call.func)
-        if raw and raw.split(".")[0] in ROOT_MODULES and is_tpu_symbol(canonical(raw)):
+        raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(call.func))
+        if raw and is_tpu_symbol(canonical(raw)):
             return True
         if raw and canonical(raw).startswith("keras.distribution."):
             # Keras 3: ``keras.distribution.list_devices("tpu")`` feeding ``DataParallel``
@@ -346,8 +399,8 @@ def _compute_roles(ctx: SemanticModel) -> dict[int, Role]:
 
     for call, scopes in idx.calls:
         func = call.func
-        raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        name = canonical(raw) if raw and raw.split(".")[0] in ROOT_MODULES else None
+        raw = ctx.names.framework_raw(ctx.names.raw_name_anywhere(func)) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        name = canonical(raw) if raw else None
         owner = scopes[0] if isinstance(scopes[0], (cst.FunctionDef, cst.Lambda)) else None
         first = call.args[0].value if call.args and call.args[0].keyword is None else None
         if name is not None:
@@ -482,7 +535,8 @@ def _is_keras_class(ctx: SemanticModel, cls: cst.ClassDef, memo: dict[int, bool]
                 continue
             raw = ctx.names.raw_name_anywhere(base.value)
             if raw is not None:
-                ok = raw.split(".")[0] in ROOT_MODULES and canonical(raw).startswith(("keras.", "tf.Module"))
+                fw = ctx.names.framework_raw(raw)
+                ok = fw is not None and canonical(fw).startswith(("keras.", "tf.Module"))
             else:
                 scopes = ctx.index.scopes_of(cls)
                 b = ctx.scopes.lookup(dotted_name(base.value) or "", scopes) if isinstance(base.value, cst.Name) else None

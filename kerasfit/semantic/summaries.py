@@ -24,7 +24,8 @@ from .folding import BINARY, COMPARE, CONST_DEPTH, MAX_VALUES, UNARY, UNKNOWN, B
 from .names import ast_dotted
 
 if TYPE_CHECKING:
-    from .index import ModuleFacts, ProjectIndex
+    from .index import ProjectIndex
+    from .modulefacts import ModuleFacts
 
 
 class _Top:

@@ -12,7 +12,8 @@ tensor when, anywhere in its function:
   (``K.maximum(b_mins, ...)``, ``K.dtype(y_true[0])``) — ops that turn host data into
   tensors (``tf.constant``, ``tf.convert_to_tensor``, ``tf.data``, ``tf.io`` …) excepted;
 - it is part of the slice or arithmetic bound to a tensor name (``x1 = boxes[:, :, 0] * s``
-  with ``x1`` a tensor makes ``boxes`` one).
+  with ``x1`` a tensor makes ``boxes`` one);
+- it is a list that tensors are appended to (``parts.append(t)``: ``parts[0]`` is one).
 
 Names bound only to NumPy/pandas values or Python literals never hold tensors.
 """
@@ -23,8 +24,8 @@ from typing import TYPE_CHECKING, Iterator
 
 import libcst as cst
 
-from ..core.symbols import ROOT_MODULES, canonical
-from .nodes import iter_children
+from ..core.symbols import canonical
+from .nodes import dotted_name, iter_children
 
 if TYPE_CHECKING:
     from .model import SemanticModel
@@ -97,14 +98,29 @@ class TensorNames:
 
     def _name(self, expr: cst.BaseExpression) -> str | None:
         """The canonical TF/Keras name ``expr`` refers to (see Names.resolve)."""
-        raw = self._raw(expr)
-        if raw is None or raw.split(".")[0] not in ROOT_MODULES:
-            return None
-        return canonical(raw)
+        raw = self.ctx.names.framework_raw(self._raw(expr))
+        return canonical(raw) if raw is not None else None
 
     def holds_tensor(self, expr: cst.BaseExpression) -> bool:
         """True when a name flowing into ``expr`` (by slicing/arithmetic) holds a tensor."""
         return bool(roots(expr) & self.names)
+
+    def host_data(self, expr: cst.BaseExpression) -> bool:
+        """True when ``expr`` is host data by the code's own word: every name flowing into it
+        is bound only to NumPy (or pandas, or literals), or it reads ``self.<attr>`` whose
+        every store is (an anchor table built with ``np.zeros`` in ``__init__``)."""
+        rs = roots(expr)
+        if rs:
+            return rs <= self.host
+        base = expr
+        while isinstance(base, cst.Subscript):
+            base = base.value
+        dotted = dotted_name(base) if isinstance(base, cst.Attribute) else None
+        if dotted is None or not dotted.startswith("self.") or dotted.count(".") != 1:
+            return False
+        stores = self.ctx.index.attr_stores.get(dotted, ())
+        return bool(stores) and all(v is not None and self._is_host_value(v, set()) and not isinstance(v, cst.Name)
+                                    for v, _ in stores)
 
     # ---- the analysis -----------------------------------------------------------
     def _op(self, call: cst.Call) -> str | None:
@@ -120,12 +136,12 @@ class TensorNames:
         raw = self._raw(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if raw is None:
             return None
-        head = raw.split(".")[0]
-        if head in _HOST_ROOTS:
+        if raw.split(".")[0] in _HOST_ROOTS:
             return "host"
-        name = canonical(raw) if head in ROOT_MODULES else None
-        if name is None:
+        fw = self.ctx.names.framework_raw(raw)
+        if fw is None:
             return None
+        name = canonical(fw)
         if name in _SHAPE_OPS:
             return "shape"  # takes a tensor, gives a few integers
         return "host" if name.startswith(_CONVERTERS) else "tensor"
@@ -148,12 +164,13 @@ class TensorNames:
                     if a.keyword is not None and a.keyword.value in _NON_TENSOR_KEYWORDS:
                         continue
                     seeds |= roots(a.value)
+        self._appended(bound)
         params = set(_params(self.fn))
         host: set[str] = set()
-        for _ in range(20):  # host data sliced or combined stays host data
+        for _ in range(20):  # host data sliced or combined stays host data (also `x = x[..., :3]`)
             before = len(host)
             for name, values in bound.items():
-                if name not in host and name not in params and values and all(self._is_host_value(v, host) for v in values):
+                if name not in host and name not in params and values and all(self._is_host_value(v, host | {name}) for v in values):
                     host.add(name)
             if len(host) == before:
                 break
@@ -180,6 +197,13 @@ class TensorNames:
             if len(tensors) == before:
                 break
         return frozenset(tensors), frozenset(host)
+
+    def _appended(self, bound: dict[str, list[cst.BaseExpression | None]]) -> None:
+        """``parts.append(t)`` in the function's own body: a list filled with tensors holds
+        tensors (``parts[0]`` is one), so the element is bound to the list's name."""
+        for ref, call, scopes in self.ctx.index.attr_refs.get("append", ()):
+            if call is not None and call.args and scopes and scopes[0] is self.fn and isinstance(ref.value, cst.Name):
+                bound.setdefault(ref.value.value, []).append(call.args[-1].value)
 
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None,
               bound: dict[str, list[cst.BaseExpression | None]]) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from ..core.symbols import BACKEND_CALLS, XLA_BACKENDS
-from .folding import COMPARE, MAX_VALUES, VALUES_DEPTH
+from .folding import BINARY, COMPARE, MAX_VALUES, UNARY, VALUES_DEPTH
 from .nodes import UNKNOWN
 
 if TYPE_CHECKING:
@@ -40,6 +40,8 @@ def possible_values(ctx: Values, node: cst.BaseExpression | None, _depth: int = 
             return frozenset([v])
         except TypeError:
             return None
+    if isinstance(node, (cst.BinaryOperation, cst.UnaryOperation)):
+        return _arithmetic(ctx, node, _depth)
     values = _bound_values(ctx, node)
     if not values:
         return None
@@ -78,6 +80,25 @@ def _self_attr_values(ctx: Values, node: cst.Attribute) -> list[cst.BaseExpressi
     if not stores or any(v is None for v, _ in stores):
         return None
     return [v for v, _ in stores if v is not None]
+
+
+def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, depth: int) -> frozenset[Any] | None:
+    """Arithmetic over value sets: every combination of the operands' possible values."""
+    if isinstance(node, cst.UnaryOperation):
+        unary = UNARY[type(node.operator)]
+        inner = possible_values(ctx, node.expression, depth + 1) if unary is not None else None
+        out = {unary(v) for v in inner} if unary is not None and inner is not None else None
+    else:
+        binary = BINARY[type(node.operator)]
+        a = possible_values(ctx, node.left, depth + 1) if binary is not None else None
+        b = possible_values(ctx, node.right, depth + 1) if a is not None else None
+        out = {binary(x, y) for x in a for y in b} if binary is not None and a is not None and b is not None else None
+    if out is None or UNKNOWN in out or len(out) > MAX_VALUES:
+        return None
+    try:
+        return frozenset(out)
+    except TypeError:
+        return None
 
 
 def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
