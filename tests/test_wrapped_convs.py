@@ -123,9 +123,9 @@ def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
 
 
 # ---- settings in another module (issue 21, class 4) ----------------------------------
-def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, str]]:
+def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, dict[str, Any]]]:
     res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=[select]), use_cache=False, jobs=1))
-    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+    return sorted(((Path(d.filename).name, d.row, d.fields) for d in res.diagnostics), key=lambda f: f[:2])
 
 
 def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path):
@@ -180,7 +180,7 @@ def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path)
     })
     found = _codes(tmp_path, "train.py", "gpu_train.py", select="KF203")
     assert [(f, r) for f, r, _ in found] == [("train.py", 11)]
-    assert "Global batch 32" in found[0][2]
+    assert found[0][2] == {"batch": 32, "large": 128}  # GlobalBatchBelow64
 
 
 def test_a_tpu_helper_is_looked_up_once_per_spelling(tmp_path):

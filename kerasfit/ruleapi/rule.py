@@ -67,7 +67,6 @@ class Invalid:
     # class's name), and some finding's fields hold every item of ``fields``
     finding: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
-    message_contains: str | None = None
     options: dict[str, Any] = field(default_factory=dict)
     at: Range | tuple[Range, ...] | None = None  # where the findings land, in order
 
@@ -156,7 +155,7 @@ class Rule:
     def report(
         self,
         node: cst.CSTNode,
-        finding: Finding | str | None = None,
+        finding: Finding | None = None,
         *,
         fix: FixSpec | None = None,
         severity: Severity | None = None,
@@ -172,10 +171,7 @@ class Rule:
         walking one statement does not depend on what it saw in the others."""
         if self.ctx.roles.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
-        if isinstance(finding, str):  # until every built-in rule reports a Finding
-            message, finding = finding, None
-        else:
-            message = finding.message() if finding is not None else self.message
+        message = finding.message() if finding is not None else self.message
         by_name = self._by_name_note(node)
         if by_name:
             message = f"{message} ({by_name})"
