@@ -1,16 +1,18 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 import libcst as cst
 
-from typing import TYPE_CHECKING, Hashable, NamedTuple
+from typing import TYPE_CHECKING, Hashable, TypedDict
 
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
 from kerasfit.ruleapi import (
     Applicability,
+    Finding,
     Invalid,
     Range,
     Reads,
@@ -55,6 +57,160 @@ _LAYERS = {**CONV_LAYERS, **DENSE_LAYERS}
 # callees a project factory can be called by (libcst's node classes have no subclasses:
 # a type test, as isinstance against them costs ~10x)
 _NAMED = frozenset({cst.Name, cst.Attribute})
+
+
+class _Fate(TypedDict):
+    """A width off the multiple: the fields of :class:`_Width`."""
+
+    width: int
+    target: str
+    multiple: int
+    rounded: int
+    padded_to: tuple[int, ...]
+    wasted: int | None
+    dtype: str | None
+    slowdown: float | None
+    conv: bool
+
+
+@dataclass(frozen=True)
+class _Width(Finding):
+    """A width off the target's multiple and what the target does with it."""
+
+    width: int = field(kw_only=True)  # the width found
+    target: str = field(kw_only=True)  # the chip's name
+    multiple: int = field(kw_only=True)  # what the width should be a multiple of
+    rounded: int = field(kw_only=True)  # the width rounded up to it
+    # TPU / Gaudi: what the width pads to over a training step (least, most), and the
+    # percentage of the padded work that is padding
+    padded_to: tuple[int, ...] = field(default=(), kw_only=True)
+    wasted: int | None = field(default=None, kw_only=True)
+    # GPU: the layer's compute dtype, and the GPU cost model's time per op of this width
+    # relative to the rounded one (docs/facts.md#27)
+    dtype: str | None = field(default=None, kw_only=True)
+    slowdown: float | None = field(default=None, kw_only=True)
+    conv: bool = field(default=False, kw_only=True)  # a convolution (else a matmul)
+
+    @property
+    def says(self) -> str:
+        """What the target does with the width, a phrase after it."""
+        if self.slowdown is not None:
+            kind = "convolution" if self.conv else "matmul"
+            return (f"miss the tensor cores' multiple of {self.multiple} in {self.dtype} on {self.target}: "
+                    f"≈{self.slowdown:.1f}× the time per {kind} of {self.rounded} in kerasfit's GPU model "
+                    "(docs/facts.md#27)")
+        low, high = self.padded_to
+        pad = f"{low} or {high}" if low != high else str(high)
+        return f"pad to {pad} on {self.target} ({self.wasted}% of the padded work wasted)"
+
+    @property
+    def fill(self) -> str:
+        """A wider choice that fills the MXU, when it is not the rounded width."""
+        high = self.padded_to[-1] if self.padded_to else self.rounded
+        return f", or {high} to fill the MXU" if high != self.rounded else ""
+
+
+@dataclass(frozen=True)
+class NarrowInternalLayer(_Width):
+    layer: str  # "Dense"
+    unit: str  # "units", "filters" (singular for a width of 1)
+    role: str  # what the layer is: "an attention score"
+
+    template = ("`{layer}` is {role}, an internal layer, not an output head: {width} {unit} {says}; "
+                "its width is what it computes, so not fixed")
+
+
+@dataclass(frozen=True)
+class OutputHead(_Width):
+    layer: str
+    unit: str
+    head: str  # why it is taken for an output head: "softmax/sigmoid activation"
+
+    template = "`{layer}` output head ({head}): {width} {unit} {says}; its width is set by the task, so not fixed"
+
+
+@dataclass(frozen=True)
+class OffMultiple(_Width):
+    layer: str
+    unit: str
+    not_fixed: str | None = None  # why the width is not rounded up in place; None: it is (the fix)
+
+    def message(self) -> str:
+        text = (f"`{self.layer}`: {self.width} {self.unit} {self.says}; round up to {self.rounded} "
+                f"(a multiple of {self.multiple}){self.fill}")
+        return f"{text} (not auto-fixed: {self.not_fixed})" if self.not_fixed else text
+
+
+@dataclass(frozen=True)
+class LoopWidth(_Width):
+    layer: str
+    unit: str
+    loop: str  # the iterated expression's source: "HIDDEN"
+
+    template = ("`{layer}` built in a loop with `{loop}` = {width} {unit}, which {says}; "
+                "round up to {rounded} (a multiple of {multiple}){fill}")
+
+
+@dataclass(frozen=True)
+class CallSiteHead(_Width):
+    callee: str  # the function or class whose parameter sizes the layer
+    param: str
+    layer: str
+    unit: str
+
+    template = "`{callee}(..., {param}={width})` builds a `{layer}` with {width} {unit} that {says}; an output head, so not fixed"
+
+
+@dataclass(frozen=True)
+class CallSiteWidth(_Width):
+    callee: str
+    param: str
+    layer: str
+    unit: str
+    feeds: str | None  # a narrow internal layer: the layer its output feeds
+    at_call_site: bool  # reported (and fixed) at the call site's literal, else at the layer
+
+    def message(self) -> str:
+        text = f"`{self.callee}(..., {self.param}={self.width})` builds a `{self.layer}` with {self.width} {self.unit} that {self.says}"
+        if self.feeds:
+            text += f"; a narrow internal layer (its output feeds `{self.feeds}`), not an output head"
+        text += f"; pass {self.rounded} (a multiple of {self.multiple}){self.fill}"
+        return text if self.at_call_site else f"{text} (not auto-fixed: the value is set where `{self.callee}` is called)"
+
+
+@dataclass(frozen=True)
+class FactoryHead(_Width):
+    factory: str  # the project function that builds the layer
+    layer: str
+    unit: str
+    head: str
+
+    template = "`{factory}(...)` builds a `{layer}` with {width} {unit} that {says}; an output head ({head}), so not fixed"
+
+
+@dataclass(frozen=True)
+class FactoryWidth(_Width):
+    factory: str
+    layer: str
+    unit: str
+
+    template = ("`{factory}(...)` builds a `{layer}` with {width} {unit} that {says}; "
+                "pass {rounded} (a multiple of {multiple}){fill}")
+
+
+@dataclass(frozen=True)
+class KernelHead(_Width):
+    op: str  # "tf.nn.conv2d"
+
+    template = "`{op}` kernel has {width} output channels (an output head): {says}; set by the task, so not fixed"
+
+
+@dataclass(frozen=True)
+class KernelWidth(_Width):
+    op: str
+
+    template = ("`{op}` kernel has {width} output channels: {says}; make it {rounded} "
+                "(not auto-fixed: its bias and the next kernel's input dim must change too)")
 
 
 class ChannelMultiple(Rule):
@@ -218,7 +374,7 @@ class ChannelMultiple(Rule):
                     out *= ops.sigmoid(self.gate(x))
                     return out
             """,
-            message_contains="is a gate (squeeze-excitation style",
+            fields={"role": "a gate (squeeze-excitation style: its output multiplies another tensor)"},
             at=Range(8, 39, 8, 40),
         ),
         # a width passed by name through two functions: reported at the layer; 4 wide, but its
@@ -237,7 +393,7 @@ class ChannelMultiple(Rule):
 
             out = build(features, ff_dim=4)
             """,
-            message_contains="a narrow internal layer (its output feeds `Conv1D`)",
+            fields={"feeds": "Conv1D"},
             at=Range(4, 30, 4, 36),
         ),
         # a literal handed to a block of many layers: its output head is reported at the layer
@@ -254,7 +410,7 @@ class ChannelMultiple(Rule):
 
             layers_list = [coupling(2) for _ in range(6)]
             """,
-            message_contains="`coupling(..., input_shape=2)` builds a `Dense` with 2 units",
+            finding="CallSiteHead", fields={"width": 2, "callee": "coupling", "param": "input_shape", "layer": "Dense"},
             at=Range(7, 29, 7, 40),
         ),
         # Dense widths from a module-level constant list, walked in a loop
@@ -269,7 +425,7 @@ class ChannelMultiple(Rule):
                         x = layers.Dense(units, activation="relu")(x)
                     return x
                 """,
-            message_contains="`Dense` built in a loop with `units` = 100 units",
+            finding="LoopWidth", fields={"width": 100, "layer": "Dense", "loop": "units"},
             at=Range(3, 15, 3, 18),
         ),
         Invalid(
@@ -282,7 +438,7 @@ class ChannelMultiple(Rule):
             x = tf.keras.layers.Dense(104, activation='relu')(x)
             """,
             unsafe=True,
-            message_contains="pad to 104 or 128 on tpu-v5e (22% of the padded work wasted)",
+            fields={"target": "tpu-v5e", "rounded": 104, "padded_to": (104, 128), "wasted": 22},
             at=Range(2, 26, 2, 29),
         ),
         # Keras 1 spells the width nb_filter= / output_dim=
@@ -311,7 +467,7 @@ class ChannelMultiple(Rule):
             "x = tf.keras.layers.Dense(units=104)(x)\n",
             unsafe=True,
             target="gpu",
-            message_contains="miss the tensor cores' multiple of 8 in float16 on gpu: ≈5.7× the time per matmul of 104",
+            fields={"target": "gpu", "multiple": 8, "rounded": 104, "dtype": "float16"},
             at=Range(3, 32, 3, 35),
         ),
         # float32 too, at TF32's multiple of 4 (docs/facts.md#18, #27)
@@ -320,8 +476,7 @@ class ChannelMultiple(Rule):
             expected_fix="import keras\nx = keras.layers.Conv2D(32, 3, padding='same')(x)\n",
             unsafe=True,
             target="gpu",
-            message_contains="miss the tensor cores' multiple of 4 in float32 on gpu: ≈4.3× the time per "
-                             "convolution of 32 in kerasfit's GPU model",
+            fields={"target": "gpu", "multiple": 4, "rounded": 32, "dtype": "float32", "conv": True},
             at=Range(2, 24, 2, 26),
         ),
         Invalid(
@@ -362,7 +517,7 @@ class ChannelMultiple(Rule):
             WIDTH = 48 + 2
             x = layers.Conv2D(WIDTH, 3)(x)
             """,
-            message_contains="`WIDTH`",
+            fields={"not_fixed": "`WIDTH` may size other tensors too"},
             at=Range(4, 18, 4, 23),
         ),
         # heads: info severity, no fix
@@ -376,7 +531,7 @@ class ChannelMultiple(Rule):
                 out = keras.layers.Dense(10)(x)
                 return keras.Model(inp, out)
             """,
-            message_contains="output head",
+            fields={"head": "the model's last layer"},
             at=Range(6, 29, 6, 31),
         ),
         Invalid(
@@ -385,17 +540,17 @@ class ChannelMultiple(Rule):
             NUM_CLASSES = 10
             x = keras.layers.Dense(NUM_CLASSES)(x)
             """,
-            message_contains="sized by `NUM_CLASSES`",
+            fields={"head": "sized by `NUM_CLASSES`"},
             at=Range(3, 23, 3, 34),
         ),
-        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", message_contains="softmax/sigmoid", at=Range(2, 23, 2, 25)),
+        Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", fields={"head": "softmax/sigmoid activation", "width": 12}, at=Range(2, 23, 2, 25)),
         # 1-wide internal layers say what they are
         Invalid(
             "from keras import layers\n\n"
             "def spatial_gate(x):\n"
             "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
             "    return x * g\n",
-            message_contains="is a gate (squeeze-excitation style",
+            fields={"role": "a gate (squeeze-excitation style: its output multiplies another tensor)"},
             at=Range(4, 22, 4, 23),
         ),
         Invalid(
@@ -407,7 +562,7 @@ class ChannelMultiple(Rule):
             "    def call(self, h):\n"
             "        w = ops.softmax(self.score(h), axis=1)\n"
             "        return ops.sum(h * w, axis=1)\n",
-            message_contains="is an attention-pooling score",
+            fields={"role": "an attention-pooling score (softmax weights over positions)"},
             at=Range(6, 34, 6, 35),
         ),
         Invalid(
@@ -415,7 +570,7 @@ class ChannelMultiple(Rule):
             import keras
             x = keras.layers.Dense(12, activation='sigmoid')(x)
             """,
-            message_contains="softmax/sigmoid",
+            fields={"head": "softmax/sigmoid activation"},
             at=Range(2, 23, 2, 25),
         ),
         Invalid(
@@ -424,7 +579,7 @@ class ChannelMultiple(Rule):
             logits = tf.keras.layers.Dense(10)(h)
             loss = tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits)
             """,
-            message_contains="output head",
+            fields={"head": "stored as `logits`"},
             at=Range(2, 31, 2, 33),
         ),
         Invalid(
@@ -445,7 +600,7 @@ class ChannelMultiple(Rule):
             w = tf.get_variable('w', [3, 3, 3, 30])
             y = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')
             """,
-            message_contains="30 output channels",
+            finding="KernelWidth", fields={"width": 30, "rounded": 32},
             at=Range(3, 20, 3, 21),
         ),
         # the width is a helper's parameter: reported (and fixed) at the call site
@@ -477,7 +632,7 @@ class ChannelMultiple(Rule):
                 return conv_block(x, 64)
             """,
             unsafe=True,
-            message_contains="conv_block(..., filters=30)",
+            finding="CallSiteWidth", fields={"width": 30, "callee": "conv_block", "param": "filters", "at_call_site": True},
             at=Range(10, 22, 10, 24),
         ),
     )
@@ -540,34 +695,24 @@ class ChannelMultiple(Rule):
         fate = self._fate(v, call, name in CONV_LAYERS)
         if v == 1:
             unit = unit[:-1]
-        where = f"{v} {unit} {fate.says}"
         inner = _weighing_layer(self.ctx, call) if v <= 4 else None
         if inner is not None:
-            self.report(
-                expr,
-                f"`{short}` is {inner}, an internal layer, not an output head: {where}; its width is what it computes, so not fixed",
-                severity=Severity.INFO,
-            )
+            self.report(expr, NarrowInternalLayer(short, unit, inner, **fate), severity=Severity.INFO)
             return
         head = self._head_reason(call, expr, v)
         if head is not None:
-            self.report(
-                expr,
-                f"`{short}` output head ({head}): {where}; its width is set by the task, so not fixed",
-                severity=Severity.INFO,
-            )
+            self.report(expr, OutputHead(short, unit, head, **fate), severity=Severity.INFO)
             return
-        advice = f"round up to {fate.rounded} (a multiple of {fate.multiple}){fate.fill}"
         if isinstance(expr, cst.Integer):
             self.report(
                 expr,
-                f"`{short}`: {where}; {advice}",
-                fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))),
+                OffMultiple(short, unit, **fate),
+                fix=self.make_fix(Replace(expr, cst.Integer(str(fate["rounded"])))),
             )
             return
         src = dotted_name(expr)
         why = f"`{src}` may size other tensors too" if src else "it is computed"
-        self.report(expr, f"`{short}`: {where}; {advice} (not auto-fixed: {why})")
+        self.report(expr, OffMultiple(short, unit, why, **fate))
 
     def _check_iterated(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
         """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
@@ -580,10 +725,8 @@ class ChannelMultiple(Rule):
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
             fate = self._fate(v, call, name in CONV_LAYERS)
             src = self.ctx.module.code_for_node(expr)
-            where = f"`{label(name)}` built in a loop with `{src}` = {v} {unit}, which {fate.says}"
-            advice = f"round up to {fate.rounded} (a multiple of {m}){fate.fill}"
-            fix = self.make_fix(Replace(el, cst.Integer(str(fate.rounded)))) if isinstance(el, cst.Integer) else None
-            self.report(el, f"{where}; {advice}", fix=fix, once=True)
+            fix = self.make_fix(Replace(el, cst.Integer(str(fate["rounded"])))) if isinstance(el, cst.Integer) else None
+            self.report(el, LoopWidth(label(name), unit, src, **fate), fix=fix, once=True)
 
     def _check_call_sites(self, call: cst.Call, name: str, fn: cst.FunctionDef, width: cst.Name, unit: str) -> None:
         """``def block(x, filters): Conv2D(filters)`` called as ``block(x, 30)``: the width is
@@ -604,7 +747,6 @@ class ChannelMultiple(Rule):
             if v <= 0 or v % m == 0:
                 continue
             fate = self._fate(v, call, name in CONV_LAYERS)
-            where = f"`{who}(..., {param}={v})` builds a `{short}` with {v} {unit} that {fate.says}"
             if v <= 4 and feeds is None:
                 feeds = _feeds_layer(self.ctx, call) or ""
             at: cst.BaseExpression = width
@@ -613,17 +755,14 @@ class ChannelMultiple(Rule):
             if isinstance(pv.value, cst.Integer) and self._one_layer(fn):
                 at, once = pv.value, True
             if (v <= 4 and not feeds) or _SEMANTIC_SIZE.search(param):
-                self.report(at, f"{where}; an output head, so not fixed", severity=Severity.INFO, once=once)
+                self.report(at, CallSiteHead(who, param, short, unit, **fate), severity=Severity.INFO, once=once)
                 continue
-            advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
-            if feeds:
-                where += f"; a narrow internal layer (its output feeds `{feeds}`), not an output head"
+            finding = CallSiteWidth(who, param, short, unit, feeds or None, at is pv.value, **fate)
             if at is pv.value:
-                fix = self.make_fix(Replace(pv.value, cst.Integer(str(fate.rounded))))
-                self.report(at, f"{where}; {advice}", fix=fix, once=once)
+                fix = self.make_fix(Replace(pv.value, cst.Integer(str(fate["rounded"]))))
+                self.report(at, finding, fix=fix, once=once)
             else:
-                self.report(at, f"{where}; {advice} (not auto-fixed: the value is set where `{who}` is called)",
-                            once=once)
+                self.report(at, finding, once=once)
 
     def _one_layer(self, fn: cst.FunctionDef) -> bool:
         """Whether ``fn`` builds one conv or dense layer (a wrapper, maybe picking it in
@@ -678,13 +817,12 @@ class ChannelMultiple(Rule):
         factory = layer.via[0]
         unit = "units" if name in DENSE_LAYERS else "filters"
         fate = self._fate(v, None, name in CONV_LAYERS)
-        where = f"`{factory}(...)` builds a `{label(name)}` with {v} {unit} that {fate.says}"
         head = self._head_reason(call, expr, v)
         if head is not None:
-            self.report(expr, f"{where}; an output head ({head}), so not fixed", severity=Severity.INFO, once=True)
+            self.report(expr, FactoryHead(factory, label(name), unit, head, **fate), severity=Severity.INFO, once=True)
             return
-        advice = f"pass {fate.rounded} (a multiple of {m}){fate.fill}"
-        self.report(expr, f"{where}; {advice}", fix=self.make_fix(Replace(expr, cst.Integer(str(fate.rounded)))), once=True)
+        fix = self.make_fix(Replace(expr, cst.Integer(str(fate["rounded"]))))
+        self.report(expr, FactoryWidth(factory, label(name), unit, **fate), fix=fix, once=True)
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
         shape = shape_of_variable(self.ctx, expr)
@@ -694,23 +832,15 @@ class ChannelMultiple(Rule):
         if v <= 0 or v % self._multiple(None) == 0:
             return
         fate = self._fate(v, None, True)
-        rounded, where = fate.rounded, fate.says
         short = label(name)
         if v <= 4:
-            self.report(
-                expr,
-                f"`{short}` kernel has {v} output channels (an output head): {where}; set by the task, so not fixed",
-                severity=Severity.INFO,
-            )
+            self.report(expr, KernelHead(short, **fate), severity=Severity.INFO)
             return
-        self.report(
-            expr,
-            f"`{short}` kernel has {v} output channels: {where}; make it {rounded} "
-            "(not auto-fixed: its bias and the next kernel's input dim must change too)",
-        )
+        self.report(expr, KernelWidth(short, **fate))
 
     def _fate(self, v: int, layer: cst.Call | None, conv: bool) -> _Fate:
-        """What the target does with a width off its multiple, in words, and the width to use.
+        """What the target does with a width off its multiple, and the width to use: the
+        fields every :class:`_Width` finding carries.
 
         TPU and Gaudi: the sizes come from the padding rule the build's simulator uses
         (``kerasfit.core.types.width_padding``): on a TPU a width pads to the small multiple
@@ -725,14 +855,11 @@ class ChannelMultiple(Rule):
         if target.family == "gpu":
             dtype = compute_dtype(self.ctx, layer)
             _, speedup = width_speedup(target, v, dtype, conv)
-            kind = "convolution" if conv else "matmul"
-            says = (f"miss the tensor cores' multiple of {m} in {dtype} on {target.name}: ≈{speedup:.1f}× "
-                    f"the time per {kind} of {rounded} in kerasfit's GPU model (docs/facts.md#27)")
-            return _Fate(m, rounded, says, "")
+            return _Fate(width=v, target=target.name, multiple=m, rounded=rounded, padded_to=(), wasted=None,
+                         dtype=dtype, slowdown=speedup, conv=conv)
         low, high = width_padding(target, v, "float32" if target.family == "tpu" else "bfloat16")
-        pad = f"{low} or {high}" if low != high else str(high)
-        says = f"pad to {pad} on {target.name} ({round(100 * (high - v) / high)}% of the padded work wasted)"
-        return _Fate(m, rounded, says, f", or {high} to fill the MXU" if high != rounded else "")
+        return _Fate(width=v, target=target.name, multiple=m, rounded=rounded, padded_to=(low, high),
+                     wasted=round(100 * (high - v) / high), dtype=None, slowdown=None, conv=conv)
 
     # ---- output-head detection ------------------------------------------------
     def _head_reason(self, call: cst.Call, expr: cst.BaseExpression, v: int) -> str | None:
@@ -801,16 +928,6 @@ class ChannelMultiple(Rule):
         _, builds, last = self._scope_facts(call)
         return builds and last is call
 
-
-
-class _Fate(NamedTuple):
-    """A width off the multiple: the multiple, the width rounded up to it, what the target
-    does with it (a phrase after the width), and a wider choice that fills the MXU."""
-
-    multiple: int
-    rounded: int
-    says: str
-    fill: str
 
 
 # names passed to a head op, whether the scope builds a model, its last layer call

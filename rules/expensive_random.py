@@ -1,9 +1,21 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import EXPENSIVE_RANDOM
+
+
+@dataclass(frozen=True)
+class ExpensiveSampling(Finding):
+    op: str  # the sampling op's last name: "categorical"
+    where: str  # "model/step code" or "graph code" (a helper traced into the step)
+
+    template = ("`{op}` in {where} is one of the TPU's expensive random ops; sample with the Gumbel-max "
+                "trick on `tf.random.uniform` noise: `argmax(logits - log(-log(u)))`")
+
 
 class ExpensiveRandom(Rule):
     """
@@ -114,7 +126,7 @@ class ExpensiveRandom(Rule):
             def generate_step(logits):
                 return tf.random.categorical(logits / 0.8, num_samples=1)
             """,
-            message_contains="Gumbel",
+            fields={"op": "categorical", "where": "model/step code"},
             at=Range(5, 11, 5, 61),
         ),
         Invalid(
@@ -149,7 +161,7 @@ class ExpensiveRandom(Rule):
                     picked = random.categorical(ops.log(top_p), 1, seed=self.seed_generator)
                     return ops.take_along_axis(top_i, picked, axis=-1)
             """,
-            message_contains="graph code",
+            fields={"where": "graph code"},
             at=Range(7, 17, 7, 80),
         ),
         # a TF1 graph helper that a model_fn in another file calls
@@ -203,8 +215,4 @@ class ExpensiveRandom(Rule):
         else:
             return
         op = name.rsplit(".", 1)[-1]
-        self.report(
-            node,
-            f"`{op}` in {where} is one of the TPU's expensive random ops; sample with the Gumbel-max "
-            "trick on `tf.random.uniform` noise: `argmax(logits - log(-log(u)))`",
-        )
+        self.report(node, ExpensiveSampling(op, where))

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Severity
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import HOST_OPS
 
 _MODEL_WHY = {
@@ -10,6 +12,26 @@ _MODEL_WHY = {
     "gpu": "it runs in Python on the host: every step copies the tensors to the CPU and back and holds the GIL",
     "gaudi": "it runs in Python on the host: every step copies the tensors to the CPU and back and holds the GIL",
 }
+
+
+@dataclass(frozen=True)
+class HostOpInStep(Finding):
+    op: str  # "numpy_function"
+    family: str  # the target's family, which says why
+
+    @property
+    def why(self) -> str:
+        return _MODEL_WHY[self.family]
+
+    template = "`{op}` in model/step code: {why}; use TensorFlow ops"
+
+
+@dataclass(frozen=True)
+class HostOpInInput(Finding):
+    op: str
+
+    template = ("`{op}` in the input pipeline runs Python on the host: it holds the GIL (capping "
+                "num_parallel_calls) and cannot run on a remote TPU host; prefer TensorFlow ops")
 
 
 class HostOpInModel(Rule):
@@ -94,7 +116,8 @@ class HostOpInModel(Rule):
                 def call(self, x):
                     return tf.numpy_function(rotate, [x], tf.float32)
             """,
-            message_contains="no TPU kernel",
+            finding="HostOpInStep",
+            fields={"op": "numpy_function", "family": "tpu"},
             at=Range(5, 15, 5, 57),
         ),
         Invalid(
@@ -127,7 +150,7 @@ class HostOpInModel(Rule):
 
             ds = tf.data.Dataset.list_files('*.npy').map(load)
             """,
-            message_contains="input pipeline",
+            finding="HostOpInInput",
             at=Range(4, 11, 4, 58),
         ),
         Invalid(
@@ -139,7 +162,7 @@ class HostOpInModel(Rule):
                     return tf.numpy_function(rotate, [x], tf.float32)
             """,
             target="gpu",
-            message_contains="GIL",
+            fields={"family": "gpu"},
             at=Range(5, 15, 5, 57),
         ),
     )
@@ -153,14 +176,7 @@ class HostOpInModel(Rule):
         if role == "model":
             family = self.ctx.target.family
             self.report(
-                node,
-                f"`{op}` in model/step code: {_MODEL_WHY[family]}; use TensorFlow ops",
-                severity=Severity.ERROR if family == "tpu" else Severity.WARNING,
+                node, HostOpInStep(op, family), severity=Severity.ERROR if family == "tpu" else Severity.WARNING,
             )
         elif role == "input":
-            self.report(
-                node,
-                f"`{op}` in the input pipeline runs Python on the host: it holds the GIL (capping "
-                "num_parallel_calls) and cannot run on a remote TPU host; prefer TensorFlow ops",
-                severity=Severity.INFO,
-            )
+            self.report(node, HostOpInInput(op), severity=Severity.INFO)

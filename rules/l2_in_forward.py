@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -8,7 +9,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Remove
 from kerasfit.ruleapi.symbols import (
     L2_REGULARIZERS,
@@ -28,6 +29,60 @@ _ADVICE = "use the optimizer's decoupled `weight_decay` instead"
 
 def _fmt(x: float) -> str:
     return f"{x:g}"
+
+
+def _decay(coefficient: float | None) -> str:
+    return f" ({_fmt(coefficient)} matches it for plain SGD)" if coefficient is not None else ""
+
+
+@dataclass(frozen=True)
+class RegularizationLossCall(Finding):
+    call: str  # "tf.losses.get_regularization_loss"
+
+    template = ("`{call}()` adds every layer's regularization penalty to the loss each step; "
+                "remove the layers' regularizers and " + _ADVICE)
+
+
+@dataclass(frozen=True)
+class RegularizationCollection(Finding):
+    template = ("the REGULARIZATION_LOSSES collection is summed into the loss each step; "
+                "remove the layers' regularizers and " + _ADVICE)
+
+
+@dataclass(frozen=True)
+class LayerLossesSummed(Finding):
+    losses: str  # the summed attribute: "model.losses"
+
+    template = ("`{losses}` (the layers' regularization penalties) is added to the loss "
+                "every step; remove the layers' regularizers and " + _ADVICE)
+
+
+@dataclass(frozen=True)
+class L2LossOfWeights(Finding):
+    decay: float | None  # the decoupled weight decay that matches it for plain SGD, when known
+
+    def message(self) -> str:
+        return f"`tf.nn.l2_loss` over the weights adds an L2 penalty to the loss every step; {_ADVICE}{_decay(self.decay)}"
+
+
+@dataclass(frozen=True)
+class Regularizer(Finding):
+    keyword: str  # "kernel_regularizer"
+    value: str  # its source text
+    coefficient: float | None  # λ, when it folds to a number
+    halved: bool  # the penalty is λ·Σw²/2 (tf.nn.l2_loss's), not λ·Σw²
+    coefficient_from: str | None  # the parameter or setting λ comes from
+    decay: float | None  # the decoupled weight decay that matches it for plain SGD
+
+    def message(self) -> str:
+        if self.coefficient_from is not None:
+            penalty = f"an L2 penalty (coefficient from `{self.coefficient_from}`)"
+        elif self.coefficient is None:
+            penalty = "an L2 penalty"
+        else:
+            penalty = f"{_fmt(self.coefficient)}·Σw²" + ("/2" if self.halved else "")
+        return (f"`{self.keyword}={self.value}` adds {penalty} to the loss every forward pass; "
+                f"drop it and {_ADVICE}{_decay(self.decay)}")
 
 
 class L2InForward(Rule):
@@ -171,7 +226,7 @@ class L2InForward(Rule):
                 emb = keras_hub.layers.ReversibleEmbedding(
                     input_dim=1000, output_dim=64, embeddings_regularizer=keras.regularizers.l2(0.001))
                 """,
-            message_contains="`embeddings_regularizer=keras.regularizers.l2(0.001)` adds 0.001·Σw²",
+            fields={"keyword": "embeddings_regularizer", "coefficient": 0.001, "halved": False},
             at=Range(5, 58, 5, 86),
         ),
         # a shared regularizer whose coefficient is a parameter with a 0 default that callers
@@ -185,7 +240,7 @@ class L2InForward(Rule):
                     kernel_regularizer = contrib_layers.l2_regularizer(weight_decay)
                     return sparse_conv2d(x=inputs, units=filters, kernel_size=[3, 3], kernel_regularizer=kernel_regularizer)
                 """,
-            message_contains="coefficient from `weight_decay`",
+            fields={"coefficient_from": "weight_decay"},
             at=Range(5, 25, 5, 68),
         ),
         # the penalties added in a TPU model_fn whose file reads `tf` without binding it (an
@@ -199,7 +254,7 @@ class L2InForward(Rule):
                     loss = cross_loss + tf.losses.get_regularization_loss()
                     return tpu_estimator.TPUEstimatorSpec(mode, loss=loss)
                 """,
-            message_contains="`tf.losses.get_regularization_loss()` adds every layer's regularization penalty",
+            fields={"call": "tf.losses.get_regularization_loss"},
             at=Range(5, 24, 5, 59),
         ),
         # over a filtered copy of the trainable variables, kept under a name that says nothing
@@ -211,7 +266,7 @@ class L2InForward(Rule):
                     vs = [v for v in model.trainable_variables if "bias" not in v.name]
                     return ce + wd * tf.add_n([tf.nn.l2_loss(x) for x in vs])
                 """,
-            message_contains="`tf.nn.l2_loss` over the weights",
+            finding="L2LossOfWeights",
             at=Range(5, 31, 5, 47),
         ),
         # a custom step run by a distribution strategy: L2 over a concat of the flattened variables
@@ -232,7 +287,7 @@ class L2InForward(Rule):
                     for images, labels in dataset:
                         strategy.run(step_fn, args=(images, labels))
                 """,
-            message_contains="`tf.nn.l2_loss` over the weights",
+            finding="L2LossOfWeights",
             at=Range(9, 35, 9, 54),
         ),
         # slim's arg_scope default, with `regularizers` from the tf_slim package
@@ -245,7 +300,7 @@ class L2InForward(Rule):
                     with slim.arg_scope([slim.conv2d], weights_regularizer=regularizers.l2_regularizer(wd)):
                         return slim.conv2d(images, 64, [3, 3])
                 """,
-            message_contains="`weights_regularizer=regularizers.l2_regularizer(wd)` adds an L2 penalty (coefficient from `wd`)",
+            fields={"keyword": "weights_regularizer", "value": "regularizers.l2_regularizer(wd)", "coefficient_from": "wd"},
             at=Range(5, 59, 5, 90),
         ),
         # the coefficient is a parameter with no default: the penalty is paid whatever it is
@@ -257,7 +312,7 @@ class L2InForward(Rule):
                     e = keras.layers.Embedding(1000, 64, embeddings_regularizer=keras.regularizers.L2(l2_weight))(x)
                     return keras.layers.Dense(64, kernel_regularizer=keras.regularizers.l2(l2_weight))(e)
                 """,
-            message_contains="coefficient from `l2_weight`",
+            fields={"coefficient_from": "l2_weight"},
             count=2,
             at=(Range(4, 64, 4, 96), Range(5, 53, 5, 85)),
         ),
@@ -272,7 +327,7 @@ class L2InForward(Rule):
 
                 logits = head(features, weight_decay=5e-4)
                 """,
-            message_contains="coefficient from `weight_decay`",
+            fields={"coefficient_from": "weight_decay"},
             at=Range(5, 47, 5, 64),
         ),
         # values from a hyper-parameter dict
@@ -284,7 +339,7 @@ class L2InForward(Rule):
                     return tf.keras.layers.SeparableConv2D(
                         32, 3, pointwise_regularizer=tf.keras.regularizers.l2(params["weight_decay"]))(x)
                 """,
-            message_contains="coefficient from `params[\"weight_decay\"]`",
+            fields={"coefficient_from": 'params["weight_decay"]'},
             at=Range(5, 37, 5, 85),
         ),
         Invalid(
@@ -294,7 +349,7 @@ class L2InForward(Rule):
             def loss_fn(model, ce):
                 return ce + 5e-4 * tf.add_n([tf.nn.l2_loss(v) for v in model.trainable_variables])
             """,
-            message_contains="(0.0005 matches it",
+            fields={"decay": 0.0005},
             at=Range(4, 33, 4, 49),
         ),
         # the weights come from a method named for variables (`self._freeze_vars()`), as in
@@ -310,7 +365,7 @@ class L2InForward(Rule):
                     return weight_decay * tf.add_n(
                         [tf.nn.l2_loss(v) for v in self._freeze_vars() if var_match.match(v.name)])
             """,
-            message_contains="`tf.nn.l2_loss` over the weights",
+            finding="L2LossOfWeights",
             at=Range(8, 13, 8, 29),
         ),
         # a filtered variable list, TF's `var_list` convention (Mask R-CNN, detection models)
@@ -322,7 +377,7 @@ class L2InForward(Rule):
                 var_list = [v for v in tf.trainable_variables() if 'bias' not in v.name]
                 return model_loss + params['l2_weight_decay'] * tf.add_n([tf.nn.l2_loss(v) for v in var_list])
             """,
-            message_contains="`tf.nn.l2_loss` over the weights",
+            finding="L2LossOfWeights",
             at=Range(5, 62, 5, 78),
         ),
         # Keras 1: W_ (kernel) and b_ (bias) regularizers, as in old DenseNet / VGG zoos
@@ -335,7 +390,7 @@ class L2InForward(Rule):
                 x = Convolution2D(16, 3, 3, border_mode='same', W_regularizer=l2(weight_decay))(x)
                 return Dense(10, W_regularizer=l2(weight_decay), b_regularizer=l2(weight_decay))(x)
             """,
-            message_contains="`W_regularizer=l2(weight_decay)`",
+            fields={"keyword": "W_regularizer", "value": "l2(weight_decay)"},
             at=(Range(5, 66, 5, 82), Range(6, 35, 6, 51), Range(6, 67, 6, 83)),
         ),
         # every site is its own finding (its own line, squiggle and noqa)
@@ -347,7 +402,7 @@ class L2InForward(Rule):
             x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
             x = layers.Conv2D(64, 3, kernel_regularizer=regularizers.l2(1e-4))(x)
             """,
-            message_contains="kernel_regularizer=regularizers.l2(1e-4)",
+            fields={"keyword": "kernel_regularizer", "value": "regularizers.l2(1e-4)"},
             at=(Range(3, 44, 3, 65), Range(4, 44, 4, 65), Range(5, 44, 5, 65)),
         ),
         Invalid(
@@ -358,7 +413,7 @@ class L2InForward(Rule):
             a = keras.layers.Dense(64, kernel_regularizer=reg)
             b = keras.layers.Dense(64, kernel_regularizer=reg)
             """,
-            message_contains="(0.0001 matches it",
+            fields={"decay": 0.0001},
             at=Range(3, 6, 3, 33),
         ),
         Invalid(
@@ -366,7 +421,7 @@ class L2InForward(Rule):
             from keras import layers
             x = layers.Dense(64, kernel_regularizer='l2')(x)
             """,
-            message_contains="0.01·Σw²",
+            fields={"coefficient": 0.01},
             at=Range(2, 40, 2, 44),
         ),
         # layer kwargs built as a dict in a conv wrapper
@@ -381,7 +436,7 @@ class L2InForward(Rule):
                 conv_kwargs.update(kwargs)
                 return Conv2D(*args, **conv_kwargs)
             """,
-            message_contains="kernel_regularizer=l2(5e-4)",
+            fields={"keyword": "kernel_regularizer", "value": "l2(5e-4)"},
             at=(Range(5, 41, 5, 49), Range(6, 38, 6, 46)),
         ),
         Invalid(
@@ -389,7 +444,7 @@ class L2InForward(Rule):
             import tensorflow.compat.v1 as tf
             loss = ce + tf.losses.get_regularization_loss()
             """,
-            message_contains="weight_decay",
+            finding="RegularizationLossCall",
             at=Range(2, 12, 2, 47),
         ),
         Invalid(
@@ -409,7 +464,7 @@ class L2InForward(Rule):
                     loss = loss_fn(y, model(x)) + sum(model.losses)
                 return tape.gradient(loss, model.trainable_variables)
             """,
-            message_contains="model.losses",
+            fields={"losses": "model.losses"},
             at=Range(6, 38, 6, 55),
         ),
         Invalid(
@@ -418,7 +473,7 @@ class L2InForward(Rule):
 
             net = tf.layers.conv2d(x, 64, 3, kernel_regularizer=tf.contrib.layers.l2_regularizer(scale=1e-4))
             """,
-            message_contains="0.0001·Σw²/2",
+            fields={"coefficient": 0.0001, "halved": True},
             at=Range(3, 52, 3, 96),
         ),
     )
@@ -437,19 +492,11 @@ class L2InForward(Rule):
         if name == "tf.nn.l2_loss":
             self._check_l2_loss(node)
         elif name in REGULARIZATION_LOSS_CALLS:
-            self.report(
-                node,
-                f"`{name}()` adds every layer's regularization penalty to the loss each step; "
-                f"remove the layers' regularizers and {_ADVICE}",
-            )
+            self.report(node, RegularizationLossCall(name))
         elif name in ("tf.get_collection", "tf.get_collection_ref") and node.args:
             key = node.args[0].value
             if self.ctx.names.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.values.const(key) == "regularization_losses":
-                self.report(
-                    node,
-                    "the REGULARIZATION_LOSSES collection is summed into the loss each step; "
-                    f"remove the layers' regularizers and {_ADVICE}",
-                )
+                self.report(node, RegularizationCollection())
         elif name in _SUMS and node.args:
             self._check_losses_sum(node, node.args[0].value)
         if any(a.keyword is not None and a.keyword.value in WEIGHT_REGULARIZER_ARGS for a in node.args):
@@ -457,19 +504,12 @@ class L2InForward(Rule):
 
     def _report_regularizer(self, at: cst.CSTNode, kw: str, text: str, lam: float | None, factor: float,
                             fix_arg: cst.Arg | None, source: str | None = None) -> None:
-        if source is not None:  # the coefficient is a parameter / setting: whatever it is, the cost is paid
-            penalty, decay = f"an L2 penalty (coefficient from `{source}`)", ""
-        elif lam is None:
-            penalty, decay = "an L2 penalty", ""
-        else:
-            penalty = f"{_fmt(lam)}·Σw²" + ("/2" if factor == 1.0 else "")
-            decay = f" ({_fmt(lam * factor)} matches it for plain SGD)"
+        # a coefficient from a parameter / setting: whatever it is, the cost is paid
+        known = lam if source is None else None
         fix = self.make_fix(Remove(fix_arg)) if fix_arg is not None else None
-        self.report(
-            at,
-            f"`{kw}={text}` adds {penalty} to the loss every forward pass; drop it and {_ADVICE}{decay}",
-            fix=fix,
-        )
+        finding = Regularizer(kw, text, known, known is not None and factor == 1.0, source,
+                              known * factor if known is not None else None)
+        self.report(at, finding, fix=fix)
 
     # ---- loss-side patterns -----------------------------------------------
     def _check_l2_loss(self, call: cst.Call) -> None:
@@ -486,11 +526,7 @@ class L2InForward(Rule):
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
                         coef = float(v)
                 break
-        decay = f" ({_fmt(coef)} matches it for plain SGD)" if coef is not None else ""
-        self.report(
-            call,
-            f"`tf.nn.l2_loss` over the weights adds an L2 penalty to the loss every step; {_ADVICE}{decay}",
-        )
+        self.report(call, L2LossOfWeights(coef))
 
     def _is_weight(self, expr: cst.BaseExpression, at: cst.Call) -> bool:
         """(``at``: the call being visited, whose enclosing loops may bind ``expr``.)"""
@@ -553,11 +589,7 @@ class L2InForward(Rule):
             return
         if self.ctx.file_fact("KF104.add_loss_only", _add_loss_only):
             return
-        self.report(
-            call,
-            f"`{dotted_name(arg) or 'losses'}` (the layers' regularization penalties) is added to the loss "
-            f"every step; remove the layers' regularizers and {_ADVICE}",
-        )
+        self.report(call, LayerLossesSummed(dotted_name(arg) or "losses"))
 
     # ---- layer-side regularizers -------------------------------------------
     def visit_DictElement(self, node: cst.DictElement) -> None:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from typing import TYPE_CHECKING
@@ -7,12 +9,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Severity
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import MAX_POOLING, canonical
 
 # Evidence that the file trains what it builds.
 _TRAIN_METHODS = ("fit", "minimize", "apply_gradients", "train_on_batch", "fit_generator")
 _TRAIN_NAMES = {"tf.GradientTape", "tf.estimator.tpu.TPUEstimator", "tf.contrib.tpu.TPUEstimator", "tf.estimator.Estimator"}
+
+
+@dataclass(frozen=True)
+class SlowPoolGradient(Finding):
+    template = ("Max pooling's gradient is a select-and-scatter, slower on the TPU than average pooling's; "
+                "where accuracy allows, use average pooling or a strided convolution")
 
 
 class MaxpoolGradient(Rule):
@@ -112,11 +120,7 @@ class MaxpoolGradient(Rule):
         name = self.ctx.names.call_name(node)
         if name not in MAX_POOLING or self.ctx.roles.of(node) == "input" or not self._file_trains():
             return
-        self.report(
-            node,
-            "Max pooling's gradient is a select-and-scatter, slower on the TPU than average pooling's; "
-            "where accuracy allows, use average pooling or a strided convolution",
-        )
+        self.report(node, SlowPoolGradient())
 
 
 def _file_trains(ctx: SemanticModel) -> bool:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from typing import TYPE_CHECKING
@@ -7,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, insert_keyword
 from kerasfit.ruleapi.syntax import get_arg
 
@@ -16,6 +18,14 @@ _KEYWORDS = ("steps_per_execution", "experimental_steps_per_execution")
 # What Keras's compile takes: a call with none of these is not a Keras compile.
 _COMPILE_ARGS = ("optimizer", "loss", "metrics", "jit_compile", "run_eagerly")
 SUGGESTED = 32
+
+
+@dataclass(frozen=True)
+class OneStepPerLaunch(Finding):
+    suggested: int  # the steps_per_execution the fix sets
+
+    template = ("Keras runs one TPU step per launch here (`steps_per_execution` unset or 1): host overhead "
+                "between steps idles the TPU; set `steps_per_execution` (e.g. {suggested})")
 
 
 class MissingStepsPerExecution(Rule):
@@ -176,7 +186,6 @@ class MissingStepsPerExecution(Rule):
         )
         self.report(
             node,
-            "Keras runs one TPU step per launch here (`steps_per_execution` unset or 1): host overhead "
-            f"between steps idles the TPU; set `steps_per_execution` (e.g. {SUGGESTED})",
+            OneStepPerLaunch(SUGGESTED),
             fix=self.make_fix(change) if change is not None else None,
         )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
@@ -9,7 +10,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS, label
 from kerasfit.ruleapi.syntax import get_arg, self_attr, walk
@@ -92,6 +93,51 @@ def _is_full_slice(el: cst.SubscriptElement) -> bool:
     s = el.slice
     return isinstance(s, cst.Slice) and s.lower is None and s.upper is None and s.step is None
 
+
+@dataclass(frozen=True)
+class LaneSplit(Finding):
+    op: str  # "tf.split", "tf.unstack"
+    why: str  # why its pieces cost a relayout
+
+    template = "`{op}` of the last (lane) axis {why} (" + _FACTS + "); produce the pieces separately where you can"
+
+
+@dataclass(frozen=True)
+class SingleConcat(Finding):
+    op: str  # "tf.concat", "Concatenate"
+    fixed: bool  # the operand is one tensor, so the fix drops the copy
+
+    def message(self) -> str:
+        text = f"`{self.op}` of a single tensor is a needless copy; use the tensor itself"
+        return text if self.fixed else f"{text} (not auto-fixed: it may not be a tensor, and its copy may be needed)"
+
+
+@dataclass(frozen=True)
+class ConcatSplitBack(Finding):
+    op: str  # the concat
+    parts: int  # how many tensors it joins, and the split makes again
+    axis: int
+
+    template = ("`{op}` of {parts} tensors is split back into {parts} pieces along axis {axis}: "
+                "two copies through the padded layout; if the pieces are the parts, use them directly")
+
+
+@dataclass(frozen=True)
+class LaneSlice(Finding):
+    start: int  # the lane the slice starts at
+    width: int | None  # how many lanes it takes; None: to the end
+
+    def message(self) -> str:
+        wide = f", {self.width} wide" if self.width is not None else ""
+        return f"`tf.slice` of the last (lane) axis from lane {self.start}{wide}, {_INSIDE}"
+
+
+@dataclass(frozen=True)
+class LaneCut(Finding):
+    subscript: str  # the subscript as written: "[..., 1:]"
+    why: str  # where it cuts the lane axis and why that is a copy
+
+    template = "`{subscript}` {why}"
 
 class NeedlessConcatSlice(Rule):
     """
@@ -430,7 +476,7 @@ class NeedlessConcatSlice(Rule):
                 labels = y_true[:, :, :-1]
                 return tf.reduce_sum(tf.square(labels - y_pred))
             """,
-            message_contains="1 lane before the end of the last (lane) axis",
+            finding="LaneCut", fields={"why": "ends 1 lane before the end of the last (lane) axis, inside one of the 128-lane tiles the TPU pads that axis to: a relayout copy (docs/facts.md#7, #11); produce the parts with separate layers/heads, or size them to multiples of 128, where you can"},
             at=Range(4, 13, 4, 30),
         ),
         # TF1 graph code: a column of the last axis cut with tf.slice
@@ -442,7 +488,7 @@ class NeedlessConcatSlice(Rule):
                     batch_ids = tf.squeeze(tf.slice(rois, [0, 0], [-1, 1], name="batch_id"), [1])
                     return tf.image.crop_and_resize(bottom, rois[:, 1:], tf.to_int32(batch_ids), [7, 7])
                 """,
-            message_contains="`tf.slice` of the last (lane) axis from lane 0, 1 wide",
+            fields={"start": 0, "width": 1},
             at=Range(4, 27, 4, 75),
         ),
         # a 3-D tensor the code says is 3-D (a Conv1D's output): `[:, :, k]` is its last axis
@@ -454,7 +500,7 @@ class NeedlessConcatSlice(Rule):
                 y = keras.layers.Conv1D(64, 3)(x)
                 return y[:, :, 1:]
             """,
-            message_contains="starts at lane 1",
+            finding="LaneCut", fields={"why": "starts at lane 1 of the last (lane) axis, inside one of the 128-lane tiles the TPU pads that axis to: a relayout copy (docs/facts.md#7, #11); produce the parts with separate layers/heads, or size them to multiples of 128, where you can"},
             at=Range(5, 11, 5, 22),
         ),
         # interleaved pairs: every second lane
@@ -467,7 +513,7 @@ class NeedlessConcatSlice(Rule):
                 def call(self, x):
                     return ops.stack([-x[..., 1::2], x[..., ::2]], axis=-1)
             """,
-            message_contains="one lane in 2",
+            finding="LaneCut", fields={"why": "takes one lane in 2 of the last (lane) axis: an interleave of the TPU's 128-lane tiles, a relayout copy (docs/facts.md#7, #11); lay the parts out contiguously (rotate halves, not pairs) where you can"},
             at=(Range(6, 27, 6, 39), Range(6, 41, 6, 52)),
         ),
         # a positive axis that the rank the code says makes the last one; a backend chosen in
@@ -485,7 +531,7 @@ class NeedlessConcatSlice(Rule):
                 x = F.keras.layers.Conv2D(12, 3)(x)
                 return F.split(x, 3, 3)
             """,
-            message_contains="cuts it at lane 4",
+            finding="LaneSplit", fields={"why": "cuts it at lane 4, inside a 128-lane tile the TPU pads that axis to: each piece is a relayout copy"},
             at=Range(10, 11, 10, 27),
         ),
         # the sliced tensor comes from a layer kept in a list: a Keras tensor in a helper method
@@ -501,7 +547,7 @@ class NeedlessConcatSlice(Rule):
                     y = self.convs[0](x)
                     return y[..., :3]
             """,
-            message_contains="last (lane) axis",
+            finding="LaneCut", fields={"why": "ends at lane 3 of the last (lane) axis, inside one of the 128-lane tiles the TPU pads that axis to: a relayout copy (docs/facts.md#7, #11); produce the parts with separate layers/heads, or size them to multiples of 128, where you can"},
             at=Range(9, 15, 9, 25),
         ),
         Invalid(
@@ -553,7 +599,7 @@ class NeedlessConcatSlice(Rule):
                     x = keras.ops.concatenate([x], axis=-1)
                     return x
             """,
-            message_contains="not auto-fixed: it may not be a tensor",
+            finding="SingleConcat",
             at=Range(5, 12, 5, 47),
         ),
         Invalid(
@@ -576,7 +622,7 @@ class NeedlessConcatSlice(Rule):
             snapshot = tf.concat([v], 0)
             v.assign_add([1.0])
             """,
-            message_contains="not auto-fixed",
+            finding="SingleConcat",
             at=Range(4, 11, 4, 28),
         ),
         Invalid(
@@ -587,7 +633,7 @@ class NeedlessConcatSlice(Rule):
             def f(x):
                 return tf.concat([x], axis=-1)
             """,
-            message_contains="not auto-fixed",
+            finding="SingleConcat",
             at=Range(5, 11, 5, 34),
         ),
         # imported by its bare name, on a list: no fix
@@ -596,7 +642,7 @@ class NeedlessConcatSlice(Rule):
             from tensorflow import concat
             y = concat([parts], 0)
             """,
-            message_contains="not auto-fixed",
+            finding="SingleConcat",
             at=Range(2, 4, 2, 22),
         ),
         # a Python list would stay a list: no fix
@@ -605,7 +651,7 @@ class NeedlessConcatSlice(Rule):
             import tensorflow as tf
             y = tf.concat([parts], 0)
             """,
-            message_contains="not auto-fixed",
+            finding="SingleConcat",
             at=Range(2, 4, 2, 25),
         ),
         Invalid(
@@ -617,7 +663,7 @@ class NeedlessConcatSlice(Rule):
                 p, q = tf.split(y, 2, axis=-1)
                 return p * q
             """,
-            message_contains="split back",
+            finding="ConcatSplitBack",
             at=Range(5, 11, 5, 34),
         ),
         Invalid(
@@ -628,7 +674,7 @@ class NeedlessConcatSlice(Rule):
                 def call(self, x):
                     return x[..., :4], x[..., 4:]
             """,
-            message_contains="last (lane) axis",
+            finding="LaneCut", fields={"why": "ends at lane 4 of the last (lane) axis, inside one of the 128-lane tiles the TPU pads that axis to: a relayout copy (docs/facts.md#7, #11); produce the parts with separate layers/heads, or size them to multiples of 128, where you can"},
             at=(Range(5, 15, 5, 25), Range(5, 27, 5, 37)),
         ),
         Invalid(
@@ -656,7 +702,7 @@ class NeedlessConcatSlice(Rule):
             feats = tf.keras.layers.Dense(32)(x)
             mu, logvar = tf.split(feats, 2, axis=-1)
             """,
-            message_contains="tf.split",
+            fields={"op": "tf.split"},
             at=Range(3, 13, 3, 40),
         ),
         # a loss helper: parameters that flow into TF ops, slices of slices
@@ -763,8 +809,7 @@ class NeedlessConcatSlice(Rule):
             return  # another axis, or a positive axis of a tensor whose rank the code does not say
         why = self._split_cost(node, name, shape)
         if why is not None and self._tensorish(value.value, node):
-            self.report(node, f"`{label(name)}` of the last (lane) axis {why} ({_FACTS}); "
-                        "produce the pieces separately where you can", severity=Severity.INFO)
+            self.report(node, LaneSplit(label(name), why), severity=Severity.INFO)
 
     def _split_cost(self, node: cst.Call, name: str, shape: TensorShape) -> str | None:
         """Why the pieces cost a relayout, or None when they need not (or the code does not say)."""
@@ -807,7 +852,6 @@ class NeedlessConcatSlice(Rule):
         if len(elements) != 1 or isinstance(elements[0], cst.StarredElement):
             return
         el = elements[0].value
-        msg = f"`{what}` of a single tensor is a needless copy"
         change: Replace | Remove | None = None
         if name_arg is None and isinstance(el, _ATOMIC) and self._op_result(el):
             change = Replace(node, el)
@@ -824,13 +868,13 @@ class NeedlessConcatSlice(Rule):
                 and stack[-1].targets[0].target.value == el.value
             ):
                 change = Remove(stack[-2])
-            self.report(node, f"{msg}; use the tensor itself", fix=self.make_fix(change))
+            self.report(node, SingleConcat(what, fixed=True), fix=self.make_fix(change))
             return
         # Anything else (a parameter, a Variable, a list) may need its copy: `v` for a
         # Variable would be an alias, a list would stay a list. Respelling the copy
         # (`tf.identity(x)`, which a one-value `tf.concat` already runs) would change no op
         # and only silence the finding: no fix.
-        self.report(node, f"{msg}; use the tensor itself (not auto-fixed: it may not be a tensor, and its copy may be needed)")
+        self.report(node, SingleConcat(what, fixed=False))
 
     def _op_result(self, expr: cst.BaseExpression) -> bool:
         """``expr`` is provably one tensor value: a TF/Keras op's result (directly, or the
@@ -879,11 +923,7 @@ class NeedlessConcatSlice(Rule):
             count = k if isinstance(k, int) and not isinstance(k, bool) else None
         if n < 2 or count != n:
             return False
-        self.report(
-            node,
-            f"`{label(cname)}` of {n} tensors is split back into {n} pieces along axis {axis}: "
-            "two copies through the padded layout; if the pieces are the parts, use them directly",
-        )
+        self.report(node, ConcatSplitBack(label(cname), n, axis))
         return True
 
     # ---- slices -----------------------------------------------------------------
@@ -906,11 +946,7 @@ class NeedlessConcatSlice(Rule):
             return
         if self._in_pipeline(node) or self._host_code(node):
             return
-        self.report(
-            node,
-            f"`tf.slice` of the last (lane) axis from lane {b[-1]}" + (f", {n[-1]} wide" if n[-1] != -1 else "") + f", {_INSIDE}",
-            severity=Severity.INFO,
-        )
+        self.report(node, LaneSlice(b[-1], n[-1] if n[-1] != -1 else None), severity=Severity.INFO)
 
     @staticmethod
     def _small_axis(shape: TensorShape) -> bool:
@@ -953,7 +989,7 @@ class NeedlessConcatSlice(Rule):
         if why is None or self._restacked(node, above) or self._neighbours(node, above) or not self._tensorish(node.value, node):
             return
         spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
-        self.report(node, f"`{spelled}` {why}", severity=Severity.INFO)
+        self.report(node, LaneCut(spelled, why), severity=Severity.INFO)
 
     def _neighbours(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
         """``x[..., 1:] - x[..., :-1]``, ``greater(m[..., 1:], m[..., :-1])``: neighbours along

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import FixSpec, insert_keyword
 from kerasfit.ruleapi.roles import is_tf_data_chain, reaches_evaluation
 from kerasfit.ruleapi.syntax import get_arg
@@ -11,6 +13,27 @@ from kerasfit.ruleapi.syntax import get_arg
 _BATCH_METHODS = {"batch": 1, "padded_batch": 3}
 _MAP_AND_BATCH = {"tf.data.experimental.map_and_batch": 4, "tf.contrib.data.map_and_batch": 4}
 
+
+@dataclass(frozen=True)
+class PartialLastBatch(Finding):
+    call: str  # ".batch", ".padded_batch" (a dataset method) or "map_and_batch"
+    repeats: bool = False  # the data repeats without end before it is batched: nothing is dropped
+    batch_size: int | None = None  # the batch size, when it folds to a number
+    batch_spelled: str | None = None  # else its source text, when it is given
+    shuffled: bool = False  # the data is shuffled first: different examples dropped each epoch
+
+    def message(self) -> str:
+        head = (f"`{self.call}(...)` without `drop_remainder=True`: the last partial batch makes the batch dim dynamic, "
+                "so the TPU step is compiled again for it; ")
+        if self.repeats:
+            return head + "`drop_remainder=True` makes it static and drops nothing here: the data repeats without end before it is batched"
+        n = self.batch_size
+        spelled = str(n) if n is not None else f"`{self.batch_spelled}`" if self.batch_spelled is not None else "the batch size"
+        upto = f"up to {n - 1}" if n is not None else f"up to {spelled} - 1"
+        which = ("different ones each epoch (the data is shuffled first)" if self.shuffled
+                 else "the same ones every epoch (never trained on)")
+        return head + (f"`drop_remainder=True` makes it static by dropping that batch: the last (dataset size mod {spelled}) "
+                       f"examples of each pass ({upto}), {which}")
 
 class NoDropRemainder(Rule):
     """
@@ -189,7 +212,7 @@ class NoDropRemainder(Rule):
             import tensorflow as tf
             ds = tf.data.Dataset.from_tensor_slices((x, y)).shuffle(1000).batch(128, drop_remainder=True)
             """,
-            message_contains="the last (dataset size mod 128) examples of each pass (up to 127), different ones each epoch",
+            fields={"batch_size": 128, "shuffled": True, "repeats": False},
             unsafe=True,
             at=Range(2, 62, 2, 67),
         ),
@@ -203,7 +226,7 @@ class NoDropRemainder(Rule):
             import tensorflow as tf
             ds = tf.data.TFRecordDataset(files).repeat().batch(128, drop_remainder=True)
             """,
-            message_contains="drops nothing here: the data repeats without end before it is batched",
+            fields={"repeats": True},
             unsafe=True,
             at=Range(2, 45, 2, 50),
         ),
@@ -336,7 +359,7 @@ class NoDropRemainder(Rule):
                 return  # tf.data.Dataset.batch(ds, n) style or a module function: rare, skip
             if not is_tf_data_chain(self.ctx, node) or reaches_evaluation(self.ctx, node):
                 return
-            what = f"`.{func.attr.value}(...)`"
+            what = f".{func.attr.value}"
             at: cst.CSTNode = func.attr  # a chain spans many lines: point at the method
             size = get_arg(node, "batch_size", 0)
         else:
@@ -345,30 +368,21 @@ class NoDropRemainder(Rule):
                 return
             if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or reaches_evaluation(self.ctx, node):
                 return
-            what = "`map_and_batch(...)`"
+            what = "map_and_batch"
             at = node
             size = get_arg(node, "batch_size", 1)
-        self.report(
-            at,
-            f"{what} without `drop_remainder=True`: the last partial batch makes the batch dim dynamic, "
-            f"so the TPU step is compiled again for it; {self._dropped(node, size)}",
-            fix=self._fix(node),
-        )
+        self.report(at, self._finding(node, what, size), fix=self._fix(node))
 
-    def _dropped(self, node: cst.Call, size: cst.Arg | None) -> str:
-        """What ``drop_remainder=True`` drops here, in the message's words."""
+    def _finding(self, node: cst.Call, call: str, size: cst.Arg | None) -> PartialLastBatch:
+        """What ``drop_remainder=True`` drops here."""
         chain = self.ctx.values.call_chain(node)
         before = [c.func.attr.value for c in chain[:-1] if isinstance(c.func, cst.Attribute)]
         if "repeat" in before and not next(c for c in chain if isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat").args:
-            return "`drop_remainder=True` makes it static and drops nothing here: the data repeats without end before it is batched"
+            return PartialLastBatch(call, repeats=True)
         with self.ctx.values.every_construction():  # a flag's or a parameter's default is not the size it runs at
             n = self.ctx.values.int_const(size.value) if size is not None else None
-        spelled = str(n) if n is not None else f"`{self.ctx.module.code_for_node(size.value)}`" if size is not None else "the batch size"
-        upto = f"up to {n - 1}" if n is not None else f"up to {spelled} - 1"
-        which = ("different ones each epoch (the data is shuffled first)" if "shuffle" in before
-                 else "the same ones every epoch (never trained on)")
-        return (f"`drop_remainder=True` makes it static by dropping that batch: the last (dataset size mod {spelled}) "
-                f"examples of each pass ({upto}), {which}")
+        spelled = self.ctx.module.code_for_node(size.value) if size is not None and n is None else None
+        return PartialLastBatch(call, batch_size=n, batch_spelled=spelled, shuffled="shuffle" in before)
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
         change = insert_keyword(self.ctx, node, "drop_remainder", "True")

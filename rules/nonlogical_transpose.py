@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from typing import Collection, Sequence
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import (
     CHANNELS_FIRST_VALUES,
     DENSE_LAYERS,
@@ -44,6 +46,34 @@ _FORMAT_WHY = {
     "gaudi": "Gaudi prefers NHWC, so convs run on transposed copies",
 }
 
+
+@dataclass(frozen=True)
+class LastAxisTranspose(Finding):
+    perm: tuple[int, ...]
+    family: str  # the target's family, which says why it is a copy
+
+    def message(self) -> str:
+        return f"Transpose with perm {list(self.perm)} moves the last axis: {_WHY[self.family]}; keep one layout end to end"
+
+
+@dataclass(frozen=True)
+class LastAxisPermute(Finding):
+    dims: tuple[int, ...]  # Permute's dims (the batch axis not counted)
+    family: str
+
+    def message(self) -> str:
+        what = "swaps the last two axes (token mixing)" if len(self.dims) == 2 else "moves the last axis"
+        return f"`Permute({self.dims})` {what}: {_WHY[self.family]}; keep one layout end to end"
+
+
+@dataclass(frozen=True)
+class ChannelsFirst(Finding):
+    data_format: str  # the value as written: "channels_first", "NCHW"
+    family: str
+
+    def message(self) -> str:
+        return (f"data_format '{self.data_format}' puts channels before the spatial dims: "
+                f"{_FORMAT_WHY[self.family]}; use channels_last (NHWC)")
 
 class NonlogicalTranspose(Rule):
     """
@@ -302,7 +332,7 @@ class NonlogicalTranspose(Rule):
                 y = tf.keras.layers.Permute((2, 1))(x)
                 return y + tf.keras.layers.Permute((2, 1))(x)
             """,
-            message_contains="swaps the last two axes",
+            finding="LastAxisPermute", fields={"dims": (2, 1)},
             at=(Range(4, 8, 4, 39), Range(5, 15, 5, 46)),
         ),
         # NHWC -> NCHW in a model_fn: not the batch-minor infeed brought to the front
@@ -334,7 +364,7 @@ class NonlogicalTranspose(Rule):
             import tensorflow as tf
             y = tf.transpose(x, [0, 3, 1, 2])
             """,
-            message_contains="[0, 3, 1, 2]",
+            fields={"perm": (0, 3, 1, 2)},
             at=Range(2, 4, 2, 33),
         ),
         Invalid(
@@ -364,7 +394,7 @@ class NonlogicalTranspose(Rule):
             w_t = tf.transpose(w, [1, 0])
             """,
             target="gaudi",
-            message_contains="Gaudi",
+            finding="LastAxisTranspose", fields={"family": "gaudi"},
             at=Range(2, 6, 2, 29),
         ),
         Invalid(
@@ -372,7 +402,7 @@ class NonlogicalTranspose(Rule):
             import tensorflow as tf
             y = tf.keras.layers.Conv2D(32, 3, data_format='channels_first')(x)
             """,
-            message_contains="channels_first",
+            fields={"data_format": "channels_first"},
             at=Range(2, 46, 2, 62),
         ),
         Invalid(
@@ -471,9 +501,6 @@ class NonlogicalTranspose(Rule):
                 if a.keyword is not None and a.keyword.value == "data_format":
                     self._check_format(a.value)
 
-    def _why(self) -> str:
-        return _WHY[self.ctx.target.family]
-
     def _check_transpose(self, node: cst.Call, name: str) -> None:
         kw, idx, pkw, pidx = TRANSPOSE_CALLS[name]
         perm_arg = get_arg(node, pkw, pidx)
@@ -504,7 +531,7 @@ class NonlogicalTranspose(Rule):
             return  # a batch-minor infeed brought to the front once
         if operand is not None and self._reshuffles_weights(node, operand.value):
             return
-        self.report(node, f"Transpose with perm {list(perm)} moves the last axis: {self._why()}; keep one layout end to end")
+        self.report(node, LastAxisTranspose(tuple(perm), self.ctx.target.family))
 
     def _check_permute(self, node: cst.Call) -> None:
         dims_arg = get_arg(node, "dims", 0)
@@ -520,8 +547,7 @@ class NonlogicalTranspose(Rule):
             return  # (batch, a, b) -> (batch, b, a) into or out of a Dense / matmul, which folds it
         if self.ctx.values.off_by_default(node) is not None or self._off_the_step(node):
             return
-        what = "swaps the last two axes (token mixing)" if len(dims) == 2 else "moves the last axis"
-        self.report(node, f"`Permute({tuple(dims)})` {what}: {self._why()}; keep one layout end to end")
+        self.report(node, LastAxisPermute(tuple(dims), self.ctx.target.family))
 
     def _matmul_result(self, operand: cst.BaseExpression) -> bool:
         """``operand`` is what a matmul (or a Dense) gives: swapping its two result axes is
@@ -557,7 +583,7 @@ class NonlogicalTranspose(Rule):
         for src in ctx.values.const_sources(value):
             v = ctx.values.const(src, scopes=ctx.scopes.scopes_of(src))
             if isinstance(v, str) and v in CHANNELS_FIRST_VALUES:
-                self.report(src, f"data_format '{v}' puts channels before the spatial dims: {_FORMAT_WHY[ctx.target.family]}; use channels_last (NHWC)")
+                self.report(src, ChannelsFirst(v, ctx.target.family))
 
     def _feeds_matmul(self, node: cst.Call) -> bool:
         """The transpose's result is a matmul operand, directly or through one name."""

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Hashable, Sequence
 
 import libcst as cst
@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi.syntax import ScopeNode
     from kerasfit.ruleapi.values import Layer
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule, Severity
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace, insert_keyword, set_keyword
 from kerasfit.ruleapi.symbols import CONV_LAYERS, RESHAPE_CALLS, TRANSPOSE_CALLS, ZERO_PADDING_LAYERS, canonical, label
 from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg, name_loads, self_attr
@@ -68,6 +68,58 @@ _NO_KERNEL_VAR = ("tf.nn.atrous_conv2d", "tf.nn.separable_conv2d")
 _PADS = {"tf.pad", "keras.ops.pad"}
 _NOT_ZERO = "the conv's own padding pads with zeros"
 _RANK = re.compile(r"([123])d", re.I)
+
+
+@dataclass(frozen=True)
+class _PadFinding(Finding):
+    pad: str  # the pad's name: "ZeroPadding2D", "tf.pad", a helper's
+    conv: str  # the 'valid' conv it feeds
+    # a helper known by its name only: the project module kerasfit cannot read
+    unread_module: str | None = field(default=None, kw_only=True)
+    # a pad made inside these helpers: one finding, at the first 'valid' conv it feeds
+    helpers: tuple[str, ...] = field(default=(), kw_only=True)
+    # the test (source text) that switches this path on; it is off by default (an info finding)
+    off_when: str | None = field(default=None, kw_only=True)
+
+    def _who(self) -> str:
+        unread = f" (a pad by its name: kerasfit cannot read `{self.unread_module}`)" if self.unread_module else ""
+        return f"`{self.pad}`{unread}"
+
+    def _tail(self) -> str:
+        where = " / ".join(f"`{h}`" for h in self.helpers)
+        once = f"; one finding for the pad inside {where}, at the first 'valid' conv it feeds" if self.helpers else ""
+        return once + (f"; only when `{self.off_when}`, which is off by default" if self.off_when else "")
+
+
+@dataclass(frozen=True)
+class PadFeedsValidConv(_PadFinding):
+    not_folded: str | None = None  # why XLA cannot fold the pad at all (REFLECT, a non-zero constant)
+    not_fixed: str | None = None  # why padding='same' is not offered; None: it is (the fix)
+
+    def message(self) -> str:
+        if self.not_folded:
+            head = (f"{self._who()} feeds a 'valid' `{self.conv}`: {self.not_folded}, so XLA cannot fold it into the conv; "
+                    "the padded copy is written to and read back from HBM in the forward and backward pass")
+        else:
+            head = (f"{self._who()} feeds a 'valid' `{self.conv}`: XLA folds a zero pad into the conv's forward pass only, "
+                    "the kernel-gradient conv still reads the padded copy")
+        if self.not_fixed is None:
+            return f"{head}; use the conv's padding='same' (identical here)"
+        return f"{head}; not auto-fixed: {self.not_fixed}{self._tail()}"
+
+
+@dataclass(frozen=True)
+class PadThroughLayoutOp(_PadFinding):
+    between: tuple[str, ...]  # the layout ops between the pad and the conv, in data order
+    conditional: bool  # the pad is made on one path only
+
+    def message(self) -> str:
+        between = " and ".join(f"`{o}`" for o in self.between)
+        why = "; the pad is conditional" if self.conditional else ""
+        return (f"{self._who()} feeds a 'valid' `{self.conv}` through {between}: with an op in between XLA cannot "
+                "fold the pad into the conv, so the padded copy is written to and read back from HBM in the forward "
+                "and the backward pass, and the layout op moves the padded copy again; not auto-fixed: the pad is "
+                f"not the conv's spatial padding here, so padding='same' is not the same model{why}{self._tail()}")
 # (label, padded input, per-dim (before, after) pairs or None, why it is not a zero pad or None)
 _PadInfo = tuple[str, cst.BaseExpression, list[tuple[int, int]] | None, str | None]
 # a pad made inside a project helper: as _PadInfo, labelled with the helper (its input may be unnamed)
@@ -462,7 +514,7 @@ class PadBeforeConv(Rule):
                         x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
                     return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
                 """,
-            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            fields={"not_fixed": "the pad is conditional, and where it pads the conv's padding is 'valid'"},
             at=Range(7, 12, 7, 53),
         ),
         # the same with a conditional expression
@@ -476,7 +528,7 @@ class PadBeforeConv(Rule):
                         x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
                     return layers.Conv2D(filters, 3, strides=strides, padding=padding)(x)
                 """,
-            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            fields={"not_fixed": "the pad is conditional, and where it pads the conv's padding is 'valid'"},
             at=Range(6, 12, 6, 53),
         ),
         # the layer form: the pad layer is None unless the conv's padding is 'valid'
@@ -499,7 +551,7 @@ class PadBeforeConv(Rule):
                             x = self.zero_padding(x)
                         return self.conv(x)
                 """,
-            message_contains="the pad is conditional, and where it pads the conv's padding is 'valid'",
+            fields={"not_fixed": "the pad is conditional, and where it pads the conv's padding is 'valid'"},
             at=Range(15, 16, 15, 36),
         ),
         # a transpose between the pad and the conv: no pad is folded, and 'same' is not the same model
@@ -512,7 +564,7 @@ class PadBeforeConv(Rule):
                     x = tf.transpose(x, [0, 3, 1, 2])
                     return tf.nn.conv2d(x, w, 1, "VALID", data_format="NCHW")
                 """,
-            message_contains="through `tf.transpose`: with an op in between XLA cannot fold the pad",
+            fields={"between": ("tf.transpose",)},
             at=Range(4, 8, 4, 51),
         ),
         # a reshape layer between them, the pad a layer too
@@ -525,7 +577,7 @@ class PadBeforeConv(Rule):
                     x = layers.Reshape((36, 4, 1))(x)
                     return layers.Conv2D(8, 3)(x)
                 """,
-            message_contains="through `Reshape`",
+            fields={"between": ("Reshape",)},
             at=Range(4, 8, 4, 34),
         ),
         # a conv layer class with a pad amount whose default (0) its callers override
@@ -543,7 +595,7 @@ class PadBeforeConv(Rule):
                         x = self.padding2d(x)
                         return self.conv2d(x)
                 """,
-            message_contains="its paddings are not constant",
+            fields={"not_fixed": "its paddings are not constant"},
             at=Range(10, 12, 10, 29),
         ),
         # a conv subclass that keeps the conv's constructor, after a pad layer class, in a list
@@ -568,7 +620,7 @@ class PadBeforeConv(Rule):
                     layers = [Pad(7), StandardizedConv2D(filters, 7, strides=2, use_bias=False)]
                     return tf.keras.Sequential(layers)
                 """,
-            message_contains="`Pad` feeds a 'valid' `StandardizedConv2D`",
+            fields={"pad": "Pad", "conv": "StandardizedConv2D"},
             at=Range(16, 14, 16, 20),
         ),
         # a conv of a library kerasfit cannot see into, known by its keywords, its input given by keyword
@@ -583,7 +635,7 @@ class PadBeforeConv(Rule):
                     return sparse_conv2d(x=inputs, units=filters, kernel_size=[3, 3], strides=[strides, strides],
                                          padding="SAME" if strides == 1 else "VALID")
                 """,
-            message_contains="`sparse_conv2d` is a conv by its signature",
+            fields={"conv": "sparse_conv2d", "not_fixed": "`sparse_conv2d` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite; the pad is conditional"},
             at=Range(6, 17, 6, 65),
         ),
         # a conv layer class of a library kerasfit cannot see into, known by its keywords
@@ -596,7 +648,7 @@ class PadBeforeConv(Rule):
                     x = tf.keras.layers.ZeroPadding2D(1)(x)
                     return Conv2d(64, kernel_size=3, strides=2, padding="VALID")(x)
                 """,
-            message_contains="`Conv2d` is a conv by its signature",
+            fields={"conv": "Conv2d", "not_fixed": "`Conv2d` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"},
             at=Range(5, 8, 5, 43),
         ),
         # a wrapper of this file that applies a 'VALID' conv to its keyword argument, fed a pad
@@ -613,7 +665,7 @@ class PadBeforeConv(Rule):
                     net = ops.pad(net, 1)
                     return _conv2d(inputs=net, filters=128, kernel_size=4, stride=2)
                 """,
-            message_contains="`ops.pad` (a pad by its name: kerasfit cannot read `.ops`)",
+            fields={"pad": "ops.pad", "unread_module": ".ops"},
             at=Range(8, 10, 8, 25),
         ),
         # a callee named for a conv, handed 'VALID' as a positional argument, which kerasfit
@@ -631,7 +683,7 @@ class PadBeforeConv(Rule):
                     x = tf.pad(x, [[0, 0], [h - 1, h - 1], [w - 1, w - 1], [0, 0]])
                     return _conv2d("conv0", x, (h, w), 512, "VALID")
                 """,
-            message_contains="`_conv2d` is a conv by its name and its padding 'valid'",
+            fields={"conv": "_conv2d", "not_fixed": "`_conv2d` is a conv by its name and its padding 'valid', not one kerasfit can rewrite"},
             at=Range(9, 8, 9, 67),
         ),
         # slim's separable conv
@@ -644,7 +696,7 @@ class PadBeforeConv(Rule):
                     x = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
                     return contrib_layers.separable_conv2d(inputs=x, num_outputs=None, kernel_size=3, stride=2, padding="VALID")
                 """,
-            message_contains="with stride 2",
+            fields={"not_fixed": "with stride 2 'same' pads asymmetrically, by an amount that depends on the input size"},
             at=Range(5, 8, 5, 51),
         ),
         # kept found: a pad and a conv built in `build` and applied in `call` (3-D), and a
@@ -691,7 +743,7 @@ class PadBeforeConv(Rule):
 
                 model = tf.keras.Sequential([ReflectPad(), tf.keras.layers.Conv2D(32, 3)])
                 """,
-            message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
+            fields={"not_folded": "REFLECT mode is not zero padding"},
             at=Range(7, 29, 7, 41),
         ),
         # one pad inside a helper of this file, used by two convs: one finding, at the first
@@ -708,7 +760,7 @@ class PadBeforeConv(Rule):
                 def down_dw(x, w):
                     return tf.nn.depthwise_conv2d(_padding(x, [1, 1]), w, [1, 2, 2, 1], "VALID")
                 """,
-            message_contains="one finding for the pad inside `_padding`",
+            fields={"pad": "_padding", "helpers": ("_padding",)},
             at=Range(7, 24, 7, 43),
         ),
         # a conv from a layer library kerasfit cannot see into, known by its keywords;
@@ -722,7 +774,7 @@ class PadBeforeConv(Rule):
                     x = tf.pad(tensor=x, paddings=[[0, 0], [1, 1], [1, 1], [0, 0]])
                     return conv2d(x, 64, kernel_size=3, strides=2, padding="VALID")
                 """,
-            message_contains="`conv2d` is a conv by its signature",
+            fields={"conv": "conv2d", "not_fixed": "`conv2d` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"},
             at=Range(5, 8, 5, 67),
         ),
         # TensorFlow's internal op modules and contrib's layers module, as library code imports them
@@ -762,7 +814,7 @@ class PadBeforeConv(Rule):
 
                 model = tf.keras.Sequential([Pad(1), tf.keras.layers.Conv2D(32, 3, strides=2)])
                 """,
-            message_contains="`Pad` feeds a 'valid' `Conv2D`",
+            fields={"pad": "Pad", "conv": "Conv2D"},
             at=Range(11, 29, 11, 35),
         ),
         # a same-file conv wrapper given padding="VALID", fed a pad
@@ -777,7 +829,7 @@ class PadBeforeConv(Rule):
                     y = tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])
                     return _conv2d(y, w, 2, padding="VALID")
                 """,
-            message_contains="the conv is applied inside `_conv2d`",
+            fields={"not_fixed": "the conv is applied inside `_conv2d`, which gives it padding 'valid' here"},
             at=Range(7, 8, 7, 51),
         ),
         # the reference ResNets' `fixed_padding`: the pad is made by a helper of this file
@@ -800,7 +852,7 @@ class PadBeforeConv(Rule):
                     inputs=inputs, filters=filters, kernel_size=kernel_size, strides=strides,
                     padding=("SAME" if strides == 1 else "VALID"), data_format=data_format)
             """,
-            message_contains="`fixed_padding` feeds a 'valid' `tf.layers.conv2d`",
+            fields={"pad": "fixed_padding", "conv": "tf.layers.conv2d", "helpers": ("fixed_padding",)},
             at=Range(12, 17, 12, 64),
         ),
         # a helper of a helper, unconditionally before a 'VALID' tf.nn.conv2d: never rewritten
@@ -818,7 +870,7 @@ class PadBeforeConv(Rule):
                 inputs = space_to_depth_fixed_padding(inputs, 7)
                 return tf.nn.conv2d(inputs, kernel, [1, 1, 1, 1], "VALID")
             """,
-            message_contains="the pad is made inside `space_to_depth_fixed_padding`",
+            fields={"pad": "space_to_depth_fixed_padding", "not_fixed": "the pad is made inside `space_to_depth_fixed_padding`, which other convs may call too"},
             at=Range(10, 13, 10, 52),
         ),
         # a layer renamed by an empty subclass (tensorflow/tpu wraps Keras' DepthwiseConv2D so)
@@ -834,7 +886,7 @@ class PadBeforeConv(Rule):
                 inputs = tf.pad(inputs, [[0, 0], [1, 1], [1, 1], [0, 0]])
                 return DepthwiseConv2D([3, 3], strides=2, padding="valid", use_bias=False)(inputs)
             ''',
-            message_contains="`tf.pad` feeds a 'valid' `DepthwiseConv2D`",
+            fields={"pad": "tf.pad", "conv": "DepthwiseConv2D"},
             at=Range(8, 13, 8, 61),
         ),
         # layers in two comprehension-built lists, applied pairwise by index
@@ -851,7 +903,7 @@ class PadBeforeConv(Rule):
                 def call(self, xs):
                     return [self.convs[i](self.pads[i](x)) for i, x in enumerate(xs)]
             """,
-            message_contains="kept in `self.convs`",
+            fields={"not_fixed": "the layers are kept in `self.convs` and applied by index or in a loop"},
             at=Range(10, 30, 10, 45),
         ),
         # the same lists walked with zip()
@@ -870,7 +922,7 @@ class PadBeforeConv(Rule):
                         x = conv(pad(x))
                     return x
             """,
-            message_contains="applied by index or in a loop",
+            fields={"not_fixed": "the layers are kept in `self.convs` and applied by index or in a loop"},
             at=Range(11, 21, 11, 27),
         ),
         # appends repeat [pad, conv]; the index counts by two, so k is a pad and k + 1 its conv
@@ -894,7 +946,7 @@ class PadBeforeConv(Rule):
                         k += 2
                     return x
             """,
-            message_contains="stride 2",
+            fields={"not_fixed": "with stride 2 'same' pads asymmetrically, by an amount that depends on the input size"},
             at=Range(14, 16, 14, 31),
         ),
         # a stem list applied in a loop: its pad and conv follow each other
@@ -912,7 +964,7 @@ class PadBeforeConv(Rule):
                         x = layer(x)
                     return x
             """,
-            message_contains="consecutive layers of `self.stem`, applied in a loop",
+            fields={"not_fixed": "consecutive layers of `self.stem`, applied in a loop"},
             at=Range(6, 21, 6, 53),
         ),
         # the same by index, under range(len(...)), with the list built in a local first
@@ -933,7 +985,7 @@ class PadBeforeConv(Rule):
                         x = self.stem[i](x)
                     return x
             """,
-            message_contains="consecutive layers of `self.stem`",
+            fields={"not_fixed": "consecutive layers of `self.stem`, applied in a loop"},
             at=Range(7, 20, 7, 52),
         ),
         # Keras 1 `Convolution2D(n, rows, cols)`: found, never rewritten from positions
@@ -945,7 +997,7 @@ class PadBeforeConv(Rule):
                 x = ZeroPadding2D((1, 1))(x)
                 return Convolution2D(64, 3, 1, activation="relu")(x)
             """,
-            message_contains="Keras 1 signature",
+            fields={"not_fixed": "a Keras 1 signature (`Convolution2D(n, rows, cols)`, `border_mode=`) is not rewritten"},
             at=Range(4, 8, 4, 32),
         ),
         # layers in a dict, applied by constant key
@@ -961,7 +1013,7 @@ class PadBeforeConv(Rule):
                 def call(self, x):
                     return self.parts["conv"](self.parts["pad"](x))
             """,
-            message_contains="kept in `self.parts`",
+            fields={"not_fixed": "the layers are kept in `self.parts` and applied by index or in a loop"},
             at=Range(9, 34, 9, 54),
         ),
         # a Sequential model stacked with add()
@@ -976,7 +1028,7 @@ class PadBeforeConv(Rule):
                 model.add(Conv2D(64, (3, 3), activation="relu"))
                 return model
             """,
-            message_contains="separate layers of a sequence",
+            fields={"not_fixed": "the pad and the conv are separate layers of a sequence"},
             at=Range(6, 14, 6, 62),
         ),
         # layers picked by a branch in __init__: the pad and the conv built together
@@ -998,7 +1050,7 @@ class PadBeforeConv(Rule):
                     x = self.pad(x)
                     return self.resize(x)
             """,
-            message_contains="in one branch",
+            fields={"not_fixed": "`__init__` builds this pad and conv in one branch (another branch builds different layers)"},
             at=Range(14, 12, 14, 23),
         ),
         # the fix leaves no use of ZeroPadding2D, so its import goes too (Dense was unused before: kept)
@@ -1028,7 +1080,7 @@ class PadBeforeConv(Rule):
                     x = keras.layers.ZeroPadding2D(1)(x)
                 return keras.layers.Conv2D(64, 3, strides=stride, padding='valid' if stride > 1 else 'same')(x)
             """,
-            message_contains="the pad is conditional",
+            fields={"not_fixed": "the pad is conditional, and where it pads the conv's padding is 'valid'"},
             at=Range(5, 12, 5, 44),
         ),
         Invalid(
@@ -1054,7 +1106,7 @@ class PadBeforeConv(Rule):
             import tensorflow as tf
             y = tf.nn.conv2d(tf.pad(x, [[0, 0], [2, 2], [2, 2], [0, 0]]), w, strides=1, padding='VALID')
             """,
-            message_contains="kernel size",
+            fields={"not_fixed": "the kernel size is not a constant here"},
             at=Range(2, 17, 2, 60),
         ),
         Invalid(
@@ -1089,7 +1141,7 @@ class PadBeforeConv(Rule):
                 def call(self, x):
                     return self.conv(self.pad(x))
             """,
-            message_contains="stride 2",
+            fields={"not_fixed": "with stride 2 'same' pads asymmetrically, by an amount that depends on the input size"},
             at=Range(10, 25, 10, 36),
         ),
         Invalid(
@@ -1127,7 +1179,7 @@ class PadBeforeConv(Rule):
                 return tf.keras.layers.Conv2D(32, 3)(x)
             """,
             # never described as a zero pad XLA folds
-            message_contains="REFLECT mode is not zero padding, so XLA cannot fold it",
+            fields={"not_folded": "REFLECT mode is not zero padding"},
             at=Range(4, 8, 4, 67),
         ),
         Invalid(
@@ -1139,7 +1191,7 @@ class PadBeforeConv(Rule):
                 y = tf.keras.layers.Conv2D(32, 3)(p)
                 return y + p[:, 1:-1, 1:-1, :]
             """,
-            message_contains="used elsewhere",
+            fields={"not_fixed": "the padded tensor is used elsewhere too"},
             at=Range(4, 8, 4, 51),
         ),
         Invalid(
@@ -1195,7 +1247,7 @@ class PadBeforeConv(Rule):
                 x = layers.ZeroPadding2D(((0, 1), (0, 1)))(x)
                 return layers.Conv2D(32, 3, padding='valid')(x)
             """,
-            message_contains="asymmetric",
+            fields={"not_fixed": "the pad is asymmetric (0, 1) while 'same' pads 1 per side"},
             at=Range(4, 8, 4, 49),
         ),
         # a public block's `strides` default is 1, but its users (a backbone's
@@ -1213,7 +1265,7 @@ class PadBeforeConv(Rule):
                 def call(self, x):
                     return self.conv(self.pad(x))
             """,
-            message_contains="`strides` is a parameter of `ConvBlock`, which code outside this file can call with another value than its default 1",
+            fields={"not_fixed": "`strides` is a parameter of `ConvBlock`, which code outside this file can call with another value than its default 1"},
             at=Range(10, 25, 10, 36),
         ),
         # the conv's other arguments come through `**kwargs`: strides 2 may be among them
@@ -1227,7 +1279,7 @@ class PadBeforeConv(Rule):
 
             y = _block(x)
             """,
-            message_contains="the conv also takes `**conv_kwargs`",
+            fields={"not_fixed": "the conv also takes `**conv_kwargs`, which may set any of its arguments"},
             at=Range(4, 8, 4, 34),
         ),
         # a private helper whose every call in the file keeps stride 1: fixed
@@ -1291,7 +1343,7 @@ class PadBeforeConv(Rule):
             def build(x):
                 return _stem(_stem(x, 16), 32, strides=2)
             """,
-            message_contains="not auto-fixed: the strides or dilation are not constant",
+            fields={"not_fixed": "the strides or dilation are not constant"},
             at=Range(4, 8, 4, 34),
         ),
     )
@@ -1417,7 +1469,7 @@ class PadBeforeConv(Rule):
         sign = self._conv_sign(ctor, callee) if callee is not None and self.ctx.names.call_name(ctor) is None else None
         if callee is not None and sign is not None:
             why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
-            self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}" + ("; the pad is conditional" if conditional else ""))
+            self._report_maybe_off(pad, self._head(callee, pad, why + ("; the pad is conditional" if conditional else "")))
 
     def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
         """For a call of a project factory that builds a conv whose padding may be
@@ -1482,7 +1534,7 @@ class PadBeforeConv(Rule):
         why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
         if conditional:
             why += "; the pad is conditional"
-        self._report_maybe_off(pad, f"{self._head(callee, pad)}; not auto-fixed: {why}")
+        self._report_maybe_off(pad, self._head(callee, pad, why))
         return True
 
     def _conv_sign(self, call: cst.Call, callee: str) -> str | None:
@@ -1562,10 +1614,9 @@ class PadBeforeConv(Rule):
                 paddings = self._paddings(_padding_arg(second, spec), spec)
                 if paddings is None or "VALID" not in paddings:
                     continue
-                head = self._head(shown or label(name), first)
                 why = "its padding is one of several values" if len(paddings) > 1 else why_pair
                 # a pad layer bound once and used in several sequences: reported by the first
-                self.report(first, f"{head}; not auto-fixed: {why}", once=True)
+                self.report(first, self._head(shown or label(name), first, why), once=True)
                 continue
             conv = self._factory_conv(second)
             if conv is not None:
@@ -1620,11 +1671,8 @@ class PadBeforeConv(Rule):
                     and block is not None
                     and self._block_of(pad) is block
                 ):
-                    self.report(
-                        src,
-                        f"{self._head(label(name), pad)}; not auto-fixed: `__init__` builds this pad and conv "
-                        "in one branch (another branch builds different layers)",
-                    )
+                    why = "`__init__` builds this pad and conv in one branch (another branch builds different layers)"
+                    self.report(src, self._head(label(name), pad, why))
                     return
 
     def _block_of(self, value: cst.CSTNode) -> cst.CSTNode | None:
@@ -1674,36 +1722,29 @@ class PadBeforeConv(Rule):
         return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call and self._may_be_pad(b.value)
                    for b in self.ctx.scopes.bindings(expr.value, at=expr))  # type: ignore[attr-defined]
 
-    def _head(self, conv_label: str, pad: cst.Call, pad_name: str | None = None, problem: str | None = None) -> str:
+    def _head(self, conv_label: str, pad: cst.Call, not_fixed: str | None, pad_name: str | None = None,
+              problem: str | None = None) -> PadFeedsValidConv:
+        """The finding of ``pad`` feeding a 'valid' conv (``not_fixed``: why there is no fix)."""
         if pad_name is None:
             info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
             ctor = self.ctx.names.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
-        who = f"`{pad_name}`{self._by_its_name(pad)}"
-        if problem:  # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
-            return (
-                f"{who} feeds a 'valid' `{conv_label}`: {problem}, so XLA cannot fold it into the conv; "
-                "the padded copy is written to and read back from HBM in the forward and backward pass"
-            )
-        return (
-            f"{who} feeds a 'valid' `{conv_label}`: XLA folds a zero pad into the conv's forward pass only, "
-            "the kernel-gradient conv still reads the padded copy"
-        )
+        # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
+        return PadFeedsValidConv(pad_name, conv_label, problem or None, not_fixed, unread_module=self._by_its_name(pad))
 
-    def _by_its_name(self, pad: cst.Call) -> str:
-        """How a finding says that its pad is a helper known by its name only (its module
-        is a file of the project kerasfit cannot read), said after the helper's name."""
+    def _by_its_name(self, pad: cst.Call) -> str | None:
+        """The module a pad helper known by its name only comes from (a file of the
+        project kerasfit cannot read); None for any other pad."""
         for node in (pad, constructor_call(self.ctx, pad.func)):  # a call, or a layer applied
             hit = self._unseen.get(id(node)) if node is not None else None
             if hit is not None and hit[0] is node:
-                return f" (a pad by its name: kerasfit cannot read `{hit[1]}`)"
-        return ""
+                return hit[1]
+        return None
 
     def _report_factory(self, pad: cst.Call, conv: tuple[str, set[str], str], conditional: bool, applied: bool = False,
                         once: bool = False) -> None:
         name, paddings, factory = conv
-        head = self._head(label(name), pad)
         info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
         made = "applied inside" if applied else "built by"
@@ -1712,7 +1753,7 @@ class PadBeforeConv(Rule):
             why = f"`{factory}` may give the conv padding 'valid'"
         if conditional:
             why += "; the pad is conditional"
-        self._report_maybe_off(pad, f"{head}; not auto-fixed: {why}", once)
+        self._report_maybe_off(pad, self._head(label(name), pad, why), once)
 
     # ------------------------------------------------------------------------
     def _check(self, conv: cst.Call, name: str, spec: _ConvSpec, ctor: cst.Call | None, args_of: cst.Call, inp: cst.Arg,
@@ -1779,9 +1820,8 @@ class PadBeforeConv(Rule):
         if not reasons:
             reasons.extend(self._unpinned(pad, pad_info, name, spec, args_of, pad_arg))
 
-        head = self._head(conv_label, pad, pad_name, problem)
         if reasons:
-            self.report(pad, f"{head}; not auto-fixed: {reasons[0]}")
+            self.report(pad, self._head(conv_label, pad, reasons[0], pad_name, problem))
             return
         changes: list[Replace | Remove] = []
         same = cst.SimpleString(self._quote(args_of) + ("SAME" if spec.upper else "same") + self._quote(args_of))
@@ -1809,7 +1849,7 @@ class PadBeforeConv(Rule):
             line = class_attr_assignment_line(cls, attr)
             if line is not None:
                 changes.append(Remove(line))
-        self.report(pad, f"{head}; use the conv's padding='same' (identical here)", fix=self.make_fix(*changes))
+        self.report(pad, self._head(conv_label, pad, None, pad_name, problem), fix=self.make_fix(*changes))
 
     def _conditional_pad(self, pad: cst.Call, conv_label: str, pad_arg: cst.Arg | None, paddings: Set[str]) -> None:
         """A pad under an ``if`` that may reach a conv whose padding may be 'valid'."""
@@ -1901,14 +1941,9 @@ class PadBeforeConv(Rule):
         pad, conditional = found
         info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
         pad_name = info[0] if info else "pad"
-        between = " and ".join(f"`{o}`" for o in dict.fromkeys(reversed(ops)))
-        why = "; the pad is conditional" if conditional else ""
+        between = tuple(dict.fromkeys(reversed(ops)))
         self._report_maybe_off(
-            pad,
-            f"`{pad_name}`{self._by_its_name(pad)} feeds a 'valid' `{conv_label}` through {between}: with an op in between XLA cannot "
-            "fold the pad into the conv, so the padded copy is written to and read back from HBM in the forward "
-            "and the backward pass, and the layout op moves the padded copy again; not auto-fixed: the pad is "
-            f"not the conv's spatial padding here, so padding='same' is not the same model{why}",
+            pad, PadThroughLayoutOp(pad_name, conv_label, between, conditional, unread_module=self._by_its_name(pad)),
         )
         return True
 
@@ -1967,34 +2002,32 @@ class PadBeforeConv(Rule):
         why = _NOT_ZERO if problem else f"the pad is made inside `{helper}`, which other convs may call too"
         if len(paddings) > 1:
             why += "; the conv's padding is one of several values ('valid' on one path)"
-        key, note = self._once(pad)
-        self.report(pad, f"{self._head(conv_label, pad)}; not auto-fixed: {why}{note}", once=key)
+        key, helpers = self._once(pad)
+        self.report(pad, replace(self._head(conv_label, pad, why), helpers=helpers), once=key)
 
     def _report_simple(self, pad: cst.Call, conv_label: str, why: str) -> None:
         info = self._pad(pad) or self._helper_pad(pad)
         problem = info[3] if info else None
-        self._report_maybe_off(pad, f"{self._head(conv_label, pad)}; not auto-fixed: {_NOT_ZERO if problem else why}")
+        self._report_maybe_off(pad, self._head(conv_label, pad, _NOT_ZERO if problem else why))
 
-    def _once(self, pad: cst.Call, once: bool = False) -> tuple[Hashable, str]:
+    def _once(self, pad: cst.Call, once: bool = False) -> tuple[Hashable, tuple[str, ...]]:
         """A pad made inside a helper of this file is one finding, at the first call site
         that feeds a 'valid' conv: the pad is the one place it is written. (the ``once``
-        of the report, what the message adds)"""
+        of the report, the helpers the finding names)"""
         hit = self._pad_keys.get(id(pad))
         if hit is None or hit[0] is not pad:
-            return once, ""
-        where = " / ".join(dict.fromkeys(f"`{fn}`" for fn, _ in hit[1][1]))
-        return hit[1], f"; one finding for the pad inside {where}, at the first 'valid' conv it feeds"
+            return once, ()
+        return hit[1], tuple(dict.fromkeys(fn for fn, _ in hit[1][1]))
 
-    def _report_maybe_off(self, pad: cst.Call, message: str, once: bool = False) -> None:
+    def _report_maybe_off(self, pad: cst.Call, finding: _PadFinding, once: bool = False) -> None:
         """A pad on a path its defaults switch off (a ``channels_first`` branch) is info."""
-        key, note = self._once(pad, once)
-        message += note
+        key, helpers = self._once(pad, once)
         off, self._off = self._off, None
         if off is not None:
             test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
-            self.report(pad, f"{message}; only when `{test}`, which is off by default", severity=Severity.INFO, once=key)
+            self.report(pad, replace(finding, helpers=helpers, off_when=test), severity=Severity.INFO, once=key)
         else:
-            self.report(pad, message, once=key)
+            self.report(pad, replace(finding, helpers=helpers), once=key)
 
     # ---- the pad ------------------------------------------------------------
     def _pad(self, call: cst.Call, scopes: Sequence[ScopeNode] | None = None) -> _PadInfo | None:

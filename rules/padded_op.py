@@ -75,6 +75,6 @@ class PaddedOp(Rule):
                 return keras.Model(inputs, keras.layers.Dense(128)(x))
             """,
             options={"batch_size": 128},
-            message_contains="MXU fit",
+            finding="PoorFit",
         ),
     )

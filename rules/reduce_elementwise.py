@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule, SemanticModel, Severity
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, SemanticModel, Severity
 from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
 from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
 from kerasfit.ruleapi.values import number
@@ -30,6 +31,33 @@ def _keeps_axes(call: cst.Call, ctx: SemanticModel) -> bool:
     arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices")
     return arg is not None and ctx.values.const(arg.value, scopes=ctx.scopes.scopes_of(arg.value)) is not None
 
+
+@dataclass(frozen=True)
+class ScaledApart(Finding):
+    op: str  # "*" or "/"
+    reduction: str  # "reduce_sum"
+
+    template = ("`{op}` after `{reduction}` (a reduction of another statement or scaling): reductions fuse elementwise "
+                "ops into their input, not their output — scale inside the reduction (the scaling is apart from the reduction)")
+
+
+@dataclass(frozen=True)
+class ScaledAfterReduction(Finding):
+    scaling: str  # what scales the result: "`*` by a constant of", "`negative` of"
+    reduction: str
+    # the reduction ends in a scalar, so negating it is cheaper than negating the input
+    scalar_negation: bool = False
+    off_accelerator: bool = False  # not model or loss code
+    suggested: str | None = None  # the reduction of the scaled input, as code
+
+    def message(self) -> str:
+        text = (f"{self.scaling} `{self.reduction}`: reductions fuse elementwise ops into their input, not their output "
+                "— scale inside the reduction")
+        if self.scalar_negation:
+            return text + " (the reduction ends in a scalar, so negating it is one op while negating the input is one per element)"
+        if self.off_accelerator:
+            return text + " (not model or loss code, so the scaling is not on the accelerator's hot path)"
+        return text + (f": `{self.suggested}`" if self.suggested is not None else "")
 
 class ReduceElementwise(Rule):
     """
@@ -145,7 +173,7 @@ class ReduceElementwise(Rule):
                     gate = (direction - 1) / 2
                     return gate * tf.reduce_sum(s, [1])
                 """,
-            message_contains="`*` after `reduce_sum`",
+            finding="ScaledAfterReduction", fields={"scaling": "`*` after", "reduction": "reduce_sum"},
             at=Range(8, 11, 8, 39),
         ),
         # a hand-written loss: the sum in one statement, its scaling in the next
@@ -157,7 +185,7 @@ class ReduceElementwise(Rule):
                     ce = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
                     return ce * 0.5
                 """,
-            message_contains="a reduction of another statement or scaling",
+            finding="ScaledApart",
             at=Range(5, 11, 5, 19),
         ),
         # a constant scaling after a normalisation by a tensor
@@ -168,7 +196,7 @@ class ReduceElementwise(Rule):
                 def box_loss(true_xy, pred_xy, mask, nb_boxes):
                     return tf.reduce_sum(tf.square(true_xy - pred_xy) * mask) / (nb_boxes + 1e-6) / 2.
                 """,
-            message_contains="`/` after `reduce_sum`",
+            finding="ScaledApart", fields={"op": "/", "reduction": "reduce_sum"},
             at=Range(4, 11, 4, 86),
         ),
         Invalid(
@@ -176,7 +204,7 @@ class ReduceElementwise(Rule):
             import tensorflow as tf
             loss = tf.reduce_sum(per_example) * (1.0 / 1024)
             """,
-            message_contains="scale inside the reduction: `tf.reduce_sum(per_example * (1.0 / 1024))`",
+            fields={"reduction": "reduce_sum", "suggested": "tf.reduce_sum(per_example * (1.0 / 1024))"},
             at=Range(2, 7, 2, 48),
         ),
         Invalid(
@@ -209,13 +237,13 @@ class ReduceElementwise(Rule):
             at=Range(2, 7, 2, 36),
         ),
         # a scalar's negation: reported, with why moving it in is more work
-        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", message_contains="the reduction ends in a scalar", at=Range(2, 7, 2, 27)),
+        Invalid("from keras import ops\nloss = -ops.mean(log_probs)\n", fields={"reduction": "mean", "scalar_negation": True}, at=Range(2, 7, 2, 27)),
         # generation code: not on the accelerator's hot path
         Invalid(
             "from keras import ops\n\n"
             "def strip_prompt(prompt_mask, seq_len):\n"
             "    return ops.mod(-ops.sum(prompt_mask, axis=1), seq_len)\n",
-            message_contains="not model or loss code",
+            fields={"off_accelerator": True},
             at=Range(4, 19, 4, 48),
         ),
         Invalid(
@@ -359,11 +387,7 @@ class ReduceElementwise(Rule):
             return
         red = (self.ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
         op = "*" if isinstance(outer.operator, cst.Multiply) else "/"
-        self.report(
-            outer,
-            f"`{op}` after `{red}` (a reduction of another statement or scaling): reductions fuse elementwise ops into their input, "
-            "not their output — scale inside the reduction (the scaling is apart from the reduction)",
-        )
+        self.report(outer, ScaledApart(op, red))
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
         ctx = self.ctx
@@ -373,14 +397,13 @@ class ReduceElementwise(Rule):
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
         red = (ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
         text = ctx.module.code_for_node(new_call)
-        message = f"{what} `{red}`: reductions fuse elementwise ops into their input, not their output — scale inside the reduction"
         if (isinstance(outer, cst.UnaryOperation) or ctx.names.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
-            message += " (the reduction ends in a scalar, so negating it is one op while negating the input is one per element)"
+            finding = ScaledAfterReduction(what, red, scalar_negation=True)
         elif not self._on_accelerator(fn):
-            message += " (not model or loss code, so the scaling is not on the accelerator's hot path)"
-        elif "\n" not in text:
-            message += f": `{text}`"
-        self.report(outer, message)
+            finding = ScaledAfterReduction(what, red, off_accelerator=True)
+        else:
+            finding = ScaledAfterReduction(what, red, suggested=text if "\n" not in text else None)
+        self.report(outer, finding)
 
     def _on_accelerator(self, fn: cst.FunctionDef | cst.Lambda | None) -> bool:
         """Module-level code (a TF1 graph, a script's loss), model code, or a function

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -9,7 +10,7 @@ if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
     from kerasfit.ruleapi.values import Origin
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.symbols import (
     CONCAT_CALLS,
     MATMUL_CALLS,
@@ -39,6 +40,32 @@ def _advice(name: str) -> str:
         if key in name:
             return text
     return ""
+
+
+@dataclass(frozen=True)
+class SpaceDepthOp(Finding):
+    op: str  # "depth_to_space"
+    padded_to: int  # what the feature dim pads to on the target
+    advice: str  # what to use instead
+    unread_module: str | None = None  # taken for the op by its name: a project module kerasfit cannot read
+
+    def message(self) -> str:
+        note = f" (taken by its name: kerasfit cannot read `{self.unread_module}`)" if self.unread_module else ""
+        return (f"`{self.op}`{note} moves data between the feature dim (padded to {self.padded_to}) and "
+                f"spatial/batch dims: a full relayout copy on the accelerator; {self.advice}")
+
+
+@dataclass(frozen=True)
+class PixelShuffle(Finding):
+    template = ("Hand-written pixel shuffle (reshape → transpose → reshape) moves data between the padded "
+                "feature dim and spatial dims, like `depth_to_space`; upsample with `Conv2DTranspose(strides=r)` "
+                "or a strided conv instead")
+
+
+@dataclass(frozen=True)
+class PhaseSplit(Finding):
+    template = ("Stride-2 phase split concatenated on channels is a hand-written `space_to_depth`: it moves "
+                "spatial data into the padded feature dim; use a strided convolution (e.g. a 6×6/stride-2 stem)")
 
 
 class SpaceDepth(Rule):
@@ -183,7 +210,7 @@ class SpaceDepth(Rule):
                 x = tf.concat([tf.squeeze(t, axis=1) for t in x], 2)
                 return tf.reshape(x, (-1, a * r, b * r, 1))
             """,
-            message_contains="Hand-written pixel shuffle",
+            finding="PixelShuffle",
             at=Range(6, 8, 6, 40),
         ),
         # a project module's `batch_to_space` kerasfit cannot read, over a tiled batch:
@@ -197,7 +224,7 @@ class SpaceDepth(Rule):
                 return compat_utils.batch_to_space(
                     input=tf.tile(images, [scale**2, 1, 1, 1]), crops=[[0, 0], [0, 0]], block_shape=scale)
             """,
-            message_contains="`batch_to_space` (taken by its name: kerasfit cannot read `.compat_utils`)",
+            fields={"op": "batch_to_space", "unread_module": ".compat_utils"},
             at=Range(5, 11, 6, 94),
         ),
         Invalid(
@@ -208,7 +235,7 @@ class SpaceDepth(Rule):
                 def call(self, x):
                     return tf.nn.depth_to_space(x, 4)
             """,
-            message_contains="Conv2DTranspose",
+            fields={"op": "depth_to_space", "padded_to": 128},
             at=Range(5, 15, 5, 41),
         ),
         Invalid(
@@ -220,7 +247,7 @@ class SpaceDepth(Rule):
                 net = tf.space_to_batch_nd(net, [2, 2], [[0, 0], [0, 0]])
                 return net
             """,
-            message_contains="dilation_rate",
+            fields={"op": "space_to_batch_nd", "advice": "use the convolution's `dilation_rate`"},
             at=Range(5, 10, 5, 61),
         ),
         Invalid(
@@ -241,7 +268,7 @@ class SpaceDepth(Rule):
                 x = ops.transpose(x, (0, 1, 3, 2, 4, 5))
                 return ops.reshape(x, (-1, h * r, w * r, c))
             """,
-            message_contains="pixel shuffle",
+            finding="PixelShuffle",
             at=Range(5, 8, 5, 44),
         ),
         # YOLO "Focus": space_to_depth by strided slices
@@ -252,7 +279,7 @@ class SpaceDepth(Rule):
             def focus(x):
                 return tf.concat([x[:, ::2, ::2, :], x[:, 1::2, ::2, :], x[:, ::2, 1::2, :], x[:, 1::2, 1::2, :]], axis=-1)
             """,
-            message_contains="phase split",
+            finding="PhaseSplit",
             at=Range(4, 11, 4, 111),
         ),
         # the same through named parts and Lambda layers
@@ -267,7 +294,7 @@ class SpaceDepth(Rule):
                 x4 = Lambda(lambda z: z[:, 1::2, 1::2, :])(x)
                 return Concatenate()([x1, x2, x3, x4])
             """,
-            message_contains="phase split",
+            finding="PhaseSplit",
             at=Range(8, 11, 8, 42),
         ),
     )
@@ -290,7 +317,7 @@ class SpaceDepth(Rule):
         elif name in CONCAT_CALLS:
             self._check_phase_split(node, name)
 
-    def _report_op(self, node: cst.Call, name: str, note: str = "", op: str | None = None) -> None:
+    def _report_op(self, node: cst.Call, name: str, unread: str | None = None, op: str | None = None) -> None:
         if self.ctx.roles.of(node) == "input":
             return
         op = op or name.rsplit(".", 1)[-1]
@@ -301,11 +328,7 @@ class SpaceDepth(Rule):
             if tiled is not None and tiled.name in _TILES:
                 advice = ("it is nearest-neighbour upsampling (tile, then batch_to_space): "
                           "`UpSampling2D(interpolation='nearest')` does it without a trip through the batch dim")
-        self.report(
-            node,
-            f"`{op}`{note} moves data between the feature dim (padded to {self.ctx.target.large}) and "
-            f"spatial/batch dims: a full relayout copy on the accelerator; {advice}",
-        )
+        self.report(node, SpaceDepthOp(op, self.ctx.target.large, advice, unread))
 
     def _by_its_name(self, node: cst.Call) -> None:
         """``compat_utils.batch_to_space(...)``: a function of a project module kerasfit cannot
@@ -316,7 +339,7 @@ class SpaceDepth(Rule):
             return
         module = self.ctx.layers.unseen_project_callee(node)
         if module is not None:
-            self._report_op(node, guess, f" (taken by its name: kerasfit cannot read `{module}`)", op)
+            self._report_op(node, guess, module, op)
 
     def _check_pixel_shuffle(self, reshape: cst.Call, name: str) -> None:
         kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
@@ -342,12 +365,7 @@ class SpaceDepth(Rule):
             return
         if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape) or _feeds_matmul(ctx, reshape):
             return
-        self.report(
-            origin.via[0] if origin.via else t,
-            "Hand-written pixel shuffle (reshape → transpose → reshape) moves data between the padded "
-            "feature dim and spatial dims, like `depth_to_space`; upsample with `Conv2DTranspose(strides=r)` "
-            "or a strided conv instead",
-        )
+        self.report(origin.via[0] if origin.via else t, PixelShuffle())
 
     def _check_phase_split(self, node: cst.Call, name: str) -> None:
         vkw, vidx, akw, aidx, default = CONCAT_CALLS[name]
@@ -365,11 +383,7 @@ class SpaceDepth(Rule):
             return
         if self.ctx.roles.of(node) == "input":
             return
-        self.report(
-            node,
-            "Stride-2 phase split concatenated on channels is a hand-written `space_to_depth`: it moves "
-            "spatial data into the padded feature dim; use a strided convolution (e.g. a 6×6/stride-2 stem)",
-        )
+        self.report(node, PhaseSplit())
 
 
 def _transpose_source(ctx: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Origin | None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from dataclasses import dataclass
 
 import libcst as cst
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Invalid, Range, Reads, Rule, Valid
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, Valid
 from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
 from kerasfit.ruleapi.values import round_up
@@ -17,6 +18,55 @@ from kerasfit.ruleapi.values import round_up
 _CORE_NAMES = ("num_cores", "num_shards", "tpu_cores", "num_tpu_cores", "num_replicas")
 _ESTIMATORS = {"tf.estimator.tpu.TPUEstimator", "tf.contrib.tpu.TPUEstimator"}
 
+
+@dataclass(frozen=True)
+class GlobalBatchBelow64(Finding):
+    batch: int  # the global batch: at most this many per core
+    large: int  # what kernel-gradient ops pad the per-core batch to
+
+    template = ("Global batch {batch} leaves at most {batch} per core, below 64: kernel-gradient convs and matmuls pad "
+                "the per-core batch to {large} (at most {batch}/{large} of the MXU rows used) and forward "
+                "ones pad features to {large}; use at least 64 per core")
+
+
+@dataclass(frozen=True)
+class _PerCore(Finding):
+    per_core: int
+    small: int  # the target's small padding multiple
+    large: int  # and its large one
+    global_batch: int | None = None  # the global batch split over the cores; None: a per-replica batch
+    cores: int | None = None
+    configured: bool = False  # the global batch is the configured one, not a constant of the code
+
+    @property
+    def detail(self) -> str:
+        if self.global_batch is None:
+            return "per replica"
+        return f"{'configured ' if self.configured else ''}global {self.global_batch} ÷ {self.cores} cores"
+
+
+@dataclass(frozen=True)
+class PerCoreBatchBelow64(_PerCore):
+    @property
+    def padded_to(self) -> int:
+        """What kernel-gradient ops pad the per-core batch to."""
+        return round_up(self.per_core, self.large)
+
+    def message(self) -> str:
+        per, small, large = self.per_core, self.small, self.large
+        fwd = f"batch {per}→{round_up(per, small)} and " if per % small else ""
+        return (f"Per-core batch {per} ({self.detail}) is below 64: kernel-gradient convs and matmuls pad the batch "
+                f"{per}→{self.padded_to} ({per}/{self.padded_to} of the MXU rows used) and forward ones pad "
+                f"{fwd}features to {large}; use at least 64 per core, a multiple of {small}")
+
+
+@dataclass(frozen=True)
+class PerCoreBatchOffMultiple(_PerCore):
+    def message(self) -> str:
+        per, small, large = self.per_core, self.small, self.large
+        return (f"Per-core batch {per} ({self.detail}) is not a multiple of {small}: forward convolutions pad it "
+                f"to {round_up(per, large)} and kernel-gradient ones to {round_up(per, small)}; "
+                f"use a multiple of {small} (ideally of {large})")
 
 class TinyBatch(Rule):
     """
@@ -151,7 +201,7 @@ class TinyBatch(Rule):
                 tpu_config=tf.estimator.tpu.TPUConfig(100, num_shards=8)))
             est.train(input_fn=input_fn, max_steps=1000)
             """,
-            message_contains="32 ÷ 8 cores",
+            finding="PerCoreBatchBelow64", fields={"per_core": 4, "global_batch": 32, "cores": 8},
             at=Range(8, 55, 8, 57),
         ),
         # the flag's default is the number to change: reported there
@@ -168,7 +218,7 @@ class TinyBatch(Rule):
                 est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=FLAGS.train_batch_size)
                 est.train(input_fn=input_fn, max_steps=1000)
             """,
-            message_contains="32 ÷ 8 cores",
+            finding="PerCoreBatchBelow64", fields={"per_core": 4, "global_batch": 32, "cores": 8},
             at=Range(4, 41, 4, 43),
         ),
         # a TPU set up through Keras 3's keras.distribution
@@ -180,7 +230,7 @@ class TinyBatch(Rule):
                 keras.distribution.set_distribution(keras.distribution.DataParallel(devices=devices))
                 model.fit(x, y, batch_size=16)
                 """,
-            message_contains="Global batch 16",
+            fields={"batch": 16},
             at=Range(5, 27, 5, 29),
         ),
         Invalid(
@@ -190,7 +240,7 @@ class TinyBatch(Rule):
             PER_REPLICA = 16
             ds = tf.data.Dataset.range(10).batch(PER_REPLICA * strategy.num_replicas_in_sync, drop_remainder=True)
             """,
-            message_contains="16→128",
+            fields={"per_core": 16, "global_batch": None, "large": 128},
             at=Range(3, 14, 3, 16),
         ),
         Invalid(
@@ -200,7 +250,7 @@ class TinyBatch(Rule):
             ds = tf.data.Dataset.range(10).batch(128, drop_remainder=True)
             """,
             options={"cores": 8},
-            message_contains="128 ÷ 8 cores",
+            fields={"per_core": 16, "global_batch": 128, "cores": 8},
             at=Range(3, 37, 3, 40),
         ),
         Invalid(
@@ -210,7 +260,7 @@ class TinyBatch(Rule):
             est = tf.estimator.tpu.TPUEstimator(model_fn=model_fn, config=config, train_batch_size=800)
             est.train(input_fn=train_input_fn, max_steps=1000)
             """,
-            message_contains="not a multiple of 8",
+            finding="PerCoreBatchOffMultiple", fields={"per_core": 100, "small": 8},
             at=Range(3, 87, 3, 90),
         ),
         Invalid(
@@ -219,7 +269,7 @@ class TinyBatch(Rule):
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver()
             model.fit(x, y, batch_size=32, epochs=3)
             """,
-            message_contains="at most 32 per core",
+            finding="GlobalBatchBelow64", fields={"batch": 32},
             at=Range(3, 27, 3, 29),
         ),
         # the batch is not a constant in the file: --batch-size / --cores (or config) decide
@@ -233,7 +283,7 @@ class TinyBatch(Rule):
                 return ds.batch(params['batch_size'], drop_remainder=True)
             """,
             options={"batch_size": 128, "cores": 8},
-            message_contains="configured global 128 ÷ 8 cores",
+            fields={"global_batch": 128, "cores": 8, "configured": True},
             at=Range(6, 20, 6, 40),
         ),
     )
@@ -310,56 +360,43 @@ class TinyBatch(Rule):
             per = ctx.values.int_const(factor)
             if per is None:
                 return
-            self._report(self._literal(factor, report_at), per, "per replica", exact=True)
+            self._report(self._literal(factor, report_at), per, exact=True)
             return
         total = ctx.values.int_const(expr)
-        source = ""
+        configured = False
         if total is not None:
             report_at = self._literal(expr, report_at)
         else:
             # not a constant here (a flag, a parameter): the configured global batch
             # (--batch-size / [tool.kerasfit] batch-size) says what it will be
-            configured = ctx.options.get("batch_size")
-            if not isinstance(configured, int) or isinstance(configured, bool):
+            option = ctx.options.get("batch_size")
+            if not isinstance(option, int) or isinstance(option, bool):
                 return
-            total, source = configured, " configured"
+            total, configured = option, True
         if total <= 0:
             return
         cores = self._cores()
         if cores is None:
             if total < 64:
-                self._report(report_at, total, "", exact=False)
+                self._report(report_at, total, exact=False)
             return
         if total % cores:
             return  # the strategy itself rejects an uneven split
-        self._report(report_at, total // cores, f"{source.strip() + ' ' if source else ''}global {total} ÷ {cores} cores", exact=True)
+        self._report(report_at, total // cores, exact=True, split=(total, cores, configured))
 
-    def _report(self, node: cst.CSTNode, per: int, detail: str, exact: bool) -> None:
+    def _report(self, node: cst.CSTNode, per: int, exact: bool, split: tuple[int, int, bool] | None = None) -> None:
+        """``split``: the global batch, the cores it is split over, and whether it is the
+        configured one; None for a per-replica batch."""
         t = self.ctx.target
         small, large = t.small, t.large
         if per >= 64 and per % small == 0:
             return
         if not exact:
-            msg = (
-                f"Global batch {per} leaves at most {per} per core, below 64: kernel-gradient convs and matmuls pad "
-                f"the per-core batch to {large} (at most {per}/{large} of the MXU rows used) and forward "
-                f"ones pad features to {large}; use at least 64 per core"
-            )
-        elif per < 64:
-            kgrad = round_up(per, large)
-            fwd = f"batch {per}→{round_up(per, small)} and " if per % small else ""
-            msg = (
-                f"Per-core batch {per} ({detail}) is below 64: kernel-gradient convs and matmuls pad the batch "
-                f"{per}→{kgrad} ({per}/{kgrad} of the MXU rows used) and forward ones pad "
-                f"{fwd}features to {large}; use at least 64 per core, a multiple of {small}"
-            )
-        else:
-            msg = (
-                f"Per-core batch {per} ({detail}) is not a multiple of {small}: forward convolutions pad it "
-                f"to {round_up(per, large)} and kernel-gradient ones to {round_up(per, small)}; "
-                f"use a multiple of {small} (ideally of {large})"
-            )
-        self.report(node, msg)
+            self.report(node, GlobalBatchBelow64(per, large))
+            return
+        total, cores, configured = split if split is not None else (None, None, False)
+        kind = PerCoreBatchBelow64 if per < 64 else PerCoreBatchOffMultiple
+        self.report(node, kind(per, small, large, total, cores, configured))
 
 
 def _file_trains(ctx: SemanticModel) -> bool:

@@ -71,6 +71,6 @@ class TinyPerCoreBatch(Rule):
                 return keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))
             """,
             options={"batch_size": 128, "cores": 8},
-            message_contains="per-core batch 16",
+            fields={"per_core_batch": 16},
         ),
     )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from typing import TYPE_CHECKING
 
@@ -9,7 +10,7 @@ import libcst as cst
 if TYPE_CHECKING:
     from kerasfit.ruleapi import SemanticModel
 
-from kerasfit.ruleapi import Applicability, Invalid, Range, Reads, Rule
+from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
 from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK, UNFUSED_BATCHNORM_OPS
 from kerasfit.ruleapi.syntax import get_arg
@@ -23,6 +24,36 @@ _OTHER_NORM = re.compile(r"(layer|group|instance|rms|pixel|channel)_?norm", re.I
 _MOMENTS = {"tf.nn.moments", "tf.nn.weighted_moments"}
 # The channel axes the fused kernel accepts, by input rank (tf-keras raises on others).
 _FUSED_AXES = {4: {-1, 1, 3, -3}, 5: {-1, 1, 4, -4}}
+
+
+@dataclass(frozen=True)
+class UnfusedOp(Finding):
+    op: str  # "tf.nn.batch_normalization"
+
+    template = "`{op}` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` or a BatchNormalization layer"
+
+
+@dataclass(frozen=True)
+class FusedRejectedByKeras3(Finding):
+    template = ("Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
+                "drop it — Keras 3 uses the fused kernel")
+
+
+@dataclass(frozen=True)
+class FusedIsKeras2(Finding):
+    """tf.keras is Keras 3 only from TF 2.16 on; Keras 2.x code accepts `fused`."""
+
+    template = ("`fused` is a Keras 2 argument: Keras 3 (tf.keras from TF 2.16) rejects it, and "
+                "tf-keras 2.x picks the fused kernel without it; drop it")
+
+
+@dataclass(frozen=True)
+class FusedFalse(Finding):
+    not_fixed: str | None = None  # why no fix is offered; None: fixed
+
+    def message(self) -> str:
+        text = "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`"
+        return f"{text} (not auto-fixed: {self.not_fixed})" if self.not_fixed else text
 
 
 class UnfusedBatchnorm(Rule):
@@ -143,7 +174,7 @@ class UnfusedBatchnorm(Rule):
                     return tf.nn.batch_norm_with_global_normalization(
                         x, mean, var, self.beta, self.gamma, 1e-5, scale_after_normalization=True)
             """,
-            message_contains="`tf.nn.batch_norm_with_global_normalization` runs unfused",
+            fields={"op": "tf.nn.batch_norm_with_global_normalization"},
             at=Range(6, 15, 7, 86),
         ),
         # the input comes from conv layers kept in a list: 4-D, so fused=True is identical (safe)
@@ -181,7 +212,7 @@ class UnfusedBatchnorm(Rule):
             import tensorflow as tf
             y = tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3)
             """,
-            message_contains="fused_batch_norm",
+            finding="UnfusedOp",
             at=Range(2, 4, 2, 62),
         ),
         Invalid(
@@ -273,7 +304,8 @@ class UnfusedBatchnorm(Rule):
                 x = keras.layers.Conv2D(8, 3)(x)
                 return keras.layers.BatchNormalization(fused=fused)(x)
             """,
-            message_contains="not auto-fixed: `fused` is a parameter of `conv_bn`",
+            fields={"not_fixed": "`fused` is a parameter of `conv_bn`, which code outside this file can call "
+                                 "with another value than its default False"},
             at=Range(4, 11, 4, 55),
         ),
         Invalid(
@@ -285,7 +317,7 @@ class UnfusedBatchnorm(Rule):
             import keras
             bn = keras.layers.BatchNormalization(momentum=0.9)
             """,
-            message_contains="Keras 3",
+            finding="FusedRejectedByKeras3",
             at=Range(2, 5, 2, 62),
         ),
         # tf.keras 2.x-era code: Keras 3's ValueError is not claimed
@@ -302,7 +334,7 @@ class UnfusedBatchnorm(Rule):
 
             bn = tf.keras.layers.BatchNormalization()
             """,
-            message_contains="tf-keras 2.x picks the fused kernel",
+            finding="FusedIsKeras2",
             at=Range(4, 5, 4, 51),
         ),
         Invalid(
@@ -327,10 +359,7 @@ class UnfusedBatchnorm(Rule):
         if name in UNFUSED_BATCHNORM_OPS:
             if self._other_normalization(node):
                 return
-            self.report(
-                node,
-                f"`{name}` runs unfused; use `tf.compat.v1.nn.fused_batch_norm` or a BatchNormalization layer",
-            )
+            self.report(node, UnfusedOp(name))
             return
         if name not in BATCHNORM_LAYERS:
             return
@@ -340,20 +369,10 @@ class UnfusedBatchnorm(Rule):
         flavour = self.ctx.names.flavour(node)
         keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.names.uses_legacy_keras)
         if keras3:
-            if flavour == "keras3" and not _keras2_era(self.ctx):
-                text = (
-                    "Keras 3 `BatchNormalization` takes no `fused` argument (it raises ValueError); "
-                    "drop it — Keras 3 uses the fused kernel"
-                )
-            else:
-                # tf.keras is Keras 3 only from TF 2.16 on; Keras 2.x code accepts `fused`
-                text = (
-                    "`fused` is a Keras 2 argument: Keras 3 (tf.keras from TF 2.16) rejects it, and "
-                    "tf-keras 2.x picks the fused kernel without it; drop it"
-                )
+            rejected = flavour == "keras3" and not _keras2_era(self.ctx)
             self.report(
                 node,
-                text,
+                FusedRejectedByKeras3() if rejected else FusedIsKeras2(),
                 fix=self.make_fix(Replace(node, remove_arg(node, fused)), title="Remove the `fused` argument"),
             )
             return
@@ -362,7 +381,6 @@ class UnfusedBatchnorm(Rule):
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
             return
-        message = "Batch norm with `fused=False` runs as separate unfused ops; use `fused=True`"
         with self.ctx.values.every_construction() as why:
             pinned = self.ctx.values.const(fused.value)
         star = next((a for a in node.args if a.star), None)
@@ -370,7 +388,7 @@ class UnfusedBatchnorm(Rule):
             why.insert(0, f"the layer also takes `{star.star}{self.ctx.module.code_for_node(star.value)}`, which may set `renorm` or `virtual_batch_size`")
             pinned = None
         if pinned is not False:  # False by a parameter's default: `True` in its place would override every caller
-            self.report(node, f"{message} (not auto-fixed: {why[0] if why else 'it is not False everywhere'})")
+            self.report(node, FusedFalse(why[0] if why else "it is not False everywhere"))
             return
         if self._fused_proven_legal(node):
             fix = self.make_fix(Replace(fused.value, cst.Name("True")))
@@ -380,7 +398,7 @@ class UnfusedBatchnorm(Rule):
                 applicability=Applicability.UNSAFE,
                 title="Use the fused batch-norm kernel (needs a 4-D or 5-D input)",
             )
-        self.report(node, message, fix=fix)
+        self.report(node, FusedFalse(), fix=fix)
 
     def _fused_proven_legal(self, node: cst.Call) -> bool:
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""

@@ -620,10 +620,10 @@ def test_pad_helper_in_another_file_feeds_a_valid_conv(tmp_path):
         """,
     })
     res = check_paths([str(tmp_path / "resnet.py")], CheckOptions(selection=Selection(select=["KF103"]), use_cache=False, jobs=1))
-    found = sorted((d.row, d.message) for d in res.diagnostics)
+    found = sorted(((d.row, d.fields) for d in res.diagnostics), key=lambda f: f[0])
     assert [row for row, _ in found] == [8, 14]
-    assert "`spatial_transform_ops.fixed_padding` feeds a 'valid' `tf.layers.conv2d`" in found[0][1]
-    assert "REFLECT mode is not zero padding" in found[1][1]
+    assert (found[0][1]["pad"], found[0][1]["conv"]) == ("spatial_transform_ops.fixed_padding", "tf.layers.conv2d")
+    assert found[1][1]["not_folded"] == "REFLECT mode is not zero padding"
 
 
 def test_one_op_on_both_branches_joins_its_arguments(tmp_path):

@@ -262,12 +262,12 @@ def test_a_committed_cache_file_symlink_is_not_followed(project, tmp_path_factor
     victim.write_text("precious\n")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    (cache / "results-v2.json").symlink_to(victim)
+    (cache / "results-v3.json").symlink_to(victim)
     r = run("check", "model.py", cwd=project)
     assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r  # checked, uncached
-    assert "results-v2.json" in _cache_warning(r)
+    assert "results-v3.json" in _cache_warning(r)
     assert victim.read_text() == "precious\n"
-    assert (cache / "results-v2.json").is_symlink()
+    assert (cache / "results-v3.json").is_symlink()
 
 
 def test_a_committed_cache_directory_symlink_is_not_used(project, tmp_path_factory):
@@ -317,16 +317,16 @@ def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_
     outside = tmp_path_factory.mktemp("outside")
     cache = project / ".kerasfit_cache"
     cache.mkdir()
-    for name in ("rules-manifest", "results-v2"):  # this process's pid: checked in-process below
+    for name in ("rules-manifest", "results-v3"):  # this process's pid: checked in-process below
         (cache / f"{name}.{os.getpid()}.tmp").symlink_to(outside / name)
     result = check_paths([project / "model.py"], CheckOptions(cache_dir=cache, jobs=1))
     assert list(outside.iterdir()) == []
     assert len(result.diagnostics) == 2
-    for name in ("rules-manifest.json", "results-v2.json"):
+    for name in ("rules-manifest.json", "results-v3.json"):
         assert (cache / name).is_file() and not (cache / name).is_symlink()
         assert json.loads((cache / name).read_text())
     assert sorted(p.name for p in cache.iterdir() if not p.is_symlink()) == [
-        "results-v2.json", "rules-manifest.json"]  # (no .gitignore: kerasfit did not create the directory)
+        "results-v3.json", "rules-manifest.json"]  # (no .gitignore: kerasfit did not create the directory)
     assert result.warnings == []
 
 
@@ -467,3 +467,18 @@ def test_files_are_dealt_biggest_first_in_shrinking_chunks():
     # a worker taking the next chunk when done: many chunks, the last ones single files
     assert lengths == sorted(lengths, reverse=True) and lengths[-1] == 1 and len(chunks) > 2 * 3
     assert deal([5, 1, 3], 4) == [[0], [2], [1]] and deal([], 2) == []
+
+
+def test_a_cached_result_keeps_each_findings_kind_and_typed_fields(tmp_path):
+    """The cache holds what a finding was rendered from: a warm run's diagnostics equal the
+    cold run's, the tuples among their fields included."""
+    from kerasfit.project.check import CheckOptions, check_paths
+
+    path = write(tmp_path / "m.py", "import tensorflow as tf\nx = tf.keras.layers.Dense(100)(x)\n")
+    opts = CheckOptions(isolated=True, cache_dir=tmp_path / "cache", jobs=1)
+    cold = check_paths([str(path)], opts)
+    warm = check_paths([str(path)], opts)
+    assert [f.cached for f in warm.files] == [True]
+    (d,) = cold.diagnostics
+    assert (d.finding, d.fields["width"], d.fields["padded_to"]) == ("OffMultiple", 100, (104, 128))
+    assert warm.diagnostics == cold.diagnostics

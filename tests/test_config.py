@@ -284,7 +284,7 @@ def test_cache_dir_may_point_anywhere_from_the_user_not_the_project(tmp_path):
     write(cfg, f'cache-dir = "{tmp_path / "cfg"}"\n')  # --config: a file the user chose
     assert run("check", "model.py", "--config", cfg, cwd=project).returncode == 1
     for d in (flag, env, tmp_path / "cfg"):
-        assert (d / "results-v2.json").is_file(), d
+        assert (d / "results-v3.json").is_file(), d
 
 
 # ---- discovery ------------------------------------------------------------------------------------

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import dataclass
+
 import libcst as cst
 import pytest
 
@@ -11,6 +15,7 @@ from kerasfit.engine.settings import LintSettings
 from kerasfit.engine.fix import apply_fixes, fix_source
 from kerasfit.engine.lint import lint_source
 from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi import Finding
 from kerasfit.ruleapi.rule import Remove, Replace, Rule
 from kerasfit.core.types import Applicability, Edit, Fix
 
@@ -276,17 +281,27 @@ def test_a_once_report_keeps_the_first_of_a_node_in_source_order():
     """Each statement reaching the shared width reports it; the engine keeps the first
     ``once`` report of the node (by source order), whatever else reports it."""
 
+    @dataclass(frozen=True)
+    class Reached(Finding):
+        fn: str
+        template = "reached from {fn}"
+
+    @dataclass(frozen=True)
+    class Plain(Finding):
+        fn: str
+        template = "plain from {fn}"
+
     class SharedWidth(Rule):
         code, name, message = "KF993", "shared-width", "shared"
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             width = self.ctx.module.body[0].body[0].value  # `W = 30`: the shared site
-            self.report(width, f"reached from {node.name.value}", once=True)
-            self.report(width, f"plain from {node.name.value}")
+            self.report(width, Reached(node.name.value), once=True)
+            self.report(width, Plain(node.name.value))
 
     src = "W = 30\n\n\ndef a():\n    return W\n\n\ndef b():\n    return W\n"
-    got = [d.message for d in lint_source(src, "m.py", LintSettings(rules=[SharedWidth])).diagnostics]
-    assert sorted(got) == ["plain from a", "plain from b", "reached from a"]
+    got = [(d.finding, d.fields["fn"]) for d in lint_source(src, "m.py", LintSettings(rules=[SharedWidth])).diagnostics]
+    assert sorted(got) == [("Plain", "a"), ("Plain", "b"), ("Reached", "a")]
 
 
 def test_a_check_takes_the_ast_the_project_index_already_parsed(tmp_path):

@@ -55,7 +55,7 @@ def _fold(source: str) -> Any:
 def _filters_found(expr: str) -> list[str]:
     """KF102's findings for ``Conv2D(<expr>, 3)`` in a checked file."""
     src = f"import tensorflow as tf\nx = tf.keras.layers.Conv2D({expr}, 3)\n"
-    return [d.message.split(":")[1].split(" pad")[0].strip() for d in lint_source(src, "m.py", LintSettings([all_rules()["KF102"]])).diagnostics]
+    return [f"{d.fields['width']} {d.fields['unit']}" for d in lint_source(src, "m.py", LintSettings([all_rules()["KF102"]])).diagnostics]
 
 
 def _summary(tmp_path: Path, source: str, *args: Any, fn: str = "conv") -> Layer | None:

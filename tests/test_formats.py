@@ -59,6 +59,10 @@ def test_json_objects(project):
     assert fix["applicability"] == "safe" and fix["message"]
     assert fix["edits"] == [{"content": "True", "location": {"row": 2, "column": 44}, "end_location": {"row": 2, "column": 49}}]
     assert nofix["fix"] is None and nofix["location"]["row"] == 4
+    # what each message was rendered from: the finding's kind and typed fields
+    assert "finding" not in syntax
+    assert (fixable["finding"], fixable["fields"]) == ("FusedFalse", {"not_fixed": None})
+    assert (nofix["finding"], nofix["fields"]) == ("UnfusedOp", {"op": "tf.nn.batch_normalization"})
 
 
 def test_json_clean_is_empty_list(tmp_path):
@@ -115,6 +119,8 @@ def test_sarif_validates_against_schema(project, sarif_schema):
     assert rep["insertedContent"]["text"] == "True"
     assert rep["deletedRegion"]["startColumn"] == 44 and rep["deletedRegion"]["endColumn"] == 49
     assert "fixes" not in results[2]
+    assert results[2]["properties"] == {"finding": "UnfusedOp", "fields": {"op": "tf.nn.batch_normalization"}}
+    assert "properties" not in results[0]  # a syntax error is no rule's finding
     notes = run0["invocations"][0]["toolExecutionNotifications"]
     assert any("bin.py" in n["message"]["text"] for n in notes)
 

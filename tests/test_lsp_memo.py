@@ -14,6 +14,7 @@ import os
 import random
 import threading
 import tokenize
+from dataclasses import dataclass
 from pathlib import Path
 
 import libcst as cst
@@ -25,6 +26,7 @@ from kerasfit.project.check import check_source
 from kerasfit.engine.parse import ParseCache
 from kerasfit.engine.settings import Stopped
 from kerasfit.lsp.memo import StatementMemo, affected, signature
+from kerasfit.ruleapi import Finding
 from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,8 +195,8 @@ def test_an_edit_inside_one_function_walks_only_that_function():
     edited = text.replace("Conv2D(50, 1)", "Conv2D(60, 1)")
     cache, (before, after) = _session(text, edited)
     assert _memo(cache).walked == 1 and _memo(cache).reused == len(cst.parse_module(text).body) - 1
-    assert sum("50 filters" in d.message for d in before.diagnostics) == 2
-    assert sum("50 filters" in d.message for d in after.diagnostics) == 1
+    assert sum(d.fields.get("width") == 50 for d in before.diagnostics) == 2
+    assert sum(d.fields.get("width") == 50 for d in after.diagnostics) == 1
 
 
 def test_an_edit_in_a_called_helper_walks_what_the_builder_links():
@@ -204,8 +206,8 @@ def test_an_edit_in_a_called_helper_walks_what_the_builder_links():
     # block_b, build, and block_a / block_c that build also calls; the imports and the
     # helpers nothing calls are kept
     assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)
-    assert sum("50 filters" in d.message for d in before.diagnostics) == 4
-    assert sum("50 filters" in d.message for d in after.diagnostics) == 3
+    assert sum(d.fields.get("width") == 50 for d in before.diagnostics) == 4
+    assert sum(d.fields.get("width") == 50 for d in after.diagnostics) == 3
 
 
 def test_a_call_site_edit_walks_the_function_it_calls():
@@ -215,8 +217,8 @@ def test_a_call_site_edit_walks_the_function_it_calls():
     edited = text.replace("filters=20", "filters=24")
     cache, (before, after) = _session(text, edited)
     assert (_memo(cache).walked, _memo(cache).reused) == (4, 5)  # build and the three it calls
-    assert any(d.code == "KF102" and "20" in d.message for d in before.diagnostics)
-    assert not any(d.code == "KF102" and ("20" in d.message or "24" in d.message) for d in after.diagnostics)
+    assert any(d.code == "KF102" and d.fields["width"] == 20 for d in before.diagnostics)
+    assert not any(d.code == "KF102" and d.fields["width"] in (20, 24) for d in after.diagnostics)
 
 
 def test_a_tpu_added_at_the_end_changes_findings_in_untouched_statements():
@@ -272,7 +274,7 @@ def test_a_check_stopped_mid_walk_leaves_the_memo_of_the_last_finished_check():
     _same(got, check_source(edited, "model.py"))
     # the edited helper alone is walked again, as after an edit no check was stopped
     assert memo.walked == 1 and memo.reused == len(cst.parse_module(text).body) - 1
-    assert any("60 filters" in d.message for d in got.diagnostics)
+    assert any(d.fields.get("width") == 60 for d in got.diagnostics)
 
 
 def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edited():
@@ -285,10 +287,10 @@ def test_a_shared_regularizer_is_reported_once_by_its_first_use_whatever_is_edit
     _, results = _session(src, no_first, src)
     for r in results:
         assert sum(d.code == "KF104" for d in r.diagnostics) == 1
-    assert "kernel_regularizer=reg" in results[0].diagnostics[0].message or any(
-        "kernel_regularizer=reg" in d.message for d in results[0].diagnostics
-    )
-    assert any("bias_regularizer=reg" in d.message for d in results[1].diagnostics)
+    assert [(d.fields["keyword"], d.fields["value"]) for d in results[0].diagnostics if d.code == "KF104"] == [
+        ("kernel_regularizer", "reg")]
+    assert [(d.fields["keyword"], d.fields["value"]) for d in results[1].diagnostics if d.code == "KF104"] == [
+        ("bias_regularizer", "reg")]
 
 
 def test_a_changed_file_of_the_project_walks_the_whole_file(tmp_path, monkeypatch):
@@ -348,6 +350,11 @@ def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_
     from kerasfit.engine.lint import lint_source
     from kerasfit.ruleapi.rule import Rule
 
+    @dataclass(frozen=True)
+    class Calls(Finding):
+        n: int
+        template = "{n} calls"
+
     class CountCalls(Rule):
         code, name, message = "KF990", "count-calls", "calls"
 
@@ -359,14 +366,14 @@ def test_a_rule_that_reports_at_module_end_is_checked_over_the_whole_file_every_
             self.n += 1
 
         def leave_Module(self, node: cst.Module) -> None:
-            self.report(node.body[0], f"{self.n} calls")
+            self.report(node.body[0], Calls(self.n))
 
     settings = LintSettings(rules=[CountCalls])
     text = "import tensorflow as tf\n" + "".join(f"def f{i}(x):\n    return g(x)\n" for i in range(6))
     cache = _cache()
     lint_source(text, "m.py", settings, cache)
     out = lint_source(text.replace("return g(x)\ndef f3", "return g(h(x))\ndef f3"), "m.py", settings, cache)
-    assert [d.message for d in out.diagnostics] == ["7 calls"]
+    assert [(d.finding, d.fields) for d in out.diagnostics] == [("Calls", {"n": 7})]
     assert _memo(cache).module is None  # nothing kept for such a rule set
 
 
@@ -394,6 +401,11 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
     from kerasfit.engine.registry import rule_by_name_or_code
     from kerasfit.ruleapi.rule import Reads, Rule
 
+    @dataclass(frozen=True)
+    class CallNumber(Finding):
+        n: int
+        template = "call {n}"
+
     class NumberCalls(Rule):
         code, name, message = "KF990", "number-calls", "call"
 
@@ -403,7 +415,7 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
 
         def visit_Call(self, node: cst.Call) -> None:
             self.n += 1
-            self.report(node, f"call {self.n}")
+            self.report(node, CallNumber(self.n))
 
     assert NumberCalls.reads == frozenset(Reads) and not reusable(NumberCalls)
     kf101 = rule_by_name_or_code("KF101")
@@ -414,8 +426,8 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
     memo, [(k1, f1), (k2, f2)] = _lint_session(LintSettings(rules=[NumberCalls, kf101]), text, edited)
     assert k1 == f1 and k2 == f2
     # the inserted call renumbers the calls after it, in statements the edit did not touch
-    assert [d["message"] for d in k2 if d["code"] == "KF990"][-1] == f"call {sum(d['code'] == 'KF990' for d in k2)}"
-    assert k1 != k2 and [d["message"] for d in k2 if d["code"] == "KF101"] == [d["message"] for d in k1 if d["code"] == "KF101"]
+    assert [d["fields"]["n"] for d in k2 if d["code"] == "KF990"][-1] == sum(d["code"] == "KF990" for d in k2)
+    assert k1 != k2 and [d["fields"] for d in k2 if d["code"] == "KF101"] == [d["fields"] for d in k1 if d["code"] == "KF101"]
     assert memo.reused > 0 and memo.rewalked == ("KF990",)
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from kerasfit.engine.registry import BUILTIN_PACK, BUILTIN_PREFIX, all_rules
 from kerasfit.ruleapi.rule import Invalid, Range, Valid
-from kerasfit.engine.testing import check_invalid, pack_tests
+from kerasfit.engine.testing import check_findings, check_invalid, pack_tests
+from kerasfit.ruleapi import Finding
 
 RULES = all_rules()
 
@@ -39,6 +40,47 @@ def test_a_finding_elsewhere_than_pinned_fails_the_example():
         with pytest.raises(AssertionError, match="findings land at"):
             check_invalid(rule, dataclasses.replace(ex, at=wrong))
     check_invalid(rule, dataclasses.replace(ex, at=Range(pinned.line, pinned.column)))  # the end is optional
+
+
+def test_a_finding_of_other_fields_or_kind_than_pinned_fails_the_example():
+    rule = RULES["KF102"]
+    ex = next(e for e in rule.INVALID if e.fields.get("padded_to") == (104, 128))
+    check_invalid(rule, ex)
+    for wrong in ({"padded_to": (104,)}, {"wasted": 23}, {"unknown_field": 1}):
+        with pytest.raises(AssertionError, match="no finding has the fields"):
+            check_invalid(rule, dataclasses.replace(ex, fields=wrong))
+    with pytest.raises(AssertionError, match="the example pins OutputHead"):
+        check_invalid(rule, dataclasses.replace(ex, finding="OutputHead"))
+    check_invalid(rule, dataclasses.replace(ex, finding="OffMultiple", fields={"width": 100, "rounded": 104}))
+
+
+def test_a_finding_class_must_be_frozen_and_plainly_typed(monkeypatch):
+    """What a rule module declares as findings is what JSON, SARIF and the cache carry:
+    frozen dataclasses of ints, strs, bools, floats, None and tuples of them."""
+    import sys
+    from dataclasses import dataclass
+
+    rule = RULES["KF108"]
+    module = sys.modules[rule.__module__]
+    check_findings(rule)
+
+    @dataclass(frozen=True)
+    class Listed(Finding):
+        ops: list[str]
+
+    Listed.__module__ = module.__name__
+    monkeypatch.setattr(module, "Listed", Listed, raising=False)
+    with pytest.raises(AssertionError, match="Listed.ops is a list"):
+        check_findings(rule)
+    monkeypatch.delattr(module, "Listed")
+
+    class Undeclared(Finding):  # its annotation is no field: the finding would carry nothing
+        op: str
+
+    Undeclared.__module__ = module.__name__
+    monkeypatch.setattr(module, "Undeclared", Undeclared, raising=False)
+    with pytest.raises(AssertionError, match="Undeclared is not a frozen dataclass"):
+        check_findings(rule)
 
 
 def test_example_code_is_dedented_source():

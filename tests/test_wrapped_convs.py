@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from kerasfit.project.check import CheckOptions, check_paths
 from kerasfit.project.config import Selection
@@ -18,9 +19,10 @@ def _write(root: Path, files: dict[str, str]) -> None:
         p.write_text(textwrap.dedent(text))
 
 
-def _findings(root: Path, *names: str) -> list[tuple[str, int, str]]:
+def _findings(root: Path, *names: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """(file, row, the finding's fields) of KF103's findings, in file and row order."""
     res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=["KF103"]), use_cache=False, jobs=1))
-    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+    return sorted(((Path(d.filename).name, d.row, d.fields) for d in res.diagnostics), key=lambda f: f[:2])
 
 
 def test_pad_helper_of_another_module_feeds_a_same_file_conv_wrapper(tmp_path):
@@ -48,7 +50,8 @@ def test_pad_helper_of_another_module_feeds_a_same_file_conv_wrapper(tmp_path):
     })
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 9)]
-    assert "applied inside `_conv2d`" in found[0][2] and "`ops.pad` feeds a 'valid' `tf.nn.conv2d`" in found[0][2]
+    assert found[0][2]["not_fixed"] == "the conv is applied inside `_conv2d`, which gives it padding 'valid' here"
+    assert (found[0][2]["pad"], found[0][2]["conv"]) == ("ops.pad", "tf.nn.conv2d")
 
 
 def test_two_hop_closure_into_a_project_conv(tmp_path):
@@ -87,7 +90,7 @@ def test_two_hop_closure_into_a_project_conv(tmp_path):
     })
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
-    assert "`tf.pad` feeds a 'valid' `Conv2D`" in found[0][2]
+    assert (found[0][2]["pad"], found[0][2]["conv"]) == ("tf.pad", "Conv2D")
 
 
 def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
@@ -116,13 +119,13 @@ def test_cross_file_fixed_padding_feeds_a_conv_known_by_its_signature(tmp_path):
     })
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 7)]
-    assert "`Conv2D` is a conv by its signature" in found[0][2]
+    assert found[0][2]["not_fixed"] == "`Conv2D` is a conv by its signature (kernel size, strides, padding 'valid'), not one kerasfit can rewrite"
 
 
 # ---- settings in another module (issue 21, class 4) ----------------------------------
-def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, str]]:
+def _codes(root: Path, *names: str, select: str) -> list[tuple[str, int, dict[str, Any]]]:
     res = check_paths([str(root / n) for n in names], CheckOptions(selection=Selection(select=[select]), use_cache=False, jobs=1))
-    return sorted((Path(d.filename).name, d.row, d.message) for d in res.diagnostics)
+    return sorted(((Path(d.filename).name, d.row, d.fields) for d in res.diagnostics), key=lambda f: f[:2])
 
 
 def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path):
@@ -177,7 +180,7 @@ def test_tpu_strategy_from_a_helper_and_batch_flag_from_another_module(tmp_path)
     })
     found = _codes(tmp_path, "train.py", "gpu_train.py", select="KF203")
     assert [(f, r) for f, r, _ in found] == [("train.py", 11)]
-    assert "Global batch 32" in found[0][2]
+    assert found[0][2] == {"batch": 32, "large": 128}  # GlobalBatchBelow64
 
 
 def test_a_tpu_helper_is_looked_up_once_per_spelling(tmp_path):
@@ -235,7 +238,7 @@ def test_pad_layer_class_of_another_module_before_a_conv_in_a_sequential_list(tm
     })
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 5)]
-    assert "`ZeroPad` feeds a 'valid' `Conv2D`" in found[0][2]
+    assert (found[0][2]["pad"], found[0][2]["conv"]) == ("ZeroPad", "Conv2D")
 
 
 def test_a_wrapper_called_alike_is_interpreted_once(tmp_path):
@@ -341,8 +344,8 @@ def test_a_pad_helper_of_an_unread_project_module_is_known_by_its_name(tmp_path)
     })
     found = _findings(tmp_path, "gan/net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 10)]
-    assert "`ops.pad` (a pad by its name: kerasfit cannot read `gan.ops`)" in found[0][2]
-    assert "applied inside `_conv2d`" in found[0][2]
+    assert (found[0][2]["pad"], found[0][2]["unread_module"]) == ("ops.pad", "gan.ops")
+    assert found[0][2]["not_fixed"] == "the conv is applied inside `_conv2d`, which gives it padding 'valid' here"
 
 
 def test_a_wrapper_applies_its_conv_to_a_later_argument(tmp_path):
@@ -370,7 +373,7 @@ def test_a_wrapper_applies_its_conv_to_a_later_argument(tmp_path):
     })
     found = _findings(tmp_path, "net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 6), ("net.py", 8)]
-    assert all("applied inside `conv`" in m for _, _, m in found)
+    assert all(f["not_fixed"] == "the conv is applied inside `conv`, which gives it padding 'valid' here" for _, _, f in found)
 
 
 def test_a_pad_layer_class_of_an_unread_project_module_is_known_by_its_name(tmp_path):
@@ -395,7 +398,7 @@ def test_a_pad_layer_class_of_an_unread_project_module_is_known_by_its_name(tmp_
     })
     found = _findings(tmp_path, "gan/net.py")
     assert [(f, r) for f, r, _ in found] == [("net.py", 7), ("net.py", 9), ("net.py", 13)]
-    assert "`ReflectionPadding2D` (a pad by its name: kerasfit cannot read `gan.layers`)" in found[0][2]
-    assert "a pad that reflects (by its name) is not zero padding" in found[0][2]
-    assert "`ZeroPad` (a pad by its name" in found[1][2] and "XLA folds a zero pad" in found[1][2]
-    assert "`pad` (a pad by its name: kerasfit cannot read `gan.ops`)" in found[2][2]
+    assert (found[0][2]["pad"], found[0][2]["unread_module"]) == ("ReflectionPadding2D", "gan.layers")
+    assert found[0][2]["not_folded"] == "a pad that reflects (by its name) is not zero padding"
+    assert found[1][2]["pad"] == "ZeroPad" and found[1][2]["unread_module"] and found[1][2]["not_folded"] is None
+    assert (found[2][2]["pad"], found[2][2]["unread_module"]) == ("pad", "gan.ops")

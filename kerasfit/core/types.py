@@ -129,6 +129,10 @@ class Diagnostic:
     build: dict[str, Any] | None = None
     # In a notebook: the 1-based cell (all cells counted); rows are then within the cell.
     cell: int | None = None
+    # What the message was rendered from: the finding's kind (a rule's Finding class name,
+    # or the build cross-check's) and its typed fields; None / {} for a message alone.
+    finding: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
 
     @property
     def fixable(self) -> bool:
@@ -157,7 +161,13 @@ class Diagnostic:
                 imports=tuple(tuple(i) for i in fix.get("imports", ())),
                 orphan_imports=tuple(tuple(i) for i in fix.get("orphan_imports", ())),
             )
+        d["fields"] = {k: _tuples(v) for k, v in d.get("fields", {}).items()}
         return cls(**d)
+
+
+def _tuples(value: Any) -> Any:
+    """A field read back from JSON: its lists are the tuples they were written from."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)

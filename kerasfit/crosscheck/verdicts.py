@@ -55,10 +55,7 @@ def _x(shape: Sequence[int]) -> str:
     return "×".join(str(d) for d in shape)
 
 
-_CLAIM = re.compile(r"pads? to (\d+)(?: or (\d+))?")
-
-
-def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | None:
+def _confirm_channels(ops: list[OpReport], claim: Sequence[int] = ()) -> dict[str, Any] | None:
     """KF102: is the finding's own layer's width padded, and to what the finding says?
 
     Only the layer's own ops are evidence: its forward pass and weight update produce the
@@ -69,9 +66,8 @@ def _confirm_channels(ops: list[OpReport], claim: str = "") -> dict[str, Any] | 
     if not ops:
         return None
     padded = [op for op in ops if _width(op)[0] != _width(op)[1]]
-    m = _CLAIM.search(claim)
-    # KF102 says "pad to 104 or 128": the padding rule's two sizes over a step
-    claimed = {int(g) for g in m.groups() if g} if m else None
+    # KF102's ``padded_to`` ("pad to 104 or 128"): the padding rule's two sizes over a step
+    claimed = set(claim) or None
     matching = [op for op in padded if _width(op)[1] in claimed] if claimed else padded
     if matching:
         status, pool = "confirmed", matching
@@ -164,7 +160,7 @@ def _offsets(text: str | None, row: int, col: int, end_row: int, end_col: int) -
 
 
 def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[str, Any] | None,
-              text: str | None) -> Diagnostic:
+              text: str | None, finding: str, fields: dict[str, Any]) -> Diagnostic:
     row = source["line"] if source else 1
     end_row = source.get("end_line", row) if source else 1
     col = source.get("column", 0) if source else 0
@@ -175,7 +171,7 @@ def _new_diag(code: tuple[str, str], message: str, filename: str, source: dict[s
     start, end = _offsets(text, row, col, end_row, end_col)
     return Diagnostic(code=code[0], name=code[1], message=message, severity=Severity.WARNING,
                       filename=filename, row=row, column=col, end_row=end_row,
-                      end_column=end_col, fix=None, start=start, end=end)
+                      end_column=end_col, fix=None, start=start, end=end, finding=finding, fields=fields)
 
 
 def _confirm_failure(code: str, report: BuildReport, evidence: Evidence) -> dict[str, Any] | None:
@@ -243,7 +239,7 @@ def _judge(diagnostics: list[Diagnostic], report: BuildReport, filename: str, ev
         kind = evidence.static.get(d.code)
         ops = _ops_on(report, filename, d.row, d.end_row)
         if kind == "feature-padding" and ops:
-            d.build = _confirm_channels(ops, d.message)
+            d.build = _confirm_channels(ops, d.fields.get("padded_to", ()))
         elif kind == "spatial-pad":
             d.build = _confirm_pad(report, ops, filename, d.row, d.end_row)
         elif kind == "transpose":
@@ -292,10 +288,13 @@ def _poor_fit(diagnostics: list[Diagnostic], report: BuildReport, filename: str,
         worst = min(ops, key=_feature_fit)
         # the share named is the op's own: the line's ops together (every pass, every layer a
         # loop on this line builds) may be most of the step while this op is a sliver of it
-        msg = (f"{worst.layer or worst.op_name} ({worst.pass_}) pads {_x(worst.shape)} to "
+        fields = {"layer": worst.layer or worst.op_name, "pass": worst.pass_, "shape": tuple(worst.shape),
+                  "padded_to": tuple(worst.padded_shape), "target": report.target, "fit": worst.fit,
+                  "share": worst.share}
+        msg = (f"{fields['layer']} ({worst.pass_}) pads {_x(worst.shape)} to "
                f"{_x(worst.padded_shape)} on {report.target}: {worst.fit:.1%} MXU fit, "
                f"{worst.share:.1%} of step FLOPs")
-        out.append(_new_diag(code, msg, filename, worst.source, text))
+        out.append(_new_diag(code, msg, filename, worst.source, text, "PoorFit", fields))
     return out
 
 
@@ -313,7 +312,9 @@ def _tiny_batch(diagnostics: list[Diagnostic], report: BuildReport, filename: st
     src = next((s for s in candidates if same_file(s["file"], filename)), None)
     what = (f"; {batch.layer or batch.op_name} ({batch.pass_}) pads {_x(batch.shape)} to "
             f"{_x(batch.padded_shape)} ({batch.fit:.1%} fit)" if batch else "")
+    fields = {"per_core_batch": report.per_core_batch, "global_batch": report.global_batch,
+              "cores": report.cores, "under": LARGE_BATCH, "use": TARGETS[report.target].large}
     msg = (f"per-core batch {report.per_core_batch} (global {report.global_batch} / "
            f"{report.cores} cores) is under {LARGE_BATCH}{what}; use a per-core batch "
            f"of {TARGETS[report.target].large} or more")
-    return [_new_diag(code, msg, filename, src, text)]
+    return [_new_diag(code, msg, filename, src, text, "TinyPerCoreBatch", fields)]

@@ -189,6 +189,8 @@ def lint_module(
                 Diagnostic(
                     code, rep.rule.name, rep.message, rep.severity, filename,
                     row, col, end_row, end_col, fix, start, end,
+                    finding=rep.finding.kind() if rep.finding is not None else None,
+                    fields=rep.finding.fields() if rep.finding is not None else {},
                 )
             )
     for rule, exc in crashes:

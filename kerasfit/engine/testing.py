@@ -13,7 +13,11 @@ a second fix changing nothing, and the docstring sections ``kerasfit explain`` s
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import sys
+import types
+import typing
 from typing import Any, Callable, Sequence
 
 import libcst as cst
@@ -22,8 +26,9 @@ from .settings import LintSettings
 from .fix import fix_source
 from .lint import lint_source
 from .registry import _walk_package
+from ..ruleapi.finding import Finding
 from ..ruleapi.rule import NAME_RE, Invalid, Range, Rule, Valid
-from ..core.types import DEFAULT_TARGET, TARGETS
+from ..core.types import DEFAULT_TARGET, TARGETS, Diagnostic
 
 
 def _settings(rule: type[Rule], target: str | None, options: dict[str, Any]) -> LintSettings:
@@ -53,8 +58,7 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
         got = [Range(d.row, d.column, d.end_row if w.end_line is not None else None,
                      d.end_column if w.end_column is not None else None) for d, w in zip(mine, want)]
         assert got == list(want), f"{rule.code}: findings land at {got}, the example pins {list(want)}:\n{ex.code}"
-    if ex.message_contains is not None:
-        assert any(ex.message_contains in d.message for d in mine), [d.message for d in mine]
+    check_finding(rule, ex, mine)
     if ex.expected_fix is None:
         # nothing applies without the flag that was not asked for
         outcome = fix_source(ex.code, "example.py", settings, unsafe=ex.unsafe)
@@ -74,6 +78,19 @@ def check_invalid(rule: type[Rule], ex: Invalid) -> None:
     assert again.source == outcome.source, f"{rule.code}: fix is not idempotent"
 
 
+def check_finding(rule: type[Rule], ex: Invalid, found: Sequence[Diagnostic]) -> None:
+    """What an INVALID example pins of its findings: every one of kind ``ex.finding``, and
+    some finding whose fields hold every item of ``ex.fields``."""
+    if ex.finding is not None:
+        assert all(d.finding == ex.finding for d in found), (
+            f"{rule.code}: findings are {[d.finding for d in found]}, the example pins {ex.finding}"
+        )
+    if ex.fields:
+        assert any(all(k in d.fields and d.fields[k] == v for k, v in ex.fields.items()) for d in found), (
+            f"{rule.code}: no finding has the fields {ex.fields}: {[d.fields for d in found]}"
+        )
+
+
 def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
     """What every rule must carry: examples, a page with every section, a code in its pack's band."""
     if prefix is not None:
@@ -85,6 +102,33 @@ def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
     if rule.fix_safety is not None and rule.fix_safety.value != "display-only":
         assert any(ex.expected_fix for ex in rule.INVALID), f"{rule.code} is fixable but shows no fixed example"
     assert not rule.missing_doc_sections(), f"{rule.code} docstring lacks: {rule.missing_doc_sections()}"
+    check_findings(rule)
+
+
+_PLAIN = (int, str, bool, float, type(None))
+
+
+def _plain(hint: Any) -> bool:
+    """A field type output and tests can hold: ints, strs, bools, floats, None, tuples of them."""
+    origin = typing.get_origin(hint)
+    if origin is tuple:
+        return all(a is Ellipsis or _plain(a) for a in typing.get_args(hint))
+    if origin in (typing.Union, types.UnionType):
+        return all(_plain(a) for a in typing.get_args(hint))
+    return hint in _PLAIN
+
+
+def check_findings(rule: type[Rule]) -> None:
+    """The findings a rule's module declares are frozen dataclasses of plain typed fields."""
+    module = sys.modules[rule.__module__]
+    for cls in vars(module).values():
+        if not (isinstance(cls, type) and issubclass(cls, Finding) and cls.__module__ == module.__name__):
+            continue
+        # declared itself (a subclass of a frozen dataclass is frozen, or refused, by Python)
+        assert "__dataclass_params__" in vars(cls), f"{rule.code}: {cls.__name__} is not a frozen dataclass"
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            assert _plain(hints[f.name]), f"{rule.code}: {cls.__name__}.{f.name} is a {hints[f.name]}, not a plain field type"
 
 
 def rules_of(pack: str) -> list[type[Rule]]:

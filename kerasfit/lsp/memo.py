@@ -43,6 +43,7 @@ hypothesis sessions in tests/test_lsp_memo.py hold the two equal.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Sequence
 
@@ -260,7 +261,7 @@ def affected(
 
 # A finding kept without its rule instance (which holds the whole check's context):
 # (index of the rule in the settings, node, message, severity, fix, once)
-_Kept = tuple[int, cst.CSTNode, str, Any, Any, Hashable]
+_Kept = tuple[int, Report]
 
 
 def reusable(rule: type[Rule]) -> bool:
@@ -381,9 +382,9 @@ class Plan:
         if id(stmt) not in self.reuse:
             return False
         kept, crashed = self.memo.found[id(stmt)]
-        for i, node, message, severity, fix, once in kept:
+        for i, rep in kept:
             rule = self.rules[i]
-            rule.reports.append(Report(type(rule), node, message, severity, fix, once))
+            rule.reports.append(dataclasses.replace(rep, rule=type(rule)))
         for i, exc in crashed:
             self.crashes.append((self.rules[i], exc))
         self.found[id(stmt)] = (kept, crashed)
@@ -397,7 +398,7 @@ class Plan:
         kept: list[_Kept] = []
         for i, (r, mark) in enumerate(zip(self.rules, self._marks)):
             if self.keep[i]:
-                kept.extend((i, rep.node, rep.message, rep.severity, rep.fix, rep.once) for rep in r.reports[mark:])
+                kept.extend((i, rep) for rep in r.reports[mark:])
         crashed = [
             (i, exc) for r, exc in self.crashes[self._crash_mark :] if self.keep[i := self._rule_index[id(r)]]
         ]

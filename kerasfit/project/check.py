@@ -227,7 +227,7 @@ class Cache:
     fix it would apply from the first, and ``--diff`` one whose fixes it made before from
     the second, without parsing it."""
 
-    VERSION = 2
+    VERSION = 3  # 3: diagnostics carry their finding's kind and fields
 
     def __init__(self, directory: CacheDir | None) -> None:
         self.dir = directory

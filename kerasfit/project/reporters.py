@@ -171,6 +171,9 @@ def diagnostic_json(d: Diagnostic, links: Links = _INSTALLED) -> dict[str, Any]:
         "fix": fix,
         "url": links.rule(d.code),
     }
+    if d.finding is not None:
+        out["finding"] = d.finding  # what the message says, as typed fields
+        out["fields"] = d.fields
     if d.build is not None:
         out["build"] = d.build
     if d.cell is not None:
@@ -267,6 +270,8 @@ def sarif(files: Sequence[FileResult], rules: dict[str, Any], links: Links = _IN
                     ],
                 }
             ]
+        if d.finding is not None:
+            res.setdefault("properties", {}).update(finding=d.finding, fields=d.fields)
         if d.build is not None:
             res.setdefault("properties", {})["build"] = d.build
         results.append(res)
@@ -343,6 +348,8 @@ def lsp_diagnostic(
         return {"line": max(row - 1, 0), "character": c}
 
     data: dict[str, Any] = {"name": d.name}
+    if d.finding is not None:
+        data["finding"], data["fields"] = d.finding, d.fields
     if d.fix is not None:
         data["fix"] = {
             "applicability": d.fix.applicability.value,

@@ -1,7 +1,8 @@
 """The public API for writing rules (STYLE 7: rules ask questions through this API, never
 through the engine's or the semantic model's private parts). Small and namespaced:
 
-- ``kerasfit.ruleapi`` — the rule itself: ``Rule``, ``Valid``, ``Invalid``, ``Range``,
+- ``kerasfit.ruleapi`` — the rule itself: ``Rule``, ``Finding`` (what it reports: one
+  frozen dataclass per message shape, its typed fields rendered to the message), ``Valid``, ``Invalid``, ``Range``,
   ``Severity``, ``Applicability``, ``Reads`` (what its findings depend on); the per-file model rules are handed (``self.ctx``, a ``SemanticModel``: ask its parts
   ``ctx.names``, ``ctx.scopes``, ``ctx.values``, ``ctx.layers``, ``ctx.roles`` about a node); the
   chip a check is for (``Target``, ``TARGETS``, ``width_padding``; a GPU's multiple and the
@@ -25,6 +26,7 @@ Every name is used by a built-in rule or listed here.
 
 from __future__ import annotations
 
+from .finding import Finding
 from .rule import Invalid, Range, Reads, Rule, Valid
 from ..semantic.model import SemanticModel
 from ..core.gpumodel import tensor_core_multiple, width_speedup
@@ -33,6 +35,7 @@ from . import fixes, roles, symbols, syntax, values
 
 __all__ = [
     "Applicability",
+    "Finding",
     "Invalid",
     "Range",
     "Reads",

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..core.fixes import FixSpec, Remove, Replace
 from ..core.types import Applicability, Severity
+from .finding import Finding
 
 if TYPE_CHECKING:
     from ..semantic.model import SemanticModel
@@ -62,7 +63,10 @@ class Invalid:
     count: int = 1  # how many findings the example must produce (len(at) when at is given)
     unsafe: bool = False  # expected_fix needs --unsafe-fixes
     target: str | None = None
-    message_contains: str | None = None
+    # what the findings are: every finding of the example is of this kind (a Finding
+    # class's name), and some finding's fields hold every item of ``fields``
+    finding: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     at: Range | tuple[Range, ...] | None = None  # where the findings land, in order
 
@@ -113,6 +117,8 @@ class Report:
     # kept only if it is the rule's first ``once`` report of ``node`` in source order; a
     # key other than True/False: the first report with that key (see Rule.report)
     once: Hashable = False
+    # what ``message`` was rendered from; None: the rule's own ``message``
+    finding: Finding | None = None
 
 
 class Rule:
@@ -149,13 +155,14 @@ class Rule:
     def report(
         self,
         node: cst.CSTNode,
-        message: str | None = None,
+        finding: Finding | None = None,
         *,
         fix: FixSpec | None = None,
         severity: Severity | None = None,
         once: Hashable = False,
     ) -> None:
-        """``once``: keep only the first such report of ``node`` (in source order) -- a site
+        """Report ``finding`` at ``node`` (None: the rule's ``message``, for a rule whose
+        finding has no variable part). ``once``: keep only the first such report of ``node`` (in source order) -- a site
         reached from several places, say a call site two layers are sized at. Any other
         hashable than True/False is a key: keep only the rule's first report with that key
         (one pad inside a helper, reported at the first of the helper's call sites); make it
@@ -164,11 +171,11 @@ class Rule:
         walking one statement does not depend on what it saw in the others."""
         if self.ctx.roles.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
-        message = message or self.message
+        message = finding.message() if finding is not None else self.message
         by_name = self._by_name_note(node)
         if by_name:
             message = f"{message} ({by_name})"
-        self.reports.append(Report(type(self), node, message, severity or self.severity, fix, once))
+        self.reports.append(Report(type(self), node, message, severity or self.severity, fix, once, finding))
 
     def _by_name_note(self, node: cst.CSTNode) -> str | None:
         """Say so when the API in a finding was recognised by its spelling only."""

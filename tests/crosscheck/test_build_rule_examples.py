@@ -15,6 +15,7 @@ from kerasfit.crosscheck.api import BuildOptions, build_report
 from kerasfit.crosscheck.verdicts import cross_check
 from kerasfit.project.buildstage import evidence
 from kerasfit.engine.registry import all_rules
+from kerasfit.engine.testing import check_finding
 from kerasfit.ruleapi.rule import Valid
 
 pytestmark = pytest.mark.build
@@ -46,6 +47,5 @@ def test_build_rule_example(rule, example, tmp_path: Path):
         assert not found, [d.message for d in found]
     else:
         assert len(found) == example.count, [d.message for d in found]
-        if example.message_contains:
-            assert any(example.message_contains in d.message for d in found), [d.message for d in found]
+        check_finding(rule, example, found)
         assert all(d.name == rule.name for d in found)

@@ -107,7 +107,7 @@ def test_kf102_confirmed_with_padded_shape_and_refuted_when_aligned(model_file):
     # dim, docs/facts.md#1–3 and the padding rule's bound of #2) included.
     assert conv30.build["shape"] == [16, 32, 32, 30] and conv30.build["padded_shape"] == [16, 32, 32, 128]
     static = diag("KF102", "channel-multiple", model_file, 9)
-    static.message = "`Conv2D`: 30 filters pad to 32 or 128 on tpu-v5e"
+    static.finding, static.fields = "OffMultiple", {"width": 30, "padded_to": (32, 128)}
     (claim128,) = [d for d in cross_check([static], report, str(model_file)) if d.code == "KF102"]
     assert claim128.build["status"] == "confirmed" and claim128.build["pass"] == "forward"
     assert (claim128.build["shape"], claim128.build["padded_shape"]) == ([16, 32, 32, 30], [16, 32, 32, 128])
@@ -130,7 +130,8 @@ def test_kf203_and_kf302_follow_the_per_core_batch(model_file):
     assert not [d for d in out if d.code == "KF302"]
     without = cross_check([], report, str(model_file))
     (kf302,) = [d for d in without if d.code == "KF302"]
-    assert "per-core batch 16 (global 128 / 8 cores)" in kf302.message
+    assert kf302.finding == "TinyPerCoreBatch"
+    assert (kf302.fields["per_core_batch"], kf302.fields["global_batch"], kf302.fields["cores"]) == (16, 128, 8)
 
 
 def test_kf301_only_where_no_static_finding(model_file):
@@ -210,7 +211,7 @@ def test_time_is_a_roofline_of_the_padded_op(model_file):
 def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     report = make_report(raw_build(model_file))  # per-core batch 16: features pad to 128
     d = diag("KF102", "channel-multiple", model_file, 13)  # Dense(100)
-    d.message = "`Dense`: 100 units pad to 112 on tpu-v5e"
+    d.finding, d.fields = "OffMultiple", {"width": 100, "padded_to": (112,)}
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "corrected"
     assert out.build["detail"].endswith("not 112")
@@ -218,16 +219,16 @@ def test_kf102_is_corrected_when_no_op_pads_to_the_claimed_size(model_file):
     # gradient (features pad to 128 at batch 16), 104 in the weight update (to 8) —
     # never a 104 "confirming" a 128.
     for claim, passes in ((128, ("forward", "input-gradient")), (104, ("kernel-gradient",))):
-        d.message, d.build = f"`Dense`: 100 units pad to {claim} on tpu-v5e", None
+        d.fields, d.build = {"width": 100, "padded_to": (claim,)}, None
         (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
         assert out.build["status"] == "confirmed"
         assert out.build["out_features"] == [100, claim] and out.build["pass"] in passes
-    # KF102's own message names both sizes: either confirms it
-    d.message, d.build = "`Dense`: 100 units pad to 104 or 128 on tpu-v5e", None
+    # KF102's own finding names both sizes: either confirms it
+    d.fields, d.build = {"width": 100, "padded_to": (104, 128)}, None
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert out.build["status"] == "confirmed"
     # a correction is the model applied to the built shapes, never called "measured"
-    d.message, d.build = "`Dense`: 100 units pad to 112 on tpu-v5e", None
+    d.fields, d.build = {"width": 100, "padded_to": (112,)}, None
     (out,) = [x for x in cross_check([d], report, str(model_file)) if x.code == "KF102"]
     assert "measured" not in out.build["detail"] and out.build["detail"].startswith("modelled")
 
@@ -638,8 +639,9 @@ def test_kf301_names_the_ops_own_share_of_step_flops(model_file):
         op["source"]["line"] = op["source"]["end_line"] = 9
     report = make_report(raw)
     (kf301,) = [d for d in cross_check([], report, str(model_file)) if d.code == "KF301"]
-    named = kf301.message.split(" (", 1)[0], kf301.message.split("(", 1)[1].split(")", 1)[0]
-    shares = {f"{op.share:.1%}" for op in report.ops if (op.layer, op.pass_) == named}
-    said = kf301.message.rsplit(", ", 1)[1].split(" of step FLOPs")[0]
-    assert said in shares and said != "100.0%", (kf301.message, shares)
+    named = kf301.fields["layer"], kf301.fields["pass"]
+    shares = {op.share for op in report.ops if (op.layer, op.pass_) == named}
+    said = kf301.fields["share"]
+    assert said in shares and said != 1.0, (kf301.fields, shares)
+    assert f"{said:.1%} of step FLOPs" in kf301.message  # the message renders the field
     assert sum(op.share for op in report.ops) == pytest.approx(1.0)

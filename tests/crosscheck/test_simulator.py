@@ -362,8 +362,7 @@ def test_kf102_and_the_simulator_read_one_padding_rule(target, width):
     source = f"import keras\n{policy}x = keras.layers.Dense({width}, name='hidden')(x)\n"
     (d,) = [d for d in check_source(source, "m.py", CheckOptions(isolated=True, target=target)).diagnostics
             if d.code == "KF102"]
-    said = f"pad to {low} or {high} on {target}" if low != high else f"pad to {high} on {target}"
-    assert said in d.message, d.message
+    assert (d.fields["padded_to"], d.fields["target"]) == ((low, high), target), d.fields
 
 
 @pytest.mark.parametrize("target", sorted(t for t in TARGETS if TARGETS[t].family == "gpu"))
@@ -387,7 +386,8 @@ def test_kf102_quotes_the_gpu_model_the_report_times_ops_with(target, width, pol
     (d,) = found
     rounded, speedup = gpumodel.width_speedup(t, width, dtype, conv=True)
     assert rounded == -(-width // multiple) * multiple
-    assert f"multiple of {multiple} in {dtype} on {target}: ≈{speedup:.1f}× the time per convolution of {rounded}" in d.message
+    assert (d.fields["multiple"], d.fields["dtype"], d.fields["target"], d.fields["rounded"]) == (multiple, dtype, target, rounded)
+    assert d.fields["slowdown"] == speedup and d.fields["conv"]
     # the same figure from the simulator: one 3x3 conv of width -> width over 2^20 rows
     hlo_dtype = "f32" if dtype == "float32" else "bf16"
 
