@@ -289,7 +289,7 @@ def test_a_dangling_gitignore_symlink_in_the_cache_is_not_created(project, tmp_p
     # a directory kerasfit did not create gets no .gitignore: the link is not even looked at
     assert "warning" not in r.stderr, r
     assert not target.exists() and (cache / ".gitignore").is_symlink()
-    assert (cache / "results-v2.json").is_file()
+    assert (cache / "results-v3.json").is_file()
 
 
 def test_a_cache_directory_kerasfit_creates_gets_a_gitignore(project):
@@ -308,7 +308,7 @@ def test_cache_dir_in_a_source_directory_writes_no_gitignore_there(project, wher
     r = run("check", "model.py", cwd=project)
     assert r.returncode == 1 and len(finding_lines(r.stdout)) == 2, r
     assert not (project / where / ".gitignore").exists()
-    assert (project / where / "results-v2.json").is_file()  # the cache itself is kept there
+    assert (project / where / "results-v3.json").is_file()  # the cache itself is kept there
 
 
 def test_cache_writes_use_unpredictable_exclusive_temporaries(project, tmp_path_factory):

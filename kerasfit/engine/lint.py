@@ -152,47 +152,7 @@ def lint_module(
         assert reuse is not None  # a plan comes from it
         reuse.forget()  # what kept findings rest on changed: check the whole file
     reports = _first_once([rep for r in rules for rep in r.reports])
-    diags: list[Diagnostic] = []
-    if reports:
-        wanted: list[cst.CSTNode] = []
-        for rep in reports:
-            wanted.append(rep.node)
-            if rep.fix is not None:
-                wanted.extend(_nodes_of(rep.fix))
-        index = ctx.scopes.built_index  # parent links, when a rule already needed the file index
-        parent: Mapping[int, cst.CSTNode] | None = None
-        if index is not None:
-            # a name the index walk skips (``ds.batch``'s ``batch``) gets its host, so its
-            # statement alone is generated, not the whole module
-            hosts = index.hosts(wanted)
-            parent = ChainMap(hosts, index.parent) if hosts else index.parent
-        pos = Positions(module, source, wanted, tree, parent, cache.units if cache is not None else None)
-        sup = Suppressions.scan(source)
-        indents = Indents(module)
-        seen: set[tuple[str, int, int, str]] = set()
-        for rep in reports:
-            try:
-                start, end = pos.span(rep.node)
-            except KeyError:
-                continue
-            row, col = pos.row_col(start)
-            end_row, end_col = pos.row_col(end)
-            code = rep.rule.code
-            key = (code, start, end, rep.message)
-            if key in seen:
-                continue
-            seen.add(key)
-            if sup.suppressed(code, {row, end_row}):
-                continue
-            fix = to_fix(rep.fix, pos, module, indents) if rep.fix is not None and code not in settings.unfixable else None
-            diags.append(
-                Diagnostic(
-                    code, rep.rule.name, rep.message, rep.severity, filename,
-                    row, col, end_row, end_col, fix, start, end,
-                    finding=rep.finding.kind() if rep.finding is not None else None,
-                    fields=rep.finding.fields() if rep.finding is not None else {},
-                )
-            )
+    diags = _diagnostics(reports, module, source, filename, settings, tree, cache, ctx) if reports else []
     for rule, exc in crashes:
         diags.append(
             Diagnostic(
@@ -202,6 +162,53 @@ def lint_module(
             )
         )
     diags.sort(key=Diagnostic.sort_key)
+    return diags
+
+
+def _diagnostics(reports: list[Report], module: cst.Module, source: str, filename: str, settings: LintSettings,
+                 tree: ast.Module | None, cache: ParseCache | None, ctx: SemanticModel) -> list[Diagnostic]:
+    """The rules' reports as findings: each at its node's span, once, unless suppressed,
+    with its fix (unless the rule's fixes are turned off)."""
+    diags: list[Diagnostic] = []
+    wanted: list[cst.CSTNode] = []
+    for rep in reports:
+        wanted.append(rep.node)
+        if rep.fix is not None:
+            wanted.extend(_nodes_of(rep.fix))
+    index = ctx.scopes.built_index  # parent links, when a rule already needed the file index
+    parent: Mapping[int, cst.CSTNode] | None = None
+    if index is not None:
+        # a name the index walk skips (``ds.batch``'s ``batch``) gets its host, so its
+        # statement alone is generated, not the whole module
+        hosts = index.hosts(wanted)
+        parent = ChainMap(hosts, index.parent) if hosts else index.parent
+    pos = Positions(module, source, wanted, tree, parent, cache.units if cache is not None else None)
+    sup = Suppressions.scan(source)
+    indents = Indents(module)
+    seen: set[tuple[str, int, int, str]] = set()
+    for rep in reports:
+        try:
+            start, end = pos.span(rep.node)
+        except KeyError:
+            continue
+        row, col = pos.row_col(start)
+        end_row, end_col = pos.row_col(end)
+        code = rep.rule.code
+        key = (code, start, end, rep.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        if sup.suppressed(code, {row, end_row}):
+            continue
+        fix = to_fix(rep.fix, pos, module, indents) if rep.fix is not None and code not in settings.unfixable else None
+        diags.append(
+            Diagnostic(
+                code, rep.rule.name, rep.message, rep.severity, filename,
+                row, col, end_row, end_col, fix, start, end,
+                finding=rep.finding.kind() if rep.finding is not None else None,
+                fields=rep.finding.fields() if rep.finding is not None else {},
+            )
+        )
     return diags
 
 

@@ -203,32 +203,33 @@ def _region(row: int, col: int, end_row: int, end_col: int) -> dict[str, int]:
     return {"startLine": max(row, 1), "startColumn": col + 1, "endLine": max(end_row, 1), "endColumn": end_col + 1}
 
 
+def _sarif_rule(code: str, r: Any, diags: Sequence[Diagnostic], links: Links) -> dict[str, Any]:
+    """SARIF's description of one rule (``r``: its class; None for a code no rule owns:
+    KF001, KF002, the cross-check's findings)."""
+    name = r.name if r is not None else next(d.name for d in diags if d.code == code)
+    summary = r.message if r is not None else name
+    doc = r.documentation() if r is not None else summary
+    level = _SARIF_LEVEL[r.severity] if r is not None else "error"
+    page = links.rule(code)
+    if page is not None:
+        doc = f"{doc}\n\nRule page: {page}"
+    return {
+        "id": code,
+        "name": name,
+        "shortDescription": {"text": summary},
+        "fullDescription": {"text": doc.split("\n\n")[1] if doc.count("\n\n") else doc},
+        "help": {"text": doc, "markdown": doc},
+        "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
+        "properties": {"targets": sorted(getattr(r, "targets", ()))},
+        **({"helpUri": page} if page is not None else {}),
+    }
+
+
 def sarif(files: Sequence[FileResult], rules: dict[str, Any], links: Links = _INSTALLED) -> str:
     diags = [d for f in files for d in f.diagnostics]
     used = sorted({d.code for d in diags} | set(rules))
     index = {code: i for i, code in enumerate(used)}
-    rule_objs = []
-    for code in used:
-        r = rules.get(code)
-        name = r.name if r is not None else next(d.name for d in diags if d.code == code)
-        summary = r.message if r is not None else name
-        doc = r.documentation() if r is not None else summary
-        level = _SARIF_LEVEL[r.severity] if r is not None else "error"
-        page = links.rule(code)
-        if page is not None:
-            doc = f"{doc}\n\nRule page: {page}"
-        rule_objs.append(
-            {
-                "id": code,
-                "name": name,
-                "shortDescription": {"text": summary},
-                "fullDescription": {"text": doc.split("\n\n")[1] if doc.count("\n\n") else doc},
-                "help": {"text": doc, "markdown": doc},
-                "defaultConfiguration": {"level": level, "enabled": bool(getattr(r, "default_enabled", True))},
-                "properties": {"targets": sorted(getattr(r, "targets", ()))},
-                **({"helpUri": page} if page is not None else {}),
-            }
-        )
+    rule_objs = [_sarif_rule(code, rules.get(code), diags, links) for code in used]
     results = []
     for d in diags:
         # a URI reference (RFC 3986) of the name's bytes: '%', spaces, controls, ':' and
