@@ -101,10 +101,17 @@ def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, dep
         return None
 
 
-def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
+# How many callers deep ``off_by_default`` follows a function reached only from off branches.
+_CALLERS_DEPTH = 3
+
+
+def off_by_default(ctx: Values, node: cst.CSTNode, _depth: int = 0) -> cst.BaseExpression | None:
     """The ``if`` test that keeps ``node`` from running when every parameter has its
-    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
-    else None. Tests that do not fold are assumed to run either way."""
+    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``,
+    ``if keras.backend.backend() == "torch":``), else None. Tests that do not fold are
+    assumed to run either way. A function every same-file call of which sits under such a
+    test (``roi_align_torch`` called only in the torch branch) is off as a whole: the
+    first caller's test is returned."""
     child = node
     parent = ctx.scopes.parent(child)
     while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
@@ -115,7 +122,13 @@ def off_by_default(ctx: Values, node: cst.CSTNode) -> cst.BaseExpression | None:
                 if bool(taken) != in_body:
                     return parent.test
         child, parent = parent, ctx.scopes.parent(parent)
-    return None
+    if not isinstance(parent, cst.FunctionDef) or _depth >= _CALLERS_DEPTH:
+        return None
+    sites = ctx.call_sites(parent)
+    if not sites.complete or not sites.calls:
+        return None
+    tests = [off_by_default(ctx, call, _depth + 1) for call, _scopes in sites.calls]
+    return tests[0] if all(t is not None for t in tests) else None
 
 
 def _backend_values(ctx: Values, node: cst.BaseExpression) -> tuple[str, ...]:
