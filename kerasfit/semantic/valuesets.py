@@ -13,7 +13,7 @@ import libcst as cst
 
 from ..core.symbols import BACKEND_CALLS, XLA_BACKENDS
 from .folding import BINARY, COMPARE, MAX_VALUES, UNARY, VALUES_DEPTH
-from .nodes import UNKNOWN
+from .nodes import UNKNOWN, walk
 
 if TYPE_CHECKING:
     from .values import Values
@@ -105,13 +105,14 @@ def _arithmetic(ctx: Values, node: cst.BinaryOperation | cst.UnaryOperation, dep
 _CALLERS_DEPTH = 3
 
 
-def off_by_default(ctx: Values, node: cst.CSTNode, _depth: int = 0) -> cst.BaseExpression | None:
+def off_by_default(ctx: Values, node: cst.CSTNode, _depth: int = 0, _backend: bool = False) -> cst.BaseExpression | None:
     """The ``if`` test that keeps ``node`` from running when every parameter has its
     default (``if data_format == "channels_first":`` with ``data_format="channels_last"``,
     ``if keras.backend.backend() == "torch":``), else None. Tests that do not fold are
-    assumed to run either way. A function every same-file call of which sits under such a
-    test (``roi_align_torch`` called only in the torch branch) is off as a whole: the
-    first caller's test is returned."""
+    assumed to run either way. A function every same-file call of which sits under a
+    backend test XLA never takes (``roi_align_torch`` called only in the torch branch) is
+    off as a whole: the first caller's test is returned. (Only backend tests: a helper
+    called under ``if cache is not None:`` still runs whenever a caller passes a cache.)"""
     child = node
     parent = ctx.scopes.parent(child)
     while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
@@ -119,7 +120,7 @@ def off_by_default(ctx: Values, node: cst.CSTNode, _depth: int = 0) -> cst.BaseE
             taken = _fold_test(ctx, parent.test)
             if taken is not UNKNOWN and not isinstance(taken, (list, tuple, dict)):
                 in_body = child is parent.body
-                if bool(taken) != in_body:
+                if bool(taken) != in_body and (not _backend or _tests_backend(ctx, parent.test)):
                     return parent.test
         child, parent = parent, ctx.scopes.parent(parent)
     if not isinstance(parent, cst.FunctionDef) or _depth >= _CALLERS_DEPTH:
@@ -127,7 +128,7 @@ def off_by_default(ctx: Values, node: cst.CSTNode, _depth: int = 0) -> cst.BaseE
     sites = ctx.call_sites(parent)
     if not sites.complete or not sites.calls:
         return None
-    tests = [off_by_default(ctx, call, _depth + 1) for call, _scopes in sites.calls]
+    tests = [off_by_default(ctx, call, _depth + 1, True) for call, _scopes in sites.calls]
     return tests[0] if all(t is not None for t in tests) else None
 
 
@@ -137,6 +138,11 @@ def _backend_values(ctx: Values, node: cst.BaseExpression) -> tuple[str, ...]:
     if isinstance(node, cst.Call) and not node.args and ctx.names.call_name_anywhere(node) in BACKEND_CALLS:
         return XLA_BACKENDS
     return ()
+
+
+def _tests_backend(ctx: Values, test: cst.BaseExpression) -> bool:
+    """``test`` reads ``keras.config.backend()``."""
+    return any(isinstance(n, cst.Call) and _backend_values(ctx, n) for n in walk(test))
 
 
 _FORMATS = ("channels_last", "channels_first")
