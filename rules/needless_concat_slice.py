@@ -160,7 +160,8 @@ class NeedlessConcatSlice(Rule):
     (coordinates: `reshape(x, (-1, 4))`, `a, b, c, d = unstack(boxes, axis=-1)`, every
     column restacked with `stack(..., axis=-1)`), or that the code reads as coordinates —
     a function reads the tensor's last axis only at two or more constant columns and
-    closed ranges below 8 (no open `[..., 5:]`, no `[..., -1]`) and no arithmetic
+    closed ranges below 8 (no open `[..., 5:]`, no `[..., -1]`, not a reshape whose
+    width does not fold, like `num_classes + 5`) and no arithmetic
     combines those columns with each other or with another few-column tensor's
     (`x_ids = pos[..., 0]; y_ids = pos[..., 1]`, each to its own rotation; `label[:, :,
     :4], label[:, :, 4]` handed back apart); when arithmetic does combine them (`boxes[...,
@@ -1069,6 +1070,9 @@ class NeedlessConcatSlice(Rule):
         fn = self.ctx.scopes.enclosing_callable(node)
         if fn is None:
             return False
+        src = value_of(self.ctx, node.value)
+        if isinstance(src, cst.Call) and (self.ctx.names.call_name(src) or "").endswith(".reshape"):
+            return False  # the reshape spells the width (`num_classes + 5`): what it says stands
         base = self.ctx.module.code_for_node(node.value)
         cuts: set[tuple[int, int]] = set()
         for n in walk(fn):
@@ -1159,8 +1163,9 @@ class NeedlessConcatSlice(Rule):
                 operands = [a.value for a in n.args]
             else:
                 continue
-            found = [cols(o) for o in operands]
-            if sum(1 for f in found if f) >= 2 and len(joined := set().union(*found)) >= 2:
+            reads = [cols(o) for o in operands]
+            joined: set[tuple[str, tuple[int, int]]] = set().union(*reads)
+            if sum(1 for r in reads if r) >= 2 and len(joined) >= 2:
                 met.update(cut for b, cut in joined if b == base)
         return met
 
