@@ -111,16 +111,6 @@ class _Width(Finding):
 
 
 @dataclass(frozen=True)
-class NarrowInternalLayer(_Width):
-    layer: str  # "Dense"
-    unit: str  # "units", "filters" (singular for a width of 1)
-    role: str  # what the layer is: "an attention score"
-
-    template = ("`{layer}` is {role}, an internal layer, not an output head: {width} {unit} {says}; "
-                "its width is what it computes, so not fixed")
-
-
-@dataclass(frozen=True)
 class OutputHead(_Width):
     layer: str
     unit: str
@@ -235,10 +225,11 @@ class ChannelMultiple(Rule):
     layers with `activation='softmax'`/`'sigmoid'` or whose result goes straight into
     a softmax/sigmoid, a cross-entropy or `depth_to_space`, results stored as
     `logits`/`outputs`/`predictions`, and 1–4 wide outputs (image channels,
-    regression targets). A 1–4 wide layer whose output multiplies another tensor is
-    named for what it is instead — a gate (a squeeze-excitation or spatial-attention
-    `Conv2D(1, …)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
-    a sum) — an internal layer, also info and never fixed. A width that comes from a
+    regression targets). A 1–4 wide layer whose output multiplies another tensor — a
+    gate (a squeeze-excitation or spatial-attention `Conv2D(1, …)`, an MoE shared
+    expert's `Dense(1)`) or an attention-pooling score (a `Dense(1)` whose softmax weights
+    a sum) — is not reported: its width is what it computes, and no other width would
+    do. A width that comes from a
     function parameter is reported with the value each same-file call site passes: at the
     call site when it passes a literal to a function that builds this one layer (a conv
     wrapper, where the fix goes), else at the layer; there a 1–4 wide width whose output
@@ -355,28 +346,38 @@ class ChannelMultiple(Rule):
             target="gpu",
         ),
         "import tensorflow.compat.v1 as tf\nw = tf.get_variable('w', [3, 3, 3, 64])\ny = tf.nn.conv2d(x, w, [1, 1, 1, 1], 'SAME')\n",
+        # 1-wide internal layers whose output weighs another tensor: a gate (a shared expert's
+        # in an MoE, a spatial gate) or an attention-pooling score — the width is what it
+        # computes, nothing to change
+        """
+        import keras
+        from keras import ops
+
+        class SharedExpert(keras.layers.Layer):
+            def __init__(self, dim):
+                super().__init__()
+                self.dense = keras.layers.Dense(dim)
+                self.gate = keras.layers.Dense(1, use_bias=False)
+
+            def call(self, x):
+                out = self.dense(x)
+                out *= ops.sigmoid(self.gate(x))
+                return out
+        """,
+        "from keras import layers\n\n"
+        "def spatial_gate(x):\n"
+        "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
+        "    return x * g\n",
+        "from keras import layers, ops\n\n"
+        "class AttentionPooling(layers.Layer):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.score = layers.Dense(1)\n\n"
+        "    def call(self, h):\n"
+        "        w = ops.softmax(self.score(h), axis=1)\n"
+        "        return ops.sum(h * w, axis=1)\n",
     )
     INVALID = (
-        # a 1-wide gate that scales another tensor in place (a shared expert's gate in an MoE)
-        Invalid(
-            """
-            import keras
-            from keras import ops
-
-            class SharedExpert(keras.layers.Layer):
-                def __init__(self, dim):
-                    super().__init__()
-                    self.dense = keras.layers.Dense(dim)
-                    self.gate = keras.layers.Dense(1, use_bias=False)
-
-                def call(self, x):
-                    out = self.dense(x)
-                    out *= ops.sigmoid(self.gate(x))
-                    return out
-            """,
-            fields={"role": "a gate (squeeze-excitation style: its output multiplies another tensor)"},
-            at=Range(8, 39, 8, 40),
-        ),
         # a width passed by name through two functions: reported at the layer; 4 wide, but its
         # output feeds another conv, so a narrow internal layer, not an output head
         Invalid(
@@ -544,27 +545,6 @@ class ChannelMultiple(Rule):
             at=Range(3, 23, 3, 34),
         ),
         Invalid("import keras\nx = keras.layers.Dense(12, activation='sigmoid')(x)\n", fields={"head": "softmax/sigmoid activation", "width": 12}, at=Range(2, 23, 2, 25)),
-        # 1-wide internal layers say what they are
-        Invalid(
-            "from keras import layers\n\n"
-            "def spatial_gate(x):\n"
-            "    g = layers.Conv2D(1, 7, padding='same', activation='sigmoid')(x)\n"
-            "    return x * g\n",
-            fields={"role": "a gate (squeeze-excitation style: its output multiplies another tensor)"},
-            at=Range(4, 22, 4, 23),
-        ),
-        Invalid(
-            "from keras import layers, ops\n\n"
-            "class AttentionPooling(layers.Layer):\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.score = layers.Dense(1)\n\n"
-            "    def call(self, h):\n"
-            "        w = ops.softmax(self.score(h), axis=1)\n"
-            "        return ops.sum(h * w, axis=1)\n",
-            fields={"role": "an attention-pooling score (softmax weights over positions)"},
-            at=Range(6, 34, 6, 35),
-        ),
         Invalid(
             """
             import keras
@@ -695,10 +675,8 @@ class ChannelMultiple(Rule):
         fate = self._fate(v, call, name in CONV_LAYERS)
         if v == 1:
             unit = unit[:-1]
-        inner = _weighing_layer(self.ctx, call) if v <= 4 else None
-        if inner is not None:
-            self.report(expr, NarrowInternalLayer(short, unit, inner, **fate), severity=Severity.INFO)
-            return
+        if v <= 4 and _weighing_layer(self.ctx, call) is not None:
+            return  # a gate or pooling score: its width is what it computes, nothing to change
         head = self._head_reason(call, expr, v)
         if head is not None:
             self.report(expr, OutputHead(short, unit, head, **fate), severity=Severity.INFO)

@@ -81,6 +81,37 @@ def _shift(cut: cst.BaseSlice, const: Callable[[cst.BaseExpression], object]) ->
     return bound if bound < 0 else None
 
 
+def _small_columns(cut: cst.BaseSlice, const: Callable[[cst.BaseExpression], object]) -> tuple[int, int] | None:
+    """The columns ``[start, stop)`` a constant index or closed unit-step range below
+    ``_SMALL_AXIS`` takes (``0`` -> (0, 1), ``2:4`` -> (2, 4)); else None."""
+    def small(e: cst.BaseExpression | None, default: int | None) -> int | None:
+        v = const(e) if e is not None else default
+        return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= _SMALL_AXIS else None
+
+    if isinstance(cut, cst.Index):
+        k = small(cut.value, None)
+        return (k, k + 1) if k is not None and k < _SMALL_AXIS else None
+    if not isinstance(cut, cst.Slice) or cut.step is not None and const(cut.step) != 1:
+        return None
+    lower, upper = small(cut.lower, 0), small(cut.upper, None)
+    return (lower, upper) if lower is not None and upper is not None and lower < upper else None
+
+
+def _reads_last_axis(node: cst.Subscript) -> bool:
+    """``x[..., k]``, ``x[:, :, k]``: a subscript spelled as a cut of the last axis."""
+    els = [e for e in node.slice if not _adds_axis(e)]
+    if len(els) < 2:
+        return False
+    lead = els[:-1]
+    return any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in lead) or all(
+        _is_full_slice(e) for e in lead)
+
+
+def _joins(name: str | None) -> bool:
+    """A concat or stack: lays its parts side by side, computes nothing with them."""
+    return name is not None and (name in CONCAT_CALLS or name.endswith((".stack", ".concatenate", ".Concatenate")))
+
+
 def _adds_axis(el: cst.SubscriptElement) -> bool:
     s = el.slice
     if not isinstance(s, cst.Index):
@@ -173,7 +204,16 @@ class NeedlessConcatSlice(Rule):
     an axis of unknown width (`y_true[:, :, :-1]`, a target with a state column) is
     reported: it lies on a boundary only for one width in 128; a last axis of at most 8 that the code spells
     (coordinates: `reshape(x, (-1, 4))`, `a, b, c, d = unstack(boxes, axis=-1)`, every
-    column restacked with `stack(..., axis=-1)`); a slice whose values are never read
+    column restacked with `stack(..., axis=-1)`), or that the code reads as coordinates —
+    a function reads the tensor's last axis only at two or more constant columns and
+    closed ranges below 8 (no open `[..., 5:]`, no `[..., -1]`, not a reshape whose
+    width does not fold, like `num_classes + 5`) and no arithmetic
+    combines those columns with each other or with another few-column tensor's
+    (`x_ids = pos[..., 0]; y_ids = pos[..., 1]`, each to its own rotation; `label[:, :,
+    :4], label[:, :, 4]` handed back apart); when arithmetic does combine them (`boxes[...,
+    2] - boxes[..., 0]`), whole-tensor work replaces the cuts and they are reported; a
+    one-column slice in arithmetic with its own tensor (`x / x[:, :, -1:]`: the column is
+    broadcast inside the fused op); a slice whose values are never read
     (`ops.ones_like(x[..., 0])`); neighbours along the axis compared or differenced
     (`m[..., 1:] > m[..., :-1]`: any spelling shifts the lanes, there is nothing to choose);
     `x[:, k]`, which could be any axis of a 3-D tensor.
@@ -463,8 +503,69 @@ class NeedlessConcatSlice(Rule):
         """,
         # rows, not columns: tf.slice of the leading axis
         "import tensorflow as tf\n\ndef head(rois):\n    return tf.slice(rois, [2, 0], [3, -1])\n",
+        # a coordinate axis: read only at a few constant columns, each going its own way
+        # (a rotation per position axis, joined by a concat)
+        """
+        import keras
+        from keras import ops
+
+        class Rope2D(keras.layers.Layer):
+            def call(self, x, position_ids):
+                x_ids = position_ids[..., 0]
+                y_ids = position_ids[..., 1]
+                return ops.concatenate([self.rope(x, x_ids), self.rope(x, y_ids)], axis=-1)
+        """,
+        # box targets and class ids handed back apart: a few columns, nothing combined
+        """
+        import keras
+        from keras import ops
+
+        class LabelEncoder(keras.layers.Layer):
+            def call(self, boxes, classes):
+                label = ops.concatenate([boxes, ops.expand_dims(classes, -1)], axis=-1)
+                label = ops.where(ops.isnan(label), -1.0, label)
+                return label[:, :, :4], label[:, :, 4]
+        """,
+        # normalized by its own last column: the column is broadcast inside the divide
+        """
+        import keras
+        from keras import ops
+
+        class SinePosition(keras.layers.Layer):
+            def call(self, mask):
+                x_embed = ops.cumsum(mask, axis=2)
+                return ops.divide(x_embed, ops.add(x_embed[:, :, -1:], 1e-6))
+        """,
     )
     INVALID = (
+        # the same few columns combined with each other: the whole-tensor form
+        # (`boxes[..., 2:] - boxes[..., :2]`) replaces the cuts
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class Decode(keras.layers.Layer):
+                def call(self, boxes):
+                    w = boxes[..., 2] - boxes[..., 0]
+                    h = boxes[..., 3] - boxes[..., 1]
+                    return ops.stack([w, h], axis=-1)
+            """,
+            finding="LaneCut",
+            at=(Range(6, 12, 6, 25), Range(6, 28, 6, 41), Range(7, 12, 7, 25), Range(7, 28, 7, 41)),
+        ),
+        # a detector head: the few box columns sit before an open range of class scores
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            class Head(keras.layers.Layer):
+                def call(self, y):
+                    return ops.sigmoid(y[..., :2]), y[..., 2:4], ops.softmax(y[..., 5:])
+            """,
+            at=(Range(6, 27, 6, 37), Range(6, 40, 6, 51), Range(6, 65, 6, 75)),
+        ),
         # a detector's target keeps one state column after the classes: the cut falls 1 lane
         # before the end of an axis of unknown width, off a 128-lane boundary unless the
         # width is one more than a multiple of 128
@@ -986,10 +1087,123 @@ class NeedlessConcatSlice(Rule):
             if len(els) < 3 or not all(_is_full_slice(e) for e in lead) or shape.rank not in (None, len(els)):
                 return
         why = self._cut_cost(last.slice, shape)
-        if why is None or self._restacked(node, above) or self._neighbours(node, above) or not self._tensorish(node.value, node):
+        if why is None or self._restacked(node, above) or self._neighbours(node, above) or self._coordinate_axis(node):
+            return
+        if self._own_column(node, above):
+            return
+        if not self._tensorish(node.value, node):
             return
         spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
         self.report(node, LaneCut(spelled, why), severity=Severity.INFO)
+
+    def _coordinate_axis(self, node: cst.Subscript) -> bool:
+        """``x = pos[..., 0]; y = pos[..., 1]``, ``label[:, :, :4], label[:, :, 4]``: where
+        the function reads the tensor's last axis, it reads it only at constant columns and
+        closed ranges, all below 8, and at two or more of them. The code then treats that
+        axis as a few coordinates per row (points, boxes), not a feature dim to tile: no open
+        range (``[..., 5:]``, a detector head's class scores), no column counted from an
+        unknown end (``[..., -1]``), no index the code does not fold."""
+        fn = self.ctx.scopes.enclosing_callable(node)
+        if fn is None:
+            return False
+        src = value_of(self.ctx, node.value)
+        if isinstance(src, cst.Call) and (self.ctx.names.call_name(src) or "").endswith(".reshape"):
+            return False  # the reshape spells the width (`num_classes + 5`): what it says stands
+        base = self.ctx.module.code_for_node(node.value)
+        cuts: set[tuple[int, int]] = set()
+        for n in walk(fn):
+            if not isinstance(n, cst.Subscript) or self.ctx.module.code_for_node(n.value) != base:
+                continue
+            last = n.slice[-1]
+            if not _reads_last_axis(n) or _is_full_slice(last) or isinstance(last.slice, cst.Index) and isinstance(
+                    last.slice.value, cst.Ellipsis) or not isinstance(last.slice, (cst.Index, cst.Slice)):
+                continue  # not (spelled as) a cut of the last axis
+            cut = _small_columns(last.slice, self.ctx.values.const)
+            if cut is None:
+                return False
+            cuts.add(cut)
+        mine = _small_columns(node.slice[-1].slice, self.ctx.values.const)
+        return len(cuts) >= 2 and mine not in self._columns_met(fn, base)
+
+    def _own_column(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
+        """``x / (x[:, :, -1:] + eps)``: one column kept as an axis, in arithmetic with the
+        whole tensor it was cut from (normalized by its last column). The column is
+        broadcast back over the lanes inside the fused elementwise op: no copy to avoid."""
+        cut = node.slice[-1].slice
+        if not isinstance(cut, cst.Slice) or cut.step is not None:
+            return False
+        const = self.ctx.values.const
+        lower = const(cut.lower) if cut.lower is not None else 0
+        upper = const(cut.upper) if cut.upper is not None else None
+        one = lower == -1 and upper is None or (isinstance(lower, int) and isinstance(upper, int) and upper - lower == 1 and lower >= 0)
+        if not one:
+            return False
+        base = self.ctx.module.code_for_node(node.value)
+        for anc in reversed(above):
+            if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
+                return False
+            if isinstance(anc, cst.BinaryOperation):
+                operands: list[cst.BaseExpression] = [anc.left, anc.right]
+            elif isinstance(anc, cst.Call) and not _joins(self.ctx.names.call_name(anc)):
+                operands = [a.value for a in anc.args]
+            else:
+                continue
+            if any(self.ctx.module.code_for_node(o) == base for o in operands):
+                return True
+        return False
+
+    def _columns_met(self, fn: cst.FunctionDef | cst.Lambda, base: str) -> set[tuple[int, int]]:
+        """The columns of ``base`` that arithmetic in ``fn`` combines with another column —
+        of ``base`` or of another few-column tensor — directly or through the names they
+        are assigned to (``w = b[..., 2] - b[..., 0]``, ``area = wh[..., 0] * wh[..., 1]``,
+        ``b[..., 0] + d[..., 0] * w``): work on whole tensors (``b[..., 2:] - b[..., :2]``)
+        can replace those cuts. Columns that each go their own way (a lookup per
+        coordinate, an embedding per box side joined by a concat) have no whole-tensor
+        form to offer."""
+        code = self.ctx.module.code_for_node
+        const = self.ctx.values.const
+        origins: dict[str, set[tuple[str, tuple[int, int]]]] = {}
+
+        def cols(expr: cst.CSTNode) -> set[tuple[str, tuple[int, int]]]:
+            out: set[tuple[str, tuple[int, int]]] = set()
+            shape_only: set[int] = set()  # `ops.shape(pos_x)` reads no column's values
+            for n in walk(expr):
+                if id(n) in shape_only:
+                    continue
+                if isinstance(n, cst.Call) and self.ctx.names.call_name(n) in _SHAPE_ONLY or (
+                        isinstance(n, cst.Attribute) and n.attr.value in ("shape", "dtype")):
+                    shape_only.update(id(d) for d in walk(n))
+                elif isinstance(n, cst.Subscript) and _reads_last_axis(n):
+                    cut = _small_columns(n.slice[-1].slice, const)
+                    if cut is not None:
+                        out.add((code(n.value), cut))
+                elif isinstance(n, cst.Name):
+                    out |= origins.get(n.value, set())
+            return out
+
+        for n in walk(fn):
+            if isinstance(n, cst.Assign):
+                for t in n.targets:
+                    pairs = zip(t.target.elements, n.value.elements) if isinstance(t.target, (cst.Tuple, cst.List)) and isinstance(
+                        n.value, (cst.Tuple, cst.List)) and len(t.target.elements) == len(n.value.elements) else [(t, n.value)]
+                    for target, value in pairs:
+                        inner = target.value if isinstance(target, cst.Element) else target.target  # type: ignore[union-attr]
+                        if isinstance(inner, cst.Name):
+                            found = cols(value.value if isinstance(value, cst.Element) else value)
+                            origins.setdefault(inner.value, set()).update(found)
+        met: set[tuple[int, int]] = set()
+        for n in walk(fn):
+            if isinstance(n, cst.BinaryOperation):
+                operands: list[cst.CSTNode] = [n.left, n.right]
+            elif isinstance(n, cst.Call) and not _joins(self.ctx.names.call_name(n)):
+                operands = [a.value for a in n.args]
+            else:
+                continue
+            reads = [cols(o) for o in operands]
+            joined: set[tuple[str, tuple[int, int]]] = set().union(*reads)
+            if sum(1 for r in reads if r) >= 2 and len(joined) >= 2:
+                met.update(cut for b, cut in joined if b == base)
+        return met
 
     def _neighbours(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
         """``x[..., 1:] - x[..., :-1]``, ``greater(m[..., 1:], m[..., :-1])``: neighbours along

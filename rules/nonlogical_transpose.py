@@ -101,7 +101,8 @@ class NonlogicalTranspose(Rule):
     a `channels_last` default, `if keras.config.image_data_format() == "channels_first":`
     (Keras's default is channels_last unless the file sets it), or `if
     keras.config.backend() == "torch":` (kerasfit models the XLA backends, tensorflow and
-    jax) — the same question KF103 asks; when the branch is switched on, the
+    jax), and a function every same-file call of which sits in such a branch
+    (`roi_align_torch(...)` called only under the torch test) — the same question KF103 asks; when the branch is switched on, the
     `channels_first` setting that does it is the finding. A matmul operand may reach the
     matmul through the name it is assigned to (`key = transpose(key)`, every use that
     assignment reaches) and `expand_dims`/`squeeze`.
@@ -266,6 +267,15 @@ class NonlogicalTranspose(Rule):
         "    if keras.config.backend() == 'torch':\n"
         "        x = ops.transpose(x, (0, 3, 1, 2))\n"
         "    return x\n",
+        # a function every call of which sits in the torch branch: torch-only as a whole
+        "import keras\nfrom keras import ops\n\n"
+        "def roi_align_torch(x, rois):\n"
+        "    import torchvision\n\n"
+        "    return ops.transpose(torchvision.ops.roi_align(ops.transpose(x, (0, 3, 1, 2)), rois, 7), (0, 2, 3, 1))\n\n"
+        "def roi_align(x, rois):\n"
+        "    if keras.backend.backend() == 'torch':\n"
+        "        return roi_align_torch(x, rois)\n"
+        "    return x\n",
         # a layer whose format defaults to Keras's (keras-hub style)
         "import keras\nfrom keras import ops\n\n"
         "class Block(keras.layers.Layer):\n"
@@ -323,6 +333,22 @@ class NonlogicalTranspose(Rule):
         """,
     )
     INVALID = (
+        # a helper called from the torch branch and from the default path: it runs on XLA
+        Invalid(
+            """
+            import keras
+            from keras import ops
+
+            def to_nchw(x):
+                return ops.transpose(x, (0, 3, 1, 2))
+
+            def f(x):
+                if keras.backend.backend() == "torch":
+                    return to_nchw(x)
+                return to_nchw(x) * 2
+            """,
+            at=Range(5, 11, 5, 41),
+        ),
         # token mixing: the permuted tensor goes on to a residual add, not into a matmul
         Invalid(
             """

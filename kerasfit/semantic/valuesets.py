@@ -13,7 +13,7 @@ import libcst as cst
 
 from ..core.symbols import BACKEND_CALLS, XLA_BACKENDS
 from .folding import BINARY, COMPARE, MAX_VALUES, UNARY, VALUES_DEPTH
-from .nodes import UNKNOWN
+from .nodes import UNKNOWN, walk
 
 if TYPE_CHECKING:
     from .views import ValueFlow
@@ -101,10 +101,18 @@ def _arithmetic(ctx: ValueFlow, node: cst.BinaryOperation | cst.UnaryOperation, 
         return None
 
 
-def off_by_default(ctx: ValueFlow, node: cst.CSTNode) -> cst.BaseExpression | None:
+# How many callers deep ``off_by_default`` follows a function reached only from off branches.
+_CALLERS_DEPTH = 3
+
+
+def off_by_default(ctx: ValueFlow, node: cst.CSTNode, _depth: int = 0, _backend: bool = False) -> cst.BaseExpression | None:
     """The ``if`` test that keeps ``node`` from running when every parameter has its
-    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``),
-    else None. Tests that do not fold are assumed to run either way."""
+    default (``if data_format == "channels_first":`` with ``data_format="channels_last"``,
+    ``if keras.backend.backend() == "torch":``), else None. Tests that do not fold are
+    assumed to run either way. A function every same-file call of which sits under a
+    backend test XLA never takes (``roi_align_torch`` called only in the torch branch) is
+    off as a whole: the first caller's test is returned. (Only backend tests: a helper
+    called under ``if cache is not None:`` still runs whenever a caller passes a cache.)"""
     child = node
     parent = ctx.scopes.parent(child)
     while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda)):
@@ -112,10 +120,16 @@ def off_by_default(ctx: ValueFlow, node: cst.CSTNode) -> cst.BaseExpression | No
             taken = _fold_test(ctx, parent.test)
             if taken is not UNKNOWN and not isinstance(taken, (list, tuple, dict)):
                 in_body = child is parent.body
-                if bool(taken) != in_body:
+                if bool(taken) != in_body and (not _backend or _tests_backend(ctx, parent.test)):
                     return parent.test
         child, parent = parent, ctx.scopes.parent(parent)
-    return None
+    if not isinstance(parent, cst.FunctionDef) or _depth >= _CALLERS_DEPTH:
+        return None
+    sites = ctx.call_sites(parent)
+    if not sites.complete or not sites.calls:
+        return None
+    tests = [off_by_default(ctx, call, _depth + 1, True) for call, _scopes in sites.calls]
+    return tests[0] if all(t is not None for t in tests) else None
 
 
 def _backend_values(ctx: ValueFlow, node: cst.BaseExpression) -> tuple[str, ...]:
@@ -124,6 +138,11 @@ def _backend_values(ctx: ValueFlow, node: cst.BaseExpression) -> tuple[str, ...]
     if isinstance(node, cst.Call) and not node.args and ctx.names.call_name_anywhere(node) in BACKEND_CALLS:
         return XLA_BACKENDS
     return ()
+
+
+def _tests_backend(ctx: ValueFlow, test: cst.BaseExpression) -> bool:
+    """``test`` reads ``keras.config.backend()``."""
+    return any(isinstance(n, cst.Call) and _backend_values(ctx, n) for n in walk(test))
 
 
 _FORMATS = ("channels_last", "channels_first")
