@@ -297,6 +297,15 @@ def _build_raw(path: Path, options: BuildOptions, cache: CacheDir, key: str) -> 
     return raw, False
 
 
+def _build_slot(path: Path, options: BuildOptions, cache_dir: Path) -> tuple[str, str, CacheDir]:
+    """The file's digest, its build's cache key under ``options``, and the build cache."""
+    try:
+        digest = _file_digest(path)
+    except OSError as exc:
+        raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
+    return digest, _cache_key(digest, options), CacheDir(cache_dir).child("build")
+
+
 def build_report(path: str | Path, options: BuildOptions, cache_dir: Path,
                  findings: list[StaticFinding] | None = None) -> BuildReport:
     """Build the model at ``path`` (or reuse a cached build under ``cache_dir``) and simulate
@@ -304,12 +313,7 @@ def build_report(path: str | Path, options: BuildOptions, cache_dir: Path,
     recommendation on their rows."""
     path = Path(path)
     started = time.perf_counter()
-    try:
-        digest = _file_digest(path)
-    except OSError as exc:
-        raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
-    key = _cache_key(digest, options)
-    cache = CacheDir(cache_dir).child("build")
+    digest, key, cache = _build_slot(path, options, cache_dir)
     raw, cached = _build_raw(path, options, cache, key)
     if options.use_cache:
         _write_json(cache, f"latest-{digest}.json", {"key": key, "options": asdict(options)})
@@ -327,12 +331,7 @@ def render_cached(path: str | Path, options: BuildOptions, cache_dir: Path, find
     takes the same time whatever the model's size; else built (or read from the build
     cache) and rendered, and kept."""
     path = Path(path)
-    try:
-        digest = _file_digest(path)
-    except OSError as exc:
-        raise BuildError(f"{path}: cannot read the file ({exc.strerror})") from None
-    key = _cache_key(digest, options)
-    cache = CacheDir(cache_dir).child("build")
+    digest, key, cache = _build_slot(path, options, cache_dir)
     shown = json.dumps([options.target, options.dtype, [asdict(f) for f in findings], fmt, max_rows, html,
                         _code_stamp(), str(path)], sort_keys=True)
     name = f"{key}.render-{hashlib.sha256(shown.encode()).hexdigest()[:16]}.json"

@@ -22,6 +22,15 @@ def root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def terminal(func: ast.expr) -> str | None:
+    """The last name of a callee: ``f`` of ``f(...)`` and of ``a.b.f(...)``."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None
+
+
 def _target_names(target: ast.expr, out: set[str]) -> None:
     if isinstance(target, ast.Name):
         out.add(target.id)

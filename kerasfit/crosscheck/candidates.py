@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .astnames import bound_names
+from .astnames import bound_names, terminal
 from .sizes import Consts, array_shape, states
 
 # Functions the build discovers when they take no arguments (DESIGN: discovery).
@@ -47,14 +47,6 @@ class Candidate:
     @property
     def label(self) -> str:
         return f"{self.expr} (line {self.line})"
-
-
-def _terminal(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def is_main_guard(stmt: ast.stmt) -> bool:
@@ -92,7 +84,7 @@ def _model_classes(body: list[ast.stmt]) -> set[str]:
     for stmt in body:
         if isinstance(stmt, ast.ClassDef):
             for base in stmt.bases:
-                name = _terminal(base)
+                name = terminal(base)
                 if name and (name in MODEL_CONSTRUCTORS or name in out):
                     out.add(stmt.name)
     return out
@@ -122,7 +114,7 @@ def differentiated(node: ast.AST) -> Iterator[tuple[ast.expr, int]]:
     ``X`` of ``tape.gradient(loss, X.trainable_variables)`` / ``apply_gradients(zip(g,
     X.trainable_weights))``, with the line."""
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-        if _terminal(call.func) not in ("gradient", "apply_gradients", "minimize", "apply"):
+        if terminal(call.func) not in ("gradient", "apply_gradients", "minimize", "apply"):
             continue
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             for n in ast.walk(arg):
@@ -175,7 +167,7 @@ def _returns_model(fn: ast.FunctionDef | ast.AsyncFunctionDef, classes: set[str]
     """Does the function construct a Keras model (or call one that does)?"""
     for node in ast.walk(fn):
         if isinstance(node, ast.Call):
-            callee = _terminal(node.func)
+            callee = terminal(node.func)
             if callee in MODEL_CONSTRUCTORS or callee in classes or (callee in builders and callee != fn.name):
                 return True
     return False
@@ -252,7 +244,7 @@ def _module_models(f: _File) -> None:
         if len(targets) != 1 or not isinstance(targets[0], ast.Name):
             continue
         var = targets[0].id
-        callee = _terminal(stmt.value.func)
+        callee = terminal(stmt.value.func)
         if callee is None or var in seen:
             continue
         rank = _variable_rank(f, var, callee)
@@ -311,7 +303,7 @@ def _function_models(f: _File) -> None:
 def _made_here(f: _File, fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, trained: bool) -> bool:
     """Does this call in ``fn`` make a model: a file builder (not ``fn`` itself), or, for what
     the function trains, a modelish or class-like callee of an imported module?"""
-    callee = _terminal(call.func)
+    callee = terminal(call.func)
     if callee is None or callee == fn.name:
         return False
     if f.makes_model(callee) and callee not in MODEL_CONSTRUCTORS:
@@ -388,7 +380,7 @@ def _made_in_init(f: _File, init: ast.FunctionDef, trained: list[str]) -> dict[s
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.value, ast.Call)):
             continue
         attr = _self_attr(node.targets[0])
-        callee = _terminal(node.value.func)
+        callee = terminal(node.value.func)
         if attr not in trained or not callee or not f.makes_model(callee):
             continue
         call = _written_out(node.value, local)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from kerasfit.semantic.folding import BINARY
+from .astnames import terminal
 
 # Keras's own batch when fit() is given arrays and no batch_size (Model.fit's documented default).
 FIT_DEFAULT_BATCH = 32
@@ -70,14 +71,6 @@ _ARRAY_MAKERS: dict[str, int | str | None] = {
     "uniform": "size", "randint": "size", "standard_normal": 0, "truncated_normal": 0}
 _CROPS = ("RandomCrop", "CenterCrop", "random_crop", "central_crop_to", "resize_with_crop_or_pad", "crop_to")
 _RESIZES = ("Resizing", "resize", "resize_with_pad", "smart_resize")
-
-
-def _terminal(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
 
 
 def dotted(node: ast.expr) -> str | None:
@@ -133,7 +126,7 @@ class Consts:
             if vals and all(v is not None and len(v[0]) == 1 for v in vals):
                 return tuple(v[0][0] for v in vals if v), False
             return None
-        if isinstance(node, ast.Call) and _terminal(node.func) == "int" and len(node.args) == 1:
+        if isinstance(node, ast.Call) and terminal(node.func) == "int" and len(node.args) == 1:
             return self.value(node.args[0])
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add, ast.Sub, ast.FloorDiv, ast.Pow)):
             return self._binop(node)
@@ -220,7 +213,7 @@ def _option_default(call: ast.Call, consts: Consts) -> None:
     """``flags.DEFINE_integer('batch_size', 64, …)`` -> FLAGS.batch_size; ``parser.add_argument(
     '--batch_size', type=int, default=32)`` -> args.batch_size (the names are aliased to the
     script's own: ``FLAGS = flags.FLAGS``, ``args = parser.parse_args()``)."""
-    name = _terminal(call.func)
+    name = terminal(call.func)
     kwargs = {k.arg: k.value for k in call.keywords if k.arg}
     if name in ("DEFINE_integer", "DEFINE_int"):
         flag = call.args[0] if call.args else kwargs.get("name")
@@ -239,7 +232,7 @@ def _option_default(call: ast.Call, consts: Consts) -> None:
 
 def _module_binding(target: ast.expr, value: ast.expr, stmt: ast.Assign, consts: Consts) -> None:
     if isinstance(target, ast.Name):
-        callee = _terminal(value.func) if isinstance(value, ast.Call) else None
+        callee = terminal(value.func) if isinstance(value, ast.Call) else None
         if callee == "parse_args" or callee == "parse_known_args":
             consts.aliases[target.id] = "ARGS"
         elif isinstance(value, ast.Attribute) and value.attr == "FLAGS":
@@ -337,7 +330,7 @@ def _dataset_batch(tree: ast.Module, consts: Consts) -> Size | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        callee = _terminal(node.func)
+        callee = terminal(node.func)
         kwargs = {k.arg: k.value for k in node.keywords if k.arg}
         arg = kwargs.get("batch_size") if callee in _DATASET_MAKERS else (
             (node.args[0] if node.args else kwargs.get("batch_size")) if callee in ("batch", "padded_batch") else None)
@@ -409,7 +402,7 @@ def arg_is(tree: ast.Module, node: ast.expr | None, depth: int = 0) -> str | Non
         inner = {arg_is(tree, e, depth + 1) for e in (node.values if isinstance(node, ast.Dict) else node.elts)}
         return "arrays" if inner == {"arrays"} else None
     for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-        callee = _terminal(call.func)
+        callee = terminal(call.func)
         root = dotted(call.func) or ""
         if callee in _DATASET_MAKERS or callee in _DATASET_METHODS:
             return "dataset"
@@ -436,7 +429,7 @@ def _data_batch(tree: ast.Module, x: ast.expr | None, consts: Consts, seen: set[
     seen = set() if seen is None else seen
     helpers = {fn.name: fn for fn in _functions(tree)}
     for call in (n for n in ast.walk(x) if isinstance(n, ast.Call)):
-        callee = _terminal(call.func)
+        callee = terminal(call.func)
         kwargs = {k.arg: k.value for k in call.keywords if k.arg}
         param = "batch_size"
         if callee in ("batch", "padded_batch"):
@@ -474,7 +467,7 @@ def _helper_batch(call: ast.Call, helpers: dict[str, ast.FunctionDef | ast.Async
     defaults = dict(zip(params[len(params) - len(fn.args.defaults):], fn.args.defaults))
     given = dict(zip(params, call.args)) | {k.arg: k.value for k in call.keywords if k.arg}
     for node in ast.walk(fn):
-        if (isinstance(node, ast.Call) and _terminal(node.func) in ("batch", "padded_batch") and node.args
+        if (isinstance(node, ast.Call) and terminal(node.func) in ("batch", "padded_batch") and node.args
                 and isinstance(node.args[0], ast.Name) and node.args[0].id in params):
             return node.args[0].id, given.get(node.args[0].id, defaults.get(node.args[0].id))
     return "", None
@@ -520,7 +513,7 @@ def array_shape(node: ast.expr, consts: Consts) -> tuple[int, ...] | None:
     if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":  # the same shape, another dtype
         return array_shape(node.func.value, consts)
     root = (dotted(node.func) or "").split(".")[0]
-    where = _ARRAY_MAKERS.get(_terminal(node.func) or "", -1)
+    where = _ARRAY_MAKERS.get(terminal(node.func) or "", -1)
     if root not in ("np", "numpy", "tf") or where == -1:
         return None
     dims = _shape_arg(node, root, where, consts)
@@ -574,7 +567,7 @@ def _image(tree: ast.Module, consts: Consts) -> Size | None:
 def _image_call(node: ast.Call, consts: Consts, helpers: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
                 ) -> tuple[str | None, Size | None]:
     """(what kind of size the call states, the size): "set_shape", "crop" or "resize"."""
-    callee = _terminal(node.func) or ""
+    callee = terminal(node.func) or ""
     kwargs = {k.arg: k.value for k in node.keywords if k.arg}
     if callee == "set_shape" and node.args:
         val = consts.value(node.args[0])
@@ -632,7 +625,7 @@ def _sequence(tree: ast.Module, consts: Consts) -> Size | None:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        callee = _terminal(node.func)
+        callee = terminal(node.func)
         keyword = {"TextVectorization": "output_sequence_length", "pad_sequences": "maxlen",
                    "timeseries_dataset_from_array": "sequence_length"}.get(callee or "")
         arg = next((k.value for k in node.keywords if k.arg == keyword), None) if keyword else None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .astnames import bound_names, free_names, mutated_names, root_name, used_names, walk_scope
+from .astnames import bound_names, free_names, mutated_names, root_name, terminal, used_names, walk_scope
 from .candidates import Candidate, find_candidates, is_main_guard
 
 # Calls that change how every later model is built: kept wherever they are.
@@ -75,14 +75,6 @@ class Slice:
 # ---------------------------------------------------------------- names
 
 
-def _terminal(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
-
-
 
 
 
@@ -114,7 +106,7 @@ def denial(stmt: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunction
                 continue
         if not isinstance(node, ast.Call):
             continue
-        name = _terminal(node.func)
+        name = terminal(node.func)
         if name in DENIED_CALLS:
             return f"{name}() {DENIED_CALLS[name]}"
         root = root_name(node.func)
@@ -132,7 +124,7 @@ def denial(stmt: ast.AST, helpers: dict[str, ast.FunctionDef | ast.AsyncFunction
 
 def _is_config_call(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-        name = _terminal(stmt.value.func) or ""
+        name = terminal(stmt.value.func) or ""
         # an absl flag's definition: what `FLAGS.x` reads, with its default (app.run never runs)
         return name in CONFIG_CALLS or name.startswith("DEFINE_")
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
