@@ -675,7 +675,7 @@ class ChannelMultiple(Rule):
         fate = self._fate(v, call, name in CONV_LAYERS)
         if v == 1:
             unit = unit[:-1]
-        if v <= 4 and _weighing_layer(self.ctx, call) is not None:
+        if v <= 4 and _weighs_another(self.ctx, call):
             return  # a gate or pooling score: its width is what it computes, nothing to change
         head = self._head_reason(call, expr, v)
         if head is not None:
@@ -938,19 +938,12 @@ _MULTIPLY = frozenset({"tf.multiply", "tf.math.multiply", "keras.ops.multiply", 
 _WEIGHT_ACTIVATIONS = frozenset({"softmax", "sigmoid", "hard_sigmoid"})
 
 
-def _weighing_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
-    """What a narrow layer is when its output scales another tensor: 'an attention-pooling
-    score' (a softmax on the way) or 'a gate (squeeze-excitation style)'; else None.
-    Followed from the layer's application (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a
-    layer kept as ``self.att``) through names and activations, up to a multiply."""
-    act = keyword_value(layer, "activation")
-    a = ctx.values.const(act, scopes=ctx.scopes.scopes_of(act)) if act is not None else None
-    softmax = isinstance(a, str) and a.lower() == "softmax"
-    for app in _applications(ctx, layer):
-        found = _scales_another(ctx, app, softmax, 0)
-        if found is not None:
-            return found
-    return None
+def _weighs_another(ctx: SemanticModel, layer: cst.Call) -> bool:
+    """Whether a narrow layer's output scales another tensor: a gate (squeeze-excitation
+    style) or an attention-pooling score. Followed from the layer's application
+    (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a layer kept as ``self.att``) through
+    names and activations, up to a multiply."""
+    return any(_scales_another(ctx, app, 0) for app in _applications(ctx, layer))
 
 
 def _feeds_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
@@ -1011,36 +1004,26 @@ def _applications(ctx: SemanticModel, layer: cst.Call) -> list[cst.Call]:
     return []
 
 
-def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, softmax: bool, depth: int) -> str | None:
+def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
     if depth > 4:
-        return None
+        return False
     parent = ctx.scopes.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
-        return _kind(softmax)
+        return True
     if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.MultiplyAssign):
-        return _kind(softmax)  # ``out *= ops.sigmoid(gate(x))``
+        return True  # ``out *= ops.sigmoid(gate(x))``
     if isinstance(parent, (cst.Element, cst.Arg)):
         holder = ctx.scopes.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
             call = ctx.scopes.parent(ctx.scopes.parent(holder) or holder)
-            if isinstance(call, cst.Call) and ctx.names.call_name_anywhere(call) in _MULTIPLY:
-                return _kind(softmax)
-            return None
+            return isinstance(call, cst.Call) and ctx.names.call_name_anywhere(call) in _MULTIPLY
         if not isinstance(holder, cst.Call):
-            return None
+            return False
         name = ctx.names.call_name_anywhere(holder) or ""
         if name in _MULTIPLY:
-            return _kind(softmax)
+            return True
         short = name.rsplit(".", 1)[-1]
         if name in HEAD_CONSUMERS and short in _WEIGHT_ACTIVATIONS | {"softmax"} or short == "Activation":
-            return _scales_another(ctx, holder, softmax or short == "softmax", depth + 1)
-        return None
-    for n in uses_of(ctx, expr) or ():
-        found = _scales_another(ctx, n, softmax, depth + 1)
-        if found is not None:
-            return found
-    return None
-
-
-def _kind(softmax: bool) -> str:
-    return "an attention-pooling score (softmax weights over positions)" if softmax else "a gate (squeeze-excitation style: its output multiplies another tensor)"
+            return _scales_another(ctx, holder, depth + 1)
+        return False
+    return any(_scales_another(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kerasfit.semantic.index import ProjectIndex, compute_reach, file_digest
+from kerasfit.semantic.index import ProjectIndex, compute_reach
+from kerasfit.semantic.treescan import file_digest
 
 _MODEL = "import tensorflow as tf\n"
 

@@ -12,7 +12,7 @@ from ..engine.fix import add_imports, apply_fixes
 from ..engine.settings import SYNTAX_ERROR_CODE
 from ..engine.suppressions import Comments
 from . import edits as E
-from .documents import CONVERTER, KerasfitServer, View, doc_key, workspace_edit
+from .documents import CONVERTER, KerasfitServer, View, workspace_edit
 from .guard import LintTimeout
 
 
@@ -47,10 +47,7 @@ def _resolves_edits(ls: KerasfitServer) -> bool:
 
 
 async def code_action(ls: KerasfitServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
-    key = doc_key(params.text_document.uri)
-    if not ls.is_python(key):
-        return None
-    view = await ls.view(key)
+    view = await ls.view_of(params.text_document.uri)
     if view is None:
         return None
     only = [str(k) for k in params.context.only] if params.context.only else None

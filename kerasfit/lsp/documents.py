@@ -380,6 +380,12 @@ class KerasfitServer(LanguageServer):
         nbdoc = self.workspace.get_notebook_document(cell_uri=key)
         return doc_key(nbdoc.uri) if nbdoc is not None else None
 
+    async def view_of(self, uri: str) -> View | None:
+        """A handler's view of the document at ``uri``: None for one that is not Python or
+        that could not be checked."""
+        key = doc_key(uri)
+        return await self.view(key) if self.is_python(key) else None
+
     async def view(self, key: str) -> View | None:
         nb_key = self.notebook_of(key)
         linted = await self.lint(nb_key or key)

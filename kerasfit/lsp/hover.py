@@ -12,7 +12,7 @@ from lsprotocol import types
 from ..core.cachefs import default_cache_dir
 from ..project.config import cache_dir_of, find_config
 from . import edits as E
-from .documents import doc_key, KerasfitServer, log
+from .documents import KerasfitServer, log
 
 
 _REPORTS: dict[str, tuple[tuple[int, int], Any]] = {}
@@ -56,10 +56,7 @@ def _cached_build_report(path: str, source: str) -> Any:
 
 
 async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | None:
-    key = doc_key(params.text_document.uri)
-    if not ls.is_python(key):
-        return None
-    view = await ls.view(key)
+    view = await ls.view_of(params.text_document.uri)
     if view is None:
         return None
     linted = view.linted
@@ -67,7 +64,7 @@ async def hover(ls: KerasfitServer, params: types.HoverParams) -> types.Hover | 
     hits = [(d, l) for _, d, l in view.found if l["range"]["start"]["line"] <= line <= l["range"]["end"]["line"]]
     if not hits:
         return None
-    path = ls.path_for(key)
+    path = ls.path_for(view.key)
     loop = asyncio.get_running_loop()
     report = await loop.run_in_executor(ls.executor, _cached_build_report, path, linted.source)
     build_rows: list[str] = []

@@ -39,7 +39,8 @@ from ..core import interrupts
 from ..core.parsestack import on_parse_stack
 from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, over_limit, regular_file_contains
 from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
-from ..semantic.index import ProjectIndex, Reach, ReachPart, file_digest, join_reach
+from ..semantic.index import ProjectIndex, Reach, ReachPart, join_reach
+from ..semantic.treescan import file_digest
 from ..core.types import TARGETS, Diagnostic, FileResult, Severity, allowed
 from .writeback import Snapshot, stat_or_none, write_fixed
 

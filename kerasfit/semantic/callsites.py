@@ -3,7 +3,7 @@ part's questions about callers: ``Values.call_sites``, ``Values.param_values``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import libcst as cst
 

@@ -62,7 +62,6 @@ from ..core.symbols import (
 from .modulefacts import ModuleFacts, build_facts, facts_of, vendored_class
 from .names import ast_dotted, star_names
 from .treescan import Bounds, TreeScan, digest, scan_tree
-from .treescan import file_digest as file_digest  # (the cache and the language server hash files with it)
 
 _MAX_DEPTH = 6
 _T = TypeVar("_T")
