@@ -335,11 +335,28 @@ class Names:
             hit = self._call_names.get(id(node))
             if hit is not None and hit[0] is node:
                 return hit[1]
-            # (the callee is seen from where the call is: the call is no scope)
-            name = self._resolve(node.func, self._scopes.ancestors(node))
+            # the callee is seen from the call's scopes, which the file index recorded for
+            # every call: no climb to the module for the ancestors
+            name = self._resolve_in(node.func, self._scopes.index.scopes_of(node))
             self._call_names[id(node)] = (node, name)
             return name
         return None
+
+    def _resolve_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
+        """:meth:`_resolve` of ``node`` seen from ``scopes`` (innermost first)."""
+        dotted = None if type(node) is _Call else dotted_name(node)
+        if dotted is None:
+            raw = None
+        else:
+            inner = scopes[0] if scopes and type(scopes[0]) is not cst.Module else None
+            raw = self._raw(dotted, inner, None, scopes)
+        if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
+            raw = self.framework_raw(raw)
+            if raw is None:
+                return None
+        if raw is None:
+            return self._by_name(node, self._scopes.within(scopes)) if type(node) is cst.Attribute else None
+        return canonical(raw)
 
     def flavour(self, node: cst.BaseExpression) -> str | None:
         raw = self.raw_name(node.func if isinstance(node, cst.Call) else node, self._scopes.ancestors(node))
