@@ -4,7 +4,8 @@ The engine builds one per rule instance from the file's semantic model and the r
 declared ``reads``. Every question takes the node it is about (plus what else it needs)
 and none depends on where the walk is; a few read-only properties give the file-level
 values (``target``, ``options``, ``filename``, ``source``, ``module``). Each method asks
-the model's part directly, so a question costs one call more than asking the part.
+the model's part directly: one call more than asking the part (a check of the keras-io
+examples asks ~340,000 questions, well under 1% of its time).
 """
 
 from __future__ import annotations
@@ -29,9 +30,6 @@ from ..semantic.views import CallSites, ParamValue
 from .reads import Reads, UndeclaredRead
 
 T = TypeVar("T")
-
-# where the file index lists a store or a reference: the node, and the scopes around it
-Sites = Sequence[tuple[Any, ...]]
 
 
 class _InContext:
@@ -116,16 +114,16 @@ class RuleContext:
         """Where ``node`` comes in the file: earlier nodes have smaller numbers."""
         return self._model.index.order[id(node)]
 
-    def name_refs(self, name: str) -> Sites:
+    def name_refs(self, name: str) -> Sequence[tuple[cst.Name, cst.Call | None, tuple[ScopeNode, ...]]]:
         """Every load of the plain name ``name``: (the Name, the call it is the callee of or
         None, its scopes)."""
         return self._model.index.name_refs.get(name, ())
 
-    def attr_stores(self, dotted: str) -> Sites:
+    def attr_stores(self, dotted: str) -> Sequence[tuple[cst.BaseExpression | None, tuple[ScopeNode, ...]]]:
         """Every store to the attribute ``dotted`` (``self.width``): (the value or None, its scopes)."""
         return self._model.index.attr_stores.get(dotted, ())
 
-    def flag_defaults(self, name: str) -> Sites:
+    def flag_defaults(self, name: str) -> Sequence[tuple[cst.BaseExpression, tuple[ScopeNode, ...]]]:
         """The defaults command-line flags named ``name`` are defined with: (the default, its scopes)."""
         return self._model.index.flag_defaults.get(name, ())
 
