@@ -8,7 +8,7 @@ import libcst as cst
 from typing import TYPE_CHECKING, Hashable, TypedDict
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import (
     Applicability,
@@ -35,7 +35,6 @@ from kerasfit.ruleapi.symbols import (
     label,
 )
 from kerasfit.ruleapi.syntax import dotted_name, get_arg, walk
-from kerasfit.ruleapi.values import compute_dtype, depends_on_param, shape_of_variable, uses_of
 
 # tf.nn convolutions whose kernel is a variable: canonical -> index of the output-channel dim.
 _NN_CONVS = {
@@ -622,19 +621,19 @@ class ChannelMultiple(Rule):
     # one statement reports does not depend on what the walk saw before it.
     reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._facts: dict[int, _ScopeFacts] = {}  # per function (a cache: one walk of each)
         self._wrappers: dict[int, tuple[cst.FunctionDef, bool]] = {}  # per function: builds one layer
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             if node.args and type(node.func) in _NAMED:  # exact types: every unresolved call passes here
                 self._check_factory(node)
             return
         spec = _LAYERS.get(name)
-        if (spec is not None or name in _NN_CONVS) and self.ctx.roles.is_host_function(self.ctx.scopes.enclosing_callable(node)):
+        if (spec is not None or name in _NN_CONVS) and self.ctx.is_host_function(self.ctx.enclosing_callable(node)):
             return  # a test builds the layer to check it, never to train it (semantic.roles.host_functions)
         if spec is not None:
             arg = get_arg(node, *spec)
@@ -653,23 +652,23 @@ class ChannelMultiple(Rule):
         cores' for the layer's compute dtype (docs/facts.md#18): 8 for float16/bfloat16, 4
         for float32 (TF32)."""
         if self.ctx.target.family == "gpu":
-            return tensor_core_multiple(compute_dtype(self.ctx, layer))
+            return tensor_core_multiple(self.ctx.compute_dtype(layer))
         return self.ctx.target.channel_multiple
 
     def _check_layer(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
         if isinstance(expr, cst.Name):
-            b = self.ctx.scopes.lookup(expr.value, at=expr)
-            fn = self.ctx.scopes.enclosing_function(call)
+            b = self.ctx.lookup(expr.value, at=expr)
+            fn = self.ctx.enclosing_function(call)
             if b is not None and b.kind == "param" and fn is not None:
                 self._check_call_sites(call, name, fn, expr, unit)
                 return
-        v = self.ctx.values.int_const(expr)
+        v = self.ctx.int_const(expr)
         if v is None:
             self._check_iterated(call, name, expr, unit)
             return
         if v <= 0 or v % self._multiple(call) == 0:
             return
-        if depends_on_param(self.ctx, expr):
+        if self.ctx.depends_on_param(expr):
             return
         short = label(name)
         fate = self._fate(v, call, name in CONV_LAYERS)
@@ -695,14 +694,14 @@ class ChannelMultiple(Rule):
     def _check_iterated(self, call: cst.Call, name: str, expr: cst.BaseExpression, unit: str) -> None:
         """``for units in HIDDEN: Dense(units)``: every width of the literal the loop walks,
         reported (and fixed) at the element."""
-        elements = self.ctx.values.iterated_elements(expr)
+        elements = self.ctx.iterated_elements(expr)
         m = self._multiple(call)
         for el in elements or ():
-            v = self.ctx.values.int_const(el)
+            v = self.ctx.int_const(el)
             if v is None or v <= 4 or v % m == 0:
                 continue  # (a width of 4 or less is a task's output, not a hidden width)
             fate = self._fate(v, call, name in CONV_LAYERS)
-            src = self.ctx.module.code_for_node(expr)
+            src = self.ctx.code(expr)
             fix = self.make_fix(Replace(el, cst.Integer(str(fate["rounded"])))) if isinstance(el, cst.Integer) else None
             self.report(el, LoopWidth(label(name), unit, src, **fate), fix=fix, once=True)
 
@@ -715,10 +714,10 @@ class ChannelMultiple(Rule):
         m = self._multiple(call)
         short = label(name)
         param = width.value
-        cls = self.ctx.scopes.enclosing_class(fn) if fn.name.value == "__init__" else None
+        cls = self.ctx.enclosing_class(fn) if fn.name.value == "__init__" else None
         who = cls.name.value if cls is not None else fn.name.value  # a class is called by its name
         feeds: str | None = None  # the layer a narrow one feeds (asked once, only if needed)
-        for pv in self.ctx.values.param_values(fn, param):
+        for pv in self.ctx.param_values(fn, param):
             v = pv.const
             if not pv.passed or pv.value is None or not isinstance(v, int) or isinstance(v, bool):
                 continue
@@ -748,16 +747,16 @@ class ChannelMultiple(Rule):
         key = id(fn)
         hit = self._wrappers.get(key)
         if hit is None or hit[0] is not fn:
-            names = self.ctx.names
+            ctx = self.ctx
             calls = [c for c in walk(fn.body) if isinstance(c, cst.Call)]
-            model = any(names.call_name(c) in MODEL_CONSTRUCTORS for c in calls)
-            straight = sum(1 for c in calls if names.call_name(c) in _LAYERS and not self._branched(c, fn))
+            model = any(ctx.call_name(c) in MODEL_CONSTRUCTORS for c in calls)
+            straight = sum(1 for c in calls if ctx.call_name(c) in _LAYERS and not self._branched(c, fn))
             hit = self._wrappers[key] = (fn, not model and straight <= 1)
         return hit[1]
 
     def _branched(self, node: cst.CSTNode, fn: cst.FunctionDef) -> bool:
         """Whether ``node`` sits under an ``if`` of ``fn``."""
-        for a in reversed(self.ctx.scopes.ancestors(node)):
+        for a in reversed(self.ctx.ancestors(node)):
             if a is fn:
                 return False
             if isinstance(a, cst.If):
@@ -770,11 +769,11 @@ class ChannelMultiple(Rule):
         m = self._multiple(None)
         # only a literal that is off the multiple can be reported: ask nothing otherwise
         if not any(
-            type(a.value) is cst.Integer and not a.star and (self.ctx.values.int_const(a.value) or 0) % m
+            type(a.value) is cst.Integer and not a.star and (self.ctx.int_const(a.value) or 0) % m
             for a in call.args
         ):
             return
-        layer = self.ctx.layers.built_layer(call)
+        layer = self.ctx.built_layer(call)
         if layer is None:
             return
         name = canonical(layer.name)
@@ -788,7 +787,7 @@ class ChannelMultiple(Rule):
         if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v % m == 0:
             return
         # the call-site argument the width came from: the one literal that folds to it
-        sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.values.int_const(a.value) == v]
+        sites = [a for a in call.args if not a.star and isinstance(a.value, cst.Integer) and self.ctx.int_const(a.value) == v]
         if len(sites) != 1:
             return
         expr = sites[0].value
@@ -803,7 +802,7 @@ class ChannelMultiple(Rule):
         self.report(expr, FactoryWidth(factory, label(name), unit, **fate), fix=fix, once=True)
 
     def _check_kernel(self, call: cst.Call, name: str, expr: cst.BaseExpression) -> None:
-        shape = shape_of_variable(self.ctx, expr)
+        shape = self.ctx.shape_of_variable(expr)
         if not shape or len(shape) < 3:
             return
         v = shape[_NN_CONVS[name]]
@@ -831,7 +830,7 @@ class ChannelMultiple(Rule):
         m = self._multiple(layer)
         rounded = -(-v // m) * m
         if target.family == "gpu":
-            dtype = compute_dtype(self.ctx, layer)
+            dtype = self.ctx.compute_dtype(layer)
             _, speedup = width_speedup(target, v, dtype, conv)
             return _Fate(width=v, target=target.name, multiple=m, rounded=rounded, padded_to=(), wasted=None,
                          dtype=dtype, slowdown=speedup, conv=conv)
@@ -850,10 +849,10 @@ class ChannelMultiple(Rule):
                     return f"sized by `{dn}`"
         act = keyword_value(call, "activation")
         if act is not None:
-            a = self.ctx.values.const(act)
-            if (isinstance(a, str) and a.lower() in HEAD_ACTIVATIONS) or self.ctx.names.resolve(act) in HEAD_CONSUMERS:
+            a = self.ctx.const(act)
+            if (isinstance(a, str) and a.lower() in HEAD_ACTIVATIONS) or self.ctx.resolve(act) in HEAD_CONSUMERS:
                 return "softmax/sigmoid activation"
-        stack = self.ctx.scopes.ancestors(call)
+        stack = self.ctx.ancestors(call)
         # The node that yields the layer's output: `Dense(10)(x)` or `tf.layers.dense(x, 10)`.
         i = len(stack)
         if stack and isinstance(stack[-1], cst.Call) and stack[-1].func is call:
@@ -865,11 +864,11 @@ class ChannelMultiple(Rule):
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
             target = dotted_name(parent.targets[0].target)
         elif isinstance(parent, cst.Arg) and isinstance(grand, cst.Call):
-            consumer = self.ctx.names.call_name(grand)
+            consumer = self.ctx.call_name(grand)
             if consumer is not None and consumer in HEAD_CONSUMERS:
                 return "feeds " + consumer.rsplit(".", 1)[-1]
         elif isinstance(parent, cst.Element) and isinstance(grand, cst.List) and grand.elements[-1] is parent:
-            if i >= 4 and isinstance(stack[i - 3], cst.Arg) and self.ctx.names.call_name(stack[i - 4]) == "keras.Sequential":
+            if i >= 4 and isinstance(stack[i - 3], cst.Arg) and self.ctx.call_name(stack[i - 4]) == "keras.Sequential":
                 return "last layer of the Sequential model"
         if target:
             if _HEAD_TARGET.search(target.rsplit(".", 1)[-1]):
@@ -883,7 +882,7 @@ class ChannelMultiple(Rule):
     def _scope_facts(self, at: cst.CSTNode) -> _ScopeFacts:
         """For the function around ``at`` (or the module), computed once: names passed to a
         head op, whether it builds a model, and its last layer call."""
-        fn = self.ctx.scopes.enclosing_function(at)
+        fn = self.ctx.enclosing_function(at)
         if fn is None:
             # the module's walk covers every statement: a whole-file fact
             facts: _ScopeFacts = self.ctx.file_fact("KF102.module_heads", _module_facts)
@@ -892,15 +891,15 @@ class ChannelMultiple(Rule):
         if hit is None:
             consumed, builds, last = _calls_facts(self.ctx, fn)
             if fn.name.value in ("__init__", "build"):
-                cls = self.ctx.scopes.enclosing_class(at)
-                if cls is not None and any(self.ctx.names.resolve(b.value) == "keras.Model" for b in cls.bases):
+                cls = self.ctx.enclosing_class(at)
+                if cls is not None and any(self.ctx.resolve(b.value) == "keras.Model" for b in cls.bases):
                     builds = True
             hit = self._facts[id(fn)] = (consumed, builds, last)
         return hit
 
     def _consumed_by_head_op(self, var: str, at: cst.CSTNode) -> bool:
         # bound once, so the consumer reads this layer's result
-        return var in self._scope_facts(at)[0] and self.ctx.scopes.lookup(var, at=at) is not None
+        return var in self._scope_facts(at)[0] and self.ctx.lookup(var, at=at) is not None
 
     def _last_layer_of_model(self, call: cst.Call) -> bool:
         _, builds, last = self._scope_facts(call)
@@ -912,14 +911,14 @@ class ChannelMultiple(Rule):
 _ScopeFacts = tuple[set[str], bool, "cst.Call | None"]
 
 
-def _calls_facts(ctx: SemanticModel, scope: cst.CSTNode) -> _ScopeFacts:
+def _calls_facts(ctx: RuleContext, scope: cst.CSTNode) -> _ScopeFacts:
     consumed: set[str] = set()
     builds = False
     last = None
     for n in walk(scope):
         if not isinstance(n, cst.Call):
             continue
-        cn = ctx.names.call_name(n)
+        cn = ctx.call_name(n)
         if cn in HEAD_CONSUMERS:
             consumed.update(a.value.value for a in n.args if isinstance(a.value, cst.Name))
         elif cn in MODEL_CONSTRUCTORS:
@@ -929,7 +928,7 @@ def _calls_facts(ctx: SemanticModel, scope: cst.CSTNode) -> _ScopeFacts:
     return consumed, builds, last
 
 
-def _module_facts(ctx: SemanticModel) -> _ScopeFacts:
+def _module_facts(ctx: RuleContext) -> _ScopeFacts:
     return _calls_facts(ctx, ctx.module)
 
 
@@ -938,7 +937,7 @@ _MULTIPLY = frozenset({"tf.multiply", "tf.math.multiply", "keras.ops.multiply", 
 _WEIGHT_ACTIVATIONS = frozenset({"softmax", "sigmoid", "hard_sigmoid"})
 
 
-def _weighs_another(ctx: SemanticModel, layer: cst.Call) -> bool:
+def _weighs_another(ctx: RuleContext, layer: cst.Call) -> bool:
     """Whether a narrow layer's output scales another tensor: a gate (squeeze-excitation
     style) or an attention-pooling score. Followed from the layer's application
     (``Conv2D(1, 1)(x)``, or ``self.att(h)`` for a layer kept as ``self.att``) through
@@ -946,7 +945,7 @@ def _weighs_another(ctx: SemanticModel, layer: cst.Call) -> bool:
     return any(_scales_another(ctx, app, 0) for app in _applications(ctx, layer))
 
 
-def _feeds_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
+def _feeds_layer(ctx: RuleContext, layer: cst.Call) -> str | None:
     """The conv or dense layer a layer's output goes into (``x = Conv1D(4, 1)(h); x =
     Dropout(r)(x); Conv1D(64, 1)(x)``), through up to three other layer applications, as the
     finding names it, or the next layer of the ``Sequential([...])`` list it is in; else None."""
@@ -960,30 +959,30 @@ def _feeds_layer(ctx: SemanticModel, layer: cst.Call) -> str | None:
     return None
 
 
-def _next_in_sequential(ctx: SemanticModel, layer: cst.Call) -> str | None:
+def _next_in_sequential(ctx: RuleContext, layer: cst.Call) -> str | None:
     """``Sequential([Dense(4), Dense(64)])``: the conv or dense layer right after ``layer``."""
-    el = ctx.scopes.parent(layer)
-    seq = ctx.scopes.parent(el) if isinstance(el, cst.Element) else None
-    arg = ctx.scopes.parent(seq) if isinstance(seq, (cst.List, cst.Tuple)) else None
-    call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
-    if not isinstance(call, cst.Call) or ctx.names.call_name_anywhere(call) != "keras.Sequential":
+    el = ctx.parent(layer)
+    seq = ctx.parent(el) if isinstance(el, cst.Element) else None
+    arg = ctx.parent(seq) if isinstance(seq, (cst.List, cst.Tuple)) else None
+    call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
+    if not isinstance(call, cst.Call) or ctx.call_name_anywhere(call) != "keras.Sequential":
         return None
     items = [e.value for e in seq.elements]  # type: ignore[union-attr]
     i = next((k for k, v in enumerate(items) if v is layer), len(items))
     after = items[i + 1] if i + 1 < len(items) else None
-    name = ctx.names.call_name_anywhere(after) if isinstance(after, cst.Call) else None
+    name = ctx.call_name_anywhere(after) if isinstance(after, cst.Call) else None
     return label(name) if name in _LAYERS else None
 
 
-def _next_layer(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> str | None:
+def _next_layer(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> str | None:
     if depth > 3:
         return None
-    for n in uses_of(ctx, expr) or ():
-        arg = ctx.scopes.parent(n)
-        call = ctx.scopes.parent(arg) if isinstance(arg, cst.Arg) else None
+    for n in ctx.uses_of(expr) or ():
+        arg = ctx.parent(n)
+        call = ctx.parent(arg) if isinstance(arg, cst.Arg) else None
         if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Call):
             continue  # only a layer application: ``Layer(..)(x)``
-        name = ctx.names.call_name_anywhere(call)
+        name = ctx.call_name_anywhere(call)
         if name in _LAYERS:
             return label(name)
         found = _next_layer(ctx, call, depth + 1) if name is not None else None
@@ -992,38 +991,38 @@ def _next_layer(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> str
     return None
 
 
-def _applications(ctx: SemanticModel, layer: cst.Call) -> list[cst.Call]:
-    parent = ctx.scopes.parent(layer)
+def _applications(ctx: RuleContext, layer: cst.Call) -> list[cst.Call]:
+    parent = ctx.parent(layer)
     if isinstance(parent, cst.Call) and parent.func is layer:
         return [parent]
     if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
         attr = dotted_name(parent.targets[0].target)
-        cls = next((sc for sc in ctx.scopes.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
+        cls = next((sc for sc in ctx.scopes_of(parent) if isinstance(sc, cst.ClassDef)), None)
         if attr is not None and attr.startswith("self.") and cls is not None:
             return [c for c in walk(cls, into_defs=True) if isinstance(c, cst.Call) and dotted_name(c.func) == attr]
     return []
 
 
-def _scales_another(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
+def _scales_another(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> bool:
     if depth > 4:
         return False
-    parent = ctx.scopes.parent(expr)
+    parent = ctx.parent(expr)
     if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Multiply):
         return True
     if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.MultiplyAssign):
         return True  # ``out *= ops.sigmoid(gate(x))``
     if isinstance(parent, (cst.Element, cst.Arg)):
-        holder = ctx.scopes.parent(parent)
+        holder = ctx.parent(parent)
         if isinstance(holder, (cst.List, cst.Tuple)):  # layers.Multiply()([x, g])
-            call = ctx.scopes.parent(ctx.scopes.parent(holder) or holder)
-            return isinstance(call, cst.Call) and ctx.names.call_name_anywhere(call) in _MULTIPLY
+            call = ctx.parent(ctx.parent(holder) or holder)
+            return isinstance(call, cst.Call) and ctx.call_name_anywhere(call) in _MULTIPLY
         if not isinstance(holder, cst.Call):
             return False
-        name = ctx.names.call_name_anywhere(holder) or ""
+        name = ctx.call_name_anywhere(holder) or ""
         if name in _MULTIPLY:
             return True
         short = name.rsplit(".", 1)[-1]
         if name in HEAD_CONSUMERS and short in _WEIGHT_ACTIVATIONS | {"softmax"} or short == "Activation":
             return _scales_another(ctx, holder, depth + 1)
         return False
-    return any(_scales_another(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())
+    return any(_scales_another(ctx, n, depth + 1) for n in ctx.uses_of(expr) or ())

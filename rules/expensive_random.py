@@ -202,15 +202,15 @@ class ExpensiveRandom(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name not in EXPENSIVE_RANDOM:
             return
         ctx = self.ctx
-        fn = ctx.scopes.enclosing_callable(node)
-        role = ctx.roles.of(node)
+        fn = ctx.enclosing_callable(node)
+        role = ctx.role_of(node)
         if role == "model":
             where = "model/step code"
-        elif role == "other" and not ctx.roles.is_host_function(fn) and ctx.roles.is_graph_code(fn):
+        elif role == "other" and not ctx.is_host_function(fn) and ctx.is_graph_code(fn):
             where = "graph code"  # a helper traced into the step: a sampler, a masking helper
         else:
             return

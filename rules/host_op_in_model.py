@@ -168,10 +168,10 @@ class HostOpInModel(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name not in HOST_OPS:
             return
-        role = self.ctx.roles.of(node)
+        role = self.ctx.role_of(node)
         op = name.rsplit(".", 1)[-1]
         if role == "model":
             family = self.ctx.target.family

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Remove
@@ -18,7 +18,6 @@ from kerasfit.ruleapi.symbols import (
     WEIGHT_REGULARIZER_ARGS,
 )
 from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg
-from kerasfit.ruleapi.values import depends_on_param
 
 _WEIGHTISH = re.compile(r"^(w|W|w\d+|W\d+|v|var|p|param)$|kernel|weight|filter", re.I)
 _COLLECTIONISH = re.compile(r"variables|vars|var_list|weights|trainable|params|kernels", re.I)
@@ -479,10 +478,10 @@ class L2InForward(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             if isinstance(node.func, cst.Name) and node.func.value == "sum" and node.args:
-                if self.ctx.scopes.lookup("sum", at=node) is None:
+                if self.ctx.lookup("sum", at=node) is None:
                     self._check_losses_sum(node, node.args[0].value)
             # a layer of a library kerasfit does not name (``keras_hub.layers.ReversibleEmbedding``,
             # a pruning library's ``sparse_conv2d``) given a framework L2 regularizer
@@ -495,7 +494,7 @@ class L2InForward(Rule):
             self.report(node, RegularizationLossCall(name))
         elif name in ("tf.get_collection", "tf.get_collection_ref") and node.args:
             key = node.args[0].value
-            if self.ctx.names.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.values.const(key) == "regularization_losses":
+            if self.ctx.resolve(key) == "tf.GraphKeys.REGULARIZATION_LOSSES" or self.ctx.const(key) == "regularization_losses":
                 self.report(node, RegularizationCollection())
         elif name in _SUMS and node.args:
             self._check_losses_sum(node, node.args[0].value)
@@ -517,12 +516,12 @@ class L2InForward(Rule):
         if arg is None or not self._is_weight(arg.value, call):
             return
         coef = None
-        for anc in reversed(self.ctx.scopes.ancestors(call)):
+        for anc in reversed(self.ctx.ancestors(call)):
             if isinstance(anc, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
                 break
             if isinstance(anc, cst.BinaryOperation) and isinstance(anc.operator, cst.Multiply):
                 for side in (anc.left, anc.right):
-                    v = self.ctx.values.const(side)
+                    v = self.ctx.const(side)
                     if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1:
                         coef = float(v)
                 break
@@ -535,7 +534,7 @@ class L2InForward(Rule):
             return False
         last = dn.rsplit(".", 1)[-1]
         if isinstance(expr, cst.Name):
-            for anc in reversed(self.ctx.scopes.ancestors(at)):
+            for anc in reversed(self.ctx.ancestors(at)):
                 fors: list[cst.CompFor | cst.For] = []
                 if isinstance(anc, (cst.ListComp, cst.GeneratorExp, cst.SetComp)):
                     comp: cst.CompFor | None = anc.for_in
@@ -547,9 +546,9 @@ class L2InForward(Rule):
                 for f in fors:
                     if isinstance(f.target, cst.Name) and f.target.value == expr.value:
                         return self._collection(f.iter)
-            b = self.ctx.scopes.lookup(expr.value, at=expr)
+            b = self.ctx.lookup(expr.value, at=expr)
             if b is not None and b.kind == "assign" and isinstance(b.value, cst.Call):
-                if self.ctx.names.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
+                if self.ctx.call_name(b.value) in ("tf.Variable", "tf.get_variable"):
                     return True
                 if self._flattened_weights(b.value):
                     return True
@@ -563,7 +562,7 @@ class L2InForward(Rule):
         if _COLLECTIONISH.search(src):
             return True
         if isinstance(it, cst.Name) and depth < 3:
-            b = self.ctx.scopes.lookup(it.value, self.ctx.scopes.scopes_of(it))
+            b = self.ctx.lookup(it.value, self.ctx.scopes_of(it))
             value = b.value if b is not None and b.kind == "assign" else None
             if isinstance(value, (cst.ListComp, cst.GeneratorExp)):
                 return self._collection(value.for_in.iter, depth + 1)
@@ -574,7 +573,7 @@ class L2InForward(Rule):
     def _flattened_weights(self, value: cst.Call, depth: int = 0) -> bool:
         """``tf.concat([tf.reshape(v, [-1]) for v in model.trainable_variables], 0)``: every
         weight flattened into one tensor (reshape / concat / stack over a variable collection)."""
-        name = self.ctx.names.call_name(value)
+        name = self.ctx.call_name(value)
         if name not in _FLATTENERS or not value.args or depth > 3:
             return False
         first = value.args[0].value
@@ -604,12 +603,12 @@ class L2InForward(Rule):
                 self._keyed_regularizer(target.slice[0].slice.value, node.value)
 
     def _keyed_regularizer(self, key: cst.BaseExpression, value: cst.BaseExpression) -> None:
-        kw = self.ctx.values.const(key) if isinstance(key, cst.SimpleString) else None
+        kw = self.ctx.const(key) if isinstance(key, cst.SimpleString) else None
         if not isinstance(kw, str) or kw not in WEIGHT_REGULARIZER_ARGS:
             return
         info = self._l2(value)
         if info is not None:
-            text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+            text = re.sub(r"\s+", "", self.ctx.code(value))
             self._report_regularizer(value, kw, text, info[0], info[1], None, self._coefficient_source(value))
 
     def _collect_regularizers(self, call: cst.Call) -> None:
@@ -619,7 +618,7 @@ class L2InForward(Rule):
             value = a.value
             shared = None
             if isinstance(value, cst.Name):
-                b = self.ctx.scopes.lookup(value.value, at=value)
+                b = self.ctx.lookup(value.value, at=value)
                 if b is None or b.kind != "assign" or b.value is None:
                     continue
                 shared, value = value.value, b.value
@@ -629,7 +628,7 @@ class L2InForward(Rule):
             lam, factor = info
             if shared is None:
                 # an inline regularizer: this site is the occurrence
-                text = re.sub(r"\s+", "", self.ctx.module.code_for_node(value))
+                text = re.sub(r"\s+", "", self.ctx.code(value))
                 self._report_regularizer(value, a.keyword.value, text, lam, factor, a, self._coefficient_source(value))
                 continue
             # a shared regularizer is reported once, at its definition, by its first use
@@ -642,20 +641,19 @@ class L2InForward(Rule):
         definition's uses, not from the walk so far, so each statement's findings stand
         on their own (the language server reuses them per statement)."""
         ctx = self.ctx
-        idx = ctx.index
         best: tuple[int, cst.Arg] | None = None
-        for ref, _, scopes in idx.name_refs.get(name, ()):
-            arg = idx.parent.get(id(ref))
+        for ref, _, scopes in ctx.name_refs(name):
+            arg = ctx.parent(ref)
             if not (isinstance(arg, cst.Arg) and arg.value is ref and arg.keyword is not None
                     and arg.keyword.value in WEIGHT_REGULARIZER_ARGS):
                 continue
-            call = idx.parent.get(id(arg))
+            call = ctx.parent(arg)
             if not isinstance(call, cst.Call):
                 continue
-            b = ctx.scopes.lookup(name, scopes)
+            b = ctx.lookup(name, scopes)
             if b is None or b.value is not value:
                 continue
-            at = idx.order[id(arg)]
+            at = ctx.source_order(arg)
             if best is None or at < best[0]:
                 best = (at, arg)
         return best[1] if best is not None else None
@@ -671,20 +669,20 @@ class L2InForward(Rule):
             return None
         arg = first.value
         if isinstance(arg, cst.Name):
-            b = self.ctx.scopes.lookup(arg.value, self.ctx.scopes.scopes_of(arg))
+            b = self.ctx.lookup(arg.value, self.ctx.scopes_of(arg))
             return arg.value if b is not None and b.kind == "param" else None
-        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.values.const(arg) in (None, UNKNOWN):
-            return re.sub(r"\s+", "", self.ctx.module.code_for_node(arg))
+        if isinstance(arg, (cst.Subscript, cst.Attribute)) and self.ctx.const(arg) in (None, UNKNOWN):
+            return re.sub(r"\s+", "", self.ctx.code(arg))
         return None
 
     def _l2(self, value: cst.BaseExpression) -> tuple[float | None, float] | None:
         """(λ or None, SGD-equivalent weight-decay factor) for an L2 regularizer, else None."""
-        s = self.ctx.values.const(value)
+        s = self.ctx.const(value)
         if isinstance(s, str):
             return (0.01, 2.0) if s.lower() in L2_REGULARIZER_STRINGS else None
         if not isinstance(value, cst.Call):
             return None
-        name = self.ctx.names.call_name(value)
+        name = self.ctx.call_name(value)
         kw = L2_REGULARIZERS.get(name or "")
         if kw is None:
             return None
@@ -692,17 +690,17 @@ class L2InForward(Rule):
         arg = get_arg(value, kw, 0 if name != "keras.regularizers.l1_l2" else 1)
         if arg is None:
             return (0.01, factor) if name == "keras.regularizers.l2" else (None, factor)
-        lam = self.ctx.values.const(arg.value)
+        lam = self.ctx.const(arg.value)
         if isinstance(lam, (int, float)) and not isinstance(lam, bool):
             if lam == 0:
                 # ``l2_regularizer(weight_decay)`` with ``weight_decay=0.`` a default callers
                 # override (a TPU model_fn passes the flag): the penalty is there all the same
-                return (None, factor) if depends_on_param(self.ctx, arg.value) else None
+                return (None, factor) if self.ctx.depends_on_param(arg.value) else None
             return float(lam), factor
         return None, factor
 
 
-def _add_loss_only(ctx: SemanticModel) -> bool:
+def _add_loss_only(ctx: RuleContext) -> bool:
     """The file adds losses of its own (``add_loss``) and spells no regularizer: its
     ``model.losses`` are those, not weight penalties."""
     return "add_loss" in ctx.source and "regularizer" not in ctx.source

@@ -7,7 +7,7 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.symbols import MAX_POOLING, canonical
@@ -117,19 +117,19 @@ class MaxpoolGradient(Rule):
         return bool(self.ctx.file_fact("KF901.trains", _file_trains))
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
-        if name not in MAX_POOLING or self.ctx.roles.of(node) == "input" or not self._file_trains():
+        name = self.ctx.call_name(node)
+        if name not in MAX_POOLING or self.ctx.role_of(node) == "input" or not self._file_trains():
             return
         self.report(node, SlowPoolGradient())
 
 
-def _file_trains(ctx: SemanticModel) -> bool:
+def _file_trains(ctx: RuleContext) -> bool:
     """The file runs training: a ``fit``-like method call or a TF training symbol."""
-    for call in ctx.index.all_calls():
+    for call in ctx.all_calls():
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in _TRAIN_METHODS:
             return True
-        raw = ctx.names.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        raw = ctx.raw_name_anywhere(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
         if raw is not None and raw.split(".")[0] == "tensorflow" and canonical(raw) in _TRAIN_NAMES:
             return True
     return False

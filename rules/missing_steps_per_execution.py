@@ -7,10 +7,10 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
-from kerasfit.ruleapi.fixes import Replace, insert_keyword
+from kerasfit.ruleapi.fixes import Replace
 from kerasfit.ruleapi.syntax import get_arg
 
 
@@ -161,7 +161,7 @@ class MissingStepsPerExecution(Rule):
         ),
     )
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._tpu: bool | None = None
 
@@ -171,18 +171,18 @@ class MissingStepsPerExecution(Rule):
             return
         if not any(a.keyword is None or a.keyword.value in _COMPILE_ARGS + _KEYWORDS for a in node.args):
             return
-        if self.ctx.names.raw_name(func) is not None:
+        if self.ctx.raw_name(func) is not None:
             return  # re.compile, tf.compile... : a module function, not Model.compile
         spe = next((get_arg(node, k) for k in _KEYWORDS if get_arg(node, k) is not None), None)
-        if spe is not None and self.ctx.values.const(spe.value) != 1:
+        if spe is not None and self.ctx.const(spe.value) != 1:
             return
         if self._tpu is None:
-            self._tpu = self.ctx.roles.uses_tpu
+            self._tpu = self.ctx.uses_tpu()
         if not self._tpu:
             return
         change = (
             Replace(spe.value, str(SUGGESTED)) if spe is not None
-            else insert_keyword(self.ctx, node, "steps_per_execution", str(SUGGESTED))
+            else self.ctx.insert_keyword(node, "steps_per_execution", str(SUGGESTED))
         )
         self.report(
             node,

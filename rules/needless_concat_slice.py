@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule, Severity
 from kerasfit.ruleapi.fixes import Remove, Replace
 from kerasfit.ruleapi.symbols import CONCAT_CALLS, MODEL_BASES, SPLIT_CALLS, label
 from kerasfit.ruleapi.syntax import get_arg, self_attr, walk
-from kerasfit.ruleapi.values import TensorShape, layer_constructor, loop_source, shape_of, value_of
+from kerasfit.ruleapi.values import TensorShape
 
 # Methods of Keras classes whose arguments are tensors.
 _TENSOR_METHODS = {"call", "train_step", "test_step", "predict_step", "compute_loss", "update_state", "__call__"}
@@ -195,7 +195,7 @@ class NeedlessConcatSlice(Rule):
     What the code says of a tensor's rank and last-axis size comes from reshapes to a
     literal shape, `keras.Input`, layers of a fixed output rank and their constant widths,
     rank-keeping ops, `einsum`, `stack`/`concat`/`expand_dims`, and what every same-file
-    caller passes (`kerasfit.ruleapi.values.shape_of`).
+    caller passes (`kerasfit.ruleapi.RuleContext.shape_of`).
 
     Not flagged, because the cut need not cost a relayout or the code does not say it
     does: cuts on 128-lane boundaries (`x[..., :128]`, halves of a 512-wide `Dense`);
@@ -878,11 +878,11 @@ class NeedlessConcatSlice(Rule):
 
     # ---- concat / split --------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             # an exact type first (every unresolved call passes here): see _pipeline_fns
             if type(node.func) is cst.Call and node.args and isinstance(node.args[0].value, (cst.List, cst.Tuple)):
-                found = layer_constructor(self.ctx, node.func)
+                found = self.ctx.layer_constructor(node.func)
                 if found is not None and found[1] == "keras.layers.Concatenate":
                     self._single_concat(node, node.args[0].value, "Concatenate", None)
             return
@@ -900,12 +900,12 @@ class NeedlessConcatSlice(Rule):
             return
         value = get_arg(node, spec[0], spec[1])
         axis_arg = get_arg(node, spec[2], spec[3])
-        axis = self.ctx.values.const(axis_arg.value) if axis_arg is not None else spec[4]
+        axis = self.ctx.const(axis_arg.value) if axis_arg is not None else spec[4]
         if value is None or not isinstance(axis, int):
             return
         if "unstack" not in name and self._undoes_concat(node, name, value.value, axis):
             return
-        shape = shape_of(self.ctx, value.value)
+        shape = self.ctx.shape_of(value.value)
         if not (axis == -1 or shape.rank is not None and axis == shape.rank - 1):
             return  # another axis, or a positive axis of a tensor whose rank the code does not say
         why = self._split_cost(node, name, shape)
@@ -922,7 +922,7 @@ class NeedlessConcatSlice(Rule):
                 return None  # unpacked into a few named coordinates: the axis is that small
             return "drops the axis the TPU tiles in 128 lanes: every piece moves the next axis into the lanes, a relayout copy"
         pieces = get_arg(node, "num_or_size_splits" if name == "tf.split" else "indices_or_sections", 1)
-        given = self.ctx.values.const(pieces.value) if pieces is not None else None
+        given = self.ctx.const(pieces.value) if pieces is not None else None
         if isinstance(given, int) and not isinstance(given, bool) and given > 0:
             if shape.last is None or shape.last % given:
                 return None  # pieces of a size the code does not say
@@ -940,10 +940,10 @@ class NeedlessConcatSlice(Rule):
     def _unpacked_count(self, node: cst.Call) -> int | None:
         """``a, b, c, d = tf.unstack(x, axis=-1)`` / ``num=4``: how many pieces the code names."""
         num = get_arg(node, "num", 1)
-        value = self.ctx.values.const(num.value) if num is not None else None
+        value = self.ctx.const(num.value) if num is not None else None
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        parent = self.ctx.scopes.parent(node)
+        parent = self.ctx.parent(node)
         if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and isinstance(parent.targets[0].target, (cst.Tuple, cst.List)):
             return len(parent.targets[0].target.elements)
         return None
@@ -956,7 +956,7 @@ class NeedlessConcatSlice(Rule):
         change: Replace | Remove | None = None
         if name_arg is None and isinstance(el, _ATOMIC) and self._op_result(el):
             change = Replace(node, el)
-            stack = self.ctx.scopes.ancestors(node)
+            stack = self.ctx.ancestors(node)
             # `x = tf.concat([x], -1)` becomes nothing rather than `x = x`
             if (
                 isinstance(el, cst.Name)
@@ -982,16 +982,16 @@ class NeedlessConcatSlice(Rule):
         one assignment that reaches the name). Not a parameter, an attribute or a subscript
         (a Variable, a list, anything), not an object a constructor makes (``tf.Variable``),
         not an op that returns several tensors."""
-        src = value_of(self.ctx, expr)
+        src = self.ctx.value_of(expr)
         if not isinstance(src, cst.Call):
             return False
-        name = self.ctx.names.call_name(src)
+        name = self.ctx.call_name(src)
         if name is not None:
             last = name.rsplit(".", 1)[-1]
             return not last[:1].isupper() and name not in _NOT_ONE_TENSOR and not name.startswith(_NOT_TENSOR_MODULES)
         # a layer application: Dense(16)(x), self.dense(x)
         held = self_attr(src.func) or isinstance(src.func, cst.Subscript) or isinstance(src.func, cst.Call)
-        found = layer_constructor(self.ctx, src.func) if held else None
+        found = self.ctx.layer_constructor(src.func) if held else None
         if found is None or not found[1].startswith("keras.layers.") or found[1] in _LAYERS_ANY_OUTPUT:
             return False
         keywords = {a.keyword.value for a in src.args if a.keyword is not None}
@@ -1000,10 +1000,10 @@ class NeedlessConcatSlice(Rule):
         return not keywords & _SEVERAL_OUTPUTS
 
     def _undoes_concat(self, node: cst.Call, name: str, value: cst.BaseExpression, axis: int) -> bool:
-        src = value_of(self.ctx, value)
+        src = self.ctx.value_of(value)
         if not isinstance(src, cst.Call):
             return False
-        cname = self.ctx.names.call_name(src)
+        cname = self.ctx.call_name(src)
         if cname is None:
             return False
         spec = CONCAT_CALLS.get(cname)
@@ -1011,7 +1011,7 @@ class NeedlessConcatSlice(Rule):
             return False
         parts = get_arg(src, spec[0], spec[1])
         c_axis_arg = get_arg(src, spec[2], spec[3])
-        c_axis = self.ctx.values.const(c_axis_arg.value) if c_axis_arg is not None else spec[4]
+        c_axis = self.ctx.const(c_axis_arg.value) if c_axis_arg is not None else spec[4]
         if parts is None or not isinstance(parts.value, (cst.List, cst.Tuple)) or c_axis != axis:
             return False
         n = len(parts.value.elements)
@@ -1020,7 +1020,7 @@ class NeedlessConcatSlice(Rule):
         if pieces is not None and isinstance(pieces.value, (cst.List, cst.Tuple)) and name == "tf.split":
             count = len(pieces.value.elements)  # one size per piece
         elif pieces is not None:
-            k = self.ctx.values.const(pieces.value)
+            k = self.ctx.const(pieces.value)
             count = k if isinstance(k, int) and not isinstance(k, bool) else None
         if n < 2 or count != n:
             return False
@@ -1032,8 +1032,8 @@ class NeedlessConcatSlice(Rule):
         """``tf.slice(rois, [0, 1], [-1, 1])``: every dim taken whole but the last, of which
         a part is taken — a TF op, so its input is a tensor whatever the code around it."""
         begin, size = get_arg(node, "begin", 1), get_arg(node, "size", 2)
-        b = self.ctx.values.const(begin.value) if begin is not None else None
-        n = self.ctx.values.const(size.value) if size is not None else None
+        b = self.ctx.const(begin.value) if begin is not None else None
+        n = self.ctx.const(size.value) if size is not None else None
         if not (isinstance(b, (list, tuple)) and isinstance(n, (list, tuple)) and len(b) == len(n) >= 2):
             return
         if any(x != 0 for x in b[:-1]) or any(x != -1 for x in n[:-1]) or n[-1] == -1 and b[-1] == 0:
@@ -1043,7 +1043,7 @@ class NeedlessConcatSlice(Rule):
         if b[-1] % _LANES == 0 and (n[-1] == -1 or n[-1] % _LANES == 0):
             return  # starts and ends on 128-lane boundaries: the tiles stay as they are
         value = get_arg(node, "input_", 0)
-        if value is not None and self._small_axis(shape_of(self.ctx, value.value)):
+        if value is not None and self._small_axis(self.ctx.shape_of(value.value)):
             return
         if self._in_pipeline(node) or self._host_code(node):
             return
@@ -1056,9 +1056,9 @@ class NeedlessConcatSlice(Rule):
     def _host_code(self, node: cst.CSTNode) -> bool:
         """Code no training step runs: host functions, the input pipeline, and what runs once
         while a layer is constructed (an index table built in ``__init__``)."""
-        fn = self.ctx.scopes.enclosing_callable(node)
-        roles = self.ctx.roles
-        return fn is not None and (roles.is_host_function(fn) or roles.function_role(fn) == "input" or roles.is_construction(fn))
+        fn = self.ctx.enclosing_callable(node)
+        ctx = self.ctx
+        return fn is not None and (ctx.is_host_function(fn) or ctx.function_role(fn) == "input" or ctx.is_construction(fn))
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         els = [e for e in node.slice if not _adds_axis(e)]  # `None` / `tf.newaxis` add axes, slice nothing
@@ -1072,14 +1072,14 @@ class NeedlessConcatSlice(Rule):
         lead = els[:-1]
         if not lead and len(node.slice) == len(els):
             return  # x[k]: the first axis (a list, a row)
-        above = self.ctx.scopes.ancestors(node)
+        above = self.ctx.ancestors(node)
         parent = above[-1] if above else None
         if isinstance(parent, (cst.AssignTarget, cst.AugAssign)):
             return  # item assignment: not a TF tensor
-        if isinstance(parent, cst.Arg) and len(above) >= 2 and self.ctx.names.call_name(above[-2]) in _SHAPE_ONLY:
+        if isinstance(parent, cst.Arg) and len(above) >= 2 and self.ctx.call_name(above[-2]) in _SHAPE_ONLY:
             return  # `ones_like(x[..., 0])` reads only the slice's shape: XLA never computes it
         counted_from_end = any(isinstance(e.slice, cst.Index) and isinstance(e.slice.value, cst.Ellipsis) for e in lead)
-        shape = shape_of(self.ctx, node.value)
+        shape = self.ctx.shape_of(node.value)
         if not counted_from_end:
             # three or more indices whose leading ones are whole (`x[:, k]` could be any
             # axis of a 3-D tensor): the last axis, unless the code says the tensor has
@@ -1093,7 +1093,7 @@ class NeedlessConcatSlice(Rule):
             return
         if not self._tensorish(node.value, node):
             return
-        spelled = "[" + ", ".join(self.ctx.module.code_for_node(e).strip().rstrip(",").strip() for e in node.slice) + "]"
+        spelled = "[" + ", ".join(self.ctx.code(e).strip().rstrip(",").strip() for e in node.slice) + "]"
         self.report(node, LaneCut(spelled, why), severity=Severity.INFO)
 
     def _coordinate_axis(self, node: cst.Subscript) -> bool:
@@ -1103,26 +1103,26 @@ class NeedlessConcatSlice(Rule):
         axis as a few coordinates per row (points, boxes), not a feature dim to tile: no open
         range (``[..., 5:]``, a detector head's class scores), no column counted from an
         unknown end (``[..., -1]``), no index the code does not fold."""
-        fn = self.ctx.scopes.enclosing_callable(node)
+        fn = self.ctx.enclosing_callable(node)
         if fn is None:
             return False
-        src = value_of(self.ctx, node.value)
-        if isinstance(src, cst.Call) and (self.ctx.names.call_name(src) or "").endswith(".reshape"):
+        src = self.ctx.value_of(node.value)
+        if isinstance(src, cst.Call) and (self.ctx.call_name(src) or "").endswith(".reshape"):
             return False  # the reshape spells the width (`num_classes + 5`): what it says stands
-        base = self.ctx.module.code_for_node(node.value)
+        base = self.ctx.code(node.value)
         cuts: set[tuple[int, int]] = set()
         for n in walk(fn):
-            if not isinstance(n, cst.Subscript) or self.ctx.module.code_for_node(n.value) != base:
+            if not isinstance(n, cst.Subscript) or self.ctx.code(n.value) != base:
                 continue
             last = n.slice[-1]
             if not _reads_last_axis(n) or _is_full_slice(last) or isinstance(last.slice, cst.Index) and isinstance(
                     last.slice.value, cst.Ellipsis) or not isinstance(last.slice, (cst.Index, cst.Slice)):
                 continue  # not (spelled as) a cut of the last axis
-            cut = _small_columns(last.slice, self.ctx.values.const)
+            cut = _small_columns(last.slice, self.ctx.const)
             if cut is None:
                 return False
             cuts.add(cut)
-        mine = _small_columns(node.slice[-1].slice, self.ctx.values.const)
+        mine = _small_columns(node.slice[-1].slice, self.ctx.const)
         return len(cuts) >= 2 and mine not in self._columns_met(fn, base)
 
     def _own_column(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
@@ -1132,23 +1132,23 @@ class NeedlessConcatSlice(Rule):
         cut = node.slice[-1].slice
         if not isinstance(cut, cst.Slice) or cut.step is not None:
             return False
-        const = self.ctx.values.const
+        const = self.ctx.const
         lower = const(cut.lower) if cut.lower is not None else 0
         upper = const(cut.upper) if cut.upper is not None else None
         one = lower == -1 and upper is None or (isinstance(lower, int) and isinstance(upper, int) and upper - lower == 1 and lower >= 0)
         if not one:
             return False
-        base = self.ctx.module.code_for_node(node.value)
+        base = self.ctx.code(node.value)
         for anc in reversed(above):
             if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
             if isinstance(anc, cst.BinaryOperation):
                 operands: list[cst.BaseExpression] = [anc.left, anc.right]
-            elif isinstance(anc, cst.Call) and not _joins(self.ctx.names.call_name(anc)):
+            elif isinstance(anc, cst.Call) and not _joins(self.ctx.call_name(anc)):
                 operands = [a.value for a in anc.args]
             else:
                 continue
-            if any(self.ctx.module.code_for_node(o) == base for o in operands):
+            if any(self.ctx.code(o) == base for o in operands):
                 return True
         return False
 
@@ -1160,8 +1160,8 @@ class NeedlessConcatSlice(Rule):
         can replace those cuts. Columns that each go their own way (a lookup per
         coordinate, an embedding per box side joined by a concat) have no whole-tensor
         form to offer."""
-        code = self.ctx.module.code_for_node
-        const = self.ctx.values.const
+        code = self.ctx.code
+        const = self.ctx.const
         origins: dict[str, set[tuple[str, tuple[int, int]]]] = {}
 
         def cols(expr: cst.CSTNode) -> set[tuple[str, tuple[int, int]]]:
@@ -1170,7 +1170,7 @@ class NeedlessConcatSlice(Rule):
             for n in walk(expr):
                 if id(n) in shape_only:
                     continue
-                if isinstance(n, cst.Call) and self.ctx.names.call_name(n) in _SHAPE_ONLY or (
+                if isinstance(n, cst.Call) and self.ctx.call_name(n) in _SHAPE_ONLY or (
                         isinstance(n, cst.Attribute) and n.attr.value in ("shape", "dtype")):
                     shape_only.update(id(d) for d in walk(n))
                 elif isinstance(n, cst.Subscript) and _reads_last_axis(n):
@@ -1195,7 +1195,7 @@ class NeedlessConcatSlice(Rule):
         for n in walk(fn):
             if isinstance(n, cst.BinaryOperation):
                 operands: list[cst.CSTNode] = [n.left, n.right]
-            elif isinstance(n, cst.Call) and not _joins(self.ctx.names.call_name(n)):
+            elif isinstance(n, cst.Call) and not _joins(self.ctx.call_name(n)):
                 operands = [a.value for a in n.args]
             else:
                 continue
@@ -1217,11 +1217,11 @@ class NeedlessConcatSlice(Rule):
                 parent.left, *(c.comparator for c in parent.comparisons)]
         else:
             return False
-        base = self.ctx.module.code_for_node(node.value)
-        mine = _shift(node.slice[-1].slice, self.ctx.values.const)
+        base = self.ctx.code(node.value)
+        mine = _shift(node.slice[-1].slice, self.ctx.const)
         return mine is not None and any(
-            isinstance(o, cst.Subscript) and o is not node and self.ctx.module.code_for_node(o.value) == base
-            and _shift(o.slice[-1].slice, self.ctx.values.const) == -mine for o in others)
+            isinstance(o, cst.Subscript) and o is not node and self.ctx.code(o.value) == base
+            and _shift(o.slice[-1].slice, self.ctx.const) == -mine for o in others)
 
     def _restacked(self, node: cst.Subscript, above: Sequence[cst.CSTNode]) -> bool:
         """``stack([b[..., 0] * w, b[..., 1] * h, b[..., 2] * w, b[..., 3] * h], axis=-1)``: every
@@ -1232,13 +1232,13 @@ class NeedlessConcatSlice(Rule):
             el, seq, arg = above[i], above[i - 1], above[i - 2]
             if isinstance(el, cst.Element) and isinstance(seq, (cst.List, cst.Tuple)) and isinstance(arg, cst.Arg):
                 call = above[i - 3] if i >= 3 else None
-                name = self.ctx.names.call_name(call) if isinstance(call, cst.Call) else None
+                name = self.ctx.call_name(call) if isinstance(call, cst.Call) else None
                 if name is None or not name.endswith(".stack") or arg is not call.args[0]:  # type: ignore[union-attr]
                     return False
                 axis = get_arg(call, "axis", 1)  # type: ignore[arg-type]
-                if axis is None or self.ctx.values.const(axis.value) != -1 or len(seq.elements) > _SMALL_AXIS:
+                if axis is None or self.ctx.const(axis.value) != -1 or len(seq.elements) > _SMALL_AXIS:
                     return False
-                base = self.ctx.module.code_for_node(node.value)
+                base = self.ctx.code(node.value)
                 columns = {c for e in seq.elements for c in self._columns_of(e.value, base)}
                 return columns == set(range(len(seq.elements)))
             i -= 1
@@ -1248,8 +1248,8 @@ class NeedlessConcatSlice(Rule):
         """The integer indices ``base[..., j]`` of ``expr`` takes on the last axis."""
         for n in walk(expr):
             if isinstance(n, cst.Subscript) and isinstance(n.slice[-1].slice, cst.Index):
-                j = self.ctx.values.const(n.slice[-1].slice.value)
-                if isinstance(j, int) and not isinstance(j, bool) and self.ctx.module.code_for_node(n.value) == base:
+                j = self.ctx.const(n.slice[-1].slice.value)
+                if isinstance(j, int) and not isinstance(j, bool) and self.ctx.code(n.value) == base:
                     yield j
 
     def _cut_cost(self, cut: cst.Index | cst.Slice, shape: TensorShape) -> str | None:
@@ -1258,7 +1258,7 @@ class NeedlessConcatSlice(Rule):
         the code does not fold (nothing then says where the cut falls)."""
         if self._small_axis(shape):
             return None  # boxes, points: a few coordinates per row, no feature dim to tile
-        const = self.ctx.values.const
+        const = self.ctx.const
         if isinstance(cut, cst.Index):
             return ("takes one column of the last (lane) axis: dropping the axis the TPU tiles in 128 lanes moves the "
                     f"next axis into the lanes, a relayout copy ({_FACTS}); keep the axis (`k:k+1`) or compute on the "
@@ -1289,8 +1289,8 @@ class NeedlessConcatSlice(Rule):
     # ---- is it a TF tensor in model or loss code? ------------------------------------
     def _tensorish(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         """(``at``: the node being visited, where ``expr`` is used.)"""
-        fn = self.ctx.scopes.callable_of(at)
-        if fn is not None and self.ctx.layers.tensor_names(fn).host_data(expr):
+        fn = self.ctx.callable_of(at)
+        if fn is not None and self.ctx.tensor_names(fn).host_data(expr):
             return False  # NumPy on the host, even inside a layer's call()
         if self._in_pipeline(at) or not self._tensor_in_code(expr, at):
             return False
@@ -1299,24 +1299,24 @@ class NeedlessConcatSlice(Rule):
 
     def _tensor_in_code(self, expr: cst.BaseExpression, at: cst.CSTNode) -> bool:
         ctx = self.ctx
-        src = value_of(ctx, expr)
+        src = ctx.value_of(expr)
         if isinstance(src, cst.Call):
-            raw = ctx.names.raw_name(src.func) or ""
+            raw = ctx.raw_name(src.func) or ""
             if raw.split(".")[0] in ("numpy", "np", "pandas", "scipy"):
                 return False
             if isinstance(src.func, cst.Attribute) and src.func.attr.value in ("numpy", "to_numpy", "tolist"):
                 return False
-            if ctx.names.call_name(src) is not None:
+            if ctx.call_name(src) is not None:
                 return True
-            if isinstance(src.func, cst.Call) and (ctx.names.call_name(src.func) or "").startswith("keras.layers."):
+            if isinstance(src.func, cst.Call) and (ctx.call_name(src.func) or "").startswith("keras.layers."):
                 return True
             held = self_attr(src.func) or isinstance(src.func, cst.Subscript) or (
-                isinstance(src.func, cst.Name) and loop_source(ctx, src.func) is not None
+                isinstance(src.func, cst.Name) and ctx.loop_source(src.func) is not None
             )  # self.conv(x), self.convs[i](x), conv(x) for conv in self.convs
-            found = layer_constructor(ctx, src.func) if held else None
+            found = ctx.layer_constructor(src.func) if held else None
             if found is not None and found[1].startswith("keras.layers."):
                 return True
-        for anc in reversed(ctx.scopes.ancestors(at)):
+        for anc in reversed(ctx.ancestors(at)):
             if isinstance(anc, cst.Lambda):
                 if self._lambda_layer(anc, at):
                     return True
@@ -1326,12 +1326,12 @@ class NeedlessConcatSlice(Rule):
                 # loss and box helpers: the sliced value is (or is sliced/combined
                 # from, or into) a tensor a TF op computes with; else a helper that
                 # only model code calls
-                if ctx.layers.tensor_names(anc).holds_tensor(expr):
+                if ctx.tensor_names(anc).holds_tensor(expr):
                     return True
                 # the file-wide roles only matter for a helper this file calls or hands
                 # over by name (`layers.Lambda(slice_tensor, arguments=...)`)
                 used = ctx.file_fact(f"KF105.used.{anc.name.value}", partial(_used_by_name, anc.name.value))
-                return used and ctx.roles.function_role(anc) == "model"
+                return used and ctx.function_role(anc) == "model"
         return False
 
     @staticmethod
@@ -1341,30 +1341,30 @@ class NeedlessConcatSlice(Rule):
         return {"y_true", "y_pred"} <= names
 
     def _lambda_layer(self, lam: cst.Lambda, at: cst.CSTNode) -> bool:
-        stack = self.ctx.scopes.ancestors(at)
+        stack = self.ctx.ancestors(at)
         i = next((k for k, n in enumerate(stack) if n is lam), None)
         if i is None or i < 2 or not isinstance(stack[i - 1], cst.Arg):
             return False
-        return self.ctx.names.call_name(stack[i - 2]) == "keras.layers.Lambda"
+        return self.ctx.call_name(stack[i - 2]) == "keras.layers.Lambda"
 
     def _model_function(self, fn: cst.FunctionDef, at: cst.CSTNode) -> bool:
         for d in fn.decorators:
             dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
-            if self.ctx.names.resolve(dec) == "tf.function":
+            if self.ctx.resolve(dec) == "tf.function":
                 return True
         if fn.name.value not in _TENSOR_METHODS:
             return False
         cls = None
-        for anc in reversed(self.ctx.scopes.ancestors(at)):
+        for anc in reversed(self.ctx.ancestors(at)):
             if isinstance(anc, cst.ClassDef):
                 cls = anc
                 break
             if anc is not fn and isinstance(anc, cst.FunctionDef):
                 return False
-        return cls is not None and any(self.ctx.names.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
+        return cls is not None and any(self.ctx.resolve(b.value) in _KERAS_TENSOR_BASES for b in cls.bases)
 
     def _in_pipeline(self, at: cst.CSTNode) -> bool:
-        stack = self.ctx.scopes.ancestors(at)
+        stack = self.ctx.ancestors(at)
         pipeline_fns: frozenset[str] = self.ctx.file_fact("KF105.pipeline_fns", _pipeline_fns)
         for i, anc in enumerate(stack):
             if isinstance(anc, cst.FunctionDef) and anc.name.value in pipeline_fns:
@@ -1377,19 +1377,19 @@ class NeedlessConcatSlice(Rule):
         return False
 
 
-def _pipeline_fns(ctx: SemanticModel) -> frozenset[str]:
+def _pipeline_fns(ctx: RuleContext) -> frozenset[str]:
     """Names of the functions the file hands to a ``Dataset`` method (``ds.map(parse)``)."""
     out: set[str] = set()
     # the file index lists every call: no walk of the whole module (exact types: libcst's
     # node classes have no subclasses, and isinstance against them costs ~10x)
-    for call in ctx.index.all_calls():
+    for call in ctx.all_calls():
         func = call.func
         if type(func) is cst.Attribute and func.attr.value in _PIPELINE_METHODS:
             out.update(a.value.value for a in call.args if type(a.value) is cst.Name)
     return frozenset(out)
 
 
-def _used_by_name(name: str, ctx: SemanticModel) -> bool:
+def _used_by_name(name: str, ctx: RuleContext) -> bool:
     """The file's text names ``name`` besides its ``def``: a call, or the function
     handed over by reference (``layers.Lambda(slice_tensor)``)."""
     return len(re.findall(rf"(?<!\w){re.escape(name)}\b", ctx.source)) > 1

@@ -5,8 +5,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
-from kerasfit.ruleapi.fixes import FixSpec, insert_keyword
-from kerasfit.ruleapi.roles import is_tf_data_chain, reaches_evaluation
+from kerasfit.ruleapi.fixes import FixSpec
 from kerasfit.ruleapi.syntax import get_arg
 
 # method -> positional index of drop_remainder
@@ -355,18 +354,18 @@ class NoDropRemainder(Rule):
         if isinstance(func, cst.Attribute) and func.attr.value in _BATCH_METHODS:
             if get_arg(node, "drop_remainder", _BATCH_METHODS[func.attr.value]) is not None:
                 return
-            if self.ctx.names.raw_name(func) is not None:
+            if self.ctx.raw_name(func) is not None:
                 return  # tf.data.Dataset.batch(ds, n) style or a module function: rare, skip
-            if not is_tf_data_chain(self.ctx, node) or reaches_evaluation(self.ctx, node):
+            if not self.ctx.is_tf_data_chain(node) or self.ctx.reaches_evaluation(node):
                 return
             what = f".{func.attr.value}"
             at: cst.CSTNode = func.attr  # a chain spans many lines: point at the method
             size = get_arg(node, "batch_size", 0)
         else:
-            name = self.ctx.names.call_name(node)
+            name = self.ctx.call_name(node)
             if name not in _MAP_AND_BATCH:
                 return
-            if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or reaches_evaluation(self.ctx, node):
+            if get_arg(node, "drop_remainder", _MAP_AND_BATCH[name]) is not None or self.ctx.reaches_evaluation(node):
                 return
             what = "map_and_batch"
             at = node
@@ -375,15 +374,15 @@ class NoDropRemainder(Rule):
 
     def _finding(self, node: cst.Call, call: str, size: cst.Arg | None) -> PartialLastBatch:
         """What ``drop_remainder=True`` drops here."""
-        chain = self.ctx.values.call_chain(node)
+        chain = self.ctx.call_chain(node)
         before = [c.func.attr.value for c in chain[:-1] if isinstance(c.func, cst.Attribute)]
         if "repeat" in before and not next(c for c in chain if isinstance(c.func, cst.Attribute) and c.func.attr.value == "repeat").args:
             return PartialLastBatch(call, repeats=True)
-        with self.ctx.values.every_construction():  # a flag's or a parameter's default is not the size it runs at
-            n = self.ctx.values.int_const(size.value) if size is not None else None
-        spelled = self.ctx.module.code_for_node(size.value) if size is not None and n is None else None
+        with self.ctx.every_construction():  # a flag's or a parameter's default is not the size it runs at
+            n = self.ctx.int_const(size.value) if size is not None else None
+        spelled = self.ctx.code(size.value) if size is not None and n is None else None
         return PartialLastBatch(call, batch_size=n, batch_spelled=spelled, shuffled="shuffle" in before)
 
     def _fix(self, node: cst.Call) -> FixSpec | None:
-        change = insert_keyword(self.ctx, node, "drop_remainder", "True")
+        change = self.ctx.insert_keyword(node, "drop_remainder", "True")
         return self.make_fix(change) if change is not None else None

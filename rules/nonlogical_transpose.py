@@ -14,7 +14,6 @@ from kerasfit.ruleapi.symbols import (
     TRANSPOSE_CALLS,
 )
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
-from kerasfit.ruleapi.values import uses_of, value_of
 
 # Depthwise convolutions: XLA names batch and feature dims of a convolution freely
 # (dim_labels), so swapping them around one is folded into the conv.
@@ -511,7 +510,7 @@ class NonlogicalTranspose(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             return
         if name in TRANSPOSE_CALLS:
@@ -532,7 +531,7 @@ class NonlogicalTranspose(Rule):
         perm_arg = get_arg(node, pkw, pidx)
         if perm_arg is None:
             return  # reverses all axes of an unknown rank (2-D: a matmul operand, usually)
-        perm = self.ctx.values.const(perm_arg.value)
+        perm = self.ctx.const(perm_arg.value)
         if not isinstance(perm, (list, tuple)) or len(perm) < 2 or not all(isinstance(p, int) for p in perm):
             return
         rank = len(perm)
@@ -545,7 +544,7 @@ class NonlogicalTranspose(Rule):
         if not gaudi and operand is not None and _swaps_last_two(perm) and self._matmul_result(operand.value):
             return
         ctx = self.ctx
-        if ctx.values.off_by_default(node) is not None:
+        if ctx.off_by_default(node) is not None:
             return  # a channels_first / torch-only branch: the default path never runs it
         if self._off_the_step(node):
             return
@@ -561,24 +560,24 @@ class NonlogicalTranspose(Rule):
 
     def _check_permute(self, node: cst.Call) -> None:
         dims_arg = get_arg(node, "dims", 0)
-        dims = self.ctx.values.const(dims_arg.value) if dims_arg is not None else None
+        dims = self.ctx.const(dims_arg.value) if dims_arg is not None else None
         if not isinstance(dims, (list, tuple)) or not all(isinstance(d, int) for d in dims):
             return
         if dims[-1] == len(dims):
             return
-        applied = self.ctx.scopes.parent(node)
+        applied = self.ctx.parent(node)
         if len(dims) < 3 and self.ctx.target.family != "gaudi" and isinstance(applied, cst.Call) and applied.func is node and (
                 self._only_into(applied, _MATMUL_LAYERS, True, 0)
                 or applied.args and self._matmul_result(applied.args[0].value)):
             return  # (batch, a, b) -> (batch, b, a) into or out of a Dense / matmul, which folds it
-        if self.ctx.values.off_by_default(node) is not None or self._off_the_step(node):
+        if self.ctx.off_by_default(node) is not None or self._off_the_step(node):
             return
         self.report(node, LastAxisPermute(tuple(dims), self.ctx.target.family))
 
     def _matmul_result(self, operand: cst.BaseExpression) -> bool:
         """``operand`` is what a matmul (or a Dense) gives: swapping its two result axes is
         the matmul's own output layout, folded into it (docs/facts.md#4)."""
-        src = value_of(self.ctx, operand)
+        src = self.ctx.value_of(operand)
         if isinstance(src, cst.BinaryOperation) and isinstance(src.operator, cst.MatrixMultiply):
             return True
         return isinstance(src, cst.Call) and self._consumer(src) in _MATMUL_LAYERS
@@ -586,28 +585,28 @@ class NonlogicalTranspose(Rule):
     def _off_the_step(self, node: cst.CSTNode) -> bool:
         """Code no training step runs: the input pipeline, host code (a TPUEstimator
         ``metric_fn``, tests) and what runs once while a layer is constructed."""
-        roles = self.ctx.roles
-        fn = self.ctx.scopes.enclosing_callable(node)
-        return roles.of(node) == "input" or roles.is_host_function(fn) or roles.is_construction(fn)
+        ctx = self.ctx
+        fn = ctx.enclosing_callable(node)
+        return ctx.role_of(node) == "input" or ctx.is_host_function(fn) or ctx.is_construction(fn)
 
     def _reshuffles_weights(self, node: cst.Call, operand: cst.BaseExpression) -> bool:
         """A layer's weights (``.kernel``, ``.weights[0]``, ``get_weights()``) transposed
         outside any model code: a converter laying weights out for another framework, run
         once, not in a step."""
-        fn = self.ctx.scopes.enclosing_callable(node)
-        if fn is None or self.ctx.roles.function_role(fn) != "other":
+        fn = self.ctx.enclosing_callable(node)
+        if fn is None or self.ctx.function_role(fn) != "other":
             return False
-        src = value_of(self.ctx, operand)
+        src = self.ctx.value_of(operand)
         while isinstance(src, (cst.Subscript, cst.Call)):
             src = src.value if isinstance(src, cst.Subscript) else src.func
         return isinstance(src, cst.Attribute) and src.attr.value in _WEIGHT_ATTRS
 
     def _check_format(self, value: cst.BaseExpression) -> None:
         ctx = self.ctx
-        if ctx.roles.of(value) == "input" or ctx.roles.is_host_function(ctx.scopes.enclosing_callable(value)):
+        if ctx.role_of(value) == "input" or ctx.is_host_function(ctx.enclosing_callable(value)):
             return
-        for src in ctx.values.const_sources(value):
-            v = ctx.values.const(src, scopes=ctx.scopes.scopes_of(src))
+        for src in ctx.const_sources(value):
+            v = ctx.const(src, scopes=ctx.scopes_of(src))
             if isinstance(v, str) and v in CHANNELS_FIRST_VALUES:
                 self.report(src, ChannelsFirst(v, ctx.target.family))
 
@@ -619,11 +618,11 @@ class NonlogicalTranspose(Rule):
         """The op a call is: its canonical name, or the layer's for ``Layer(...)(x)``."""
         if not isinstance(call, cst.Call):
             return None
-        name = self.ctx.names.call_name_anywhere(call)
+        name = self.ctx.call_name_anywhere(call)
         return name
 
     def _made_by(self, operand: cst.BaseExpression, ops: frozenset[str]) -> bool:
-        o = self.ctx.values.origin(operand)
+        o = self.ctx.origin(operand)
         return o is not None and o.name in ops
 
     def _feeds(self, node: cst.Call, ops: Collection[str], matmul: bool = False) -> bool:
@@ -634,7 +633,7 @@ class NonlogicalTranspose(Rule):
 
     def _only_into(self, expr: cst.BaseExpression, ops: Collection[str], matmul: bool, depth: int) -> bool:
         ctx = self.ctx
-        parent = ctx.scopes.parent(expr)
+        parent = ctx.parent(expr)
         if matmul and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.MatrixMultiply):
             return True
         if matmul and depth < _HOPS and isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, (cst.Multiply, cst.Divide)):
@@ -645,7 +644,7 @@ class NonlogicalTranspose(Rule):
                 return self._only_into(parent, ops, matmul, depth + 1)
             return False
         if isinstance(parent, cst.Arg):
-            call = ctx.scopes.parent(parent)
+            call = ctx.parent(parent)
             name = self._consumer(call)
             if name in ops:
                 return True
@@ -654,7 +653,7 @@ class NonlogicalTranspose(Rule):
                 # (a transpose of it composes with it: still one matmul operand's layout)
                 return self._only_into(call, ops, matmul, depth + 1)
             return False
-        uses = uses_of(ctx, expr) if depth < _HOPS else None
+        uses = ctx.uses_of(expr) if depth < _HOPS else None
         return uses is not None and bool(uses) and all(self._only_into(n, ops, matmul, depth + 1) for n in uses)
 
     def _scalar(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
@@ -663,7 +662,7 @@ class NonlogicalTranspose(Rule):
         (``self.scale = self.key_dim ** -0.5``)."""
         if isinstance(expr, (cst.Integer, cst.Float)):
             return True
-        v = self.ctx.values.const(expr, scopes=self.ctx.scopes.scopes_of(expr))
+        v = self.ctx.const(expr, scopes=self.ctx.scopes_of(expr))
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return True
         if isinstance(expr, cst.BinaryOperation):
@@ -675,7 +674,7 @@ class NonlogicalTranspose(Rule):
         dotted = dotted_name(expr) if isinstance(expr, cst.Attribute) else None
         if dotted is None or not dotted.startswith("self.") or depth > 1:
             return False
-        stores = self.ctx.index.attr_stores.get(dotted, ())
+        stores = self.ctx.attr_stores(dotted)
         return bool(stores) and all(value is not None and isinstance(value, cst.BinaryOperation) and self._scalar(value, depth + 1)
                                     for value, _where in stores)
 
@@ -683,7 +682,7 @@ class NonlogicalTranspose(Rule):
         base = operand.value if isinstance(operand, cst.Subscript) else operand
         if not isinstance(base, cst.Name):
             return False
-        func = self.ctx.scopes.enclosing_function(operand)
+        func = self.ctx.enclosing_function(operand)
         if func is None:
             return False
         params = [p.name.value for p in func.params.params]

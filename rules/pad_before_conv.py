@@ -8,26 +8,15 @@ from typing import TYPE_CHECKING, Any, Hashable, Sequence
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
     from kerasfit.ruleapi.syntax import ScopeNode
     from kerasfit.ruleapi.values import Layer
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule, Severity
-from kerasfit.ruleapi.fixes import Remove, Replace, insert_keyword, set_keyword
+from kerasfit.ruleapi.fixes import Remove, Replace, set_keyword
 from kerasfit.ruleapi.symbols import CONV_LAYERS, RESHAPE_CALLS, TRANSPOSE_CALLS, ZERO_PADDING_LAYERS, canonical, label
 from kerasfit.ruleapi.syntax import UNKNOWN, dotted_name, get_arg, name_loads, self_attr
-from kerasfit.ruleapi.values import (
-    applied_in_order,
-    class_attr_assignment_line,
-    container_contents,
-    constructor_call,
-    current_statement,
-    depends_on_param,
-    layer_constructor,
-    loop_source,
-    reaching_assignment,
-    shape_of_variable,
-)
+from kerasfit.ruleapi.values import class_attr_assignment_line
 
 @dataclass(frozen=True)
 class _ConvSpec:
@@ -152,13 +141,13 @@ def _padding_arg(call: cst.Call, spec: "_ConvSpec") -> cst.Arg | None:
     return get_arg(call, *spec.padding) or (get_arg(call, "border_mode") if not spec.upper else None)
 
 
-def _keras1_signature(ctx: SemanticModel, call: cst.Call) -> bool:
+def _keras1_signature(ctx: RuleContext, call: cst.Call) -> bool:
     """Keras 1 (and Keras 2's legacy interface) read `Convolution2D(64, 3, 3)` as a 3x3
     kernel, tf.keras as kernel 3, strides 3: positions cannot be trusted for a rewrite."""
     if any(a.keyword is not None and a.keyword.value in _KERAS1_KEYWORDS for a in call.args):
         return True
     positional = [a for a in call.args if a.keyword is None and not a.star]
-    raw = ctx.names.raw_name(call.func) or ""
+    raw = ctx.raw_name(call.func) or ""
     return len(positional) >= 3 and raw.rsplit(".", 1)[-1].startswith("Convolution")
 
 
@@ -1348,7 +1337,7 @@ class PadBeforeConv(Rule):
         ),
     )
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._attr_cache: dict[tuple[int, str], tuple[int, int]] = {}
         self._off: cst.BaseExpression | None = None  # the default-off test of the pad just found
@@ -1357,7 +1346,7 @@ class PadBeforeConv(Rule):
         self._pad_keys: dict[int, tuple[cst.Call, tuple[str, Any]]] = {}  # a same-file helper's call -> its pads' key
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         ctor: cst.Call | None = None
         subclass: str | None = None  # a project class that is the conv under its own name
         if name == "keras.Sequential":
@@ -1373,27 +1362,27 @@ class PadBeforeConv(Rule):
             if tp is cst.Call:
                 self._sequence(func)  # type: ignore[arg-type]
             elif tp is cst.Subscript or tp is cst.Name:
-                order = applied_in_order(self.ctx, node)
+                order = self.ctx.applied_in_order(node)
                 if order is not None:
                     self._adjacent(order.adjacent(), f"consecutive layers of `{self._code(order.container)}`, applied in a loop")
             if (tp is cst.Name or tp is cst.Attribute) and (self._wrapped(node) or self._by_signature(node)):
                 return
             if tp is cst.Name:
-                b = self.ctx.scopes.lookup(func.value, at=func)  # type: ignore[attr-defined]
+                b = self.ctx.lookup(func.value, at=func)  # type: ignore[attr-defined]
                 if b is None or b.kind != "assign" or type(b.value) is not cst.Call:
-                    if loop_source(self.ctx, func) is None:  # type: ignore[arg-type]
+                    if self.ctx.loop_source(func) is None:  # type: ignore[arg-type]
                         return
                 # a name bound once, to a call: its constructor is that call when the
                 # assignment reaches here, so a call of no framework symbol is no layer
                 # (answered before following the statements back to the assignment)
-                elif (self.ctx.names.call_name(b.value) is None and loop_source(self.ctx, func) is None  # type: ignore[arg-type]
+                elif (self.ctx.call_name(b.value) is None and self.ctx.loop_source(func) is None  # type: ignore[arg-type]
                       and self._conv_subclass(b.value) is None):
                     return
             elif tp is cst.Attribute and self_attr(func) is None:
                 return
-            found = layer_constructor(self.ctx, func)
+            found = self.ctx.layer_constructor(func)
             if found is None:
-                built = constructor_call(self.ctx, func)
+                built = self.ctx.constructor_call(func)
                 base = self._conv_subclass(built) if built is not None else None
                 if built is not None and base is not None:
                     found, subclass = (built, base), dotted_name(built.func)
@@ -1427,14 +1416,14 @@ class PadBeforeConv(Rule):
         for _ in range(3):  # a subclass of such a subclass
             if type(func) is not cst.Name:
                 return None
-            b = ctx.scopes.lookup(func.value, at=at)
+            b = ctx.lookup(func.value, at=at)
             cls = b.node if b is not None and b.kind == "class" else None
             if not isinstance(cls, cst.ClassDef) or not cls.bases or cls.bases[0].keyword is not None:
                 return None
             if any(isinstance(st, cst.FunctionDef) and st.name.value == "__init__" for st in cls.body.body):
                 return None
             func = at = cls.bases[0].value
-            name = ctx.names.resolve(func)
+            name = ctx.resolve(func)
             if name is not None:
                 return name if name in _SPECS else None
         return None
@@ -1443,7 +1432,7 @@ class PadBeforeConv(Rule):
         """Every padding the conv may get, upper-cased (``"valid" if s > 1 else "same"`` is both)."""
         if pad_arg is None:
             return {spec.default_padding.upper()} if spec.default_padding else None
-        values = self.ctx.values.possible_values(pad_arg.value)
+        values = self.ctx.possible_values(pad_arg.value)
         if not values or not all(isinstance(v, str) for v in values):
             return None
         return {v.upper() for v in values}
@@ -1466,7 +1455,7 @@ class PadBeforeConv(Rule):
             return
         # a conv layer class of a library kerasfit cannot see into: ``Conv2d(64, 3, padding="VALID")(x)``
         callee = dotted_name(ctor.func)
-        sign = self._conv_sign(ctor, callee) if callee is not None and self.ctx.names.call_name(ctor) is None else None
+        sign = self._conv_sign(ctor, callee) if callee is not None and self.ctx.call_name(ctor) is None else None
         if callee is not None and sign is not None:
             why = f"`{callee}` is a conv by {sign}, not one kerasfit can rewrite"
             self._report_maybe_off(pad, self._head(callee, pad, why + ("; the pad is conditional" if conditional else "")))
@@ -1474,7 +1463,7 @@ class PadBeforeConv(Rule):
     def _factory_conv(self, ctor: cst.Call) -> tuple[str, set[str], str] | None:
         """For a call of a project factory that builds a conv whose padding may be
         'valid': (the conv's name, its possible paddings, the factory's name)."""
-        layer = self.ctx.layers.built_layer(ctor)
+        layer = self.ctx.built_layer(ctor)
         return self._layer_conv(layer) if layer is not None else None
 
     @staticmethod
@@ -1504,7 +1493,7 @@ class PadBeforeConv(Rule):
             # (or one interpretation), while looking for a pad behind the argument follows its bindings
             if not self._may_be_pad(arg.value):
                 continue
-            conv = next((c for c in map(self._layer_conv, self.ctx.layers.ops_fed(call, arg)) if c is not None), None)
+            conv = next((c for c in map(self._layer_conv, self.ctx.ops_fed(call, arg)) if c is not None), None)
             if conv is None:
                 continue
             found = self._find_pad(arg.value)
@@ -1553,11 +1542,11 @@ class PadBeforeConv(Rule):
             valid = self._may_be_valid(kws["padding"].value)
         else:
             valid = any(a.keyword is None and isinstance(a.value, cst.SimpleString)
-                        and self.ctx.values.const(a.value) in ("VALID", "valid") for a in call.args)
+                        and self.ctx.const(a.value) in ("VALID", "valid") for a in call.args)
         return "its name and its padding 'valid'" if valid else None
 
     def _may_be_valid(self, padding: cst.BaseExpression) -> bool:
-        values = self.ctx.values.possible_values(padding)
+        values = self.ctx.possible_values(padding)
         return bool(values) and all(isinstance(v, str) for v in values) and "VALID" in {v.upper() for v in values}  # type: ignore[union-attr]
 
     def _sequence(self, seq: cst.Call) -> None:
@@ -1566,7 +1555,7 @@ class PadBeforeConv(Rule):
         last = callee.attr.value if isinstance(callee, cst.Attribute) else callee.value if isinstance(callee, cst.Name) else None
         if last == "compose":
             items = [a.value for a in seq.args if not a.star and a.keyword is None]
-        elif self.ctx.names.call_name(seq) == "keras.Sequential" and seq.args and isinstance(seq.args[0].value, (cst.List, cst.Tuple)):
+        elif self.ctx.call_name(seq) == "keras.Sequential" and seq.args and isinstance(seq.args[0].value, (cst.List, cst.Tuple)):
             items = [e.value for e in seq.args[0].value.elements if not isinstance(e, cst.StarredElement)]
         else:
             return
@@ -1575,14 +1564,14 @@ class PadBeforeConv(Rule):
     def _sequential(self, seq: cst.Call) -> None:
         """``model = Sequential([...])`` and ``model.add(ZeroPadding2D(..))`` then
         ``model.add(Conv2D(..))``: the layers a Sequential model stacks, wherever it is applied."""
-        par = self.ctx.scopes.parent(seq)
+        par = self.ctx.parent(seq)
         order = None
         if isinstance(par, cst.Assign) and len(par.targets) == 1:
-            order = container_contents(self.ctx, par.targets[0].target)
+            order = self.ctx.container_contents(par.targets[0].target)
         if order is None:
             layers = get_arg(seq, "layers", 0)
             if layers is not None and isinstance(layers.value, cst.Name):
-                order = container_contents(self.ctx, layers.value)  # ``Sequential(layers)``, a list built before
+                order = self.ctx.container_contents(layers.value)  # ``Sequential(layers)``, a list built before
             if order is not None:
                 self._adjacent(order.adjacent(), "the pad and the conv are separate layers of a sequence")
                 return
@@ -1600,9 +1589,9 @@ class PadBeforeConv(Rule):
             first, second = self._ctor(first_layer), self._ctor(second_layer)
             if first is None or second is None:
                 continue
-            if self.ctx.names.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
+            if self.ctx.call_name(first) not in ZERO_PADDING_LAYERS and self._layer_pad(first) is None:
                 continue
-            name = self.ctx.names.call_name(second)
+            name = self.ctx.call_name(second)
             shown = label(name) if name is not None else None
             if name is None:
                 name = self._conv_subclass(second)
@@ -1625,13 +1614,13 @@ class PadBeforeConv(Rule):
 
     def _ctor(self, expr: cst.BaseExpression) -> cst.Call | None:
         if isinstance(expr, cst.Name):
-            b = self.ctx.scopes.lookup(expr.value, self.ctx.scopes.scopes_of(expr))
+            b = self.ctx.lookup(expr.value, self.ctx.scopes_of(expr))
             bound = b.value if b is not None and b.kind == "assign" else None
             return bound if isinstance(bound, cst.Call) else None
         return expr if isinstance(expr, cst.Call) else None
 
     def _code(self, node: cst.CSTNode) -> str:
-        return self.ctx.module.code_for_node(node)
+        return self.ctx.code(node)
 
     def _branch_layers(self, app: cst.Call) -> None:
         """``self.conv(self.pad(x))`` where ``__init__`` picks both layers in one branch
@@ -1639,16 +1628,16 @@ class PadBeforeConv(Rule):
         ``Identity`` elsewhere): the pair that is built together is checked."""
         ctx = self.ctx
         attr = self_attr(app.func)
-        cls = ctx.scopes.enclosing_class(app)
+        cls = ctx.enclosing_class(app)
         inp = get_arg(app, "inputs", 0)
         if attr is None or cls is None or inp is None:
             return
-        convs = self.ctx.syntax.class_attr_assignments(cls, attr)
+        convs = self.ctx.class_attr_assignments(cls, attr)
         if len(convs) < 2:
             return
         src = inp.value
         if isinstance(src, cst.Name):
-            hit = reaching_assignment(ctx, src.value, src)
+            hit = ctx.reaching_assignment(src.value, src)
             src = hit[1] if hit is not None else src
         pad_attr = self_attr(src.func) if isinstance(src, cst.Call) else None
         if pad_attr is None:
@@ -1656,7 +1645,7 @@ class PadBeforeConv(Rule):
         for conv in convs:
             if not isinstance(conv, cst.Call):
                 continue
-            name = ctx.names.call_name(conv)
+            name = ctx.call_name(conv)
             spec = _SPECS.get(name) if name is not None else None
             if name is None or spec is None or not name.startswith("keras.layers."):
                 continue
@@ -1664,10 +1653,10 @@ class PadBeforeConv(Rule):
             if paddings is None or "VALID" not in paddings:
                 continue
             block = self._block_of(conv)
-            for pad in self.ctx.syntax.class_attr_assignments(cls, pad_attr):
+            for pad in self.ctx.class_attr_assignments(cls, pad_attr):
                 if (
                     isinstance(pad, cst.Call)
-                    and ctx.names.call_name(pad) in ZERO_PADDING_LAYERS
+                    and ctx.call_name(pad) in ZERO_PADDING_LAYERS
                     and block is not None
                     and self._block_of(pad) is block
                 ):
@@ -1677,11 +1666,11 @@ class PadBeforeConv(Rule):
 
     def _block_of(self, value: cst.CSTNode) -> cst.CSTNode | None:
         """The block holding the assignment statement of ``value``."""
-        node = self.ctx.scopes.parent(value)
+        node = self.ctx.parent(value)
         for _ in range(4):
             if node is None or isinstance(node, (cst.IndentedBlock, cst.Module)):
                 return node
-            node = self.ctx.scopes.parent(node)
+            node = self.ctx.parent(node)
         return None
 
     def _find_pad(self, expr: cst.BaseExpression) -> tuple[cst.Call, bool] | None:
@@ -1692,15 +1681,15 @@ class PadBeforeConv(Rule):
         if not self._may_be_pad(expr):
             return None
         if isinstance(expr, cst.Name):
-            hit = reaching_assignment(self.ctx, expr.value, expr)
+            hit = self.ctx.reaching_assignment(expr.value, expr)
             if hit is not None:
                 expr = hit[1]
             else:
-                for b in self.ctx.scopes.reaching_bindings(expr):
+                for b in self.ctx.reaching_bindings(expr):
                     if b.kind == "assign" and isinstance(b.value, cst.Call) and (
                         self._pad(b.value) is not None or self._helper_pad(b.value) is not None
                     ):
-                        self._off = self.ctx.values.off_by_default(b.node)
+                        self._off = self.ctx.off_by_default(b.node)
                         return b.value, True
                 return None
         if isinstance(expr, cst.Call) and (self._pad(expr) is not None or self._helper_pad(expr) is not None):
@@ -1715,19 +1704,19 @@ class PadBeforeConv(Rule):
         back (``_find_pad``) or interpreting a wrapper it is handed to."""
         tp = type(expr)  # exact types: libcst's node classes have no subclasses
         if tp is cst.Call:
-            name = self.ctx.names.call_name(expr)
+            name = self.ctx.call_name(expr)
             return name is None or name in _PADS
         if tp is not cst.Name:
             return False
         return any(b.kind == "assign" and b.value is not None and type(b.value) is cst.Call and self._may_be_pad(b.value)
-                   for b in self.ctx.scopes.bindings(expr.value, at=expr))  # type: ignore[attr-defined]
+                   for b in self.ctx.bindings(expr.value, at=expr))  # type: ignore[attr-defined]
 
     def _head(self, conv_label: str, pad: cst.Call, not_fixed: str | None, pad_name: str | None = None,
               problem: str | None = None) -> PadFeedsValidConv:
         """The finding of ``pad`` feeding a 'valid' conv (``not_fixed``: why there is no fix)."""
         if pad_name is None:
             info = self._pad(pad) or self._helper_pad(pad) or self._layer_pad(pad)
-            ctor = self.ctx.names.call_name(pad)
+            ctor = self.ctx.call_name(pad)
             pad_name = info[0] if info else label(ctor) if ctor else "pad"
             problem = info[3] if info else None
         # REFLECT / SYMMETRIC / non-zero constant: nothing is folded
@@ -1736,7 +1725,7 @@ class PadBeforeConv(Rule):
     def _by_its_name(self, pad: cst.Call) -> str | None:
         """The module a pad helper known by its name only comes from (a file of the
         project kerasfit cannot read); None for any other pad."""
-        for node in (pad, constructor_call(self.ctx, pad.func)):  # a call, or a layer applied
+        for node in (pad, self.ctx.constructor_call(pad.func)):  # a call, or a layer applied
             hit = self._unseen.get(id(node)) if node is not None else None
             if hit is not None and hit[0] is node:
                 return hit[1]
@@ -1765,7 +1754,7 @@ class PadBeforeConv(Rule):
         pad_line: cst.SimpleStatementLine | None = None
         pad = inp.value
         if isinstance(pad, cst.Name):
-            hit = reaching_assignment(ctx, pad.value, pad)
+            hit = ctx.reaching_assignment(pad.value, pad)
             if hit is None:
                 found = self._find_pad(pad)
                 if found is not None:
@@ -1802,7 +1791,7 @@ class PadBeforeConv(Rule):
                 return  # nothing the conv's own padding could do
             if pairs[0] != (0, 0) or pairs[chan] != (0, 0):
                 reasons.append("it also pads the batch or channel dim")
-        if ctx.names.call_name(pad) is None and layer_constructor(ctx, pad.func) is None:
+        if ctx.call_name(pad) is None and ctx.layer_constructor(pad.func) is None:
             reasons.insert(0, f"the pad is made inside the layer class `{pad_name}`, which other convs may follow too")
         if problem:
             reasons.insert(0, _NOT_ZERO)
@@ -1838,13 +1827,13 @@ class PadBeforeConv(Rule):
             new_input = None
         else:
             # a minimal edit keeps a one-argument-per-line call in that style
-            changes.append(insert_keyword(self.ctx, args_of, "padding", same.value)
+            changes.append(self.ctx.insert_keyword(args_of, "padding", same.value)
                            or Replace(args_of, set_keyword(args_of, "padding", same)))
         if new_input is not None:
             changes.append(Replace(inp.value, new_input))
         # a ZeroPadding layer object that only served this conv goes too
         attr = self_attr(pad.func)
-        cls = self.ctx.scopes.enclosing_class(conv)
+        cls = self.ctx.enclosing_class(conv)
         if attr is not None and cls is not None and self._layer_uses(pad.func, conv) == 1:
             line = class_attr_assignment_line(cls, attr)
             if line is not None:
@@ -1874,7 +1863,7 @@ class PadBeforeConv(Rule):
         if target.count(".") > (1 if target.startswith("self.") else 0):
             return None
         anchors: list[cst.CSTNode] = [pad]
-        built = constructor_call(self.ctx, pad.func) if type(pad.func) is cst.Attribute else None
+        built = self.ctx.constructor_call(pad.func) if type(pad.func) is cst.Attribute else None
         if built is not None:
             anchors.append(built)  # ``self.zero_padding(x)``: where the pad layer is built
         for anchor in anchors:
@@ -1883,7 +1872,7 @@ class PadBeforeConv(Rule):
                 continue
             found: set[str] = set()
             for v in self._set_in_branch(pad_arg.value, target, *branch):
-                vs = self.ctx.values.possible_values(v)
+                vs = self.ctx.possible_values(v)
                 if not vs or not all(isinstance(x, str) for x in vs):
                     return None
                 found |= {x.upper() for x in vs}
@@ -1899,7 +1888,7 @@ class PadBeforeConv(Rule):
                   for small in line.body if isinstance(small, cst.Assign)
                   and any(dotted_name(t.target) == target for t in small.targets)] if target else []
         if not values and "." not in target:
-            bound = padding if isinstance(padding, cst.IfExp) else self.ctx.values.binding_value(padding)
+            bound = padding if isinstance(padding, cst.IfExp) else self.ctx.binding_value(padding)
             if isinstance(bound, cst.IfExp) and _same_code(self.ctx, bound.test, test):
                 values = [bound.body if taken else bound.orelse]
         return values
@@ -1909,15 +1898,15 @@ class PadBeforeConv(Rule):
         for the body / False for the ``else``), within ``node``'s function."""
         ctx = self.ctx
         child: cst.CSTNode = node
-        parent = ctx.scopes.parent(child)
+        parent = ctx.parent(child)
         while parent is not None and not isinstance(parent, (cst.FunctionDef, cst.Module, cst.Lambda, cst.ClassDef)):
             if isinstance(parent, cst.If) and isinstance(child, cst.IndentedBlock):
                 return parent.test, child, child is parent.body
             if isinstance(parent, cst.Else) and isinstance(child, cst.IndentedBlock):
-                grand = ctx.scopes.parent(parent)
+                grand = ctx.parent(parent)
                 if isinstance(grand, cst.If):
                     return grand.test, child, False
-            child, parent = parent, ctx.scopes.parent(parent)
+            child, parent = parent, ctx.parent(parent)
         return None
 
     def _through_layout(self, expr: cst.Call, conv_label: str) -> bool:
@@ -1950,13 +1939,13 @@ class PadBeforeConv(Rule):
     def _layout_input(self, call: cst.Call) -> tuple[str, cst.BaseExpression] | None:
         """(the op's label, the tensor it reads) for a transpose / reshape op or an applied
         ``Permute`` / ``Reshape`` layer, else None."""
-        name = self.ctx.names.call_name(call)
+        name = self.ctx.call_name(call)
         if name in TRANSPOSE_CALLS or name in RESHAPE_CALLS:
             kw, idx = (TRANSPOSE_CALLS.get(name) or RESHAPE_CALLS[name])[:2]
             arg = get_arg(call, kw, idx)
             return (label(name), arg.value) if arg is not None else None
         if name is None and call.args and type(call.func) in _CALLEES:
-            found = layer_constructor(self.ctx, call.func)
+            found = self.ctx.layer_constructor(call.func)
             arg = get_arg(call, "inputs", 0)
             if found is not None and found[1] in _LAYOUT_LAYERS and arg is not None:
                 return label(found[1]), arg.value
@@ -1970,19 +1959,19 @@ class PadBeforeConv(Rule):
         time = 2 if fmt == "first" else 1
         if pairs is not None:
             return len(pairs) == 3 and pairs[time][1] == 0 and pairs[time][0] > 0
-        if self.ctx.names.call_name(pad) in _PADS:
+        if self.ctx.call_name(pad) in _PADS:
             p_arg = get_arg(pad, "paddings", 1) or get_arg(pad, "pad_width", 1)
             value = p_arg.value if p_arg is not None else None
             if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 3:
                 return False
             value = value.elements[time].value
         else:  # ``ZeroPadding1D((k - 1, 0))(x)``
-            ctor = constructor_call(self.ctx, pad.func)
+            ctor = self.ctx.constructor_call(pad.func)
             p_arg = get_arg(ctor, "padding", 0) if ctor is not None else None
             value = p_arg.value if p_arg is not None else None
         if not isinstance(value, (cst.List, cst.Tuple)) or len(value.elements) != 2:
             return False
-        left, right = (self.ctx.values.const(e.value) for e in value.elements)
+        left, right = (self.ctx.const(e.value) for e in value.elements)
         return bool(right == 0 and left != 0)
 
     def _report_helper(
@@ -2024,7 +2013,7 @@ class PadBeforeConv(Rule):
         key, helpers = self._once(pad, once)
         off, self._off = self._off, None
         if off is not None:
-            test = re.sub(r"\s+", " ", self.ctx.module.code_for_node(off))
+            test = re.sub(r"\s+", " ", self.ctx.code(off))
             self.report(pad, replace(finding, helpers=helpers, off_when=test), severity=Severity.INFO, once=key)
         else:
             self.report(pad, replace(finding, helpers=helpers), once=key)
@@ -2036,9 +2025,9 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
 
         def const(node: cst.BaseExpression) -> Any:
-            return ctx.values.const(node, scopes=scopes) if scopes is not None else ctx.values.const(node)
+            return ctx.const(node, scopes=scopes) if scopes is not None else ctx.const(node)
 
-        name = ctx.names.call_name(call)
+        name = ctx.call_name(call)
         if name in _PADS:
             tensor = get_arg(call, "tensor" if name == "tf.pad" else "x", 0)
             if tensor is None:
@@ -2062,9 +2051,9 @@ class PadBeforeConv(Rule):
             return label(name), tensor.value, pairs, problem
         if name is not None or not call.args:
             return None
-        found = layer_constructor(ctx, call.func)
+        found = ctx.layer_constructor(call.func)
         if found is None:
-            ctor = constructor_call(ctx, call.func)  # ``Pad(1)(x)``, ``pad(x)``, ``self.pad(x)``
+            ctor = ctx.constructor_call(call.func)  # ``Pad(1)(x)``, ``pad(x)``, ``self.pad(x)``
             custom = self._layer_pad(ctor) if ctor is not None else None
             tensor = get_arg(call, "inputs", 0)
             if custom is None or tensor is None:
@@ -2101,7 +2090,7 @@ class PadBeforeConv(Rule):
         hit = cache.get(id(call))
         if hit is not None and hit[0] is call:
             return hit[1]
-        out = self._helper_pad_uncached(call) if self.ctx.names.call_name(call) is None else None
+        out = self._helper_pad_uncached(call) if self.ctx.call_name(call) is None else None
         cache[id(call)] = (call, out)
         return out
 
@@ -2109,11 +2098,11 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
         helper = dotted_name(call.func) or "helper"
         tensor = get_arg(call, None, 0)
-        origins = ctx.values.origins(call)
+        origins = ctx.origins(call)
         if origins and all(o.via for o in origins):
             if any(o.name not in _PADS and o.name not in ZERO_PADDING_LAYERS for o in origins):
                 return None
-            found = [self._pad(o.call, scopes=ctx.scopes.scopes_of(o.call)) for o in origins]
+            found = [self._pad(o.call, scopes=ctx.scopes_of(o.call)) for o in origins]
             infos = [i for i in found if i is not None]
             if len(infos) < len(found):
                 return None
@@ -2122,10 +2111,10 @@ class PadBeforeConv(Rule):
             problem = problems.pop() if len(problems) == 1 else None
             # the pads themselves, by where they are: one finding per pad of this file, at the
             # first call site that feeds a 'valid' conv (a key of code, never of node ids)
-            key = tuple(sorted((_def_name(ctx.scopes.enclosing_function(o.call)), ctx.module.code_for_node(o.call)) for o in origins))
+            key = tuple(sorted((_def_name(ctx.enclosing_function(o.call)), ctx.code(o.call)) for o in origins))
             self._pad_keys[id(call)] = (call, ("helper-pad", key))
             return helper, tensor.value if tensor else None, pairs, problem
-        layer = ctx.layers.built_layer(call)  # a function of another file of the tree
+        layer = ctx.built_layer(call)  # a function of another file of the tree
         if layer is None and self._pad_by_name(call, helper):
             return helper, tensor.value if tensor else None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(helper) else None
         if layer is None or canonical(layer.name) not in _PADS:
@@ -2144,7 +2133,7 @@ class PadBeforeConv(Rule):
         last = helper.rsplit(".", 1)[-1]
         if not (_PAD_NAME.search(last) or _PAD_CLASS.search(last)) or _NOT_PAD_NAME.search(helper):
             return False
-        module = self.ctx.layers.unseen_project_callee(call)
+        module = self.ctx.unseen_project_callee(call)
         if module is None:
             return False
         self._unseen[id(call)] = (call, module)
@@ -2155,10 +2144,10 @@ class PadBeforeConv(Rule):
         (a REFLECT / SYMMETRIC one too: XLA folds none of it, and it has no 'same'
         equivalent, which the finding says)."""
         ctx = self.ctx
-        rets = ctx.layers.layer_call_returns(ctor)
-        if rets is None and ctx.names.call_name(ctor) is None:
+        rets = ctx.layer_call_returns(ctor)
+        if rets is None and ctx.call_name(ctor) is None:
             name = dotted_name(ctor.func) or "pad"
-            if ctx.layers.imported_zero_pad_layer(ctor):
+            if ctx.imported_zero_pad_layer(ctor):
                 return name, None, None, None
             if self._pad_by_name(ctor, name):
                 return name, None, None, _REFLECT_BY_NAME if _REFLECT_NAME.search(name) else None
@@ -2166,15 +2155,15 @@ class PadBeforeConv(Rule):
             return None
         infos = []
         for ret in rets:
-            origins = ctx.values.origins(ret)
+            origins = ctx.origins(ret)
             if not origins or any(o.name not in _PADS or o.via or o.conditional for o in origins):
                 return None
             for o in origins:
-                scopes = ctx.scopes.scopes_of(o.call)
+                scopes = ctx.scopes_of(o.call)
                 info = self._pad(o.call, scopes=scopes)
                 if info is None or not isinstance(info[1], cst.Name):
                     return None
-                b = ctx.scopes.lookup(info[1].value, scopes)  # the pad's input is the layer's input
+                b = ctx.lookup(info[1].value, scopes)  # the pad's input is the layer's input
                 if b is None or b.kind != "param":
                     return None
                 infos.append(info)
@@ -2188,7 +2177,7 @@ class PadBeforeConv(Rule):
         its callers override): nobody writes a pad to pad nothing."""
         if pairs is None or arg is None or any(p != (0, 0) for p in pairs):
             return pairs
-        return None if depends_on_param(self.ctx, arg.value) else pairs
+        return None if self.ctx.depends_on_param(arg.value) else pairs
 
     @staticmethod
     def _zero_padding_pairs(raw: object, n: int) -> list[tuple[int, int]] | None:
@@ -2208,7 +2197,7 @@ class PadBeforeConv(Rule):
         arg = get_arg(call, *spec.data_format)
         if arg is None:
             return "last"
-        v = self.ctx.values.const(arg.value)
+        v = self.ctx.const(arg.value)
         if v in (None, "channels_last", "NHWC", "NWC", "NDHWC"):
             return "last"
         if v in ("channels_first", "NCHW", "NCW", "NCDHW"):
@@ -2219,19 +2208,19 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
         if spec.kernel is not None:
             k_arg = get_arg(call, *spec.kernel)
-            kernel = _per_dim(ctx.values.const(k_arg.value), rank) if k_arg is not None else None
+            kernel = _per_dim(ctx.const(k_arg.value), rank) if k_arg is not None else None
         elif name in _NO_KERNEL_VAR:
             return [f"`{label(name)}` is not rewritten automatically"]
         else:
             f_arg = get_arg(call, "filters", 1) or get_arg(call, "filter")
-            shape = shape_of_variable(ctx, f_arg.value) if f_arg is not None else None
+            shape = ctx.shape_of_variable(f_arg.value) if f_arg is not None else None
             kernel = tuple(shape[:rank]) if shape and len(shape) == rank + 2 else None
         if kernel is None:
             return ["the kernel size is not a constant here"]
         s_arg = get_arg(call, *spec.strides)
-        strides = _per_dim(ctx.values.const(s_arg.value), rank) if s_arg is not None else (1,) * rank
+        strides = _per_dim(ctx.const(s_arg.value), rank) if s_arg is not None else (1,) * rank
         d_arg = get_arg(call, *spec.dilation) or (get_arg(call, "rate") if spec.upper else None)
-        dil = _per_dim(ctx.values.const(d_arg.value), rank) if d_arg is not None else (1,) * rank
+        dil = _per_dim(ctx.const(d_arg.value), rank) if d_arg is not None else (1,) * rank
         if strides is None or dil is None:
             return ["the strides or dilation are not constant"]
         if any(s != 1 for s in strides):
@@ -2254,7 +2243,7 @@ class PadBeforeConv(Rule):
         ctx = self.ctx
         for app in (conv, pad):
             func = app.func if isinstance(app, cst.Call) else None
-            held = func.value if isinstance(func, cst.Subscript) else loop_source(ctx, func) if isinstance(func, cst.Name) else None
+            held = func.value if isinstance(func, cst.Subscript) else ctx.loop_source(func) if isinstance(func, cst.Name) else None
             if held is not None:
                 return [f"the layers are kept in `{self._code(held)}` and applied by index or in a loop"]
         if ctor is not None and not isinstance(conv.func, cst.Call):
@@ -2263,7 +2252,7 @@ class PadBeforeConv(Rule):
                 return ["the conv layer object is applied elsewhere too"]
         if via is None:
             return []
-        cur = current_statement(ctx, conv)
+        cur = ctx.current_statement(conv)
         if cur is None:
             return ["the padded tensor may be used elsewhere"]
         line, block, idx = cur
@@ -2276,16 +2265,16 @@ class PadBeforeConv(Rule):
         if not (isinstance(pad_input, cst.Name) and pad_input.value == via):
             if not isinstance(pad_input, cst.Name):
                 return ["the pad's input is an expression, not a variable"]
-            if any(self.ctx.syntax.binds(s, pad_input.value) for s in between):
+            if any(self.ctx.binds(s, pad_input.value) for s in between):
                 return ["the pad's input is rebound before the conv"]
-        if self.ctx.syntax.binds(line, via):
+        if self.ctx.binds(line, via):
             return []
         for s in block.body[idx + 1 :]:
             if name_loads(s, via):
                 return ["the padded tensor is used elsewhere too"]
-            if self.ctx.syntax.binds(s, via):
+            if self.ctx.binds(s, via):
                 return []
-        fn = ctx.scopes.enclosing_function(conv)
+        fn = ctx.enclosing_function(conv)
         if fn is not None and block is fn.body:
             return []
         return ["the padded tensor may be used elsewhere"]
@@ -2298,7 +2287,7 @@ class PadBeforeConv(Rule):
         is asked again for its value at every construction (``Values.every_construction``),
         the strides first, as what most often differs; [] when every one holds."""
         ctx = self.ctx
-        pad_ctor = layer_constructor(ctx, pad.func)
+        pad_ctor = ctx.layer_constructor(pad.func)
         for call, what in ((args_of, "conv"), (pad, "pad"), (pad_ctor[0] if pad_ctor else pad, "pad")):
             star = next((a for a in call.args if a.star), None)
             if star is not None:  # `Conv2D(64, 3, **kwargs)`: the strides may be in there
@@ -2313,13 +2302,13 @@ class PadBeforeConv(Rule):
         for arg in conv_args:
             if arg is None:
                 continue
-            with ctx.values.every_construction() as why:
-                if ctx.values.const(arg.value) is UNKNOWN:
+            with ctx.every_construction() as why:
+                if ctx.const(arg.value) is UNKNOWN:
                     return [why[0] if why else f"`{self._code(arg.value)}` is not the same at every construction"]
-        with ctx.values.every_construction() as why:
+        with ctx.every_construction() as why:
             if spec.kernel is None and name not in _NO_KERNEL_VAR:
                 f_arg = get_arg(args_of, "filters", 1) or get_arg(args_of, "filter")
-                if f_arg is not None and shape_of_variable(ctx, f_arg.value) is None:
+                if f_arg is not None and ctx.shape_of_variable(f_arg.value) is None:
                     return [why[0] if why else "the kernel's shape is not the same at every construction"]
             again = self._pad(pad)
             if again is None or again[2:] != pad_info[2:]:
@@ -2330,15 +2319,15 @@ class PadBeforeConv(Rule):
         """How often the layer object ``func`` is applied where ``at`` is (its function or class)."""
         ctx = self.ctx
         if isinstance(func, cst.Name):
-            scope = ctx.scopes.enclosing_function(at) or ctx.module
+            scope = ctx.enclosing_function(at) or ctx.module
             return name_loads(scope, func.value)
         attr = self_attr(func)
-        cls = ctx.scopes.enclosing_class(at)
+        cls = ctx.enclosing_class(at)
         if attr is None or cls is None:
             return 0
         key = (id(cls), attr)
         if key not in self._attr_cache:
-            self._attr_cache[key] = (len(self.ctx.syntax.class_attr_assignments(cls, attr)), self.ctx.syntax.class_attr_uses(cls, attr))
+            self._attr_cache[key] = (len(self.ctx.class_attr_assignments(cls, attr)), self.ctx.class_attr_uses(cls, attr))
         return self._attr_cache[key][1]
 
     @staticmethod
@@ -2353,7 +2342,7 @@ def _def_name(fn: cst.FunctionDef | None) -> str:
     return fn.name.value if fn is not None else ""
 
 
-def _same_code(ctx: SemanticModel, a: cst.CSTNode, b: cst.CSTNode) -> bool:
+def _same_code(ctx: RuleContext, a: cst.CSTNode, b: cst.CSTNode) -> bool:
     """Two expressions spelled alike (whitespace aside)."""
-    code = ctx.module.code_for_node
+    code = ctx.code
     return re.sub(r"\s+", "", code(a)) == re.sub(r"\s+", "", code(b))

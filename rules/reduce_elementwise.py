@@ -4,10 +4,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, SemanticModel, Severity
+from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, RuleContext, Severity
 from kerasfit.ruleapi.symbols import NEGATE_CALLS, REDUCTIONS, SCALE_CALLS
 from kerasfit.ruleapi.syntax import get_arg, name_loads, walk
-from kerasfit.ruleapi.values import number
 
 # Calls that make a function the training step: its losses are computed on the accelerator.
 _TRAINS = frozenset({"minimize", "apply_gradients", "compute_gradients", "gradient", "gradients"})
@@ -26,10 +25,10 @@ def _paren(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
-def _keeps_axes(call: cst.Call, ctx: SemanticModel) -> bool:
+def _keeps_axes(call: cst.Call, ctx: RuleContext) -> bool:
     """The reduction names axes to reduce (its result is a tensor, not one scalar)."""
     arg = get_arg(call, "axis", 1) or get_arg(call, "reduction_indices")
-    return arg is not None and ctx.values.const(arg.value, scopes=ctx.scopes.scopes_of(arg.value)) is not None
+    return arg is not None and ctx.const(arg.value, scopes=ctx.scopes_of(arg.value)) is not None
 
 
 @dataclass(frozen=True)
@@ -265,7 +264,7 @@ class ReduceElementwise(Rule):
     def _reduction(self, expr: cst.BaseExpression) -> tuple[cst.Call, str, cst.Arg] | None:
         if type(expr) is not cst.Call:
             return None
-        name = self.ctx.names.call_name(expr)
+        name = self.ctx.call_name(expr)
         kind = REDUCTIONS.get(name or "")
         if kind is None:
             return None
@@ -281,11 +280,11 @@ class ReduceElementwise(Rule):
         name, ``tf.constant(2.0)``, or a name bound to numbers on every path
         (``gate = (d - 1) / 2`` with ``d`` 1 or -1). Not a tensor: a weighted mean's
         denominator (``tf.reduce_sum(w) + eps``) divides the sum because that is the mean."""
-        v = number(self.ctx, const)
+        v = self.ctx.number(const)
         if v == 0:
             return False  # `sum(x) * 0.0`: a zero kept on the graph, no scaling to move
         if v is None:
-            values = self.ctx.values.possible_values(const)
+            values = self.ctx.possible_values(const)
             if not values or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
                 return False
             v = min(values)
@@ -296,11 +295,11 @@ class ReduceElementwise(Rule):
         one reaching assignment is among those, and most names hold none (a few lookups,
         before the file's statements are ordered to find the reaching one)."""
         return any(b.kind == "assign" and self._reduction(b.value) is not None  # type: ignore[arg-type]
-                   for b in self.ctx.scopes.bindings(name.value, at=name))
+                   for b in self.ctx.bindings(name.value, at=name))
 
     def _bound_once(self, name: cst.Name) -> cst.BaseExpression | None:
         """The value of the one assignment that reaches ``name``, else None."""
-        bindings = self.ctx.scopes.reaching_bindings(name)
+        bindings = self.ctx.reaching_bindings(name)
         if len(bindings) != 1 or bindings[0].kind != "assign":
             return None
         return bindings[0].value
@@ -313,7 +312,7 @@ class ReduceElementwise(Rule):
             if not self._may_hold_reduction(expr):
                 return None
             bound = self._bound_once(expr)
-            scope = self.ctx.scopes.callable_of(expr) or self.ctx.module
+            scope = self.ctx.callable_of(expr) or self.ctx.module
             if bound is None or self._reduction(bound) is None or name_loads(scope, expr.value) != 1:
                 return None
             return self._reduction(bound)[0]  # type: ignore[index]
@@ -362,7 +361,7 @@ class ReduceElementwise(Rule):
         self._report(node, call, arg, new_input, "negation after")
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None or (name not in SCALE_CALLS and name not in NEGATE_CALLS) or not node.args:
             return
         first = node.args[0]
@@ -383,21 +382,21 @@ class ReduceElementwise(Rule):
     def _report_split(self, outer: cst.BinaryOperation, call: cst.Call) -> None:
         """The scaling and its reduction are apart (another statement, or another scaling in
         between): found, never rewritten."""
-        if self.ctx.roles.of(outer) == "input" or self.ctx.roles.is_host_function(self.ctx.scopes.callable_of(outer)):
+        if self.ctx.role_of(outer) == "input" or self.ctx.is_host_function(self.ctx.callable_of(outer)):
             return
-        red = (self.ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
+        red = (self.ctx.call_name(call) or "").rsplit(".", 1)[-1]
         op = "*" if isinstance(outer.operator, cst.Multiply) else "/"
         self.report(outer, ScaledApart(op, red))
 
     def _report(self, outer: cst.BaseExpression, call: cst.Call, arg: cst.Arg, new_input: cst.BaseExpression, what: str) -> None:
         ctx = self.ctx
-        fn = next((s for s in ctx.scopes.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
-        if ctx.roles.function_role(fn) == "input" or ctx.roles.is_host_function(fn):
+        fn = next((s for s in ctx.scopes_of(outer) if isinstance(s, (cst.FunctionDef, cst.Lambda))), None)
+        if ctx.function_role(fn) == "input" or ctx.is_host_function(fn):
             return
         new_call = call.with_deep_changes(arg, value=new_input).with_changes(lpar=outer.lpar, rpar=outer.rpar)
-        red = (ctx.names.call_name(call) or "").rsplit(".", 1)[-1]
-        text = ctx.module.code_for_node(new_call)
-        if (isinstance(outer, cst.UnaryOperation) or ctx.names.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
+        red = (ctx.call_name(call) or "").rsplit(".", 1)[-1]
+        text = ctx.code(new_call)
+        if (isinstance(outer, cst.UnaryOperation) or ctx.call_name(outer) in NEGATE_CALLS) and not _keeps_axes(call, ctx):
             finding = ScaledAfterReduction(what, red, scalar_negation=True)
         elif not self._on_accelerator(fn):
             finding = ScaledAfterReduction(what, red, off_accelerator=True)
@@ -409,16 +408,16 @@ class ReduceElementwise(Rule):
         """Module-level code (a TF1 graph, a script's loss), model code, or a function
         named or shaped like a loss, or called from model code anywhere in the tree."""
         ctx = self.ctx
-        if fn is None or ctx.roles.function_role(fn) == "model":
+        if fn is None or ctx.function_role(fn) == "model":
             return True
         func = fn if isinstance(fn, cst.FunctionDef) else next(
-            (s for s in ctx.scopes.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
+            (s for s in ctx.scopes_of(fn) if isinstance(s, cst.FunctionDef)), None)
         if func is None:
             return True
-        if ctx.roles.function_role(func) == "model" or "loss" in func.name.value.lower():
+        if ctx.function_role(func) == "model" or "loss" in func.name.value.lower():
             return True
         if {"y_true", "y_pred"} <= {p.name.value for p in func.params.params}:
             return True
         if any(isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value in _TRAINS for n in walk(func)):
             return True  # it builds the training step (a TF1 graph's `minimize`, a tape's `gradient`)
-        return ctx.scopes.scopes_of(func)[0] is ctx.module and ctx.layers.reached_from_model(func)
+        return ctx.scopes_of(func)[0] is ctx.module and ctx.reached_from_model(func)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
     from kerasfit.ruleapi.values import Origin
 
 from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule
@@ -22,7 +22,6 @@ from kerasfit.ruleapi.symbols import (
     canonical,
 )
 from kerasfit.ruleapi.syntax import dotted_name, get_arg, walk
-from kerasfit.ruleapi.values import uses_of
 
 _ADVICE = {
     "depth_to_space": "upsample with `Conv2DTranspose(strides=r)` or a resize followed by a conv",
@@ -300,12 +299,12 @@ class SpaceDepth(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             # Concatenate(axis=-1)([x1, x2, x3, x4])
-            if isinstance(node.func, cst.Call) and self.ctx.names.call_name(node.func) == "keras.layers.Concatenate" and node.args:
+            if isinstance(node.func, cst.Call) and self.ctx.call_name(node.func) == "keras.layers.Concatenate" and node.args:
                 axis = get_arg(node.func, "axis", 0)
-                axis_v = self.ctx.values.int_const(axis.value) if axis is not None else -1
+                axis_v = self.ctx.int_const(axis.value) if axis is not None else -1
                 self._phase_split(node, node.args[0].value, axis_v)
             elif type(node.func) is cst.Attribute:
                 self._by_its_name(node)
@@ -318,13 +317,13 @@ class SpaceDepth(Rule):
             self._check_phase_split(node, name)
 
     def _report_op(self, node: cst.Call, name: str, unread: str | None = None, op: str | None = None) -> None:
-        if self.ctx.roles.of(node) == "input":
+        if self.ctx.role_of(node) == "input":
             return
         op = op or name.rsplit(".", 1)[-1]
         advice = _advice(name)
         operand = get_arg(node, "input", 0)
         if "batch_to_space" in name and operand is not None:
-            tiled = self.ctx.values.origin(operand.value)
+            tiled = self.ctx.origin(operand.value)
             if tiled is not None and tiled.name in _TILES:
                 advice = ("it is nearest-neighbour upsampling (tile, then batch_to_space): "
                           "`UpSampling2D(interpolation='nearest')` does it without a trip through the batch dim")
@@ -337,7 +336,7 @@ class SpaceDepth(Rule):
         guess = canonical(f"tensorflow.{op}")
         if guess not in SPACE_DEPTH_OPS:
             return
-        module = self.ctx.layers.unseen_project_callee(node)
+        module = self.ctx.unseen_project_callee(node)
         if module is not None:
             self._report_op(node, guess, module, op)
 
@@ -347,7 +346,7 @@ class SpaceDepth(Rule):
         if operand is None or shape is None or not _has_product(shape.value):
             return
         ctx = self.ctx
-        if ctx.roles.of(reshape) == "input":
+        if ctx.role_of(reshape) == "input":
             return
         origin = _transpose_source(ctx, operand.value)
         if origin is None or origin.name is None:
@@ -357,10 +356,10 @@ class SpaceDepth(Rule):
         t_in, perm = get_arg(t, tkw, tidx), get_arg(t, pkw, pidx)
         if t_in is None or perm is None:
             return
-        perm_v = ctx.values.const(perm.value, scopes=ctx.scopes.scopes_of(perm.value))
+        perm_v = ctx.const(perm.value, scopes=ctx.scopes_of(perm.value))
         if not isinstance(perm_v, (list, tuple)) or len(perm_v) < 5 or list(perm_v) == sorted(perm_v):
             return
-        inner = ctx.values.origin(t_in.value)
+        inner = ctx.origin(t_in.value)
         if inner is None or inner.name not in RESHAPE_CALLS:
             return
         if _block_partition(ctx, inner.call, inner.name) or _visualisation(ctx, reshape) or _feeds_matmul(ctx, reshape):
@@ -370,7 +369,7 @@ class SpaceDepth(Rule):
     def _check_phase_split(self, node: cst.Call, name: str) -> None:
         vkw, vidx, akw, aidx, default = CONCAT_CALLS[name]
         values, axis = get_arg(node, vkw, vidx), get_arg(node, akw, aidx)
-        axis_v = self.ctx.values.int_const(axis.value) if axis is not None else default
+        axis_v = self.ctx.int_const(axis.value) if axis is not None else default
         if values is not None:
             self._phase_split(node, values.value, axis_v)
 
@@ -381,18 +380,18 @@ class SpaceDepth(Rule):
             return
         if not all(_strided_slice(self.ctx, _phase_source(self.ctx, el.value)) for el in elems.elements):
             return
-        if self.ctx.roles.of(node) == "input":
+        if self.ctx.role_of(node) == "input":
             return
         self.report(node, PhaseSplit())
 
 
-def _transpose_source(ctx: SemanticModel, expr: cst.BaseExpression, depth: int = 0) -> Origin | None:
+def _transpose_source(ctx: RuleContext, expr: cst.BaseExpression, depth: int = 0) -> Origin | None:
     """The transpose a reshaped tensor comes from: directly, or through ops that only split,
     squeeze and concatenate its data again (a phase shift written with ``tf.split`` /
     ``tf.concat([tf.squeeze(x, 1) for x in X], 2)``), a comprehension's element included."""
     if depth > 8:
         return None
-    origin = ctx.values.origin(expr)
+    origin = ctx.origin(expr)
     if origin is None:
         source = _comprehension_source(ctx, expr)
         return _transpose_source(ctx, source, depth + 1) if source is not None else None
@@ -412,11 +411,11 @@ def _transpose_source(ctx: SemanticModel, expr: cst.BaseExpression, depth: int =
     return _transpose_source(ctx, inner, depth + 1)
 
 
-def _comprehension_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression | None:
+def _comprehension_source(ctx: RuleContext, expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """``x`` in ``[f(x) for x in X]``: ``X``."""
     if not isinstance(expr, cst.Name):
         return None
-    for anc in reversed(ctx.scopes.ancestors(expr)):
+    for anc in reversed(ctx.ancestors(expr)):
         if isinstance(anc, (cst.ListComp, cst.GeneratorExp)):
             comp = anc.for_in
             if isinstance(comp.target, cst.Name) and comp.target.value == expr.value:
@@ -424,13 +423,13 @@ def _comprehension_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.B
     return None
 
 
-def _feeds_matmul(ctx: SemanticModel, reshape: cst.Call) -> bool:
+def _feeds_matmul(ctx: RuleContext, reshape: cst.Call) -> bool:
     """Attention heads regrouped (``(b, n, 3, heads, d)`` → transpose → ``(3, b * heads, n,
     d)``) for ``q @ k``: the data reaches a matmul, whose operands' transposes the TPU makes
     for free (docs/facts.md#4). Followed by name through the function's assignments (an
     ``unstack`` into ``q, k, v``), in any order: a may-answer."""
-    fn = ctx.scopes.enclosing_function(reshape)
-    parent = ctx.scopes.parent(reshape)
+    fn = ctx.enclosing_function(reshape)
+    parent = ctx.parent(reshape)
     if fn is None or not isinstance(parent, cst.Assign):
         return False
     derived = {n.value for t in parent.targets for n in walk(t.target) if isinstance(n, cst.Name)}
@@ -445,7 +444,7 @@ def _feeds_matmul(ctx: SemanticModel, reshape: cst.Call) -> bool:
         if isinstance(n, cst.BinaryOperation) and isinstance(n.operator, cst.MatrixMultiply):
             if _mentions(n.left, derived) or _mentions(n.right, derived):
                 return True
-        elif isinstance(n, cst.Call) and ctx.names.call_name(n) in MATMUL_CALLS and _mentions(n, derived):
+        elif isinstance(n, cst.Call) and ctx.call_name(n) in MATMUL_CALLS and _mentions(n, derived):
             return True
     return False
 
@@ -464,7 +463,7 @@ def _has_product(shape: cst.BaseExpression) -> bool:
     )
 
 
-def _strided_slice(ctx: SemanticModel, expr: cst.BaseExpression) -> bool:
+def _strided_slice(ctx: RuleContext, expr: cst.BaseExpression) -> bool:
     """``x[:, ::2, 1::2, :]``: a subscript with a constant step of 2 or more."""
     if not isinstance(expr, cst.Subscript):
         return False
@@ -472,24 +471,24 @@ def _strided_slice(ctx: SemanticModel, expr: cst.BaseExpression) -> bool:
     for el in expr.slice:
         s = el.slice
         if isinstance(s, cst.Slice) and s.step is not None:
-            v = ctx.values.int_const(s.step)
+            v = ctx.int_const(s.step)
             if v is None or v < 2:
                 return False
             steps += 1
     return steps >= 2
 
 
-def _phase_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpression:
+def _phase_source(ctx: RuleContext, expr: cst.BaseExpression) -> cst.BaseExpression:
     """What a concatenated part is: ``x0`` bound once to ``x[:, 0::2, 0::2, :]``, or
     ``Lambda(lambda z: z[:, ::2, ::2, :])(x)`` — the slice itself."""
     if isinstance(expr, cst.Name):
-        b = ctx.scopes.reaching_bindings(expr)
+        b = ctx.reaching_bindings(expr)
         if len(b) == 1 and b[0].kind == "assign" and b[0].value is not None:
             expr = b[0].value
     if (
         isinstance(expr, cst.Call)
         and isinstance(expr.func, cst.Call)
-        and ctx.names.call_name(expr.func) == "keras.layers.Lambda"
+        and ctx.call_name(expr.func) == "keras.layers.Lambda"
         and expr.func.args
         and isinstance(expr.func.args[0].value, cst.Lambda)
     ):
@@ -497,7 +496,7 @@ def _phase_source(ctx: SemanticModel, expr: cst.BaseExpression) -> cst.BaseExpre
     return expr
 
 
-def _block_partition(ctx: SemanticModel, reshape: cst.Call, name: str) -> bool:
+def _block_partition(ctx: RuleContext, reshape: cst.Call, name: str) -> bool:
     """A window/block partition splits spatial dims (``h // ws``) and keeps the channel dim
     last: it moves spatial data to the batch dim, never into the feature dim."""
     kw, idx, shape_kw, shape_idx = RESHAPE_CALLS[name]
@@ -516,20 +515,20 @@ def _block_partition(ctx: SemanticModel, reshape: cst.Call, name: str) -> bool:
 _VISUAL_FUNCTION = re.compile(r"summar|visuali[sz]|grid|montage|mosaic|tile_images|plot|show", re.I)
 
 
-def _visualisation(ctx: SemanticModel, reshape: cst.Call) -> bool:
+def _visualisation(ctx: RuleContext, reshape: cst.Call) -> bool:
     """The shuffle's function is named for a summary/plot/image grid, or its result goes
     (through up to three names) into a summary op (``tf.summary.image``,
     ``self._tpu_summary.image``)."""
-    func = next((sc for sc in ctx.scopes.scopes_of(reshape) if isinstance(sc, cst.FunctionDef)), None)
+    func = next((sc for sc in ctx.scopes_of(reshape) if isinstance(sc, cst.FunctionDef)), None)
     if func is not None and _VISUAL_FUNCTION.search(func.name.value):
         return True
     return _into_summary(ctx, reshape, 0)
 
 
-def _into_summary(ctx: SemanticModel, expr: cst.BaseExpression, depth: int) -> bool:
-    parent = ctx.scopes.parent(expr)
+def _into_summary(ctx: RuleContext, expr: cst.BaseExpression, depth: int) -> bool:
+    parent = ctx.parent(expr)
     if isinstance(parent, cst.Arg):
-        call = ctx.scopes.parent(parent)
+        call = ctx.parent(parent)
         d = (dotted_name(call.func) or "") if isinstance(call, cst.Call) else ""
         return "summary" in d.lower()
-    return depth < 3 and any(_into_summary(ctx, n, depth + 1) for n in uses_of(ctx, expr) or ())
+    return depth < 3 and any(_into_summary(ctx, n, depth + 1) for n in ctx.uses_of(expr) or ())

@@ -7,10 +7,9 @@ import libcst as cst
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Finding, Invalid, Range, Reads, Rule, Valid
-from kerasfit.ruleapi.roles import feeds_evaluation, is_tf_data_chain
 from kerasfit.ruleapi.syntax import dotted_name, get_arg
 from kerasfit.ruleapi.values import round_up
 
@@ -288,30 +287,30 @@ class TinyBatch(Rule):
         ),
     )
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._applies: bool | None = None
 
     def _enabled(self) -> bool:
         if self._applies is None:
-            self._applies = bool(self.ctx.options.get("cores")) or self.ctx.roles.uses_tpu
+            self._applies = bool(self.ctx.options.get("cores")) or self.ctx.uses_tpu()
         return self._applies
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("batch", "padded_batch"):
             arg = get_arg(node, "batch_size", 0)
-            if arg is None or not self._enabled() or self.ctx.names.raw_name(func) is not None:
+            if arg is None or not self._enabled() or self.ctx.raw_name(func) is not None:
                 return
-            if not is_tf_data_chain(self.ctx, node) or feeds_evaluation(self.ctx, node):
+            if not self.ctx.is_tf_data_chain(node) or self.ctx.feeds_evaluation(node):
                 return
             self._check(arg.value, arg.value)
         elif isinstance(func, cst.Attribute) and func.attr.value == "fit":
             arg = get_arg(node, "batch_size")
-            if arg is not None and self.ctx.names.raw_name(func) is None and self._enabled():
+            if arg is not None and self.ctx.raw_name(func) is None and self._enabled():
                 self._check(arg.value, arg.value)
         elif any(a.keyword is not None and a.keyword.value == "train_batch_size" for a in node.args):
-            if self.ctx.names.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
+            if self.ctx.call_name(node) in _ESTIMATORS and self.ctx.file_fact("KF203.trains", _file_trains):
                 arg = get_arg(node, "train_batch_size")
                 assert arg is not None
                 self._check(arg.value, arg.value)
@@ -320,7 +319,7 @@ class TinyBatch(Rule):
     def _per_replica_factor(self, expr: cst.BaseExpression, depth: int = 0) -> cst.BaseExpression | None:
         """``N`` in ``N * strategy.num_replicas_in_sync`` (through one or two names)."""
         if isinstance(expr, cst.Name) and depth < 3:
-            value = self.ctx.values.binding_value(expr)
+            value = self.ctx.binding_value(expr)
             return self._per_replica_factor(value, depth + 1) if value is not None else None
         if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Multiply):
             for a, b in ((expr.left, expr.right), (expr.right, expr.left)):
@@ -335,19 +334,19 @@ class TinyBatch(Rule):
     def _literal(self, expr: cst.BaseExpression, fallback: cst.CSTNode) -> cst.CSTNode:
         """Where the batch size is written: the one number its value comes from (a constant,
         a flag's default), which is what to change; else where it is used."""
-        sources = self.ctx.values.const_sources(expr)
-        if len(sources) == 1 and isinstance(sources[0], cst.Integer) and self.ctx.scopes.parent(sources[0]) is not None:
+        sources = self.ctx.const_sources(expr)
+        if len(sources) == 1 and isinstance(sources[0], cst.Integer) and self.ctx.parent(sources[0]) is not None:
             return sources[0]
         return fallback  # (a flag defined in another module: reported where this file uses it)
 
     def _unseen_default(self, expr: cst.BaseExpression) -> bool:
         """The value is a parameter's default in a function (or class) this file never
         calls: what its callers pass is not known here (``EvalDriver(batch_size=1)``)."""
-        for src in self.ctx.values.const_sources(expr):
-            param = self.ctx.scopes.parent(src)
-            params = self.ctx.scopes.parent(param) if isinstance(param, cst.Param) else None
-            fn = self.ctx.scopes.parent(params) if params is not None else None  # Param -> Parameters -> def
-            if isinstance(fn, cst.FunctionDef) and not self.ctx.values.call_sites(fn).calls:
+        for src in self.ctx.const_sources(expr):
+            param = self.ctx.parent(src)
+            params = self.ctx.parent(param) if isinstance(param, cst.Param) else None
+            fn = self.ctx.parent(params) if params is not None else None  # Param -> Parameters -> def
+            if isinstance(fn, cst.FunctionDef) and not self.ctx.call_sites(fn).calls:
                 return True
         return False
 
@@ -357,12 +356,12 @@ class TinyBatch(Rule):
             return
         factor = self._per_replica_factor(expr)
         if factor is not None:
-            per = ctx.values.int_const(factor)
+            per = ctx.int_const(factor)
             if per is None:
                 return
             self._report(self._literal(factor, report_at), per, exact=True)
             return
-        total = ctx.values.int_const(expr)
+        total = ctx.int_const(expr)
         configured = False
         if total is not None:
             report_at = self._literal(expr, report_at)
@@ -399,10 +398,10 @@ class TinyBatch(Rule):
         self.report(node, kind(per, small, large, total, cores, configured))
 
 
-def _file_trains(ctx: SemanticModel) -> bool:
+def _file_trains(ctx: RuleContext) -> bool:
     """The file trains an estimator (``.train(...)``, ``train_and_evaluate``): an
     estimator built only to export or predict never runs its ``train_batch_size``."""
-    for call in ctx.index.all_calls():
+    for call in ctx.all_calls():
         func = call.func
         last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
         if last in ("train", "train_and_evaluate"):
@@ -410,28 +409,27 @@ def _file_trains(ctx: SemanticModel) -> bool:
     return False
 
 
-def _file_cores(ctx: SemanticModel) -> int | None:
+def _file_cores(ctx: RuleContext) -> int | None:
     """The core count the options give, else the one number the file spells for it."""
     cores = ctx.options.get("cores")
     if not isinstance(cores, int) or cores <= 0:
         cores = None
-        idx = ctx.index
         found: set[int] = set()
-        for call, scopes in idx.calls:
+        for call in ctx.all_calls():
             for a in call.args:
                 if a.keyword is not None and a.keyword.value in _CORE_NAMES:
-                    v = ctx.values.const(a.value, scopes=scopes)
+                    v = ctx.const(a.value)
                     if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                         found.add(v)
         for name in _CORE_NAMES:
             for cand in (name, name.upper()):
-                b = ctx.scopes.lookup(cand, [ctx.module])
+                b = ctx.lookup(cand, [ctx.module])
                 if b is not None and b.kind == "assign":
-                    v = ctx.values.const(b.value, scopes=[ctx.module])
+                    v = ctx.const(b.value, scopes=[ctx.module])
                     if isinstance(v, int) and v > 0:
                         found.add(v)
-            for value, _ in idx.flag_defaults.get(name, ()):
-                v = ctx.values.const(value, scopes=[ctx.module])
+            for value, _ in ctx.flag_defaults(name):
+                v = ctx.const(value, scopes=[ctx.module])
                 if isinstance(v, int) and v > 0:
                     found.add(v)
         if len(found) == 1:

@@ -8,13 +8,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 if TYPE_CHECKING:
-    from kerasfit.ruleapi import SemanticModel
+    from kerasfit.ruleapi import RuleContext
 
 from kerasfit.ruleapi import Applicability, Finding, Invalid, Range, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, remove_arg
 from kerasfit.ruleapi.symbols import BATCHNORM_LAYERS, SPATIAL_OUTPUT_RANK, UNFUSED_BATCHNORM_OPS
 from kerasfit.ruleapi.syntax import get_arg
-from kerasfit.ruleapi.values import layer_constructor, value_of
 
 # tf-keras refuses fused=True together with these (docs/facts.md#21).
 _FUSED_BLOCKERS = ("renorm", "virtual_batch_size", "adjustment", "synchronized")
@@ -353,7 +352,7 @@ class UnfusedBatchnorm(Rule):
     )
 
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.names.call_name(node)
+        name = self.ctx.call_name(node)
         if name is None:
             return
         if name in UNFUSED_BATCHNORM_OPS:
@@ -366,8 +365,8 @@ class UnfusedBatchnorm(Rule):
         fused = get_arg(node, "fused")
         if fused is None:
             return
-        flavour = self.ctx.names.flavour(node)
-        keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.names.uses_legacy_keras)
+        flavour = self.ctx.flavour(node)
+        keras3 = flavour == "keras3" or (flavour == "tf.keras" and not self.ctx.uses_legacy_keras())
         if keras3:
             rejected = flavour == "keras3" and not _keras2_era(self.ctx)
             self.report(
@@ -376,16 +375,16 @@ class UnfusedBatchnorm(Rule):
                 fix=self.make_fix(Replace(node, remove_arg(node, fused)), title="Remove the `fused` argument"),
             )
             return
-        value = self.ctx.values.const(fused.value)
+        value = self.ctx.const(fused.value)
         if value is not False:
             return
         if any(get_arg(node, k) is not None for k in _FUSED_BLOCKERS):
             return
-        with self.ctx.values.every_construction() as why:
-            pinned = self.ctx.values.const(fused.value)
+        with self.ctx.every_construction() as why:
+            pinned = self.ctx.const(fused.value)
         star = next((a for a in node.args if a.star), None)
         if star is not None:  # `**kwargs` may hold `renorm=True`, which fused=True refuses
-            why.insert(0, f"the layer also takes `{star.star}{self.ctx.module.code_for_node(star.value)}`, which may set `renorm` or `virtual_batch_size`")
+            why.insert(0, f"the layer also takes `{star.star}{self.ctx.code(star.value)}`, which may set `renorm` or `virtual_batch_size`")
             pinned = None
         if pinned is not False:  # False by a parameter's default: `True` in its place would override every caller
             self.report(node, FusedFalse(why[0] if why else "it is not False everywhere"))
@@ -404,8 +403,8 @@ class UnfusedBatchnorm(Rule):
         """Is ``fused=True`` legal here: input of a known rank 4/5 with a channel axis it takes?"""
         if get_arg(node, "dtype") is not None:
             return False  # float64 has no fused kernel
-        stack = self.ctx.scopes.ancestors(node)
-        if self.ctx.names.call_name(node) == "tf.layers.batch_normalization":
+        stack = self.ctx.ancestors(node)
+        if self.ctx.call_name(node) == "tf.layers.batch_normalization":
             inp = get_arg(node, "inputs", 0)
         elif stack and isinstance(stack[-1], cst.Call) and stack[-1].func is node:
             inp = get_arg(stack[-1], "inputs", 0)  # BatchNormalization(...)(x)
@@ -415,37 +414,37 @@ class UnfusedBatchnorm(Rule):
         if rank is None:
             return False
         axis = get_arg(node, "axis")
-        with self.ctx.values.every_construction():  # the axis wherever the layer is built, not a default
-            value = -1 if axis is None else self.ctx.values.const(axis.value)
+        with self.ctx.every_construction():  # the axis wherever the layer is built, not a default
+            value = -1 if axis is None else self.ctx.const(axis.value)
         if isinstance(value, (list, tuple)) and len(value) == 1:
             value = value[0]
         return isinstance(value, int) and not isinstance(value, bool) and value in _FUSED_AXES[rank]
 
     def _rank(self, expr: cst.BaseExpression) -> int | None:
-        expr = value_of(self.ctx, expr)  # the assignment that reaches this use of a name
+        expr = self.ctx.value_of(expr)  # the assignment that reaches this use of a name
         if not isinstance(expr, cst.Call):
             return None
         layer = expr.func if isinstance(expr.func, cst.Call) else expr  # Conv2D(...)(x) or tf.layers.conv2d(x)
-        name = self.ctx.names.call_name(layer)
+        name = self.ctx.call_name(layer)
         if name is None and expr.args and isinstance(expr.func, (cst.Attribute, cst.Subscript, cst.Name)):
-            found = layer_constructor(self.ctx, expr.func)  # self.conv(x), self.convs[i](x), conv(x)
+            found = self.ctx.layer_constructor(expr.func)  # self.conv(x), self.convs[i](x), conv(x)
             name = found[1] if found is not None else None
         return SPATIAL_OUTPUT_RANK.get(name or "")
 
     def _other_normalization(self, call: cst.Call) -> bool:
         """Layer / group / instance norm computed with the batch-norm formula."""
-        for scope in (self.ctx.scopes.enclosing_class(call), self.ctx.scopes.enclosing_function(call)):
+        for scope in (self.ctx.enclosing_class(call), self.ctx.enclosing_function(call)):
             if scope is not None and _OTHER_NORM.search(scope.name.value):
                 return True
         mean = get_arg(call, "mean", 1)
         if mean is None or not isinstance(mean.value, cst.Name):
             return False
-        b = self.ctx.scopes.lookup(mean.value.value, at=mean.value)
+        b = self.ctx.lookup(mean.value.value, at=mean.value)
         stmt = b.node if b is not None else None
-        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call)) or self.ctx.names.call_name(stmt.value) not in _MOMENTS:
+        if not (isinstance(stmt, cst.Assign) and isinstance(stmt.value, cst.Call)) or self.ctx.call_name(stmt.value) not in _MOMENTS:
             return False
         axes = get_arg(stmt.value, "axes", 1)
-        value = self.ctx.values.const(axes.value) if axes is not None else None
+        value = self.ctx.const(axes.value) if axes is not None else None
         if isinstance(value, int) and not isinstance(value, bool):
             value = [value]
         if isinstance(value, (list, tuple)) and all(isinstance(a, int) for a in value):
@@ -459,6 +458,6 @@ _KERAS2_IMPORTS = ("keras.engine", "keras.layers.experimental", "keras_applicati
                    "tensorflow.keras.layers.experimental", "tensorflow.compat.v1", "tf_keras")
 
 
-def _keras2_era(ctx: SemanticModel) -> bool:
+def _keras2_era(ctx: RuleContext) -> bool:
     """The file's imports show Keras 2.x (or tf-keras) code."""
-    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.names.imports.values())
+    return any(raw.startswith(_KERAS2_IMPORTS) for raw in ctx.imports().values())

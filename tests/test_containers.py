@@ -1,6 +1,7 @@
 """Layers kept in containers (kerasfit.semantic.containers): which element an index or a
-loop variable is, and the order a loop applies them in. Asked the way rules ask, through
-``kerasfit.ruleapi.values`` (and the semantic model's ``element_candidates``) on a real parse of each file."""
+loop variable is, and the order a loop applies them in. Asked of ``kerasfit.semantic.dataflow``
+(what a rule's ``ctx.container_contents`` / ``applied_in_order`` / ``layer_constructor`` ask,
+and ``element_candidates``) on a real parse of each file."""
 
 from __future__ import annotations
 
@@ -10,8 +11,7 @@ import libcst as cst
 import pytest
 
 from kerasfit.semantic.model import SemanticModel
-from kerasfit.ruleapi.values import applied_in_order, container_contents, layer_constructor
-from kerasfit.semantic.dataflow import element_candidates
+from kerasfit.semantic.dataflow import applied_in_order, container_contents, element_candidates, layer_constructor
 
 
 def _ctx(src: str) -> SemanticModel:

@@ -399,7 +399,7 @@ def test_a_rule_that_declares_nothing_walks_every_statement_while_the_others_are
     from kerasfit.engine.settings import LintSettings
     from kerasfit.lsp.memo import reusable
     from kerasfit.engine.registry import rule_by_name_or_code
-    from kerasfit.ruleapi.rule import Reads, Rule
+    from kerasfit.ruleapi import Reads, Rule
 
     @dataclass(frozen=True)
     class CallNumber(Finding):
@@ -436,7 +436,7 @@ def test_every_built_in_rule_declares_what_it_reads():
     so the language server keeps every built-in rule's findings per statement."""
     from kerasfit.lsp.memo import reusable
     from kerasfit.engine.registry import all_rules
-    from kerasfit.ruleapi.rule import Reads
+    from kerasfit.ruleapi import Reads
 
     for code, rule in all_rules().items():
         if not rule.__module__.startswith("rules."):

@@ -15,6 +15,7 @@ import libcst as cst
 import pytest
 
 from kerasfit.project.check import CheckOptions, Selection, check_paths, check_source
+from kerasfit.ruleapi.context import RuleContext
 from kerasfit.ruleapi.rule import Rule
 from kerasfit.semantic.model import SemanticModel
 
@@ -40,11 +41,11 @@ def _cyclic_garbage(run) -> list[object]:
 
 
 def _ours(objs: list[object]) -> list[str]:
-    """The trees, models and rules among ``objs`` (ast.literal_eval's own closures, which
+    """The trees, models, rules and their contexts among ``objs`` (ast.literal_eval's own closures, which
     hold no tree, are the standard library's)."""
     return sorted({
         type(o).__qualname__ for o in objs
-        if isinstance(o, (cst.CSTNode, SemanticModel, Rule))
+        if isinstance(o, (cst.CSTNode, SemanticModel, Rule, RuleContext))
     })
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from kerasfit.ruleapi.context import RuleContext
 from kerasfit.semantic.caches import ModelCaches
 from kerasfit.semantic.model import SemanticModel
 
@@ -93,12 +94,12 @@ def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
         code, name, message = "KF999", "probe", "probe"
 
         def visit_Call(self, node: cst.Call) -> None:
-            during = [type(a).__name__ for a in self.ctx.scopes.ancestors(node)]
+            during = [type(a).__name__ for a in self.ctx.ancestors(node)]
             inner = node.args[0].value if node.args else node
-            seen.append((self.ctx.module.code_for_node(node.func), during, [type(a).__name__ for a in self.ctx.scopes.ancestors(inner)]))
+            seen.append((self.ctx.code(node.func), during, [type(a).__name__ for a in self.ctx.ancestors(inner)]))
 
     ctx = SemanticModel(cst.parse_module(src), "m.py", source=src)
-    walk(ctx.module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    walk(ctx.module, ctx, [Probe(RuleContext(ctx, Probe.code, Probe.reads))], lambda rule, exc: (_ for _ in ()).throw(exc))
     concat = next(s for s in seen if s[0] == "tf.concat")
     assert concat[1] == ["Module", "FunctionDef", "IndentedBlock", "SimpleStatementLine", "Return"]
     # the list element is not the visited node: its own chain, which continues the walk's
@@ -177,17 +178,17 @@ def test_answers_do_not_depend_on_where_the_walk_is() -> None:
     ret = parse.body.body[1].body[0].value  # tf.reshape(record, [N]) inside parse
     n_in_parse = ret.args[1].value.elements[0].value
 
-    def answers(ctx: SemanticModel) -> tuple[object, ...]:
+    def answers(ctx: RuleContext) -> tuple[object, ...]:
         return (
-            ctx.values.const(n_in_parse),
-            ctx.names.call_name(ret),
-            ctx.names.raw_name(ret.func),
-            ctx.roles.of(ret),
-            ctx.scopes.lookup("N", at=n_in_parse).kind,  # type: ignore[union-attr]
-            ctx.scopes.enclosing_function(n_in_parse) is parse,
+            ctx.const(n_in_parse),
+            ctx.call_name(ret),
+            ctx.raw_name(ret.func),
+            ctx.role_of(ret),
+            ctx.lookup("N", at=n_in_parse).kind,  # type: ignore[union-attr]
+            ctx.enclosing_function(n_in_parse) is parse,
         )
 
-    expected = answers(SemanticModel(module, "m.py", source=src))
+    expected = answers(RuleContext(SemanticModel(module, "m.py", source=src), "KF999", frozenset()))
     assert expected == (5, None, None, "input", "param", True)
     seen: list[tuple[object, ...]] = []
 
@@ -198,7 +199,7 @@ def test_answers_do_not_depend_on_where_the_walk_is() -> None:
             seen.append(answers(self.ctx))
 
     ctx = SemanticModel(module, "m.py", source=src)
-    walk(module, ctx, [Probe(ctx)], lambda rule, exc: (_ for _ in ()).throw(exc))
+    walk(module, ctx, [Probe(RuleContext(ctx, Probe.code, Probe.reads))], lambda rule, exc: (_ for _ in ()).throw(exc))
     assert len(seen) >= 5 and all(s == expected for s in seen), seen
 
 

@@ -282,6 +282,7 @@ def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
     import libcst as cst
 
     from kerasfit.engine.walk import walk
+    from kerasfit.ruleapi.context import RuleContext
     from kerasfit.rules.pad_before_conv import PadBeforeConv
     from kerasfit.semantic.index import ProjectIndex
     from kerasfit.semantic.model import SemanticModel
@@ -310,7 +311,7 @@ def test_a_wrapper_fed_what_no_pad_made_is_not_interpreted(tmp_path):
     path = tmp_path / "net.py"
     src = path.read_text()
     ctx = SemanticModel(cst.parse_module(src), str(path), source=src, project=ProjectIndex([tmp_path]))
-    rule = PadBeforeConv(ctx)
+    rule = PadBeforeConv(RuleContext(ctx, PadBeforeConv.code, PadBeforeConv.reads))
     walk(ctx.module, ctx, [rule], lambda r, exc: (_ for _ in ()).throw(exc))
     assert [ctx.module.code_for_node(rep.node) for rep in rule.reports] == ["tf.pad(x, [[0, 0], [1, 1], [1, 1], [0, 0]])"]
     # one interpretation, for stride 3: ``x``, ``r`` and ``self.cache`` are no pad's result

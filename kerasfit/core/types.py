@@ -26,7 +26,7 @@ def rule_url(code: str) -> str | None:
 
 
 class Role(enum.StrEnum):
-    """What a function's code is for (``ctx.roles.function_role``; ``ctx.roles.of(node)`` adds MODULE):
+    """What a function's code is for (``ctx.function_role``; ``ctx.role_of(node)`` adds MODULE):
     equal to its plain string, so ``role == "model"`` keeps working."""
 
     MODEL = "model"  # runs on the accelerator: a Layer/Model call, a train step, a tf.function

@@ -17,6 +17,7 @@ import libcst as cst
 
 from ..core.fixes import FixSpec
 from ..core.types import Diagnostic, Severity
+from ..ruleapi.context import RuleContext
 from ..ruleapi.rule import Report, Rule
 from ..semantic.model import SemanticModel
 from .edits import Indents, to_fix
@@ -140,7 +141,7 @@ def lint_module(
     while True:
         ctx = SemanticModel(module, filename, settings.target, settings.options, source,
                             hints=reuse.hints(module) if reuse is not None else None, project=settings.project)
-        rules = [r(ctx) for r in settings.rules]
+        rules = [r(RuleContext(ctx, r.code, r.reads)) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
         plan = reuse.plan(module, _settings_key(filename, settings), rules, crashes, ctx) if reuse is not None else None
         walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan, settings.stop)

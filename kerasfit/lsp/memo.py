@@ -49,7 +49,8 @@ from typing import Any, Callable, Sequence
 
 import libcst as cst
 
-from ..ruleapi.rule import UNTRACKED, Report, Rule
+from ..ruleapi.reads import UNTRACKED
+from ..ruleapi.rule import Report, Rule
 from ..semantic.fileindex import FileIndex
 from ..semantic.index import ProjectIndex
 from ..semantic.indexparts import Joined, join_parts

@@ -1,4 +1,5 @@
-"""What a rule's fix is made of: the edit types and the call-argument edits.
+"""What a rule's fix is made of: the edit types and the call-argument edits (the edit that
+adds a keyword to a call in its own layout is ``ctx.insert_keyword``).
 
     from kerasfit.ruleapi.fixes import Replace, set_keyword
 """
@@ -7,6 +8,5 @@ from __future__ import annotations
 
 from .callargs import keyword_value, remove_arg, set_keyword
 from ..core.fixes import FixSpec, Remove, Replace
-from ..semantic.pipeline import insert_keyword
 
-__all__ = ["FixSpec", "Remove", "Replace", "insert_keyword", "keyword_value", "remove_arg", "set_keyword"]
+__all__ = ["FixSpec", "Remove", "Replace", "keyword_value", "remove_arg", "set_keyword"]

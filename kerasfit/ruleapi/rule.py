@@ -10,17 +10,15 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, ClassVar, Hashable, Sequence
+from typing import Any, ClassVar, Hashable, Sequence
 
 import libcst as cst
 
 from ..core.fixes import FixSpec, Remove, Replace
 from ..core.types import Applicability, Severity
+from .context import RuleContext
 from .finding import Finding
-
-if TYPE_CHECKING:
-    from ..semantic.model import SemanticModel
+from .reads import Reads
 
 ALL_FAMILIES = frozenset({"tpu", "gpu", "gaudi"})
 CODE_RE = re.compile(r"^KF\d{3}$")
@@ -80,30 +78,6 @@ class Invalid:
         return (self.at,) if isinstance(self.at, Range) else self.at
 
 
-class Reads(Enum):
-    """What a rule's findings for one top-level statement may depend on (STYLE 17).
-
-    A rule declares the set in ``Rule.reads``; whoever keeps findings between checks (the
-    language server's statement memo) reuses a statement's findings only while everything
-    the rule declares is unchanged, and never reuses a rule that reads what cannot be
-    tracked (:data:`UNTRACKED`)."""
-
-    # the walked statement, and what it reaches by name: bindings, the functions it calls
-    # and their call sites, attributes and keys stored elsewhere
-    STATEMENT = "statement"
-    # whole-file facts asked through ``ctx.file_fact`` (uses a TPU, roles, input pipelines)
-    FILE_FACTS = "file-facts"
-    # other files of the tree, through the project index
-    PROJECT = "project"
-    # what the rule saw while walking other statements: state kept on the rule between
-    # statements, or a ``visit_Module`` / ``leave_Module`` of its own
-    OTHER_STATEMENTS = "other-statements"
-
-
-# What cannot be tracked per statement: a rule reading it is walked over the whole file.
-UNTRACKED = frozenset({Reads.OTHER_STATEMENTS})
-
-
 @dataclass
 class Report:
     # the rule's class, not the instance: an instance holds its reports, and a report
@@ -147,7 +121,7 @@ class Rule:
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
-    def __init__(self, ctx: SemanticModel) -> None:
+    def __init__(self, ctx: RuleContext) -> None:
         self.ctx = ctx
         self.reports: list[Report] = []
 
@@ -169,7 +143,7 @@ class Rule:
         of values that do not change while the code it names stays the same (no node ids).
         The engine drops the later ones after the walk, so what the rule reports while
         walking one statement does not depend on what it saw in the others."""
-        if self.ctx.roles.in_demo_block(node):
+        if self.ctx.in_demo_block(node):
             return  # demo code under `if __name__ == "__main__":` (semantic.roles.demo_blocks)
         message = finding.message() if finding is not None else self.message
         by_name = self._by_name_note(node)
@@ -185,8 +159,8 @@ class Rule:
             if not isinstance(n, cst.Call):
                 break
             n = n.func
-            if isinstance(n, cst.Attribute) and ctx.names.resolved_by_name(n):
-                return f"`{ctx.module.code_for_node(n)}` resolved by name: its receiver is not an import kerasfit can follow"
+            if isinstance(n, cst.Attribute) and ctx.resolved_by_name(n):
+                return f"`{ctx.code(n)}` resolved by name: its receiver is not an import kerasfit can follow"
         return None
 
     def make_fix(

@@ -4,9 +4,9 @@ the order; ``if TYPE_CHECKING`` imports count). A part is typed against the prot
 :mod:`.views` (what it asks of the model and of the other parts), never against
 :class:`.model.SemanticModel`.
 
-Rules reach it only through ``kerasfit.ruleapi`` and the per-file model handed to them
-(:class:`.model.SemanticModel`, ``self.ctx``), whose typed parts each answer questions
-about a node passed in — no question depends on where the engine's walk is. Everything
+Rules reach it only through ``kerasfit.ruleapi``: their context (``self.ctx``, a
+``RuleContext`` over the per-file :class:`.model.SemanticModel`) asks the model's typed
+parts, each answering questions about a node passed in — no question depends on where the engine's walk is. Everything
 is lazy: a file whose rules ask nothing of a part pays nothing for it.
 
 What each module holds (a part is handed the lower parts it needs):
@@ -41,27 +41,27 @@ What each module holds (a part is handed the lower parts it needs):
 - :mod:`.views` — the protocols the parts are typed against (``FileView``, ``ModelView``,
   ``NamesView``, ``ValuesView``, the memos' views) and the ``CallSites`` record.
 - :mod:`.scoped` — references grouped by scope (one grouping per file index).
-- :mod:`.scopes` — part ``ctx.scopes`` (``Scopes``): the file index, scope indexes and
+- :mod:`.scopes` — part ``model.scopes`` (``Scopes``): the file index, scope indexes and
   ``Binding``s, ``lookup(name, at=node)``, ``scopes_of``, ``parent``, ``ancestors``,
   ``enclosing_function/class/callable(node)``, ``reaching_bindings``.
-- :mod:`.naming` — part ``ctx.names`` (``Names``): imports, ``raw_name``, ``resolve``,
+- :mod:`.naming` — part ``model.names`` (``Names``): imports, ``raw_name``, ``resolve``,
   ``call_name``, ``call_name_anywhere``, ``flavour``, resolution by name.
 - :mod:`.tensors` — ``TensorNames``: the names of a function that may hold tensors.
 - :mod:`.valueflow` — where a value comes from: ``origins``, ``call_chain``,
   ``const_sources`` (of the values part, counted against its :mod:`.folding` budget).
-- :mod:`.bridge` — from a libcst call to the project summaries; part ``ctx.layers``
+- :mod:`.bridge` — from a libcst call to the project summaries; part ``model.layers``
   (``Layers``): ``built_layer``, ``ops_fed``, ``layer_call_returns``, ``tensor_names``.
 - :mod:`.valuesets` — value sets (a may-analysis) and ``off_by_default``, over the values part.
-- :mod:`.values` — part ``ctx.values`` (``Values``): the one constant folder (``const``,
+- :mod:`.values` — part ``model.values`` (``Values``): the one constant folder (``const``,
   ``int_const``; its arithmetic and budget from :mod:`.folding`) with its memo, call sites and parameter values, ``possible_values``,
   ``origin(s)``, ``call_chain``, ``const_sources``, ``iterated_elements``.
-- :mod:`.roles` — part ``ctx.roles`` (``Roles``): ``function_role``, ``of(node)``,
+- :mod:`.roles` — part ``model.roles`` (``Roles``): ``function_role``, ``of(node)``,
   host functions, traced graph code, demo blocks, ``uses_tpu``.
 - :mod:`.model` — ``SemanticModel``: the per-file facts (module, source, filename,
   target, options, project, caches, ``file_fact``) composing the parts lazily.
 - :mod:`.shapes` — ``shape_of``: the static rank and last-axis size of a tensor expression,
   where the code spells them.
 - :mod:`.containers`, :mod:`.precision`, :mod:`.dataflow` and :mod:`.pipeline` — the
-  light data-flow, container and ``tf.data`` questions rules ask (exported by
-  ``kerasfit.ruleapi``), each taking the node it is about.
+  light data-flow, container and ``tf.data`` questions rules ask (through
+  ``RuleContext``), each taking the node it is about.
 """

@@ -1,14 +1,14 @@
 """The semantic model of one file: its facts and its typed parts, built lazily.
 
 libcst's QualifiedNameProvider and ScopeProvider cost ~7x a parse on a real corpus, so
-the engine keeps its own cheap model instead. Rules hold it as ``self.ctx`` and ask its
-parts about the node they hold:
+the engine keeps its own cheap model instead. Rules ask it through their context
+(``kerasfit.ruleapi.context.RuleContext``), which asks its parts about the node passed in:
 
-- ``ctx.scopes`` (semantic.scopes.Scopes) — scope indexes, bindings, parents, ancestors;
-- ``ctx.names`` (semantic.naming.Names) — imports and what a spelling refers to;
-- ``ctx.values`` (semantic.values.Values) — the constant folder and value questions;
-- ``ctx.layers`` (semantic.bridge.Layers) — layers built by project helpers, tensor names;
-- ``ctx.roles`` (semantic.roles.Roles) — what a function's code is for.
+- ``scopes`` (semantic.scopes.Scopes) — scope indexes, bindings, parents, ancestors;
+- ``names`` (semantic.naming.Names) — imports and what a spelling refers to;
+- ``values`` (semantic.values.Values) — the constant folder and value questions;
+- ``layers`` (semantic.bridge.Layers) — layers built by project helpers, tensor names;
+- ``roles`` (semantic.roles.Roles) — what a function's code is for.
 
 No question depends on where the engine's walk is.
 """
@@ -117,10 +117,11 @@ class SemanticModel:
         """``compute(self)``, once per check: a fact about the whole file that findings
         anywhere may rest on (the file uses a TPU, which functions are input pipelines).
 
-        Rules keep whole-file facts here, never in their own attributes: the language
-        server reuses a statement's findings only while every fact they were made with
-        still holds (kerasfit.reuse). ``key`` names the fact (prefix it with the rule's
-        code); ``compute`` must be a module-level function of the model. ``by_node``:
+        Rules keep whole-file facts here (through ``RuleContext.file_fact``), never in
+        their own attributes: the language server reuses a statement's findings only while
+        every fact they were made with still holds (kerasfit.reuse), computing each again
+        on the next check's model. ``key`` names the fact (prefix it with the rule's
+        code); ``compute`` is a function of the model holding no model. ``by_node``:
         the value is a set or dict keyed by node ids, compared only on unchanged nodes."""
         hit = self.facts.get(key)
         if hit is None:

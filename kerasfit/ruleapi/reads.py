@@ -1,0 +1,40 @@
+"""What a rule declares it reads (``Rule.reads``), and the error a rule gets when it asks
+for what it did not declare."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Reads(Enum):
+    """What a rule's findings for one top-level statement may depend on (STYLE 17).
+
+    A rule declares the set in ``Rule.reads``; whoever keeps findings between checks (the
+    language server's statement memo) reuses a statement's findings only while everything
+    the rule declares is unchanged, and never reuses a rule that reads what cannot be
+    tracked (:data:`UNTRACKED`). The rule's context (``self.ctx``) refuses a read the rule
+    did not declare (:class:`UndeclaredRead`)."""
+
+    # the walked statement, and what it reaches by name: bindings, the functions it calls
+    # and their call sites, attributes and keys stored elsewhere
+    STATEMENT = "statement"
+    # whole-file facts asked through ``ctx.file_fact`` (uses a TPU, roles, input pipelines)
+    FILE_FACTS = "file-facts"
+    # other files of the tree, through the project index
+    PROJECT = "project"
+    # what the rule saw while walking other statements: state kept on the rule between
+    # statements, or a ``visit_Module`` / ``leave_Module`` of its own
+    OTHER_STATEMENTS = "other-statements"
+
+
+# What cannot be tracked per statement: a rule reading it is walked over the whole file.
+UNTRACKED = frozenset({Reads.OTHER_STATEMENTS})
+
+
+class UndeclaredRead(Exception):
+    """A rule asked its context for something its ``reads`` does not declare."""
+
+    def __init__(self, rule: str, read: Reads, what: str) -> None:
+        super().__init__(f"{rule} asks {what} but does not declare Reads.{read.name} in its `reads`")
+        self.rule = rule
+        self.read = read
