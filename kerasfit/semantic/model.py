@@ -27,8 +27,7 @@ from .fileindex import FileIndex
 from .index import ProjectIndex
 from .naming import Names
 from .nodes import SyntaxMemo
-from .scopes import NO_HINTS, Scopes
-from .scopes import ModelHints as ModelHints  # (the callers that give hints import it from here)
+from .scopes import NO_HINTS, ModelHints, Scopes
 from .values import Values
 
 if TYPE_CHECKING:
