@@ -118,7 +118,7 @@ class SemanticModel:
 
         Rules keep whole-file facts here, never in their own attributes: the language
         server reuses a statement's findings only while every fact they were made with
-        still holds (kerasfit.reuse). ``key`` names the fact (prefix it with the rule's
+        still holds (kerasfit.engine.reuse). ``key`` names the fact (prefix it with the rule's
         code); ``compute`` must be a module-level function of the model. ``by_node``:
         the value is a set or dict keyed by node ids, compared only on unchanged nodes."""
         hit = self.facts.get(key)
