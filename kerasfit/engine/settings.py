@@ -43,9 +43,12 @@ def reads_project(rules: Iterable[type[Rule]]) -> bool:
     of its tree (``LintSettings.project``), and the tree scanned for its tree-wide answers;
     the others are checked against an index rooted nowhere (the file and what it
     imports). The one place the rules' reads decide what a check computes."""
+    given = list(rules)
+    if not given:  # (a run answered from the cache: the rule API is not even loaded)
+        return False
     from ..ruleapi.rule import Reads  # defers libcst (the rule API imports it; rules given have loaded it)
 
-    return any(Reads.PROJECT in r.reads for r in rules)
+    return any(Reads.PROJECT in r.reads for r in given)
 
 
 class Stopped(Exception):
