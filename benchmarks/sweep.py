@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A behaviour sweep: every finding and every fixed text of a checkout over real files.
 
-Runs ``kerasfit check --select ALL --output-format json`` over the given directories, then
+Runs ``kerasfit check --select ALL --output-format json`` (or the rules ``--select`` names) over
+the given directories, then
 ``--fix --unsafe-fixes`` on a copy of them, and writes one JSON record: per file the sorted
 findings (code, line, column, end line, end column, message, fix applicability and edits) and
 the SHA-256 of the fixed text. Run it with two checkouts' interpreters over the same inputs
@@ -37,8 +38,8 @@ def _run(args: list[str], cwd: Path) -> str:
     return proc.stdout
 
 
-def _findings(root: Path, names: list[str]) -> dict[str, list[Any]]:
-    out = _run(["check", "--isolated", "--no-cache", "--select", "ALL", "--exit-zero",
+def _findings(root: Path, names: list[str], select: str) -> dict[str, list[Any]]:
+    out = _run(["check", "--isolated", "--no-cache", "--select", select, "--exit-zero",
                 "--output-format", "json", *names], root)
     per_file: dict[str, list[Any]] = {}
     for d in json.loads(out or "[]"):
@@ -58,12 +59,12 @@ def _findings(root: Path, names: list[str]) -> dict[str, list[Any]]:
     return per_file
 
 
-def _fixed(root: Path, names: list[str]) -> dict[str, str]:
+def _fixed(root: Path, names: list[str], select: str) -> dict[str, str]:
     with tempfile.TemporaryDirectory(prefix="kf-sweep-") as tmp:
         work = Path(tmp)
         for name in names:
             shutil.copytree(root / name, work / name)
-        _run(["check", "--isolated", "--no-cache", "--select", "ALL", "--exit-zero", "--quiet",
+        _run(["check", "--isolated", "--no-cache", "--select", select, "--exit-zero", "--quiet",
               "--fix", "--unsafe-fixes", *names], work)
         hashes = {}
         for path in sorted(work.rglob("*.py")):
@@ -74,9 +75,9 @@ def _fixed(root: Path, names: list[str]) -> dict[str, str]:
         return hashes
 
 
-def sweep(root: Path, names: list[str]) -> dict[str, Any]:
+def sweep(root: Path, names: list[str], select: str = "ALL") -> dict[str, Any]:
     files = sorted(str(p.relative_to(root)) for n in names for p in (root / n).rglob("*.py"))
-    return {"files": len(files), "findings": _findings(root, names), "fixed": _fixed(root, names)}
+    return {"files": len(files), "findings": _findings(root, names, select), "fixed": _fixed(root, names, select)}
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> int:
@@ -97,13 +98,14 @@ def main() -> int:
     ap.add_argument("--root", type=Path, default=Path.cwd(), help="the directory the paths are under")
     ap.add_argument("--out", type=Path, help="write the record here")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--select", default="ALL", help="the rules to run (kerasfit check's --select; default ALL)")
     ns = ap.parse_args()
     if ns.compare:
         a, b = (json.loads(p.read_text()) for p in ns.compare)
         return 1 if compare(a, b) else 0
     if not ns.dirs or not ns.out:
         ap.error("give directories and --out, or --compare BEFORE AFTER")
-    record = sweep(ns.root.resolve(), ns.dirs)
+    record = sweep(ns.root.resolve(), ns.dirs, ns.select)
     ns.out.write_text(json.dumps(record, indent=1, sort_keys=True))
     n = sum(len(v) for v in record["findings"].values())
     print(f"{record['files']} files, {n} findings, {len(record['fixed'])} fixed files -> {ns.out}")

@@ -189,6 +189,21 @@ def test_a_planted_upward_import_breaks_the_contract(tmp_path: Path) -> None:
     assert "kerasfit.core.types -> kerasfit.project.config" in proc.stdout
 
 
+def test_a_planted_semantic_import_in_the_language_server_breaks_the_contract(tmp_path: Path) -> None:
+    """The language server asks the engine's reuse protocol, never the model: a downward
+    import the layers allow (lsp is above semantic) still breaks its own contract."""
+    pytest.importorskip("importlinter", reason="the dev extra installs import-linter")
+    tree = _copy(tmp_path)
+    memo = tree / "kerasfit" / "lsp" / "memo.py"
+    memo.write_text(memo.read_text(encoding="utf-8") + "\nfrom kerasfit.semantic.model import SemanticModel as _model\n",
+                    encoding="utf-8")
+    proc = _lint(tree)
+    assert proc.returncode == 1, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "kerasfit.lsp never imports kerasfit.semantic BROKEN" in proc.stdout
+    assert "kerasfit.lsp.memo -> kerasfit.semantic.model" in proc.stdout
+    assert "1 broken" in proc.stdout
+
+
 def test_function_local_imports_say_what_they_defer() -> None:
     bad = [f"{p.relative_to(ROOT)}:{line}: {text}" for p in _sources() for line, text in _local_kerasfit_imports(p)]
     assert not bad, "function-local imports of kerasfit modules without a '# defers <what>' comment:\n" + "\n".join(bad)

@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from kerasfit.project.check import check_source
 from kerasfit.engine.parse import ParseCache
 from kerasfit.engine.settings import Stopped
-from kerasfit.lsp.memo import StatementMemo, affected, signature
+from kerasfit.engine.reuse import signature
+from kerasfit.lsp.memo import StatementMemo, affected
 from kerasfit.ruleapi import Finding
 from kfhelpers import TWO_TOWERS, TWO_TOWERS_EDITED
 

@@ -32,3 +32,5 @@ def test_sweep_records_findings_and_fixed_text_and_compares(tmp_path: Path, caps
     changed = {**record, "fixed": {}}
     assert sweep.compare(record, changed) == 1
     assert "1 differing file record(s)" in capsys.readouterr().out
+    # restricted to rules that find nothing there: no finding, no fix
+    assert sweep.sweep(tmp_path, ["tree"], select="KF101,KF106") == {"files": 2, "findings": {}, "fixed": {}}

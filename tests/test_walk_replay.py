@@ -114,7 +114,7 @@ def test_replayed_walk_over_a_joined_index_is_the_enumerating_walk(path: Path) -
         module = cache.parse(text, ast.parse(text))
         if module is None:
             pytest.skip("the parse cache declines this text")
-        ctx = SemanticModel(module, str(path), source=text, hints=memo.hints(module))
+        ctx = SemanticModel(module, str(path), source=text, hints=cache.hints(module))
         assert type(ctx.index.name_refs).__name__ == "_Joined"  # the joined index, not a walk
         _assert_index_lists_the_walk(ctx)
         for visits, leaves in ((ALL_TYPES, ALL_TYPES), (SOME_VISITS, SOME_LEAVES)):

@@ -23,6 +23,7 @@ from ..semantic.model import SemanticModel
 from .edits import Indents, to_fix
 from .parse import LINE, ParseCache, compile_error, parse_guarded, syntax_error_diagnostic
 from .positions import Positions
+from .reuse import CheckedFile
 from .settings import INTERNAL_ERROR_CODE, INTERNAL_ERROR_NAME, LintSettings
 from .suppressions import Suppressions
 from .walk import walk
@@ -140,15 +141,15 @@ def lint_module(
     reuse = cache.reuse if cache is not None else None
     while True:
         ctx = SemanticModel(module, filename, settings.target, settings.options, source,
-                            hints=reuse.hints(module) if reuse is not None else None, project=settings.project)
+                            hints=cache.hints(module) if cache is not None else None, project=settings.project)
         rules = [r(RuleContext(ctx, r.code, r.reads)) for r in settings.rules]
         crashes: list[tuple[Rule, BaseException]] = []
-        plan = reuse.plan(module, _settings_key(filename, settings), rules, crashes, ctx) if reuse is not None else None
+        plan = reuse.plan(module, _settings_key(filename, settings), rules, crashes, CheckedFile(ctx)) if reuse is not None else None
         walk(module, ctx, rules, lambda rule, exc: crashes.append((rule, exc)), plan, settings.stop)
         if plan is None:
             break
-        if plan.holds(ctx):
-            plan.commit(ctx)
+        if plan.holds():
+            plan.commit()
             break
         assert reuse is not None  # a plan comes from it
         reuse.forget()  # what kept findings rest on changed: check the whole file

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, cast
 import libcst as cst
 
 from ..core.types import Diagnostic, Severity
+from ..semantic.fileindex import FileIndex
+from ..semantic.indexparts import Joined, join_parts
+from ..semantic.scopes import ModelHints
 from . import parseguard
 from .incremental import IncrementalAST, cut_offsets, statement_start_row
 from .incremental import line_starts as incremental_line_starts
@@ -142,6 +145,20 @@ class ParseCache:
         self.units: dict[int, Generated] = {}
         # CPython's side: only the statements an edit touched are compiled again
         self.ast = IncrementalAST()
+        # with ``reuse``: the statements' own file indexes, joined into the file's
+        # (semantic.indexparts; they depend on their nodes alone, kept while their text is)
+        self.indexes = Joined()
+
+    def hints(self, module: cst.Module) -> ModelHints | None:
+        """What the model of ``module`` is told when findings are kept between checks
+        (``reuse``): the statements holding no import, and its file index joined from
+        the statements' kept indexes. None without ``reuse``: the model finds out itself."""
+        if self.reuse is None:
+            return None
+        return ModelHints(self.reuse.import_free(module), self._joined_index)
+
+    def _joined_index(self, module: cst.Module) -> FileIndex:
+        return join_parts(module, self.indexes)
 
     def parse(self, source: str, tree: ast.Module, cuts: list[int] | None = None,
               stop: threading.Event | None = None) -> cst.Module | None:

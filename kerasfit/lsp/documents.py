@@ -34,12 +34,12 @@ from ..core.types import Diagnostic, FileResult
 from ..engine.parse import ParseCache
 from ..engine.registry import rule_by_name_or_code
 from ..engine.settings import Stopped
-from ..project.check import check_source, CheckOptions, FileSettings, links_for, project_index, settings_for
+from ..project.check import check_source, CheckOptions, FileSettings, links_for, settings_for, tree_indexes
 from ..project.config import _load_pyproject, ConfigError, find_config, over_size_budget
 from ..project.discovery import mentions_tensorflow
 from ..project.notebook import Notebook, NotebookError
 from ..project.reporters import lsp_diagnostic
-from ..semantic.index import ProjectIndex
+from ..project.sources import TreeIndexes
 from . import edits as E
 from .capabilities import same_answer
 from .guard import LintRunner, LintTimeout, notice
@@ -212,23 +212,25 @@ class KerasfitServer(LanguageServer):
         root = self.workspace.root_path or str(Path.cwd())
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
-    def workspace_index(self) -> ProjectIndex:
-        """One project index per workspace folder, kept across checks: other files are
-        read lazily when a check asks about them, and re-read when they change on disk."""
+    def workspace_indexes(self) -> TreeIndexes:
+        """The project indexes of the workspace folder, kept across checks: the tree's
+        (made when a document's rules read the project) and the one rooted nowhere; other
+        files are read lazily when a check asks about them, and re-read when they change
+        on disk."""
         root = self.workspace.root_path or str(Path.cwd())
-        index = getattr(self, "_project_index", None)
-        if index is None or getattr(self, "_project_root", None) != root:
-            index = self._project_index = project_index([root], self.settings.check_options())
+        indexes = getattr(self, "_project_indexes", None)
+        if indexes is None or getattr(self, "_project_root", None) != root:
+            indexes = self._project_indexes = tree_indexes([root], self.settings.check_options())
             self._project_root = root
-        return index
+        return indexes
 
     def lint_now(self, uri: str, source: str, version: int | None, *, fix: bool = False,
                  stop: threading.Event | None = None) -> Linted:
         """Runs on the worker thread. Never raises: an engine failure becomes a log line."""
         path = self.path_for(uri)
-        project = self.workspace_index()
         data = source.encode("utf-8", "surrogatepass")
         file_settings, warning = self.file_settings(uri, path)
+        project = self.workspace_indexes().for_rules(file_settings.rules())
         cost = over_limit(data, file_settings.max_file_size)
         if not fix and not mentions_tensorflow(data) and (cost is not None or not project.imports_framework(path, data)):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report

@@ -6,7 +6,9 @@ cost of a check (issue 12). :class:`StatementMemo` keeps, per top-level statemen
 the findings the rules made while walking it, and walks again only the statements an
 edit can have changed the findings of. It is the engine's ``StatementReuse``: the
 language server hands it to the engine in the document's ``ParseCache``; the command
-line never makes one.
+line never makes one. It keeps the bookkeeping (which statements changed, which findings
+are kept) and asks the engine (:mod:`kerasfit.engine.reuse`) everything about the code:
+the statements' signatures, and what a check's findings rested on.
 
 Which rules' findings are kept comes from what each rule declares it reads
 (``Rule.reads``, :class:`~kerasfit.ruleapi.rule.Reads`): a rule reading only what is tracked
@@ -22,18 +24,21 @@ dropping demo code by a whole-file fact and resolving names through the project)
   same node in every module, so a statement is "changed" exactly when its node is new;
 - other statements, through names: rules follow names to their bindings, functions to
   their call sites, attributes and dict keys to where they are stored. A statement is
-  linked to another when one binds a name the other spells (:func:`signature`); the
+  linked to another when one binds a name the other spells (the engine's
+  :func:`~kerasfit.engine.reuse.signature`); the
   statements linked to a changed one, and transitively those linked to them, are walked
   again. The walk stops at an unchanged import or literal constant: what others learn
   through it depends on its text alone;
 - facts about the whole file (does it use a TPU, which functions are input pipelines,
-  the core count, what its text spells): computed through
-  :meth:`SemanticModel.file_fact`, recomputed after every check and compared with the
-  values the reused findings were made with; likewise what the context reads when it
-  is created (imports, the Keras flavour, module-level names);
+  the core count, what its text spells): the rules ask the model for them; the engine
+  records them with each check (:class:`~kerasfit.engine.reuse.Rested`), and after a
+  check that kept findings recomputes them and compares them with the values the kept
+  findings were made with (:meth:`~kerasfit.engine.reuse.CheckedFile.holds`); likewise
+  what the model reads when it is created (imports, the Keras flavour);
 - the imports (framework flavour, aliases): an edit that adds, changes or removes an
   import anywhere checks the whole file;
-- other files of the project: the digests of the files the last check consulted;
+- other files of the project: the digests of the files the last check consulted
+  (:meth:`~kerasfit.engine.reuse.CheckedFile.deps_hold`);
 - the settings: any change checks the whole file.
 
 Any doubt is a whole-file check, which is what a check without a memo does. The
@@ -42,177 +47,17 @@ hypothesis sessions in tests/test_lsp_memo.py hold the two equal.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Sequence
 
 import libcst as cst
 
+from ..engine.reuse import CheckedFile, Rested, Signature, signature
 from ..ruleapi.reads import UNTRACKED
 from ..ruleapi.rule import Report, Rule
-from ..semantic.fileindex import FileIndex
-from ..semantic.index import ProjectIndex
-from ..semantic.indexparts import Joined, join_parts
-from ..semantic.model import ModelHints, SemanticModel
-from ..semantic.nodes import string_key, child_fields, is_node
-from ..core.symbols import FLAG_DEFINERS
 
 # When more statements than this share must be walked again, a whole-file walk is as cheap.
 _MOST = 0.5
-
-
-@dataclass(frozen=True)
-class Signature:
-    """What links a top-level statement to the others (see the module docstring)."""
-
-    binds: frozenset[str]  # module names it binds; defs, attributes, keys it defines at any depth
-    reads: frozenset[str]  # every name, attribute and keyword it spells
-    inert: bool  # an import or literal constant: nothing reaches others through it
-    imports: bool  # holds an import statement at any depth
-
-
-_DEFS = (cst.FunctionDef, cst.Lambda)
-
-
-def _string_name(node: cst.CSTNode | None) -> str | None:
-    key = string_key(node) if isinstance(node, cst.BaseExpression) else None
-    return key if key is not None and key.isidentifier() else None
-
-
-class _Signer:
-    """The names one statement binds and reads, gathered node by node (see :func:`signature`)."""
-
-    def __init__(self) -> None:
-        self.binds: set[str] = set()
-        self.reads: set[str] = set()
-        self.imports = False
-        self.calls = False
-
-    def store(self, target: cst.CSTNode, local: bool) -> None:
-        if isinstance(target, cst.Name):
-            if not local:
-                self.binds.add(target.value)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for el in target.elements:
-                self.store(el.value, local)
-        elif isinstance(target, cst.StarredElement):
-            self.store(target.value, local)
-        elif isinstance(target, cst.Attribute):
-            self.binds.add(target.attr.value)
-        elif isinstance(target, cst.Subscript):
-            for sub in target.slice:
-                if isinstance(sub.slice, cst.Index):
-                    key = _string_name(sub.slice.value)
-                    if key is not None:
-                        self.binds.add(key)
-
-    def name(self, node: Any, local: bool) -> None:
-        self.reads.add(node.value)
-
-    def attribute(self, node: Any, local: bool) -> None:
-        self.reads.add(node.attr.value)
-
-    def arg(self, node: Any, local: bool) -> None:
-        if node.keyword is not None:
-            self.reads.add(node.keyword.value)
-
-    def call(self, node: Any, local: bool) -> None:
-        self.calls = True
-        func = node.func
-        attr = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
-        if attr == "dict":
-            self.binds.update(a.keyword.value for a in node.args if a.keyword is not None)
-        elif attr in FLAG_DEFINERS or attr == "setattr":
-            i = 1 if attr == "setattr" else 0
-            key = _string_name(node.args[i].value) if len(node.args) > i else None
-            if key is not None:
-                self.binds.add(key)
-
-    def dict_element(self, node: Any, local: bool) -> None:
-        key = _string_name(node.key)
-        if key is not None:
-            self.binds.add(key)
-
-    def definition(self, node: Any, local: bool) -> None:
-        self.binds.add(node.name.value)
-
-    def assign(self, node: Any, local: bool) -> None:
-        for t in node.targets:
-            self.store(t.target, local)
-
-    def target(self, node: Any, local: bool) -> None:  # AnnAssign, AugAssign, NamedExpr, For, Del
-        self.store(node.target, local)
-
-    def with_item(self, node: Any, local: bool) -> None:
-        if node.asname is not None:
-            self.store(node.asname.name, local)
-
-    def handler(self, node: Any, local: bool) -> None:
-        if node.name is not None:
-            self.store(node.name.name, local)
-
-    def declaration(self, node: Any, local: bool) -> None:  # global, nonlocal
-        self.binds.update(n.name.value for n in node.names)
-
-    def import_(self, node: Any, local: bool) -> None:
-        self.imports = True
-        names = node.names
-        if local or isinstance(names, cst.ImportStar):
-            return
-        for alias in names:
-            if alias.asname is not None:
-                self.store(alias.asname.name, local)
-            else:
-                n = alias.name
-                while isinstance(n, cst.Attribute):
-                    n = n.value
-                self.store(n, local)
-
-    def match(self, node: Any, local: bool) -> None:
-        # match captures bind names this walk does not follow: link it to everything
-        self.binds.add(_STAR)
-
-
-_SIGN: dict[type[cst.CSTNode], Callable[[_Signer, Any, bool], None]] = {
-    cst.Name: _Signer.name, cst.Attribute: _Signer.attribute, cst.Arg: _Signer.arg, cst.Call: _Signer.call,
-    cst.DictElement: _Signer.dict_element, cst.FunctionDef: _Signer.definition, cst.ClassDef: _Signer.definition,
-    cst.Assign: _Signer.assign, cst.AnnAssign: _Signer.target, cst.AugAssign: _Signer.target,
-    cst.NamedExpr: _Signer.target, cst.For: _Signer.target, cst.Del: _Signer.target,
-    cst.WithItem: _Signer.with_item, cst.ExceptHandler: _Signer.handler, cst.ExceptStarHandler: _Signer.handler,
-    cst.Global: _Signer.declaration, cst.Nonlocal: _Signer.declaration,
-    cst.Import: _Signer.import_, cst.ImportFrom: _Signer.import_, cst.Match: _Signer.match,
-}
-
-
-def signature(stmt: cst.CSTNode) -> Signature:
-    """:class:`Signature` of one top-level statement (one walk of its nodes)."""
-    signer = _Signer()
-    stack: list[tuple[cst.CSTNode, bool]] = [(stmt, False)]
-    while stack:
-        node, local = stack.pop()  # local: inside a function body (its names are its own)
-        tp = type(node)
-        sign = _SIGN.get(tp)
-        if sign is not None:
-            sign(signer, node, local)
-        inner = local or tp is cst.FunctionDef or tp is cst.Lambda
-        for name in child_fields(tp):
-            v = getattr(node, name)
-            sc = inner if name == "body" else local
-            if type(v) is list or type(v) is tuple:
-                for c in v:
-                    if is_node(c):
-                        stack.append((c, sc))
-            elif v is not None and is_node(v):
-                stack.append((v, sc))
-    only_imports = isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
-    )
-    literal = isinstance(stmt, cst.SimpleStatementLine) and not signer.calls and signer.reads <= signer.binds
-    return Signature(frozenset(signer.binds), frozenset(signer.reads), only_imports or literal, signer.imports)
-
-
-_STAR = "*"
 
 
 def affected(
@@ -229,7 +74,7 @@ def affected(
             binders.setdefault(n, []).append(i)
         for n in sig.reads:
             readers.setdefault(n, []).append(i)
-        if _STAR in sig.binds:
+        if sig.links_all:
             star.append(i)
     out: set[int] = set()
     todo: list[Signature] = list(removed)
@@ -237,7 +82,7 @@ def affected(
         if id(st) in changed:
             out.add(i)
             todo.append(sigs[id(st)])
-    if any(_STAR in s.binds for s in todo):
+    if any(s.links_all for s in todo):
         return None
     limit = _MOST * len(body)
     while todo:
@@ -284,11 +129,8 @@ class StatementMemo:
         self._for: cst.Module | None = None  # the module ``_fresh`` holds the signatures of
         self._fresh: dict[int, Signature] = {}
         self.found: dict[int, tuple[list[_Kept], list[tuple[int, BaseException]]]] = {}
-        self.facts: dict[str, tuple[Callable[[SemanticModel], Any], Any, bool]] = {}
-        self.deps: dict[str, str] = {}
-        self.read_facts: object = None  # what the context reads on creation (_read_facts)
-        # the statements' own file indexes, joined (semantic.indexparts)
-        self.index_parts = Joined()
+        # what the kept findings rested on beyond their statements' text (the engine's record)
+        self.rested: Rested | None = None
         # what the last check did (for tests and the benchmark): statements walked by
         # every rule, statements whose findings were kept, rules walked over every statement
         self.walked = 0
@@ -296,18 +138,13 @@ class StatementMemo:
         self.rewalked: tuple[str, ...] = ()
 
     def forget(self) -> None:
-        """Drop every kept finding (the statements' indexes stay: they depend on nothing else)."""
-        parts = self.index_parts
+        """Drop every kept finding."""
         self.__init__()  # type: ignore[misc]
-        self.index_parts = parts
 
-    def hints(self, module: cst.Module) -> ModelHints:
-        """What the model of ``module`` is told: the statements holding no import, and its
-        file index joined from the statements' kept indexes."""
-        return ModelHints(self.import_free(module), self._join)
-
-    def _join(self, module: cst.Module) -> FileIndex:
-        return join_parts(module, self.index_parts)
+    @property
+    def deps(self) -> dict[str, str]:
+        """The other files of the project the kept findings rest on (path -> digest)."""
+        return dict(self.rested.deps) if self.rested is not None else {}
 
     def signatures(self, module: cst.Module) -> dict[int, Signature]:
         """Each top-level statement's signature (kept ones reused; computed once per module)."""
@@ -326,17 +163,16 @@ class StatementMemo:
         return frozenset(i for i, s in self.signatures(module).items() if not s.imports)
 
     def plan(self, module: cst.Module, key: object, rules: Sequence[Rule], crashes: list[tuple[Rule, BaseException]],
-             ctx: SemanticModel) -> Plan | None:
+             checked: CheckedFile) -> Plan | None:
         """How to walk ``module``: which statements keep their findings, for which rules;
         None when no rule's findings can be kept (then nothing is kept either)."""
         keep = [reusable(type(r)) for r in rules]
         if not any(keep):
             return None
-        project = ctx.project
         sigs = self.sigs
         fresh = self.signatures(module)
         reuse: set[int] = set()
-        if self.module is not None and key == self.key and self._deps_hold(project):
+        if self.module is not None and key == self.key and checked.deps_hold(self.rested):
             old = {id(st) for st in self.module.body}
             changed = {id(st) for st in module.body if id(st) not in old}
             now = {id(st) for st in module.body}
@@ -345,20 +181,7 @@ class StatementMemo:
                 again = affected(module.body, changed, removed, fresh)
                 if again is not None:
                     reuse = {i for i in now if i not in again and i in self.found}
-        return Plan(self, module, key, rules, keep, crashes, reuse)
-
-    def _deps_hold(self, index: ProjectIndex) -> bool:
-        if not self.deps:
-            return True
-        # (by content hash: a file of the tree a tree-wide answer rests on need not parse)
-        return all(index.digest_of(path) == digest for path, digest in self.deps.items())
-
-
-def _read_facts(ctx: SemanticModel) -> object:
-    """What every context reads when created: the imports and the Keras flavour (which
-    an environment variable set anywhere in the file changes). Its module-level names
-    need no comparing: a statement binding one is linked to every statement spelling it."""
-    return ctx.names.uses_legacy_keras, sorted(ctx.names.imports.items())
+        return Plan(self, module, key, rules, keep, crashes, reuse, checked)
 
 
 class Plan:
@@ -367,9 +190,10 @@ class Plan:
 
     def __init__(
         self, memo: StatementMemo, module: cst.Module, key: object, rules: Sequence[Rule], keep: list[bool],
-        crashes: list[tuple[Rule, BaseException]], reuse: set[int],
+        crashes: list[tuple[Rule, BaseException]], reuse: set[int], checked: CheckedFile,
     ) -> None:
         self.memo, self.module, self.key, self.rules, self.crashes = memo, module, key, rules, crashes
+        self.checked = checked
         self.keep = keep
         self.rewalk: Sequence[Rule] = [r for r, k in zip(rules, keep) if not k]
         self.reuse = reuse
@@ -405,41 +229,16 @@ class Plan:
         ]
         self.found[id(stmt)] = (kept, crashed)
 
-    def holds(self, ctx: SemanticModel) -> bool:
-        """The whole-file facts the kept findings were made with still hold."""
-        if not self.reuse:
-            return True
-        body = self.module.body
-        index = ctx.index
-        starts = [index.order[id(st)] for st in body]
-        kept_at = [id(st) in self.reuse for st in body]
-        order = index.order
+    def holds(self) -> bool:
+        """What the kept findings were made with still holds."""
+        rested = self.memo.rested
+        return not self.reuse or (rested is not None and self.checked.holds(rested, self.reuse))
 
-        def in_kept(i: int) -> bool:
-            o = order.get(i)
-            return o is not None and kept_at[bisect.bisect_right(starts, o) - 1]
-
-        if self.memo.read_facts != _read_facts(ctx):
-            return False
-        for key, (compute, old, by_node) in self.memo.facts.items():
-            new = ctx.file_fact(key, compute, by_node=by_node)
-            if not by_node:
-                if new != old:
-                    return False
-            elif isinstance(old, dict):
-                if {k: v for k, v in old.items() if in_kept(k)} != {k: v for k, v in new.items() if in_kept(k)}:
-                    return False
-            elif {k for k in old if in_kept(k)} != {k for k in new if in_kept(k)}:
-                return False
-        return True
-
-    def commit(self, ctx: SemanticModel) -> None:
+    def commit(self) -> None:
         memo = self.memo
         memo.key, memo.module, memo.found = self.key, self.module, self.found
         memo.sigs = memo.signatures(self.module)
-        memo.facts = dict(ctx.facts)
-        memo.read_facts = _read_facts(ctx)
+        memo.rested = self.checked.rested()
         memo.walked = len(self.found) - len(self.reuse)
         memo.reused = len(self.reuse)
         memo.rewalked = tuple(r.code for r in self.rewalk)
-        memo.deps = ctx.project.deps_of(ctx.filename) if ctx.filename else {}

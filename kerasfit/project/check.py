@@ -33,7 +33,9 @@ from .config import (
     validate_selectors,
 )
 from .discovery import PREFILTER_NEEDLES, Candidate, discover, mentions_tensorflow
-from .sources import FileReadError, FileTooLarge, index_bounds, notebook_json_limit, notebook_over_budget, read_source
+from .sources import (
+    FileReadError, FileTooLarge, TreeIndexes, index_bounds, notebook_json_limit, notebook_over_budget, read_source,
+)
 from ..core.docpages import Links
 from ..core import interrupts
 from ..core.parsestack import on_parse_stack
@@ -52,6 +54,7 @@ if TYPE_CHECKING:
 
     from ..engine.settings import LintSettings
     from ..engine.parse import ParseCache
+    from ..ruleapi.rule import Rule
 
 PARALLEL_MIN_FILES = 6
 
@@ -86,6 +89,8 @@ class RunResult:
     elapsed: float = 0.0
     warnings: list[str] = field(default_factory=list)  # one line each, for stderr (the cache's)
     accepted: int = 0  # findings a baseline accepted (dropped from ``files``)
+    # files of the tree scanned for the project's tree-wide answers (0 when no rule read the project)
+    tree_files: int = 0
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -112,13 +117,15 @@ class FileSettings:
     def fingerprint(self) -> str:
         return hashlib.sha256(repr((__version__, rules_fingerprint(), self)).encode()).hexdigest()[:16]
 
+    def rules(self) -> list[type[Rule]]:
+        rules = all_rules()
+        return [rules[c] for c in self.codes]
+
     def lint_settings(self, project: ProjectIndex | None = None, stop: threading.Event | None = None) -> LintSettings:
         from ..engine.settings import LintSettings  # defers libcst (the engine parses with it)
 
-        rules = all_rules()
         return LintSettings(
-            [rules[c] for c in self.codes], TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project,
-            stop,
+            self.rules(), TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project, stop,
         )
 
 
@@ -484,13 +491,13 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
     writing = options.fix and not options.diff
     snapshots: dict[str, Snapshot | None] = {}  # what each file was when read (--fix)
     # lazy: another file is read when a check asks about it, within what a check here reads
-    index = ProjectIndex(paths, index_bounds(paths, resolver.excludes_for, resolver.max_file_size_for))
+    indexes = TreeIndexes(paths, index_bounds(paths, resolver.excludes_for, resolver.max_file_size_for))
     for cand in discover([Path(p) for p in paths], resolver.excludes_for, options.force_exclude):
         path = cand.path
         if cand.error is not None:
             results.append(FileResult(str(path), error=cand.error))
             continue
-        read = _read_candidate(path, resolver, index, snapshots if writing else None)
+        read = _read_candidate(path, resolver, indexes.alone, snapshots if writing else None)
         if isinstance(read, FileResult):
             prefiltered += read.skipped
             results.append(read)
@@ -509,6 +516,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             continue
         pending.append((job, text, data))
 
+    # the tree's index only when a rule of some check reads the project
+    index = indexes.for_rules(r for settings in {job.settings for job, _, _ in pending} for r in settings.rules())
     fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
     results.extend(fresh)
     if cache.path is not None:
@@ -524,7 +533,8 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         run_stage(results, resolver, options.build)
     accepted = _accept_and_grade(results, baselines, resolver)
     results.sort(key=lambda r: r.filename)
-    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted)
+    return RunResult(results, prefiltered, time.perf_counter() - t0, list(resolver.cache.warnings), accepted,
+                     indexes.tree_files)
 
 
 def _read_candidate(path: Path, resolver: Resolver, index: ProjectIndex,
@@ -835,8 +845,8 @@ def check_source(
     return res
 
 
-def project_index(roots: Sequence[str | Path], options: CheckOptions | None = None) -> ProjectIndex:
-    """The project index of a tree (the language server's, per workspace folder), reading
+def tree_indexes(roots: Sequence[str | Path], options: CheckOptions | None = None) -> TreeIndexes:
+    """The project indexes of a tree (the language server's, per workspace folder), reading
     only what a check of the tree would (excludes, max-file-size); while the configuration
     is broken, within the default bounds."""
     try:
@@ -844,7 +854,7 @@ def project_index(roots: Sequence[str | Path], options: CheckOptions | None = No
         bounds = index_bounds(roots, resolver.excludes_for, resolver.max_file_size_for)
     except ConfigError:
         bounds = None
-    return ProjectIndex(roots, bounds)
+    return TreeIndexes(roots, bounds)
 
 
 def settings_for(path: str | Path, options: CheckOptions | None = None) -> FileSettings:

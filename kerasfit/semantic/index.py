@@ -11,7 +11,9 @@ Public API (stable; other branches build on it):
 - :class:`ProjectIndex` — ``ProjectIndex(roots=(), bounds=None)``; ``roots`` are the paths a
   check was given (files or directories), used only by :meth:`ProjectIndex.reached_from_model`;
   ``bounds`` (:class:`kerasfit.semantic.treescan.Bounds`): which files may be read, and how
-  much of each (default: any regular file within the default size limit).
+  much of each (default: any regular file within the default size limit, a link only into
+  the roots' trees). An index rooted nowhere (``roots=()``) answers about the file alone
+  and what it imports: no tree is scanned, no tree-wide answer rests on another file.
   - ``facts(path) -> ModuleFacts | None``: imports, functions, module constants of a file.
   - ``resolve(from_path, raw_dotted) -> Symbol | None``: what an imported dotted name is —
     a framework name (following project modules that re-export ``keras`` / ``layers`` /
@@ -107,8 +109,7 @@ class ProjectIndex:
     def __init__(self, roots: Iterable[str | os.PathLike[str]] = (), bounds: Bounds | None = None) -> None:
         self.roots = [Path(r).resolve() for r in roots]
         # which files may be read, and how much of each (the project layer's excludes and size limit)
-        self.bounds = bounds or Bounds()
-        self.bounds.trees = tuple(str(r if os.path.isdir(r) else r.parent) for r in self.roots)
+        self.bounds = bounds or Bounds(roots=self.roots)
         self._facts: dict[str, tuple[tuple[int, int], ModuleFacts | None]] = {}
         self._by_digest: dict[str, ModuleFacts] = {}
         self._module_files: dict[tuple[str, str], str | None] = {}
@@ -497,6 +498,8 @@ class ProjectIndex:
         functions (it and its importers' closure, see :class:`TreeScan`) when they are few
         (a quarter of the tree, or eight, at most), else None: the whole tree's answers are
         cheaper to have once than per file."""
+        if not self.roots:
+            return frozenset()  # rooted nowhere: no tree, no file of it decides an answer
         scan = self._scanned()
         key = os.path.abspath(path)
         if key not in scan.importers:
@@ -610,6 +613,11 @@ class ProjectIndex:
             return compute()
         finally:
             self._asking.path = asking
+
+    def scanned_files(self) -> int:
+        """How many files of the tree the scan for the tree-wide answers listed (0 before
+        any question needed it)."""
+        return len(self._scan.files) if self._scan is not None else 0
 
     def _scanned(self) -> TreeScan:
         if self._scan is None:

@@ -4,7 +4,8 @@ Building the whole-file index (parents, source order, calls, references and stor
 ``fileindex.FileIndex``) is one walk of every node, the largest cost left in a language
 server check once findings are reused per statement (kerasfit.lsp.memo). A statement's
 own index depends only on its nodes, which stay the same objects while its text is
-unchanged (engine.parse.ParseCache), so each is built once and the file's is joined:
+unchanged (engine.parse.ParseCache, which keeps the parts), so each is built once and
+the file's is joined:
 
 - parent links and source order: one dict each, kept for the document; a check removes
   the entries of the statements that left and adds the new ones'. Each statement's

@@ -27,8 +27,7 @@ from .fileindex import FileIndex
 from .index import ProjectIndex
 from .naming import Names
 from .nodes import SyntaxMemo
-from .scopes import NO_HINTS, Scopes
-from .scopes import ModelHints as ModelHints  # (the callers that give hints import it from here)
+from .scopes import NO_HINTS, ModelHints, Scopes
 from .values import Values
 
 if TYPE_CHECKING:
@@ -119,8 +118,8 @@ class SemanticModel:
 
         Rules keep whole-file facts here (through ``RuleContext.file_fact``), never in
         their own attributes: the language server reuses a statement's findings only while
-        every fact they were made with still holds (kerasfit.reuse), computing each again
-        on the next check's model. ``key`` names the fact (prefix it with the rule's
+        every fact they were made with still holds (kerasfit.engine.reuse), computing each
+        again on the next check's model. ``key`` names the fact (prefix it with the rule's
         code); ``compute`` is a function of the model holding no model. ``by_node``:
         the value is a set or dict keyed by node ids, compared only on unchanged nodes."""
         hit = self.facts.get(key)

@@ -50,13 +50,17 @@ class Bounds:
     tree. ``limit(path)``: the cost a file may have, None for an excluded one;
     ``skip_dir(path)``: a directory the tree's listing does not enter. The project layer
     gives both from the configuration (excludes, max-file-size); by default every file
-    has the default limit and every directory but a ``.venv`` is entered."""
+    has the default limit and every directory but a ``.venv`` is entered. ``roots``: the
+    paths the check was given (files or directories), whose trees a link may lead into."""
 
     def __init__(self, limit: Callable[[str], int | None] | None = None,
-                 skip_dir: Callable[[str], bool] | None = None) -> None:
+                 skip_dir: Callable[[str], bool] | None = None, roots: Iterable[Path] = ()) -> None:
         self.limit: Callable[[str], int | None] = limit or (lambda path: DEFAULT_MAX_FILE_SIZE)
         self.skip_dir: Callable[[str], bool] = skip_dir or (lambda path: os.path.basename(path) == ".venv")
-        self.trees: tuple[str, ...] = ()  # real directories a link may lead into (the index's roots)
+        # real directories a link may lead into (the checked trees: of an index rooted
+        # nowhere too, which reads what the check of the tree would)
+        resolved = [Path(r).resolve() for r in roots]
+        self.trees: tuple[str, ...] = tuple(str(r if os.path.isdir(r) else r.parent) for r in resolved)
 
     def read(self, path: str) -> bytes | None:
         limit = self.limit(path)

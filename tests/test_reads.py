@@ -1,0 +1,96 @@
+"""What the selected rules read (``Rule.reads``) decides what a check computes: the tree's
+project index, its scan and its tree-wide answers only when some rule reads the project."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from kerasfit.engine.registry import all_rules
+from kerasfit.engine.settings import reads_project
+from kerasfit.project.check import CheckOptions, check_paths, tree_indexes
+from kerasfit.project.config import Selection
+from kerasfit.ruleapi import Reads
+
+# net.py trains a model in its `__main__` block: a training script, whose findings count --
+# unless another file of the tree imports net.py: then it is a library and the block a demo
+_NET = """\
+    import tensorflow as tf
+
+    def build():
+        return tf.keras.Sequential([tf.keras.layers.Dense(64)])
+
+    if __name__ == "__main__":
+        model = build()
+        model.compile("adam", "mse")
+        norm = tf.keras.layers.BatchNormalization(fused=False)
+        model.fit(norm(x), y)
+"""
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def _check(root: Path, select: list[str], jobs: int = 1):
+    return check_paths([str(root)], CheckOptions(selection=Selection(select=select), use_cache=False, jobs=jobs))
+
+
+def _found(res) -> list[tuple[str, int, str]]:
+    return sorted((Path(d.filename).name, d.row, d.code) for d in res.diagnostics)
+
+
+def test_only_the_build_only_rules_read_no_project():
+    # every rule reporting while the tree is walked reads the project: Rule.report drops a
+    # report in a training `__main__` block of a module another file imports (demo code)
+    rules = all_rules()
+    alone = sorted(c for c, r in rules.items() if Reads.PROJECT not in r.reads)
+    assert alone == ["KF301", "KF302"] and all(rules[c].build_only for c in alone)
+    assert not reads_project([rules["KF301"], rules["KF302"]])
+    assert reads_project([rules["KF301"], rules["KF101"]])
+
+
+def test_a_finding_resting_on_another_file_of_the_tree_is_still_dropped(tmp_path):
+    _tree(tmp_path, {"net.py": _NET})
+    alone = _check(tmp_path, ["KF101"])
+    assert _found(alone) == [("net.py", 9, "KF101")]  # a training script's
+    assert alone.tree_files == 1
+    _tree(tmp_path, {"train.py": "from net import build\n"})
+    res = _check(tmp_path, ["KF101"])
+    # train.py imports net.py: its block is a demo, known from the other file only
+    assert _found(res) == [] and res.tree_files == 2
+
+
+def test_a_check_of_rules_that_read_no_project_scans_no_tree(tmp_path):
+    # seven files: the checks run in a pool, where the tree's answers would be shared
+    files = {"net.py": _NET, "train.py": "from net import build\n"}
+    files.update({f"layer{i}.py": "import tensorflow as tf\nx = tf.keras.layers.Dense(8)\n" for i in range(5)})
+    _tree(tmp_path, files)
+    for jobs in (1, 2):
+        res = _check(tmp_path, ["KF301", "KF302"], jobs)  # build-only: nothing is found by the walk
+        assert res.diagnostics == [] and len(res.files) == len(files) and res.tree_files == 0
+    assert _check(tmp_path, ["KF301", "KF101"], 2).tree_files == len(files)
+
+
+def test_the_prefilter_follows_imports_without_the_tree(tmp_path):
+    # model.py never spells tensorflow: the prefilter follows its import (the index rooted nowhere)
+    _tree(tmp_path, {
+        "compat.py": "from tensorflow.keras import layers\n",
+        "model.py": "from compat import layers\n\nbn = layers.BatchNormalization(fused=False)\n",
+    })
+    assert _found(_check(tmp_path, ["KF101"])) == [("model.py", 3, "KF101")]
+    indexes = tree_indexes([tmp_path])
+    assert indexes.alone.imports_framework(tmp_path / "model.py", (tmp_path / "model.py").read_bytes())
+
+
+def test_the_language_servers_indexes_make_the_tree_only_for_rules_reading_it(tmp_path):
+    _tree(tmp_path, {"net.py": _NET, "train.py": "from net import build\n"})
+    rules = all_rules()
+    indexes = tree_indexes([tmp_path])
+    assert indexes.for_rules([rules["KF301"], rules["KF302"]]) is indexes.alone
+    assert indexes.alone.roots == []
+    tree = indexes.for_rules([rules["KF301"], rules["KF101"]])
+    assert tree is not indexes.alone and tree.roots == [tmp_path.resolve()]
+    assert indexes.for_rules([rules["KF104"]]) is tree  # made once, kept
