@@ -16,6 +16,7 @@ from kerasfit.engine.settings import LintSettings
 from kerasfit.engine.fix import fix_source
 from kerasfit.engine.lint import lint_source
 from kerasfit.engine.registry import all_rules
+from kerasfit.ruleapi import Reads
 from kerasfit.ruleapi.rule import Replace, Rule
 from kerasfit.core.types import Applicability
 
@@ -119,6 +120,7 @@ class BreaksCode(Rule):
     """A deliberately broken rule: its "fix" replaces a call with unbalanced text."""
 
     code = "KF990"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-breaks-code"
     message = "test"
     fix_safety = Applicability.SAFE
@@ -149,6 +151,7 @@ class BreaksRelu(Rule):
     """A deliberately broken rule whose fix does not overlap KF101's."""
 
     code = "KF991"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-breaks-relu"
     message = "test"
     fix_safety = Applicability.SAFE

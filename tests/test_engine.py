@@ -15,7 +15,7 @@ from kerasfit.engine.settings import LintSettings
 from kerasfit.engine.fix import apply_fixes, fix_source
 from kerasfit.engine.lint import lint_source
 from kerasfit.engine.registry import all_rules
-from kerasfit.ruleapi import Finding
+from kerasfit.ruleapi import Finding, Reads
 from kerasfit.ruleapi.rule import Remove, Replace, Rule
 from kerasfit.core.types import Applicability, Edit, Fix
 
@@ -133,6 +133,7 @@ class Recorder(Rule):
     """Records visit/leave order to check the traversal contract."""
 
     code = "KF991"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-recorder"
     message = "m"
     events: list[str] = []
@@ -156,6 +157,7 @@ def test_visit_and_leave_in_source_order():
 
 class Crashes(Rule):
     code = "KF992"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-crashes"
     message = "m"
 
@@ -186,6 +188,7 @@ class WrapCall(Rule):
     """Outer fix: wraps a whole BatchNormalization(...) call."""
 
     code = "KF993"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-wrap"
     message = "wrap"
     fix_safety = Applicability.SAFE
@@ -201,6 +204,7 @@ class RenameLayers(Rule):
     """Inner fix: a second edit inside the same call."""
 
     code = "KF994"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-rename"
     message = "rename"
     fix_safety = Applicability.SAFE
@@ -230,6 +234,7 @@ def test_apply_fixes_skips_overlaps_and_reports_what_it_applied():
 
 class UnsafeRemove(Rule):
     code = "KF995"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-unsafe-remove"
     message = "remove"
     fix_safety = Applicability.UNSAFE
@@ -249,6 +254,7 @@ def test_unsafe_fixes_need_the_flag_and_remove_whole_lines():
 
 class AddsImport(Rule):
     code = "KF996"
+    reads = frozenset({Reads.STATEMENT})
     name = "test-adds-import"
     message = "needs import"
     fix_safety = Applicability.SAFE
@@ -293,6 +299,7 @@ def test_a_once_report_keeps_the_first_of_a_node_in_source_order():
 
     class SharedWidth(Rule):
         code, name, message = "KF993", "shared-width", "shared"
+        reads = frozenset({Reads.STATEMENT})
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             width = self.ctx.module.body[0].body[0].value  # `W = 30`: the shared site

@@ -17,7 +17,7 @@ from kfhelpers import ROOT
 PACK = '''
 import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Rule
+from kerasfit.ruleapi import Invalid, Reads, Rule
 from kerasfit.ruleapi.fixes import Replace, set_keyword
 
 
@@ -50,6 +50,7 @@ class UnnamedDense(Rule):
     name = "unnamed-dense"
     message = "Dense layer without a name"
     fix_title = "Name the layer"
+    reads = frozenset({Reads.STATEMENT})
     VALID = ("import keras\\nkeras.layers.Dense(8, name='x')\\n",)
     INVALID = (
         Invalid("import keras\\nkeras.layers.Dense(8)\\n", expected_fix=EXPECTED),
@@ -65,12 +66,13 @@ class UnnamedDense(Rule):
 GOOD_FIX = repr('import keras\nkeras.layers.Dense(8, name="dense")\n')
 
 
-def _install_pack(site: Path, code: str = "TEAM101", entry: str = "TEAM", expected: str = GOOD_FIX) -> None:
+def _install_pack(site: Path, code: str = "TEAM101", entry: str = "TEAM", expected: str = GOOD_FIX,
+                  reads: str = "frozenset({Reads.STATEMENT})") -> None:
     (site / "kfpack_rules").mkdir(parents=True)
     (site / "kfpack_rules" / "__init__.py").write_text("")
-    (site / "kfpack_rules" / "unnamed_dense.py").write_text(
-        PACK.replace("CODE_HERE", code).replace("EXPECTED", expected)
-    )
+    pack = PACK.replace("CODE_HERE", code).replace("EXPECTED", expected)
+    pack = pack.replace("    reads = frozenset({Reads.STATEMENT})\n", f"    reads = {reads}\n" if reads else "")
+    (site / "kfpack_rules" / "unnamed_dense.py").write_text(pack)
     dist = site / "kfpack-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: kfpack\nVersion: 0.1\n")
@@ -123,6 +125,15 @@ def test_a_pack_code_outside_its_prefix_is_refused(tmp_path: Path):
     proc = _run(["rules"], tmp_path, site)
     assert proc.returncode == 2
     assert "KF950" in proc.stderr and "TEAMnnn" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_pack_rule_must_declare_what_it_reads(tmp_path: Path):
+    for reads in ("", "frozenset()", "{Reads.STATEMENT}"):
+        site = tmp_path / f"site{len(reads)}"
+        _install_pack(site, reads=reads)
+        proc = _run(["rules"], tmp_path, site)
+        assert proc.returncode == 2, (reads, proc.stdout)
+        assert "TEAM101" in proc.stderr and "`reads`" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
 def test_a_pack_prefix_may_not_collide_with_another(tmp_path: Path):

@@ -10,6 +10,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from kerasfit.ruleapi import Reads
 from kerasfit.ruleapi.context import RuleContext
 from kerasfit.semantic.caches import ModelCaches
 from kerasfit.semantic.model import SemanticModel
@@ -92,6 +93,7 @@ def test_ancestors_take_their_node_during_the_walk_and_outside_it() -> None:
 
     class Probe(Rule):
         code, name, message = "KF999", "probe", "probe"
+        reads = frozenset({Reads.STATEMENT})
 
         def visit_Call(self, node: cst.Call) -> None:
             during = [type(a).__name__ for a in self.ctx.ancestors(node)]
@@ -194,6 +196,7 @@ def test_answers_do_not_depend_on_where_the_walk_is() -> None:
 
     class Probe(Rule):
         code, name, message = "KF999", "probe", "probe"
+        reads = frozenset({Reads.STATEMENT})
 
         def visit_Call(self, node: cst.Call) -> None:  # every call of the file, parse's own included
             seen.append(answers(self.ctx))

@@ -166,6 +166,8 @@ def all_rules() -> dict[str, type[Rule]]:
                 )
             if not NAME_RE.match(rule.name):
                 raise RuleRegistryError(f"rule {rule.code}: name {rule.name!r} is not kebab-case")
+            if (why := rule.reads_error()) is not None:
+                raise RuleRegistryError(why)
             if rule.code in rules and rules[rule.code] is not rule:
                 raise RuleRegistryError(f"two rules claim {rule.code}: {rules[rule.code].__qualname__}, {rule.__qualname__}")
             if rule.name in names and names[rule.name] != rule.code:

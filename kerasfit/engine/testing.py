@@ -97,6 +97,7 @@ def check_metadata(rule: type[Rule], prefix: str | None = None) -> None:
         assert re.fullmatch(rf"{prefix}\d{{3}}", rule.code), f"{rule.code} does not match the pack prefix {prefix}nnn"
     assert NAME_RE.match(rule.name), f"{rule.code}: name {rule.name!r} is not kebab-case"
     assert rule.message, f"{rule.code} has no message"
+    assert rule.reads_error() is None, rule.reads_error()
     assert rule.VALID, f"{rule.code} has no VALID examples"
     assert rule.INVALID, f"{rule.code} has no INVALID examples"
     if rule.fix_safety is not None and rule.fix_safety.value != "display-only":

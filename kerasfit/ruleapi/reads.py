@@ -9,11 +9,13 @@ from enum import Enum
 class Reads(Enum):
     """What a rule's findings for one top-level statement may depend on (STYLE 17).
 
-    A rule declares the set in ``Rule.reads``; whoever keeps findings between checks (the
-    language server's statement memo) reuses a statement's findings only while everything
-    the rule declares is unchanged, and never reuses a rule that reads what cannot be
-    tracked (:data:`UNTRACKED`). The rule's context (``self.ctx``) refuses a read the rule
-    did not declare (:class:`UndeclaredRead`)."""
+    Every rule declares the set in ``Rule.reads`` (the registry refuses one that does not,
+    :meth:`Rule.reads_error`). It decides what a check computes: the tree's project index
+    only when a selected rule reads :attr:`PROJECT` (``engine.settings.reads_project``);
+    the rule's context (``self.ctx``) refuses a file fact the rule did not declare
+    (:class:`UndeclaredRead`); and whoever keeps findings between checks (the language
+    server's statement memo) never reuses the findings of a rule that reads what cannot be
+    tracked per statement (:data:`UNTRACKED`)."""
 
     # the walked statement, and what it reaches by name: bindings, the functions it calls
     # and their call sites, attributes and keys stored elsewhere

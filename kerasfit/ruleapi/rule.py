@@ -115,9 +115,11 @@ class Rule:
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None
     # What the findings made while walking one top-level statement may depend on
-    # (:class:`Reads`). A rule that declares nothing may read anything, so its findings
-    # are never reused between checks of an edited document.
-    reads: ClassVar[frozenset[Reads]] = frozenset(Reads)
+    # (:class:`Reads`). Required (the registry refuses a rule without it): a check gets
+    # its tree's project index only when a selected rule reads Reads.PROJECT, the rule's
+    # context refuses a file fact it does not declare, and the language server reuses a
+    # statement's findings only for a rule that reads nothing untracked.
+    reads: ClassVar[frozenset[Reads]]
     VALID: ClassVar[Sequence[str | Valid]] = ()
     INVALID: ClassVar[Sequence[Invalid]] = ()
 
@@ -201,6 +203,15 @@ class Rule:
     def missing_doc_sections(cls) -> list[str]:
         doc = cls.documentation()
         return [s for s in DOC_SECTIONS if not re.search(rf"^#*\s*{re.escape(s)}\b", doc, re.M)]
+
+    @classmethod
+    def reads_error(cls) -> str | None:
+        """Why the rule's ``reads`` declaration is refused, or None."""
+        reads = getattr(cls, "reads", None)
+        if not isinstance(reads, frozenset) or not reads or not all(isinstance(r, Reads) for r in reads):
+            return (f"rule {cls.code}: `reads` must be a non-empty frozenset of kerasfit.ruleapi.Reads, "
+                    f"what its findings depend on (got {reads!r})")
+        return None
 
     @classmethod
     def applies_to(cls, family: str) -> bool:
