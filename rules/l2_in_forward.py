@@ -157,10 +157,7 @@ class L2InForward(Rule):
     message = "L2 weight penalty is computed in the forward pass"
     fix_title = "Drop the penalty and set `weight_decay` on the optimizer"
     fix_safety = Applicability.DISPLAY
-    # a shared regularizer's first use is found from its definition's uses, not the walk so
-    # far; the project: a report in a training `__main__` block is dropped when another file
-    # of the tree imports the module (demo code, Rule.report)
-    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # a shared regularizer's first use is found from its definition's uses, not the walk so far
 
     VALID = (
         """

@@ -113,10 +113,7 @@ class UnfusedBatchnorm(Rule):
     message = "Batch norm does not use the fused kernel"
     fix_title = "Use the fused batch-norm kernel"
     fix_safety = Applicability.SAFE
-    # the Keras flavour, which `TF_USE_LEGACY_KERAS` anywhere in the file sets; the project: a
-    # report in a training `__main__` block is dropped when another file of the tree imports
-    # the module (demo code, Rule.report)
-    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS, Reads.PROJECT})
+    reads = frozenset({Reads.STATEMENT, Reads.FILE_FACTS})  # the Keras flavour, which `TF_USE_LEGACY_KERAS` anywhere in the file sets
 
     VALID = (
         """

@@ -1,5 +1,6 @@
-"""What the selected rules read (``Rule.reads``) decides what a check computes: the tree's
-project index, its scan and its tree-wide answers only when some rule reads the project."""
+"""What the selected rules read (``Rule.reads``) decides what a check computes ahead: the
+tree's scan and its tree-wide answers before the files are checked only when some rule
+reads the project; never what the check finds."""
 
 from __future__ import annotations
 
@@ -42,17 +43,18 @@ def _found(res) -> list[tuple[str, int, str]]:
     return sorted((Path(d.filename).name, d.row, d.code) for d in res.diagnostics)
 
 
-def test_only_the_build_only_rules_read_no_project():
-    # every rule reporting while the tree is walked reads the project: Rule.report drops a
-    # report in a training `__main__` block of a module another file imports (demo code)
+def test_reads_project_joins_the_selected_rules_declarations():
     rules = all_rules()
     alone = sorted(c for c, r in rules.items() if Reads.PROJECT not in r.reads)
-    assert alone == ["KF301", "KF302"] and all(rules[c].build_only for c in alone)
-    assert not reads_project([rules["KF301"], rules["KF302"]])
-    assert reads_project([rules["KF301"], rules["KF101"]])
+    # KF101 and KF104 ask nothing of other files themselves (the demo-code filter every
+    # report passes is the engine's question); the build-only rules find nothing by walking
+    assert alone == ["KF101", "KF104", "KF301", "KF302"]
+    assert not reads_project([rules[c] for c in alone]) and not reads_project([])
+    assert reads_project([rules["KF101"], rules["KF102"]])
 
 
-def test_a_finding_resting_on_another_file_of_the_tree_is_still_dropped(tmp_path):
+def test_a_finding_resting_on_another_file_of_the_tree_is_dropped_whatever_the_rule_declares(tmp_path):
+    # KF101 does not read the project; the engine's demo-code filter asks the tree, lazily
     _tree(tmp_path, {"net.py": _NET})
     alone = _check(tmp_path, ["KF101"])
     assert _found(alone) == [("net.py", 9, "KF101")]  # a training script's
@@ -63,7 +65,7 @@ def test_a_finding_resting_on_another_file_of_the_tree_is_still_dropped(tmp_path
     assert _found(res) == [] and res.tree_files == 2
 
 
-def test_a_check_of_rules_that_read_no_project_scans_no_tree(tmp_path):
+def test_a_pool_computes_the_tree_wide_answers_ahead_only_for_rules_reading_the_project(tmp_path):
     # seven files: the checks run in a pool, where the tree's answers would be shared
     files = {"net.py": _NET, "train.py": "from net import build\n"}
     files.update({f"layer{i}.py": "import tensorflow as tf\nx = tf.keras.layers.Dense(8)\n" for i in range(5)})
@@ -71,7 +73,12 @@ def test_a_check_of_rules_that_read_no_project_scans_no_tree(tmp_path):
     for jobs in (1, 2):
         res = _check(tmp_path, ["KF301", "KF302"], jobs)  # build-only: nothing is found by the walk
         assert res.diagnostics == [] and len(res.files) == len(files) and res.tree_files == 0
-    assert _check(tmp_path, ["KF301", "KF101"], 2).tree_files == len(files)
+    # KF101 alone: the pool computes nothing ahead (this process scans no file); its worker
+    # asks the tree when a report lands in net.py's training block, and drops it as a demo
+    alone = _check(tmp_path, ["KF101"], 2)
+    assert alone.tree_files == 0 and _found(alone) == _found(_check(tmp_path, ["KF101"], 1)) == []
+    # a rule reading the project: the tree is scanned here, before the checks
+    assert _check(tmp_path, ["KF101", "KF102"], 2).tree_files == len(files)
 
 
 def test_the_prefilter_follows_imports_without_the_tree(tmp_path):
@@ -85,12 +92,11 @@ def test_the_prefilter_follows_imports_without_the_tree(tmp_path):
     assert indexes.alone.imports_framework(tmp_path / "model.py", (tmp_path / "model.py").read_bytes())
 
 
-def test_the_language_servers_indexes_make_the_tree_only_for_rules_reading_it(tmp_path):
-    _tree(tmp_path, {"net.py": _NET, "train.py": "from net import build\n"})
-    rules = all_rules()
-    indexes = tree_indexes([tmp_path])
-    assert indexes.for_rules([rules["KF301"], rules["KF302"]]) is indexes.alone
-    assert indexes.alone.roots == []
-    tree = indexes.for_rules([rules["KF301"], rules["KF101"]])
-    assert tree is not indexes.alone and tree.roots == [tmp_path.resolve()]
-    assert indexes.for_rules([rules["KF104"]]) is tree  # made once, kept
+def test_the_tree_index_reads_the_tree_only_when_a_question_needs_it(tmp_path):
+    _tree(tmp_path, {"net.py": _NET, "train.py": "from net import build\n", "util.py": "x = 1\n"})
+    indexes = tree_indexes([tmp_path])  # (the language server's, per workspace folder)
+    assert indexes.tree_files == 0 and indexes.alone.roots == []
+    assert indexes.tree.facts(str(tmp_path / "train.py")) is not None  # one file's facts: no scan
+    assert indexes.tree_files == 0
+    assert indexes.tree.imported_by_others(tmp_path / "net.py")
+    assert indexes.tree_files == 3 and not indexes.tree.imported_by_others(tmp_path / "util.py")

@@ -28,9 +28,8 @@ class LintSettings:
     options: dict[str, Any] = field(default_factory=dict)
     # Codes whose fixes are dropped (config ``fixable`` / ``unfixable``): still reported.
     unfixable: frozenset[str] = frozenset()
-    # The project index of the running check (other files of the tree, read lazily; rooted
-    # nowhere unless a rule reads the project: ``reads_project``); None: the file is
-    # checked alone (an empty index of its own).
+    # The project index of the running check (other files of the tree, read lazily);
+    # None: the file is checked alone (an empty index of its own).
     project: ProjectIndex | None = None
     # Set from another thread (the language server's, when the document closes or
     # changes again): the check ends at the next top-level statement with Stopped.
@@ -38,11 +37,12 @@ class LintSettings:
 
 
 def reads_project(rules: Iterable[type[Rule]]) -> bool:
-    """Whether the findings of ``rules`` may rest on other files of the tree: some rule
-    declares ``Reads.PROJECT`` (``Rule.reads``). Only then is a check given the project index
-    of its tree (``LintSettings.project``), and the tree scanned for its tree-wide answers;
-    the others are checked against an index rooted nowhere (the file and what it
-    imports). The one place the rules' reads decide what a check computes."""
+    """Whether the questions of ``rules`` need the tree-wide answers of the project index
+    (which files import which, the roles of functions across files): some rule declares
+    ``Reads.PROJECT`` (``Rule.reads``). Only then does a check compute them before its
+    files are checked (in parallel, shared by a pool's workers); else a check computes them
+    only if a question asks, as the engine's own demo-code filter may (``Rule.report``).
+    What a check finds never depends on it. The one place the rules' reads are joined."""
     given = list(rules)
     if not given:  # (a run answered from the cache: the rule API is not even loaded)
         return False

@@ -213,10 +213,9 @@ class KerasfitServer(LanguageServer):
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
     def workspace_indexes(self) -> TreeIndexes:
-        """The project indexes of the workspace folder, kept across checks: the tree's
-        (made when a document's rules read the project) and the one rooted nowhere; other
-        files are read lazily when a check asks about them, and re-read when they change
-        on disk."""
+        """The project indexes of the workspace folder, kept across checks: the tree's, which
+        every check is given, and the one rooted nowhere (the prefilter's); other files are
+        read lazily when a check asks about them, and re-read when they change on disk."""
         root = self.workspace.root_path or str(Path.cwd())
         indexes = getattr(self, "_project_indexes", None)
         if indexes is None or getattr(self, "_project_root", None) != root:
@@ -230,7 +229,7 @@ class KerasfitServer(LanguageServer):
         path = self.path_for(uri)
         data = source.encode("utf-8", "surrogatepass")
         file_settings, warning = self.file_settings(uri, path)
-        project = self.workspace_indexes().for_rules(file_settings.rules())
+        project = self.workspace_indexes().tree
         cost = over_limit(data, file_settings.max_file_size)
         if not fix and not mentions_tensorflow(data) and (cost is not None or not project.imports_framework(path, data)):
             # The CLI's prefilter: a file that never mentions TF/Keras has nothing to report

@@ -41,6 +41,7 @@ from ..core import interrupts
 from ..core.parsestack import on_parse_stack
 from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, over_limit, regular_file_contains
 from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
+from ..engine.settings import reads_project
 from ..semantic.index import ProjectIndex, Reach, ReachPart, join_reach
 from ..semantic.treescan import file_digest
 from ..core.types import TARGETS, Diagnostic, FileResult, Severity, allowed
@@ -516,9 +517,11 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
             continue
         pending.append((job, text, data))
 
-    # the tree's index only when a rule of some check reads the project
-    index = indexes.for_rules(r for settings in {job.settings for job, _, _ in pending} for r in settings.rules())
-    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index)
+    index = indexes.tree
+    # the tree-wide answers before the checks (shared by a pool's workers) only when a rule
+    # asks for them; else only a question that needs them computes them, in the one check
+    rules = {r for settings in {job.settings for job, _, _ in pending} for r in settings.rules()}
+    fresh = _execute([(j, t) for j, t, _ in pending], options.jobs, index, reads_project(rules))
     results.extend(fresh)
     if cache.path is not None:
         _cache_fresh(cache, pending, fresh, mode, index)
@@ -692,7 +695,9 @@ def checked_trees(paths: Sequence[str | Path]) -> list[Path]:
     return [Path(os.path.realpath(p if os.path.isdir(p) else Path(p).parent)) for p in paths]
 
 
-def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex) -> list[FileResult]:
+def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex, tree_wide: bool) -> list[FileResult]:
+    """Check ``work`` in this process or a pool. ``tree_wide``: the checks' rules read the
+    project (``engine.settings.reads_project``), so the tree-wide answers are worth sharing."""
     n = jobs if jobs is not None else (os.cpu_count() or 1)
     if os.environ.get("KERASFIT_NO_PARALLEL"):
         n = 1
@@ -717,7 +722,7 @@ def _execute(work: list[tuple[_Job, str]], jobs: int | None, index: ProjectIndex
     # Answers about a file that few files of the tree can change come from those files, in
     # the worker that asks (ProjectIndex.local_files, from a scan made here and inherited);
     # the whole tree's are worth computing before the checks only when some file needs them.
-    share = any(index.local_files(job.path) is None for job, _ in work)
+    share = tree_wide and any(index.local_files(job.path) is None for job, _ in work)
     lost = _run_chunks(ctx, work, chunks, results, index, n, share_reach=share)
     # A worker that died (a native crash, the OOM killer) took its chunk with it: check
     # those files again one per process, so the death is pinned on one file and the

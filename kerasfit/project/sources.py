@@ -1,5 +1,4 @@
-"""Reading the files a check is given, and what the project index may read of the tree
-(and which index a check is given: the tree's only when a rule reads the project).
+"""Reading the files a check is given, and what the project index may read of the tree.
 
 Every file is read as a regular file only (a FIFO swapped in after discovery never blocks
 the read, a device is never read) and never past its limit: a source file's
@@ -10,17 +9,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, PER_LINE, Cost, NotRegularFile, TooLarge, read_regular
-from ..engine.settings import reads_project
 from ..semantic.index import ProjectIndex
 from ..semantic.treescan import Bounds
 from .config import ConfigError, over_size_budget
 from .discovery import ExcludesFor, excluded, is_virtualenv
-
-if TYPE_CHECKING:
-    from ..ruleapi.rule import Rule
 
 
 class FileReadError(Exception):
@@ -130,26 +125,17 @@ def index_bounds(roots: Sequence[str | Path], excludes_for: ExcludesFor, limit_f
 class TreeIndexes:
     """The project indexes the checks of one tree are given (the language server keeps one
     per workspace folder, across checks), both reading only what a check of the tree would
-    (``bounds``: excludes, max-file-size): the tree's, made when the rules of some check
-    read the project (``engine.settings.reads_project``), and one rooted nowhere for every
-    other check and for the prefilter (which follows a file's imports, never the tree)."""
+    (``bounds``: excludes, max-file-size) and each only when asked: the tree's, which every
+    check is given (it scans the tree and computes the tree-wide answers the first time a
+    question needs them), and one rooted nowhere for the prefilter (which follows a file's
+    imports, never the tree)."""
 
     def __init__(self, roots: Sequence[str | Path], bounds: Bounds | None = None) -> None:
-        self.roots = list(roots)
-        self.bounds = bounds if bounds is not None else Bounds(roots=[Path(r) for r in roots])
-        self.alone = ProjectIndex((), self.bounds)
-        self._tree: ProjectIndex | None = None
-
-    def for_rules(self, rules: Iterable[type[Rule]]) -> ProjectIndex:
-        """The index for checks with ``rules``: the tree's when one of them reads the
-        project, else the one rooted nowhere."""
-        if not reads_project(rules):
-            return self.alone
-        if self._tree is None:
-            self._tree = ProjectIndex(self.roots, self.bounds)
-        return self._tree
+        bounds = bounds if bounds is not None else Bounds(roots=[Path(r) for r in roots])
+        self.tree = ProjectIndex(roots, bounds)
+        self.alone = ProjectIndex((), bounds)
 
     @property
     def tree_files(self) -> int:
-        """Files of the tree scanned for its tree-wide answers so far (0: none scanned)."""
-        return self._tree.scanned_files() if self._tree is not None else 0
+        """Files of the tree this process scanned for its tree-wide answers (0: none)."""
+        return self.tree.scanned_files()

@@ -10,8 +10,9 @@ class Reads(Enum):
     """What a rule's findings for one top-level statement may depend on (STYLE 17).
 
     Every rule declares the set in ``Rule.reads`` (the registry refuses one that does not,
-    :meth:`Rule.reads_error`). It decides what a check computes: the tree's project index
-    only when a selected rule reads :attr:`PROJECT` (``engine.settings.reads_project``);
+    :meth:`Rule.reads_error`). It decides what a check computes: the tree-wide answers
+    before the files are checked only when a selected rule reads :attr:`PROJECT`
+    (``engine.settings.reads_project``; else only when a question asks for them);
     the rule's context (``self.ctx``) refuses a file fact the rule did not declare
     (:class:`UndeclaredRead`); and whoever keeps findings between checks (the language
     server's statement memo) never reuses the findings of a rule that reads what cannot be
@@ -22,7 +23,9 @@ class Reads(Enum):
     STATEMENT = "statement"
     # whole-file facts asked through ``ctx.file_fact`` (uses a TPU, roles, input pipelines)
     FILE_FACTS = "file-facts"
-    # other files of the tree, through the project index
+    # the tree-wide answers of the project index: which files import which, the roles of
+    # functions across files, layers built by helpers of other files (what a file imports
+    # is followed for every rule)
     PROJECT = "project"
     # what the rule saw while walking other statements: state kept on the rule between
     # statements, or a ``visit_Module`` / ``leave_Module`` of its own

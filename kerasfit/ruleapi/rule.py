@@ -115,8 +115,8 @@ class Rule:
     # With "build-failure": a failed build whose message matches this confirms the finding.
     build_failure_pattern: ClassVar[str | None] = None
     # What the findings made while walking one top-level statement may depend on
-    # (:class:`Reads`). Required (the registry refuses a rule without it): a check gets
-    # its tree's project index only when a selected rule reads Reads.PROJECT, the rule's
+    # (:class:`Reads`). Required (the registry refuses a rule without it): a check computes
+    # the tree-wide answers ahead only when a selected rule reads Reads.PROJECT, the rule's
     # context refuses a file fact it does not declare, and the language server reuses a
     # statement's findings only for a rule that reads nothing untracked.
     reads: ClassVar[frozenset[Reads]]
