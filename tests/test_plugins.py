@@ -14,64 +14,31 @@ from pathlib import Path
 
 from kfhelpers import ROOT
 
-PACK = '''
-import libcst as cst
 
-from kerasfit.ruleapi import Invalid, Reads, Rule
-from kerasfit.ruleapi.fixes import Replace, set_keyword
-
-
-class UnnamedDense(Rule):
-    """
-    ## What it does
-    Flags a team convention: `Dense` layers built without a `name=`.
-
-    ## Why is this slow on the accelerator
-    It is not; it makes profiles hard to read.
-
-    ## Example
-    ```python
-    layers.Dense(128)
-    ```
-
-    ## Use instead
-    ```python
-    layers.Dense(128, name="dense")
-    ```
-
-    ## Fix safety
-    Safe: a name changes no math.
-
-    ## References
-    The team style guide.
-    """
-
-    code = "CODE_HERE"
-    name = "unnamed-dense"
-    message = "Dense layer without a name"
-    fix_title = "Name the layer"
-    reads = frozenset({Reads.STATEMENT})
-    VALID = ("import keras\\nkeras.layers.Dense(8, name='x')\\n",)
-    INVALID = (
-        Invalid("import keras\\nkeras.layers.Dense(8)\\n", expected_fix=EXPECTED),
-    )
-
-    def visit_Call(self, node: cst.Call) -> None:
-        if self.ctx.call_name(node) == "keras.layers.Dense" and not any(
-            a.keyword is not None and a.keyword.value == "name" for a in node.args
-        ):
-            named = set_keyword(node, "name", cst.SimpleString('"dense"'))
-            self.report(node, fix=self.make_fix(Replace(node, named)))
-'''
-GOOD_FIX = repr('import keras\nkeras.layers.Dense(8, name="dense")\n')
+def _readme_pack() -> str:
+    """The pack module the README shows (the text after its ``<!-- pack-example -->`` mark)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = readme.index("````python\n", readme.index("<!-- pack-example -->")) + len("````python\n")
+    return readme[start:readme.index("\n````\n", start) + 1]
 
 
-def _install_pack(site: Path, code: str = "TEAM101", entry: str = "TEAM", expected: str = GOOD_FIX,
-                  reads: str = "frozenset({Reads.STATEMENT})") -> None:
+PACK = _readme_pack()
+README_FIX = """expected_fix='import keras\\nkeras.layers.Dense(8, name="dense")\\n',"""
+README_READS = "    reads = frozenset({Reads.STATEMENT})  # the call alone\n"
+
+
+def _install_pack(site: Path, code: str = "TEAM101", entry: str = "TEAM", expected: str | None = None,
+                  reads: str | None = None) -> None:
+    """The README's pack, installed under ``site`` (its code, expected fix or ``reads``
+    declaration replaced when given: "" drops the declaration)."""
     (site / "kfpack_rules").mkdir(parents=True)
     (site / "kfpack_rules" / "__init__.py").write_text("")
-    pack = PACK.replace("CODE_HERE", code).replace("EXPECTED", expected)
-    pack = pack.replace("    reads = frozenset({Reads.STATEMENT})\n", f"    reads = {reads}\n" if reads else "")
+    assert PACK.count('code = "TEAM101"') == PACK.count(README_FIX) == PACK.count(README_READS) == 1
+    pack = PACK.replace('code = "TEAM101"', f"code = {code!r}")
+    if expected is not None:
+        pack = pack.replace(README_FIX, f"expected_fix={expected},")
+    if reads is not None:
+        pack = pack.replace(README_READS, f"    reads = {reads}\n" if reads else "")
     (site / "kfpack_rules" / "unnamed_dense.py").write_text(pack)
     dist = site / "kfpack-0.1.dist-info"
     dist.mkdir()
@@ -94,7 +61,7 @@ def test_entry_point_pack_is_listed_and_runs_under_its_own_prefix(tmp_path: Path
     (tmp_path / "model.py").write_text("import keras\nx = keras.layers.Dense(8)(inputs)\n")
     proc = _run(["check", "model.py", "--no-cache"], tmp_path, site)
     assert proc.returncode == 1
-    assert "model.py:2:5: TEAM101 [*] Dense layer without a name" in proc.stdout
+    assert "model.py:2:5: TEAM101 [*] `keras.layers.Dense` without a name" in proc.stdout
     quiet = _run(["check", "model.py", "--no-cache", "-q"], tmp_path, site)
     assert quiet.stdout.startswith("model.py:2:5: TEAM101"), quiet.stdout
     explained = _run(["explain", "unnamed-dense"], tmp_path, site)
