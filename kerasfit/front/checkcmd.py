@@ -234,7 +234,7 @@ def _print_findings(args: CheckArgs, result: RunResult, links: Links) -> int:
     if args.statistics:
         from ..project.reporters import statistics as stats  # defers the reporters until there is output
 
-        echo(stats(files, result.prefiltered, result.elapsed, result.tree_files), err=args.output_format != "text")
+        echo(stats(files, result.prefiltered, result.elapsed), err=args.output_format != "text")
     remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
     return 0 if args.exit_zero or not (remaining or errors) else 1

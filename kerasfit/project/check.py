@@ -90,7 +90,8 @@ class RunResult:
     elapsed: float = 0.0
     warnings: list[str] = field(default_factory=list)  # one line each, for stderr (the cache's)
     accepted: int = 0  # findings a baseline accepted (dropped from ``files``)
-    # files of the tree scanned for the project's tree-wide answers (0 when no rule read the project)
+    # files of the tree this process scanned for the project's tree-wide answers (a pool's
+    # workers scan for themselves what their checks ask, unless the answers were shared)
     tree_files: int = 0
 
     @property

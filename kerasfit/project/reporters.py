@@ -125,9 +125,8 @@ def uncounted_line(files: Sequence[FileResult]) -> str:
     return f"Not counted toward the exit code: {what} finding(s) (`--fail-on {strict}` counts them)."
 
 
-def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float, tree_files: int) -> str:
-    """The findings counted by rule, and what the run did with the files (``tree_files``: how
-    many of the tree were scanned for the project's tree-wide answers)."""
+def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float) -> str:
+    """The findings counted by rule, and what the run did with the files."""
     from tabulate import tabulate  # type: ignore[import-untyped]  # no stubs installed (types-tabulate is not a dependency)
 
     counts: Counter[tuple[str, str]] = Counter((d.code, d.name) for f in files for d in f.diagnostics)
@@ -139,8 +138,7 @@ def statistics(files: Sequence[FileResult], prefiltered: int, elapsed: float, tr
     out += (
         f"\n\nfiles: {len(files)} seen, {checked} checked ({cached} from cache), "
         f"{prefiltered} skipped by the prefilter (never mention tensorflow/keras), "
-        f"{sum(1 for f in files if f.error)} unreadable; {tree_files} scanned for the project's tree-wide answers; "
-        f"{elapsed:.2f}s"
+        f"{sum(1 for f in files if f.error)} unreadable; {elapsed:.2f}s"
     )
     return out
 
