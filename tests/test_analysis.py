@@ -734,12 +734,18 @@ def test_a_parallel_check_computes_the_tree_wide_answers_once_from_its_workers_p
     paths = sorted(str(p) for p in tmp_path.glob("*.py"))
     work = [(_Job(p, settings_for(p), False, False), Path(p).read_text()) for p in paths]
     index = ProjectIndex([tmp_path])
-    results = _execute(work, 2, index)
+    results = _execute(work, 2, index, tree_wide=True)
     assert all(r.error is None for r in results)
     # the parent holds the answers its workers' parts made, equal to computing them here
     assert index._reach is not None and index._reach == ProjectIndex([tmp_path])._reached_quietly()
     # and a file whose checks asked for them depends on every file of the tree
     assert any(r.tree_wide for r in results) and set(index.tree_digests()) == set(paths)
+    # rules reading no project: nothing is computed ahead, and the workers, asking for
+    # the answers themselves, find the same
+    lazy_index = ProjectIndex([tmp_path])
+    lazy = _execute(work, 2, lazy_index, tree_wide=False)
+    assert lazy_index._reach is None and lazy_index.scanned_files() == 0
+    assert [[d.to_dict() for d in r.diagnostics] for r in lazy] == [[d.to_dict() for d in r.diagnostics] for r in results]
 
 
 def test_a_parallel_check_of_files_few_others_import_starts_the_checks_at_once(tmp_path):
@@ -754,11 +760,11 @@ def test_a_parallel_check_of_files_few_others_import_starts_the_checks_at_once(t
     paths = sorted(str(p) for p in tmp_path.glob("*.py"))
     work = [(_Job(p, settings_for(p), False, False), Path(p).read_text()) for p in paths]
     index = ProjectIndex([tmp_path])
-    results = _execute(work, 2, index)
+    results = _execute(work, 2, index, tree_wide=True)
     # no pass over the whole tree before the checks: each worker answered from the few
     # files that decide each answer, and found what one process finds
     assert index._reach is None
-    alone = _execute(work, 1, ProjectIndex([tmp_path]))
+    alone = _execute(work, 1, ProjectIndex([tmp_path]), tree_wide=True)
     assert [[d.to_dict() for d in r.diagnostics] for r in results] == [[d.to_dict() for d in r.diagnostics] for r in alone]
     assert [r.tree_wide for r in results] == [r.tree_wide for r in alone] and any(r.tree_wide for r in results)
     assert set(index.tree_digests()) == set(paths)

@@ -215,6 +215,10 @@ def test_statistics_counts_rules_and_prefiltered_files(project):
     assert "3 seen" in files and "2 checked" in files and "1 skipped by the prefilter" in files
 
 
+def _stats_line(r) -> str:
+    return next(line for line in (r.stdout + r.stderr).splitlines() if line.startswith("files:"))
+
+
 def test_cache_warm_run_same_results_then_invalidated(project):
     first = run("check", "model.py", "--statistics", cwd=project)
     warm = run("check", "model.py", "--statistics", cwd=project)
