@@ -141,21 +141,22 @@ class LoopWidth(_Width):
 
 
 @dataclass(frozen=True)
-class CallSiteHead(_Width):
+class _CallSite(_Width):
+    """A layer whose width a parameter of a project function or class sets."""
+
     callee: str  # the function or class whose parameter sizes the layer
     param: str
     layer: str
     unit: str
 
+
+@dataclass(frozen=True)
+class CallSiteHead(_CallSite):
     template = "`{callee}(..., {param}={width})` builds a `{layer}` with {width} {unit} that {says}; an output head, so not fixed"
 
 
 @dataclass(frozen=True)
-class CallSiteWidth(_Width):
-    callee: str
-    param: str
-    layer: str
-    unit: str
+class CallSiteWidth(_CallSite):
     feeds: str | None  # a narrow internal layer: the layer its output feeds
     at_call_site: bool  # reported (and fixed) at the call site's literal, else at the layer
 
@@ -168,21 +169,23 @@ class CallSiteWidth(_Width):
 
 
 @dataclass(frozen=True)
-class FactoryHead(_Width):
+class _Factory(_Width):
+    """A layer a project function builds."""
+
     factory: str  # the project function that builds the layer
     layer: str
     unit: str
+
+
+@dataclass(frozen=True)
+class FactoryHead(_Factory):
     head: str
 
     template = "`{factory}(...)` builds a `{layer}` with {width} {unit} that {says}; an output head ({head}), so not fixed"
 
 
 @dataclass(frozen=True)
-class FactoryWidth(_Width):
-    factory: str
-    layer: str
-    unit: str
-
+class FactoryWidth(_Factory):
     template = ("`{factory}(...)` builds a `{layer}` with {width} {unit} that {says}; "
                 "pass {rounded} (a multiple of {multiple}){fill}")
 

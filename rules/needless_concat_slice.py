@@ -1142,15 +1142,19 @@ class NeedlessConcatSlice(Rule):
         for anc in reversed(above):
             if isinstance(anc, (cst.BaseSmallStatement, cst.BaseCompoundStatement)):
                 return False
-            if isinstance(anc, cst.BinaryOperation):
-                operands: list[cst.BaseExpression] = [anc.left, anc.right]
-            elif isinstance(anc, cst.Call) and not _joins(self.ctx.call_name(anc)):
-                operands = [a.value for a in anc.args]
-            else:
-                continue
-            if any(self.ctx.code(o) == base for o in operands):
+            operands = self._combined(anc)
+            if operands and any(self.ctx.code(o) == base for o in operands):
                 return True
         return False
+
+    def _combined(self, node: cst.CSTNode) -> list[cst.BaseExpression]:
+        """What ``node`` combines arithmetically: a binary operation's operands, or the
+        arguments of a call that is no concat or stack (none for anything else)."""
+        if isinstance(node, cst.BinaryOperation):
+            return [node.left, node.right]
+        if isinstance(node, cst.Call) and not _joins(self.ctx.call_name(node)):
+            return [a.value for a in node.args]
+        return []
 
     def _columns_met(self, fn: cst.FunctionDef | cst.Lambda, base: str) -> set[tuple[int, int]]:
         """The columns of ``base`` that arithmetic in ``fn`` combines with another column —
@@ -1193,11 +1197,8 @@ class NeedlessConcatSlice(Rule):
                             origins.setdefault(inner.value, set()).update(found)
         met: set[tuple[int, int]] = set()
         for n in walk(fn):
-            if isinstance(n, cst.BinaryOperation):
-                operands: list[cst.CSTNode] = [n.left, n.right]
-            elif isinstance(n, cst.Call) and not _joins(self.ctx.call_name(n)):
-                operands = [a.value for a in n.args]
-            else:
+            operands = self._combined(n)
+            if not operands:
                 continue
             reads = [cols(o) for o in operands]
             joined: set[tuple[str, tuple[int, int]]] = set().union(*reads)

@@ -117,18 +117,20 @@ def _host_handed(ctx: ModelView, host: set[int], call: cst.Call, scopes: Sequenc
             continue
         kw = a.keyword.value
         if kw in _HOST_PAIR_KEYWORDS and isinstance(a.value, (cst.Tuple, cst.List)) and a.value.elements:
-            _mark_host(ctx, host, a.value.elements[0].value, scopes)
+            _mark_function(ctx, host, a.value.elements[0].value, scopes)
         elif kw in _HOST_FN_KEYWORDS:
-            _mark_host(ctx, host, a.value, scopes)
+            _mark_function(ctx, host, a.value, scopes)
 
 
-def _mark_host(ctx: ModelView, host: set[int], expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> None:
+def _mark_function(ctx: ModelView, into: set[int], expr: cst.BaseExpression | None, scopes: Sequence[ScopeNode]) -> None:
+    """Add the id of the function ``expr`` hands over (a lambda, or a name of a function of
+    the file) to ``into``."""
     if isinstance(expr, cst.Lambda):
-        host.add(id(expr))
+        into.add(id(expr))
     elif isinstance(expr, (cst.Name, cst.Attribute)):
         fn = ctx.values.function_defined_as(expr, scopes)
         if fn is not None:
-            host.add(id(fn))
+            into.add(id(fn))
 
 
 def _scan_for_host(ctx: ModelView, scan: _HostScan, host: set[int], call: cst.Call, scopes: Sequence[ScopeNode]) -> None:
@@ -240,13 +242,7 @@ def traced_functions(ctx: ModelView) -> frozenset[int]:
         if name in _CONTROL_FLOW:
             for a in call.args:
                 if a.keyword is None or a.keyword.value in _CONTROL_FLOW_KEYWORDS:
-                    v = a.value
-                    if isinstance(v, cst.Lambda):
-                        out.add(id(v))
-                    elif isinstance(v, (cst.Name, cst.Attribute)):
-                        fn = ctx.values.function_defined_as(v, scopes)
-                        if fn is not None:
-                            out.add(id(fn))
+                    _mark_function(ctx, out, a.value, scopes)
     return frozenset(out)
 
 
