@@ -259,16 +259,22 @@ class Names:
         (``from mylib.backend import keras``) through the project index, and, for a
         receiver nothing resolves, an attribute only Keras/TF spell ("resolved by name",
         see :meth:`resolved_by_name`)."""
-        return self._resolve(node, self._scopes.ancestors(node))
+        within = self._scopes.ancestors(node)
+        return self._canonical(node, self.raw_name(node, within), within, ())
 
-    def _resolve(self, node: cst.BaseExpression, within: Sequence[cst.CSTNode]) -> str | None:
-        raw = self.raw_name(node, within)
+    def _canonical(self, node: cst.BaseExpression, raw: str | None, within: Sequence[cst.CSTNode] | None,
+                   scopes: Sequence[ScopeNode]) -> str | None:
+        """The canonical name of ``node`` whose raw dotted name is ``raw``, seen from
+        ``within`` (else from ``scopes``, innermost first): what a project module re-exports
+        followed to the framework, and a receiver nothing resolves taken by its spelling."""
         if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
             raw = self.framework_raw(raw)
             if raw is None:
                 return None
         if raw is None:
-            return self._by_name(node, within)
+            if type(node) is not cst.Attribute:
+                return None  # only an attribute is taken by its spelling: no chain of scopes to make
+            return self._by_name(node, within if within is not None else self._scopes.within(scopes))
         return canonical(raw)  # (memoised in symbols)
 
     # ---- beyond the file: the project index, and spellings only the framework uses -----
@@ -327,6 +333,7 @@ class Names:
             node = node.func
         hit = self.caches.by_name_hits.get(id(node))
         return hit is not None and hit[0] is node
+
     def call_name(self, node: cst.CSTNode) -> str | None:
         """Canonical name of the callee when ``node`` is a call of a TF/Keras symbol."""
         if type(node) is _Call:
@@ -337,26 +344,11 @@ class Names:
                 return hit[1]
             # the callee is seen from the call's scopes, which the file index recorded for
             # every call: no climb to the module for the ancestors
-            name = self._resolve_in(node.func, self._scopes.index.scopes_of(node))
+            func = node.func
+            name = self._canonical(func, self.raw_name_anywhere(func), None, self._scopes.index.scopes_of(node))
             self._call_names[id(node)] = (node, name)
             return name
         return None
-
-    def _resolve_in(self, node: cst.BaseExpression, scopes: Sequence[ScopeNode]) -> str | None:
-        """:meth:`_resolve` of ``node`` seen from ``scopes`` (innermost first)."""
-        dotted = None if type(node) is _Call else dotted_name(node)
-        if dotted is None:
-            raw = None
-        else:
-            inner = scopes[0] if scopes and type(scopes[0]) is not cst.Module else None
-            raw = self._raw(dotted, inner, None, scopes)
-        if raw is not None and raw.partition(".")[0] not in ROOT_MODULES:
-            raw = self.framework_raw(raw)
-            if raw is None:
-                return None
-        if raw is None:
-            return self._by_name(node, self._scopes.within(scopes)) if type(node) is cst.Attribute else None
-        return canonical(raw)
 
     def flavour(self, node: cst.BaseExpression) -> str | None:
         raw = self.raw_name(node.func if isinstance(node, cst.Call) else node, self._scopes.ancestors(node))
