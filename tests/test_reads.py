@@ -82,20 +82,21 @@ def test_a_pool_computes_the_tree_wide_answers_ahead_only_for_rules_reading_the_
 
 
 def test_the_prefilter_follows_imports_without_the_tree(tmp_path):
-    # model.py never spells tensorflow: the prefilter follows its import (the index rooted nowhere)
+    # model.py never spells tensorflow: the prefilter follows its import, not the tree
     _tree(tmp_path, {
         "compat.py": "from tensorflow.keras import layers\n",
         "model.py": "from compat import layers\n\nbn = layers.BatchNormalization(fused=False)\n",
     })
     assert _found(_check(tmp_path, ["KF101"])) == [("model.py", 3, "KF101")]
     indexes = tree_indexes([tmp_path])
-    assert indexes.alone.imports_framework(tmp_path / "model.py", (tmp_path / "model.py").read_bytes())
+    assert indexes.tree.imports_framework(tmp_path / "model.py", (tmp_path / "model.py").read_bytes())
+    assert indexes.tree_files == 0
 
 
 def test_the_tree_index_reads_the_tree_only_when_a_question_needs_it(tmp_path):
     _tree(tmp_path, {"net.py": _NET, "train.py": "from net import build\n", "util.py": "x = 1\n"})
     indexes = tree_indexes([tmp_path])  # (the language server's, per workspace folder)
-    assert indexes.tree_files == 0 and indexes.alone.roots == []
+    assert indexes.tree_files == 0
     assert indexes.tree.facts(str(tmp_path / "train.py")) is not None  # one file's facts: no scan
     assert indexes.tree_files == 0
     assert indexes.tree.imported_by_others(tmp_path / "net.py")

@@ -213,8 +213,7 @@ class KerasfitServer(LanguageServer):
         return str(Path(root) / (uri.rsplit("/", 1)[-1] or "untitled.py"))
 
     def workspace_indexes(self) -> TreeIndexes:
-        """The project indexes of the workspace folder, kept across checks: the tree's, which
-        every check is given, and the one rooted nowhere (the prefilter's); other files are
+        """The project index of the workspace folder, kept across checks: other files are
         read lazily when a check asks about them, and re-read when they change on disk."""
         root = self.workspace.root_path or str(Path.cwd())
         indexes = getattr(self, "_project_indexes", None)

@@ -499,7 +499,7 @@ def check_paths(paths: Sequence[str | Path], options: CheckOptions) -> RunResult
         if cand.error is not None:
             results.append(FileResult(str(path), error=cand.error))
             continue
-        read = _read_candidate(path, resolver, indexes.alone, snapshots if writing else None)
+        read = _read_candidate(path, resolver, indexes.tree, snapshots if writing else None)
         if isinstance(read, FileResult):
             prefiltered += read.skipped
             results.append(read)

@@ -123,17 +123,13 @@ def index_bounds(roots: Sequence[str | Path], excludes_for: ExcludesFor, limit_f
 
 
 class TreeIndexes:
-    """The project indexes the checks of one tree are given (the language server keeps one
-    per workspace folder, across checks), both reading only what a check of the tree would
-    (``bounds``: excludes, max-file-size) and each only when asked: the tree's, which every
-    check is given (it scans the tree and computes the tree-wide answers the first time a
-    question needs them), and one rooted nowhere for the prefilter (which follows a file's
-    imports, never the tree)."""
+    """The project index the checks of one tree and its prefilter share (the language server
+    keeps one per workspace folder, across checks), reading only what a check of the tree
+    would (``bounds``: excludes, max-file-size) and only when asked: it scans the tree and
+    computes the tree-wide answers the first time a question needs them."""
 
     def __init__(self, roots: Sequence[str | Path], bounds: Bounds | None = None) -> None:
-        bounds = bounds if bounds is not None else Bounds(roots=[Path(r) for r in roots])
-        self.tree = ProjectIndex(roots, bounds)
-        self.alone = ProjectIndex((), bounds)
+        self.tree = ProjectIndex(roots, bounds if bounds is not None else Bounds(roots=[Path(r) for r in roots]))
 
     @property
     def tree_files(self) -> int:
