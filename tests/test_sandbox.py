@@ -45,13 +45,17 @@ def survivors(tmp_path: Path) -> list[str]:
     return found
 
 
+# The child waits for the middle process, so exactly one descendant (the daemon) is alive
+# when the child is done: without the wait the middle one may not have exited yet.
 ESCAPE = """
 import os, sys, time
-if os.fork() == 0:
+middle = os.fork()
+if middle == 0:
     os.setsid()
     if os.fork() == 0:   # a daemon in its own session, holding stderr
         time.sleep(3600)
     os._exit(0)
+os.waitpid(middle, 0)
 """
 
 
