@@ -215,6 +215,37 @@ def test_colab_continuations_and_autocall_give_no_kf001_and_later_findings_stay(
     assert [f.split(": ")[0] for f in found] == ["tpu.ipynb:cell 3:1:6"], found
 
 
+PASTED = " # install the compiler\n !sudo apt-get install edgetpu-compiler \\\n     -y\n" \
+         " bn = tf_keras.layers.BatchNormalization(fused=False)\n for i in range(2):\n     print(i)"
+
+
+def test_a_cell_pasted_indented_is_read_as_ipython_runs_it_and_fixed_in_place(tmp_path):
+    """IPython takes the first line's indentation off every line of a cell that has it, so
+    a cell pasted from a function body runs: no KF001, its findings at the cell's own
+    columns, its fix written back with the cell's indentation, and nothing more on a
+    second --fix."""
+    path = tmp_path / "pasted.ipynb"
+    cells = [("code", "import tf_keras"), ("code", PASTED),
+             ("code", "x = tf_keras.layers.BatchNormalization(fused=False)"),
+             ("code", "    # an indented comment alone needs no block\ny = 1")]
+    # code indented under an unindented first line is an error in IPython too
+    make_notebook(path, [*cells, ("code", "z = 1\n    w = 2")])
+    found = finding_lines(run("check", "--no-cache", "pasted.ipynb", cwd=tmp_path).stdout)
+    # (columns as the cell is written: `tf_keras` of the pasted line is its 7th character)
+    assert [f.split(": ")[0] for f in found][:2] == ["pasted.ipynb:cell 2:4:7", "pasted.ipynb:cell 3:1:5"], found
+    assert found[2].startswith("pasted.ipynb:cell 5:2:"), found
+    assert "KF001" in found[2] and "KF001" not in found[0] + found[1]
+
+    make_notebook(path, cells)
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "pasted.ipynb", cwd=tmp_path)
+    text = path.read_text()
+    after = ["".join(c["source"]) for c in json.loads(text)["cells"]]
+    assert after == ["import tf_keras", PASTED.replace("fused=False", "fused=True"),
+                     "x = tf_keras.layers.BatchNormalization(fused=True)", cells[3][1]]
+    run("check", "--no-cache", "--fix", "--unsafe-fixes", "pasted.ipynb", cwd=tmp_path)
+    assert path.read_text() == text
+
+
 def test_a_users_line_that_looks_like_a_mask_tag_survives_fix(tmp_path):
     """The masking tags are words no cell holds: a user's line ending in
     `# kerasfit-magic 0` (or a `# kerasfit-cell 2` line) in an untouched cell is kept."""

@@ -10,7 +10,10 @@ read it (``%magic``, ``!shell``, ``x = !cmd``, ``obj?``, the auto-call escapes `
 lines it continues with a trailing backslash; a
 ``%%cell`` magic whose body is not Python masks the cell). Masking never adds or removes a
 line, so a module row maps back to a cell and a row in it by subtraction; columns are
-untouched. After fixing, the module is cut at the markers again and every masked line is
+untouched. A cell whose first line is indented (code pasted from a function body) runs in
+IPython, which takes the first line's indentation off every line that has it: its marker
+line opens an ``if True:`` block instead, which holds the same statements at the same
+columns. After fixing, the module is cut at the markers again and every masked line is
 put back as written, so magics survive ``--fix``. The markers' words are ones no cell
 holds, so a user's line is never taken for one.
 """
@@ -115,6 +118,21 @@ def mask(source: str, originals: dict[int, str], mark: str = MAGIC_MARK) -> str:
     return "\n".join(out)
 
 
+# The head of a cell marker for an indented cell (see the module's docstring).
+_BLOCK = "if True:  "
+
+
+def _indented(masked: str) -> bool:
+    """Whether the cell needs a block to parse as IPython runs it: its first line with text
+    is indented (IPython then takes that indentation off), and so is its first statement
+    (an indented comment alone is no matter to Python)."""
+    lines = [ln for ln in masked.split("\n") if ln.strip()]
+    if not lines or not lines[0][0].isspace():
+        return False
+    code = next((ln for ln in lines if not ln.lstrip().startswith("#")), "")
+    return code[:1].isspace()
+
+
 def _is_python(line: str) -> bool:
     """Whether one line compiles as Python on its own (a backslash join is left off)."""
     try:
@@ -184,14 +202,14 @@ class Notebook:
         self.raw = raw
         self.text = text
         cell_mark, magic_mark = marks
-        self._cell_re = re.compile(rf"^# {re.escape(cell_mark)} (\d+)$")
+        self._cell_re = re.compile(rf"^(?:{_BLOCK})?# {re.escape(cell_mark)} (\d+)$")
         self._magic_re = re.compile(rf"# {re.escape(magic_mark)} (\d+)$")
         parts: list[str] = []
         self.starts: list[int] = []  # module row of each cell's first line
         row = 1
         for c in self.cells:
             body = c.masked if c.masked.endswith("\n") or not c.masked else c.masked + "\n"
-            parts.append(f"# {cell_mark} {c.number}\n{body}")
+            parts.append(f"{_BLOCK if _indented(c.masked) else ''}# {cell_mark} {c.number}\n{body}")
             self.starts.append(row + 1)
             row += 1 + body.count("\n")
         self.module = "".join(parts)
