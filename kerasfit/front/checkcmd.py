@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 from typer import echo
 
 from ..core.sourcefile import read_regular
+from ..core.types import FileResult
 from ..project import reporters
-from ..project.reporters import FORMATS, WriteOptions
+from ..project.reporters import FORMATS, WriteOptions, printable
 
 if TYPE_CHECKING:
     from ..project.buildstage import BuildRequest
@@ -86,7 +87,6 @@ def run_check(args: CheckArgs) -> int:
     """``kerasfit check``; returns the exit code."""
     from ..project.check import links_for  # defers the check machinery (api, discovery, config) until argv is read
     from ..project.config import ConfigError  # defers the config reader until argv is read
-    from ..project.reporters import printable  # defers the reporters until argv is read
 
     adopting = args.adopting
     if adopting and (args.fix or args.diff or args.add_noqa and args.write_baseline is not None):
@@ -175,7 +175,6 @@ def _check_files(args: CheckArgs, options: CheckOptions) -> tuple[RunResult, dic
     """The named files and directories checked. A path that does not exist is reported
     like an unreadable file (exit 1, as ruff does); the paths that do exist are still checked."""
     from ..project.check import RunResult, check_paths  # defers the check machinery until argv is read
-    from ..core.types import FileResult  # defers the target tables until argv is read
 
     path_list = args.path_list
     missing = [p for p in path_list if _missing(p)]
@@ -204,9 +203,6 @@ def _adopt(args: CheckArgs, result: RunResult) -> int:
 
 def _print_diffs(args: CheckArgs, files: list[Any], originals: dict[str, str]) -> int:
     """--diff: the patch on stdout, what could not be fixed on stderr."""
-    from ..core.types import FileResult  # defers the target tables until argv is read
-    from ..project.reporters import printable  # defers the reporters until argv is read
-
     text = _diffs(files, originals)
     if text:
         sys.stdout.write(text)
@@ -232,9 +228,7 @@ def _print_findings(args: CheckArgs, result: RunResult, links: Links) -> int:
     fixed = sum(f.fixes_applied for f in files) if args.fix else 0
     _emit(args, files, fixed, links, result.accepted)
     if args.statistics:
-        from ..project.reporters import statistics as stats  # defers the reporters until there is output
-
-        echo(stats(files, result.prefiltered, result.elapsed), err=args.output_format != "text")
+        echo(reporters.statistics(files, result.prefiltered, result.elapsed), err=args.output_format != "text")
     remaining = any(f.failing for f in files)
     errors = any(f.error for f in files)
     return 0 if args.exit_zero or not (remaining or errors) else 1

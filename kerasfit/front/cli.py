@@ -20,7 +20,9 @@ import typer
 from .. import __version__
 from ..core import interrupts
 from .checkcmd import CheckArgs, run_check
-from ..project.reporters import FORMATS
+from ..core.docpages import FACTS_TOPIC, fact_numbers, fact_section, facts_file
+from ..engine.registry import RuleRegistryError, all_rules, rule_by_name_or_code
+from ..project.reporters import FORMATS, printable
 from ..core.types import target_help
 
 if TYPE_CHECKING:
@@ -58,8 +60,6 @@ class ListFormat(str, Enum):
 
 
 def _fail(message: str) -> NoReturn:
-    from ..project.reporters import printable  # defers the reporters: --version and --help do not need them
-
     typer.echo(f"kerasfit: error: {printable(message)}", err=True)
     raise typer.Exit(2)
 
@@ -160,8 +160,6 @@ def report(
     fmt = output_format.value
 
     def fail(message: str, what: str = "error") -> NoReturn:
-        from ..project.reporters import printable  # defers the reporters, as in _fail
-
         if fmt == "json":  # a machine reading stdout gets an object with the message
             typer.echo(json.dumps({"ok": False, "file": str(path), "error": message}))
         else:
@@ -222,7 +220,6 @@ def rules_cmd(
     """List every rule: code, name, summary, fix safety, targets, default on/off."""
     from ..project.check import CheckOptions, links_for  # defers the check machinery until a command runs
     from ..project.config import ConfigError  # defers the config reader until a command runs
-    from ..engine.registry import all_rules  # defers the rule pack (libcst)
 
     try:
         links = links_for(Path.cwd(), CheckOptions())  # the project's docs-url, else the installed pages
@@ -256,9 +253,6 @@ def explain(
     code: Annotated[str, typer.Argument(help="A rule code (KF101) or name (unfused-batchnorm); 'facts' for the facts the rules cite, 'facts#11' for one.")],
 ) -> None:
     """Print a rule's documentation, or the accelerator facts (docs/facts.md#N)."""
-    from ..core.docpages import FACTS_TOPIC, facts_file  # defers the docs reader until a command runs
-    from ..engine.registry import rule_by_name_or_code  # defers the rule pack (libcst)
-
     topic = FACTS_TOPIC.match(code.strip())
     if topic is not None:
         _explain_facts(topic.group("n"))
@@ -275,8 +269,6 @@ def explain(
 
 
 def _explain_facts(number: str | None) -> None:
-    from ..core.docpages import fact_numbers, fact_section, facts_file  # defers the docs reader until a command runs
-
     path = facts_file()
     if path is None:
         _fail("the facts page (docs/facts.md) is not installed with this kerasfit")
@@ -308,7 +300,6 @@ def lsp(
 
 def main() -> None:
     from ..project.check import tune_gc  # defers the check machinery (api)
-    from ..engine.registry import RuleRegistryError  # defers the rule registry until a command runs
 
     tune_gc()
     # SIGINT, SIGTERM, SIGHUP: a file being written is finished first, then the run ends

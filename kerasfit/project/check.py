@@ -41,7 +41,7 @@ from ..core import interrupts
 from ..core.parsestack import on_parse_stack
 from ..core.sourcefile import DEFAULT_MAX_FILE_SIZE, Cost, over_limit, regular_file_contains
 from ..engine.registry import all_rules, fingerprint as rules_fingerprint, manifest
-from ..engine.settings import reads_project
+from ..engine.settings import LintSettings, reads_project
 from ..semantic.index import ProjectIndex, Reach, ReachPart, join_reach
 from ..semantic.treescan import file_digest
 from ..core.types import TARGETS, Diagnostic, FileResult, Severity, allowed
@@ -53,7 +53,6 @@ if TYPE_CHECKING:
 
     from .baseline import Baseline
 
-    from ..engine.settings import LintSettings
     from ..engine.parse import ParseCache
     from ..ruleapi.rule import Rule
 
@@ -124,8 +123,6 @@ class FileSettings:
         return [rules[c] for c in self.codes]
 
     def lint_settings(self, project: ProjectIndex | None = None, stop: threading.Event | None = None) -> LintSettings:
-        from ..engine.settings import LintSettings  # defers libcst (the engine parses with it)
-
         return LintSettings(
             self.rules(), TARGETS[self.target], dict(self.options), frozenset(self.unfixable), project, stop,
         )
